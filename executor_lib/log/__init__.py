@@ -1,0 +1,1 @@
+"""Transaction log and table state: snapshots, commits, checkpoints, Avro state reading."""

@@ -1,0 +1,171 @@
+"""Reading the Avro state format (protocol V4): ``state-v<N>/`` plus shared Avro manifests.
+
+A state directory holds one state manifest — ``_manifest.avro`` (one Avro record, as
+IndexTables4Spark 0.5.x writes) or ``_manifest.json`` (same fields, JSON) — listing
+Avro manifest files of FileEntry records, tombstones (paths removed since those
+manifests were written), the schema registry (bare hashes) and optionally the
+metadata action as JSON. Manifests are read in parallel with the schema embedded in
+each file, so fields added by newer writers are accepted. Writing state is not done
+here (see PROTOCOL.md).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError
+from executor_lib.protocol.actions import AddAction, MetadataAction, action_from_json_obj
+from executor_lib.protocol.files import LOG_DIR, state_dir
+from executor_lib.storage.base import ObjectStore
+
+STATE_MANIFEST_NAMES = ("_manifest.avro", "_manifest.json")
+_FILE_ENTRY_ONLY_FIELDS = ("addedAtVersion", "addedAtTimestamp")
+
+
+@dataclass(frozen=True)
+class ManifestInfo:
+    path: str
+    num_entries: int
+    min_added_at_version: int = 0
+    max_added_at_version: int = 0
+    partition_bounds: dict[str, dict[str, str | None]] | None = None
+
+
+@dataclass(frozen=True)
+class StateManifest:
+    """The content of ``state-v<N>/_manifest.*``."""
+
+    state_version: int
+    source: str
+    format_version: int = 1
+    created_at: int = 0
+    num_files: int = 0
+    total_bytes: int = 0
+    protocol_version: int = 4
+    manifests: tuple[ManifestInfo, ...] = ()
+    tombstones: frozenset[str] = frozenset()
+    schema_registry: dict[str, str] = field(default_factory=dict)
+    metadata_json: str | None = None
+
+    def metadata(self) -> MetadataAction | None:
+        """The embedded metadata action, if the writer stored one."""
+        if not self.metadata_json:
+            return None
+        try:
+            obj = json.loads(self.metadata_json)
+            action = action_from_json_obj(obj if "metaData" in obj else {"metaData": obj})
+        except (json.JSONDecodeError, CorruptLogError) as e:
+            raise CorruptLogError(f"{self.source}: embedded metadata is invalid: {e}") from e
+        assert isinstance(action, MetadataAction)
+        return action
+
+
+def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
+    try:
+        manifests = tuple(
+            ManifestInfo(
+                path=m["path"],
+                num_entries=int(m.get("numEntries", 0)),
+                min_added_at_version=int(m.get("minAddedAtVersion") or 0),
+                max_added_at_version=int(m.get("maxAddedAtVersion") or 0),
+                partition_bounds=m.get("partitionBounds"),
+            )
+            for m in d.get("manifests") or []
+        )
+        return StateManifest(
+            state_version=int(d["stateVersion"]),
+            source=source,
+            format_version=int(d.get("formatVersion", 1)),
+            created_at=int(d.get("createdAt") or 0),
+            num_files=int(d.get("numFiles") or 0),
+            total_bytes=int(d.get("totalBytes") or 0),
+            protocol_version=int(d.get("protocolVersion") or 4),
+            manifests=manifests,
+            tombstones=frozenset(d.get("tombstones") or ()),
+            schema_registry=dict(d.get("schemaRegistry") or {}),
+            metadata_json=d.get("metadata"),
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptLogError(f"{source}: invalid state manifest: {e!r}") from e
+
+
+def _read_avro_records(data: bytes, source: str) -> list[dict[str, Any]]:
+    try:
+        return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]
+    except Exception as e:  # fastavro raises many unrelated types on corrupt input
+        raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
+
+
+def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | None:
+    """The state manifest of ``state-v<version>``, or None if the directory has none (incomplete write)."""
+    for name in STATE_MANIFEST_NAMES:
+        key = f"{LOG_DIR}/{state_dir(version)}/{name}"
+        try:
+            data = store.read(key)
+        except ObjectNotFoundError:
+            continue
+        source = store.uri_of(key)
+        if name.endswith(".avro"):
+            records = _read_avro_records(data, source)
+            if len(records) != 1:
+                raise CorruptLogError(f"{source}: expected one state manifest record, found {len(records)}")
+            return _state_manifest_from_dict(records[0], source)
+        try:
+            return _state_manifest_from_dict(json.loads(data.decode("utf-8")), source)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CorruptLogError(f"{source}: invalid JSON: {e}") from e
+    return None
+
+
+def resolve_manifest_path(path: str, version: int) -> str:
+    """Store key of a manifest: shared (``manifests/``), normalized legacy (``state-v.../``) or legacy."""
+    if "://" in path:
+        return path
+    if path.startswith(("manifests/", "state-v")):
+        return f"{LOG_DIR}/{path}"
+    return f"{LOG_DIR}/{state_dir(version)}/{path}"
+
+
+def file_entry_to_add(record: dict[str, Any]) -> AddAction:
+    """One Avro FileEntry -> AddAction (the addedAt* bookkeeping fields are dropped)."""
+    body = {k: v for k, v in record.items() if k not in _FILE_ENTRY_ONLY_FIELDS and v is not None}
+    return AddAction.from_json_dict(body)
+
+
+def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> list[AddAction]:
+    key = resolve_manifest_path(info.path, version)
+    if "://" in key:
+        raise CorruptLogError(f"state-v{version}: absolute manifest path {key!r} is not supported")
+    try:
+        data = store.read(key)
+    except ObjectNotFoundError as e:
+        raise MissingLogFileError(
+            f"{store.uri_of(key)}: manifest referenced by state version {version} is missing"
+        ) from e
+    source = store.uri_of(key)
+    try:
+        return [file_entry_to_add(r) for r in _read_avro_records(data, source)]
+    except CorruptLogError as e:
+        raise CorruptLogError(f"{source}: {e}") from e
+
+
+def read_state_files(store: ObjectStore, manifest: StateManifest, parallelism: int = 8) -> Iterable[AddAction]:
+    """Live add actions of a state: all manifest entries minus tombstones, manifests read in parallel."""
+    infos = manifest.manifests
+    if len(infos) <= 1 or parallelism <= 1:
+        batches = [_read_manifest(store, i, manifest.state_version) for i in infos]
+    else:
+        with ThreadPoolExecutor(max_workers=min(parallelism, len(infos))) as pool:
+            batches = list(pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos))
+    tombstones = manifest.tombstones
+    for batch in batches:
+        for add in batch:
+            if add.path not in tombstones:
+                yield add

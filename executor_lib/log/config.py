@@ -1,0 +1,96 @@
+"""Transaction-log settings, read from ``spark.indextables.*`` options (IndexTables4Spark names).
+
+Options are given to ``open_log``/``create_table`` as keyword arguments together with
+storage options; anything starting with ``spark.indextables.`` that is a log setting is
+taken here. A bad value is a :class:`ConfigError` naming the option.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from executor_lib.errors import ConfigError
+
+_PREFIX = "spark.indextables."
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    checkpoint_enabled: bool = True
+    checkpoint_interval: int = 10
+    checkpoint_actions_per_part: int = 100_000
+    checkpoint_multipart_enabled: bool = True
+    checkpoint_tombstone_retention_hours: float = 168.0
+    compression_enabled: bool = True
+    gzip_level: int = 6
+    retry_max_attempts: int = 10
+    retry_base_delay_ms: int = 100
+    retry_max_delay_ms: int = 5000
+    state_read_parallelism: int = 8
+
+    # option name (without "spark.indextables.") -> (field, parser)
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> LogConfig:
+        values: dict[str, Any] = {}
+        for name, value in options.items():
+            if not name.startswith(_PREFIX):
+                continue
+            spec = _OPTIONS.get(name[len(_PREFIX) :])
+            if spec is None:
+                continue
+            field_name, parse, check = spec
+            try:
+                parsed = parse(value)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"option {name}={value!r}: {e}") from e
+            if not check(parsed):
+                raise ConfigError(f"option {name}={value!r}: value out of range")
+            values[field_name] = parsed
+        return cls(**values)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _positive(x: float) -> bool:
+    return x > 0
+
+
+def _non_negative(x: float) -> bool:
+    return x >= 0
+
+
+_OPTIONS: dict[str, tuple[str, Any, Any]] = {
+    "checkpoint.enabled": ("checkpoint_enabled", _bool, lambda _: True),
+    "checkpoint.interval": ("checkpoint_interval", int, _positive),
+    "checkpoint.actionsPerPart": ("checkpoint_actions_per_part", int, _positive),
+    "checkpoint.multiPart.enabled": ("checkpoint_multipart_enabled", _bool, lambda _: True),
+    "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", float, _non_negative),
+    "transaction.compression.enabled": ("compression_enabled", _bool, lambda _: True),
+    "transaction.compression.gzip.level": ("gzip_level", int, lambda x: 1 <= x <= 9),
+    "transaction.retry.maxAttempts": ("retry_max_attempts", int, _positive),
+    "transaction.retry.baseDelayMs": ("retry_base_delay_ms", int, _non_negative),
+    "transaction.retry.maxDelayMs": ("retry_max_delay_ms", int, _non_negative),
+    "state.read.parallelism": ("state_read_parallelism", int, _positive),
+}
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[LogConfig, dict[str, Any]]:
+    """Separate log settings from storage options."""
+    config = LogConfig.from_options(options)
+    storage = {k: v for k, v in options.items() if not k.startswith(_PREFIX) or _is_storage_option(k)}
+    return config, storage
+
+
+def _is_storage_option(name: str) -> bool:
+    return name.startswith((_PREFIX + "aws.", _PREFIX + "s3."))

@@ -1,0 +1,355 @@
+"""Listing the log and building snapshots: newest checkpoint/state at or below the target version,
+plus the version files after it.
+
+``_last_checkpoint`` is only a hint: the listing always starts at it and goes on to the
+end, so versions, checkpoints and states written after it (a writer may crash between
+committing and updating the hint) are found. Zero-padded names make that listing a
+``start_after`` query rather than a scan of the whole log.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from executor_lib.errors import (
+    CorruptLogError,
+    MissingLogFileError,
+    ObjectNotFoundError,
+    TableNotFoundError,
+    UnsupportedProtocolError,
+    VersionNotFoundError,
+)
+from executor_lib.log import avro_state
+from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
+from executor_lib.log.config import LogConfig
+from executor_lib.log.state import EMPTY_STATE, TableState, replay
+from executor_lib.protocol.actions import (
+    Action,
+    AddAction,
+    MetadataAction,
+    ProtocolAction,
+    actions_from_ndjson,
+)
+from executor_lib.protocol.files import (
+    LOG_DIR,
+    decode_log_bytes,
+    parse_checkpoint_file,
+    parse_state_dir,
+    parse_version_file,
+    version_file,
+    version_name,
+)
+from executor_lib.protocol.schema_registry import registry_from_configuration
+from executor_lib.storage.base import ObjectStore
+
+# What this code can read and write.
+READER_VERSION = 4
+WRITER_VERSION = 3
+SUPPORTED_READER_FEATURES = frozenset(
+    {"avroState", "multiPartCheckpoint", "schemaDeduplication", "skippedFiles", "extendedMetadata", "footerOffsets"}
+)
+SUPPORTED_WRITER_FEATURES = frozenset(
+    {"multiPartCheckpoint", "schemaDeduplication", "skippedFiles", "extendedMetadata", "footerOffsets", "checkpoint"}
+)
+
+
+@dataclass
+class LogListing:
+    """What one listing of ``_transaction_log/`` found (from ``start_after_version`` on)."""
+
+    versions: dict[int, int] = field(default_factory=dict)  # version file -> modified ms
+    checkpoints: set[int] = field(default_factory=set)
+    states: set[int] = field(default_factory=set)
+    complete: bool = True  # False when the listing started after a hint
+
+    @property
+    def latest(self) -> int:
+        return max([*self.versions, *self.checkpoints, *self.states], default=-1)
+
+
+def list_log(store: ObjectStore, start_after_version: int | None = None) -> LogListing:
+    """List version files, checkpoints and state directories (all of them, or past a version)."""
+    listing = LogListing(complete=start_after_version is None)
+    if start_after_version is None:
+        entries = store.list(f"{LOG_DIR}/", recursive=False)
+    else:
+        after = version_name(start_after_version)
+        entries = _chain(
+            store.list(f"{LOG_DIR}/0", start_after=f"{LOG_DIR}/{after}", recursive=False),
+            store.list(f"{LOG_DIR}/state-v", start_after=f"{LOG_DIR}/state-v{after}", recursive=False),
+        )
+    for entry in entries:
+        name = entry.name
+        if entry.is_dir:
+            v = parse_state_dir(name)
+            if v is not None:
+                listing.states.add(v)
+            continue
+        v = parse_version_file(name)
+        if v is not None:
+            listing.versions[v] = entry.modified_ms
+            continue
+        v = parse_checkpoint_file(name)
+        if v is not None:
+            listing.checkpoints.add(v)
+        # anything else (.crc files, checkpoint parts, _last_checkpoint) is not a version marker
+    return listing
+
+
+def _chain(*iterables: Iterable[Any]) -> Iterable[Any]:
+    for it in iterables:
+        yield from it
+
+
+def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
+    key = f"{LOG_DIR}/{version_file(version)}"
+    source = store.uri_of(key)
+    return actions_from_ndjson(decode_log_bytes(store.read(key), source), source)
+
+
+def check_readable(protocol: ProtocolAction | None, where: str) -> None:
+    if protocol is None:
+        return
+    if protocol.min_reader_version > READER_VERSION:
+        raise UnsupportedProtocolError(
+            f"{where}: table requires reader version {protocol.min_reader_version}; "
+            f"this code reads up to version {READER_VERSION}"
+        )
+    unknown = set(protocol.reader_features or ()) - SUPPORTED_READER_FEATURES
+    if unknown:
+        raise UnsupportedProtocolError(f"{where}: table requires unsupported reader features {sorted(unknown)}")
+
+
+def check_writable(protocol: ProtocolAction | None, where: str) -> None:
+    if protocol is None:
+        return
+    if protocol.min_writer_version > WRITER_VERSION:
+        raise UnsupportedProtocolError(
+            f"{where}: table requires writer version {protocol.min_writer_version}; this code writes "
+            f"up to version {WRITER_VERSION} (writing the v4 Avro state format is not supported yet)"
+        )
+    unknown = set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES
+    if unknown:
+        raise UnsupportedProtocolError(f"{where}: table requires unsupported writer features {sorted(unknown)}")
+
+
+class Snapshot:
+    """The table at one version: protocol, metadata and live files."""
+
+    def __init__(self, table_uri: str, state: TableState, base: str, timestamp_ms: int | None = None) -> None:
+        self.table_uri = table_uri
+        self._state = state
+        self.base = base  # what the snapshot was built from, e.g. "state-v…", "checkpoint 10", "log"
+        self.timestamp_ms = timestamp_ms
+
+    @property
+    def version(self) -> int:
+        return self._state.version
+
+    @property
+    def state(self) -> TableState:
+        return self._state
+
+    @property
+    def protocol(self) -> ProtocolAction | None:
+        return self._state.protocol
+
+    @property
+    def metadata(self) -> MetadataAction:
+        if self._state.metadata is None:
+            raise CorruptLogError(f"{self.table_uri}: no metaData action at version {self.version}")
+        return self._state.metadata
+
+    @property
+    def files(self) -> list[AddAction]:
+        return list(self._state.files.values())
+
+    @property
+    def schema_registry(self) -> Mapping[str, str]:
+        return self._state.schema_registry
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        return tuple(self.metadata.partition_columns)
+
+    @property
+    def num_records(self) -> int:
+        return sum(a.num_records or 0 for a in self._state.files.values())
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(a.size for a in self._state.files.values())
+
+    def doc_mapping(self, add: AddAction) -> str | None:
+        """The doc mapping JSON of a split: inline, or resolved through the schema registry."""
+        if add.doc_mapping_json is not None:
+            return add.doc_mapping_json
+        return self._state.schema_registry.get(add.doc_mapping_ref) if add.doc_mapping_ref else None
+
+    def arrow_schema(self) -> Any:
+        from executor_lib.table_schema import spark_json_to_arrow
+
+        return spark_json_to_arrow(self.metadata.schema_string)
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.table_uri!r}, version={self.version}, files={len(self._state.files)})"
+
+
+class SnapshotLoader:
+    """Builds snapshots of one table."""
+
+    def __init__(self, store: ObjectStore, config: LogConfig) -> None:
+        self.store = store
+        self.config = config
+
+    def listing(self, target: int | None = None) -> LogListing:
+        hint = read_last_checkpoint(self.store)
+        if hint is not None and (target is None or target >= hint.version):
+            listing = list_log(self.store, hint.version - 1 if hint.version > 0 else None)
+            if listing.latest >= 0:
+                return listing
+        return list_log(self.store)
+
+    def latest_version(self) -> int:
+        latest = self.listing().latest
+        if latest < 0:
+            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
+        return latest
+
+    def load(self, version: int | None = None) -> Snapshot:
+        listing = self.listing(version)
+        latest = listing.latest
+        if latest < 0:
+            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
+        target = latest if version is None else version
+        if target < 0 or target > latest:
+            raise VersionNotFoundError(f"{self.store.root_uri}: version {target} does not exist (latest is {latest})")
+        try:
+            return self._load_from(listing, target)
+        except _NeedFullListing:
+            return self._load_from(list_log(self.store), target)
+
+    def _load_from(self, listing: LogListing, target: int) -> Snapshot:
+        base_state, base_desc = self._load_base(listing, target)
+        start = base_state.version + 1
+        missing = [v for v in range(start, target + 1) if v not in listing.versions]
+        if missing:
+            if not listing.complete:
+                raise _NeedFullListing()
+            raise MissingLogFileError(
+                f"{self.store.uri_of(LOG_DIR)}: version file {version_file(missing[0])} is missing and no "
+                f"checkpoint or state covers version {missing[0]} (cannot build version {target})"
+            )
+        state = replay(base_state, ((v, read_version_actions(self.store, v)) for v in range(start, target + 1)))
+        check_readable(state.protocol, self.store.root_uri)
+        return Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target))
+
+    def _load_base(self, listing: LogListing, target: int) -> tuple[TableState, str]:
+        candidates = sorted(
+            [(v, "state") for v in listing.states if v <= target]
+            + [(v, "checkpoint") for v in listing.checkpoints if v <= target],
+            reverse=True,
+        )
+        for v, kind in candidates:
+            if kind == "checkpoint":
+                actions = read_checkpoint_actions(self.store, v)
+                return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}"
+            manifest = avro_state.read_state_manifest(self.store, v)
+            if manifest is None:
+                continue  # state directory without a manifest: an unfinished write, not a commit
+            return self._state_from_avro(manifest, listing), f"state-v{version_name(v)}"
+        if not listing.complete:
+            raise _NeedFullListing()
+        return EMPTY_STATE, "log"
+
+    def _state_from_avro(self, manifest: avro_state.StateManifest, listing: LogListing) -> TableState:
+        metadata = manifest.metadata()
+        protocol: ProtocolAction | None = None
+        if metadata is None:
+            # IndexTables4Spark 0.5.x leaves metadata out of the state: it lives in version 0.
+            protocol, metadata = self._protocol_and_metadata_before(manifest.state_version)
+        if protocol is None:
+            v = manifest.protocol_version
+            protocol = ProtocolAction(v, v, frozenset({"avroState"}), frozenset({"avroState"}))
+        if metadata is None:
+            raise MissingLogFileError(
+                f"{manifest.source}: state has no metadata and no version file at or before "
+                f"{manifest.state_version} holds a metaData action"
+            )
+        check_readable(protocol, self.store.root_uri)
+        files = list(avro_state.read_state_files(self.store, manifest, self.config.state_read_parallelism))
+        registry = dict(registry_from_configuration(metadata.configuration))
+        registry.update(manifest.schema_registry)
+        return TableState(
+            version=manifest.state_version,
+            protocol=protocol,
+            metadata=metadata,
+            files=MappingProxyType({a.path: a for a in files}),
+            schema_registry=MappingProxyType(registry),
+        )
+
+    def _protocol_and_metadata_before(self, version: int) -> tuple[ProtocolAction | None, MetadataAction | None]:
+        """Newest protocol and metaData in version files at or below ``version`` (newest first)."""
+        versions = sorted((v for v in list_log_versions(self.store) if v <= version), reverse=True)
+        protocol: ProtocolAction | None = None
+        metadata: MetadataAction | None = None
+        for v in versions:
+            try:
+                actions = read_version_actions(self.store, v)
+            except ObjectNotFoundError:
+                continue
+            for a in reversed(actions):
+                if protocol is None and isinstance(a, ProtocolAction):
+                    protocol = a
+                if metadata is None and isinstance(a, MetadataAction):
+                    metadata = a
+            if protocol is not None and metadata is not None:
+                break
+        return protocol, metadata
+
+    def version_timestamps(self) -> dict[int, int]:
+        """Commit time of every retained version (ms), made monotonic as Delta Lake does."""
+        listing = list_log(self.store)
+        raw: dict[int, int] = dict(listing.versions)
+        for v in listing.states - set(raw):
+            manifest = avro_state.read_state_manifest(self.store, v)
+            if manifest is not None:
+                raw[v] = manifest.created_at
+        out: dict[int, int] = {}
+        previous = -1
+        for v in sorted(raw):
+            previous = max(raw[v], previous + 1) if previous >= 0 else raw[v]
+            out[v] = previous
+        return out
+
+    def version_at_timestamp(self, timestamp_ms: int) -> int:
+        stamps = self.version_timestamps()
+        if not stamps:
+            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table")
+        versions = sorted(stamps)
+        times = [stamps[v] for v in versions]
+        i = bisect.bisect_right(times, timestamp_ms)
+        if i == 0:
+            raise VersionNotFoundError(
+                f"{self.store.root_uri}: timestamp {timestamp_ms} is before the earliest retained version "
+                f"{versions[0]} (committed at {times[0]})"
+            )
+        return versions[i - 1]
+
+
+def list_log_versions(store: ObjectStore) -> list[int]:
+    """All version-file numbers (a listing of ``_transaction_log/0*`` only)."""
+    out = []
+    for entry in store.list(f"{LOG_DIR}/0", recursive=False):
+        v = parse_version_file(entry.name)
+        if v is not None:
+            out.append(v)
+    return sorted(out)
+
+
+class _NeedFullListing(Exception):
+    """Internal: the hint-based listing was not enough, list the whole log."""

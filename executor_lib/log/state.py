@@ -1,0 +1,77 @@
+"""Table state as a pure function of actions: ``replay(base, versions) -> TableState``.
+
+Rules (same as IndexTables4Spark and Delta Lake): the newest protocol and metaData
+win; ``add`` puts a file (replacing one with the same path); ``remove`` deletes it and
+keeps a tombstone; ``mergeskip`` records the newest skip per path; ``commitInfo`` does
+not change state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from executor_lib.protocol.actions import (
+    Action,
+    AddAction,
+    MetadataAction,
+    ProtocolAction,
+    RemoveAction,
+    SkipAction,
+)
+from executor_lib.protocol.schema_registry import registry_from_configuration
+
+
+@dataclass(frozen=True)
+class TableState:
+    """Everything a snapshot knows: protocol, metadata, live files, tombstones, skips."""
+
+    version: int
+    protocol: ProtocolAction | None
+    metadata: MetadataAction | None
+    files: Mapping[str, AddAction] = field(default_factory=dict)
+    tombstones: Mapping[str, RemoveAction] = field(default_factory=dict)
+    skips: Mapping[str, SkipAction] = field(default_factory=dict)
+    schema_registry: Mapping[str, str] = field(default_factory=dict)
+
+
+EMPTY_STATE = TableState(version=-1, protocol=None, metadata=None)
+
+
+def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -> TableState:
+    """Apply the actions of each ``(version, actions)`` in order on top of ``base``.
+
+    ``base`` is not modified; the result shares no mutable structure with it.
+    """
+    protocol, metadata = base.protocol, base.metadata
+    files = dict(base.files)
+    tombstones = dict(base.tombstones)
+    skips = dict(base.skips)
+    registry = dict(base.schema_registry)
+    version = base.version
+    for version, actions in versions:
+        for action in actions:
+            if isinstance(action, AddAction):
+                files[action.path] = action
+                tombstones.pop(action.path, None)
+            elif isinstance(action, RemoveAction):
+                files.pop(action.path, None)
+                tombstones[action.path] = action
+            elif isinstance(action, MetadataAction):
+                metadata = action
+            elif isinstance(action, ProtocolAction):
+                protocol = action
+            elif isinstance(action, SkipAction):
+                skips[action.path] = action
+    if metadata is not None:
+        registry.update(registry_from_configuration(metadata.configuration))
+    return TableState(
+        version=version,
+        protocol=protocol,
+        metadata=metadata,
+        files=MappingProxyType(files),
+        tombstones=MappingProxyType(tombstones),
+        skips=MappingProxyType(skips),
+        schema_registry=MappingProxyType(registry),
+    )

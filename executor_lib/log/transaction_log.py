@@ -1,0 +1,410 @@
+"""The transaction log of one table: snapshots, commits with optimistic concurrency, history.
+
+Commit protocol (see PROTOCOL.md, "Commits"):
+
+1. Validate the actions (nothing is written for invalid input).
+2. Find the latest version L by listing past the newest known version (only new
+   version files are read: a commit costs O(new commits + its own actions), not O(table)).
+3. Check conflicts against every version committed after the transaction's read version.
+4. Write ``<L+1>.json`` with put-if-absent. Its first line is a ``commitInfo`` action
+   holding a fresh transaction id.
+5. If the put failed or its outcome is unknown, read ``<L+1>.json`` back: the own
+   transaction id means the commit landed (an ambiguous success is not retried, so
+   there are no duplicates); another id means the race was lost, go back to 2 after a
+   jittered exponential backoff; no file means the write did not land, retry it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from executor_lib.errors import (
+    CommitFailedError,
+    InvalidActionError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    StorageError,
+    VersionNotFoundError,
+)
+from executor_lib.log import checkpoint as checkpoints
+from executor_lib.log.config import LogConfig
+from executor_lib.log.conflicts import CommitIntent, check_conflicts
+from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
+from executor_lib.log.state import replay
+from executor_lib.protocol.actions import (
+    Action,
+    AddAction,
+    CommitInfoAction,
+    MetadataAction,
+    ProtocolAction,
+    RemoveAction,
+    SkipAction,
+    actions_to_ndjson,
+)
+from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
+from executor_lib.protocol.schema_registry import (
+    configuration_with_registry,
+    doc_mapping_hash,
+    registry_from_configuration,
+)
+from executor_lib.storage.base import ObjectStore
+
+log = logging.getLogger(__name__)
+
+ENGINE = "indextables-python/0.1.0"
+_ACTION_CLASSES = (ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction)
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What a writer must know about the latest version (no file list)."""
+
+    version: int
+    protocol: ProtocolAction | None
+    metadata: MetadataAction | None
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    timestamp_ms: int | None
+    operation: str | None
+    txn_id: str | None
+    num_added_files: int
+    num_removed_files: int
+    num_added_records: int
+    source: str  # "version file" or "state" (a version only recorded as Avro state)
+    num_files: int | None = None  # live files after this version (known for state-only versions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "timestamp": self.timestamp_ms,
+            "operation": self.operation,
+            "txnId": self.txn_id,
+            "numAddedFiles": self.num_added_files,
+            "numRemovedFiles": self.num_removed_files,
+            "numAddedRecords": self.num_added_records,
+            "source": self.source,
+            "numFiles": self.num_files,
+        }
+
+
+class TransactionLog:
+    """The ``_transaction_log/`` of one table."""
+
+    def __init__(self, store: ObjectStore, config: LogConfig | None = None) -> None:
+        self.store = store
+        self.config = config or LogConfig()
+        self._loader = SnapshotLoader(store, self.config)
+        self._head: _Head | None = None
+        self._snapshot: Snapshot | None = None
+
+    @property
+    def uri(self) -> str:
+        return self.store.root_uri
+
+    def __repr__(self) -> str:
+        return f"TransactionLog({self.uri!r})"
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def latest_version(self) -> int:
+        return self._loader.latest_version()
+
+    def snapshot(self, version: int | None = None, timestamp_ms: int | None = None) -> Snapshot:
+        """The latest snapshot, or the one at ``version``, or the newest at or before ``timestamp_ms``."""
+        if version is not None and timestamp_ms is not None:
+            raise ValueError("give either version or timestamp_ms, not both")
+        if timestamp_ms is not None:
+            version = self._loader.version_at_timestamp(timestamp_ms)
+        if version is None:
+            snap = self._refresh_snapshot()
+        elif self._snapshot is not None and self._snapshot.version == version:
+            snap = self._snapshot
+        else:
+            snap = self._loader.load(version)
+        return snap
+
+    def _refresh_snapshot(self) -> Snapshot:
+        """Latest snapshot, updated incrementally from the cached one when possible."""
+        cached = self._snapshot
+        if cached is not None:
+            listing = list_log(self.store, cached.version)
+            new = sorted(v for v in listing.versions if v > cached.version)
+            latest = listing.latest
+            if latest == cached.version:
+                return cached
+            if new == list(range(cached.version + 1, latest + 1)):
+                state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
+                self._snapshot = Snapshot(self.uri, state, cached.base, listing.versions.get(latest))
+                return self._snapshot
+        self._snapshot = self._loader.load()
+        return self._snapshot
+
+    def history(self, limit: int | None = None) -> list[HistoryEntry]:
+        """Commits newest first: one entry per retained version file or state-only version."""
+        listing = list_log(self.store)
+        entries: list[HistoryEntry] = []
+        for v in sorted(set(listing.versions) | listing.states, reverse=True):
+            if limit is not None and len(entries) >= limit:
+                break
+            entries.append(self._history_entry(v, listing.versions.get(v)))
+        return entries
+
+    def _history_entry(self, version: int, modified_ms: int | None) -> HistoryEntry:
+        if modified_ms is None:
+            from executor_lib.log.avro_state import read_state_manifest
+
+            manifest = read_state_manifest(self.store, version)
+            return HistoryEntry(
+                version, manifest.created_at if manifest else None, None, None, 0, 0, 0, "state",
+                num_files=manifest.num_files if manifest else None,
+            )  # fmt: skip
+        actions = read_version_actions(self.store, version)
+        info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
+        adds = [a for a in actions if isinstance(a, AddAction)]
+        return HistoryEntry(
+            version=version,
+            timestamp_ms=info.timestamp if info else modified_ms,
+            operation=info.operation if info else _guess_operation(actions),
+            txn_id=info.txn_id if info else None,
+            num_added_files=len(adds),
+            num_removed_files=sum(isinstance(a, RemoveAction) for a in actions),
+            num_added_records=sum(a.num_records or 0 for a in adds),
+            source="version file",
+        )
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def commit(
+        self,
+        actions: Iterable[Action],
+        *,
+        read_version: int | None = None,
+        operation: str = "WRITE",
+        operation_parameters: dict[str, str] | None = None,
+        fail_on_concurrent_add: bool = False,
+    ) -> int:
+        """Append one version holding ``actions``; returns its number.
+
+        ``read_version`` is the version the transaction read (default: the latest at
+        call time, i.e. a blind append). Raises CommitConflictError when a commit after
+        ``read_version`` conflicts, CommitFailedError when retries are exhausted.
+        """
+        actions = list(actions)
+        _validate_static(actions)
+        head = self._refresh_head()
+        check_writable(head.protocol, self.uri)
+        if read_version is None:
+            read_version = head.version
+        elif read_version > head.version:
+            raise VersionNotFoundError(f"{self.uri}: read version {read_version} is newer than {head.version}")
+        metadata_at_read = self._metadata_at(read_version, head)
+        self._validate_against_table(actions, metadata_at_read, read_version)
+        intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
+        txn_id = uuid.uuid4().hex
+        winners: dict[int, list[Action]] = {}
+        failures = 0
+        for attempt in range(1, self.config.retry_max_attempts + 1):
+            for v in range(read_version + 1, head.version + 1):
+                if v not in winners:
+                    winners[v] = read_version_actions(self.store, v)
+            check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
+            final = self._finalize(actions, head)
+            check_writable(head.protocol, self.uri)
+            version = head.version + 1
+            info = CommitInfoAction(
+                txn_id=txn_id,
+                timestamp=int(time.time() * 1000),
+                operation=operation,
+                engine=ENGINE,
+                read_version=read_version,
+                operation_parameters=operation_parameters or None,
+            )
+            outcome = self._try_write(version, [info, *final], txn_id)
+            if outcome == "committed":
+                self._after_commit(version, final, head)
+                return version
+            if outcome == "not-written":
+                failures += 1
+            self._backoff(attempt)
+            head = self._refresh_head()
+        raise CommitFailedError(
+            f"{self.uri}: commit not written after {self.config.retry_max_attempts} attempts "
+            f"({failures} storage failures, the rest lost races to concurrent writers)"
+        )
+
+    def _try_write(self, version: int, actions: Sequence[Action], txn_id: str) -> str:
+        """Returns "committed", "lost" (another commit holds the version) or "not-written"."""
+        key = f"{LOG_DIR}/{version_file(version)}"
+        body = encode_log_bytes(actions_to_ndjson(actions), self.config.compression_enabled, self.config.gzip_level)
+        try:
+            self.store.put_if_absent(key, body, metadata={"indextables-txn-id": txn_id})
+            return "committed"
+        except ObjectAlreadyExistsError:
+            pass  # maybe our own write, retried by the SDK after a lost response
+        except StorageError as e:  # ambiguous: the write may have landed
+            log.warning("commit of version %d: outcome unknown (%s); checking", version, e)
+        try:
+            written = read_version_actions(self.store, version)
+        except ObjectNotFoundError:
+            return "not-written"
+        except StorageError as e:
+            log.warning("commit of version %d: cannot read it back (%s)", version, e)
+            return "not-written"
+        owner = next((a.txn_id for a in written if isinstance(a, CommitInfoAction)), None)
+        return "committed" if owner == txn_id else "lost"
+
+    def _backoff(self, attempt: int) -> None:
+        cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
+        time.sleep(random.uniform(cap / 4, cap) / 1000.0)
+
+    def _refresh_head(self) -> _Head:
+        """Latest version, protocol and metadata, reading only version files newer than known."""
+        head = self._head
+        if head is not None:
+            listing = list_log(self.store, head.version)
+            latest = listing.latest
+            new = [v for v in range(head.version + 1, latest + 1)]
+            if all(v in listing.versions for v in new):
+                protocol, metadata = head.protocol, head.metadata
+                for v in new:
+                    for a in read_version_actions(self.store, v):
+                        if isinstance(a, ProtocolAction):
+                            protocol = a
+                        elif isinstance(a, MetadataAction):
+                            metadata = a
+                self._head = _Head(max(latest, head.version), protocol, metadata)
+                return self._head
+        snap = self._refresh_snapshot()
+        self._head = _Head(snap.version, snap.protocol, snap.state.metadata)
+        return self._head
+
+    def _metadata_at(self, version: int, head: _Head) -> MetadataAction | None:
+        if version == head.version:
+            return head.metadata
+        return self.snapshot(version).state.metadata
+
+    def _validate_against_table(self, actions: list[Action], metadata: MetadataAction | None, read_version: int) -> None:
+        new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
+        effective = new_meta or metadata
+        partition_columns = set(effective.partition_columns) if effective else set()
+        for a in actions:
+            if isinstance(a, AddAction) and set(a.partition_values) != partition_columns:
+                raise InvalidActionError(
+                    f"add {a.path!r}: partition values {sorted(a.partition_values)} do not match the table's "
+                    f"partition columns {sorted(partition_columns)}"
+                )
+        removed = [a.path for a in actions if isinstance(a, RemoveAction)]
+        if removed:
+            live = self.snapshot(read_version).state.files
+            gone = [p for p in removed if p not in live]
+            if gone:
+                raise InvalidActionError(
+                    f"remove of {gone[0]!r}: the file is not live at read version {read_version}"
+                    + (f" (and {len(gone) - 1} more)" if len(gone) > 1 else "")
+                )
+
+    def _finalize(self, actions: list[Action], head: _Head) -> list[Action]:
+        """Deduplicate doc mappings against the latest registry (adding a metaData line if needed)."""
+        user_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
+        base_meta = user_meta or head.metadata
+        registry = registry_from_configuration(base_meta.configuration) if base_meta else {}
+        if head.metadata is not None and user_meta is not None:
+            registry = {**registry_from_configuration(head.metadata.configuration), **registry}
+        new_entries: dict[str, str] = {}
+        out: list[Action] = []
+        for a in actions:
+            if isinstance(a, AddAction) and a.doc_mapping_json is not None:
+                ref = doc_mapping_hash(a.doc_mapping_json)
+                if ref not in registry:
+                    new_entries[ref] = a.doc_mapping_json
+                    registry[ref] = a.doc_mapping_json
+                a = dataclasses.replace(a, doc_mapping_ref=ref, doc_mapping_json=None)
+            if not isinstance(a, MetadataAction):
+                out.append(a)
+        if base_meta is None:
+            return out
+        if user_meta is not None or new_entries:
+            meta = base_meta.with_configuration(configuration_with_registry(base_meta.configuration, registry))
+            out.insert(0, meta)
+        protocol = next((a for a in actions if isinstance(a, ProtocolAction)), None)
+        if protocol is not None:
+            out.remove(protocol)
+            out.insert(0, protocol)
+        return out
+
+    def _after_commit(self, version: int, final: list[Action], head: _Head) -> None:
+        protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
+        metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
+        self._head = _Head(version, protocol, metadata)
+        if self.config.checkpoint_enabled and version > 0 and version % self.config.checkpoint_interval == 0:
+            try:
+                self.checkpoint(version)
+            except Exception as e:  # the commit landed; a failed checkpoint only costs read speed
+                log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
+
+    def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
+        """Write a JSON checkpoint at ``version`` (default: latest)."""
+        snap = self.snapshot(version)
+        return checkpoints.write_checkpoint(self.store, snap.state, self.config)
+
+
+def _guess_operation(actions: Sequence[Action]) -> str | None:
+    kinds = {type(a) for a in actions}
+    if MetadataAction in kinds and ProtocolAction in kinds:
+        return "CREATE TABLE"
+    if AddAction in kinds and RemoveAction in kinds:
+        return "REPLACE"
+    if AddAction in kinds:
+        return "WRITE"
+    if RemoveAction in kinds:
+        return "DELETE"
+    return None
+
+
+def _validate_static(actions: list[Action]) -> None:
+    """Checks that need no table state; raise InvalidActionError before anything is written."""
+    if not actions:
+        raise InvalidActionError("a commit needs at least one action")
+    seen_add: set[str] = set()
+    seen_remove: set[str] = set()
+    counts = {ProtocolAction: 0, MetadataAction: 0}
+    for a in actions:
+        if isinstance(a, CommitInfoAction):
+            raise InvalidActionError("commitInfo is written by the log itself; do not pass one")
+        if not isinstance(a, _ACTION_CLASSES):
+            raise InvalidActionError(f"not a transaction-log action: {type(a).__name__}")
+        if type(a) in counts:
+            counts[type(a)] += 1  # type: ignore[index]
+        if isinstance(a, (AddAction, RemoveAction, SkipAction)):
+            _check_path(a.path)
+        if isinstance(a, AddAction):
+            if a.path in seen_add:
+                raise InvalidActionError(f"file {a.path!r} is added twice in one commit")
+            if a.size < 0 or (a.num_records is not None and a.num_records < 0):
+                raise InvalidActionError(f"add {a.path!r}: size and numRecords must not be negative")
+            seen_add.add(a.path)
+        elif isinstance(a, RemoveAction):
+            seen_remove.add(a.path)
+    both = seen_add & seen_remove
+    if both:
+        raise InvalidActionError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
+    for cls, n in counts.items():
+        if n > 1:
+            raise InvalidActionError(f"a commit may hold at most one {cls.ACTION_KEY} action, got {n}")
+
+
+def _check_path(path: str) -> None:
+    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/")):
+        if "://" not in path:
+            raise InvalidActionError(f"invalid file path {path!r}: must be relative to the table, without '..'")
+

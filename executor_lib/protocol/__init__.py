@@ -1,0 +1,1 @@
+"""Protocol records: actions, file names and encodings, schema registry (standard library only)."""

@@ -1,0 +1,260 @@
+"""Transaction-log actions: frozen dataclasses and their JSON codecs, keyed by action name.
+
+Standard library only. Field names on disk are exactly those of the IndexTables
+protocol (camelCase); in Python they are snake_case. Fields this code does not know
+are kept in ``extra`` (and written back unchanged), so reading never fails on a newer
+writer's additions. ``None`` fields are left out when writing: IndexTables4Spark reads
+a missing optional field as ``None`` but rejects fields it does not know, so nothing
+beyond the spec's fields is ever added to a known action.
+
+``commitInfo`` is this project's one extension: a line per version file carrying the
+committing transaction's id, which makes every commit self-identifying (see
+PROTOCOL.md, "Commit identity"). IndexTables4Spark's default reader skips it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar, Union
+
+from executor_lib.errors import CorruptLogError
+
+T = TypeVar("T", bound="_ActionBase")
+
+
+def _snake_to_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+@dataclass(frozen=True)
+class _ActionBase:
+    """Common JSON codec: snake_case attributes <-> the spec's camelCase keys."""
+
+    ACTION_KEY: ClassVar[str] = ""
+    # Python attribute -> JSON key, where the rule snake_to_camel does not give it.
+    _KEY_OVERRIDES: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def _json_keys(cls) -> dict[str, str]:
+        return {
+            f.name: cls._KEY_OVERRIDES.get(f.name, _snake_to_camel(f.name))
+            for f in dataclasses.fields(cls)
+            if f.name != "extra"
+        }
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for attr, key in self._json_keys().items():
+            value = getattr(self, attr)
+            if value is None:
+                continue
+            if isinstance(value, frozenset):
+                value = sorted(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[key] = value
+        extra: Mapping[str, Any] = getattr(self, "extra", {}) or {}
+        for key, value in extra.items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_json_dict(cls: type[T], data: Mapping[str, Any]) -> T:
+        if not isinstance(data, Mapping):
+            raise CorruptLogError(f"{cls.ACTION_KEY!r} action is not a JSON object")
+        keys = cls._json_keys()
+        known = set(keys.values())
+        kwargs: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name == "extra":
+                continue
+            key = keys[f.name]
+            if key in data and data[key] is not None:
+                kwargs[f.name] = _coerce(f.type, data[key])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise CorruptLogError(f"{cls.ACTION_KEY!r} action lacks required field {key!r}")
+        extra = {k: v for k, v in data.items() if k not in known}
+        if any(f.name == "extra" for f in dataclasses.fields(cls)):
+            kwargs["extra"] = extra
+        try:
+            return cls(**kwargs)
+        except (TypeError, ValueError) as e:
+            raise CorruptLogError(f"invalid {cls.ACTION_KEY!r} action: {e}") from e
+
+
+def _coerce(type_name: Any, value: Any) -> Any:
+    """Turn JSON arrays into the tuple/frozenset the dataclass declares."""
+    t = str(type_name)
+    if isinstance(value, list):
+        if t.startswith("frozenset"):
+            return frozenset(value)
+        return tuple(value)
+    return value
+
+
+@dataclass(frozen=True)
+class ProtocolAction(_ActionBase):
+    """Minimum reader/writer versions and (V3+) feature flags."""
+
+    ACTION_KEY: ClassVar[str] = "protocol"
+
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: frozenset[str] | None = None
+    writer_features: frozenset[str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class MetadataAction(_ActionBase):
+    """Table identity, Spark schema, partitioning and configuration."""
+
+    ACTION_KEY: ClassVar[str] = "metaData"
+
+    id: str
+    schema_string: str
+    partition_columns: tuple[str, ...] = ()
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    format: Mapping[str, Any] = field(default_factory=lambda: {"provider": "indextables", "options": {}})
+    name: str | None = None
+    description: str | None = None
+    created_time: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def with_configuration(self, configuration: Mapping[str, str]) -> MetadataAction:
+        return dataclasses.replace(self, configuration=dict(configuration))
+
+
+@dataclass(frozen=True)
+class AddAction(_ActionBase):
+    """A split file added to the table."""
+
+    ACTION_KEY: ClassVar[str] = "add"
+
+    path: str
+    partition_values: Mapping[str, str]
+    size: int
+    modification_time: int
+    data_change: bool
+    stats: str | None = None
+    tags: Mapping[str, str] | None = None
+    min_values: Mapping[str, str] | None = None
+    max_values: Mapping[str, str] | None = None
+    num_records: int | None = None
+    footer_start_offset: int | None = None
+    footer_end_offset: int | None = None
+    hotcache_start_offset: int | None = None
+    hotcache_length: int | None = None
+    has_footer_offsets: bool = False
+    time_range_start: str | None = None
+    time_range_end: str | None = None
+    split_tags: frozenset[str] | None = None
+    delete_opstamp: int | None = None
+    num_merge_ops: int | None = None
+    doc_mapping_json: str | None = None
+    doc_mapping_ref: str | None = None
+    uncompressed_size_bytes: int | None = None
+    companion_source_files: tuple[str, ...] | None = None
+    companion_delta_version: int | None = None
+    companion_fast_field_mode: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RemoveAction(_ActionBase):
+    """A split file logically deleted (a tombstone; the file stays until purged)."""
+
+    ACTION_KEY: ClassVar[str] = "remove"
+
+    path: str
+    deletion_timestamp: int | None = None
+    data_change: bool = True
+    extended_file_metadata: bool | None = None
+    partition_values: Mapping[str, str] | None = None
+    size: int | None = None
+    tags: Mapping[str, str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SkipAction(_ActionBase):
+    """A file to skip temporarily in maintenance operations (``mergeskip``)."""
+
+    ACTION_KEY: ClassVar[str] = "mergeskip"
+
+    path: str
+    skip_timestamp: int
+    reason: str
+    operation: str
+    partition_values: Mapping[str, str] | None = None
+    size: int | None = None
+    retry_after: int | None = None
+    skip_count: int = 1
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CommitInfoAction(_ActionBase):
+    """This project's commit record: who committed, what, and the id that identifies it."""
+
+    ACTION_KEY: ClassVar[str] = "commitInfo"
+
+    txn_id: str
+    timestamp: int
+    operation: str = "WRITE"
+    engine: str | None = None
+    read_version: int | None = None
+    operation_parameters: Mapping[str, str] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+Action = Union[ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction, CommitInfoAction]
+
+ACTION_TYPES: dict[str, type[_ActionBase]] = {
+    cls.ACTION_KEY: cls
+    for cls in (ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction, CommitInfoAction)
+}
+# The native IndexTables writer names the skip action "skip".
+ACTION_TYPES["skip"] = SkipAction
+
+
+def action_to_json_line(action: Action) -> str:
+    """One action as one compact JSON line (no newline)."""
+    return json.dumps({action.ACTION_KEY: action.to_json_dict()}, separators=(",", ":"), ensure_ascii=False)
+
+
+def action_from_json_obj(obj: Any) -> Action:
+    """Decode one parsed JSON line; unknown action types are an error."""
+    if not isinstance(obj, dict) or len(obj) != 1:
+        raise CorruptLogError("a log line must be a JSON object with exactly one action key")
+    (key, body), = obj.items()
+    cls = ACTION_TYPES.get(key)
+    if cls is None:
+        raise CorruptLogError(f"unknown action type {key!r} (known: {sorted(set(ACTION_TYPES))})")
+    return cls.from_json_dict(body)  # type: ignore[return-value]
+
+
+def actions_to_ndjson(actions: Iterable[Action]) -> bytes:
+    """Newline-delimited JSON, one action per line, trailing newline."""
+    return "".join(action_to_json_line(a) + "\n" for a in actions).encode("utf-8")
+
+
+def actions_from_ndjson(text: str, source: str) -> list[Action]:
+    """Parse newline-delimited JSON actions; errors name ``source`` and the line number."""
+    actions: list[Action] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorruptLogError(f"{source}: line {lineno}: invalid JSON: {e.msg} at column {e.colno}") from e
+        try:
+            actions.append(action_from_json_obj(obj))
+        except CorruptLogError as e:
+            raise CorruptLogError(f"{source}: line {lineno}: {e}") from e
+    return actions

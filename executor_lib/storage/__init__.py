@@ -1,0 +1,78 @@
+"""Object storage: one small interface (``ObjectStore``) over the local filesystem and S3.
+
+``open_store(uri, **options)`` picks the backend from the URI scheme. Options use
+Python names (``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``,
+``session_token``, ``path_style``) or the IndexTables4Spark option names
+(``spark.indextables.s3.endpoint``, ``spark.indextables.aws.accessKey``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from executor_lib.errors import ConfigError
+from executor_lib.storage.base import ObjectInfo, ObjectStore
+from executor_lib.storage.local import LocalStore
+
+__all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "open_store", "normalize_uri"]
+
+# IndexTables4Spark option names -> our S3Options field names.
+_S3_OPTION_ALIASES = {
+    "spark.indextables.s3.endpoint": "endpoint_url",
+    "spark.indextables.aws.region": "region",
+    "spark.indextables.aws.accessKey": "access_key_id",
+    "spark.indextables.aws.secretKey": "secret_access_key",
+    "spark.indextables.aws.sessionToken": "session_token",
+    "spark.indextables.s3.pathStyleAccess": "path_style",
+    "endpoint": "endpoint_url",
+    "aws_access_key_id": "access_key_id",
+    "aws_secret_access_key": "secret_access_key",
+    "aws_session_token": "session_token",
+    "region_name": "region",
+}
+_S3_FIELDS = {
+    "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token",
+    "path_style", "max_attempts", "connect_timeout", "read_timeout",
+}  # fmt: skip
+
+
+def normalize_uri(uri: str) -> str:
+    """Strip trailing slashes and map ``s3a://``/``s3n://`` to ``s3://``."""
+    uri = str(uri)
+    for scheme in ("s3a://", "s3n://"):
+        if uri.startswith(scheme):
+            uri = "s3://" + uri[len(scheme) :]
+    return uri.rstrip("/") if uri not in ("/",) else uri
+
+
+def _s3_options(options: dict[str, Any]) -> Any:
+    from executor_lib.storage.s3 import S3Options
+
+    values: dict[str, Any] = {}
+    for name, value in options.items():
+        if name.startswith("spark.indextables.") and name not in _S3_OPTION_ALIASES:
+            continue  # an engine option, not a storage one
+        field = _S3_OPTION_ALIASES.get(name, name)
+        if field not in _S3_FIELDS:
+            raise ConfigError(f"unknown storage option {name!r} (known: {sorted(_S3_FIELDS)})")
+        if field == "path_style" and isinstance(value, str):
+            value = value.strip().lower() in ("true", "1", "yes")
+        elif field == "max_attempts":
+            value = int(value)
+        elif field in ("connect_timeout", "read_timeout"):
+            value = float(value)
+        values[field] = value
+    return S3Options(**values)
+
+
+def open_store(uri: str, **options: Any) -> ObjectStore:
+    """The store rooted at ``uri`` (a local path, ``file://...`` or ``s3://bucket/prefix``)."""
+    uri = normalize_uri(uri)
+    if uri.startswith("s3://"):
+        from executor_lib.storage.s3 import S3Store
+
+        return S3Store(uri, _s3_options(options))
+    if "://" in uri and not uri.startswith("file://"):
+        raise ConfigError(f"unsupported storage scheme in {uri!r} (supported: local paths, file://, s3://)")
+    path = uri[len("file://") :] if uri.startswith("file://") else uri
+    return LocalStore(path)

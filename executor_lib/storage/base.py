@@ -1,0 +1,100 @@
+"""The storage contract every backend implements (the project's "LogStore").
+
+A store is rooted at a table URI; keys are relative, '/'-separated paths below that
+root (``_transaction_log/00000000000000000007.json``).
+
+The transaction log is correct only because backends guarantee:
+
+* **Atomic put-if-absent.** ``put_if_absent`` either creates the object with the full
+  content or raises :class:`ObjectAlreadyExistsError`; two concurrent callers for one
+  key never both succeed, and no reader ever sees a partially written object.
+* **Atomic overwrite.** ``put`` replaces an object in one step (readers see the old or
+  the new content, never a mix).
+* **Read-after-write and consistent listing.** Once a put returned, ``read``, ``head``
+  and ``list`` see the object. Listings are sorted by key (byte order), which is why log
+  file names are zero-padded: ``list(prefix, start_after=...)`` finds the newest
+  versions without reading the whole directory.
+* **Errors are typed.** A missing object is :class:`ObjectNotFoundError`; other failures
+  are :class:`StorageError` with the object's path and never a credential.
+
+A put whose outcome is unknown (the request may have landed, the response was lost)
+raises :class:`AmbiguousWriteError` or, on S3 through the SDK's own retries, looks like
+:class:`ObjectAlreadyExistsError` for the caller's own write. Callers that need
+exactly-once semantics make their objects self-identifying and read them back.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One listed object (or, in a non-recursive listing, one common prefix)."""
+
+    key: str
+    size: int = 0
+    modified_ms: int = 0
+    is_dir: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last path component (without the trailing '/' of a directory)."""
+        return self.key.rstrip("/").rsplit("/", 1)[-1]
+
+
+class ObjectStore(abc.ABC):
+    """An object store rooted at one URI. See the module docstring for the contract."""
+
+    @property
+    @abc.abstractmethod
+    def root_uri(self) -> str:
+        """The URI this store is rooted at (no credentials in it)."""
+
+    def uri_of(self, key: str) -> str:
+        """The full URI of ``key``, for messages and for other tools."""
+        return f"{self.root_uri.rstrip('/')}/{key}" if key else self.root_uri
+
+    @abc.abstractmethod
+    def read(self, key: str) -> bytes:
+        """Whole content of ``key``."""
+
+    @abc.abstractmethod
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        """``length`` bytes from offset ``start`` (fewer at the end of the object)."""
+
+    @abc.abstractmethod
+    def put(self, key: str, data: bytes) -> None:
+        """Create or atomically replace ``key``."""
+
+    @abc.abstractmethod
+    def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+        """Create ``key`` atomically; raise ObjectAlreadyExistsError if it exists."""
+
+    @abc.abstractmethod
+    def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
+        """Objects whose key starts with ``prefix`` and sorts after ``start_after``, in key order.
+
+        With ``recursive=False`` the listing stops at the next '/' after the prefix and
+        reports each such sub-"directory" once as an ``ObjectInfo(is_dir=True)`` whose
+        key ends with '/'.
+        """
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Delete ``key``; deleting a missing key is not an error."""
+
+    @abc.abstractmethod
+    def head(self, key: str) -> ObjectInfo:
+        """Size and modification time of ``key``; ObjectNotFoundError if missing."""
+
+    def exists(self, key: str) -> bool:
+        from executor_lib.errors import ObjectNotFoundError
+
+        try:
+            self.head(key)
+        except ObjectNotFoundError:
+            return False
+        return True

@@ -1,0 +1,148 @@
+"""Local filesystem backend (plain paths and ``file://`` URIs).
+
+put-if-absent writes the content to a temporary file in the target directory and
+then ``os.link``s it to the final name: ``link`` fails with EEXIST if the name is
+taken, so there is no check-then-write race, and the object appears complete or not
+at all. ``put`` uses a temporary file plus ``os.replace`` (atomic rename).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from executor_lib.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from executor_lib.storage.base import ObjectInfo, ObjectStore
+
+_TMP_MARKER = ".tmp-"
+
+
+class LocalStore(ObjectStore):
+    """A directory on the local filesystem."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self._root = Path(os.path.abspath(root))
+
+    @property
+    def root_uri(self) -> str:
+        return f"file://{self._root}"
+
+    def uri_of(self, key: str) -> str:
+        return str(self._path(key)) if key else str(self._root)
+
+    def _path(self, key: str) -> Path:
+        return self._root / key if key else self._root
+
+    def read(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
+        except IsADirectoryError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: is a directory", self.uri_of(key)) from e
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: read failed: {e.strerror}", self.uri_of(key)) from e
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        if start < 0 or length < 0:
+            raise ValueError(f"invalid range start={start} length={length}")
+        try:
+            with open(self._path(key), "rb") as f:
+                f.seek(start)
+                return f.read(length)
+        except FileNotFoundError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: read failed: {e.strerror}", self.uri_of(key)) from e
+
+    def _write_temp(self, target: Path, data: bytes) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return tmp
+
+    def put(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        try:
+            tmp = self._write_temp(target, data)
+            os.replace(tmp, target)
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
+
+    def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+        target = self._path(key)
+        try:
+            tmp = self._write_temp(target, data)
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
+        try:
+            os.link(tmp, target)
+        except FileExistsError as e:
+            raise ObjectAlreadyExistsError(f"{self.uri_of(key)}: already exists", self.uri_of(key)) from e
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
+        base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        directory = self._path(base_dir)
+        if not directory.is_dir():
+            return iter(())
+        found: list[ObjectInfo] = []
+        self._collect(directory, base_dir, prefix, recursive, found)
+        found.sort(key=lambda o: o.key)
+        return (o for o in found if start_after is None or o.key > start_after)
+
+    def _collect(self, directory: Path, dir_key: str, prefix: str, recursive: bool, out: list[ObjectInfo]) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise StorageError(f"{directory}: listing failed: {e.strerror}", str(directory)) from e
+        for entry in entries:
+            if _TMP_MARKER in entry.name:
+                continue
+            key = f"{dir_key}/{entry.name}" if dir_key else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                dir_prefix = key + "/"
+                if not (dir_prefix.startswith(prefix) or prefix.startswith(dir_prefix)):
+                    continue
+                if recursive or prefix.startswith(dir_prefix):
+                    self._collect(Path(entry.path), key, prefix, recursive, out)
+                else:
+                    out.append(ObjectInfo(dir_prefix, is_dir=True))
+            elif key.startswith(prefix):
+                st = entry.stat()
+                out.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if e.errno == errno.EISDIR:
+                return
+            raise StorageError(f"{self.uri_of(key)}: delete failed: {e.strerror}", self.uri_of(key)) from e
+
+    def head(self, key: str) -> ObjectInfo:
+        try:
+            st = self._path(key).stat()
+        except FileNotFoundError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: stat failed: {e.strerror}", self.uri_of(key)) from e
+        if self._path(key).is_dir():
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: is a directory", self.uri_of(key))
+        return ObjectInfo(key, st.st_size, int(st.st_mtime * 1000))

@@ -1,0 +1,186 @@
+"""Amazon S3 (and S3-compatible: MinIO, moto) backend. The only module that imports boto3.
+
+put-if-absent is a single ``PutObject`` with ``IfNoneMatch='*'``: S3 answers 412
+PreconditionFailed when the key exists (-> ObjectAlreadyExistsError) and 409
+ConditionalRequestConflict when a concurrent conditional write to the same key is in
+flight (-> AmbiguousWriteError). Multipart uploads and CopyObject are never used for
+conditional writes (their conditions are not honoured everywhere, see PROTOCOL.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import botocore.config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from executor_lib.errors import (
+    AmbiguousWriteError,
+    ConfigError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    StorageError,
+)
+from executor_lib.storage.base import ObjectInfo, ObjectStore
+
+
+@dataclass(frozen=True)
+class S3Options:
+    """Connection settings. Secrets are excluded from repr so they never reach a log."""
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    path_style: bool = False
+    max_attempts: int = 5
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/some/prefix`` -> ``("bucket", "some/prefix")``."""
+    rest = uri.split("://", 1)[1] if "://" in uri else uri
+    bucket, _, prefix = rest.partition("/")
+    if not bucket:
+        raise ConfigError(f"invalid S3 URI {uri!r}: no bucket name")
+    return bucket, prefix.strip("/")
+
+
+def _error_code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+def _http_status(e: ClientError) -> int:
+    return int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+class S3Store(ObjectStore):
+    """A bucket prefix on S3."""
+
+    def __init__(self, uri: str, options: S3Options | None = None, client: Any | None = None) -> None:
+        self._bucket, self._prefix = parse_s3_uri(uri)
+        self._options = options or S3Options()
+        self.client = client or self._make_client(self._options)
+
+    @staticmethod
+    def _make_client(o: S3Options) -> Any:
+        config = botocore.config.Config(
+            retries={"mode": "standard", "max_attempts": o.max_attempts},
+            s3={"addressing_style": "path" if o.path_style else "auto"},
+            connect_timeout=o.connect_timeout,
+            read_timeout=o.read_timeout,
+        )
+        return boto3.session.Session().client(
+            "s3",
+            endpoint_url=o.endpoint_url,
+            region_name=o.region,
+            aws_access_key_id=o.access_key_id,
+            aws_secret_access_key=o.secret_access_key,
+            aws_session_token=o.session_token,
+            config=config,
+        )
+
+    @property
+    def root_uri(self) -> str:
+        return f"s3://{self._bucket}/{self._prefix}" if self._prefix else f"s3://{self._bucket}"
+
+    def _key(self, key: str) -> str:
+        return f"{self._prefix}/{key}" if self._prefix else key
+
+    def _rel(self, full_key: str) -> str:
+        return full_key[len(self._prefix) + 1 :] if self._prefix else full_key
+
+    def _fail(self, key: str, op: str, e: Exception) -> StorageError:
+        uri = self.uri_of(key)
+        if isinstance(e, ClientError):
+            code, status = _error_code(e), _http_status(e)
+            if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+                return ObjectNotFoundError(f"{uri}: no such object", uri)
+            if code == "NoSuchBucket":
+                return ObjectNotFoundError(f"{uri}: bucket {self._bucket!r} does not exist", uri)
+            if code in ("PreconditionFailed", "412") or status == 412:
+                return ObjectAlreadyExistsError(f"{uri}: already exists", uri)
+            if code == "ConditionalRequestConflict" or status == 409:
+                return AmbiguousWriteError(f"{uri}: {op} conflicted with a concurrent write", uri)
+            return StorageError(f"{uri}: {op} failed: {code or status}", uri)
+        return StorageError(f"{uri}: {op} failed: {type(e).__name__}", uri)
+
+    def read(self, key: str) -> bytes:
+        try:
+            resp = self.client.get_object(Bucket=self._bucket, Key=self._key(key))
+            return bytes(resp["Body"].read())
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(key, "read", e) from e
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        if start < 0 or length < 0:
+            raise ValueError(f"invalid range start={start} length={length}")
+        if length == 0:
+            return b""
+        try:
+            resp = self.client.get_object(
+                Bucket=self._bucket, Key=self._key(key), Range=f"bytes={start}-{start + length - 1}"
+            )
+            return bytes(resp["Body"].read())
+        except ClientError as e:
+            if _error_code(e) == "InvalidRange":
+                return b""
+            raise self._fail(key, "ranged read", e) from e
+        except BotoCoreError as e:
+            raise self._fail(key, "ranged read", e) from e
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            self.client.put_object(Bucket=self._bucket, Key=self._key(key), Body=data)
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(key, "write", e) from e
+
+    def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key(key), "Body": data, "IfNoneMatch": "*"}
+        if metadata:
+            kwargs["Metadata"] = metadata
+        try:
+            self.client.put_object(**kwargs)
+        except ClientError as e:
+            raise self._fail(key, "conditional write", e) from e
+        except BotoCoreError as e:
+            uri = self.uri_of(key)
+            raise AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri) from e
+
+    def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": self._key(prefix)}
+        if start_after:
+            kwargs["StartAfter"] = self._key(start_after)
+        if not recursive:
+            kwargs["Delimiter"] = "/"
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(**kwargs):
+                items = [
+                    ObjectInfo(self._rel(o["Key"]), int(o["Size"]), int(o["LastModified"].timestamp() * 1000))
+                    for o in page.get("Contents", [])
+                ]
+                items += [ObjectInfo(self._rel(p["Prefix"]), is_dir=True) for p in page.get("CommonPrefixes", [])]
+                items.sort(key=lambda o: o.key)
+                yield from items
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(prefix, "listing", e) from e
+
+    def delete(self, key: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self._bucket, Key=self._key(key))
+        except (ClientError, BotoCoreError) as e:
+            err = self._fail(key, "delete", e)
+            if not isinstance(err, ObjectNotFoundError):
+                raise err from e
+
+    def head(self, key: str) -> ObjectInfo:
+        try:
+            resp = self.client.head_object(Bucket=self._bucket, Key=self._key(key))
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(key, "head", e) from e
+        return ObjectInfo(key, int(resp["ContentLength"]), int(resp["LastModified"].timestamp() * 1000))
