@@ -1,0 +1,148 @@
+"""An S3 API on 127.0.0.1: moto's server with conditional writes made atomic.
+
+moto checks ``If-None-Match`` and stores the object without a lock in between, so two
+concurrent put-if-absent calls on one key can both succeed (see
+``shared/notes/s3-conditional-writes.md``). ``patch_moto_atomic()`` wraps moto's
+object-writing handlers with one shared lock, which makes check+write atomic as on
+real S3. ``widen_race_window(ms)`` inserts a delay between check and write — used by the
+self-test that proves the log-level checker detects lost commits on unpatched moto.
+
+Run: ``python -m harness.moto_server --port 0 [--unpatched] [--widen-ms 5]``; it prints
+``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+_LOCKED_HANDLERS = ("put_object", "copy_object", "_key_response_post", "delete_object")
+
+
+def patch_moto_atomic() -> None:
+    """Serialize moto's object-writing handlers with one re-entrant lock."""
+    from moto.s3.responses import S3Response
+
+    lock = threading.RLock()
+    for name in _LOCKED_HANDLERS:
+        original = getattr(S3Response, name)
+
+        @functools.wraps(original)
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with lock:
+                return __original(self, *args, **kwargs)
+
+        setattr(S3Response, name, locked)
+
+
+def widen_race_window(delay_ms: float) -> None:
+    """Sleep between moto's existence check and its write of a conditional PutObject."""
+    from moto.s3 import models
+
+    backend_cls = models.S3Backend
+    original = backend_cls.put_object
+
+    @functools.wraps(original)
+    def slow_put(self: Any, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(delay_ms / 1000.0)
+        return original(self, *args, **kwargs)
+
+    backend_cls.put_object = slow_put  # type: ignore[method-assign]
+
+
+def serve(port: int, patched: bool, widen_ms: float) -> None:
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    if widen_ms > 0:
+        widen_race_window(widen_ms)
+    if patched:
+        patch_moto_atomic()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    actual_port = server._server.server_port if server._server else port  # type: ignore[attr-defined]
+    print(f"READY {actual_port}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+
+
+class MotoServerProcess:
+    """A moto server in a child process (so every test process can share one S3)."""
+
+    def __init__(self, patched: bool = True, widen_ms: float = 0.0) -> None:
+        self.patched = patched
+        self.widen_ms = widen_ms
+        self.proc: subprocess.Popen[str] | None = None
+        self.port: int | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> MotoServerProcess:
+        cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(_free_port())]
+        if not self.patched:
+            cmd.append("--unpatched")
+        if self.widen_ms:
+            cmd += ["--widen-ms", str(self.widen_ms)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("READY "):
+                self.port = int(line.split()[1])
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError("moto server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> MotoServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--unpatched", action="store_true", help="keep moto's non-atomic conditional writes")
+    parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
+    args = parser.parse_args(argv)
+    serve(args.port or _free_port(), patched=not args.unpatched, widen_ms=args.widen_ms)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The storage contract, one body per behaviour, run on the local filesystem and on S3 (moto)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from executor_lib.errors import ConfigError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from executor_lib.storage import open_store
+from executor_lib.storage.base import ObjectStore
+
+
+@pytest.fixture
+def store(table: tuple[str, dict[str, Any]]) -> ObjectStore:
+    uri, options = table
+    return open_store(uri, **options)
+
+
+def test_put_read_head_delete(store: ObjectStore) -> None:
+    store.put("a/b.bin", b"0123456789")
+    assert store.read("a/b.bin") == b"0123456789"
+    assert store.read_range("a/b.bin", 2, 3) == b"234"
+    assert store.read_range("a/b.bin", 8, 10) == b"89"
+    assert store.head("a/b.bin").size == 10
+    assert store.exists("a/b.bin")
+    store.put("a/b.bin", b"new")
+    assert store.read("a/b.bin") == b"new"
+    store.delete("a/b.bin")
+    assert not store.exists("a/b.bin")
+    store.delete("a/b.bin")  # deleting a missing object is fine
+
+
+def test_missing_object_error_names_path(store: ObjectStore) -> None:
+    with pytest.raises(ObjectNotFoundError) as err:
+        store.read("nope/missing.json")
+    assert "nope/missing.json" in str(err.value)
+    with pytest.raises(ObjectNotFoundError):
+        store.head("nope/missing.json")
+
+
+def test_put_if_absent_refuses_existing_object(store: ObjectStore) -> None:
+    store.put_if_absent("log/1.json", b"first")
+    with pytest.raises(ObjectAlreadyExistsError) as err:
+        store.put_if_absent("log/1.json", b"second")
+    assert "log/1.json" in str(err.value)
+    assert store.read("log/1.json") == b"first"
+
+
+def test_put_if_absent_has_one_winner_under_concurrency(store: ObjectStore) -> None:
+    writers, rounds = 8, 10
+    for r in range(rounds):
+        barrier = threading.Barrier(writers)
+        winners: list[int] = []
+        errors: list[BaseException] = []
+
+        def write(i: int, key: str = f"race/{r}.json") -> None:
+            barrier.wait()
+            try:
+                store.put_if_absent(key, f"writer-{i}".encode() * 1000)
+                winners.append(i)
+            except ObjectAlreadyExistsError:
+                pass
+            except BaseException as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert len(winners) == 1, f"round {r}: {len(winners)} writers won"
+        assert store.read(f"race/{r}.json") == f"writer-{winners[0]}".encode() * 1000
+
+
+def test_list_prefix_start_after_and_directories(store: ObjectStore) -> None:
+    for name in ["log/00000000000000000000.json", "log/00000000000000000001.json", "log/00000000000000000002.json",
+                 "log/state-v00000000000000000001/_manifest.avro", "log/manifests/m-1.avro", "other/x"]:  # fmt: skip
+        store.put(name, b"x")
+    keys = [o.key for o in store.list("log/0")]
+    assert keys == ["log/00000000000000000000.json", "log/00000000000000000001.json", "log/00000000000000000002.json"]
+    after = [o.key for o in store.list("log/0", start_after="log/00000000000000000001")]
+    assert after == ["log/00000000000000000001.json", "log/00000000000000000002.json"]
+    top = [(o.key, o.is_dir) for o in store.list("log/", recursive=False)]
+    assert top == [
+        ("log/00000000000000000000.json", False),
+        ("log/00000000000000000001.json", False),
+        ("log/00000000000000000002.json", False),
+        ("log/manifests/", True),
+        ("log/state-v00000000000000000001/", True),
+    ]
+    deep = [o.key for o in store.list("log/")]
+    assert "log/state-v00000000000000000001/_manifest.avro" in deep and "other/x" not in deep
+    assert list(store.list("does-not-exist/")) == []
+
+
+def test_unsupported_scheme_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="gs://bucket"):
+        open_store("gs://bucket/t")
+
+
+def test_s3_errors_and_repr_never_show_credentials(moto_server: Any) -> None:
+    from tests.conftest import BUCKET
+
+    secret = "SUPER-SECRET-KEY-123"
+    store = open_store(
+        f"s3://{BUCKET}/creds", endpoint_url=moto_server.endpoint_url, region="us-east-1",
+        access_key_id="AKIDTEST", secret_access_key=secret, session_token="TOKEN-XYZ", path_style=True,
+    )  # fmt: skip
+    with pytest.raises(StorageError) as err:
+        store.read("missing")
+    assert secret not in str(err.value) and "TOKEN-XYZ" not in str(err.value)
+    assert secret not in repr(store._options) and "TOKEN-XYZ" not in repr(store._options)  # type: ignore[attr-defined]
+    assert "s3://indextables-test/creds/missing" in str(err.value)
+
+
+def test_s3_missing_bucket_is_named(moto_server: Any) -> None:
+    store = open_store("s3://no-such-bucket-xyz/t", endpoint_url=moto_server.endpoint_url, region="us-east-1",
+                       path_style=True)  # fmt: skip
+    with pytest.raises(ObjectNotFoundError, match="no-such-bucket-xyz"):
+        store.read("k")
