@@ -30,6 +30,7 @@ from executor_lib.log.state import EMPTY_STATE, TableState, replay
 from executor_lib.protocol.actions import (
     Action,
     AddAction,
+    CommitInfoAction,
     MetadataAction,
     ProtocolAction,
     actions_from_ndjson,
@@ -314,7 +315,7 @@ class SnapshotLoader:
     def version_timestamps(self) -> dict[int, int]:
         """Commit time of every retained version (ms), made monotonic as Delta Lake does."""
         listing = list_log(self.store)
-        raw: dict[int, int] = dict(listing.versions)
+        raw: dict[int, int] = {v: self._commit_timestamp(v, mtime) for v, mtime in listing.versions.items()}
         for v in listing.states - set(raw):
             manifest = avro_state.read_state_manifest(self.store, v)
             if manifest is not None:
@@ -325,6 +326,13 @@ class SnapshotLoader:
             previous = max(raw[v], previous + 1) if previous >= 0 else raw[v]
             out[v] = previous
         return out
+
+    def _commit_timestamp(self, version: int, modified_ms: int) -> int:
+        """The commitInfo timestamp (ms precision) if the version has one, else the file's mtime."""
+        for action in read_version_actions(self.store, version):
+            if isinstance(action, CommitInfoAction):
+                return action.timestamp
+        return modified_ms
 
     def version_at_timestamp(self, timestamp_ms: int) -> int:
         stamps = self.version_timestamps()
