@@ -124,4 +124,3 @@ def create_table(
         if owner != info.txn_id:
             raise TableAlreadyExistsError(f"{store.root_uri}: a table was created here concurrently") from e
     return TransactionLog(store, config)
-

@@ -71,8 +71,9 @@ def _print_describe(doc: dict[str, Any]) -> None:
     p = doc["protocol"]
     print(f"protocol:          reader v{p['minReaderVersion']}, writer v{p['minWriterVersion']}")
     print(f"partition columns: {', '.join(doc['partitionColumns']) or '(none)'}")
-    cols = ", ".join(f"{f['name']}:{f['type'] if isinstance(f['type'], str) else f['type']['type']}"
-                     for f in doc["schema"]["fields"])  # fmt: skip
+    cols = ", ".join(
+        f"{f['name']}:{f['type'] if isinstance(f['type'], str) else f['type']['type']}" for f in doc["schema"]["fields"]
+    )
     print(f"schema:            {cols}")
     print(f"files:             {doc['numFiles']}")
     print(f"records:           {doc['numRecords']}")
@@ -102,8 +103,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     print(f"{'version':>8}  {'timestamp':<24} {'operation':<14} {'+files':>7} {'-files':>7} {'+records':>9}")
     for e in entries:
         ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.timestamp_ms / 1000)) if e.timestamp_ms else "-"
-        print(f"{e.version:>8}  {ts:<24} {e.operation or '-':<14} {e.num_added_files:>7} "
-              f"{e.num_removed_files:>7} {e.num_added_records:>9}")  # fmt: skip
+        print(
+            f"{e.version:>8}  {ts:<24} {e.operation or '-':<14} {e.num_added_files:>7} "
+            f"{e.num_removed_files:>7} {e.num_added_records:>9}"
+        )
     return 0
 
 
@@ -128,8 +131,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
     now = int(time.time() * 1000)
     for day in ("2024-01-01", "2024-01-02", "2024-01-03"):
         split = f"date={day}/splits/split-{uuid.uuid4()}.split"
-        log.commit([AddAction(split, {"date": day}, size=4096, modification_time=now, data_change=True,
-                              num_records=1000, min_values={"id": "0"}, max_values={"id": "999"})])  # fmt: skip
+        log.commit(
+            [
+                AddAction(
+                    split,
+                    {"date": day},
+                    size=4096,
+                    modification_time=now,
+                    data_change=True,
+                    num_records=1000,
+                    min_values={"id": "0"},
+                    max_values={"id": "999"},
+                )
+            ]
+        )
     print(f"demo table written to {path}\n")
     _print_describe(describe_json(log.snapshot()))
     print("\nNote: this stage records log entries only; split files are written by the executor engine.")
@@ -143,8 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     def table_command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("table", help="table path or URI (local path, file://, s3://bucket/prefix)")
-        p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                       help="storage or log option (repeatable)")  # fmt: skip
+        p.add_argument(
+            "-o",
+            "--option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="storage or log option (repeatable)",
+        )
         return p
 
     d = table_command("describe", "show a table's version, files and records")

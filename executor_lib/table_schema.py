@@ -73,9 +73,7 @@ def arrow_to_spark_json(schema: pa.Schema) -> str:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"schema has duplicate column names: {duplicates}")
-    return json.dumps(
-        {"type": "struct", "fields": [_spark_field(f) for f in schema]}, separators=(",", ":")
-    )
+    return json.dumps({"type": "struct", "fields": [_spark_field(f) for f in schema]}, separators=(",", ":"))
 
 
 def _arrow_type(t: Any, where: str) -> pa.DataType:

@@ -70,7 +70,7 @@ def serve(port: int, patched: bool, widen_ms: float) -> None:
         patch_moto_atomic()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    actual_port = server._server.server_port if server._server else port  # type: ignore[attr-defined]
+    actual_port = server._server.server_port if server._server else port
     print(f"READY {actual_port}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -30,9 +30,12 @@ def moto_server() -> Iterator[MotoServerProcess]:
 
     with MotoServerProcess(patched=True) as server:
         boto3.client(
-            "s3", endpoint_url=server.endpoint_url, region_name="us-east-1",
-            aws_access_key_id="testing", aws_secret_access_key="testing",
-        ).create_bucket(Bucket=BUCKET)  # fmt: skip
+            "s3",
+            endpoint_url=server.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=BUCKET)
         yield server
 
 

@@ -75,7 +75,9 @@ def test_time_travel_on_jvm_state_versions(capsys: pytest.CaptureFixture[str]) -
 def test_describe_as_installed_console_script() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "executor_lib.cli", "describe", str(COMPAT_ROOT / "10_large_batch"), "--json"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     doc = json.loads(out)
     assert (doc["version"], doc["numFiles"], doc["numRecords"]) == (1, 2, 500)

@@ -19,7 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectAlreadyExistsError, ObjectNotFoundError
+from executor_lib.errors import (
+    CorruptLogError,
+    MissingLogFileError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+)
 from executor_lib.log.config import LogConfig
 from executor_lib.log.state import TableState
 from executor_lib.protocol.actions import Action, actions_from_ndjson, actions_to_ndjson
@@ -31,7 +36,6 @@ from executor_lib.protocol.files import (
     decode_log_bytes,
     encode_log_bytes,
     parse_json_object,
-    state_dir,
 )
 from executor_lib.storage.base import ObjectStore
 
@@ -207,5 +211,3 @@ def write_checkpoint(store: ObjectStore, state: TableState, config: LogConfig) -
     )
     write_last_checkpoint_if_newer(store, info)
     return info
-
-

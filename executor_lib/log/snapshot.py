@@ -10,7 +10,7 @@ committing and updating the hint) are found. Zero-padded names make that listing
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -51,10 +51,24 @@ from executor_lib.storage.base import ObjectStore
 READER_VERSION = 4
 WRITER_VERSION = 3
 SUPPORTED_READER_FEATURES = frozenset(
-    {"avroState", "multiPartCheckpoint", "schemaDeduplication", "skippedFiles", "extendedMetadata", "footerOffsets"}
+    {
+        "avroState",
+        "multiPartCheckpoint",
+        "schemaDeduplication",
+        "skippedFiles",
+        "extendedMetadata",
+        "footerOffsets",
+    }
 )
 SUPPORTED_WRITER_FEATURES = frozenset(
-    {"multiPartCheckpoint", "schemaDeduplication", "skippedFiles", "extendedMetadata", "footerOffsets", "checkpoint"}
+    {
+        "multiPartCheckpoint",
+        "schemaDeduplication",
+        "skippedFiles",
+        "extendedMetadata",
+        "footerOffsets",
+        "checkpoint",
+    }
 )
 
 
@@ -101,7 +115,7 @@ def list_log(store: ObjectStore, start_after_version: int | None = None) -> LogL
     return listing
 
 
-def _chain(*iterables: Iterable[Any]) -> Iterable[Any]:
+def _chain(*iterables: Iterable[Any]) -> Iterator[Any]:
     for it in iterables:
         yield from it
 

@@ -50,7 +50,7 @@ def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -
     skips = dict(base.skips)
     registry = dict(base.schema_registry)
     version = base.version
-    for version, actions in versions:
+    for version, actions in versions:  # noqa: B007 - the last version is the result's
         for action in actions:
             if isinstance(action, AddAction):
                 files[action.path] = action

@@ -165,9 +165,16 @@ class TransactionLog:
 
             manifest = read_state_manifest(self.store, version)
             return HistoryEntry(
-                version, manifest.created_at if manifest else None, None, None, 0, 0, 0, "state",
+                version,
+                manifest.created_at if manifest else None,
+                None,
+                None,
+                0,
+                0,
+                0,
+                "state",
                 num_files=manifest.num_files if manifest else None,
-            )  # fmt: skip
+            )
         actions = read_version_actions(self.store, version)
         info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
         adds = [a for a in actions if isinstance(a, AddAction)]
@@ -217,6 +224,9 @@ class TransactionLog:
             for v in range(read_version + 1, head.version + 1):
                 if v not in winners:
                     winners[v] = read_version_actions(self.store, v)
+                    if _owner(winners[v]) == txn_id:  # an earlier attempt landed after all
+                        self._after_commit(v, winners[v], head)
+                        return v
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
             final = self._finalize(actions, head)
             check_writable(head.protocol, self.uri)
@@ -260,8 +270,7 @@ class TransactionLog:
         except StorageError as e:
             log.warning("commit of version %d: cannot read it back (%s)", version, e)
             return "not-written"
-        owner = next((a.txn_id for a in written if isinstance(a, CommitInfoAction)), None)
-        return "committed" if owner == txn_id else "lost"
+        return "committed" if _owner(written) == txn_id else "lost"
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
@@ -293,7 +302,9 @@ class TransactionLog:
             return head.metadata
         return self.snapshot(version).state.metadata
 
-    def _validate_against_table(self, actions: list[Action], metadata: MetadataAction | None, read_version: int) -> None:
+    def _validate_against_table(
+        self, actions: list[Action], metadata: MetadataAction | None, read_version: int
+    ) -> None:
         new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
         effective = new_meta or metadata
         partition_columns = set(effective.partition_columns) if effective else set()
@@ -358,6 +369,11 @@ class TransactionLog:
         return checkpoints.write_checkpoint(self.store, snap.state, self.config)
 
 
+def _owner(actions: Sequence[Action]) -> str | None:
+    """The transaction id recorded in a version's commitInfo."""
+    return next((a.txn_id for a in actions if isinstance(a, CommitInfoAction)), None)
+
+
 def _guess_operation(actions: Sequence[Action]) -> str | None:
     kinds = {type(a) for a in actions}
     if MetadataAction in kinds and ProtocolAction in kinds:
@@ -377,14 +393,14 @@ def _validate_static(actions: list[Action]) -> None:
         raise InvalidActionError("a commit needs at least one action")
     seen_add: set[str] = set()
     seen_remove: set[str] = set()
-    counts = {ProtocolAction: 0, MetadataAction: 0}
+    counts = {"protocol": 0, "metaData": 0}
     for a in actions:
         if isinstance(a, CommitInfoAction):
             raise InvalidActionError("commitInfo is written by the log itself; do not pass one")
         if not isinstance(a, _ACTION_CLASSES):
             raise InvalidActionError(f"not a transaction-log action: {type(a).__name__}")
-        if type(a) in counts:
-            counts[type(a)] += 1  # type: ignore[index]
+        if a.ACTION_KEY in counts:
+            counts[a.ACTION_KEY] += 1
         if isinstance(a, (AddAction, RemoveAction, SkipAction)):
             _check_path(a.path)
         if isinstance(a, AddAction):
@@ -398,13 +414,12 @@ def _validate_static(actions: list[Action]) -> None:
     both = seen_add & seen_remove
     if both:
         raise InvalidActionError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
-    for cls, n in counts.items():
+    for key, n in counts.items():
         if n > 1:
-            raise InvalidActionError(f"a commit may hold at most one {cls.ACTION_KEY} action, got {n}")
+            raise InvalidActionError(f"a commit may hold at most one {key} action, got {n}")
 
 
 def _check_path(path: str) -> None:
-    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/")):
-        if "://" not in path:
-            raise InvalidActionError(f"invalid file path {path!r}: must be relative to the table, without '..'")
-
+    bad = not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/"))
+    if bad and "://" not in path:
+        raise InvalidActionError(f"invalid file path {path!r}: must be relative to the table, without '..'")

@@ -18,7 +18,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, TypeVar
 
 from executor_lib.errors import CorruptLogError
 
@@ -212,7 +212,7 @@ class CommitInfoAction(_ActionBase):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-Action = Union[ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction, CommitInfoAction]
+Action = ProtocolAction | MetadataAction | AddAction | RemoveAction | SkipAction | CommitInfoAction
 
 ACTION_TYPES: dict[str, type[_ActionBase]] = {
     cls.ACTION_KEY: cls
@@ -231,7 +231,7 @@ def action_from_json_obj(obj: Any) -> Action:
     """Decode one parsed JSON line; unknown action types are an error."""
     if not isinstance(obj, dict) or len(obj) != 1:
         raise CorruptLogError("a log line must be a JSON object with exactly one action key")
-    (key, body), = obj.items()
+    ((key, body),) = obj.items()
     cls = ACTION_TYPES.get(key)
     if cls is None:
         raise CorruptLogError(f"unknown action type {key!r} (known: {sorted(set(ACTION_TYPES))})")

@@ -14,7 +14,7 @@ from executor_lib.errors import ConfigError
 from executor_lib.storage.base import ObjectInfo, ObjectStore
 from executor_lib.storage.local import LocalStore
 
-__all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "open_store", "normalize_uri"]
+__all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
 
 # IndexTables4Spark option names -> our S3Options field names.
 _S3_OPTION_ALIASES = {
@@ -31,9 +31,16 @@ _S3_OPTION_ALIASES = {
     "region_name": "region",
 }
 _S3_FIELDS = {
-    "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token",
-    "path_style", "max_attempts", "connect_timeout", "read_timeout",
-}  # fmt: skip
+    "endpoint_url",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "path_style",
+    "max_attempts",
+    "connect_timeout",
+    "read_timeout",
+}
 
 
 def normalize_uri(uri: str) -> str:

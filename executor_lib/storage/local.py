@@ -8,6 +8,8 @@ at all. ``put`` uses a temporary file plus ``os.replace`` (atomic rename).
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import errno
 import os
 import uuid
@@ -88,22 +90,22 @@ class LocalStore(ObjectStore):
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
     def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
         base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
         directory = self._path(base_dir)
         if not directory.is_dir():
             return iter(())
-        found: list[ObjectInfo] = []
+        found: builtins.list[ObjectInfo] = []
         self._collect(directory, base_dir, prefix, recursive, found)
         found.sort(key=lambda o: o.key)
         return (o for o in found if start_after is None or o.key > start_after)
 
-    def _collect(self, directory: Path, dir_key: str, prefix: str, recursive: bool, out: list[ObjectInfo]) -> None:
+    def _collect(
+        self, directory: Path, dir_key: str, prefix: str, recursive: bool, out: builtins.list[ObjectInfo]
+    ) -> None:
         try:
             entries = list(os.scandir(directory))
         except FileNotFoundError:

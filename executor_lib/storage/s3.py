@@ -141,7 +141,12 @@ class S3Store(ObjectStore):
             raise self._fail(key, "write", e) from e
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
-        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key(key), "Body": data, "IfNoneMatch": "*"}
+        kwargs: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": self._key(key),
+            "Body": data,
+            "IfNoneMatch": "*",
+        }
         if metadata:
             kwargs["Metadata"] = metadata
         try:

@@ -82,18 +82,25 @@ class FlakyLocalStore(LocalStore):
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         if key == self.key and self.remaining > 0:
             self.remaining -= 1
-            if self.mode == "land-then-lose":
+            if self.mode.startswith("land-then-lose"):
                 super().put_if_absent(key, data, metadata)
                 raise AmbiguousWriteError(f"{key}: connection reset after write", key)
             raise StorageError(f"{key}: disk hiccup", key)
         super().put_if_absent(key, data, metadata)
 
+    def read(self, key: str) -> bytes:
+        if key == self.key and self.mode == "land-then-lose-unreadable" and self.remaining > -1:
+            self.remaining -= 1  # the read-back right after the ambiguous write fails too
+            raise StorageError(f"{key}: timeout", key)
+        return super().read(key)
 
-@pytest.mark.parametrize("mode", ["land-then-lose", "fail-before-write"])
+
+@pytest.mark.parametrize("mode", ["land-then-lose", "fail-before-write", "land-then-lose-unreadable"])
 def test_local_ambiguous_and_failed_puts(tmp_path: Path, mode: str) -> None:
     uri = str(tmp_path / "t")
     make_table(uri, {})
-    log = TransactionLog(FlakyLocalStore(Path(uri), VERSION_1, mode, times=2), LogConfig())
+    times = 1 if mode == "land-then-lose-unreadable" else 2
+    log = TransactionLog(FlakyLocalStore(Path(uri), VERSION_1, mode, times=times), LogConfig())
     a = add()
     assert log.commit([a]) == 1
     report = check_log(uri)

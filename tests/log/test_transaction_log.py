@@ -76,7 +76,11 @@ def test_remove_and_time_travel_by_version_and_timestamp(table: Table) -> None:
         log.snapshot(timestamp_ms=1)
     history = log.history()
     assert [h.version for h in history] == [2, 1, 0]
-    assert (history[0].num_removed_files, history[1].num_added_files, history[2].operation) == (1, 1, "CREATE TABLE")
+    assert (history[0].num_removed_files, history[1].num_added_files, history[2].operation) == (
+        1,
+        1,
+        "CREATE TABLE",
+    )
     assert len({h.txn_id for h in history}) == 3
 
 
@@ -100,7 +104,9 @@ def test_checkpoints_every_interval_and_snapshot_uses_them(table: Table) -> None
     for v in range(1, 8):
         store.delete(f"{LOG}/{v:020d}.json")
     assert executor_lib.open_log(uri, **options).snapshot().num_records == sum(range(1, 10))
-    with pytest.raises(MissingLogFileError, match=r"00000000000000000001.json is missing .* \(cannot build version 3\)"):
+    with pytest.raises(
+        MissingLogFileError, match=r"00000000000000000001.json is missing .* \(cannot build version 3\)"
+    ):
         executor_lib.open_log(uri, **options).snapshot(version=3)
 
 
@@ -186,7 +192,12 @@ def test_invalid_actions_write_nothing(table: Table) -> None:
     with pytest.raises(InvalidActionError, match="not live at read version"):
         log.commit([RemoveAction("date=2024-01-01/splits/never-added.split", 1)])
     with pytest.raises(InvalidActionError, match="added twice"):
-        log.commit([a.__class__(**{**a.__dict__, "path": "date=x/p.split"}), a.__class__(**{**a.__dict__, "path": "date=x/p.split"})])
+        log.commit(
+            [
+                a.__class__(**{**a.__dict__, "path": "date=x/p.split"}),
+                a.__class__(**{**a.__dict__, "path": "date=x/p.split"}),
+            ]
+        )
     with pytest.raises(InvalidActionError, match="invalid file path"):
         log.commit([a.__class__(**{**a.__dict__, "path": "../escape.split"})])
     with pytest.raises(InvalidActionError, match="at least one action"):
@@ -257,7 +268,7 @@ def test_version_gap_is_an_error(table: Table) -> None:
     log = make_table(uri, options)
     log.commit([add()])
     _write_raw_version(uri, options, 3, actions_to_ndjson([add()]))
-    with pytest.raises(MissingLogFileError, match="00000000000000000002.json is missing"):
+    with pytest.raises(MissingLogFileError, match=r"00000000000000000002\.json is missing"):
         executor_lib.open_log(uri, **options).snapshot()
 
 

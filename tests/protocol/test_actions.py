@@ -11,20 +11,46 @@ from executor_lib.errors import CorruptLogError
 from executor_lib.protocol.actions import action_to_json_line, actions_from_ndjson, actions_to_ndjson
 
 SPEC_ADD_FIELDS = {
-    "path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "minValues", "maxValues",
-    "numRecords", "hasFooterOffsets", "footerStartOffset", "footerEndOffset", "splitTags", "numMergeOps",
-    "docMappingRef", "docMappingJson", "uncompressedSizeBytes",
-}  # fmt: skip
+    "path",
+    "partitionValues",
+    "size",
+    "modificationTime",
+    "dataChange",
+    "stats",
+    "minValues",
+    "maxValues",
+    "numRecords",
+    "hasFooterOffsets",
+    "footerStartOffset",
+    "footerEndOffset",
+    "splitTags",
+    "numMergeOps",
+    "docMappingRef",
+    "docMappingJson",
+    "uncompressedSizeBytes",
+}
 
 
 def test_add_action_uses_the_spec_field_names() -> None:
     add = AddAction(
-        path="date=2024-01-01/splits/split-abc.split", partition_values={"date": "2024-01-01"}, size=1048576,
-        modification_time=1704067200000, data_change=True, stats="{}", min_values={"score": "0.1"},
-        max_values={"score": "0.9"}, num_records=1000, has_footer_offsets=True, footer_start_offset=900000,
-        footer_end_offset=1048500, split_tags=frozenset({"hot"}), num_merge_ops=2, doc_mapping_ref="ab12cd34ef56gh78",
-        doc_mapping_json="[]", uncompressed_size_bytes=5,
-    )  # fmt: skip
+        path="date=2024-01-01/splits/split-abc.split",
+        partition_values={"date": "2024-01-01"},
+        size=1048576,
+        modification_time=1704067200000,
+        data_change=True,
+        stats="{}",
+        min_values={"score": "0.1"},
+        max_values={"score": "0.9"},
+        num_records=1000,
+        has_footer_offsets=True,
+        footer_start_offset=900000,
+        footer_end_offset=1048500,
+        split_tags=frozenset({"hot"}),
+        num_merge_ops=2,
+        doc_mapping_ref="ab12cd34ef56gh78",
+        doc_mapping_json="[]",
+        uncompressed_size_bytes=5,
+    )
     line = json.loads(action_to_json_line(add))
     assert set(line) == {"add"}
     assert set(line["add"]) == SPEC_ADD_FIELDS
@@ -40,16 +66,25 @@ def test_none_fields_are_left_out() -> None:
 def test_round_trip_every_action_type() -> None:
     actions = [
         ProtocolAction(3, 3, frozenset({"schemaDeduplication"}), frozenset({"schemaDeduplication"})),
-        MetadataAction(id="id-1", schema_string='{"type":"struct","fields":[]}', partition_columns=("d",),
-                       configuration={"k": "v"}, created_time=7),  # fmt: skip
+        MetadataAction(
+            id="id-1",
+            schema_string='{"type":"struct","fields":[]}',
+            partition_columns=("d",),
+            configuration={"k": "v"},
+            created_time=7,
+        ),
         AddAction("d=1/splits/x.split", {"d": "1"}, 10, 11, True, num_records=3),
         RemoveAction("d=1/splits/y.split", 12, True, partition_values={"d": "1"}, size=9),
         SkipAction("d=1/splits/z.split", 13, "corrupt footer", "merge", retry_after=14, skip_count=2),
     ]
     text = actions_to_ndjson(actions).decode()
     assert [json.loads(line).popitem()[0] for line in text.splitlines()] == [
-        "protocol", "metaData", "add", "remove", "mergeskip",
-    ]  # fmt: skip
+        "protocol",
+        "metaData",
+        "add",
+        "remove",
+        "mergeskip",
+    ]
     assert actions_from_ndjson(text, "t") == actions
 
 
@@ -75,11 +110,14 @@ def test_jvm_style_nulls_and_skip_alias_are_read() -> None:
     ("text", "message"),
     [
         ('{"add":{"path":"a"}}\n{"bogus":{}}', "line 1: 'add' action lacks required field 'partitionValues'"),
-        ('{"protocol":{"minReaderVersion":1,"minWriterVersion":1}}\n{"frobnicate":{"x":1}}', "line 2: unknown action type 'frobnicate'"),
+        (
+            '{"protocol":{"minReaderVersion":1,"minWriterVersion":1}}\n{"frobnicate":{"x":1}}',
+            "line 2: unknown action type 'frobnicate'",
+        ),
         ('{"protocol":{"minReaderVersion":1,"minWriterVersion":1}}\n{"add": {', "line 2: invalid JSON"),
-        ('[1,2]', "line 1: a log line must be a JSON object"),
+        ("[1,2]", "line 1: a log line must be a JSON object"),
     ],
-)  # fmt: skip
+)
 def test_bad_lines_name_the_source_and_line(text: str, message: str) -> None:
     with pytest.raises(CorruptLogError) as err:
         actions_from_ndjson(text, "/t/_transaction_log/00000000000000000003.json")

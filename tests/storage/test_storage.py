@@ -55,7 +55,13 @@ def test_put_if_absent_has_one_winner_under_concurrency(store: ObjectStore) -> N
         winners: list[int] = []
         errors: list[BaseException] = []
 
-        def write(i: int, key: str = f"race/{r}.json") -> None:
+        def write(
+            i: int,
+            key: str = f"race/{r}.json",
+            barrier: threading.Barrier = barrier,
+            winners: list[int] = winners,
+            errors: list[BaseException] = errors,
+        ) -> None:
             barrier.wait()
             try:
                 store.put_if_absent(key, f"writer-{i}".encode() * 1000)
@@ -76,11 +82,21 @@ def test_put_if_absent_has_one_winner_under_concurrency(store: ObjectStore) -> N
 
 
 def test_list_prefix_start_after_and_directories(store: ObjectStore) -> None:
-    for name in ["log/00000000000000000000.json", "log/00000000000000000001.json", "log/00000000000000000002.json",
-                 "log/state-v00000000000000000001/_manifest.avro", "log/manifests/m-1.avro", "other/x"]:  # fmt: skip
+    for name in [
+        "log/00000000000000000000.json",
+        "log/00000000000000000001.json",
+        "log/00000000000000000002.json",
+        "log/state-v00000000000000000001/_manifest.avro",
+        "log/manifests/m-1.avro",
+        "other/x",
+    ]:
         store.put(name, b"x")
     keys = [o.key for o in store.list("log/0")]
-    assert keys == ["log/00000000000000000000.json", "log/00000000000000000001.json", "log/00000000000000000002.json"]
+    assert keys == [
+        "log/00000000000000000000.json",
+        "log/00000000000000000001.json",
+        "log/00000000000000000002.json",
+    ]
     after = [o.key for o in store.list("log/0", start_after="log/00000000000000000001")]
     assert after == ["log/00000000000000000001.json", "log/00000000000000000002.json"]
     top = [(o.key, o.is_dir) for o in store.list("log/", recursive=False)]
@@ -106,9 +122,14 @@ def test_s3_errors_and_repr_never_show_credentials(moto_server: Any) -> None:
 
     secret = "SUPER-SECRET-KEY-123"
     store = open_store(
-        f"s3://{BUCKET}/creds", endpoint_url=moto_server.endpoint_url, region="us-east-1",
-        access_key_id="AKIDTEST", secret_access_key=secret, session_token="TOKEN-XYZ", path_style=True,
-    )  # fmt: skip
+        f"s3://{BUCKET}/creds",
+        endpoint_url=moto_server.endpoint_url,
+        region="us-east-1",
+        access_key_id="AKIDTEST",
+        secret_access_key=secret,
+        session_token="TOKEN-XYZ",
+        path_style=True,
+    )
     with pytest.raises(StorageError) as err:
         store.read("missing")
     assert secret not in str(err.value) and "TOKEN-XYZ" not in str(err.value)
@@ -117,7 +138,8 @@ def test_s3_errors_and_repr_never_show_credentials(moto_server: Any) -> None:
 
 
 def test_s3_missing_bucket_is_named(moto_server: Any) -> None:
-    store = open_store("s3://no-such-bucket-xyz/t", endpoint_url=moto_server.endpoint_url, region="us-east-1",
-                       path_style=True)  # fmt: skip
+    store = open_store(
+        "s3://no-such-bucket-xyz/t", endpoint_url=moto_server.endpoint_url, region="us-east-1", path_style=True
+    )
     with pytest.raises(ObjectNotFoundError, match="no-such-bucket-xyz"):
         store.read("k")
