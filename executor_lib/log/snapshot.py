@@ -41,6 +41,7 @@ from executor_lib.protocol.files import (
     parse_checkpoint_file,
     parse_state_dir,
     parse_version_file,
+    state_dir,
     version_file,
     version_name,
 )
@@ -240,13 +241,24 @@ class SnapshotLoader:
         latest = listing.latest
         if latest < 0:
             raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
-        target = latest if version is None else version
+        target = self._latest_committed(listing) if version is None else version
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"{self.store.root_uri}: version {target} does not exist (latest is {latest})")
         try:
             return self._load_from(listing, target)
         except _NeedFullListing:
             return self._load_from(list_log(self.store), target)
+
+    def _latest_committed(self, listing: LogListing) -> int:
+        """The newest version, skipping state directories whose manifest was never written."""
+        for v in sorted(set(listing.versions) | listing.checkpoints | listing.states, reverse=True):
+            if v in listing.versions or v in listing.checkpoints or self._state_complete(v):
+                return v
+        return -1
+
+    def _state_complete(self, version: int) -> bool:
+        prefix = f"{LOG_DIR}/{state_dir(version)}/"
+        return any(self.store.exists(prefix + name) for name in avro_state.STATE_MANIFEST_NAMES)
 
     def _load_from(self, listing: LogListing, target: int) -> Snapshot:
         base_state, base_desc = self._load_base(listing, target)
