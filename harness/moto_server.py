@@ -75,7 +75,10 @@ def serve(port: int, patched: bool, widen_ms: float) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    parent = os.getppid()
+    while not stop.wait(1.0):
+        if os.getppid() != parent:  # the process that started us is gone: do not linger
+            break
     server.stop()
 
 

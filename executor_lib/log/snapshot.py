@@ -127,30 +127,36 @@ def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
     return actions_from_ndjson(decode_log_bytes(store.read(key), source), source)
 
 
-def check_readable(protocol: ProtocolAction | None, where: str) -> None:
-    if protocol is None:
-        return
-    if protocol.min_reader_version > READER_VERSION:
+def _check_protocol(
+    where: str, role: str, required: int, supported: int, features: Iterable[str], known: frozenset[str], note: str
+) -> None:
+    if required > supported:
         raise UnsupportedProtocolError(
-            f"{where}: table requires reader version {protocol.min_reader_version}; "
-            f"this code reads up to version {READER_VERSION}"
+            f"{where}: table requires {role} version {required}; this code supports {role} versions up to "
+            f"{supported}{note}"
         )
-    unknown = set(protocol.reader_features or ()) - SUPPORTED_READER_FEATURES
+    unknown = set(features) - known
     if unknown:
-        raise UnsupportedProtocolError(f"{where}: table requires unsupported reader features {sorted(unknown)}")
+        raise UnsupportedProtocolError(f"{where}: table requires unsupported {role} features {sorted(unknown)}")
+
+
+def check_readable(protocol: ProtocolAction | None, where: str) -> None:
+    """Raise UnsupportedProtocolError unless this code can read a table with ``protocol``."""
+    if protocol is not None:
+        features = protocol.reader_features or ()
+        _check_protocol(
+            where, "reader", protocol.min_reader_version, READER_VERSION, features, SUPPORTED_READER_FEATURES, ""
+        )
 
 
 def check_writable(protocol: ProtocolAction | None, where: str) -> None:
-    if protocol is None:
-        return
-    if protocol.min_writer_version > WRITER_VERSION:
-        raise UnsupportedProtocolError(
-            f"{where}: table requires writer version {protocol.min_writer_version}; this code writes "
-            f"up to version {WRITER_VERSION} (writing the v4 Avro state format is not supported yet)"
+    """Raise UnsupportedProtocolError unless this code can write to a table with ``protocol``."""
+    if protocol is not None:
+        features = protocol.writer_features or ()
+        note = " (writing the v4 Avro state format is not supported yet)"
+        _check_protocol(
+            where, "writer", protocol.min_writer_version, WRITER_VERSION, features, SUPPORTED_WRITER_FEATURES, note
         )
-    unknown = set(protocol.writer_features or ()) - SUPPORTED_WRITER_FEATURES
-    if unknown:
-        raise UnsupportedProtocolError(f"{where}: table requires unsupported writer features {sorted(unknown)}")
 
 
 class Snapshot:

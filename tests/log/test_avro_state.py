@@ -152,10 +152,10 @@ def test_missing_or_corrupt_manifest_is_named(table: tuple[str, dict[str, Any]])
     store.put(
         "_transaction_log/state-v00000000000000000001/_manifest.avro", avro_bytes(STATE_SCHEMA, [manifest], "null")
     )
-    with pytest.raises(MissingLogFileError, match="manifest-gone.avro"):
+    with pytest.raises(MissingLogFileError, match=r"manifest-gone\.avro"):
         executor_lib.open_log(uri, **options).snapshot()
     store.put("_transaction_log/manifests/manifest-gone.avro", b"Obj\x01 this is not avro")
-    with pytest.raises(CorruptLogError, match="manifest-gone.avro"):
+    with pytest.raises(CorruptLogError, match=r"manifest-gone\.avro"):
         executor_lib.open_log(uri, **options).snapshot()
 
 

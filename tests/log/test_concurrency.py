@@ -4,7 +4,9 @@ level (harness.log_checker), not from what the writers were told."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,37 +23,47 @@ WRITERS = 8
 APPENDS = 25
 
 
-def append_worker(uri: str, options: dict[str, Any], appends: int, barrier: Any, queue: Any) -> None:
+def append_worker(uri: str, options: dict[str, Any], appends: int, barrier: Any, out_file: str) -> None:
+    """Append ``appends`` files, one commit each; write what the log acknowledged to ``out_file``."""
+    results: list[list[Any]] = []
     try:
         log = executor_lib.open_log(uri, **options)
         barrier.wait(timeout=120)
         for _ in range(appends):
             a = add()
-            version = log.commit([a])
-            queue.put(("ok", version, a.path))
+            results.append(["ok", log.commit([a]), a.path])
     except BaseException as e:  # reported to the parent
-        queue.put(("error", -1, f"{type(e).__name__}: {e}"))
+        results.append(["error", -1, f"{type(e).__name__}: {e}"])
+    finally:
+        Path(out_file).write_text(json.dumps(results))
 
 
-def run_writers(uri: str, options: dict[str, Any], writers: int, appends: int) -> list[tuple[int, str]]:
+def run_writers(uri: str, options: dict[str, Any], writers: int, appends: int, out_dir: Path) -> list[tuple[int, str]]:
+    """Start ``writers`` processes released together by a barrier; returns every acknowledged commit."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=append_worker, args=(uri, options, appends, barrier, queue)) for _ in range(writers)]
+    files = [out_dir / f"writer-{i}.json" for i in range(writers)]
+    procs = [ctx.Process(target=append_worker, args=(uri, options, appends, barrier, str(f))) for f in files]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=600) for _ in range(writers * appends)]
+    deadline = time.monotonic() + 300
     for p in procs:
-        p.join(timeout=120)
+        p.join(timeout=max(1.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+    assert [p.exitcode for p in procs] == [0] * writers, f"writer exit codes {[p.exitcode for p in procs]}"
+    results = [r for f in files for r in json.loads(f.read_text())]
     errors = [r[2] for r in results if r[0] == "error"]
     assert not errors, errors
-    return [(v, path) for _, v, path in results]
+    assert len(results) == writers * appends
+    return [(int(v), str(path)) for _, v, path in results]
 
 
-def test_parallel_appends_land_exactly_once(table: tuple[str, dict[str, Any]]) -> None:
+def test_parallel_appends_land_exactly_once(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
     uri, options = table
     make_table(uri, options)
-    acknowledged = run_writers(uri, options, WRITERS, APPENDS)
+    acknowledged = run_writers(uri, options, WRITERS, APPENDS, tmp_path)
     total = WRITERS * APPENDS
     assert sorted(v for v, _ in acknowledged) == list(range(1, total + 1)), "each writer got a distinct version"
     report = check_log(uri, **options)
@@ -64,16 +76,16 @@ def test_parallel_appends_land_exactly_once(table: tuple[str, dict[str, Any]]) -
     assert snapshot.num_records == 10 * total
 
 
-def test_checker_detects_lost_commits_on_unpatched_moto() -> None:
+def test_checker_detects_lost_commits_on_unpatched_moto(tmp_path: Path) -> None:
     """Self-test: moto without the lock patch lets two writers win one version; the checker must see it."""
     with MotoServerProcess(patched=False, widen_ms=30) as server:
         import boto3
 
         boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1").create_bucket(Bucket=BUCKET)
         uri = f"s3://{BUCKET}/unpatched/{uuid.uuid4().hex}"
-        options = s3_options(server)
+        options = {**s3_options(server), "read_timeout": 10, "max_attempts": 2}
         make_table(uri, options)
-        acknowledged = run_writers(uri, options, writers=4, appends=6)
+        acknowledged = run_writers(uri, options, writers=4, appends=6, out_dir=tmp_path)
         report = check_log(uri, **options)
         assert lost_commits(report, acknowledged), "unpatched moto should have lost commits"
 
@@ -82,6 +94,6 @@ def test_checker_detects_lost_commits_on_unpatched_moto() -> None:
 def test_many_writers_soak(tmp_path: Path) -> None:
     uri = str(tmp_path / "soak")
     make_table(uri, {})
-    acknowledged = run_writers(uri, {}, writers=16, appends=40)
+    acknowledged = run_writers(uri, {}, writers=16, appends=40, out_dir=tmp_path)
     report = check_log(uri)
     assert report.contiguous and lost_commits(report, acknowledged) == [] and not report.duplicate_adds
