@@ -12,6 +12,7 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -37,6 +38,7 @@ from executor_lib.protocol.files import (
     encode_log_bytes,
     parse_json_object,
 )
+from executor_lib.protocol.schema_registry import configuration_with_registry, renormalize, without_registry
 from executor_lib.storage.base import ObjectStore
 
 FORMAT_JSON = "json"
@@ -146,12 +148,29 @@ def _read_multipart(store: ObjectStore, manifest: dict[str, Any], version: int, 
 
 
 def checkpoint_actions(state: TableState, config: LogConfig, now_ms: int | None = None) -> list[Action]:
-    """The actions a checkpoint of ``state`` holds: protocol, metadata, then the rest."""
+    """The actions a checkpoint of ``state`` holds: protocol, metadata, then the rest.
+
+    Tombstones older than the retention are dropped. When more than
+    ``schema_renormalize_threshold`` distinct doc-mapping refs are in use, every schema is
+    re-hashed canonically so that one schema has one ref (older writers hashed raw JSON).
+    """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     horizon = now_ms - int(config.checkpoint_tombstone_retention_hours * 3600 * 1000)
-    head: list[Action] = [a for a in (state.protocol, state.metadata) if a is not None]
+    metadata, files = state.metadata, list(state.files.values())
+    refs = {f.doc_mapping_ref for f in files if f.doc_mapping_ref}
+    if metadata is not None and len(refs) > config.schema_renormalize_threshold:
+        registry, remap = renormalize(state.schema_registry, refs)
+        files = [
+            dataclasses.replace(f, doc_mapping_ref=remap[f.doc_mapping_ref]) if f.doc_mapping_ref else f for f in files
+        ]
+        used = {f.doc_mapping_ref for f in files if f.doc_mapping_ref}
+        configuration = without_registry(metadata.configuration)
+        metadata = metadata.with_configuration(
+            configuration_with_registry(configuration, {r: s for r, s in registry.items() if r in used})
+        )
+    head: list[Action] = [a for a in (state.protocol, metadata) if a is not None]
     tombstones = [r for r in state.tombstones.values() if (r.deletion_timestamp or now_ms) >= horizon]
-    return head + list(state.files.values()) + tombstones + list(state.skips.values())
+    return head + files + tombstones + list(state.skips.values())
 
 
 def _chunks(actions: list[Action], size: int) -> Iterator[list[Action]]:

@@ -29,6 +29,7 @@ class LogConfig:
     retry_base_delay_ms: int = 100
     retry_max_delay_ms: int = 5000
     state_read_parallelism: int = 8
+    schema_renormalize_threshold: int = 5
 
     # option name (without "spark.indextables.") -> (field, parser)
     @classmethod
@@ -82,6 +83,7 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "transaction.retry.baseDelayMs": ("retry_base_delay_ms", int, _non_negative),
     "transaction.retry.maxDelayMs": ("retry_max_delay_ms", int, _non_negative),
     "state.read.parallelism": ("state_read_parallelism", int, _positive),
+    "state.schema.renormalizeThreshold": ("schema_renormalize_threshold", int, _non_negative),
 }
 
 

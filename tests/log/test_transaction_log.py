@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -194,12 +195,12 @@ def test_invalid_actions_write_nothing(table: Table) -> None:
     with pytest.raises(InvalidActionError, match="added twice"):
         log.commit(
             [
-                a.__class__(**{**a.__dict__, "path": "date=x/p.split"}),
-                a.__class__(**{**a.__dict__, "path": "date=x/p.split"}),
+                dataclasses.replace(a, path="date=x/p.split"),
+                dataclasses.replace(a, path="date=x/p.split"),
             ]
         )
     with pytest.raises(InvalidActionError, match="invalid file path"):
-        log.commit([a.__class__(**{**a.__dict__, "path": "../escape.split"})])
+        log.commit([dataclasses.replace(a, path="../escape.split")])
     with pytest.raises(InvalidActionError, match="at least one action"):
         log.commit([])
     with pytest.raises(InvalidActionError, match="not a transaction-log action"):
@@ -290,3 +291,25 @@ def test_unsupported_protocols_are_refused(table: Table) -> None:
         reader.commit([add()])
     assert log_keys(uri, options) == before
     del log
+
+
+def test_checkpoint_renormalizes_raw_hashed_schema_refs(table: Table) -> None:
+    """Refs hashed from raw JSON by older writers collapse to one canonical ref per schema."""
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.checkpoint.interval": "100"})
+    mapping = '[{"name":"id","type":"i64"},{"name":"message","type":"text"}]'
+    variants = [json.dumps(json.loads(mapping), indent=i) for i in range(1, 8)]
+    meta = log.snapshot().metadata
+    registry = {f"raw{i}": v for i, v in enumerate(variants)}
+    log.commit(
+        [meta.with_configuration({**meta.configuration, **{f"docMappingSchema.{k}": v for k, v in registry.items()}})]
+    )
+    log.commit([dataclasses.replace(add(), doc_mapping_ref=ref) for ref in registry])
+    log.checkpoint()
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.base.startswith("checkpoint")
+    refs = {f.doc_mapping_ref for f in snap.files}
+    assert len(refs) == 1 and len(snap.files) == len(variants)
+    (ref,) = refs
+    assert json.loads(snap.doc_mapping(snap.files[0]) or "") == json.loads(mapping)
+    assert [k for k in snap.metadata.configuration if k.startswith("docMappingSchema.")] == [f"docMappingSchema.{ref}"]
