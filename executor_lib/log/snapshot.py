@@ -10,7 +10,7 @@ committing and updating the hint) are found. Zero-padded names make that listing
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -205,6 +205,15 @@ class Snapshot:
     @property
     def size_in_bytes(self) -> int:
         return sum(a.size for a in self._state.files.values())
+
+    def list_files(self, predicates: Sequence[Any] = ()) -> list[AddAction]:
+        """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``)."""
+        from executor_lib.log.pruning import prune_files
+
+        if not predicates:
+            return self.files
+        meta = self.metadata
+        return prune_files(self._state.files.values(), predicates, meta.schema_string, meta.partition_columns)
 
     def doc_mapping(self, add: AddAction) -> str | None:
         """The doc mapping JSON of a split: inline, or resolved through the schema registry."""

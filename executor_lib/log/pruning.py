@@ -1,0 +1,188 @@
+"""Data skipping: which files (or manifests) may hold rows matching simple predicates.
+
+Predicates are a conjunction of ``Eq``, ``In`` and ``Range`` on partition columns
+(compared with the file's ``partitionValues``) or data columns (compared with its
+``minValues``/``maxValues`` statistics). Values are compared by the column's Spark type:
+numbers as numbers (so partition ``10`` sorts after ``9``), everything else as strings.
+A file is skipped only when its values *cannot* match: missing statistics, unparsable
+values and unknown columns always keep the file. Statistics of strings are truncated
+(``stats.truncation.maxLength``, 32 characters), so a stored maximum of that length
+is treated as a prefix: the real maximum may be longer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from executor_lib.errors import ConfigError
+from executor_lib.protocol.actions import AddAction
+
+STATS_TRUNCATION_LENGTH = 32
+_NUMERIC_TYPES = {"byte", "short", "integer", "long", "float", "double"}
+
+
+@dataclass(frozen=True)
+class Eq:
+    column: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class In:
+    column: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """``lower <(=) column <(=) upper``; either bound may be None (unbounded)."""
+
+    column: str
+    lower: Any = None
+    upper: Any = None
+    lower_inclusive: bool = True
+    upper_inclusive: bool = True
+
+
+Predicate = Eq | In | Range
+
+
+def gt(column: str, value: Any) -> Range:
+    return Range(column, lower=value, lower_inclusive=False)
+
+
+def ge(column: str, value: Any) -> Range:
+    return Range(column, lower=value)
+
+
+def lt(column: str, value: Any) -> Range:
+    return Range(column, upper=value, upper_inclusive=False)
+
+
+def le(column: str, value: Any) -> Range:
+    return Range(column, upper=value)
+
+
+def column_types(schema_string: str) -> dict[str, str]:
+    """Top-level column name -> Spark type name (``"struct"`` etc. for nested types)."""
+    fields = json.loads(schema_string)["fields"]
+    return {f["name"]: f["type"] if isinstance(f["type"], str) else f["type"]["type"] for f in fields}
+
+
+class _Comparator:
+    """Turns stored strings and predicate values into comparable keys for one column type."""
+
+    def __init__(self, spark_type: str | None) -> None:
+        self.numeric = spark_type in _NUMERIC_TYPES or (spark_type or "").startswith("decimal")
+
+    def key(self, value: Any) -> Any:
+        """A comparable key, or None when the value cannot be interpreted (then nothing is skipped)."""
+        if value is None:
+            return None
+        if self.numeric:
+            if isinstance(value, bool):
+                return None
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                return None
+            return None if math.isnan(number) else number
+        return value if isinstance(value, str) else str(value)
+
+
+def _check_predicates(predicates: Sequence[Predicate], types: Mapping[str, str]) -> None:
+    for p in predicates:
+        if not isinstance(p, (Eq, In, Range)):
+            raise ConfigError(f"unsupported predicate {p!r}: use Eq, In or Range")
+        if p.column not in types:
+            raise ConfigError(f"predicate on unknown column {p.column!r} (columns: {sorted(types)})")
+
+
+def _interval_may_match(p: Predicate, low: Any, high: Any, cmp: _Comparator) -> bool:
+    """May a value in [low, high] satisfy ``p``? ``None`` bounds are unknown (unbounded)."""
+    if isinstance(p, Eq):
+        return _range_overlaps(cmp.key(p.value), cmp.key(p.value), True, True, low, high)
+    if isinstance(p, In):
+        return any(_range_overlaps(cmp.key(v), cmp.key(v), True, True, low, high) for v in p.values)
+    lower = cmp.key(p.lower) if p.lower is not None else None
+    upper = cmp.key(p.upper) if p.upper is not None else None
+    if (p.lower is not None and lower is None) or (p.upper is not None and upper is None):
+        return True  # a bound we cannot interpret: keep the file
+    return _range_overlaps(lower, upper, p.lower_inclusive, p.upper_inclusive, low, high)
+
+
+def _range_overlaps(lower: Any, upper: Any, lower_inclusive: bool, upper_inclusive: bool, low: Any, high: Any) -> bool:
+    try:
+        if lower is not None and high is not None and (high < lower or (high == lower and not lower_inclusive)):
+            return False
+        if upper is not None and low is not None and (low > upper or (low == upper and not upper_inclusive)):
+            return False
+    except TypeError:
+        return True
+    return True
+
+
+def _value_may_match(p: Predicate, value: Any, cmp: _Comparator) -> bool:
+    """Does one exact value (a partition value) satisfy ``p``?"""
+    key = cmp.key(value)
+    if value is None:
+        return False  # a null partition value matches no comparison
+    if key is None:
+        return True
+    return _interval_may_match(p, key, key, cmp)
+
+
+def _stats_bounds(add: AddAction, column: str, cmp: _Comparator) -> tuple[Any, Any]:
+    low = cmp.key((add.min_values or {}).get(column))
+    raw_high = (add.max_values or {}).get(column)
+    high = cmp.key(raw_high)
+    if high is not None and not cmp.numeric and len(raw_high or "") >= STATS_TRUNCATION_LENGTH:
+        high = high + "\U0010ffff"  # truncated: the real maximum may extend this prefix
+    return low, high
+
+
+def file_may_match(
+    add: AddAction, predicates: Sequence[Predicate], types: Mapping[str, str], partition_columns: Iterable[str]
+) -> bool:
+    """False only if ``add`` certainly holds no row matching all ``predicates``."""
+    partition = set(partition_columns)
+    for p in predicates:
+        cmp = _Comparator(types.get(p.column))
+        if p.column in partition:
+            if p.column in add.partition_values and not _value_may_match(p, add.partition_values[p.column], cmp):
+                return False
+        else:
+            low, high = _stats_bounds(add, p.column, cmp)
+            if not _interval_may_match(p, low, high, cmp):
+                return False
+    return True
+
+
+def bounds_may_match(
+    bounds: Mapping[str, Mapping[str, str | None]] | None, predicates: Sequence[Predicate], types: Mapping[str, str]
+) -> bool:
+    """Manifest-level pruning: may a manifest with these partition bounds hold a match?"""
+    if not bounds:
+        return True
+    for p in predicates:
+        b = bounds.get(p.column)
+        if b is None:
+            continue
+        cmp = _Comparator(types.get(p.column))
+        if not _interval_may_match(p, cmp.key(b.get("min")), cmp.key(b.get("max")), cmp):
+            return False
+    return True
+
+
+def prune_files(
+    files: Iterable[AddAction], predicates: Sequence[Predicate], schema_string: str, partition_columns: Iterable[str]
+) -> list[AddAction]:
+    """The files that may hold rows matching all ``predicates``."""
+    types = column_types(schema_string)
+    _check_predicates(predicates, types)
+    partition = list(partition_columns)
+    return [f for f in files if file_may_match(f, predicates, types, partition)]

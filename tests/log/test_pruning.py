@@ -1,0 +1,102 @@
+"""Data skipping by partition values and min/max statistics."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import executor_lib
+from executor_lib.actions import AddAction
+from executor_lib.errors import ConfigError
+from executor_lib.log.pruning import Eq, In, Range, bounds_may_match, ge, gt, le, lt
+from tests.conftest import COMPAT_ROOT
+
+
+def paths(files: list[AddAction]) -> set[str]:
+    return {f.path.split("/")[0] for f in files}
+
+
+def test_partition_pruning_on_a_real_jvm_table() -> None:
+    snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
+    assert len(snap.list_files()) == 10
+    assert paths(snap.list_files([Eq("date", "2024-03-01")])) == {"date=2024-03-01"}
+    assert paths(snap.list_files([In("date", ("2024-01-01", "2024-05-01", "2030-01-01"))])) == {
+        "date=2024-01-01",
+        "date=2024-05-01",
+    }
+    assert paths(snap.list_files([ge("date", "2024-02-01"), lt("date", "2024-04-01")])) == {
+        "date=2024-02-01",
+        "date=2024-03-01",
+    }
+    assert snap.list_files([Eq("date", "1999-01-01")]) == []
+
+
+def test_min_max_skipping_on_a_real_jvm_table() -> None:
+    snap = executor_lib.open_log(str(COMPAT_ROOT / "05_many_transactions")).snapshot()
+    files = snap.files
+    bounds = {f.path: (int(f.min_values["id"]), int(f.max_values["id"])) for f in files}  # type: ignore[index]
+    top = max(hi for _, hi in bounds.values())
+    assert snap.list_files([gt("id", top)]) == []
+    for f in files:
+        low, high = bounds[f.path]
+        selected = snap.list_files([Eq("id", low)])
+        assert f in selected and len(selected) < len(files)
+        expected = {p for p, (lo, hi) in bounds.items() if lo <= high and hi >= low}
+        assert {a.path for a in snap.list_files([ge("id", low), le("id", high)])} == expected
+    assert len(snap.list_files([Range("id", lower=top, lower_inclusive=False)])) == 0
+
+
+def make(tmp_path: Path) -> tuple[executor_lib.TransactionLog, dict[str, AddAction]]:
+    schema = pa.schema([("bucket", pa.int32()), ("score", pa.float64()), ("name", pa.string())])
+    log = executor_lib.create_table(str(tmp_path / "t"), schema, ["bucket"])
+    base = AddAction("x", {}, 1, 1, True)
+    files = {
+        "b9": dataclasses.replace(base, path="bucket=9/a.split", partition_values={"bucket": "9"},
+                                  min_values={"score": "2.5", "name": "apple"}, max_values={"score": "9.5", "name": "kiwi"}),
+        "b10": dataclasses.replace(base, path="bucket=10/b.split", partition_values={"bucket": "10"},
+                                   min_values={"score": "10", "name": "a" * 32}, max_values={"score": "100", "name": "m" * 32}),
+        "nostats": dataclasses.replace(base, path="bucket=10/c.split", partition_values={"bucket": "10"}),
+    }  # fmt: skip
+    log.commit(list(files.values()))
+    return log, files
+
+
+def test_numeric_partitions_compare_as_numbers_and_stats_are_typed(tmp_path: Path) -> None:
+    log, f = make(tmp_path)
+    snap = log.snapshot()
+
+    def names(*preds: object) -> set[str]:
+        selected = {a.path for a in snap.list_files(list(preds))}  # type: ignore[arg-type]
+        return {k for k, a in f.items() if a.path in selected}
+
+    assert names(gt("bucket", 9)) == {"b10", "nostats"}  # as strings "10" < "9"
+    assert names(lt("bucket", 10)) == {"b9"}
+    assert names(Eq("bucket", "10")) == {"b10", "nostats"}
+    assert names(gt("score", 9.5)) == {"b10", "nostats"}  # as strings "10" < "9.5"
+    assert names(ge("score", 9.5)) == {"b9", "b10", "nostats"}
+    assert names(Eq("name", "banana")) == {"b9", "b10", "nostats"}
+    assert names(Eq("name", "zebra")) == {"nostats"}
+    # a truncated maximum is a prefix: "mmm…m" (32) may really be "mmm…mz", so keep the file
+    assert names(Eq("name", "m" * 32 + "z")) == {"b10", "nostats"}
+    assert names(Eq("score", "not a number")) == set(f)
+
+
+def test_bad_predicates_are_rejected(tmp_path: Path) -> None:
+    log, _ = make(tmp_path)
+    with pytest.raises(ConfigError, match="unknown column 'nope'"):
+        log.snapshot().list_files([Eq("nope", 1)])
+    with pytest.raises(ConfigError, match="unsupported predicate"):
+        log.snapshot().list_files(["bucket = 1"])  # type: ignore[list-item]
+
+
+def test_manifest_bounds() -> None:
+    types = {"date": "string", "bucket": "integer"}
+    bounds = {"date": {"min": "2024-01-01", "max": "2024-01-31"}, "bucket": {"min": "2", "max": "10"}}
+    assert bounds_may_match(bounds, [Eq("date", "2024-01-15")], types)
+    assert not bounds_may_match(bounds, [Eq("date", "2024-02-01")], types)
+    assert not bounds_may_match(bounds, [gt("bucket", 10)], types)
+    assert bounds_may_match(bounds, [Eq("bucket", 9)], types)
+    assert bounds_may_match(None, [Eq("date", "x")], types)
