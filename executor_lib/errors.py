@@ -17,9 +17,10 @@ class IndexTablesError(Exception):
 class StorageError(IndexTablesError):
     """An object store operation failed (I/O error, permission, network...)."""
 
-    def __init__(self, message: str, path: str | None = None) -> None:
+    def __init__(self, message: str, path: str | None = None, retryable: bool = True) -> None:
         super().__init__(message)
         self.path = path
+        self.retryable = retryable  # False: retrying cannot help (access denied, no bucket, bad credentials)
 
 
 class ObjectNotFoundError(StorageError):

@@ -9,6 +9,7 @@ the live files must exist on disk with the recorded size.
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -81,3 +82,16 @@ def test_describe_as_installed_console_script() -> None:
     ).stdout
     doc = json.loads(out)
     assert (doc["version"], doc["numFiles"], doc["numRecords"]) == (1, 2, 500)
+
+
+def test_checkpoint_of_a_v4_table_is_refused_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "02_five_appends"
+    shutil.copytree(COMPAT_ROOT / "02_five_appends", copy)
+    before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
+    hint = (copy / "_transaction_log" / "_last_checkpoint").read_bytes()
+    assert cli_main(["checkpoint", str(copy)]) == 2
+    assert "writer version 4" in capsys.readouterr().err
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before
+    assert (copy / "_transaction_log" / "_last_checkpoint").read_bytes() == hint

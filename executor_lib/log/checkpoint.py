@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.errors import (
+    AmbiguousWriteError,
     CorruptLogError,
     MissingLogFileError,
     ObjectAlreadyExistsError,
@@ -38,7 +39,7 @@ from executor_lib.protocol.files import (
     encode_log_bytes,
     parse_json_object,
 )
-from executor_lib.protocol.schema_registry import configuration_with_registry, renormalize, without_registry
+from executor_lib.protocol.schema_registry import configuration_with_registry, renormalize
 from executor_lib.storage.base import ObjectStore
 
 FORMAT_JSON = "json"
@@ -151,8 +152,9 @@ def checkpoint_actions(state: TableState, config: LogConfig, now_ms: int | None 
     """The actions a checkpoint of ``state`` holds: protocol, metadata, then the rest.
 
     Tombstones older than the retention are dropped. When more than
-    ``schema_renormalize_threshold`` distinct doc-mapping refs are in use, every schema is
-    re-hashed canonically so that one schema has one ref (older writers hashed raw JSON).
+    ``schema_renormalize_threshold`` distinct doc-mapping refs are in use, files are
+    pointed at the canonical ref of their schema (older writers hashed raw JSON). Every
+    registry entry is kept: a later version file may still use any ref.
     """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     horizon = now_ms - int(config.checkpoint_tombstone_retention_hours * 3600 * 1000)
@@ -163,11 +165,8 @@ def checkpoint_actions(state: TableState, config: LogConfig, now_ms: int | None 
         files = [
             dataclasses.replace(f, doc_mapping_ref=remap[f.doc_mapping_ref]) if f.doc_mapping_ref else f for f in files
         ]
-        used = {f.doc_mapping_ref for f in files if f.doc_mapping_ref}
-        configuration = without_registry(metadata.configuration)
-        metadata = metadata.with_configuration(
-            configuration_with_registry(configuration, {r: s for r, s in registry.items() if r in used})
-        )
+        merged = {**state.schema_registry, **registry}
+        metadata = metadata.with_configuration(configuration_with_registry(metadata.configuration, merged))
     head: list[Action] = [a for a in (state.protocol, metadata) if a is not None]
     tombstones = [r for r in state.tombstones.values() if (r.deletion_timestamp or now_ms) >= horizon]
     return head + files + tombstones + list(state.skips.values())
@@ -210,12 +209,11 @@ def write_checkpoint(store: ObjectStore, state: TableState, config: LogConfig) -
     payload_bytes += len(body)
     try:
         store.put_if_absent(key, body)
-    except ObjectAlreadyExistsError:
-        # Another writer checkpointed this version first; its checkpoint is equivalent.
-        # Our parts (if any) are orphans: remove them, they are referenced by nothing.
-        if checkpoint_id is not None and parts:
-            for i in range(1, parts + 1):
-                store.delete(f"{LOG_DIR}/{checkpoint_part_file(version, checkpoint_id, i)}")
+    except (ObjectAlreadyExistsError, AmbiguousWriteError):
+        # Another writer checkpointed this version first (its checkpoint is equivalent), or
+        # our own write landed and the answer was lost. Either way a complete checkpoint is
+        # there. Parts are never deleted here: they may be the ones the manifest lists.
+        # Unreferenced parts are harmless and are collected by log cleanup.
         return read_last_checkpoint(store) or LastCheckpoint(version=version)
     info = LastCheckpoint(
         version=version,

@@ -59,6 +59,9 @@ from executor_lib.storage.base import ObjectStore
 log = logging.getLogger(__name__)
 
 ENGINE = "indextables-python/0.1.0"
+# Lost races are progress (another commit landed), so they do not use up retry attempts;
+# this only bounds a pathological livelock.
+MAX_LOST_RACES = 10_000
 _ACTION_CLASSES = (ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction)
 
 
@@ -140,9 +143,13 @@ class TransactionLog:
             listing = list_log(self.store, cached.version)
             new = sorted(v for v in listing.versions if v > cached.version)
             latest = listing.latest
-            if latest == cached.version:
+            if latest == cached.version and cached.version in {
+                *listing.versions,
+                *listing.states,
+                *listing.checkpoints,
+            }:
                 return cached
-            if new == list(range(cached.version + 1, latest + 1)):
+            if latest > cached.version and new == list(range(cached.version + 1, latest + 1)):
                 state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
                 self._snapshot = Snapshot(self.uri, state, cached.base, listing.versions.get(latest))
                 return self._snapshot
@@ -219,8 +226,9 @@ class TransactionLog:
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
-        failures = 0
-        for attempt in range(1, self.config.retry_max_attempts + 1):
+        failures = lost_races = 0
+        last_error: StorageError | None = None
+        while failures < self.config.retry_max_attempts and lost_races < MAX_LOST_RACES:
             for v in range(read_version + 1, head.version + 1):
                 if v not in winners:
                     winners[v] = read_version_actions(self.store, v)
@@ -239,38 +247,52 @@ class TransactionLog:
                 read_version=read_version,
                 operation_parameters=operation_parameters or None,
             )
-            outcome = self._try_write(version, [info, *final], txn_id)
+            outcome, error = self._try_write(version, [info, *final], txn_id)
             if outcome == "committed":
                 self._after_commit(version, final, head)
                 return version
-            if outcome == "not-written":
+            if outcome == "lost":
+                # Someone else holds the version: that is progress, not a failure. Re-check
+                # the winners for conflicts and try the next version after a short jitter.
+                lost_races += 1
+                self._backoff(min(lost_races, 4))
+            else:
                 failures += 1
-            self._backoff(attempt)
+                last_error = error
+                self._backoff(failures)
             head = self._refresh_head()
+        reason = f"last error: {last_error}" if last_error else f"lost {lost_races} races to concurrent writers"
         raise CommitFailedError(
-            f"{self.uri}: commit not written after {self.config.retry_max_attempts} attempts "
-            f"({failures} storage failures, the rest lost races to concurrent writers)"
-        )
+            f"{self.uri}: commit not written after {failures} failed writes and {lost_races} lost races ({reason})"
+        ) from last_error
 
-    def _try_write(self, version: int, actions: Sequence[Action], txn_id: str) -> str:
-        """Returns "committed", "lost" (another commit holds the version) or "not-written"."""
+    def _try_write(self, version: int, actions: Sequence[Action], txn_id: str) -> tuple[str, StorageError | None]:
+        """Returns ("committed" | "lost" | "not-written", the storage error seen if any).
+
+        "lost": another commit holds the version. A storage error that cannot be transient
+        (access denied, missing bucket, bad credentials) is raised at once.
+        """
         key = f"{LOG_DIR}/{version_file(version)}"
         body = encode_log_bytes(actions_to_ndjson(actions), self.config.compression_enabled, self.config.gzip_level)
+        error: StorageError | None = None
         try:
             self.store.put_if_absent(key, body, metadata={"indextables-txn-id": txn_id})
-            return "committed"
+            return "committed", None
         except ObjectAlreadyExistsError:
             pass  # maybe our own write, retried by the SDK after a lost response
         except StorageError as e:  # ambiguous: the write may have landed
+            if not e.retryable:
+                raise
+            error = e
             log.warning("commit of version %d: outcome unknown (%s); checking", version, e)
         try:
             written = read_version_actions(self.store, version)
         except ObjectNotFoundError:
-            return "not-written"
+            return "not-written", error
         except StorageError as e:
             log.warning("commit of version %d: cannot read it back (%s)", version, e)
-            return "not-written"
-        return "committed" if _owner(written) == txn_id else "lost"
+            return "not-written", e
+        return ("committed" if _owner(written) == txn_id else "lost"), None
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
@@ -366,6 +388,7 @@ class TransactionLog:
     def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
         """Write a JSON checkpoint at ``version`` (default: latest)."""
         snap = self.snapshot(version)
+        check_writable(snap.protocol, self.uri)
         return checkpoints.write_checkpoint(self.store, snap.state, self.config)
 
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import boto3
 import botocore.config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from executor_lib.errors import (
     AmbiguousWriteError,
@@ -40,6 +41,12 @@ class S3Options:
     max_attempts: int = 5
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
+
+
+# Error codes that no retry can fix.
+_PERMANENT_ERRORS = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidBucketName", "AllAccessDisabled"}
+)
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -99,10 +106,12 @@ class S3Store(ObjectStore):
         uri = self.uri_of(key)
         if isinstance(e, ClientError):
             code, status = _error_code(e), _http_status(e)
+            if code == "NoSuchBucket":
+                return StorageError(f"{uri}: bucket {self._bucket!r} does not exist", uri, retryable=False)
+            if code in _PERMANENT_ERRORS or status == 403:
+                return StorageError(f"{uri}: {op} failed: {code or status}", uri, retryable=False)
             if code in ("NoSuchKey", "404", "NotFound") or status == 404:
                 return ObjectNotFoundError(f"{uri}: no such object", uri)
-            if code == "NoSuchBucket":
-                return ObjectNotFoundError(f"{uri}: bucket {self._bucket!r} does not exist", uri)
             if code in ("PreconditionFailed", "412") or status == 412:
                 return ObjectAlreadyExistsError(f"{uri}: already exists", uri)
             if code == "ConditionalRequestConflict" or status == 409:
@@ -155,7 +164,9 @@ class S3Store(ObjectStore):
             raise self._fail(key, "conditional write", e) from e
         except BotoCoreError as e:
             uri = self.uri_of(key)
-            raise AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri) from e
+            if isinstance(e, (BotoConnectionError, HTTPClientError)):
+                raise AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri) from e
+            raise StorageError(f"{uri}: conditional write failed: {type(e).__name__}", uri, retryable=False) from e
 
     def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": self._key(prefix)}

@@ -11,7 +11,7 @@ from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 from botocore.httpsession import URLLib3Session
 
 import executor_lib
-from executor_lib.errors import AmbiguousWriteError, StorageError
+from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError, StorageError
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.storage import open_store
@@ -113,7 +113,30 @@ def test_storage_that_never_recovers_fails_cleanly(tmp_path: Path) -> None:
     make_table(uri, {})
     config = LogConfig(retry_max_attempts=3, retry_base_delay_ms=1)
     log = TransactionLog(FlakyLocalStore(Path(uri), VERSION_1, "fail-before-write", times=99), config)
-    with pytest.raises(executor_lib.errors.CommitFailedError, match="3 attempts"):
+    with pytest.raises(executor_lib.errors.CommitFailedError, match="3 failed writes .*disk hiccup") as err:
         log.commit([add()])
+    assert isinstance(err.value.__cause__, StorageError)
     assert check_log(uri).versions == [0]
     assert not open_store(uri).exists(VERSION_1)
+
+
+@pytest.mark.parametrize("error", [ObjectAlreadyExistsError, AmbiguousWriteError])
+def test_checkpoint_whose_answer_is_lost_stays_readable(tmp_path: Path, error: type[StorageError]) -> None:
+    """A multi-part checkpoint manifest that landed but came back as 412/unknown must keep its parts."""
+
+    class LandThenRaise(LocalStore):
+        def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+            super().put_if_absent(key, data, metadata)
+            if key.endswith(".checkpoint.json"):
+                raise error(f"{key}: answer lost", key)
+
+    uri = str(tmp_path / "t")
+    make_table(uri, {})
+    config = LogConfig(checkpoint_interval=3, checkpoint_actions_per_part=2)
+    log = TransactionLog(LandThenRaise(Path(uri)), config)
+    added = [add() for _ in range(3)]
+    for a in added:
+        log.commit([a])
+    snap = executor_lib.open_log(uri).snapshot()
+    assert snap.base == "checkpoint 3"
+    assert {f.path for f in snap.files} == {a.path for a in added}

@@ -141,5 +141,6 @@ def test_s3_missing_bucket_is_named(moto_server: Any) -> None:
     store = open_store(
         "s3://no-such-bucket-xyz/t", endpoint_url=moto_server.endpoint_url, region="us-east-1", path_style=True
     )
-    with pytest.raises(ObjectNotFoundError, match="no-such-bucket-xyz"):
+    with pytest.raises(StorageError, match="bucket 'no-such-bucket-xyz' does not exist") as err:
         store.read("k")
+    assert not isinstance(err.value, ObjectNotFoundError) and not err.value.retryable
