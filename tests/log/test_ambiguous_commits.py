@@ -113,7 +113,7 @@ def test_storage_that_never_recovers_fails_cleanly(tmp_path: Path) -> None:
     make_table(uri, {})
     config = LogConfig(retry_max_attempts=3, retry_base_delay_ms=1)
     log = TransactionLog(FlakyLocalStore(Path(uri), VERSION_1, "fail-before-write", times=99), config)
-    with pytest.raises(executor_lib.errors.CommitFailedError, match="3 failed writes .*disk hiccup") as err:
+    with pytest.raises(executor_lib.errors.CommitFailedError, match=r"3 failed writes .*disk hiccup") as err:
         log.commit([add()])
     assert isinstance(err.value.__cause__, StorageError)
     assert check_log(uri).versions == [0]
