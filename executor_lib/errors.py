@@ -61,6 +61,10 @@ class CorruptLogError(ProtocolError):
     """A log file exists but cannot be decoded (truncated gzip, invalid JSON, bad Avro)."""
 
 
+class UnknownActionError(CorruptLogError):
+    """A log line holds an action type this code does not know."""
+
+
 class MissingLogFileError(ProtocolError):
     """A file the log needs is missing (a version gap, a checkpoint part)."""
 

@@ -20,6 +20,7 @@ from executor_lib.errors import (
     MissingLogFileError,
     ObjectNotFoundError,
     TableNotFoundError,
+    UnknownActionError,
     UnsupportedProtocolError,
     VersionNotFoundError,
 )
@@ -122,9 +123,22 @@ def _chain(*iterables: Iterable[Any]) -> Iterator[Any]:
 
 
 def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
+    """The actions of one version file. A protocol this code cannot read is reported before
+    anything else in the file (a newer protocol may well bring action types unknown here)."""
     key = f"{LOG_DIR}/{version_file(version)}"
     source = store.uri_of(key)
-    return actions_from_ndjson(decode_log_bytes(store.read(key), source), source)
+    text = decode_log_bytes(store.read(key), source)
+    try:
+        actions = actions_from_ndjson(text, source)
+    except UnknownActionError:
+        for action in actions_from_ndjson(text, source, skip_unknown=True):
+            if isinstance(action, ProtocolAction):
+                check_readable(action, source)
+        raise
+    for action in actions:
+        if isinstance(action, ProtocolAction):
+            check_readable(action, source)
+    return actions
 
 
 def _check_protocol(

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from executor_lib.errors import CorruptLogError
+from executor_lib.errors import CorruptLogError, UnknownActionError
 
 T = TypeVar("T", bound="_ActionBase")
 
@@ -74,7 +74,7 @@ class _ActionBase:
                 continue
             key = keys[f.name]
             if key in data and data[key] is not None:
-                kwargs[f.name] = _coerce(f.type, data[key])
+                kwargs[f.name] = _coerce(f.type, data[key], f"{cls.ACTION_KEY}.{key}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise CorruptLogError(f"{cls.ACTION_KEY!r} action lacks required field {key!r}")
         extra = {k: v for k, v in data.items() if k not in known}
@@ -86,13 +86,28 @@ class _ActionBase:
             raise CorruptLogError(f"invalid {cls.ACTION_KEY!r} action: {e}") from e
 
 
-def _coerce(type_name: Any, value: Any) -> Any:
-    """Turn JSON arrays into the tuple/frozenset the dataclass declares."""
-    t = str(type_name)
-    if isinstance(value, list):
-        if t.startswith("frozenset"):
-            return frozenset(value)
-        return tuple(value)
+def _coerce(type_name: Any, value: Any, where: str) -> Any:
+    """Check a JSON value against the field's declared type; arrays become tuple/frozenset."""
+    t = str(type_name).split(" | ")[0]
+    if t == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise CorruptLogError(f"{where} must be an integer, got {value!r}")
+    elif t == "bool":
+        if not isinstance(value, bool):
+            raise CorruptLogError(f"{where} must be true or false, got {value!r}")
+    elif t == "str":
+        if not isinstance(value, str):
+            raise CorruptLogError(f"{where} must be a string, got {value!r}")
+    elif t.startswith("Mapping[str, str]"):
+        if not isinstance(value, dict) or not all(isinstance(v, str) or v is None for v in value.values()):
+            raise CorruptLogError(f"{where} must be an object of strings, got {value!r}")
+    elif t.startswith("Mapping"):
+        if not isinstance(value, dict):
+            raise CorruptLogError(f"{where} must be an object, got {value!r}")
+    elif t.startswith(("frozenset", "tuple")):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CorruptLogError(f"{where} must be an array of strings, got {value!r}")
+        return frozenset(value) if t.startswith("frozenset") else tuple(value)
     return value
 
 
@@ -234,7 +249,7 @@ def action_from_json_obj(obj: Any) -> Action:
     ((key, body),) = obj.items()
     cls = ACTION_TYPES.get(key)
     if cls is None:
-        raise CorruptLogError(f"unknown action type {key!r} (known: {sorted(set(ACTION_TYPES))})")
+        raise UnknownActionError(f"unknown action type {key!r} (known: {sorted(set(ACTION_TYPES))})")
     return cls.from_json_dict(body)  # type: ignore[return-value]
 
 
@@ -243,8 +258,11 @@ def actions_to_ndjson(actions: Iterable[Action]) -> bytes:
     return "".join(action_to_json_line(a) + "\n" for a in actions).encode("utf-8")
 
 
-def actions_from_ndjson(text: str, source: str) -> list[Action]:
-    """Parse newline-delimited JSON actions; errors name ``source`` and the line number."""
+def actions_from_ndjson(text: str, source: str, skip_unknown: bool = False) -> list[Action]:
+    """Parse newline-delimited JSON actions; errors name ``source`` and the line number.
+
+    With ``skip_unknown`` lines holding unknown action types are left out instead.
+    """
     actions: list[Action] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -255,6 +273,9 @@ def actions_from_ndjson(text: str, source: str) -> list[Action]:
             raise CorruptLogError(f"{source}: line {lineno}: invalid JSON: {e.msg} at column {e.colno}") from e
         try:
             actions.append(action_from_json_obj(obj))
+        except UnknownActionError as e:
+            if not skip_unknown:
+                raise UnknownActionError(f"{source}: line {lineno}: {e}") from e
         except CorruptLogError as e:
             raise CorruptLogError(f"{source}: line {lineno}: {e}") from e
     return actions

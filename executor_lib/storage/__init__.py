@@ -62,14 +62,32 @@ def _s3_options(options: dict[str, Any]) -> Any:
         field = _S3_OPTION_ALIASES.get(name, name)
         if field not in _S3_FIELDS:
             raise ConfigError(f"unknown storage option {name!r} (known: {sorted(_S3_FIELDS)})")
-        if field == "path_style" and isinstance(value, str):
-            value = value.strip().lower() in ("true", "1", "yes")
-        elif field == "max_attempts":
-            value = int(value)
-        elif field in ("connect_timeout", "read_timeout"):
-            value = float(value)
-        values[field] = value
+        try:
+            values[field] = _convert(field, value)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"storage option {name}={value!r}: {e}") from None
     return S3Options(**values)
+
+
+def _convert(field: str, value: Any) -> Any:
+    if field == "path_style":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError("expected true or false")
+        return text in ("true", "1", "yes")
+    if field == "max_attempts":
+        number = int(value)
+        if number < 1:
+            raise ValueError("must be at least 1")
+        return number
+    if field in ("connect_timeout", "read_timeout"):
+        seconds = float(value)
+        if seconds <= 0:
+            raise ValueError("must be positive")
+        return seconds
+    return value
 
 
 def open_store(uri: str, **options: Any) -> ObjectStore:

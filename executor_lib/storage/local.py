@@ -22,6 +22,15 @@ from executor_lib.storage.base import ObjectInfo, ObjectStore
 _TMP_MARKER = ".tmp-"
 
 
+def _fsync_dir(directory: Path) -> None:
+    """Make a new directory entry durable (a crash must not lose an acknowledged commit)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class LocalStore(ObjectStore):
     """A directory on the local filesystem."""
 
@@ -36,7 +45,11 @@ class LocalStore(ObjectStore):
         return str(self._path(key)) if key else str(self._root)
 
     def _path(self, key: str) -> Path:
-        return self._root / key if key else self._root
+        if not key:
+            return self._root
+        if key.startswith("/") or ".." in key.split("/"):
+            raise StorageError(f"{self._root}: key {key!r} escapes the store root", key, retryable=False)
+        return self._root / key
 
     def read(self, key: str) -> bytes:
         try:
@@ -74,6 +87,7 @@ class LocalStore(ObjectStore):
         try:
             tmp = self._write_temp(target, data)
             os.replace(tmp, target)
+            _fsync_dir(target.parent)
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
 
@@ -85,6 +99,7 @@ class LocalStore(ObjectStore):
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
         try:
             os.link(tmp, target)
+            _fsync_dir(target.parent)
         except FileExistsError as e:
             raise ObjectAlreadyExistsError(f"{self.uri_of(key)}: already exists", self.uri_of(key)) from e
         except OSError as e:
@@ -125,7 +140,10 @@ class LocalStore(ObjectStore):
                 else:
                     out.append(ObjectInfo(dir_prefix, is_dir=True))
             elif key.startswith(prefix):
-                st = entry.stat()
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:
+                    continue  # deleted while listing
                 out.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
 
     def delete(self, key: str) -> None:

@@ -284,6 +284,11 @@ def test_unsupported_protocols_are_refused(table: Table) -> None:
     with pytest.raises(UnsupportedProtocolError, match="timeMachine"):
         executor_lib.open_log(uri, **options).snapshot()
     _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(4, 4)]))
+    newer = actions_to_ndjson([ProtocolAction(5, 5)]) + b'{"deletionVector":{"path":"x"}}\n'
+    _write_raw_version(uri, options, 1, newer)
+    with pytest.raises(UnsupportedProtocolError, match="reader version 5"):
+        executor_lib.open_log(uri, **options).snapshot()
+    _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(4, 4)]))
     reader = executor_lib.open_log(uri, **options)
     assert reader.snapshot().version == 1
     before = log_keys(uri, options)

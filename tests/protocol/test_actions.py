@@ -116,6 +116,19 @@ def test_jvm_style_nulls_and_skip_alias_are_read() -> None:
         ),
         ('{"protocol":{"minReaderVersion":1,"minWriterVersion":1}}\n{"add": {', "line 2: invalid JSON"),
         ("[1,2]", "line 1: a log line must be a JSON object"),
+        (
+            '{"add":{"path":"a","partitionValues":{},"size":"12","modificationTime":2,"dataChange":true}}',
+            "line 1: add.size must be an integer",
+        ),
+        (
+            '{"add":{"path":"a","partitionValues":"x","size":1,"modificationTime":2,"dataChange":true}}',
+            "add.partitionValues must be an object of strings",
+        ),
+        ('{"remove":{"path":"a","dataChange":"yes"}}', "remove.dataChange must be true or false"),
+        (
+            '{"metaData":{"id":"i","schemaString":"{}","partitionColumns":"date"}}',
+            "metaData.partitionColumns must be an array of strings",
+        ),
     ],
 )
 def test_bad_lines_name_the_source_and_line(text: str, message: str) -> None:

@@ -144,3 +144,20 @@ def test_s3_missing_bucket_is_named(moto_server: Any) -> None:
     with pytest.raises(StorageError, match="bucket 'no-such-bucket-xyz' does not exist") as err:
         store.read("k")
     assert not isinstance(err.value, ObjectNotFoundError) and not err.value.retryable
+
+
+def test_bad_storage_option_values_name_the_option() -> None:
+    with pytest.raises(ConfigError, match="storage option max_attempts='x'"):
+        open_store("s3://b/t", max_attempts="x")
+    with pytest.raises(ConfigError, match="pathStyleAccess='ture': expected true or false"):
+        open_store("s3://b/t", **{"spark.indextables.s3.pathStyleAccess": "ture"})
+    with pytest.raises(ConfigError, match="unknown storage option 'endpoint_uri'"):
+        open_store("s3://b/t", endpoint_uri="http://x")
+
+
+def test_local_keys_cannot_escape_the_root(tmp_path: Any) -> None:
+    store = open_store(str(tmp_path / "t"))
+    with pytest.raises(StorageError, match="escapes the store root"):
+        store.read("../secret")
+    with pytest.raises(StorageError, match="escapes the store root"):
+        store.put("/etc/passwd", b"x")
