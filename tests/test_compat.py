@@ -74,8 +74,10 @@ def test_time_travel_on_jvm_state_versions(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_describe_as_installed_console_script() -> None:
+    script = Path(sys.executable).parent / "indextables"
+    assert script.is_file(), "the indextables console script is not installed"
     out = subprocess.run(
-        [sys.executable, "-m", "executor_lib.cli", "describe", str(COMPAT_ROOT / "10_large_batch"), "--json"],
+        [str(script), "describe", str(COMPAT_ROOT / "10_large_batch"), "--json"],
         check=True,
         capture_output=True,
         text=True,

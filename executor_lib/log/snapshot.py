@@ -296,6 +296,14 @@ class SnapshotLoader:
         if missing:
             if not listing.complete:
                 raise _NeedFullListing()
+            newer_bases = sorted(v for v in listing.checkpoints | listing.states if v > target)
+            if newer_bases:
+                # Log retention removed the version files this old version needs.
+                raise VersionNotFoundError(
+                    f"{self.store.root_uri}: version {target} is no longer retained (version file "
+                    f"{version_file(missing[0])} was cleaned up); the oldest version after it that can be "
+                    f"read is {newer_bases[0]}"
+                )
             raise MissingLogFileError(
                 f"{self.store.uri_of(LOG_DIR)}: version file {version_file(missing[0])} is missing and no "
                 f"checkpoint or state covers version {missing[0]} (cannot build version {target})"

@@ -8,6 +8,7 @@ import json
 import multiprocessing as mp
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,22 @@ def run_writers(uri: str, options: dict[str, Any], writers: int, appends: int, o
     return [(int(v), str(path)) for _, v, path in results]
 
 
-def test_parallel_appends_land_exactly_once(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
-    uri, options = table
+@pytest.fixture(scope="module")
+def widened_moto() -> Iterator[MotoServerProcess]:
+    """A lock-patched moto whose check-to-write window is widened: races happen, the lock must hold."""
+    import boto3
+
+    with MotoServerProcess(patched=True, widen_ms=5) as server:
+        boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        yield server
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if backend == "local":
+        uri, options = str(tmp_path / "table"), {}
+    else:
+        uri, options = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
     make_table(uri, options)
     acknowledged = run_writers(uri, options, WRITERS, APPENDS, tmp_path)
     total = WRITERS * APPENDS

@@ -137,6 +137,39 @@ def test_s3_errors_and_repr_never_show_credentials(moto_server: Any) -> None:
     assert "s3://indextables-test/creds/missing" in str(err.value)
 
 
+def test_credentials_never_reach_the_log_output_or_messages(
+    moto_server: Any, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    from executor_lib.cli import main as cli_main
+    from tests.conftest import BUCKET
+    from tests.log.helpers import add, make_table
+
+    secret, token = "SUPER-SECRET-KEY-456", "TOKEN-ABC"
+    options = {
+        "endpoint_url": moto_server.endpoint_url, "region": "us-east-1", "access_key_id": "AKIDTEST",
+        "secret_access_key": secret, "session_token": token, "path_style": True,
+    }  # fmt: skip
+    uri = f"s3://{BUCKET}/creds-log"
+    caplog.set_level(logging.DEBUG)
+    log = make_table(uri, options)
+    log.commit([add()])
+    store = open_store(uri, **options)
+    for obj in store.list(""):
+        body = store.read(obj.key)
+        assert secret.encode() not in body and token.encode() not in body
+    args = ["describe", uri, "--json"] + [f"-o{k}={v}" for k, v in options.items()]
+    assert cli_main(args) == 0
+    assert cli_main(["describe", uri.replace(BUCKET, "missing-bucket"), *args[3:]]) == 2
+    out, err = capsys.readouterr()
+    # botocore's own DEBUG output (signing details) is outside this project; everything we log,
+    # and every record at INFO or above, must be clean
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("executor_lib") or r.levelno >= logging.INFO]
+    for text in (out, err, *ours, repr(log), repr(store)):
+        assert secret not in text and token not in text
+
+
 def test_s3_missing_bucket_is_named(moto_server: Any) -> None:
     store = open_store(
         "s3://no-such-bucket-xyz/t", endpoint_url=moto_server.endpoint_url, region="us-east-1", path_style=True
