@@ -142,7 +142,10 @@ def file_entry_to_add(record: dict[str, Any]) -> AddAction:
 def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> list[AddAction]:
     key = resolve_manifest_path(info.path, version)
     if "://" in key:
-        raise CorruptLogError(f"state-v{version}: absolute manifest path {key!r} is not supported")
+        root = store.root_uri.rstrip("/") + "/"
+        if not key.startswith(root):
+            raise CorruptLogError(f"state-v{version}: manifest {key!r} lies outside the table {store.root_uri}")
+        key = key[len(root) :]
     try:
         data = store.read(key)
     except ObjectNotFoundError as e:

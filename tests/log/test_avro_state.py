@@ -167,3 +167,25 @@ def test_state_dir_without_manifest_is_an_unfinished_write(table: tuple[str, dic
     store.put("_transaction_log/state-v00000000000000000001/.writing", b"")
     snap = executor_lib.open_log(uri, **options).snapshot()
     assert snap.version == 0 and snap.files == []
+
+
+def test_absolute_manifest_paths_inside_the_table_are_accepted(tmp_path: Any) -> None:
+    uri = str(tmp_path / "t")
+    write_v0(uri, {})
+    store = open_store(uri)
+    store.put("_transaction_log/manifests/m-abs.avro", avro_bytes(FILE_ENTRY_SCHEMA, [entry("z.split", 3)], "null"))
+    info = {"numEntries": 1, "minAddedAtVersion": 0, "maxAddedAtVersion": 0}
+    manifest = {
+        "formatVersion": 1, "stateVersion": 1, "createdAt": 5, "numFiles": 1, "totalBytes": 100,
+        "manifests": [{"path": f"{store.root_uri}/_transaction_log/manifests/m-abs.avro", **info}],
+        "tombstones": [], "schemaRegistry": {}, "protocolVersion": 4, "metadata": None,
+    }  # fmt: skip
+    store.put("_transaction_log/state-v00000000000000000001/_manifest.json", json.dumps(manifest).encode())
+    assert [f.path for f in executor_lib.open_log(uri).snapshot().files] == ["z.split"]
+    manifest["manifests"] = [{"path": "file:///elsewhere/_transaction_log/manifests/m-abs.avro", **info}]
+    store.put(
+        "_transaction_log/state-v00000000000000000002/_manifest.json",
+        json.dumps({**manifest, "stateVersion": 2}).encode(),
+    )
+    with pytest.raises(CorruptLogError, match="outside the table"):
+        executor_lib.open_log(uri).snapshot()
