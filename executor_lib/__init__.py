@@ -50,12 +50,18 @@ __all__ = [
     "open_log",
 ]
 
-# Tables created by this code: protocol v3 with the features it writes.
-NEW_TABLE_PROTOCOL = ProtocolAction(
+# Tables created by this code: protocol v4 (Avro state) by default, v3 with state.format=json.
+V3_TABLE_PROTOCOL = ProtocolAction(
     min_reader_version=3,
     min_writer_version=3,
     reader_features=frozenset({"multiPartCheckpoint", "schemaDeduplication"}),
     writer_features=frozenset({"multiPartCheckpoint", "schemaDeduplication"}),
+)
+V4_TABLE_PROTOCOL = ProtocolAction(
+    min_reader_version=4,
+    min_writer_version=4,
+    reader_features=frozenset({"avroState", "multiPartCheckpoint", "schemaDeduplication"}),
+    writer_features=frozenset({"avroState", "multiPartCheckpoint", "schemaDeduplication"}),
 )
 
 
@@ -109,9 +115,10 @@ def create_table(
         description=description,
         created_time=now,
     )
+    protocol = V4_TABLE_PROTOCOL if config.state_format == "avro" else V3_TABLE_PROTOCOL
     info = CommitInfoAction(txn_id=uuid.uuid4().hex, timestamp=now, operation="CREATE TABLE", engine=ENGINE)
     body = encode_log_bytes(
-        actions_to_ndjson([info, NEW_TABLE_PROTOCOL, metadata]), config.compression_enabled, config.gzip_level
+        actions_to_ndjson([info, protocol, metadata]), config.compression_enabled, config.gzip_level
     )
     key = f"{LOG_DIR}/{version_file(0)}"
     try:

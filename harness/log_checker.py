@@ -49,6 +49,21 @@ def check_log(uri: str, **options: Any) -> LogReport:
     return report
 
 
+def live_files_from_version_files(uri: str, **options: Any) -> set[str]:
+    """Live file paths by replaying every version file from 0 (ignores checkpoints and states)."""
+    from executor_lib.protocol.actions import RemoveAction
+
+    store = open_store(uri, **options)
+    live: set[str] = set()
+    for v in sorted(list_log(store).versions):
+        for action in read_version_actions(store, v):
+            if isinstance(action, AddAction):
+                live.add(action.path)
+            elif isinstance(action, RemoveAction):
+                live.discard(action.path)
+    return live
+
+
 def lost_commits(report: LogReport, acknowledged: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
     """Acknowledged ``(version, added path)`` pairs that the log does not hold at that version."""
     return [(v, p) for v, p in acknowledged if report.added_paths.get(p) != v]

@@ -21,7 +21,7 @@ from typing import Any
 import fastavro
 
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError
-from executor_lib.protocol.actions import AddAction, MetadataAction, action_from_json_obj
+from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAction, action_from_json_obj
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
 
@@ -53,6 +53,7 @@ class StateManifest:
     tombstones: frozenset[str] = frozenset()
     schema_registry: dict[str, str] = field(default_factory=dict)
     metadata_json: str | None = None
+    protocol_json: dict[str, Any] | None = None  # this project's extension: the full protocol action
 
     def metadata(self) -> MetadataAction | None:
         """The embedded metadata action, if the writer stored one."""
@@ -65,6 +66,15 @@ class StateManifest:
             raise CorruptLogError(f"{self.source}: embedded metadata is invalid: {e}") from e
         assert isinstance(action, MetadataAction)
         return action
+
+    def protocol(self) -> ProtocolAction | None:
+        """The embedded protocol action (this project's extension), if present."""
+        if not self.protocol_json:
+            return None
+        try:
+            return ProtocolAction.from_json_dict(self.protocol_json)
+        except CorruptLogError as e:
+            raise CorruptLogError(f"{self.source}: embedded protocol is invalid: {e}") from e
 
 
 def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
@@ -91,6 +101,7 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
             tombstones=frozenset(d.get("tombstones") or ()),
             schema_registry=dict(d.get("schemaRegistry") or {}),
             metadata_json=d.get("metadata"),
+            protocol_json=d.get("protocol"),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise CorruptLogError(f"{source}: invalid state manifest: {e!r}") from e

@@ -30,6 +30,13 @@ class LogConfig:
     retry_max_delay_ms: int = 5000
     state_read_parallelism: int = 8
     schema_renormalize_threshold: int = 5
+    state_format: str = "avro"
+    state_compression: str = "zstd"
+    state_compression_level: int = 3
+    state_entries_per_manifest: int = 50_000
+    compaction_tombstone_threshold: float = 0.10
+    compaction_max_manifests: int = 20
+    compaction_large_remove_threshold: int = 2**31 - 1
 
     # option name (without "spark.indextables.") -> (field, parser)
     @classmethod
@@ -71,6 +78,8 @@ def _non_negative(x: float) -> bool:
     return x >= 0
 
 
+_CODECS = ("zstd", "snappy", "none")
+
 _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "checkpoint.enabled": ("checkpoint_enabled", _bool, lambda _: True),
     "checkpoint.interval": ("checkpoint_interval", int, _positive),
@@ -84,6 +93,13 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "transaction.retry.maxDelayMs": ("retry_max_delay_ms", int, _non_negative),
     "state.read.parallelism": ("state_read_parallelism", int, _positive),
     "state.schema.renormalizeThreshold": ("schema_renormalize_threshold", int, _non_negative),
+    "state.format": ("state_format", lambda v: str(v).strip().lower(), lambda v: v in ("avro", "json")),
+    "state.compression": ("state_compression", lambda v: str(v).strip().lower(), lambda v: v in _CODECS),
+    "state.compressionLevel": ("state_compression_level", int, lambda x: 1 <= x <= 22),
+    "state.entriesPerManifest": ("state_entries_per_manifest", int, _positive),
+    "state.compaction.tombstoneThreshold": ("compaction_tombstone_threshold", float, lambda x: 0 <= x <= 1),
+    "state.compaction.maxManifests": ("compaction_max_manifests", int, _positive),
+    "state.compaction.largeRemoveThreshold": ("compaction_large_remove_threshold", int, _positive),
 }
 
 

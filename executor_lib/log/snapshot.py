@@ -51,7 +51,7 @@ from executor_lib.storage.base import ObjectStore
 
 # What this code can read and write.
 READER_VERSION = 4
-WRITER_VERSION = 3
+WRITER_VERSION = 4
 SUPPORTED_READER_FEATURES = frozenset(
     {
         "avroState",
@@ -64,6 +64,7 @@ SUPPORTED_READER_FEATURES = frozenset(
 )
 SUPPORTED_WRITER_FEATURES = frozenset(
     {
+        "avroState",
         "multiPartCheckpoint",
         "schemaDeduplication",
         "skippedFiles",
@@ -167,7 +168,7 @@ def check_writable(protocol: ProtocolAction | None, where: str) -> None:
     """Raise UnsupportedProtocolError unless this code can write to a table with ``protocol``."""
     if protocol is not None:
         features = protocol.writer_features or ()
-        note = " (writing the v4 Avro state format is not supported yet)"
+        note = ""
         _check_protocol(
             where, "writer", protocol.min_writer_version, WRITER_VERSION, features, SUPPORTED_WRITER_FEATURES, note
         )
@@ -332,7 +333,7 @@ class SnapshotLoader:
 
     def _state_from_avro(self, manifest: avro_state.StateManifest, listing: LogListing) -> TableState:
         metadata = manifest.metadata()
-        protocol: ProtocolAction | None = None
+        protocol = manifest.protocol()
         if metadata is None:
             # IndexTables4Spark 0.5.x leaves metadata out of the state: it lives in version 0.
             protocol, metadata = self._protocol_and_metadata_before(manifest.state_version)

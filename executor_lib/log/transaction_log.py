@@ -34,10 +34,12 @@ from executor_lib.errors import (
     VersionNotFoundError,
 )
 from executor_lib.log import checkpoint as checkpoints
+from executor_lib.log.avro_state import StateManifest, read_state_manifest
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
 from executor_lib.log.state import replay
+from executor_lib.log.state_writer import write_compacted_state, write_incremental_state
 from executor_lib.protocol.actions import (
     Action,
     AddAction,
@@ -48,7 +50,7 @@ from executor_lib.protocol.actions import (
     SkipAction,
     actions_to_ndjson,
 )
-from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
+from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, state_dir, version_file
 from executor_lib.protocol.schema_registry import (
     configuration_with_registry,
     doc_mapping_hash,
@@ -379,17 +381,116 @@ class TransactionLog:
         protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
         self._head = _Head(version, protocol, metadata)
-        if self.config.checkpoint_enabled and version > 0 and version % self.config.checkpoint_interval == 0:
-            try:
+        try:
+            if self._uses_avro_state(protocol):
+                self.write_state(version)
+            elif self.config.checkpoint_enabled and version > 0 and version % self.config.checkpoint_interval == 0:
                 self.checkpoint(version)
-            except Exception as e:  # the commit landed; a failed checkpoint only costs read speed
-                log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
+        except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
+            log.warning("%s: state/checkpoint at version %d failed: %s", self.uri, version, e)
+
+    def _uses_avro_state(self, protocol: ProtocolAction | None) -> bool:
+        return self.config.state_format == "avro" and protocol is not None and protocol.min_writer_version >= 4
 
     def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
-        """Write a JSON checkpoint at ``version`` (default: latest)."""
+        """Consolidate the state at ``version`` (default: latest).
+
+        With ``state.format=avro`` (default): a v3 table is first upgraded to protocol v4
+        (one commit), then the Avro state of the latest version is written compacted, if
+        it does not exist yet. With ``state.format=json``: a JSON checkpoint.
+        """
         snap = self.snapshot(version)
         check_writable(snap.protocol, self.uri)
-        return checkpoints.write_checkpoint(self.store, snap.state, self.config)
+        if self.config.state_format != "avro":
+            return checkpoints.write_checkpoint(self.store, snap.state, self.config)
+        if not self._uses_avro_state(snap.protocol):
+            if version is not None:
+                raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
+            self.commit([_v4_protocol(snap.protocol)], operation="UPGRADE PROTOCOL", read_version=snap.version)
+            return self._last_state_info()
+        existing = read_state_manifest(self.store, snap.version)
+        manifest = existing or self.write_state(snap.version, force_compaction=True)
+        info = _state_checkpoint_info(manifest)
+        checkpoints.write_last_checkpoint_if_newer(self.store, info)
+        return info
+
+    def _last_state_info(self) -> checkpoints.LastCheckpoint:
+        version = self.latest_version()
+        manifest = read_state_manifest(self.store, version) or self.write_state(version)
+        return _state_checkpoint_info(manifest)
+
+    def write_state(self, version: int, force_compaction: bool = False) -> StateManifest:
+        """Write the Avro state of ``version``: incrementally on the newest earlier state when there is one."""
+        base = self._newest_state_before(version)
+        versions: list[tuple[int, list[Action]]] | None = None
+        if base is not None:
+            try:
+                versions = [
+                    (v, read_version_actions(self.store, v)) for v in range(base.state_version + 1, version + 1)
+                ]
+            except ObjectNotFoundError:
+                versions = None
+        protocol, metadata = _latest_protocol_and_metadata(versions or [], base)
+        if base is None or versions is None or protocol is None or metadata is None or not versions:
+            snap = self.snapshot(version)
+            manifest = write_compacted_state(
+                self.store, version, snap.files, snap.protocol, snap.metadata, dict(snap.schema_registry), self.config
+            )
+        else:
+            registry = registry_from_configuration(metadata.configuration)
+            manifest = write_incremental_state(
+                self.store, base, versions, protocol, metadata, registry, self.config, force_compaction
+            )
+        checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(manifest))
+        return manifest
+
+    def _newest_state_before(self, version: int) -> StateManifest | None:
+        listing = self._loader.listing(version - 1)
+        for v in sorted((s for s in listing.states if s < version), reverse=True)[:3]:
+            manifest = read_state_manifest(self.store, v)
+            if manifest is not None:
+                return manifest
+        return None
+
+
+def _v4_protocol(current: ProtocolAction | None) -> ProtocolAction:
+    reader = set(current.reader_features or ()) if current else set()
+    writer = set(current.writer_features or ()) if current else set()
+    return ProtocolAction(
+        min_reader_version=max(4, current.min_reader_version if current else 4),
+        min_writer_version=max(4, current.min_writer_version if current else 4),
+        reader_features=frozenset(reader | {"avroState"}),
+        writer_features=frozenset(writer | {"avroState"}),
+    )
+
+
+def _latest_protocol_and_metadata(
+    versions: Sequence[tuple[int, Sequence[Action]]], base: StateManifest | None
+) -> tuple[ProtocolAction | None, MetadataAction | None]:
+    protocol: ProtocolAction | None = None
+    metadata: MetadataAction | None = None
+    for _, actions in versions:
+        for a in actions:
+            if isinstance(a, ProtocolAction):
+                protocol = a
+            elif isinstance(a, MetadataAction):
+                metadata = a
+    if base is not None:
+        protocol = protocol or base.protocol()
+        metadata = metadata or base.metadata()
+    return protocol, metadata
+
+
+def _state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoint:
+    return checkpoints.LastCheckpoint(
+        version=manifest.state_version,
+        size=manifest.num_files,
+        size_in_bytes=manifest.total_bytes,
+        num_files=manifest.num_files,
+        created_time=manifest.created_at,
+        format=checkpoints.FORMAT_AVRO_STATE,
+        state_dir=state_dir(manifest.state_version),
+    )
 
 
 def _owner(actions: Sequence[Action]) -> str | None:

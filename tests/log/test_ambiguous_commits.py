@@ -131,8 +131,8 @@ def test_checkpoint_whose_answer_is_lost_stays_readable(tmp_path: Path, error: t
                 raise error(f"{key}: answer lost", key)
 
     uri = str(tmp_path / "t")
-    make_table(uri, {})
-    config = LogConfig(checkpoint_interval=3, checkpoint_actions_per_part=2)
+    make_table(uri, {}, **{"spark.indextables.state.format": "json"})
+    config = LogConfig(checkpoint_interval=3, checkpoint_actions_per_part=2, state_format="json")
     log = TransactionLog(LandThenRaise(Path(uri)), config)
     added = [add() for _ in range(3)]
     for a in added:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import executor_lib
-from harness.log_checker import check_log, lost_commits
+from harness.log_checker import check_log, live_files_from_version_files, lost_commits
 from harness.moto_server import MotoServerProcess
 from tests.conftest import BUCKET, s3_options
 from tests.log.helpers import add, make_table
@@ -87,6 +87,8 @@ def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, reques
     assert not report.duplicate_adds
     assert lost_commits(report, acknowledged) == []
     snapshot = executor_lib.open_log(uri, **options).snapshot()
+    assert snapshot.base == f"state-v{total:020d}", "writers raced on Avro state writes too"
+    assert {f.path for f in snapshot.files} == live_files_from_version_files(uri, **options)
     assert len(snapshot.files) == total
     assert snapshot.num_records == 10 * total
 

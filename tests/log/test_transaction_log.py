@@ -27,6 +27,7 @@ from tests.log.helpers import SCHEMA, add, make_table
 
 Table = tuple[str, dict[str, Any]]
 LOG = "_transaction_log"
+JSON_STATE = {"spark.indextables.state.format": "json"}  # v3 table with JSON checkpoints
 
 
 def log_keys(uri: str, options: dict[str, Any]) -> list[str]:
@@ -87,7 +88,7 @@ def test_remove_and_time_travel_by_version_and_timestamp(table: Table) -> None:
 
 def test_checkpoints_every_interval_and_snapshot_uses_them(table: Table) -> None:
     uri, options = table
-    log = make_table(uri, options, **{"spark.indextables.checkpoint.interval": "4"})
+    log = make_table(uri, options, **JSON_STATE, **{"spark.indextables.checkpoint.interval": "4"})
     added = [add(records=i + 1) for i in range(9)]
     for a in added:
         log.commit([a])
@@ -111,7 +112,11 @@ def test_checkpoints_every_interval_and_snapshot_uses_them(table: Table) -> None
 
 def test_multi_part_checkpoint(table: Table) -> None:
     uri, options = table
-    opts = {"spark.indextables.checkpoint.interval": "5", "spark.indextables.checkpoint.actionsPerPart": "3"}
+    opts = {
+        "spark.indextables.checkpoint.interval": "5",
+        "spark.indextables.checkpoint.actionsPerPart": "3",
+        **JSON_STATE,
+    }
     log = make_table(uri, options, **opts)
     added = [add() for _ in range(5)]
     for a in added:
@@ -131,7 +136,7 @@ def test_multi_part_checkpoint(table: Table) -> None:
 
 def test_stale_last_checkpoint_hint_is_only_a_hint(table: Table) -> None:
     uri, options = table
-    log = make_table(uri, options, **{"spark.indextables.checkpoint.interval": "2"})
+    log = make_table(uri, options, **JSON_STATE, **{"spark.indextables.checkpoint.interval": "2"})
     for _ in range(2):
         log.commit([add()])
     store = open_store(uri, **options)
@@ -281,17 +286,18 @@ def test_unsupported_protocols_are_refused(table: Table) -> None:
     _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(3, 3, frozenset({"timeMachine"}))]))
     with pytest.raises(UnsupportedProtocolError, match="timeMachine"):
         executor_lib.open_log(uri, **options).snapshot()
-    _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(4, 4)]))
     newer = actions_to_ndjson([ProtocolAction(5, 5)]) + b'{"deletionVector":{"path":"x"}}\n'
     _write_raw_version(uri, options, 1, newer)
     with pytest.raises(UnsupportedProtocolError, match="reader version 5"):
         executor_lib.open_log(uri, **options).snapshot()
-    _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(4, 4)]))
+    _write_raw_version(uri, options, 1, actions_to_ndjson([ProtocolAction(4, 5)]))  # readable, not writable
     reader = executor_lib.open_log(uri, **options)
     assert reader.snapshot().version == 1
     before = log_keys(uri, options)
-    with pytest.raises(UnsupportedProtocolError, match="writer version 4"):
+    with pytest.raises(UnsupportedProtocolError, match="writer version 5"):
         reader.commit([add()])
+    with pytest.raises(UnsupportedProtocolError, match="writer version 5"):
+        reader.checkpoint()
     assert log_keys(uri, options) == before
     del log
 
@@ -299,7 +305,7 @@ def test_unsupported_protocols_are_refused(table: Table) -> None:
 def test_checkpoint_renormalizes_raw_hashed_schema_refs(table: Table) -> None:
     """Refs hashed from raw JSON by older writers collapse to one canonical ref per schema."""
     uri, options = table
-    log = make_table(uri, options, **{"spark.indextables.checkpoint.interval": "100"})
+    log = make_table(uri, options, **JSON_STATE, **{"spark.indextables.checkpoint.interval": "100"})
     mapping = '[{"name":"id","type":"i64"},{"name":"message","type":"text"}]'
     variants = [json.dumps(json.loads(mapping), indent=i) for i in range(1, 8)]
     meta = log.snapshot().metadata
@@ -327,6 +333,7 @@ def test_doc_mappings_of_removed_files_survive_checkpoints(table: Table) -> None
     log = make_table(
         uri,
         options,
+        **JSON_STATE,
         **{"spark.indextables.checkpoint.interval": "10", "spark.indextables.state.schema.renormalizeThreshold": "0"},
     )
     mapping_a, mapping_b = '[{"name":"id","type":"i64"}]', '[{"name":"id","type":"u64"}]'

@@ -1,0 +1,283 @@
+"""Writing the Avro state format (protocol V4): shared manifests plus one small state manifest per version.
+
+For version N, ``state-v<N>/_manifest.json`` lists Avro manifests of FileEntry records
+(``manifests/manifest-<hash>.avro``, shared between states), tombstones (paths removed
+since those manifests were written), the schema registry and the metadata action.
+
+Incremental: state N is state B (the newest written state, B < N) plus the version files
+B+1..N. Only the files those versions add go into a new manifest; removed paths become
+tombstones; every existing manifest is referenced, not rewritten — a commit costs
+O(files it adds or removes + manifests + tombstones), not O(table).
+
+Compaction (all live files rewritten into fresh manifests, no tombstones) happens when
+tombstones exceed ``compaction.tombstoneThreshold`` of the entries, manifests exceed
+``compaction.maxManifests``, a removed file's size is unknown, a removed path is re-added,
+or it is forced. The state manifest is written with put-if-absent: if it already exists,
+another writer derived the same version's state from the same log, which is equivalent.
+Manifests written by a writer that crashes before its state manifest are orphans that no
+state references (manifest GC collects them later).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import fastavro
+
+from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError
+from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_files, read_state_manifest
+from executor_lib.log.config import LogConfig
+from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction, RemoveAction
+from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
+
+STATE_FORMAT_VERSION = 1
+STATE_MANIFEST_NAME = "_manifest.json"
+
+# Appendix B of the protocol: names, types and field ids exactly.
+FILE_ENTRY_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "FileEntry",
+    "namespace": "io.indextables.spark.transaction.avro",
+    "fields": [
+        {"name": "path", "type": "string", "field-id": 100},
+        {"name": "partitionValues", "type": {"type": "map", "values": "string"}, "field-id": 101},
+        {"name": "size", "type": "long", "field-id": 102},
+        {"name": "modificationTime", "type": "long", "field-id": 103},
+        {"name": "dataChange", "type": "boolean", "field-id": 104},
+        {"name": "stats", "type": ["null", "string"], "default": None, "field-id": 110},
+        {"name": "minValues", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 111},
+        {"name": "maxValues", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 112},
+        {"name": "numRecords", "type": ["null", "long"], "default": None, "field-id": 113},
+        {"name": "footerStartOffset", "type": ["null", "long"], "default": None, "field-id": 120},
+        {"name": "footerEndOffset", "type": ["null", "long"], "default": None, "field-id": 121},
+        {"name": "hasFooterOffsets", "type": "boolean", "default": False, "field-id": 122},
+        {"name": "splitTags", "type": ["null", {"type": "array", "items": "string"}], "default": None, "field-id": 130},
+        {"name": "numMergeOps", "type": ["null", "int"], "default": None, "field-id": 131},
+        {"name": "docMappingRef", "type": ["null", "string"], "default": None, "field-id": 132},
+        {"name": "uncompressedSizeBytes", "type": ["null", "long"], "default": None, "field-id": 133},
+        {"name": "addedAtVersion", "type": "long", "field-id": 140},
+        {"name": "addedAtTimestamp", "type": "long", "field-id": 141},
+    ],
+}
+_PARSED_SCHEMA = fastavro.parse_schema(FILE_ENTRY_SCHEMA)
+_AVRO_CODECS = {"zstd": "zstandard", "snappy": "snappy", "none": "null"}
+
+
+def _file_entry(add: AddAction, version: int, timestamp: int) -> dict[str, Any]:
+    return {
+        "path": add.path,
+        "partitionValues": {k: v for k, v in add.partition_values.items() if v is not None},
+        "size": add.size,
+        "modificationTime": add.modification_time,
+        "dataChange": add.data_change,
+        "stats": add.stats,
+        "minValues": dict(add.min_values) if add.min_values is not None else None,
+        "maxValues": dict(add.max_values) if add.max_values is not None else None,
+        "numRecords": add.num_records,
+        "footerStartOffset": add.footer_start_offset,
+        "footerEndOffset": add.footer_end_offset,
+        "hasFooterOffsets": add.has_footer_offsets,
+        "splitTags": sorted(add.split_tags) if add.split_tags is not None else None,
+        "numMergeOps": add.num_merge_ops,
+        "docMappingRef": add.doc_mapping_ref,
+        "uncompressedSizeBytes": add.uncompressed_size_bytes,
+        "addedAtVersion": version,
+        "addedAtTimestamp": timestamp,
+    }
+
+
+def _partition_bounds(adds: Sequence[AddAction]) -> dict[str, dict[str, str | None]] | None:
+    bounds: dict[str, dict[str, str | None]] = {}
+    for add in adds:
+        for column, value in add.partition_values.items():
+            if value is None:
+                continue
+            b = bounds.setdefault(column, {"min": value, "max": value})
+            if b["min"] is None or value < b["min"]:
+                b["min"] = value
+            if b["max"] is None or value > b["max"]:
+                b["max"] = value
+    return bounds or None
+
+
+def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig) -> ManifestInfo:
+    """Write one shared manifest of ``(add, addedAtVersion, addedAtTimestamp)`` entries."""
+    buf = io.BytesIO()
+    codec = _AVRO_CODECS[config.state_compression]
+    kwargs: dict[str, Any] = {"codec": codec}
+    if codec == "zstandard":
+        kwargs["codec_compression_level"] = config.state_compression_level
+    fastavro.writer(buf, _PARSED_SCHEMA, [_file_entry(a, v, t) for a, v, t in entries], **kwargs)
+    data = buf.getvalue()
+    name = f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.avro"
+    store.put(f"{LOG_DIR}/{MANIFESTS_DIR}/{name}", data)
+    versions = [v for _, v, _ in entries]
+    return ManifestInfo(
+        path=f"{MANIFESTS_DIR}/{name}",
+        num_entries=len(entries),
+        min_added_at_version=min(versions),
+        max_added_at_version=max(versions),
+        partition_bounds=_partition_bounds([a for a, _, _ in entries]),
+    )
+
+
+def state_manifest_json(m: StateManifest, protocol: ProtocolAction | None) -> bytes:
+    doc: dict[str, Any] = {
+        "formatVersion": m.format_version,
+        "stateVersion": m.state_version,
+        "createdAt": m.created_at,
+        "numFiles": m.num_files,
+        "totalBytes": m.total_bytes,
+        "protocolVersion": m.protocol_version,
+        "manifests": [
+            {
+                "path": i.path,
+                "numEntries": i.num_entries,
+                "minAddedAtVersion": i.min_added_at_version,
+                "maxAddedAtVersion": i.max_added_at_version,
+                "partitionBounds": i.partition_bounds,
+            }
+            for i in m.manifests
+        ],
+        "tombstones": sorted(m.tombstones),
+        "schemaRegistry": dict(m.schema_registry),
+        "metadata": m.metadata_json,
+    }
+    if protocol is not None:  # this project's extension: the full protocol action
+        doc["protocol"] = protocol.to_json_dict()
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _put_state(store: Any, manifest: StateManifest, protocol: ProtocolAction | None) -> bool:
+    key = f"{LOG_DIR}/{state_dir(manifest.state_version)}/{STATE_MANIFEST_NAME}"
+    try:
+        store.put_if_absent(key, state_manifest_json(manifest, protocol))
+    except (ObjectAlreadyExistsError, AmbiguousWriteError):
+        return False
+    return True
+
+
+def _metadata_json(metadata: MetadataAction) -> str:
+    return json.dumps({"metaData": metadata.to_json_dict()}, separators=(",", ":"))
+
+
+def write_compacted_state(
+    store: Any,
+    version: int,
+    files: Iterable[AddAction],
+    protocol: ProtocolAction | None,
+    metadata: MetadataAction,
+    registry: dict[str, str],
+    config: LogConfig,
+) -> StateManifest:
+    """State ``version`` with every live file rewritten into fresh manifests and no tombstones."""
+    now = int(time.time() * 1000)
+    live = list(files)
+    chunk = config.state_entries_per_manifest
+    infos = tuple(
+        write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
+        for i in range(0, len(live), chunk)
+    )
+    manifest = StateManifest(
+        state_version=version,
+        source=f"{state_dir(version)}/{STATE_MANIFEST_NAME}",
+        format_version=STATE_FORMAT_VERSION,
+        created_at=now,
+        num_files=len(live),
+        total_bytes=sum(a.size for a in live),
+        protocol_version=4,
+        manifests=infos,
+        tombstones=frozenset(),
+        schema_registry=registry,
+        metadata_json=_metadata_json(metadata),
+    )
+    _put_state(store, manifest, protocol)
+    return manifest
+
+
+@dataclasses.dataclass
+class _Delta:
+    """Net effect of a run of versions: files added (still live) and base files removed."""
+
+    added: dict[str, tuple[AddAction, int]]
+    removed: dict[str, RemoveAction]
+    replaced: set[str]  # removed (or possibly live in the base) and added again
+
+
+def _net_changes(versions: Sequence[tuple[int, Sequence[Action]]]) -> _Delta:
+    delta = _Delta({}, {}, set())
+    for version, actions in versions:
+        for a in actions:
+            if isinstance(a, AddAction):
+                if a.path in delta.removed or a.path in delta.added:
+                    delta.replaced.add(a.path)
+                delta.added[a.path] = (a, version)
+                delta.removed.pop(a.path, None)
+            elif isinstance(a, RemoveAction) and delta.added.pop(a.path, None) is None:
+                delta.removed[a.path] = a
+    return delta
+
+
+def needs_compaction(base: StateManifest, delta: _Delta, config: LogConfig) -> bool:
+    tombstones = len(base.tombstones) + len(delta.removed)
+    entries = sum(i.num_entries for i in base.manifests) + len(delta.added)
+    return (
+        (entries > 0 and tombstones / entries > config.compaction_tombstone_threshold)
+        or len(base.manifests) + 1 > config.compaction_max_manifests
+        or len(delta.removed) >= config.compaction_large_remove_threshold
+        or any(r.size is None for r in delta.removed.values())
+        or any(path in base.tombstones for path in delta.added)
+        or bool(delta.replaced)
+    )
+
+
+def write_incremental_state(
+    store: Any,
+    base: StateManifest,
+    versions: Sequence[tuple[int, Sequence[Action]]],
+    protocol: ProtocolAction | None,
+    metadata: MetadataAction,
+    registry: dict[str, str],
+    config: LogConfig,
+    force_compaction: bool = False,
+) -> StateManifest:
+    """State of the last of ``versions``, built on ``base`` (the state just before them)."""
+    target = versions[-1][0]
+    delta = _net_changes(versions)
+    registry = {**base.schema_registry, **registry}
+    if force_compaction or needs_compaction(base, delta, config):
+        live = {a.path: a for a in read_state_files(store, base, config.state_read_parallelism)}
+        for path in delta.removed:
+            live.pop(path, None)
+        live.update({p: a for p, (a, _) in delta.added.items()})
+        return write_compacted_state(store, target, live.values(), protocol, metadata, registry, config)
+    now = int(time.time() * 1000)
+    infos = list(base.manifests)
+    if delta.added:
+        infos.append(write_manifest(store, [(a, v, now) for a, v in delta.added.values()], config))
+    removed_bytes = sum(r.size or 0 for r in delta.removed.values())
+    manifest = StateManifest(
+        state_version=target,
+        source=f"{state_dir(target)}/{STATE_MANIFEST_NAME}",
+        format_version=STATE_FORMAT_VERSION,
+        created_at=now,
+        num_files=base.num_files + len(delta.added) - len(delta.removed),
+        total_bytes=base.total_bytes + sum(a.size for a, _ in delta.added.values()) - removed_bytes,
+        protocol_version=4,
+        manifests=tuple(infos),
+        tombstones=base.tombstones | frozenset(delta.removed),
+        schema_registry=registry,
+        metadata_json=_metadata_json(metadata),
+    )
+    _put_state(store, manifest, protocol)
+    return manifest
+
+
+def load_state(store: Any, version: int) -> StateManifest | None:
+    return read_state_manifest(store, version)
