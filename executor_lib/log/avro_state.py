@@ -20,7 +20,7 @@ from typing import Any
 
 import fastavro
 
-from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError
+from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
 from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAction, action_from_json_obj
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
@@ -77,7 +77,16 @@ class StateManifest:
             raise CorruptLogError(f"{self.source}: embedded protocol is invalid: {e}") from e
 
 
+SUPPORTED_STATE_FORMAT_VERSIONS = (1,)
+
+
 def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
+    format_version = d.get("formatVersion", 1)
+    if format_version not in SUPPORTED_STATE_FORMAT_VERSIONS:
+        raise UnsupportedProtocolError(
+            f"{source}: state formatVersion {format_version!r} is not supported "
+            f"(this code reads {list(SUPPORTED_STATE_FORMAT_VERSIONS)})"
+        )
     try:
         manifests = tuple(
             ManifestInfo(

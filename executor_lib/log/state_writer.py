@@ -259,8 +259,9 @@ def write_incremental_state(
         return write_compacted_state(store, target, live.values(), protocol, metadata, registry, config)
     now = int(time.time() * 1000)
     infos = list(base.manifests)
-    if delta.added:
-        infos.append(write_manifest(store, [(a, v, now) for a, v in delta.added.values()], config))
+    entries = [(a, v, now) for a, v in delta.added.values()]
+    chunk = config.state_entries_per_manifest
+    infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())
     manifest = StateManifest(
         state_version=target,

@@ -1,0 +1,164 @@
+"""Writing the Avro state (protocol v4): incremental manifests, tombstones, compaction, codecs,
+the exact FileEntry schema, v3 -> v4 upgrade, crash leftovers. Each body runs on local and S3."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import fastavro
+import pytest
+
+import executor_lib
+from executor_lib.actions import RemoveAction
+from executor_lib.errors import UnsupportedProtocolError
+from executor_lib.log.avro_state import read_state_manifest
+from executor_lib.storage import open_store
+from tests.log.helpers import add, make_table
+
+Table = tuple[str, dict[str, Any]]
+LOG = "_transaction_log"
+
+APPENDIX_B = [
+    ("path", 100), ("partitionValues", 101), ("size", 102), ("modificationTime", 103), ("dataChange", 104),
+    ("stats", 110), ("minValues", 111), ("maxValues", 112), ("numRecords", 113), ("footerStartOffset", 120),
+    ("footerEndOffset", 121), ("hasFooterOffsets", 122), ("splitTags", 130), ("numMergeOps", 131),
+    ("docMappingRef", 132), ("uncompressedSizeBytes", 133), ("addedAtVersion", 140), ("addedAtTimestamp", 141),
+]  # fmt: skip
+
+
+def state(uri: str, options: dict[str, Any], version: int) -> Any:
+    manifest = read_state_manifest(open_store(uri, **options), version)
+    assert manifest is not None, f"no state at version {version}"
+    return manifest
+
+
+def test_each_commit_writes_one_manifest_with_only_its_files(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options)
+    for i in range(1, 6):
+        log.commit([add(f"2024-01-0{i}") for _ in range(i)])
+    states = [state(uri, options, v) for v in range(1, 6)]
+    for v, s in enumerate(states, start=1):
+        assert [m.num_entries for m in s.manifests] == list(range(1, v + 1))
+        assert s.manifests[:-1] == states[v - 2].manifests if v > 1 else True
+        assert s.num_files == sum(range(1, v + 1))
+        assert s.tombstones == frozenset()
+    last = states[-1].manifests[-1]
+    assert last.partition_bounds == {"date": {"min": "2024-01-05", "max": "2024-01-05"}}
+    assert (last.min_added_at_version, last.max_added_at_version) == (5, 5)
+    hint = json.loads(open_store(uri, **options).read(f"{LOG}/_last_checkpoint"))
+    assert (hint["version"], hint["format"], hint["stateDir"], hint["numFiles"]) == (
+        5, "avro-state", "state-v00000000000000000005", 15,
+    )  # fmt: skip
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.base == "state-v00000000000000000005" and len(snap.files) == 15
+
+
+def test_file_entry_schema_is_appendix_b_and_codecs_apply(table: Table) -> None:
+    uri, options = table
+    store = open_store(uri, **options)
+    for version, codec in enumerate(["zstd", "snappy", "none"], start=1):
+        log = make_table(f"{uri}/{codec}", options, **{"spark.indextables.state.compression": codec})
+        log.commit([add()])
+        info = state(f"{uri}/{codec}", options, 1).manifests[0]
+        reader = fastavro.reader(io.BytesIO(store.read(f"{codec}/{LOG}/{info.path}")))
+        assert reader.codec == {"zstd": "zstandard", "snappy": "snappy", "none": "null"}[codec]
+        schema = reader.writer_schema
+        assert schema["name"] == "io.indextables.spark.transaction.avro.FileEntry"
+        assert [(f["name"], f["field-id"]) for f in schema["fields"]] == APPENDIX_B
+        (record,) = list(reader)
+        assert record["addedAtVersion"] == 1 and record["numRecords"] == 10
+        assert version > 0
+
+
+def test_tombstones_then_compaction(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options)
+    files = [add() for _ in range(20)]
+    log.commit(files)
+    log.commit([RemoveAction(files[0].path, 1, partition_values=files[0].partition_values, size=files[0].size)])
+    s2 = state(uri, options, 2)
+    assert s2.tombstones == {files[0].path} and len(s2.manifests) == 1 and s2.num_files == 19
+    assert s2.total_bytes == sum(f.size for f in files[1:])
+    removes = [RemoveAction(f.path, 1, partition_values=f.partition_values, size=f.size) for f in files[1:4]]
+    log.commit(removes)  # 4 of 20 entries tombstoned > 10%: compaction
+    s3 = state(uri, options, 3)
+    assert s3.tombstones == frozenset() and [m.num_entries for m in s3.manifests] == [16]
+    assert s3.manifests[0].path != s2.manifests[0].path
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert {f.path for f in snap.files} == {f.path for f in files[4:]}
+
+
+def test_manifest_count_triggers_compaction(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.state.compaction.maxManifests": "4"})
+    for _ in range(6):
+        log.commit([add()])
+    counts = [len(state(uri, options, v).manifests) for v in range(1, 7)]
+    assert counts == [1, 2, 3, 4, 1, 2]
+    assert len(executor_lib.open_log(uri, **options).snapshot().files) == 6
+
+
+def test_entries_per_manifest_and_embedded_metadata(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.state.entriesPerManifest": "4"})
+    log.commit([add() for _ in range(10)])
+    log.checkpoint()  # state exists at the latest version: nothing rewritten
+    s1 = state(uri, options, 1)
+    assert [m.num_entries for m in s1.manifests] == [4, 4, 2]
+    log.commit([add() for _ in range(5)])
+    assert [m.num_entries for m in state(uri, options, 2).manifests] == [4, 4, 2, 4, 1]
+    log.commit([RemoveAction(log.snapshot().files[0].path, 1, size=1010, partition_values={"date": "2024-01-01"})])
+    s3 = state(uri, options, 3)
+    assert len(s3.tombstones) == 1 and s3.num_files == 14
+    s2 = state(uri, options, 2)
+    assert s2.metadata() == log.snapshot().metadata
+    assert s2.protocol() == log.snapshot().protocol
+
+
+def test_v3_table_upgrades_to_v4_on_checkpoint(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.state.format": "json"})
+    a, b = add(), add()
+    log.commit([a])
+    log.commit([b])
+    assert log.snapshot().protocol.min_writer_version == 3  # type: ignore[union-attr]
+    info = executor_lib.open_log(uri, **options).checkpoint()
+    assert (info.version, info.format, info.num_files) == (3, "avro-state", 2)
+    upgraded = executor_lib.open_log(uri, **options)
+    snap = upgraded.snapshot()
+    assert snap.protocol is not None and snap.protocol.min_writer_version == 4
+    assert "avroState" in (snap.protocol.reader_features or ())
+    assert "schemaDeduplication" in (snap.protocol.reader_features or ())
+    assert snap.base == "state-v00000000000000000003"
+    c = add()
+    assert upgraded.commit([c]) == 4
+    assert executor_lib.open_log(uri, **options).snapshot().base == "state-v00000000000000000004"
+    assert {f.path for f in executor_lib.open_log(uri, **options).snapshot().files} == {a.path, b.path, c.path}
+
+
+def test_crash_between_manifest_and_state_leaves_a_readable_table(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options)
+    log.commit([add()])
+    store = open_store(uri, **options)
+    store.put(f"{LOG}/manifests/manifest-orphan.avro", b"half-written garbage")
+    store.put(f"{LOG}/state-v00000000000000000002/.in-progress", b"")
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.version == 1 and len(snap.files) == 1
+    assert executor_lib.open_log(uri, **options).commit([add()]) == 2
+    assert len(executor_lib.open_log(uri, **options).snapshot().files) == 2
+
+
+def test_unsupported_state_format_version_is_named(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options)
+    log.commit([add()])
+    store = open_store(uri, **options)
+    key = f"{LOG}/state-v00000000000000000001/_manifest.json"
+    doc = json.loads(store.read(key))
+    store.put(key, json.dumps({**doc, "formatVersion": 9}).encode())
+    with pytest.raises(UnsupportedProtocolError, match=r"state-v00000000000000000001/_manifest\.json.*formatVersion 9"):
+        executor_lib.open_log(uri, **options).snapshot()
