@@ -51,6 +51,7 @@ def describe_json(snapshot: Any) -> dict[str, Any]:
         "numRecords": snapshot.num_records,
         "sizeInBytes": snapshot.size_in_bytes,
         "numDocMappings": len(snapshot.schema_registry),
+        **_state_json(snapshot),
         "files": [
             {
                 "path": f.path,
@@ -62,6 +63,21 @@ def describe_json(snapshot: Any) -> dict[str, Any]:
             for f in sorted(snapshot.files, key=lambda f: f.path)
         ],
     }
+
+
+def _state_json(snapshot: Any) -> dict[str, Any]:
+    """How the snapshot's state is stored: Avro state, JSON checkpoint or log replay only."""
+    manifest = snapshot.state_manifest
+    if manifest is not None:
+        return {
+            "stateFormat": "avro-state",
+            "stateDir": manifest.source.rsplit("/", 2)[-2],
+            "stateVersion": manifest.state_version,
+            "numManifests": len(manifest.manifests),
+            "numTombstones": len(manifest.tombstones),
+        }
+    fmt = "json-checkpoint" if snapshot.base.startswith("checkpoint") else "log"
+    return {"stateFormat": fmt, "stateDir": None, "stateVersion": None, "numManifests": 0, "numTombstones": 0}
 
 
 def _print_describe(doc: dict[str, Any]) -> None:
@@ -78,6 +94,10 @@ def _print_describe(doc: dict[str, Any]) -> None:
     print(f"files:             {doc['numFiles']}")
     print(f"records:           {doc['numRecords']}")
     print(f"size:              {doc['sizeInBytes']} bytes")
+    if doc["stateFormat"] == "avro-state":
+        print(
+            f"state:             {doc['stateDir']} ({doc['numManifests']} manifests, {doc['numTombstones']} tombstones)"
+        )
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

@@ -23,6 +23,9 @@ def test_demo_then_describe_history_and_checkpoint(tmp_path: Path, capsys: pytes
     code, out, _ = run(capsys, "describe", table, "--json")
     doc = json.loads(out)
     assert (doc["version"], doc["numFiles"], doc["numRecords"]) == (3, 3, 3000)
+    assert (doc["stateFormat"], doc["stateDir"], doc["numManifests"], doc["numTombstones"]) == (
+        "avro-state", "state-v00000000000000000003", 3, 0,
+    )  # fmt: skip
     assert {f["partitionValues"]["date"] for f in doc["files"]} == {"2024-01-01", "2024-01-02", "2024-01-03"}
     code, out, _ = run(capsys, "describe", table, "--version", "1", "--json")
     assert json.loads(out)["numFiles"] == 1

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -159,24 +161,71 @@ def file_entry_to_add(record: dict[str, Any]) -> AddAction:
     return AddAction.from_json_dict(body)
 
 
-def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> list[AddAction]:
+class ManifestCache:
+    """Decoded manifests by URI. Manifests are immutable (a new state writes new ones), so a
+    process decodes each once and reuses it across snapshots; LRU within an entry budget."""
+
+    def __init__(self, max_entries: int = 500_000) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[str, tuple[AddAction, ...]] = OrderedDict()
+        self._entries = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, uri: str) -> tuple[AddAction, ...] | None:
+        with self._lock:
+            found = self._items.get(uri)
+            if found is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(uri)
+            self.hits += 1
+            return found
+
+    def put(self, uri: str, adds: tuple[AddAction, ...]) -> None:
+        if len(adds) > self.max_entries:
+            return
+        with self._lock:
+            if uri in self._items:
+                return
+            self._items[uri] = adds
+            self._entries += len(adds)
+            while self._entries > self.max_entries:
+                _, evicted = self._items.popitem(last=False)
+                self._entries -= len(evicted)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._entries = 0
+
+
+MANIFEST_CACHE = ManifestCache()
+
+
+def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[AddAction, ...]:
     key = resolve_manifest_path(info.path, version)
     if "://" in key:
         root = store.root_uri.rstrip("/") + "/"
         if not key.startswith(root):
             raise CorruptLogError(f"state-v{version}: manifest {key!r} lies outside the table {store.root_uri}")
         key = key[len(root) :]
+    source = store.uri_of(key)
+    cached = MANIFEST_CACHE.get(source)
+    if cached is not None:
+        return cached
     try:
         data = store.read(key)
     except ObjectNotFoundError as e:
         raise MissingLogFileError(
             f"{store.uri_of(key)}: manifest referenced by state version {version} is missing"
         ) from e
-    source = store.uri_of(key)
     try:
-        return [file_entry_to_add(r) for r in _read_avro_records(data, source)]
+        adds = tuple(file_entry_to_add(r) for r in _read_avro_records(data, source))
     except CorruptLogError as e:
         raise CorruptLogError(f"{source}: {e}") from e
+    MANIFEST_CACHE.put(source, adds)
+    return adds
 
 
 def read_state_files(store: ObjectStore, manifest: StateManifest, parallelism: int = 8) -> Iterable[AddAction]:

@@ -177,7 +177,15 @@ def check_writable(protocol: ProtocolAction | None, where: str) -> None:
 class Snapshot:
     """The table at one version: protocol, metadata and live files."""
 
-    def __init__(self, table_uri: str, state: TableState, base: str, timestamp_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        table_uri: str,
+        state: TableState,
+        base: str,
+        timestamp_ms: int | None = None,
+        state_manifest: avro_state.StateManifest | None = None,
+    ) -> None:
+        self.state_manifest = state_manifest  # the Avro state the snapshot was built on, if any
         self.table_uri = table_uri
         self._state = state
         self.base = base  # what the snapshot was built from, e.g. "state-v…", "checkpoint 10", "log"
@@ -291,7 +299,7 @@ class SnapshotLoader:
         return any(self.store.exists(prefix + name) for name in avro_state.STATE_MANIFEST_NAMES)
 
     def _load_from(self, listing: LogListing, target: int) -> Snapshot:
-        base_state, base_desc = self._load_base(listing, target)
+        base_state, base_desc, manifest = self._load_base(listing, target)
         start = base_state.version + 1
         missing = [v for v in range(start, target + 1) if v not in listing.versions]
         if missing:
@@ -311,9 +319,9 @@ class SnapshotLoader:
             )
         state = replay(base_state, ((v, read_version_actions(self.store, v)) for v in range(start, target + 1)))
         check_readable(state.protocol, self.store.root_uri)
-        return Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target))
+        return Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target), manifest)
 
-    def _load_base(self, listing: LogListing, target: int) -> tuple[TableState, str]:
+    def _load_base(self, listing: LogListing, target: int) -> tuple[TableState, str, avro_state.StateManifest | None]:
         candidates = sorted(
             [(v, "state") for v in listing.states if v <= target]
             + [(v, "checkpoint") for v in listing.checkpoints if v <= target],
@@ -322,14 +330,14 @@ class SnapshotLoader:
         for v, kind in candidates:
             if kind == "checkpoint":
                 actions = read_checkpoint_actions(self.store, v)
-                return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}"
+                return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}", None
             manifest = avro_state.read_state_manifest(self.store, v)
             if manifest is None:
                 continue  # state directory without a manifest: an unfinished write, not a commit
-            return self._state_from_avro(manifest, listing), f"state-v{version_name(v)}"
+            return self._state_from_avro(manifest, listing), f"state-v{version_name(v)}", manifest
         if not listing.complete:
             raise _NeedFullListing()
-        return EMPTY_STATE, "log"
+        return EMPTY_STATE, "log", None
 
     def _state_from_avro(self, manifest: avro_state.StateManifest, listing: LogListing) -> TableState:
         metadata = manifest.metadata()
