@@ -138,6 +138,14 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from executor_lib import open_log
+
+    report = open_log(args.table, **_options(args.option)).cleanup(dry_run=args.dry_run)
+    print(json.dumps(report.to_json(), indent=2))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the embedded default: create a table, commit appends, describe it."""
     import pyarrow as pa
@@ -201,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = table_command("checkpoint", "write a checkpoint of the latest version")
     c.set_defaults(func=cmd_checkpoint)
+
+    k = table_command("cleanup", "delete old states, unreferenced manifests and expired log files")
+    k.add_argument("--dry-run", action="store_true", help="only report what would be deleted")
+    k.set_defaults(func=cmd_cleanup)
 
     demo = sub.add_parser("demo", help="create a demo table on the local filesystem and describe it")
     demo.add_argument("--path", default=None, help="where to create it (default: a new temporary directory)")

@@ -37,6 +37,10 @@ class LogConfig:
     compaction_tombstone_threshold: float = 0.10
     compaction_max_manifests: int = 20
     compaction_large_remove_threshold: int = 2**31 - 1
+    state_retention_versions: int = 2
+    state_retention_hours: float = 168.0
+    gc_min_manifest_age_hours: float = 1.0
+    tx_log_retention_hours: float = 720.0
 
     # option name (without "spark.indextables.") -> (field, parser)
     @classmethod
@@ -100,6 +104,10 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "state.compaction.tombstoneThreshold": ("compaction_tombstone_threshold", float, lambda x: 0 <= x <= 1),
     "state.compaction.maxManifests": ("compaction_max_manifests", int, _positive),
     "state.compaction.largeRemoveThreshold": ("compaction_large_remove_threshold", int, _positive),
+    "state.retention.versions": ("state_retention_versions", int, _positive),
+    "state.retention.hours": ("state_retention_hours", float, _non_negative),
+    "state.gc.minManifestAgeHours": ("gc_min_manifest_age_hours", float, _non_negative),
+    "purge.txLogRetentionHours": ("tx_log_retention_hours", float, _non_negative),
 }
 
 

@@ -35,6 +35,7 @@ from executor_lib.errors import (
 )
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.cleanup import CleanupReport, cleanup_log
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
@@ -413,6 +414,11 @@ class TransactionLog:
         info = _state_checkpoint_info(manifest)
         checkpoints.write_last_checkpoint_if_newer(self.store, info)
         return info
+
+    def cleanup(self, dry_run: bool = False) -> CleanupReport:
+        """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
+        check_writable(self.snapshot().protocol, self.uri)
+        return cleanup_log(self.store, self.config, dry_run=dry_run)
 
     def _last_state_info(self) -> checkpoints.LastCheckpoint:
         version = self.latest_version()
