@@ -15,7 +15,7 @@ import io
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,9 +228,17 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
     return adds
 
 
-def read_state_files(store: ObjectStore, manifest: StateManifest, parallelism: int = 8) -> Iterable[AddAction]:
-    """Live add actions of a state: all manifest entries minus tombstones, manifests read in parallel."""
-    infos = manifest.manifests
+def read_state_files(
+    store: ObjectStore,
+    manifest: StateManifest,
+    parallelism: int = 8,
+    manifest_filter: Callable[[ManifestInfo], bool] | None = None,
+) -> Iterable[AddAction]:
+    """Live add actions of a state: manifest entries minus tombstones, manifests read in parallel.
+
+    ``manifest_filter`` skips whole manifests (partition pruning by their bounds).
+    """
+    infos = tuple(i for i in manifest.manifests if manifest_filter is None or manifest_filter(i))
     if len(infos) <= 1 or parallelism <= 1:
         batches = [_read_manifest(store, i, manifest.state_version) for i in infos]
     else:

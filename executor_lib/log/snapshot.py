@@ -186,6 +186,7 @@ class Snapshot:
         state_manifest: avro_state.StateManifest | None = None,
     ) -> None:
         self.state_manifest = state_manifest  # the Avro state the snapshot was built on, if any
+        self.pruned = False  # built with manifest pruning: ``files`` holds a superset of the matches only
         self.table_uri = table_uri
         self._state = state
         self.base = base  # what the snapshot was built from, e.g. "state-v…", "checkpoint 10", "log"
@@ -274,7 +275,12 @@ class SnapshotLoader:
             raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
         return latest
 
-    def load(self, version: int | None = None) -> Snapshot:
+    def load(self, version: int | None = None, predicates: Sequence[Any] = ()) -> Snapshot:
+        """The snapshot at ``version`` (default latest).
+
+        With ``predicates``, Avro manifests whose partition bounds cannot match are not read:
+        the snapshot then holds only a superset of the matching files (``Snapshot.pruned``).
+        """
         listing = self.listing(version)
         latest = listing.latest
         if latest < 0:
@@ -283,9 +289,9 @@ class SnapshotLoader:
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"{self.store.root_uri}: version {target} does not exist (latest is {latest})")
         try:
-            return self._load_from(listing, target)
+            return self._load_from(listing, target, predicates)
         except _NeedFullListing:
-            return self._load_from(list_log(self.store), target)
+            return self._load_from(list_log(self.store), target, predicates)
 
     def _latest_committed(self, listing: LogListing) -> int:
         """The newest version, skipping state directories whose manifest was never written."""
@@ -298,8 +304,8 @@ class SnapshotLoader:
         prefix = f"{LOG_DIR}/{state_dir(version)}/"
         return any(self.store.exists(prefix + name) for name in avro_state.STATE_MANIFEST_NAMES)
 
-    def _load_from(self, listing: LogListing, target: int) -> Snapshot:
-        base_state, base_desc, manifest = self._load_base(listing, target)
+    def _load_from(self, listing: LogListing, target: int, predicates: Sequence[Any] = ()) -> Snapshot:
+        base_state, base_desc, manifest = self._load_base(listing, target, predicates)
         start = base_state.version + 1
         missing = [v for v in range(start, target + 1) if v not in listing.versions]
         if missing:
@@ -319,9 +325,13 @@ class SnapshotLoader:
             )
         state = replay(base_state, ((v, read_version_actions(self.store, v)) for v in range(start, target + 1)))
         check_readable(state.protocol, self.store.root_uri)
-        return Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target), manifest)
+        snap = Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target), manifest)
+        snap.pruned = bool(predicates) and manifest is not None
+        return snap
 
-    def _load_base(self, listing: LogListing, target: int) -> tuple[TableState, str, avro_state.StateManifest | None]:
+    def _load_base(
+        self, listing: LogListing, target: int, predicates: Sequence[Any] = ()
+    ) -> tuple[TableState, str, avro_state.StateManifest | None]:
         candidates = sorted(
             [(v, "state") for v in listing.states if v <= target]
             + [(v, "checkpoint") for v in listing.checkpoints if v <= target],
@@ -334,12 +344,15 @@ class SnapshotLoader:
             manifest = avro_state.read_state_manifest(self.store, v)
             if manifest is None:
                 continue  # state directory without a manifest: an unfinished write, not a commit
-            return self._state_from_avro(manifest, listing), f"state-v{version_name(v)}", manifest
+            state = self._state_from_avro(manifest, listing, predicates)
+            return state, f"state-v{version_name(v)}", manifest
         if not listing.complete:
             raise _NeedFullListing()
         return EMPTY_STATE, "log", None
 
-    def _state_from_avro(self, manifest: avro_state.StateManifest, listing: LogListing) -> TableState:
+    def _state_from_avro(
+        self, manifest: avro_state.StateManifest, listing: LogListing, predicates: Sequence[Any] = ()
+    ) -> TableState:
         metadata = manifest.metadata()
         protocol = manifest.protocol()
         if metadata is None:
@@ -354,7 +367,17 @@ class SnapshotLoader:
                 f"{manifest.state_version} holds a metaData action"
             )
         check_readable(protocol, self.store.root_uri)
-        files = list(avro_state.read_state_files(self.store, manifest, self.config.state_read_parallelism))
+        manifest_filter = None
+        if predicates:
+            from executor_lib.log.pruning import bounds_may_match, column_types
+
+            types = column_types(metadata.schema_string)
+            manifest_filter = lambda info: bounds_may_match(info.partition_bounds, predicates, types)  # noqa: E731
+        files = list(
+            avro_state.read_state_files(
+                self.store, manifest, self.config.state_read_parallelism, manifest_filter=manifest_filter
+            )
+        )
         registry = dict(registry_from_configuration(metadata.configuration))
         registry.update(manifest.schema_registry)
         return TableState(

@@ -178,7 +178,8 @@ def write_compacted_state(
 ) -> StateManifest:
     """State ``version`` with every live file rewritten into fresh manifests and no tombstones."""
     now = int(time.time() * 1000)
-    live = list(files)
+    # clustered by partition so that each manifest covers few partitions (tight bounds prune well)
+    live = sorted(files, key=lambda a: (sorted((k, v or "") for k, v in a.partition_values.items()), a.path))
     chunk = config.state_entries_per_manifest
     infos = tuple(
         write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)

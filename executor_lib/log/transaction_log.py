@@ -103,6 +103,16 @@ class HistoryEntry:
         }
 
 
+@dataclass(frozen=True)
+class FileListing:
+    """The result of ``TransactionLog.list_files``: matching files and how much state was read."""
+
+    version: int
+    files: list[AddAction]
+    manifests_total: int
+    manifests_read: int
+
+
 class TransactionLog:
     """The ``_transaction_log/`` of one table."""
 
@@ -158,6 +168,21 @@ class TransactionLog:
                 return self._snapshot
         self._snapshot = self._loader.load()
         return self._snapshot
+
+    def list_files(self, predicates: Sequence[Any] = (), version: int | None = None) -> FileListing:
+        """Files that may hold rows matching all ``predicates`` (a conjunction of
+        ``log.pruning.Eq/In/Range`` on partition and statistics columns).
+
+        On an Avro state, manifests whose partition bounds cannot match are not read at all;
+        then each file is checked against its partition values and min/max statistics.
+        """
+        snap = self._loader.load(version, predicates)
+        manifests = snap.state_manifest.manifests if snap.state_manifest is not None else ()
+        from executor_lib.log.pruning import bounds_may_match, column_types
+
+        types = column_types(snap.metadata.schema_string) if predicates else {}
+        read = sum(1 for m in manifests if not predicates or bounds_may_match(m.partition_bounds, predicates, types))
+        return FileListing(snap.version, snap.list_files(predicates), len(manifests), read)
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Commits newest first: one entry per retained version file or state-only version."""

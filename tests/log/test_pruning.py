@@ -100,3 +100,28 @@ def test_manifest_bounds() -> None:
     assert not bounds_may_match(bounds, [gt("bucket", 10)], types)
     assert bounds_may_match(bounds, [Eq("bucket", 9)], types)
     assert bounds_may_match(None, [Eq("date", "x")], types)
+
+
+def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
+    from tests.log.helpers import add, make_table
+
+    uri = str(tmp_path / "parts")
+    log = make_table(uri, {}, **{"spark.indextables.state.entriesPerManifest": "6"})
+    days = [f"2024-01-{d:02d}" for d in range(1, 11)]
+    for day in days:  # one commit, hence one manifest, per partition
+        log.commit([add(day) for _ in range(3)])
+    listing = executor_lib.open_log(uri).list_files([Eq("date", "2024-01-04")])
+    assert (listing.manifests_total, listing.manifests_read) == (10, 1)
+    assert {f.partition_values["date"] for f in listing.files} == {"2024-01-04"} and len(listing.files) == 3
+    ranged = executor_lib.open_log(uri).list_files([ge("date", "2024-01-09")])
+    assert ranged.manifests_read == 2 and len(ranged.files) == 6
+    # after compaction manifests are clustered by partition: 31 files, 6 per manifest
+    compacting = {
+        "spark.indextables.state.compaction.maxManifests": "1",
+        "spark.indextables.state.entriesPerManifest": "6",
+    }
+    executor_lib.open_log(uri, **compacting).commit([add("2024-01-11")])
+    compacted = executor_lib.open_log(uri).list_files([Eq("date", "2024-01-04")])
+    assert compacted.manifests_total == 6 and compacted.manifests_read <= 2
+    assert len(compacted.files) == 3
+    assert len(executor_lib.open_log(uri).list_files().files) == 31
