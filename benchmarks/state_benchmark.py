@@ -1,0 +1,155 @@
+"""Snapshot-load benchmark: Avro state (protocol v4) vs JSON checkpoint (v3), measured side by side.
+
+Run: ``.venv/bin/python benchmarks/state_benchmark.py [--sizes 10000 100000] [--out bench.json]``
+
+For each size it builds two local tables with the same live files — one with Avro state,
+one with a JSON checkpoint — and reports:
+
+* cold load: ``open_log(...).snapshot()`` in a fresh Python process (interpreter start excluded);
+* warm load: a new ``open_log(...).snapshot()`` in the same process after one more commit of
+  10 files (Avro manifests are immutable, so the process reuses the decoded ones);
+* bytes written to the log by that commit of 10 files (incremental: about equal at every size).
+
+It also builds a table with 100 partitions and reports the files and manifests a
+partition-pruned listing reads. Ratios are against the JSON checkpoint measured in the same
+run; nothing is asserted (machines are noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import executor_lib
+from executor_lib.actions import AddAction
+from executor_lib.log.pruning import Eq
+from executor_lib.storage import open_store
+
+SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("message", pa.string())])
+COLD_SNIPPET = (
+    "import sys,time,executor_lib;t=time.perf_counter();s=executor_lib.open_log(sys.argv[1]).snapshot();"
+    "print(time.perf_counter()-t, len(s.files))"
+)
+
+
+def make_adds(n: int, partitions: int = 10) -> list[AddAction]:
+    out = []
+    for i in range(n):
+        day = f"2024-{1 + (i % partitions) // 28:02d}-{1 + (i % partitions) % 28:02d}"
+        out.append(
+            AddAction(
+                path=f"day={day}/splits/split-{uuid.uuid4()}.split",
+                partition_values={"day": day},
+                size=1_000_000 + i,
+                modification_time=1_700_000_000_000 + i,
+                data_change=True,
+                num_records=1000,
+                min_values={"id": str(i * 1000), "message": "aaaa"},
+                max_values={"id": str(i * 1000 + 999), "message": "zzzz"},
+                has_footer_offsets=True,
+                footer_start_offset=900_000,
+                footer_end_offset=1_000_000 + i,
+                doc_mapping_ref="gC45RGOqJ_Grt0xH",
+            )
+        )
+    return out
+
+
+def log_bytes(uri: str) -> dict[str, int]:
+    return {o.key: o.size for o in open_store(uri).list("_transaction_log/")}
+
+
+def build(root: Path, n: int, state_format: str) -> str:
+    uri = str(root / f"{state_format}-{n}")
+    options = {"spark.indextables.state.format": state_format, "spark.indextables.checkpoint.interval": "1000000"}
+    log = executor_lib.create_table(uri, SCHEMA, ["day"], **options)
+    log.commit(make_adds(n))
+    log.checkpoint()  # JSON checkpoint (json) / compacted Avro state at the latest version (avro)
+    return uri
+
+
+def cold_load(uri: str, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", COLD_SNIPPET, uri], check=True, capture_output=True, text=True)
+        times.append(float(out.stdout.split()[0]))
+    return min(times)
+
+
+def warm_load(uri: str, state_format: str) -> tuple[float, int]:
+    """One load to warm the process, one commit of 10 files, then the timed load."""
+    options = {"spark.indextables.state.format": state_format, "spark.indextables.checkpoint.interval": "1000000"}
+    executor_lib.open_log(uri, **options).snapshot()
+    before = log_bytes(uri)
+    executor_lib.open_log(uri, **options).commit(make_adds(10))
+    after = log_bytes(uri)
+    written = sum(size for key, size in after.items() if before.get(key) != size)
+    start = time.perf_counter()
+    executor_lib.open_log(uri, **options).snapshot()
+    return time.perf_counter() - start, written
+
+
+def pruning(root: Path) -> dict[str, Any]:
+    uri = str(root / "pruning")
+    log = executor_lib.create_table(uri, SCHEMA, ["day"], **{"spark.indextables.state.entriesPerManifest": "500"})
+    adds = make_adds(10_000, partitions=100)
+    by_day: dict[str, list[AddAction]] = {}
+    for a in adds:
+        by_day.setdefault(a.partition_values["day"], []).append(a)
+    for batch in by_day.values():
+        log.commit(batch)
+    day = sorted(by_day)[42]
+    listing = executor_lib.open_log(uri).list_files([Eq("day", day)])
+    return {
+        "liveFiles": len(adds),
+        "partitions": len(by_day),
+        "filesReturned": len(listing.files),
+        "manifestsRead": listing.manifests_read,
+        "manifestsTotal": listing.manifests_total,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--cold-runs", type=int, default=2)
+    parser.add_argument("--out", default="state_benchmark.json")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="indextables-bench-") as tmp:
+        root = Path(tmp)
+        for n in args.sizes:
+            row: dict[str, Any] = {}
+            for fmt in ("json", "avro"):
+                uri = build(root, n, fmt)
+                row[f"{fmt}_cold_s"] = cold_load(uri, args.cold_runs)
+                row[f"{fmt}_warm_s"], row[f"{fmt}_commit_bytes"] = warm_load(uri, fmt)
+            row["warm_speedup"] = row["json_warm_s"] / row["avro_warm_s"]
+            row["cold_speedup"] = row["json_cold_s"] / row["avro_cold_s"]
+            results["sizes"][str(n)] = row
+        results["pruning"] = pruning(root)
+    print(f"{'files':>8} {'json cold':>10} {'avro cold':>10} {'x':>6} {'json warm':>10} {'avro warm':>10} {'x':>6} "
+          f"{'json 10-file commit':>20} {'avro 10-file commit':>20}")  # fmt: skip
+    for n, r in results["sizes"].items():
+        print(f"{n:>8} {r['json_cold_s']:>9.3f}s {r['avro_cold_s']:>9.3f}s {r['cold_speedup']:>5.1f}x "
+              f"{r['json_warm_s']:>9.3f}s {r['avro_warm_s']:>9.3f}s {r['warm_speedup']:>5.1f}x "
+              f"{r['json_commit_bytes']:>19}B {r['avro_commit_bytes']:>19}B")  # fmt: skip
+    p = results["pruning"]
+    print(f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): "
+          f"{p['filesReturned']} files returned, {p['manifestsRead']} of {p['manifestsTotal']} manifests read")  # fmt: skip
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"numbers written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
