@@ -144,8 +144,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['json_warm_s']:>9.3f}s {r['avro_warm_s']:>9.3f}s {r['warm_speedup']:>5.1f}x "
               f"{r['json_commit_bytes']:>19}B {r['avro_commit_bytes']:>19}B")  # fmt: skip
     p = results["pruning"]
-    print(f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): "
-          f"{p['filesReturned']} files returned, {p['manifestsRead']} of {p['manifestsTotal']} manifests read")  # fmt: skip
+    print(
+        f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "
+        f"files returned, {p['manifestsRead']} of {p['manifestsTotal']} manifests read"
+    )
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"numbers written to {args.out}")
     return 0
