@@ -39,24 +39,34 @@ class _ActionBase:
     _KEY_OVERRIDES: ClassVar[dict[str, str]] = {}
 
     @classmethod
-    def _json_keys(cls) -> dict[str, str]:
-        return {
-            f.name: cls._KEY_OVERRIDES.get(f.name, _snake_to_camel(f.name))
-            for f in dataclasses.fields(cls)
-            if f.name != "extra"
-        }
+    def _codec(cls) -> _Codec:
+        """Field table of this action class, computed once per class."""
+        codec = _CODECS.get(cls)
+        if codec is None:
+            fields = [
+                _FieldSpec(
+                    attr=f.name,
+                    key=cls._KEY_OVERRIDES.get(f.name, _snake_to_camel(f.name)),
+                    kind=_kind(str(f.type)),
+                    required=f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                )
+                for f in dataclasses.fields(cls)
+                if f.name != "extra"
+            ]
+            codec = _CODECS[cls] = _Codec(fields, frozenset(f.key for f in fields))
+        return codec
 
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for attr, key in self._json_keys().items():
-            value = getattr(self, attr)
+        for spec in self._codec().fields:
+            value = getattr(self, spec.attr)
             if value is None:
                 continue
             if isinstance(value, frozenset):
                 value = sorted(value)
             elif isinstance(value, tuple):
                 value = list(value)
-            out[key] = value
+            out[spec.key] = value
         extra: Mapping[str, Any] = getattr(self, "extra", {}) or {}
         for key, value in extra.items():
             out.setdefault(key, value)
@@ -66,48 +76,81 @@ class _ActionBase:
     def from_json_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         if not isinstance(data, Mapping):
             raise CorruptLogError(f"{cls.ACTION_KEY!r} action is not a JSON object")
-        keys = cls._json_keys()
-        known = set(keys.values())
+        codec = cls._codec()
         kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            if f.name == "extra":
-                continue
-            key = keys[f.name]
-            if key in data and data[key] is not None:
-                kwargs[f.name] = _coerce(f.type, data[key], f"{cls.ACTION_KEY}.{key}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise CorruptLogError(f"{cls.ACTION_KEY!r} action lacks required field {key!r}")
-        extra = {k: v for k, v in data.items() if k not in known}
-        if any(f.name == "extra" for f in dataclasses.fields(cls)):
-            kwargs["extra"] = extra
+        for spec in codec.fields:
+            value = data.get(spec.key)
+            if value is not None:
+                kwargs[spec.attr] = _coerce(spec.kind, value, cls.ACTION_KEY, spec.key)
+            elif spec.required:
+                raise CorruptLogError(f"{cls.ACTION_KEY!r} action lacks required field {spec.key!r}")
+        if len(data) > len(kwargs) and not codec.keys.issuperset(data):
+            kwargs["extra"] = {k: v for k, v in data.items() if k not in codec.keys}
         try:
             return cls(**kwargs)
         except (TypeError, ValueError) as e:
             raise CorruptLogError(f"invalid {cls.ACTION_KEY!r} action: {e}") from e
 
 
-def _coerce(type_name: Any, value: Any, where: str) -> Any:
-    """Check a JSON value against the field's declared type; arrays become tuple/frozenset."""
-    t = str(type_name).split(" | ")[0]
-    if t == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise CorruptLogError(f"{where} must be an integer, got {value!r}")
-    elif t == "bool":
-        if not isinstance(value, bool):
-            raise CorruptLogError(f"{where} must be true or false, got {value!r}")
-    elif t == "str":
-        if not isinstance(value, str):
-            raise CorruptLogError(f"{where} must be a string, got {value!r}")
-    elif t.startswith("Mapping[str, str]"):
-        if not isinstance(value, dict) or not all(isinstance(v, str) or v is None for v in value.values()):
-            raise CorruptLogError(f"{where} must be an object of strings, got {value!r}")
-    elif t.startswith("Mapping"):
-        if not isinstance(value, dict):
-            raise CorruptLogError(f"{where} must be an object, got {value!r}")
-    elif t.startswith(("frozenset", "tuple")):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise CorruptLogError(f"{where} must be an array of strings, got {value!r}")
-        return frozenset(value) if t.startswith("frozenset") else tuple(value)
+@dataclass(frozen=True)
+class _FieldSpec:
+    attr: str
+    key: str
+    kind: str
+    required: bool
+
+
+@dataclass(frozen=True)
+class _Codec:
+    fields: list[_FieldSpec]
+    keys: frozenset[str]
+
+
+_CODECS: dict[type, _Codec] = {}
+
+
+def _kind(type_name: str) -> str:
+    """The JSON shape a declared field type expects."""
+    t = type_name.split(" | ")[0]
+    if t in ("int", "bool", "str"):
+        return t
+    if t.startswith("Mapping[str, str]"):
+        return "str-map"
+    if t.startswith("Mapping"):
+        return "map"
+    if t.startswith("frozenset"):
+        return "str-set"
+    if t.startswith("tuple"):
+        return "str-tuple"
+    return "any"
+
+
+def _coerce(kind: str, value: Any, action: str, key: str) -> Any:
+    """Check a JSON value against the field's declared shape; arrays become tuple/frozenset."""
+    if kind == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise CorruptLogError(f"{action}.{key} must be an integer, got {value!r}")
+    if kind == "str":
+        if isinstance(value, str):
+            return value
+        raise CorruptLogError(f"{action}.{key} must be a string, got {value!r}")
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise CorruptLogError(f"{action}.{key} must be true or false, got {value!r}")
+    if kind == "str-map":
+        if isinstance(value, dict) and all(isinstance(v, str) or v is None for v in value.values()):
+            return value
+        raise CorruptLogError(f"{action}.{key} must be an object of strings, got {value!r}")
+    if kind == "map":
+        if isinstance(value, dict):
+            return value
+        raise CorruptLogError(f"{action}.{key} must be an object, got {value!r}")
+    if kind in ("str-set", "str-tuple"):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return frozenset(value) if kind == "str-set" else tuple(value)
+        raise CorruptLogError(f"{action}.{key} must be an array of strings, got {value!r}")
     return value
 
 
