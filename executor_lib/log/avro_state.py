@@ -28,7 +28,7 @@ from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
 
 STATE_MANIFEST_NAMES = ("_manifest.avro", "_manifest.json")
-_FILE_ENTRY_ONLY_FIELDS = ("addedAtVersion", "addedAtTimestamp")
+_FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,11 @@ def resolve_manifest_path(path: str, version: int) -> str:
 
 
 def file_entry_to_add(record: dict[str, Any]) -> AddAction:
-    """One Avro FileEntry -> AddAction (the addedAt* bookkeeping fields are dropped)."""
-    body = {k: v for k, v in record.items() if k not in _FILE_ENTRY_ONLY_FIELDS and v is not None}
-    return AddAction.from_json_dict(body)
+    """One Avro FileEntry -> AddAction (the addedAt* bookkeeping fields are dropped).
+
+    The Avro schema already fixed each field's type, so no per-field checks run here.
+    """
+    return AddAction.from_trusted_dict(record, ignore=_FILE_ENTRY_ONLY_FIELDS)
 
 
 class ManifestCache:

@@ -73,6 +73,25 @@ class _ActionBase:
         return out
 
     @classmethod
+    def from_trusted_dict(cls: type[T], data: Mapping[str, Any], ignore: frozenset[str] = frozenset()) -> T:
+        """Build from a record whose types a schema already guarantees (an Avro record):
+        no per-field checks, only arrays turned into tuple/frozenset. Keys in ``ignore`` are dropped."""
+        codec = cls._codec()
+        kwargs: dict[str, Any] = {}
+        for spec in codec.fields:
+            value = data.get(spec.key)
+            if value is not None:
+                if spec.kind == "str-set":
+                    value = frozenset(value)
+                elif spec.kind == "str-tuple":
+                    value = tuple(value)
+                kwargs[spec.attr] = value
+        unknown = [k for k in data if k not in codec.keys and k not in ignore and data[k] is not None]
+        if unknown:
+            kwargs["extra"] = {k: data[k] for k in unknown}
+        return cls(**kwargs)
+
+    @classmethod
     def from_json_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         if not isinstance(data, Mapping):
             raise CorruptLogError(f"{cls.ACTION_KEY!r} action is not a JSON object")
