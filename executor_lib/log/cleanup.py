@@ -61,7 +61,7 @@ def _retained_states(
     doomed: list[int] = []
     for v in sorted(states, reverse=True):
         manifest = read_state_manifest(store, v)
-        if manifest is None:  # unfinished write: never referenced, safe to drop once old
+        if manifest is None:  # unfinished write: whatever was listed in it is referenced by nothing
             doomed.append(v)
         elif len(retained) < config.state_retention_versions or manifest.created_at >= horizon:
             retained[v] = manifest

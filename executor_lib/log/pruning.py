@@ -165,14 +165,18 @@ def file_may_match(
 def bounds_may_match(
     bounds: Mapping[str, Mapping[str, str | None]] | None, predicates: Sequence[Predicate], types: Mapping[str, str]
 ) -> bool:
-    """Manifest-level pruning: may a manifest with these partition bounds hold a match?"""
+    """Manifest-level pruning: may a manifest with these partition bounds hold a match?
+
+    Bounds are kept in string order (as IndexTables4Spark writes them), which is not numeric
+    order: numeric columns are therefore never pruned at manifest level, only per file.
+    """
     if not bounds:
         return True
     for p in predicates:
         b = bounds.get(p.column)
-        if b is None:
-            continue
         cmp = _Comparator(types.get(p.column))
+        if b is None or cmp.numeric:
+            continue
         if not _interval_may_match(p, cmp.key(b.get("min")), cmp.key(b.get("max")), cmp):
             return False
     return True

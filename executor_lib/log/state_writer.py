@@ -35,6 +35,7 @@ from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_
 from executor_lib.log.config import LogConfig
 from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction, RemoveAction
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
+from executor_lib.protocol.schema_registry import doc_mapping_hash
 
 STATE_FORMAT_VERSION = 1
 STATE_MANIFEST_NAME = "_manifest.json"
@@ -63,6 +64,22 @@ FILE_ENTRY_SCHEMA: dict[str, Any] = {
         {"name": "uncompressedSizeBytes", "type": ["null", "long"], "default": None, "field-id": 133},
         {"name": "addedAtVersion", "type": "long", "field-id": 140},
         {"name": "addedAtTimestamp", "type": "long", "field-id": 141},
+        # Beyond Appendix B: optional add-action fields, so a state loses nothing. 150-152 are
+        # IndexTables4Spark 0.5.4's own; 160+ are this project's (readers use the writer schema).
+        {
+            "name": "companionSourceFiles",
+            "type": ["null", {"type": "array", "items": "string"}],
+            "default": None,
+            "field-id": 150,
+        },
+        {"name": "companionDeltaVersion", "type": ["null", "long"], "default": None, "field-id": 151},
+        {"name": "companionFastFieldMode", "type": ["null", "string"], "default": None, "field-id": 152},
+        {"name": "tags", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 160},
+        {"name": "timeRangeStart", "type": ["null", "string"], "default": None, "field-id": 161},
+        {"name": "timeRangeEnd", "type": ["null", "string"], "default": None, "field-id": 162},
+        {"name": "deleteOpstamp", "type": ["null", "long"], "default": None, "field-id": 163},
+        {"name": "hotcacheStartOffset", "type": ["null", "long"], "default": None, "field-id": 164},
+        {"name": "hotcacheLength", "type": ["null", "long"], "default": None, "field-id": 165},
     ],
 }
 _PARSED_SCHEMA = fastavro.parse_schema(FILE_ENTRY_SCHEMA)
@@ -89,6 +106,15 @@ def _file_entry(add: AddAction, version: int, timestamp: int) -> dict[str, Any]:
         "uncompressedSizeBytes": add.uncompressed_size_bytes,
         "addedAtVersion": version,
         "addedAtTimestamp": timestamp,
+        "companionSourceFiles": list(add.companion_source_files) if add.companion_source_files is not None else None,
+        "companionDeltaVersion": add.companion_delta_version,
+        "companionFastFieldMode": add.companion_fast_field_mode,
+        "tags": dict(add.tags) if add.tags is not None else None,
+        "timeRangeStart": add.time_range_start,
+        "timeRangeEnd": add.time_range_end,
+        "deleteOpstamp": add.delete_opstamp,
+        "hotcacheStartOffset": add.hotcache_start_offset,
+        "hotcacheLength": add.hotcache_length,
     }
 
 
@@ -104,6 +130,18 @@ def _partition_bounds(adds: Sequence[AddAction]) -> dict[str, dict[str, str | No
             if b["max"] is None or value > b["max"]:
                 b["max"] = value
     return bounds or None
+
+
+def _dedupe_doc_mappings(adds: Iterable[AddAction], registry: dict[str, str]) -> list[AddAction]:
+    """Inline ``docMappingJson`` (legacy) becomes a registry entry plus ``docMappingRef``."""
+    out = []
+    for add in adds:
+        if add.doc_mapping_json is not None:
+            ref = add.doc_mapping_ref or doc_mapping_hash(add.doc_mapping_json)
+            registry.setdefault(ref, add.doc_mapping_json)
+            add = dataclasses.replace(add, doc_mapping_ref=ref, doc_mapping_json=None)
+        out.append(add)
+    return out
 
 
 def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig) -> ManifestInfo:
@@ -178,6 +216,8 @@ def write_compacted_state(
 ) -> StateManifest:
     """State ``version`` with every live file rewritten into fresh manifests and no tombstones."""
     now = int(time.time() * 1000)
+    registry = dict(registry)
+    files = _dedupe_doc_mappings(files, registry)
     # clustered by partition so that each manifest covers few partitions (tight bounds prune well)
     live = sorted(files, key=lambda a: (sorted((k, v or "") for k, v in a.partition_values.items()), a.path))
     chunk = config.state_entries_per_manifest
@@ -260,7 +300,8 @@ def write_incremental_state(
         return write_compacted_state(store, target, live.values(), protocol, metadata, registry, config)
     now = int(time.time() * 1000)
     infos = list(base.manifests)
-    entries = [(a, v, now) for a, v in delta.added.values()]
+    added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
+    entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
     chunk = config.state_entries_per_manifest
     infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())

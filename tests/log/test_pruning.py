@@ -97,7 +97,7 @@ def test_manifest_bounds() -> None:
     bounds = {"date": {"min": "2024-01-01", "max": "2024-01-31"}, "bucket": {"min": "2", "max": "10"}}
     assert bounds_may_match(bounds, [Eq("date", "2024-01-15")], types)
     assert not bounds_may_match(bounds, [Eq("date", "2024-02-01")], types)
-    assert not bounds_may_match(bounds, [gt("bucket", 10)], types)
+    assert bounds_may_match(bounds, [gt("bucket", 10)], types)  # numeric: pruned per file only
     assert bounds_may_match(bounds, [Eq("bucket", 9)], types)
     assert bounds_may_match(None, [Eq("date", "x")], types)
 
@@ -125,3 +125,14 @@ def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
     assert compacted.manifests_total == 6 and compacted.manifests_read <= 2
     assert len(compacted.files) == 3
     assert len(executor_lib.open_log(uri).list_files().files) == 31
+
+
+def test_numeric_partitions_are_not_pruned_by_string_ordered_manifest_bounds(tmp_path: Path) -> None:
+    schema = pa.schema([("p", pa.int32()), ("x", pa.string())])
+    log = executor_lib.create_table(str(tmp_path / "n"), schema, ["p"])
+    base = AddAction("x", {}, 1, 1, True)
+    log.commit([dataclasses.replace(base, path=f"p={v}/a.split", partition_values={"p": str(v)}) for v in (9, 10, 100)])
+    for value in (9, 10, 100):
+        listing = executor_lib.open_log(str(tmp_path / "n")).list_files([Eq("p", value)])
+        assert [f.path for f in listing.files] == [f"p={value}/a.split"]
+    assert bounds_may_match({"p": {"min": "10", "max": "9"}}, [Eq("p", 50)], {"p": "integer"})

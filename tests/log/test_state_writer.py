@@ -67,7 +67,9 @@ def test_file_entry_schema_is_appendix_b_and_codecs_apply(table: Table) -> None:
         assert reader.codec == {"zstd": "zstandard", "snappy": "snappy", "none": "null"}[codec]
         schema = reader.writer_schema
         assert schema["name"] == "io.indextables.spark.transaction.avro.FileEntry"
-        assert [(f["name"], f["field-id"]) for f in schema["fields"]] == APPENDIX_B
+        fields = [(f["name"], f["field-id"]) for f in schema["fields"]]
+        assert fields[: len(APPENDIX_B)] == APPENDIX_B
+        assert all(fid >= 150 and f["default"] is None for (_, fid), f in zip(fields[18:], schema["fields"][18:], strict=True))
         (record,) = list(reader)
         assert record["addedAtVersion"] == 1 and record["numRecords"] == 10
         assert version > 0
@@ -162,3 +164,30 @@ def test_unsupported_state_format_version_is_named(table: Table) -> None:
     store.put(key, json.dumps({**doc, "formatVersion": 9}).encode())
     with pytest.raises(UnsupportedProtocolError, match=r"state-v00000000000000000001/_manifest\.json.*formatVersion 9"):
         executor_lib.open_log(uri, **options).snapshot()
+
+
+def test_every_add_field_survives_the_state(table: Table) -> None:
+    import dataclasses
+
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.state.format": "json"})
+    full = dataclasses.replace(
+        add(), tags={"k": "v"}, time_range_start="2024-01-01T00:00:00Z", time_range_end="2024-01-02T00:00:00Z",
+        delete_opstamp=7, hotcache_start_offset=11, hotcache_length=12, split_tags=frozenset({"hot"}),
+        num_merge_ops=2, companion_source_files=("a.parquet",), companion_delta_version=3,
+        companion_fast_field_mode="HYBRID", stats='{"x":1}', uncompressed_size_bytes=99,
+    )  # fmt: skip
+    log.commit([full])
+    # a legacy inline doc mapping, committed raw (as an old writer would have)
+    from executor_lib.protocol.actions import actions_to_ndjson
+
+    legacy = dataclasses.replace(add(), doc_mapping_json='[{"name":"id","type":"i64"}]')
+    open_store(uri, **options).put(f"{LOG}/00000000000000000002.json", actions_to_ndjson([legacy]))
+    executor_lib.open_log(uri, **options).checkpoint()  # upgrade to v4: compacted Avro state
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.base.startswith("state-v")
+    (got,) = [f for f in snap.files if f.path == full.path]
+    assert got == full
+    (got_legacy,) = [f for f in snap.files if f.path == legacy.path]
+    assert got_legacy.doc_mapping_json is None and got_legacy.doc_mapping_ref
+    assert snap.doc_mapping(got_legacy) == legacy.doc_mapping_json
