@@ -476,8 +476,14 @@ class TransactionLog:
         return manifest
 
     def _newest_state_before(self, version: int) -> StateManifest | None:
+        """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
+        probe the last few directly before listing (a listing of all states grows with history)."""
+        for v in range(version - 1, max(version - 4, 0), -1):
+            manifest = read_state_manifest(self.store, v)
+            if manifest is not None:
+                return manifest
         listing = self._loader.listing(version - 1)
-        for v in sorted((s for s in listing.states if s < version), reverse=True)[:3]:
+        for v in sorted((s for s in listing.states if s < version - 3), reverse=True)[:3]:
             manifest = read_state_manifest(self.store, v)
             if manifest is not None:
                 return manifest
