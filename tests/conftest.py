@@ -4,6 +4,7 @@ fixture parametrized over the local filesystem and S3 so each test body runs on 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,9 @@ from harness.moto_server import MotoServerProcess
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMPAT_ROOT = REPO_ROOT.parent / "shared" / "compat" / "indextables_spark_v0.5.4"
 BUCKET = "indextables-test"
+
+# Decoded-manifest disk cache: private to this test run.
+os.environ.setdefault("INDEXTABLES_MANIFEST_CACHE_DIR", tempfile.mkdtemp(prefix="indextables-test-manifests-"))
 
 # boto3 must never pick up real credentials in tests.
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")

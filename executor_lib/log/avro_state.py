@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from typing import Any
 import fastavro
 
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
+from executor_lib.log.manifest_cache import MANIFEST_CACHE
 from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAction, action_from_json_obj
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
@@ -161,48 +160,6 @@ def file_entry_to_add(record: dict[str, Any]) -> AddAction:
     The Avro schema already fixed each field's type, so no per-field checks run here.
     """
     return AddAction.from_trusted_dict(record, ignore=_FILE_ENTRY_ONLY_FIELDS)
-
-
-class ManifestCache:
-    """Decoded manifests by URI. Manifests are immutable (a new state writes new ones), so a
-    process decodes each once and reuses it across snapshots; LRU within an entry budget."""
-
-    def __init__(self, max_entries: int = 500_000) -> None:
-        self.max_entries = max_entries
-        self._items: OrderedDict[str, tuple[AddAction, ...]] = OrderedDict()
-        self._entries = 0
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
-
-    def get(self, uri: str) -> tuple[AddAction, ...] | None:
-        with self._lock:
-            found = self._items.get(uri)
-            if found is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(uri)
-            self.hits += 1
-            return found
-
-    def put(self, uri: str, adds: tuple[AddAction, ...]) -> None:
-        if len(adds) > self.max_entries:
-            return
-        with self._lock:
-            if uri in self._items:
-                return
-            self._items[uri] = adds
-            self._entries += len(adds)
-            while self._entries > self.max_entries:
-                _, evicted = self._items.popitem(last=False)
-                self._entries -= len(evicted)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._entries = 0
-
-
-MANIFEST_CACHE = ManifestCache()
 
 
 def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[AddAction, ...]:

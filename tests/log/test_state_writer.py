@@ -69,7 +69,9 @@ def test_file_entry_schema_is_appendix_b_and_codecs_apply(table: Table) -> None:
         assert schema["name"] == "io.indextables.spark.transaction.avro.FileEntry"
         fields = [(f["name"], f["field-id"]) for f in schema["fields"]]
         assert fields[: len(APPENDIX_B)] == APPENDIX_B
-        assert all(fid >= 150 and f["default"] is None for (_, fid), f in zip(fields[18:], schema["fields"][18:], strict=True))
+        assert all(
+            fid >= 150 and f["default"] is None for (_, fid), f in zip(fields[18:], schema["fields"][18:], strict=True)
+        )
         (record,) = list(reader)
         assert record["addedAtVersion"] == 1 and record["numRecords"] == 10
         assert version > 0

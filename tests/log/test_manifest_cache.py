@@ -1,0 +1,66 @@
+"""Decoded manifests are reused in memory and, across processes, from a private disk cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from executor_lib.log.manifest_cache import DiskManifestCache, ManifestCache
+from executor_lib.log.snapshot import SnapshotLoader
+from executor_lib.storage import open_store
+from tests.log.helpers import add, make_table
+
+
+def test_memory_then_disk_then_decode(tmp_path: Path) -> None:
+    import executor_lib.log.avro_state as avro_state
+
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    for _ in range(3):
+        log.commit([add() for _ in range(5)])
+    disk = DiskManifestCache(tmp_path / "cache")
+    cache = ManifestCache(disk=disk)
+    original = avro_state.MANIFEST_CACHE
+    avro_state.MANIFEST_CACHE = cache
+    try:
+        loader = SnapshotLoader(open_store(uri), log.config)
+        first = {f.path: f for f in loader.load().files}
+        assert (cache.misses, cache.hits, cache.disk_hits) == (3, 0, 0)
+        assert len(list((tmp_path / "cache").glob("*.pkl"))) == 3
+        assert {f.path: f for f in loader.load().files} == first
+        assert cache.hits == 3
+        cache.clear()  # a new process: memory empty, disk warm
+        assert {f.path: f for f in loader.load().files} == first
+        assert cache.disk_hits == 3
+        for p in (tmp_path / "cache").glob("*.pkl"):  # damaged cache files are misses, not errors
+            p.write_bytes(b"not a pickle")
+        cache.clear()
+        assert {f.path: f for f in loader.load().files} == first
+        assert cache.misses == 6
+    finally:
+        avro_state.MANIFEST_CACHE = original
+
+
+def test_shared_or_foreign_cache_directories_are_not_used(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    disk = DiskManifestCache(shared)
+    disk.put("s3://b/m.avro", (add(),))
+    assert list(shared.iterdir()) == []
+    assert disk.get("s3://b/m.avro") is None
+
+
+def test_a_new_process_reads_the_disk_cache(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    make_table(uri, {}).commit([add() for _ in range(4)])
+    env = {**os.environ, "INDEXTABLES_MANIFEST_CACHE_DIR": str(tmp_path / "cache")}
+    code = (
+        "import sys,executor_lib; from executor_lib.log.manifest_cache import MANIFEST_CACHE as C;"
+        "s=executor_lib.open_log(sys.argv[1]).snapshot(); print(len(s.files), C.misses, C.disk_hits)"
+    )
+    outs = [subprocess.run([sys.executable, "-c", code, uri], env=env, check=True, capture_output=True, text=True)
+            .stdout.split() for _ in range(2)]  # fmt: skip
+    assert outs == [["4", "1", "0"], ["4", "0", "1"]]
