@@ -26,7 +26,7 @@ from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAct
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
 
-STATE_MANIFEST_NAMES = ("_manifest.avro", "_manifest.json")
+STATE_MANIFEST_NAMES = ("_manifest.json", "_manifest.avro")
 _FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
 
 
