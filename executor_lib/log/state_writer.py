@@ -31,7 +31,7 @@ from typing import Any
 import fastavro
 
 from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError
-from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_files, read_state_manifest
+from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_files
 from executor_lib.log.config import LogConfig
 from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction, RemoveAction
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
@@ -321,6 +321,3 @@ def write_incremental_state(
     _put_state(store, manifest, protocol)
     return manifest
 
-
-def load_state(store: Any, version: int) -> StateManifest | None:
-    return read_state_manifest(store, version)
