@@ -64,17 +64,8 @@ SUPPORTED_READER_FEATURES = frozenset(
         "footerOffsets",
     }
 )
-SUPPORTED_WRITER_FEATURES = frozenset(
-    {
-        "avroState",
-        "multiPartCheckpoint",
-        "schemaDeduplication",
-        "skippedFiles",
-        "extendedMetadata",
-        "footerOffsets",
-        "checkpoint",
-    }
-)
+# Writers may also be asked for "checkpoint" (a writer-only feature of IndexTables4Spark).
+SUPPORTED_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {"checkpoint"}
 
 
 @dataclass
