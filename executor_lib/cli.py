@@ -174,7 +174,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ]
         )
     print(f"demo table written to {path}\n")
-    _print_describe(describe_json(log.snapshot()))
+    from executor_lib import open_log
+
+    _print_describe(describe_json(open_log(path).snapshot()))
     print("\nNote: this stage records log entries only; split files are written by the executor engine.")
     return 0
 

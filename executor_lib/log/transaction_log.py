@@ -164,7 +164,8 @@ class TransactionLog:
                 return cached
             if latest > cached.version and new == list(range(cached.version + 1, latest + 1)):
                 state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
-                self._snapshot = Snapshot(self.uri, state, cached.base, listing.versions.get(latest))
+                base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
+                self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
                 return self._snapshot
         self._snapshot = self._loader.load()
         return self._snapshot
