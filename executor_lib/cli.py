@@ -14,6 +14,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from executor_lib.errors import IndexTablesError
@@ -146,6 +147,25 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from executor_lib import open_log
+    from executor_lib.splits.table_search import search_table
+
+    log = open_log(args.table, **_options(args.option))
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.gettempdir()) / "indextables-search"
+    rows = search_table(log.store, log.snapshot(), args.query, work_dir, columns, args.limit)
+    if args.json:
+        for row in rows.to_pylist():
+            print(json.dumps(row, default=str))
+    else:
+        print("\t".join(rows.column_names))
+        for row in rows.to_pylist():
+            print("\t".join("" if v is None else str(v) for v in row.values()))
+        print(f"({rows.num_rows} rows)")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """The main job on the embedded default: create a table, commit appends, describe it."""
     import pyarrow as pa
@@ -215,6 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     k = table_command("cleanup", "delete old states, unreferenced manifests and expired log files")
     k.add_argument("--dry-run", action="store_true", help="only report what would be deleted")
     k.set_defaults(func=cmd_cleanup)
+
+    s = table_command("search", "search a table's live splits in this process (Tantivy query syntax)")
+    s.add_argument("query", help="Tantivy query, e.g. 'message:error AND id:[1 TO 9]'; '*' matches all")
+    s.add_argument("--columns", default=None, help="comma-separated columns to return (default: all)")
+    s.add_argument("--limit", type=int, default=None)
+    s.add_argument("--json", action="store_true", help="one JSON object per row")
+    s.add_argument("--work-dir", default=None, help="local directory for fetched splits")
+    s.set_defaults(func=cmd_search)
 
     demo = sub.add_parser("demo", help="create a demo table on the local filesystem and describe it")
     demo.add_argument("--path", default=None, help="where to create it (default: a new temporary directory)")

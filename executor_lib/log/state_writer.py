@@ -320,4 +320,3 @@ def write_incremental_state(
     )
     _put_state(store, manifest, protocol)
     return manifest
-

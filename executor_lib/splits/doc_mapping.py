@@ -1,0 +1,163 @@
+"""Doc mappings: which Tantivy field each table column becomes, as IndexTables users configure it.
+
+A doc mapping is the JSON list IndexTables4Spark stores per split (``docMappingJson`` /
+the schema registry), e.g. ``[{"name":"id","type":"i64","fast":true,"indexed":true,"stored":true}]``.
+
+Defaults from the Arrow type: integers -> ``i64`` (unsigned -> ``u64``), floats -> ``f64``,
+bool -> ``bool``, string -> ``text`` with the ``raw`` tokenizer (exact match, what
+IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``bytes``
+(stored only), struct/map/list -> ``json``. Options (``spark.indextables.indexing.*``):
+
+* ``typemap.<col>`` = ``string`` | ``text`` | ``json``: ``text`` tokenizes (default tokenizer);
+* ``tokenizer.<col>`` = ``default`` | ``whitespace`` | ``raw`` | ``en_stem``;
+* ``fastfields`` = comma-separated columns that get fast fields (numeric, bool, date and
+  string columns are fast by default; ``text`` columns are not);
+* ``storeonly`` / ``indexonly`` = comma-separated columns that are only stored / only indexed.
+
+No tantivy here: ``splits.writer`` turns a mapping into a Tantivy schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from executor_lib.errors import ConfigError
+
+TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
+FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
+_PREFIX = "spark.indextables.indexing."
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    name: str
+    type: str
+    stored: bool = True
+    indexed: bool = True
+    fast: bool = False
+    tokenizer: str | None = None  # text and json fields
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"fast": self.fast, "indexed": self.indexed, "name": self.name, "stored": self.stored}
+        out["type"] = self.type
+        if self.tokenizer is not None:
+            out["tokenizer"] = self.tokenizer
+        return out
+
+
+@dataclass(frozen=True)
+class DocMapping:
+    fields: tuple[FieldMapping, ...]
+
+    def field(self, name: str) -> FieldMapping | None:
+        return next((f for f in self.fields if f.name == name), None)
+
+    def to_json(self) -> str:
+        return json.dumps([f.to_json() for f in self.fields], separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DocMapping:
+        try:
+            items = json.loads(text)
+            fields = tuple(
+                FieldMapping(
+                    name=i["name"],
+                    type=i["type"],
+                    stored=bool(i.get("stored", True)),
+                    indexed=bool(i.get("indexed", True)),
+                    fast=bool(i.get("fast", False)),
+                    tokenizer=i.get("tokenizer"),
+                )
+                for i in items
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ConfigError(f"invalid doc mapping JSON: {e}") from e
+        for f in fields:
+            if f.type not in FIELD_TYPES:
+                raise ConfigError(f"doc mapping field {f.name!r}: unsupported type {f.type!r}")
+        return cls(fields)
+
+
+def _columns_option(options: Mapping[str, Any], key: str, schema: pa.Schema) -> set[str]:
+    raw = options.get(_PREFIX + key)
+    if not raw:
+        return set()
+    names = {c.strip() for c in str(raw).split(",") if c.strip()}
+    unknown = sorted(names - set(schema.names))
+    if unknown:
+        raise ConfigError(f"option {_PREFIX}{key}: columns {unknown} are not in the schema {schema.names}")
+    return names
+
+
+def _default_type(t: pa.DataType, column: str) -> str:
+    if pa.types.is_unsigned_integer(t):
+        return "u64"
+    if pa.types.is_integer(t):
+        return "i64"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "f64"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return "datetime"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytes"
+    if pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "json"
+    raise ConfigError(f"column {column!r}: Arrow type {t} cannot be indexed")
+
+
+def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns: Sequence[str] = ()) -> DocMapping:
+    """The doc mapping of the non-partition columns of ``schema`` under ``options``."""
+    fast_extra = _columns_option(options, "fastfields", schema)
+    store_only = _columns_option(options, "storeonly", schema)
+    index_only = _columns_option(options, "indexonly", schema)
+    both = store_only & index_only
+    if both:
+        raise ConfigError(f"columns {sorted(both)} are both store-only and index-only")
+    fields = []
+    for f in schema:
+        if f.name in partition_columns:
+            continue
+        kind = _default_type(f.type, f.name)
+        typemap = options.get(f"{_PREFIX}typemap.{f.name}")
+        tokenizer = "raw" if kind == "text" else ("default" if kind == "json" else None)
+        if typemap is not None:
+            typemap = str(typemap).strip().lower()
+            if typemap not in ("string", "text", "json"):
+                raise ConfigError(f"option {_PREFIX}typemap.{f.name}={typemap!r}: expected string, text or json")
+            if kind != "text" and typemap in ("string", "text"):
+                raise ConfigError(f"option {_PREFIX}typemap.{f.name}={typemap}: column type {f.type} is not a string")
+            if typemap == "text":
+                tokenizer = "default"
+            elif typemap == "json":
+                kind, tokenizer = "json", "default"
+        explicit_tokenizer = options.get(f"{_PREFIX}tokenizer.{f.name}")
+        if explicit_tokenizer is not None:
+            if kind not in ("text", "json") or str(explicit_tokenizer) not in TOKENIZERS:
+                raise ConfigError(
+                    f"option {_PREFIX}tokenizer.{f.name}={explicit_tokenizer!r}: expected one of {list(TOKENIZERS)} "
+                    f"on a string column"
+                )
+            tokenizer = str(explicit_tokenizer)
+        fast = f.name in fast_extra or kind in ("i64", "u64", "f64", "bool", "datetime") or tokenizer == "raw"
+        if kind == "bytes" and f.name in fast_extra:
+            raise ConfigError(f"option {_PREFIX}fastfields: binary column {f.name!r} cannot be a fast field")
+        fields.append(
+            FieldMapping(
+                name=f.name,
+                type=kind,
+                stored=f.name not in index_only,
+                indexed=kind != "bytes" and f.name not in store_only,
+                fast=fast and f.name not in store_only,
+                tokenizer=tokenizer,
+            )
+        )
+    return DocMapping(tuple(fields))

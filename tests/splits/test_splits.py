@@ -1,0 +1,145 @@
+"""Split files: bundle layout, writer, searcher (this project's splits and IndexTables4Spark's)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import executor_lib
+from executor_lib.actions import AddAction
+from executor_lib.cli import main as cli_main
+from executor_lib.errors import ConfigError
+from executor_lib.splits.bundle import CorruptSplitError, read_footer
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.searcher import QueryError, SplitSearcher
+from executor_lib.splits.table_search import search_table
+from executor_lib.splits.writer import write_split
+from executor_lib.storage import open_store
+from tests.conftest import COMPAT_ROOT
+
+TABLES = sorted(p.name for p in COMPAT_ROOT.iterdir()) if COMPAT_ROOT.is_dir() else []
+DATA = pa.table(
+    {
+        "id": pa.array(range(20), pa.int64()),
+        "title": [f"item {i} {'red' if i % 2 else 'blue'} widget" for i in range(20)],
+        "tag": [f"t{i % 4}" for i in range(20)],
+        "score": [i / 2 for i in range(20)],
+    }
+)
+OPTIONS = {"spark.indextables.indexing.typemap.title": "text"}
+
+
+@pytest.fixture
+def split(tmp_path: Path) -> SplitSearcher:
+    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path)
+    return SplitSearcher(written.path, tmp_path / "work", DATA.schema, None)
+
+
+def test_written_split_records_stats_and_footer(tmp_path: Path) -> None:
+    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path)
+    assert written.num_records == 20
+    assert written.min_values == {"id": "0", "title": "item 0 blue widget", "tag": "t0", "score": "0.0"}
+    assert written.max_values["id"] == "19" and written.max_values["tag"] == "t3"
+    footer = read_footer(written.path)
+    assert (footer.footer_start, footer.footer_end) == (written.footer.footer_start, written.path.stat().st_size)
+    assert json.loads(written.doc_mapping_json)[1] == {
+        "fast": False, "indexed": True, "name": "title", "stored": True, "tokenizer": "default", "type": "text",
+    }  # fmt: skip
+
+
+def test_queries_on_this_projects_splits(split: SplitSearcher) -> None:
+    assert split.search("tag:t1", ["id"]).column("id").to_pylist() == [1, 5, 9, 13, 17]
+    assert split.count("title:red") == 10  # tokenized text
+    assert split.count("tag:t") == 0  # raw string: exact match only
+    assert sorted(split.search("id:[3 TO 6]", ["id"]).column("id").to_pylist()) == [3, 4, 5, 6]
+    assert split.search("score:[9.0 TO *] AND tag:t2", ["id"]).column("id").to_pylist() == [18]
+    assert split.search("*", limit=5).num_rows == 5
+    assert split.search(None).num_rows == 20
+    assert split.search("red AND widget", ["id"]).num_rows == 10  # bare terms search all string fields
+
+
+def test_bad_queries_and_columns_are_named(split: SplitSearcher) -> None:
+    with pytest.raises(QueryError, match=r"query 'title:\(red' does not parse"):
+        split.search("title:(red")
+    with pytest.raises(QueryError, match="columns \\['nope'\\] are not in the split"):
+        split.search("*", ["nope"])
+
+
+def test_bad_mapping_options_fail_before_writing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"typemap\.id=text: column type int64 is not a string"):
+        mapping_for(DATA.schema, {"spark.indextables.indexing.typemap.id": "text"})
+    with pytest.raises(ConfigError, match="fastfields: columns \\['nope'\\]"):
+        mapping_for(DATA.schema, {"spark.indextables.indexing.fastfields": "id,nope"})
+    with pytest.raises(ConfigError, match=r"tokenizer\.title='klingon'"):
+        mapping_for(DATA.schema, {"spark.indextables.indexing.tokenizer.title": "klingon"})
+    assert not list(tmp_path.iterdir())
+
+
+def test_corrupt_splits_are_named(tmp_path: Path) -> None:
+    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path)
+    data = written.path.read_bytes()
+    truncated = tmp_path / "truncated.split"
+    truncated.write_bytes(data[:-10])
+    with pytest.raises(CorruptSplitError, match=r"truncated\.split"):
+        read_footer(truncated)
+    garbage = tmp_path / "garbage.split"
+    garbage.write_bytes(b"\x00" * 100)
+    with pytest.raises(CorruptSplitError, match=r"garbage\.split"):
+        read_footer(garbage)
+
+
+def test_table_search_through_the_store(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Splits uploaded to the table's store (local or S3) are fetched and searched with partitions."""
+    uri, options = table
+    schema = pa.schema([*DATA.schema, pa.field("day", pa.string())])
+    log = executor_lib.create_table(uri, schema, ["day"], **options)
+    store = open_store(uri, **options)
+    mapping = mapping_for(DATA.schema, OPTIONS)
+    adds = []
+    for day, rows in (("2024-01-01", DATA.slice(0, 8)), ("2024-01-02", DATA.slice(8))):
+        written = write_split(rows, mapping, tmp_path / "out")
+        key = f"day={day}/splits/{written.path.name}"
+        store.put(key, written.path.read_bytes())
+        adds.append(AddAction(key, {"day": day}, written.path.stat().st_size, 1, True, num_records=written.num_records,
+                              doc_mapping_json=written.doc_mapping_json, has_footer_offsets=True,
+                              footer_start_offset=written.footer.footer_start,
+                              footer_end_offset=written.footer.footer_end))  # fmt: skip
+    log.commit(adds)
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    rows = search_table(store, snap, "tag:t0", tmp_path / "work", ["id", "day"])
+    assert sorted(zip(rows.column("id").to_pylist(), rows.column("day").to_pylist(), strict=True)) == [
+        (0, "2024-01-01"), (4, "2024-01-01"), (8, "2024-01-02"), (12, "2024-01-02"), (16, "2024-01-02"),
+    ]  # fmt: skip
+    assert search_table(store, snap, "*", tmp_path / "work", limit=11).num_rows == 11
+    with pytest.raises(QueryError, match="columns \\['nope'\\] are not in the table"):
+        search_table(store, snap, "*", tmp_path / "work", ["nope"])
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_indextables_search_on_every_jvm_table(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = COMPAT_ROOT / name
+    snap = executor_lib.open_log(str(table)).snapshot()
+    work = ["--work-dir", str(tmp_path)]
+    assert cli_main(["search", str(table), "*", "--json", *work]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == snap.num_records
+    # every file's min/max id (written by the JVM) is found by a term query on that value
+    for add in snap.files[:3]:
+        if not add.min_values or "id" not in add.min_values:
+            continue
+        wanted = int(add.min_values["id"])
+        assert cli_main(["search", str(table), f"id:{wanted}", "--json", *work]) == 0
+        hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        assert wanted in {h["id"] for h in hits}
+        for column, value in add.partition_values.items():
+            assert all(h[column] == value for h in hits if h["id"] == wanted)
+    text_column = next(
+        f.name for f in snap.arrow_schema() if pa.types.is_string(f.type) and f.name not in snap.partition_columns
+    )
+    sample = rows[0][text_column]
+    assert cli_main(["search", str(table), f'{text_column}:"{sample}"', "--json", *work]) == 0
+    assert sample in {json.loads(line)[text_column] for line in capsys.readouterr().out.splitlines()}
