@@ -213,7 +213,7 @@ class AddAction(_ActionBase):
     ACTION_KEY: ClassVar[str] = "add"
 
     path: str
-    partition_values: Mapping[str, str]
+    partition_values: Mapping[str, str | None]
     size: int
     modification_time: int
     data_change: bool
