@@ -130,10 +130,10 @@ _CODECS: dict[type, _Codec] = {}
 
 def _kind(type_name: str) -> str:
     """The JSON shape a declared field type expects."""
-    t = type_name.split(" | ")[0]
+    t = type_name.removesuffix(" | None")
     if t in ("int", "bool", "str"):
         return t
-    if t.startswith("Mapping[str, str]"):
+    if t.startswith("Mapping[str, str"):
         return "str-map"
     if t.startswith("Mapping"):
         return "map"
