@@ -13,8 +13,9 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 
 from __future__ import annotations
 
+import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import tantivy
 from executor_lib.errors import IndexTablesError
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.writer import COLUMNS_MEMBER, ROW_FIELD, write_split
+from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, write_split
 
 
 class QueryError(IndexTablesError):
@@ -47,8 +48,11 @@ class SplitSearcher:
             extract_bundle(split, footer, tmp)
             tmp.rename(index_dir)
         columns = read_member(split, footer, COLUMNS_MEMBER)
-        assert columns is not None
+        mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
+        if columns is None or mapping_json is None:
+            raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.rows = pa.ipc.open_file(pa.BufferReader(columns)).read_all()
+        self.mapping = DocMapping.from_json(mapping_json.decode())
         try:
             self.index = tantivy.Index.open(str(index_dir))
         except (OSError, ValueError) as e:
@@ -62,9 +66,13 @@ class SplitSearcher:
 
     def _transcode(self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None) -> tuple[Path, Any]:
         out = self.work_dir / "transcoded"
-        existing = sorted(out.glob("split-*.split")) if out.exists() else []
-        if existing:
-            return existing[0], read_footer(existing[0])
+        for existing in sorted(out.glob("split-*.split")) if out.exists() else []:
+            existing_footer = read_footer(existing)
+            if DOC_MAPPING_MEMBER in existing_footer.files:
+                return existing, existing_footer
+            shutil.rmtree(out)  # left by an older version of this code: transcode again
+            shutil.rmtree(self.work_dir / "index", ignore_errors=True)
+            break
         if doc_mapping is None:
             raise CorruptSplitError(f"{split}: no doc mapping for this split; cannot read it")
         mapping = DocMapping.from_json(doc_mapping)
@@ -101,6 +109,37 @@ class SplitSearcher:
 
     def count(self, query: str | None = None) -> int:
         return int(self.searcher.search(self._query(query), 1, count=True).count)  # type: ignore[attr-defined]
+
+    def aggregate(self, aggregations: Mapping[str, Any], query: str | None = None) -> dict[str, Any]:
+        """Elasticsearch-style aggregations (count/sum/avg/min/max/stats, terms, histogram,
+        date_histogram, range) over the rows matching ``query``, computed on fast fields."""
+        self._check_aggregation_fields(aggregations, "")
+        try:
+            return dict(self.searcher.aggregate(self._query(query), dict(aggregations)))
+        except ValueError as e:
+            raise QueryError(f"aggregation {json.dumps(aggregations)} failed: {e}") from e
+
+    def _check_aggregation_fields(self, aggregations: Mapping[str, Any], path: str) -> None:
+        if not isinstance(aggregations, Mapping):
+            raise QueryError(f"aggregation {path or 'request'} must be an object")
+        for name, spec in aggregations.items():
+            if not isinstance(spec, Mapping):
+                raise QueryError(f"aggregation {path}{name} must be an object")
+            for kind, body in spec.items():
+                if kind in ("aggs", "aggregations"):
+                    self._check_aggregation_fields(body, f"{path}{name}.")
+                    continue
+                column = body.get("field") if isinstance(body, Mapping) else None
+                if column is None:
+                    raise QueryError(f"aggregation {path}{name} ({kind}) names no field")
+                field = self.mapping.field(column)
+                if field is None:
+                    raise QueryError(f"aggregation {path}{name}: column {column!r} is not in the split")
+                if not field.fast:
+                    raise QueryError(
+                        f"aggregation {path}{name}: column {column!r} is not a fast field "
+                        "(add it to spark.indextables.indexing.fastfields)"
+                    )
 
     def search(
         self, query: str | None = None, columns: Sequence[str] | None = None, limit: int | None = None

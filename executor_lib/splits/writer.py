@@ -24,6 +24,7 @@ from executor_lib.splits.doc_mapping import DocMapping
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
+DOC_MAPPING_MEMBER = "indextables.docmapping.json"
 STATS_TRUNCATION_LENGTH = 32
 _WRITER_HEAP = 256 * 1024 * 1024
 
@@ -119,6 +120,7 @@ def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path) -> WrittenS
         with pa.ipc.new_file(sink, data.schema) as ipc:
             ipc.write_table(data)
         files[COLUMNS_MEMBER] = sink.getvalue().to_pybytes()
+        files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
         path = out_dir / f"split-{uuid.uuid4()}.split"
         footer = write_bundle(files, path)
     finally:

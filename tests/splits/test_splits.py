@@ -192,3 +192,26 @@ def test_merging_jvm_splits(tmp_path: Path) -> None:
     )  # fmt: skip
     assert merged.num_records == sum(a.num_records or 0 for a in sources)
     assert out.exists(merged.path)
+
+
+def test_aggregations_on_fast_fields(split: SplitSearcher) -> None:
+    result = split.aggregate(
+        {
+            "total": {"sum": {"field": "id"}},
+            "mean": {"avg": {"field": "score"}},
+            "low": {"min": {"field": "id"}},
+            "tags": {"terms": {"field": "tag"}},
+            "hist": {"histogram": {"field": "score", "interval": 5}},
+            "ranges": {"range": {"field": "id", "ranges": [{"to": 10}, {"from": 10}]}},
+        }
+    )
+    assert result["total"]["value"] == sum(range(20)) and result["low"]["value"] == 0
+    assert result["mean"]["value"] == sum(i / 2 for i in range(20)) / 20
+    assert {b["key"]: b["doc_count"] for b in result["tags"]["buckets"]} == {"t0": 5, "t1": 5, "t2": 5, "t3": 5}
+    assert [b["doc_count"] for b in result["hist"]["buckets"]] == [10, 10]
+    assert [b["doc_count"] for b in result["ranges"]["buckets"]] == [10, 10]
+    assert split.aggregate({"n": {"sum": {"field": "id"}}}, query="tag:t1")["n"]["value"] == 1 + 5 + 9 + 13 + 17
+    with pytest.raises(QueryError, match="column 'title' is not a fast field"):
+        split.aggregate({"t": {"terms": {"field": "title"}}})
+    with pytest.raises(QueryError, match="column 'nope' is not in the split"):
+        split.aggregate({"x": {"max": {"field": "nope"}}})
