@@ -153,8 +153,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     log = open_log(args.table, **_options(args.option))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.gettempdir()) / "indextables-search"
-    rows = search_table(log.store, log.snapshot(), args.query, work_dir, columns, args.limit)
+    rows = search_table(log.store, log.snapshot(), args.query, _cache(args), columns, args.limit)
     if args.json:
         for row in rows.to_pylist():
             print(json.dumps(row, default=str))
@@ -163,6 +162,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         for row in rows.to_pylist():
             print("\t".join("" if v is None else str(v) for v in row.values()))
         print(f"({rows.num_rows} rows)")
+    return 0
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    from executor_lib.cache.split_cache import SplitCache, default_cache
+
+    return SplitCache(Path(args.cache_dir)) if args.cache_dir else default_cache()
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    cache = _cache(args)
+    if args.action == "flush":
+        cache.flush()
+    print(json.dumps(cache.describe(), indent=2))
     return 0
 
 
@@ -241,8 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--columns", default=None, help="comma-separated columns to return (default: all)")
     s.add_argument("--limit", type=int, default=None)
     s.add_argument("--json", action="store_true", help="one JSON object per row")
-    s.add_argument("--work-dir", default=None, help="local directory for fetched splits")
+    s.add_argument("--cache-dir", default=None, help="split cache directory (default: INDEXTABLES_CACHE_DIR or tmp)")
     s.set_defaults(func=cmd_search)
+
+    cache = sub.add_parser("cache", help="describe or flush this node's split cache")
+    cache.add_argument("action", choices=["describe", "flush"])
+    cache.add_argument("--cache-dir", default=None)
+    cache.set_defaults(func=cmd_cache)
 
     demo = sub.add_parser("demo", help="create a demo table on the local filesystem and describe it")
     demo.add_argument("--path", default=None, help="where to create it (default: a new temporary directory)")

@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from executor_lib.cache.split_cache import SplitCache
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.searcher import SplitSearcher
-from executor_lib.splits.table_search import fetch_split
 from executor_lib.splits.writer import write_split
 from executor_lib.storage.base import ObjectStore
 
@@ -66,7 +66,7 @@ def merge_splits(
     sources: Sequence[AddAction],
     arrow_schema: pa.Schema,
     doc_mappings: Mapping[str, str | None],
-    work_dir: Path,
+    cache: SplitCache,
 ) -> AddAction:
     """One split holding every row of ``sources`` (all of one partition and one doc mapping)."""
     if len(sources) < 2:
@@ -80,8 +80,8 @@ def merge_splits(
     mapping_json: Any = mappings.pop()
     tables = []
     for add in sources:
-        local = fetch_split(store, add.path, work_dir)
-        tables.append(SplitSearcher(local, local.parent, arrow_schema, mapping_json).rows)
+        entry = cache.get(store, add.path)
+        tables.append(SplitSearcher(entry.split, entry.directory, arrow_schema, mapping_json).rows)
     rows = pa.concat_tables(tables)
     merged_ops = max(a.num_merge_ops or 0 for a in sources) + 1
     return write_and_upload(store, rows, DocMapping.from_json(mapping_json), sources[0].partition_values, merged_ops)

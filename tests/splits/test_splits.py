@@ -11,6 +11,7 @@ import pytest
 
 import executor_lib
 from executor_lib.actions import AddAction
+from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.errors import ConfigError
 from executor_lib.splits.bundle import CorruptSplitError, read_footer
@@ -110,20 +111,20 @@ def test_table_search_through_the_store(table: tuple[str, dict[str, Any]], tmp_p
                               footer_end_offset=written.footer.footer_end))  # fmt: skip
     log.commit(adds)
     snap = executor_lib.open_log(uri, **options).snapshot()
-    rows = search_table(store, snap, "tag:t0", tmp_path / "work", ["id", "day"])
+    rows = search_table(store, snap, "tag:t0", SplitCache(tmp_path / "work"), ["id", "day"])
     assert sorted(zip(rows.column("id").to_pylist(), rows.column("day").to_pylist(), strict=True)) == [
         (0, "2024-01-01"), (4, "2024-01-01"), (8, "2024-01-02"), (12, "2024-01-02"), (16, "2024-01-02"),
     ]  # fmt: skip
-    assert search_table(store, snap, "*", tmp_path / "work", limit=11).num_rows == 11
+    assert search_table(store, snap, "*", SplitCache(tmp_path / "work"), limit=11).num_rows == 11
     with pytest.raises(QueryError, match="columns \\['nope'\\] are not in the table"):
-        search_table(store, snap, "*", tmp_path / "work", ["nope"])
+        search_table(store, snap, "*", SplitCache(tmp_path / "work"), ["nope"])
 
 
 @pytest.mark.parametrize("name", TABLES)
 def test_indextables_search_on_every_jvm_table(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     table = COMPAT_ROOT / name
     snap = executor_lib.open_log(str(table)).snapshot()
-    work = ["--work-dir", str(tmp_path)]
+    work = ["--cache-dir", str(tmp_path)]
     assert cli_main(["search", str(table), "*", "--json", *work]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == snap.num_records
@@ -159,7 +160,7 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
     log.commit(parts)
     snap = log.snapshot()
     merged = merge_splits(
-        store, snap.files, DATA.schema, {a.path: snap.doc_mapping(a) for a in snap.files}, tmp_path / "work"
+        store, snap.files, DATA.schema, {a.path: snap.doc_mapping(a) for a in snap.files}, SplitCache(tmp_path / "w")
     )
     assert (merged.num_records, merged.num_merge_ops, merged.data_change) == (20, 1, False)
     assert (merged.min_values["id"], merged.max_values["id"]) == ("0", "19")
@@ -167,10 +168,10 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
                                        size=a.size) for a in snap.files)])  # fmt: skip
     after = executor_lib.open_log(uri, **options).snapshot()
     assert [f.path for f in after.files] == [merged.path]
-    rows = search_table(store, after, "*", tmp_path / "work2", ["id"])
+    rows = search_table(store, after, "*", SplitCache(tmp_path / "work2"), ["id"])
     assert sorted(rows.column("id").to_pylist()) == list(range(20))
     with pytest.raises(ConfigError, match="at least two splits"):
-        merge_splits(store, after.files, DATA.schema, {}, tmp_path / "work")
+        merge_splits(store, after.files, DATA.schema, {}, SplitCache(tmp_path / "w"))
 
 
 def test_merging_jvm_splits(tmp_path: Path) -> None:
@@ -188,7 +189,7 @@ def test_merging_jvm_splits(tmp_path: Path) -> None:
     sources = snap.files[:3]
     merged = merge_splits(
         ReadFromTableWriteElsewhere(), sources, snap.arrow_schema(),  # type: ignore[arg-type]
-        {a.path: snap.doc_mapping(a) for a in sources}, tmp_path / "work",
+        {a.path: snap.doc_mapping(a) for a in sources}, SplitCache(tmp_path / "work"),
     )  # fmt: skip
     assert merged.num_records == sum(a.num_records or 0 for a in sources)
     assert out.exists(merged.path)

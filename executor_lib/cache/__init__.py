@@ -1,0 +1,1 @@
+"""Node-local caches of split data (the NVMe split cache)."""

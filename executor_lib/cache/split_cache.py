@@ -1,0 +1,216 @@
+"""The node-local split cache ("NVMe cache"): L1 in memory for footers, L2 on local disk for splits.
+
+* **L2, disk.** One directory per split (keyed by the split's URI) holding ``data.split`` and
+  whatever searchers derive from it (extracted or transcoded index). A download goes to a
+  temporary file then is renamed, under an exclusive ``flock`` on the entry, so when several
+  Python worker processes of one node ask for the same split at once it is fetched once and
+  the others wait and then hit. LRU by last use (file mtime) within ``max_bytes``.
+* **L1, memory.** Parsed split footers, per process, LRU within ``l1_max_bytes``; with the
+  add action's footer offsets a footer costs one ranged read and no download.
+* **Counters** (hits, misses, bytes downloaded, evictions) are kept in ``stats.json`` in the
+  cache directory, updated under a lock, so another process (``indextables cache describe``)
+  can read them.
+
+Directory: ``INDEXTABLES_CACHE_DIR``, default ``<tmp>/indextables-split-cache-<uid>`` (a node's
+local disk). Budget: ``INDEXTABLES_CACHE_MAX_BYTES`` (default 10 GiB).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from executor_lib.protocol.actions import AddAction
+from executor_lib.splits.bundle import BundleFooter, footer_length_hint, parse_footer
+from executor_lib.storage.base import ObjectStore
+
+DATA_FILE = "data.split"
+_STATS = "stats.json"
+_COUNTERS = ("hits", "misses", "bytes_downloaded", "evictions", "footer_hits", "footer_misses")
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    directory: Path  # per-split work directory (derived data may live beside the split)
+    split: Path
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+class SplitCache:
+    def __init__(self, directory: Path, max_bytes: int = 10 << 30, l1_max_bytes: int = 64 << 20) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.l1_max_bytes = l1_max_bytes
+        self._footers: OrderedDict[str, tuple[BundleFooter, int]] = OrderedDict()
+        self._footer_bytes = 0
+        self._lock = threading.Lock()
+        (directory / "splits").mkdir(parents=True, exist_ok=True)
+
+    # --- L2 -----------------------------------------------------------------------------------
+
+    def _entry_dir(self, uri: str) -> Path:
+        return self.directory / "splits" / hashlib.sha256(uri.encode()).hexdigest()[:32]
+
+    def get(self, store: ObjectStore, key: str) -> CacheEntry:
+        """The split at ``key`` on local disk, downloading it at most once per node."""
+        uri = store.uri_of(key)
+        entry = self._entry_dir(uri)
+        split = entry / DATA_FILE
+        if split.exists():
+            self._touch(entry)
+            self._count(hits=1)
+            return CacheEntry(entry, split)
+        with _locked(entry.parent / f"{entry.name}.lock"):
+            if split.exists():  # another process downloaded it while we waited
+                self._count(hits=1)
+                return CacheEntry(entry, split)
+            entry.mkdir(parents=True, exist_ok=True)
+            data = store.read(key)
+            fd, tmp = tempfile.mkstemp(dir=entry, suffix=".part")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, split)
+            (entry / "source.uri").write_text(uri)
+        self._count(misses=1, bytes_downloaded=len(data))
+        self.evict(keep=entry)
+        return CacheEntry(entry, split)
+
+    def _touch(self, entry: Path) -> None:
+        with contextlib.suppress(OSError):
+            os.utime(entry)
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        out = []
+        for entry in (self.directory / "splits").iterdir():
+            if not entry.is_dir():
+                continue
+            size = sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
+            out.append((entry.stat().st_mtime, size, entry))
+        return sorted(out)
+
+    def evict(self, keep: Path | None = None) -> int:
+        """Remove least recently used splits until the cache fits ``max_bytes`` (never ``keep``,
+        the split just fetched for a caller); returns how many were removed."""
+        entries = self._entries()
+        total = sum(size for _, size, _ in entries)
+        evicted = 0
+        for _, size, entry in entries:
+            if total <= self.max_bytes:
+                break
+            if entry == keep:
+                continue
+            with _locked(entry.parent / f"{entry.name}.lock"):
+                shutil.rmtree(entry, ignore_errors=True)
+            total -= size
+            evicted += 1
+        if evicted:
+            self._count(evictions=evicted)
+        return evicted
+
+    def flush(self) -> None:
+        """Empty the cache (files and counters)."""
+        for entry in (self.directory / "splits").iterdir():
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+        with self._lock:
+            self._footers.clear()
+            self._footer_bytes = 0
+        with _locked(self.directory / f"{_STATS}.lock"):
+            (self.directory / _STATS).unlink(missing_ok=True)
+
+    # --- L1 -----------------------------------------------------------------------------------
+
+    def footer(self, store: ObjectStore, add: AddAction) -> BundleFooter:
+        """A split's footer: from memory, from a cached copy, or with one ranged read."""
+        uri = store.uri_of(add.path)
+        with self._lock:
+            found = self._footers.get(uri)
+            if found is not None:
+                self._footers.move_to_end(uri)
+        if found is not None:
+            self._count(footer_hits=1)
+            return found[0]
+        if add.footer_start_offset is not None and add.footer_end_offset is not None:
+            start = add.footer_start_offset
+            tail = store.read_range(add.path, start, add.footer_end_offset - start)
+            size = add.footer_end_offset
+        else:
+            size = store.head(add.path).size
+            start = max(0, size - footer_length_hint())
+            tail = store.read_range(add.path, start, size - start)
+        footer = parse_footer(tail, size, uri)
+        with self._lock:
+            self._footers[uri] = (footer, len(tail))
+            self._footer_bytes += len(tail)
+            while self._footer_bytes > self.l1_max_bytes and self._footers:
+                _, (_, n) = self._footers.popitem(last=False)
+                self._footer_bytes -= n
+        self._count(footer_misses=1, bytes_downloaded=len(tail))
+        return footer
+
+    def prewarm(self, store: ObjectStore, add: AddAction, footer_only: bool = False) -> None:
+        """Fetch a split (or only its footer) before queries need it."""
+        if footer_only:
+            self.footer(store, add)
+        else:
+            self.get(store, add.path)
+
+    # --- counters -----------------------------------------------------------------------------
+
+    def _count(self, **deltas: int) -> None:
+        path = self.directory / _STATS
+        with _locked(self.directory / f"{_STATS}.lock"):
+            try:
+                stats = json.loads(path.read_text())
+            except (OSError, ValueError):
+                stats = {}
+            for name, delta in deltas.items():
+                stats[name] = int(stats.get(name, 0)) + delta
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(stats))
+            os.replace(tmp, path)
+
+    def describe(self) -> dict[str, Any]:
+        try:
+            stats = json.loads((self.directory / _STATS).read_text())
+        except (OSError, ValueError):
+            stats = {}
+        entries = self._entries()
+        return {
+            "directory": str(self.directory),
+            "maxBytes": self.max_bytes,
+            "splitsCached": len(entries),
+            "bytesCached": sum(size for _, size, _ in entries),
+            "footersInMemory": len(self._footers),
+            **{name: int(stats.get(name, 0)) for name in _COUNTERS},
+            "describedAt": int(time.time() * 1000),
+        }
+
+
+def default_cache() -> SplitCache:
+    directory = os.environ.get("INDEXTABLES_CACHE_DIR") or str(
+        Path(tempfile.gettempdir()) / f"indextables-split-cache-{os.getuid()}"
+    )
+    max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
+    return SplitCache(Path(directory), max_bytes)

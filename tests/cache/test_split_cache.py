@@ -1,0 +1,125 @@
+"""The node-local split cache: warm reads touch no storage, one download per node, LRU budget."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import executor_lib
+from executor_lib.cache.split_cache import SplitCache
+from executor_lib.cli import main as cli_main
+from executor_lib.splits.bundle import read_footer
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.publish import write_and_upload
+from executor_lib.splits.table_search import search_table
+from executor_lib.storage import open_store
+from executor_lib.storage.base import ObjectStore
+
+DATA = pa.table({"id": pa.array(range(50), pa.int64()), "tag": [f"t{i % 5}" for i in range(50)]})
+
+
+class CountingStore:
+    """A real store that counts the reads of split data going through it."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner, self.reads = inner, 0
+
+    def read(self, key: str) -> bytes:
+        self.reads += 1
+        return self.inner.read(key)
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        self.reads += 1
+        return self.inner.read_range(key, start, length)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def make(uri: str, options: dict[str, Any], splits: int = 3) -> list[Any]:
+    schema = pa.schema([*DATA.schema])
+    log = executor_lib.create_table(uri, schema, **options)
+    store = open_store(uri, **options)
+    adds = [write_and_upload(store, DATA.slice(i * 10, 10), mapping_for(DATA.schema, {})) for i in range(splits)]
+    log.commit(adds)
+    return adds
+
+
+def test_warm_queries_read_no_split_data(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    uri, options = table
+    make(uri, options)
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    store = CountingStore(open_store(uri, **options))
+    cache = SplitCache(tmp_path / "cache")
+    cold = search_table(store, snap, "tag:t1", cache, ["id"])  # type: ignore[arg-type]
+    assert store.reads == 3
+    store.reads = 0
+    warm = search_table(store, snap, "tag:t1", SplitCache(tmp_path / "cache"), ["id"])  # type: ignore[arg-type]
+    assert store.reads == 0, "a warm query reads nothing from the object store"
+    assert sorted(warm.column("id").to_pylist()) == sorted(cold.column("id").to_pylist()) == [1, 6, 11, 16, 21, 26]
+    stats = cache.describe()
+    assert (stats["misses"], stats["hits"], stats["splitsCached"]) == (3, 3, 3)
+
+
+def test_footer_with_one_ranged_read_and_footer_only_prewarm(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    uri, options = table
+    adds = make(uri, options, splits=1)
+    store = CountingStore(open_store(uri, **options))
+    cache = SplitCache(tmp_path / "cache")
+    cache.prewarm(store, adds[0], footer_only=True)  # type: ignore[arg-type]
+    assert store.reads == 1 and cache.describe()["splitsCached"] == 0
+    footer = cache.footer(store, adds[0])  # type: ignore[arg-type]
+    assert store.reads == 1, "the second footer lookup is served from memory"
+    local = cache.get(store, adds[0].path)  # type: ignore[arg-type]
+    assert footer == read_footer(local.split)
+
+
+def _get(cache_dir: str, uri: str, key: str, barrier: Any) -> None:
+    barrier.wait(timeout=60)
+    SplitCache(Path(cache_dir)).get(open_store(uri), key)
+
+
+def test_concurrent_processes_download_once(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    (add,) = make(uri, {}, splits=1)
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_get, args=(str(tmp_path / "cache"), uri, add.path, barrier)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0] * 4
+    stats = SplitCache(tmp_path / "cache").describe()
+    assert (stats["misses"], stats["hits"], stats["bytes_downloaded"]) == (1, 3, add.size)
+
+
+def test_lru_eviction_within_the_budget(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    adds = make(uri, {}, splits=3)
+    store = open_store(uri)
+    cache = SplitCache(tmp_path / "cache", max_bytes=max(a.size for a in adds) + 500)
+    for a in adds:
+        cache.get(store, a.path)
+    stats = cache.describe()
+    assert stats["splitsCached"] == 1 and stats["evictions"] == 2
+    assert cache.get(store, adds[-1].path).split.exists()
+    assert cache.describe()["hits"] == 1
+
+
+def test_cache_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = str(tmp_path / "t")
+    make(uri, {}, splits=2)
+    assert cli_main(["search", uri, "*", "--json", "--cache-dir", str(tmp_path / "c")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 20
+    assert cli_main(["cache", "describe", "--cache-dir", str(tmp_path / "c")]) == 0
+    described = json.loads(capsys.readouterr().out)
+    assert (described["splitsCached"], described["misses"]) == (2, 2)
+    assert cli_main(["cache", "flush", "--cache-dir", str(tmp_path / "c")]) == 0
+    flushed = json.loads(capsys.readouterr().out)
+    assert (flushed["splitsCached"], flushed["misses"], flushed["bytesCached"]) == (0, 0, 0)
