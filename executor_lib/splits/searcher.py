@@ -13,7 +13,9 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,9 +25,17 @@ import pyarrow as pa
 import tantivy
 
 from executor_lib.errors import IndexTablesError
+from executor_lib.splits import filters
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, write_split
+
+_RANGE_TYPES = {
+    "i64": tantivy.FieldType.Integer,
+    "u64": tantivy.FieldType.Unsigned,
+    "f64": tantivy.FieldType.Float,
+    "datetime": tantivy.FieldType.Date,
+}
 
 
 class QueryError(IndexTablesError):
@@ -99,18 +109,84 @@ class SplitSearcher:
     def num_docs(self) -> int:
         return int(self.searcher.num_docs)
 
-    def _query(self, query: str | None) -> Any:
-        if query is None or query.strip() in ("", "*"):
+    def _query(self, query: str | filters.Filter | None) -> Any:
+        if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
+        if not isinstance(query, str):
+            return self._compile(query)
         try:
             return self.index.parse_query(query, self.text_fields)
         except ValueError as e:
             raise QueryError(f"query {query!r} does not parse: {e}") from e
 
-    def count(self, query: str | None = None) -> int:
+    def _field(self, column: str, what: str) -> Any:
+        field = self.mapping.field(column)
+        if field is None:
+            raise QueryError(f"{what}: column {column!r} is not in the split")
+        return field
+
+    def _value(self, field: Any, value: Any) -> Any:
+        if field.type == "datetime" and hasattr(value, "isoformat") and not hasattr(value, "hour"):
+            return datetime.datetime(value.year, value.month, value.day)
+        return value
+
+    def _compile(self, f: filters.Filter) -> Any:
+        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it)."""
+        schema = self.index.schema
+        if isinstance(f, filters.QueryString):
+            fields = [f.column] if f.column is not None else self.text_fields
+            if f.column is not None:
+                self._field(f.column, f"query {f.query!r}")
+            try:
+                return self.index.parse_query(f.query, fields)
+            except ValueError as e:
+                raise QueryError(f"query {f.query!r} does not parse: {e}") from e
+        if isinstance(f, (filters.And, filters.Or)):
+            children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
+            occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
+            return tantivy.Query.boolean_query([(occur, self._compile(c)) for c in children])
+        if isinstance(f, filters.Not):
+            return tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, tantivy.Query.all_query()), (tantivy.Occur.MustNot, self._compile(f.child))]
+            )
+        field = self._field(f.column, type(f).__name__)
+        exact_text = field.type == "text" and field.tokenizer == "raw"
+        if isinstance(f, (filters.Term, filters.TermIn)):
+            if field.type == "text" and not exact_text:
+                raise QueryError(f"equality on tokenized text column {f.column!r}: use a query string")
+            values = [f.value] if isinstance(f, filters.Term) else list(f.values)
+            values = [self._value(field, v) for v in values]
+            if isinstance(f, filters.Term):
+                return tantivy.Query.term_query(schema, f.column, values[0])
+            return tantivy.Query.term_set_query(schema, f.column, values)
+        if isinstance(f, filters.Between):
+            kind = _RANGE_TYPES.get(field.type)
+            if kind is None:
+                raise QueryError(f"range on column {f.column!r} of type {field.type}: not answerable by the index")
+            return tantivy.Query.range_query(
+                schema, f.column, kind, self._value(field, f.lower), self._value(field, f.upper),
+                include_lower=f.lower_inclusive, include_upper=f.upper_inclusive,
+            )  # fmt: skip
+        if isinstance(f, (filters.Prefix, filters.Contains, filters.Regex)):
+            if not exact_text:
+                raise QueryError(f"{type(f).__name__.lower()} on column {f.column!r}: needs an exact (string) field")
+            if isinstance(f, filters.Prefix):
+                pattern = re.escape(f.prefix) + ".*"
+            elif isinstance(f, filters.Contains):
+                pattern = ".*" + re.escape(f.substring) + ".*"
+            else:
+                pattern = f.pattern
+            return tantivy.Query.regex_query(schema, f.column, pattern)
+        if isinstance(f, filters.Exists):
+            if not field.fast:
+                raise QueryError(f"exists on column {f.column!r}: needs a fast field")
+            return tantivy.Query.exists_query(f.column)
+        raise QueryError(f"unsupported filter {f!r}")
+
+    def count(self, query: str | filters.Filter | None = None) -> int:
         return int(self.searcher.search(self._query(query), 1, count=True).count)  # type: ignore[attr-defined]
 
-    def aggregate(self, aggregations: Mapping[str, Any], query: str | None = None) -> dict[str, Any]:
+    def aggregate(self, aggregations: Mapping[str, Any], query: str | filters.Filter | None = None) -> dict[str, Any]:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats, terms, histogram,
         date_histogram, range) over the rows matching ``query``, computed on fast fields."""
         self._check_aggregation_fields(aggregations, "")
@@ -142,7 +218,7 @@ class SplitSearcher:
                     )
 
     def search(
-        self, query: str | None = None, columns: Sequence[str] | None = None, limit: int | None = None
+        self, query: str | filters.Filter | None = None, columns: Sequence[str] | None = None, limit: int | None = None
     ) -> pa.Table:
         """Matching rows, best first, as Arrow (``columns`` of the split's data, all by default)."""
         if columns is not None:

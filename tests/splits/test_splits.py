@@ -216,3 +216,33 @@ def test_aggregations_on_fast_fields(split: SplitSearcher) -> None:
         split.aggregate({"t": {"terms": {"field": "title"}}})
     with pytest.raises(QueryError, match="column 'nope' is not in the split"):
         split.aggregate({"x": {"max": {"field": "nope"}}})
+
+
+def test_structured_filters(split: SplitSearcher) -> None:
+    from executor_lib.splits import filters as f
+
+    def ids(flt: f.Filter) -> list[int]:
+        return sorted(split.search(flt, ["id"]).column("id").to_pylist())
+
+    assert ids(f.Term("tag", "t1")) == [1, 5, 9, 13, 17]
+    assert ids(f.Term("id", 7)) == [7]
+    assert ids(f.TermIn("tag", ("t0", "t3"))) == [0, 3, 4, 7, 8, 11, 12, 15, 16, 19]
+    assert ids(f.And((f.Between("id", lower=3, lower_inclusive=False), f.Between("id", upper=6)))) == [4, 5, 6]
+    assert ids(f.Between("score", 8.5, None)) == [17, 18, 19]
+    assert ids(f.Prefix("tag", "t2")) == [2, 6, 10, 14, 18]
+    assert ids(f.Contains("tag", "3")) == [3, 7, 11, 15, 19]
+    assert ids(f.Regex("tag", "t[01]")) == [0, 1, 4, 5, 8, 9, 12, 13, 16, 17]
+    assert ids(f.Or((f.Term("id", 1), f.Term("id", 2)))) == [1, 2]
+    assert ids(f.And((f.Not(f.Term("tag", "t0")), f.Between("id", upper=4)))) == [1, 2, 3]
+    assert ids(f.And((f.QueryString("red", "title"), f.Term("tag", "t1")))) == [1, 5, 9, 13, 17]
+    assert ids(f.QueryString("blue")) == list(range(0, 20, 2))
+    assert ids(f.Exists("id")) == list(range(20))
+    assert split.count(f.Term("tag", "t1")) == 5
+    with pytest.raises(QueryError, match="equality on tokenized text column 'title'"):
+        split.search(f.Term("title", "red"))
+    with pytest.raises(QueryError, match="range on column 'tag' of type text"):
+        split.search(f.Between("tag", "a", "b"))
+    with pytest.raises(QueryError, match="prefix on column 'title': needs an exact"):
+        split.search(f.Prefix("title", "it"))
+    with pytest.raises(QueryError, match="column 'nope' is not in the split"):
+        split.search(f.Term("nope", 1))
