@@ -108,9 +108,10 @@ def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path) -> WrittenS
         schema = tantivy_schema(mapping)
         index = tantivy.Index(schema, path=str(work))
         writer = index.writer(_WRITER_HEAP, 1)
-        names = data.column_names
-        for row, values in enumerate(zip(*(c.to_pylist() for c in _index_ready(data).columns), strict=True)):
-            doc = {n: v for n, v in zip(names, values, strict=True) if v is not None}
+        has_nulls = any(c.null_count for c in data.columns)
+        for row, doc in enumerate(_index_ready(data).to_pylist()):  # row dicts built by Arrow, in C
+            if has_nulls:
+                doc = {k: v for k, v in doc.items() if v is not None}
             doc[ROW_FIELD] = row
             writer.add_document(tantivy.Document.from_dict(doc, schema))
         writer.commit()

@@ -246,3 +246,27 @@ def test_structured_filters(split: SplitSearcher) -> None:
         split.search(f.Prefix("title", "it"))
     with pytest.raises(QueryError, match="column 'nope' is not in the split"):
         split.search(f.Term("nope", 1))
+
+
+def test_nulls_dates_and_binary_columns(tmp_path: Path) -> None:
+    import datetime
+
+    from executor_lib.splits import filters as f
+
+    rows = pa.table(
+        {
+            "id": pa.array([1, None, 3], pa.int64()),
+            "name": ["a", None, "c"],
+            "day": pa.array([None, datetime.date(2024, 1, 2), datetime.date(2024, 1, 3)], pa.date32()),
+            "blob": pa.array([b"x", b"y", None], pa.binary()),
+        }
+    )
+    written = write_split(rows, mapping_for(rows.schema, {}), tmp_path)
+    assert (written.min_values["day"], written.max_values["day"]) == ("2024-01-02", "2024-01-03")
+    assert "blob" not in written.min_values
+    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    assert searcher.search("*").to_pylist() == rows.to_pylist(), "the columnar copy keeps nulls, dates and bytes"
+    assert searcher.search(f.Term("day", datetime.date(2024, 1, 3)), ["name"]).column("name").to_pylist() == ["c"]
+    assert searcher.count(f.Exists("id")) == 2
+    with pytest.raises(QueryError, match="range on column 'blob' of type bytes"):
+        searcher.search(f.Between("blob", b"a", b"z"))

@@ -1,0 +1,145 @@
+"""Split engine benchmark: indexing throughput, Arrow materialization, cold vs warm queries.
+
+Run: ``.venv/bin/python benchmarks/split_benchmark.py [--rows 1000000] [--out split_benchmark.json]``
+
+* indexing: ``write_split`` (Tantivy index + columnar copy + bundle) against raw ``tantivy``
+  indexing of the same documents with the same schema and one thread (the baseline, same run);
+* materialization: a query returning 10% of the rows of a ``--rows`` split, rows/s into Arrow;
+* cold vs warm: the same query through the split cache, first with an empty cache, then
+  warm, counting object-store reads (a warm query makes none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import tantivy
+
+import executor_lib
+from executor_lib.cache.split_cache import SplitCache
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.publish import write_and_upload
+from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.table_search import search_table
+from executor_lib.splits.writer import tantivy_schema, write_split
+from executor_lib.storage import open_store
+
+OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
+
+
+def make_rows(n: int) -> pa.Table:
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "tag": pa.array([f"t{i % 10}" for i in range(n)]),
+            "message": pa.array([f"{words[i % 8]} {words[(i // 8) % 8]} event {i % 1000}" for i in range(n)]),
+            "score": pa.array([i * 0.5 for i in range(n)]),
+        }
+    )
+
+
+def raw_tantivy(rows: pa.Table, workdir: Path) -> float:
+    """Baseline: the same documents into the same Tantivy schema, one thread, plain Python dicts."""
+    mapping = mapping_for(rows.schema, OPTIONS)
+    schema = tantivy_schema(mapping)
+    docs = rows.to_pylist()
+    start = time.perf_counter()
+    index = tantivy.Index(schema, path=str(workdir))
+    writer = index.writer(256 * 1024 * 1024, 1)
+    for i, doc in enumerate(docs):
+        doc["__row"] = i
+        writer.add_document(tantivy.Document.from_dict(doc, schema))
+    writer.commit()
+    writer.wait_merging_threads()
+    return time.perf_counter() - start
+
+
+def indexing(rows: pa.Table, root: Path) -> dict[str, Any]:
+    raw_dir = root / "raw"
+    raw_dir.mkdir(parents=True)
+    raw = raw_tantivy(rows, raw_dir)
+    start = time.perf_counter()
+    write_split(rows, mapping_for(rows.schema, OPTIONS), root / "ours")
+    ours = time.perf_counter() - start
+    return {"rows": rows.num_rows, "raw_tantivy_s": raw, "write_split_s": ours, "ratio_vs_raw": raw / ours}
+
+
+def materialization(rows: pa.Table, root: Path) -> dict[str, Any]:
+    written = write_split(rows, mapping_for(rows.schema, OPTIONS), root / "big")
+    searcher = SplitSearcher(written.path, root / "big-work", rows.schema, None)
+    searcher.search("tag:t3", limit=10)  # open and warm
+    start = time.perf_counter()
+    result = searcher.search("tag:t3")
+    elapsed = time.perf_counter() - start
+    return {"split_rows": rows.num_rows, "rows_returned": result.num_rows, "seconds": elapsed,
+            "rows_per_second": result.num_rows / elapsed}  # fmt: skip
+
+
+class CountingStore:
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.reads = inner, 0
+
+    def read(self, key: str) -> bytes:
+        self.reads += 1
+        return bytes(self.inner.read(key))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def cold_warm(rows: pa.Table, root: Path) -> dict[str, Any]:
+    uri = str(root / "table")
+    log = executor_lib.create_table(uri, rows.schema)
+    store = open_store(uri)
+    log.commit([write_and_upload(store, rows.slice(i, rows.num_rows // 4), mapping_for(rows.schema, OPTIONS))
+                for i in range(0, rows.num_rows, rows.num_rows // 4)])  # fmt: skip
+    snap = log.snapshot()
+    counting = CountingStore(store)
+    timings = {}
+    for label in ("cold", "warm"):
+        counting.reads = 0
+        start = time.perf_counter()
+        search_table(counting, snap, "tag:t3 AND message:alpha", SplitCache(root / "cache"), ["id"])  # type: ignore[arg-type]
+        timings[f"{label}_s"] = time.perf_counter() - start
+        timings[f"{label}_store_reads"] = counting.reads
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the materialization split")
+    parser.add_argument("--index-rows", type=int, default=200_000)
+    parser.add_argument("--out", default="split_benchmark.json")
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="indextables-split-bench-"))
+    try:
+        results = {
+            "indexing": indexing(make_rows(args.index_rows), root / "i"),
+            "materialization": materialization(make_rows(args.rows), root / "m"),
+            "cold_warm": cold_warm(make_rows(args.index_rows), root / "c"),
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    i, m, c = results["indexing"], results["materialization"], results["cold_warm"]
+    print(f"indexing {i['rows']} rows: raw tantivy {i['raw_tantivy_s']:.2f}s, write_split {i['write_split_s']:.2f}s "
+          f"-> {i['ratio_vs_raw']:.2f}x of raw (goal >= 0.8x)")  # fmt: skip
+    print(f"materialization: {m['rows_returned']} of {m['split_rows']} rows in {m['seconds']:.3f}s "
+          f"-> {m['rows_per_second'] / 1e6:.2f}M rows/s (goal >= 2M rows/s)")  # fmt: skip
+    print(f"query through the split cache: cold {c['cold_s']:.3f}s ({c['cold_store_reads']} store reads), "
+          f"warm {c['warm_s']:.3f}s ({c['warm_store_reads']} store reads)")  # fmt: skip
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"numbers written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
