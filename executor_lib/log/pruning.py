@@ -1,8 +1,10 @@
 """Data skipping: which files (or manifests) may hold rows matching simple predicates.
 
-Predicates are a conjunction of ``Eq``, ``In`` and ``Range`` on partition columns
-(compared with the file's ``partitionValues``) or data columns (compared with its
-``minValues``/``maxValues`` statistics). Values are compared by the column's Spark type:
+Predicates are a conjunction of filters (``executor_lib.filters``; ``Eq``, ``In`` and
+``Range`` here are ``Term``, ``TermIn`` and ``Between``) on partition columns (compared with
+the file's ``partitionValues``) or data columns (compared with its ``minValues``/``maxValues``
+statistics). ``And``/``Or`` combine, ``Prefix`` is judged as a range; ``Not``, query strings,
+regexes, ``Contains`` and ``Exists`` never skip a file. Values are compared by the column's Spark type:
 numbers as numbers (so partition ``10`` sorts after ``9``), everything else as strings.
 A file is skipped only when its values *cannot* match: missing statistics, unparsable
 values and unknown columns always keep the file. Statistics of strings are truncated
@@ -15,9 +17,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from executor_lib import filters
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 
@@ -25,30 +27,11 @@ STATS_TRUNCATION_LENGTH = 32
 _NUMERIC_TYPES = {"byte", "short", "integer", "long", "float", "double"}
 
 
-@dataclass(frozen=True)
-class Eq:
-    column: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class In:
-    column: str
-    values: tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class Range:
-    """``lower <(=) column <(=) upper``; either bound may be None (unbounded)."""
-
-    column: str
-    lower: Any = None
-    upper: Any = None
-    lower_inclusive: bool = True
-    upper_inclusive: bool = True
-
-
-Predicate = Eq | In | Range
+# The data-skipping names for the shared filter vocabulary (``executor_lib.filters``).
+Eq = filters.Term
+In = filters.TermIn
+Range = filters.Between
+Predicate = filters.Filter
 
 
 def gt(column: str, value: Any) -> Range:
@@ -96,14 +79,39 @@ class _Comparator:
 
 def _check_predicates(predicates: Sequence[Predicate], types: Mapping[str, str]) -> None:
     for p in predicates:
-        if not isinstance(p, (Eq, In, Range)):
-            raise ConfigError(f"unsupported predicate {p!r}: use Eq, In or Range")
-        if p.column not in types:
+        if isinstance(p, (filters.And, filters.Or)):
+            _check_predicates(p.children, types)
+        elif isinstance(p, filters.Not):
+            _check_predicates((p.child,), types)
+        elif not isinstance(p, _LEAVES):
+            raise ConfigError(f"unsupported predicate {p!r}: use the filters of executor_lib.filters")
+        elif getattr(p, "column", None) is not None and p.column not in types:
             raise ConfigError(f"predicate on unknown column {p.column!r} (columns: {sorted(types)})")
 
 
-def _interval_may_match(p: Predicate, low: Any, high: Any, cmp: _Comparator) -> bool:
-    """May a value in [low, high] satisfy ``p``? ``None`` bounds are unknown (unbounded)."""
+_LEAVES = (
+    filters.Term, filters.TermIn, filters.Between, filters.Prefix, filters.Contains, filters.Regex,
+    filters.Exists, filters.QueryString,
+)  # fmt: skip
+
+
+def _may_match(p: Predicate, judge: Any) -> bool:
+    """Three-valued walk: ``judge(leaf)`` says whether a leaf may match; unknown kinds keep the file."""
+    if isinstance(p, filters.And):
+        return all(_may_match(c, judge) for c in p.children)
+    if isinstance(p, filters.Or):
+        return any(_may_match(c, judge) for c in p.children)
+    if isinstance(p, (filters.Term, filters.TermIn, filters.Between, filters.Prefix)):
+        return bool(judge(p))
+    return True  # Not, query strings, regex, contains, exists: cannot be judged from bounds
+
+
+def _interval_may_match(p: Any, low: Any, high: Any, cmp: _Comparator) -> bool:
+    """May a value in [low, high] satisfy leaf ``p``? ``None`` bounds are unknown (unbounded)."""
+    if isinstance(p, filters.Prefix):
+        if cmp.numeric:
+            return True
+        return _range_overlaps(p.prefix, p.prefix + "\U0010ffff", True, True, low, high)
     if isinstance(p, Eq):
         return _range_overlaps(cmp.key(p.value), cmp.key(p.value), True, True, low, high)
     if isinstance(p, In):
@@ -126,7 +134,7 @@ def _range_overlaps(lower: Any, upper: Any, lower_inclusive: bool, upper_inclusi
     return True
 
 
-def _value_may_match(p: Predicate, value: Any, cmp: _Comparator) -> bool:
+def _value_may_match(p: Any, value: Any, cmp: _Comparator) -> bool:
     """Does one exact value (a partition value) satisfy ``p``?"""
     key = cmp.key(value)
     if value is None:
@@ -150,16 +158,15 @@ def file_may_match(
 ) -> bool:
     """False only if ``add`` certainly holds no row matching all ``predicates``."""
     partition = set(partition_columns)
-    for p in predicates:
+
+    def judge(p: Any) -> bool:
         cmp = _Comparator(types.get(p.column))
         if p.column in partition:
-            if p.column in add.partition_values and not _value_may_match(p, add.partition_values[p.column], cmp):
-                return False
-        else:
-            low, high = _stats_bounds(add, p.column, cmp)
-            if not _interval_may_match(p, low, high, cmp):
-                return False
-    return True
+            return p.column not in add.partition_values or _value_may_match(p, add.partition_values[p.column], cmp)
+        low, high = _stats_bounds(add, p.column, cmp)
+        return _interval_may_match(p, low, high, cmp)
+
+    return all(_may_match(p, judge) for p in predicates)
 
 
 def bounds_may_match(
@@ -172,14 +179,15 @@ def bounds_may_match(
     """
     if not bounds:
         return True
-    for p in predicates:
+
+    def judge(p: Any) -> bool:
         b = bounds.get(p.column)
         cmp = _Comparator(types.get(p.column))
         if b is None or cmp.numeric:
-            continue
-        if not _interval_may_match(p, cmp.key(b.get("min")), cmp.key(b.get("max")), cmp):
-            return False
-    return True
+            return True
+        return _interval_may_match(p, cmp.key(b.get("min")), cmp.key(b.get("max")), cmp)
+
+    return all(_may_match(p, judge) for p in predicates)
 
 
 def prune_files(

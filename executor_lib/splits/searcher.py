@@ -24,8 +24,8 @@ from typing import Any
 import pyarrow as pa
 import tantivy
 
+from executor_lib import filters
 from executor_lib.errors import IndexTablesError
-from executor_lib.splits import filters
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, write_split

@@ -136,3 +136,23 @@ def test_numeric_partitions_are_not_pruned_by_string_ordered_manifest_bounds(tmp
         listing = executor_lib.open_log(str(tmp_path / "n")).list_files([Eq("p", value)])
         assert [f.path for f in listing.files] == [f"p={value}/a.split"]
     assert bounds_may_match({"p": {"min": "10", "max": "9"}}, [Eq("p", 50)], {"p": "integer"})
+
+
+def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() -> None:
+    from executor_lib import filters as f
+
+    snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
+
+    def days(*preds: f.Filter) -> set[str]:
+        return {a.partition_values["date"] for a in snap.list_files(list(preds))}  # type: ignore[misc]
+
+    all_days = days()
+    assert days(f.Or((f.Term("date", "2024-01-01"), f.Term("date", "2024-05-01")))) == {"2024-01-01", "2024-05-01"}
+    assert days(f.Prefix("date", "2024-0"), f.Prefix("date", "2024-03")) == {"2024-03-01"}
+    assert days(f.And((f.Prefix("date", "2024"), f.Between("date", upper="2024-02-01")))) == {
+        "2024-01-01", "2024-02-01",
+    }  # fmt: skip
+    assert days(f.Not(f.Term("date", "2024-01-01"))) == all_days  # never skips: not judged from bounds
+    assert days(f.QueryString("text:anything")) == all_days
+    with pytest.raises(ConfigError, match="unknown column 'nope'"):
+        snap.list_files([f.Or((f.Term("date", "x"), f.Prefix("nope", "y")))])

@@ -219,7 +219,7 @@ def test_aggregations_on_fast_fields(split: SplitSearcher) -> None:
 
 
 def test_structured_filters(split: SplitSearcher) -> None:
-    from executor_lib.splits import filters as f
+    from executor_lib import filters as f
 
     def ids(flt: f.Filter) -> list[int]:
         return sorted(split.search(flt, ["id"]).column("id").to_pylist())
@@ -251,7 +251,7 @@ def test_structured_filters(split: SplitSearcher) -> None:
 def test_nulls_dates_and_binary_columns(tmp_path: Path) -> None:
     import datetime
 
-    from executor_lib.splits import filters as f
+    from executor_lib import filters as f
 
     rows = pa.table(
         {

@@ -1,9 +1,11 @@
-"""Structured search filters (what Spark filter pushdown produces), independent of Tantivy.
+"""Structured filters (what Spark filter pushdown produces): one vocabulary for data skipping
+and for search. Standard library only.
 
-``splits.searcher`` compiles a filter tree into a Tantivy query. A filter a split's field
-type cannot answer exactly (a range on a tokenized text field, equality on tokenized text,
-``exists`` on a field without a fast field) is a ``QueryError`` naming the column, so the
-caller can keep that predicate in Spark instead.
+``log.pruning`` uses a filter tree to skip files and manifests by partition values and
+min/max statistics (anything it cannot judge keeps the file); ``splits.searcher`` compiles
+it into a Tantivy query. A filter a split's field type cannot answer exactly (a range on a
+tokenized text field, equality on tokenized text, ``exists`` on a field without a fast
+field) is a ``QueryError`` naming the column, so the caller can keep that predicate in Spark.
 """
 
 from __future__ import annotations
