@@ -41,7 +41,7 @@ def write_and_upload(
     with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp:
         written = write_split(rows, mapping, Path(tmp))
         key = f"{partition_path(partition_values)}splits/{written.path.name}"
-        store.put(key, written.path.read_bytes())
+        store.put_file(key, str(written.path))
         size = written.path.stat().st_size
     return AddAction(
         path=key,

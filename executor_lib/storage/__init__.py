@@ -31,6 +31,8 @@ _S3_OPTION_ALIASES = {
     "region_name": "region",
 }
 _S3_FIELDS = {
+    "multipart_threshold",
+    "multipart_chunksize",
     "endpoint_url",
     "region",
     "access_key_id",
@@ -77,10 +79,12 @@ def _convert(field: str, value: Any) -> Any:
         if text not in ("true", "false", "1", "0", "yes", "no"):
             raise ValueError("expected true or false")
         return text in ("true", "1", "yes")
-    if field == "max_attempts":
+    if field in ("max_attempts", "multipart_threshold", "multipart_chunksize"):
         number = int(value)
         if number < 1:
             raise ValueError("must be at least 1")
+        if field == "multipart_chunksize" and number < 5 * 1024 * 1024:
+            raise ValueError("S3 parts must be at least 5 MiB")
         return number
     if field in ("connect_timeout", "read_timeout"):
         seconds = float(value)

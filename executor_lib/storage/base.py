@@ -73,6 +73,11 @@ class ObjectStore(abc.ABC):
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         """Create ``key`` atomically; raise ObjectAlreadyExistsError if it exists."""
 
+    def put_file(self, key: str, local_path: str) -> None:
+        """Upload a local file to ``key`` (create or replace). Backends stream large files."""
+        with open(local_path, "rb") as f:
+            self.put(key, f.read())
+
     @abc.abstractmethod
     def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
         """Objects whose key starts with ``prefix`` and sorts after ``start_after``, in key order.

@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import errno
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,6 +87,17 @@ class LocalStore(ObjectStore):
         target = self._path(key)
         try:
             tmp = self._write_temp(target, data)
+            os.replace(tmp, target)
+            _fsync_dir(target.parent)
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
+
+    def put_file(self, key: str, local_path: str) -> None:
+        target = self._path(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
+            shutil.copyfile(local_path, tmp)
             os.replace(tmp, target)
             _fsync_dir(target.parent)
         except OSError as e:

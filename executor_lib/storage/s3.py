@@ -41,6 +41,8 @@ class S3Options:
     max_attempts: int = 5
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
+    multipart_threshold: int = 64 * 1024 * 1024
+    multipart_chunksize: int = 16 * 1024 * 1024
 
 
 # Error codes that no retry can fix.
@@ -148,6 +150,21 @@ class S3Store(ObjectStore):
             self.client.put_object(Bucket=self._bucket, Key=self._key(key), Body=data)
         except (ClientError, BotoCoreError) as e:
             raise self._fail(key, "write", e) from e
+
+    def put_file(self, key: str, local_path: str) -> None:
+        """Upload a file; above ``multipart_threshold`` bytes as a multipart upload (never used for
+        conditional writes: splits have unique names and need none)."""
+        from boto3.s3.transfer import TransferConfig
+
+        config = TransferConfig(
+            multipart_threshold=self._options.multipart_threshold, multipart_chunksize=self._options.multipart_chunksize
+        )
+        try:
+            self.client.upload_file(local_path, self._bucket, self._key(key), Config=config)
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(key, "upload", e) from e
+        except boto3.exceptions.S3UploadFailedError as e:
+            raise StorageError(f"{self.uri_of(key)}: upload failed: {type(e).__name__}", self.uri_of(key)) from e
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         kwargs: dict[str, Any] = {
