@@ -21,7 +21,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -410,7 +410,7 @@ class TransactionLog:
         self._head = _Head(version, protocol, metadata)
         try:
             if self._uses_avro_state(protocol):
-                self.write_state(version)
+                self.write_state(version, known_actions={version: final})
             elif self.config.checkpoint_enabled and version > 0 and version % self.config.checkpoint_interval == 0:
                 self.checkpoint(version)
         except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
@@ -451,14 +451,24 @@ class TransactionLog:
         manifest = read_state_manifest(self.store, version) or self.write_state(version)
         return _state_checkpoint_info(manifest)
 
-    def write_state(self, version: int, force_compaction: bool = False) -> StateManifest:
-        """Write the Avro state of ``version``: incrementally on the newest earlier state when there is one."""
+    def write_state(
+        self,
+        version: int,
+        force_compaction: bool = False,
+        known_actions: Mapping[int, list[Action]] | None = None,
+    ) -> StateManifest:
+        """Write the Avro state of ``version``: incrementally on the newest earlier state when there is one.
+
+        ``known_actions`` are version files the caller already holds (a commit's own actions), not read again.
+        """
+        known = known_actions or {}
         base = self._newest_state_before(version)
         versions: list[tuple[int, list[Action]]] | None = None
         if base is not None:
             try:
                 versions = [
-                    (v, read_version_actions(self.store, v)) for v in range(base.state_version + 1, version + 1)
+                    (v, known[v] if v in known else read_version_actions(self.store, v))
+                    for v in range(base.state_version + 1, version + 1)
                 ]
             except ObjectNotFoundError:
                 versions = None
