@@ -109,3 +109,135 @@ def combine_ranges(children: tuple[Filter, ...]) -> tuple[Filter, ...]:
             upper, upper_inc = child.upper, child.upper_inclusive
         merged[child.column] = Between(child.column, lower, upper, lower_inc, upper_inc)
     return (*merged.values(), *rest)
+
+
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def regex_escape(text: str) -> str:
+    """``text`` as a literal inside a Tantivy (Rust ``regex``) or RE2 pattern."""
+    return "".join("\\" + c if c in _REGEX_META else c for c in text)
+
+
+def prefix_pattern(prefix: str) -> str:
+    return "(?s)" + regex_escape(prefix) + ".*"
+
+
+def suffix_pattern(suffix: str) -> str:
+    return "(?s).*" + regex_escape(suffix)
+
+
+def contains_pattern(substring: str) -> str:
+    return "(?s).*" + regex_escape(substring) + ".*"
+
+
+# --- JSON form ------------------------------------------------------------------------------
+# What the Spark Connect client sends in the ``filter`` read option (it has no executor_lib):
+#   {"op": "and"|"or", "children": [...]}, {"op": "not", "child": {...}},
+#   {"op": "term", "column": c, "value": v}, {"op": "in", "column": c, "values": [...]},
+#   {"op": "range", "column": c, "lower": v, "upper": v, "lowerInclusive": b, "upperInclusive": b},
+#   {"op": "prefix"|"contains"|"regex", "column": c, "value": s}, {"op": "exists", "column": c},
+#   {"op": "query", "query": q, "column": c or null}
+# Values are JSON scalars; dates and timestamps are ISO-8601 strings, typed by the column
+# (see ``coerce_values``).
+
+
+def to_json(f: Filter) -> dict[str, Any]:
+    """The JSON form of a filter tree."""
+    if isinstance(f, (And, Or)):
+        return {"op": "and" if isinstance(f, And) else "or", "children": [to_json(c) for c in f.children]}
+    if isinstance(f, Not):
+        return {"op": "not", "child": to_json(f.child)}
+    if isinstance(f, Term):
+        return {"op": "term", "column": f.column, "value": _json_value(f.value)}
+    if isinstance(f, TermIn):
+        return {"op": "in", "column": f.column, "values": [_json_value(v) for v in f.values]}
+    if isinstance(f, Between):
+        return {
+            "op": "range", "column": f.column, "lower": _json_value(f.lower), "upper": _json_value(f.upper),
+            "lowerInclusive": f.lower_inclusive, "upperInclusive": f.upper_inclusive,
+        }  # fmt: skip
+    if isinstance(f, Prefix):
+        return {"op": "prefix", "column": f.column, "value": f.prefix}
+    if isinstance(f, Contains):
+        return {"op": "contains", "column": f.column, "value": f.substring}
+    if isinstance(f, Regex):
+        return {"op": "regex", "column": f.column, "value": f.pattern}
+    if isinstance(f, Exists):
+        return {"op": "exists", "column": f.column}
+    return {"op": "query", "query": f.query, "column": f.column}
+
+
+def _json_value(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def from_json(obj: Any, where: str = "filter") -> Filter:
+    """Parse the JSON form; ``ValueError`` names the offending part (``where`` is its path)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
+        raise ValueError(f"{where}: expected an object with an 'op', got {obj!r}")
+    op = obj["op"]
+    try:
+        if op in ("and", "or"):
+            kids = obj["children"]
+            if not isinstance(kids, list) or not kids:
+                raise ValueError(f"{where}: '{op}' needs a non-empty 'children' list")
+            children = tuple(from_json(c, f"{where}.{op}[{i}]") for i, c in enumerate(kids))
+            return And(children) if op == "and" else Or(children)
+        if op == "not":
+            return Not(from_json(obj["child"], f"{where}.not"))
+        if op == "query":
+            return QueryString(_text(obj["query"], where), obj.get("column"))
+        column = _text(obj["column"], where)
+        if op == "term":
+            return Term(column, obj["value"])
+        if op == "in":
+            return TermIn(column, tuple(obj["values"]))
+        if op == "range":
+            return Between(
+                column, obj.get("lower"), obj.get("upper"),
+                bool(obj.get("lowerInclusive", True)), bool(obj.get("upperInclusive", True)),
+            )  # fmt: skip
+        if op in ("prefix", "contains", "regex"):
+            value = _text(obj["value"], where)
+            if op == "prefix":
+                return Prefix(column, value)
+            return Contains(column, value) if op == "contains" else Regex(column, value)
+        if op == "exists":
+            return Exists(column)
+    except KeyError as e:
+        raise ValueError(f"{where}: '{op}' is missing {e}") from e
+    raise ValueError(f"{where}: unknown op {op!r}")
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def columns_of(f: Filter) -> set[str]:
+    """Every column a filter tree names (``QueryString`` over all fields names none)."""
+    if isinstance(f, (And, Or)):
+        return set().union(*(columns_of(c) for c in f.children))
+    if isinstance(f, Not):
+        return columns_of(f.child)
+    column = getattr(f, "column", None)
+    return {column} if column is not None else set()
+
+
+def map_values(f: Filter, convert: Any) -> Filter:
+    """The same tree with every comparison value replaced by ``convert(column, value)``."""
+    if isinstance(f, (And, Or)):
+        return type(f)(tuple(map_values(c, convert) for c in f.children))
+    if isinstance(f, Not):
+        return Not(map_values(f.child, convert))
+    if isinstance(f, Term):
+        return Term(f.column, convert(f.column, f.value))
+    if isinstance(f, TermIn):
+        return TermIn(f.column, tuple(convert(f.column, v) for v in f.values))
+    if isinstance(f, Between):
+        lower = None if f.lower is None else convert(f.column, f.lower)
+        upper = None if f.upper is None else convert(f.column, f.upper)
+        return Between(f.column, lower, upper, f.lower_inclusive, f.upper_inclusive)
+    return f

@@ -4,4 +4,6 @@
 source "$(dirname "$0")/_venv.sh" "test,dev"
 .venv/bin/ruff check .
 .venv/bin/mypy
-exec .venv/bin/python -m pytest -n 2 -m "not slow" "$@"
+# --dist loadgroup: the classic and the Spark Connect session tests each stay on one worker
+# (PySpark cannot hold both kinds of session in one process).
+exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not slow" "$@"

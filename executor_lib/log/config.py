@@ -111,6 +111,9 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
 }
 
 
+OPTION_NAMES: tuple[str, ...] = tuple(_OPTIONS)  # without the "spark.indextables." prefix
+
+
 def split_options(options: Mapping[str, Any]) -> tuple[LogConfig, dict[str, Any]]:
     """Separate log settings from storage options."""
     config = LogConfig.from_options(options)

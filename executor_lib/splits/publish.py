@@ -35,11 +35,12 @@ def write_and_upload(
     mapping: DocMapping,
     partition_values: Mapping[str, str | None] | None = None,
     num_merge_ops: int | None = None,
+    heap_bytes: int | None = None,
 ) -> AddAction:
     """Index ``rows`` into one split, upload it to the table's store and describe it as an add."""
     partition_values = dict(partition_values or {})
     with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp:
-        written = write_split(rows, mapping, Path(tmp))
+        written = write_split(rows, mapping, Path(tmp), heap_bytes)
         key = f"{partition_path(partition_values)}splits/{written.path.name}"
         store.put_file(key, str(written.path))
         size = written.path.stat().st_size

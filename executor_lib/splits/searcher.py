@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import datetime
 import json
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import tantivy
 
 from executor_lib import filters
 from executor_lib.errors import IndexTablesError
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, write_split
+from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, tantivy_schema, write_split
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,
@@ -40,6 +40,22 @@ _RANGE_TYPES = {
 
 class QueryError(IndexTablesError):
     """A query that cannot run: bad syntax, unknown column, a field type that cannot answer it."""
+
+
+def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
+    """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs)."""
+    index = tantivy.Index(tantivy_schema(mapping))
+    if query.column is not None:
+        field = mapping.field(query.column)
+        if field is None or not field.indexed:
+            raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
+        fields = [query.column]
+    else:
+        fields = [f.name for f in mapping.fields if f.type in ("text", "json") and f.indexed]
+    try:
+        index.parse_query(query.query, fields)
+    except ValueError as e:
+        raise QueryError(f"query {query.query!r} does not parse: {e}") from e
 
 
 class SplitSearcher:
@@ -171,9 +187,9 @@ class SplitSearcher:
             if not exact_text:
                 raise QueryError(f"{type(f).__name__.lower()} on column {f.column!r}: needs an exact (string) field")
             if isinstance(f, filters.Prefix):
-                pattern = re.escape(f.prefix) + ".*"
+                pattern = filters.prefix_pattern(f.prefix)
             elif isinstance(f, filters.Contains):
-                pattern = ".*" + re.escape(f.substring) + ".*"
+                pattern = filters.contains_pattern(f.substring)
             else:
                 pattern = f.pattern
             return tantivy.Query.regex_query(schema, f.column, pattern)
@@ -216,6 +232,20 @@ class SplitSearcher:
                         f"aggregation {path}{name}: column {column!r} is not a fast field "
                         "(add it to spark.indextables.indexing.fastfields)"
                     )
+
+    def row_ids(self, query: str | filters.Filter | None = None, limit: int | None = None) -> pa.Array:
+        """Row numbers (into ``rows``, ascending) of the documents matching ``query``, up to ``limit``."""
+        n = self.num_docs if limit is None else min(limit, self.num_docs)
+        if query is None:
+            return pa.array(range(n), type=pa.uint64())
+        if n <= 0:
+            return pa.array([], type=pa.uint64())
+        try:
+            hits = self.searcher.search(self._query(query), n, count=False).hits
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+        ids = pa.array(self.searcher.fast_field_values(ROW_FIELD, [address for _, address in hits]), pa.uint64())
+        return ids.take(pc.sort_indices(ids))
 
     def search(
         self, query: str | filters.Filter | None = None, columns: Sequence[str] | None = None, limit: int | None = None

@@ -6,12 +6,13 @@ searched with ``SplitSearcher``; partition columns are added from the split's pa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.log.snapshot import Snapshot
+from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import QueryError, SplitSearcher
 from executor_lib.storage.base import ObjectStore
 
@@ -50,3 +51,34 @@ def search_table(
     if not parts:
         return schema.empty_table().select(wanted)
     return pa.concat_tables(parts)
+
+
+def scan_split(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    constants: Mapping[str, pa.Scalar] | None = None,
+    limit: int | None = None,
+) -> pa.Table:
+    """The split's rows matching ``filter_plan`` (index query, then the residual on the rows), in
+    row order, at most ``limit`` of them. ``constants`` are columns with one value for the whole
+    split (partition columns); ``columns`` may name them as well as the split's own columns."""
+    constants = dict(constants or {})
+    index_limit = limit if filter_plan.residual is None else None
+    ids = searcher.row_ids(filter_plan.index, index_limit)
+    data_columns = [c for c in columns if c not in constants]
+    if filter_plan.residual is None:
+        rows = searcher.rows.select(data_columns).take(ids)
+    else:
+        rows = _with_constants(searcher.rows.take(ids), constants).append_column(ROW_ID_COLUMN, ids)
+        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q)).select(data_columns)
+    if limit is not None and rows.num_rows > limit:
+        rows = rows.slice(0, limit)
+    return _with_constants(rows, {c: constants[c] for c in columns if c in constants}).select(list(columns))
+
+
+def _with_constants(table: pa.Table, constants: Mapping[str, pa.Scalar]) -> pa.Table:
+    for name, value in constants.items():
+        if name not in table.column_names:
+            table = table.append_column(pa.field(name, value.type), pa.repeat(value, table.num_rows))
+    return table

@@ -99,7 +99,7 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
     return mins, maxs
 
 
-def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path) -> WrittenSplit:
+def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None) -> WrittenSplit:
     """Index ``table`` (only the mapping's columns) into ``out_dir/split-<uuid>.split``."""
     data = table.select([f.name for f in mapping.fields])
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path) -> WrittenS
     try:
         schema = tantivy_schema(mapping)
         index = tantivy.Index(schema, path=str(work))
-        writer = index.writer(_WRITER_HEAP, 1)
+        writer = index.writer(max(heap_bytes or _WRITER_HEAP, 15_000_000), 1)
         has_nulls = any(c.null_count for c in data.columns)
         for row, doc in enumerate(_index_ready(data).to_pylist()):  # row dicts built by Arrow, in C
             if has_nulls:

@@ -1,0 +1,620 @@
+"""``format("indextables")``: the PySpark Python data source that reads and writes IndexTables.
+
+Where each part runs (see ``shared/notes/pyspark-python-datasource.md``):
+
+* ``IndexTablesDataSource.schema`` / ``reader`` / ``writer`` run in a Python process beside
+  the driver, before any task: options, schemas, doc mappings, query strings and the table's
+  protocol are checked there, so bad input fails the job before anything is written.
+* ``IndexTablesReader.pushFilters`` / ``partitions`` plan the read on the driver side: one
+  pinned snapshot, Spark's filters converted to the shared filter vocabulary, partitions and
+  min/max statistics pruned, splits grouped into input partitions.
+* ``IndexTablesReader.read`` and ``IndexTablesWriter.write`` run on executors: splits come
+  through the node's split cache and are searched with Tantivy; written rows become splits
+  uploaded to the table's storage.
+* ``IndexTablesWriter.commit`` / ``abort`` run on the driver side: one version with all the
+  adds (and, for overwrite, removes of every live file), or deletion of the uploaded splits.
+
+Everything kept on the reader/writer objects is plain picklable data; stores and caches are
+opened where they are used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from executor_lib import filters as F
+from executor_lib.errors import ConfigError, IndexTablesError, StorageError, TableAlreadyExistsError, TableNotFoundError
+from executor_lib.protocol.actions import AddAction, RemoveAction
+from executor_lib.spark import options as O
+
+log = logging.getLogger(__name__)
+
+NAME = "indextables"
+DEFAULT_TARGET_RECORDS = 1_000_000
+DEFAULT_PARTITION_BYTES = 256 << 20
+DEFAULT_SPLITS_PER_PARTITION = 64
+
+
+def _open_log(path: str, options: Mapping[str, str]) -> Any:
+    from executor_lib import open_log
+
+    return open_log(path, **O.storage_and_log_options(options))
+
+
+def _option(options: Mapping[str, str], key: str, parse: Any, default: Any = None) -> Any:
+    return parse(key, options[key]) if key in options else default
+
+
+def _require_path(options: Mapping[str, Any], what: str) -> str:
+    path = options.get("path")
+    if not path:
+        raise ConfigError(f"{what}: no table path (use .load(path) / .save(path))")
+    return str(path)
+
+
+def _spark_schema(schema_string: str, columns: Sequence[str] | None) -> StructType:
+    schema = StructType.fromJson(json.loads(schema_string))
+    if columns is None:
+        return schema
+    by_name = {f.name: f for f in schema.fields}
+    return StructType([by_name[c] for c in columns])
+
+
+class IndexTablesDataSource(DataSource):
+    """``spark.read.format("indextables").load(path)`` / ``df.write.format("indextables").save(path)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        path = _require_path(self.options, "read")
+        snapshot = _pinned_snapshot(path, dict(self.options))
+        table_columns = [f["name"] for f in json.loads(snapshot.metadata.schema_string)["fields"]]
+        opts = O.canonical_options(self.options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_columns, "read")
+        columns = O.parse_columns("columns", opts["columns"], table_columns) if "columns" in opts else None
+        return _spark_schema(snapshot.metadata.schema_string, columns)
+
+    def reader(self, schema: StructType) -> IndexTablesReader:
+        return IndexTablesReader(dict(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> IndexTablesWriter:
+        return IndexTablesWriter(dict(self.options), schema, overwrite)
+
+
+def _pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:
+    lower = {k.lower(): v for k, v in raw_options.items()}
+    opts = {k: v for k, v in raw_options.items() if k.lower() not in ("versionasof", "timestampasof")}
+    version = O.parse_version(lower["versionasof"]) if "versionasof" in lower else None
+    timestamp = O.parse_timestamp_ms(lower["timestampasof"]) if "timestampasof" in lower else None
+    if version is not None and timestamp is not None:
+        raise ConfigError("read: give versionAsOf or timestampAsOf, not both")
+    known = {k.lower(): k for k in O.READ_KEYS}
+    storage = {known.get(k.lower(), k): v for k, v in opts.items()}
+    return _open_log(path, storage).snapshot(version=version, timestamp_ms=timestamp)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitRef:
+    path: str
+    partition_values: dict[str, str | None]
+    doc_mapping: str | None
+    size: int
+
+
+class IndexTablesPartition(InputPartition):
+    def __init__(self, splits: list[SplitRef]) -> None:
+        super().__init__(None)
+        self.splits = splits
+
+
+def spark_filter_to_filter(f: Filter) -> F.Filter | None:
+    """Spark's pushed filter in the shared vocabulary; None if it has no equivalent."""
+    if isinstance(f, Not):
+        child = spark_filter_to_filter(f.child)
+        return None if child is None else F.Not(child)
+    attribute: tuple[str, ...] = tuple(getattr(f, "attribute", ()))
+    if len(attribute) != 1:
+        return None  # nested struct fields are not index fields
+    column = attribute[0]
+    if isinstance(f, (EqualTo, EqualNullSafe)):
+        return F.Not(F.Exists(column)) if f.value is None else F.Term(column, f.value)
+    if isinstance(f, In):
+        values = tuple(v for v in f.value if v is not None)
+        return F.TermIn(column, values) if values else None
+    if isinstance(f, GreaterThan):
+        return F.Between(column, lower=f.value, lower_inclusive=False)
+    if isinstance(f, GreaterThanOrEqual):
+        return F.Between(column, lower=f.value)
+    if isinstance(f, LessThan):
+        return F.Between(column, upper=f.value, upper_inclusive=False)
+    if isinstance(f, LessThanOrEqual):
+        return F.Between(column, upper=f.value)
+    if isinstance(f, IsNull):
+        return F.Not(F.Exists(column))
+    if isinstance(f, IsNotNull):
+        return F.Exists(column)
+    if isinstance(f, StringStartsWith):
+        return F.Prefix(column, f.value)
+    if isinstance(f, StringEndsWith):
+        return F.Regex(column, F.suffix_pattern(f.value))
+    if isinstance(f, StringContains):
+        return F.Contains(column, f.value)
+    return None
+
+
+class IndexTablesReader(DataSourceReader):
+    """Plans on the driver side (pinned snapshot, pushdown, pruning); reads splits on executors."""
+
+    def __init__(self, raw_options: dict[str, str], schema: StructType) -> None:
+        path = _require_path(raw_options, "read")
+        snapshot = _pinned_snapshot(path, raw_options)
+        self.path = path
+        self.version: int = snapshot.version
+        self.schema_string: str = snapshot.metadata.schema_string
+        self.partition_columns: tuple[str, ...] = tuple(snapshot.partition_columns)
+        table_arrow = snapshot.arrow_schema()
+        self.table_arrow_schema: pa.Schema = table_arrow
+        self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
+        self.columns: list[str] = [f.name for f in schema.fields]
+        unknown = [c for c in self.columns if c not in table_arrow.names]
+        if unknown:
+            raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
+        self.limit: int | None = _option(self.options, "limit", O.parse_positive_int)
+        self.partition_bytes: int = _option(
+            self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
+        )
+        self.splits_per_partition: int = _option(
+            self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
+            DEFAULT_SPLITS_PER_PARTITION,
+        )  # fmt: skip
+        self._snapshot: Any = snapshot
+        self._mappings = self._doc_mappings(snapshot)
+        self.option_filters = self._option_filters(table_arrow)
+        self.pushed: list[F.Filter] = []  # answered on executors (exactly, or as a superset Spark re-checks)
+        self.pruning: list[F.Filter] = []  # used to skip files only
+
+    # -- planning (driver side) --
+
+    @staticmethod
+    def _doc_mappings(snapshot: Any) -> list[Any]:
+        """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
+        from executor_lib.splits.doc_mapping import DocMapping
+
+        texts = {snapshot.doc_mapping(a) for a in snapshot.files}
+        if None in texts:
+            return []
+        try:
+            return [DocMapping.from_json(t) for t in texts if t is not None]
+        except ConfigError:
+            return []
+
+    def _option_filters(self, table_arrow: pa.Schema) -> list[F.Filter]:
+        from executor_lib.splits.searcher import check_query
+
+        found = O.query_filters(self.options)
+        if "filter" in self.options:
+            found.append(_typed(O.parse_filter(self.options["filter"]), table_arrow))
+        for f in found:
+            unknown = sorted(F.columns_of(f) - set(table_arrow.names))
+            if unknown:
+                raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
+            for query in _query_strings(f):
+                for mapping in self._mappings:
+                    check_query(query, mapping)
+        return found
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        from executor_lib.splits.pushdown import plan
+
+        for spark_filter in filters:
+            converted = spark_filter_to_filter(spark_filter)
+            if converted is None:
+                yield spark_filter
+                continue
+            converted = _typed(converted, self.table_arrow_schema)
+            columns = F.columns_of(converted)
+            if self._prunable(columns):
+                self.pruning.append(converted)
+            if columns & set(self.partition_columns) or not self._mappings:
+                yield spark_filter
+                continue
+            planned = plan(converted, self._mappings, self.table_arrow_schema)
+            if planned.index is None:
+                yield spark_filter
+                continue
+            self.pushed.append(converted)
+            if planned.residual is not None:
+                yield spark_filter  # a superset: Spark checks it again
+
+    def _prunable(self, columns: set[str]) -> bool:
+        """Min/max statistics of date and timestamp data columns are not compared (their string forms differ
+        between writers); partition values and numeric/string statistics are."""
+        for c in columns:
+            if c in self.partition_columns:
+                continue
+            t = self.table_arrow_schema.field(c).type
+            if pa.types.is_temporal(t) or pa.types.is_boolean(t):
+                return False
+        return True
+
+    def partitions(self) -> list[IndexTablesPartition]:
+        from executor_lib.log.pruning import prune_files
+
+        snapshot = (
+            self._snapshot
+            if self._snapshot is not None
+            else _open_log(self.path, self.options).snapshot(version=self.version)
+        )
+        predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
+        files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
+        files.sort(key=lambda a: (sorted(a.partition_values.items()), a.path))
+        groups: list[IndexTablesPartition] = []
+        current: list[SplitRef] = []
+        current_bytes = 0
+        for add in files:
+            current.append(SplitRef(add.path, dict(add.partition_values), snapshot.doc_mapping(add), add.size))
+            current_bytes += add.size
+            if current_bytes >= self.partition_bytes or len(current) >= self.splits_per_partition:
+                groups.append(IndexTablesPartition(current))
+                current, current_bytes = [], 0
+        if current:
+            groups.append(IndexTablesPartition(current))
+        return groups
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_snapshot"] = None  # holds a store client; executors do not need it
+        return state
+
+    # -- executors --
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from executor_lib.splits.pushdown import FilterPlan, plan
+        from executor_lib.splits.searcher import SplitSearcher
+        from executor_lib.splits.table_search import scan_split
+        from executor_lib.storage import open_store
+
+        assert isinstance(partition, IndexTablesPartition)
+        target = to_arrow_schema(_spark_schema(self.schema_string, self.columns), timezone="UTC")
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = _split_cache(self.options)
+        wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
+        remaining = self.limit
+        for split in partition.splits:
+            if remaining is not None and remaining <= 0:
+                return
+            entry = cache.get(store, split.path)
+            searcher = SplitSearcher(entry.split, entry.directory, self.table_arrow_schema, split.doc_mapping)
+            constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+            filter_plan = FilterPlan(None, None)
+            if wanted is not None:
+                filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
+            rows = scan_split(searcher, filter_plan, self.columns, constants, remaining)
+            if remaining is not None:
+                remaining -= rows.num_rows
+            if rows.num_rows:
+                yield from _conform(rows, target).to_batches(max_chunksize=65536)
+
+
+def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
+    """Comparison values converted to the column's type (ISO strings for dates/timestamps from JSON)."""
+
+    def convert(column: str, value: Any) -> Any:
+        if column not in schema.names:
+            return value
+        t = schema.field(column).type
+        if isinstance(value, str) and (pa.types.is_temporal(t)):
+            try:
+                return pa.scalar(value).cast(t).as_py()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ConfigError(f"filter on {column!r}: {value!r} is not a valid {t}") from e
+        return value
+
+    return F.map_values(f, convert)
+
+
+def _query_strings(f: F.Filter) -> list[F.QueryString]:
+    if isinstance(f, F.QueryString):
+        return [f]
+    if isinstance(f, (F.And, F.Or)):
+        return [q for c in f.children for q in _query_strings(c)]
+    if isinstance(f, F.Not):
+        return _query_strings(f.child)
+    return []
+
+
+def _partition_constants(
+    values: Mapping[str, str | None], partition_columns: Sequence[str], schema: pa.Schema
+) -> dict[str, pa.Scalar]:
+    out = {}
+    for column in partition_columns:
+        t = schema.field(column).type
+        raw = values.get(column)
+        out[column] = pa.scalar(None, t) if raw is None else pa.array([raw]).cast(t)[0]
+    return out
+
+
+def _conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
+    """Exactly the Arrow schema Spark expects (types, nullability, field order)."""
+    columns = [rows.column(f.name).cast(f.type) for f in target]
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def _split_cache(options: Mapping[str, str]) -> Any:
+    from executor_lib.cache.split_cache import SplitCache, default_cache
+
+    directory = options.get("spark.indextables.cache.directoryPath")
+    if not directory:
+        return default_cache()
+    size = options.get("spark.indextables.cache.maxSize")
+    max_bytes = O.parse_size("spark.indextables.cache.maxSize", size) if size else 10 << 30
+    return SplitCache(Path(directory), max_bytes)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class IndexTablesCommitMessage(WriterCommitMessage):
+    adds: list[AddAction] = field(default_factory=list)
+
+
+class IndexTablesWriter(DataSourceArrowWriter):
+    """Executors index their rows into splits and upload them; the driver side commits one version."""
+
+    def __init__(self, raw_options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from executor_lib.splits.doc_mapping import DocMapping, mapping_for
+
+        self.path = _require_path(raw_options, "write")
+        self.overwrite = overwrite
+        self.arrow_schema: pa.Schema = _plain_types(to_arrow_schema(schema, timezone="UTC"))
+        names = self.arrow_schema.names
+        self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
+        requested = _option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
+        existing = self._existing_table()
+        if existing is not None:
+            self._check_compatible(existing, requested)
+            self.partition_columns = list(existing.partition_columns)
+        else:
+            self.partition_columns = requested or []
+        indexing = {k: v for k, v in self.options.items() if k.startswith("spark.indextables.indexing.")}
+        inherited = self._inherited_mapping(existing) if existing is not None and not indexing else None
+        if inherited is None:
+            inherited = mapping_for(self.arrow_schema, indexing, self.partition_columns).to_json()
+        self.mapping_json: str = inherited
+        DocMapping.from_json(self.mapping_json)
+        self.target_records: int = _option(
+            self.options, "spark.indextables.optimizeWrite.targetRecordsPerSplit", O.parse_positive_int,
+            DEFAULT_TARGET_RECORDS,
+        )  # fmt: skip
+        self.target_bytes: int | None = _option(
+            self.options, "spark.indextables.autoSize.targetSplitSize", O.parse_size
+        )
+        self.heap_bytes: int | None = _option(self.options, "spark.indextables.indexWriter.heapSize", O.parse_size)
+
+    # -- driver side, before any task --
+
+    def _existing_table(self) -> Any:
+        try:
+            return _open_log(self.path, self.options).snapshot()
+        except TableNotFoundError:
+            return None
+
+    def _check_compatible(self, snapshot: Any, requested: list[str] | None) -> None:
+        table = snapshot.arrow_schema()
+        mine = [(f.name, _plain_type(f.type)) for f in self.arrow_schema]
+        theirs = [(f.name, _plain_type(f.type)) for f in table]
+        if mine != theirs:
+            raise ConfigError(
+                f"write {self.path}: the data's schema {_describe(mine)} does not match the table's {_describe(theirs)}"
+            )
+        if requested is not None and list(requested) != list(snapshot.partition_columns):
+            raise ConfigError(
+                f"write {self.path}: partitionBy {requested} differs from the table's partition columns "
+                f"{list(snapshot.partition_columns)}"
+            )
+
+    def _inherited_mapping(self, snapshot: Any) -> str | None:
+        """Appends without indexing options keep the doc mapping of the table's newest split."""
+        files = snapshot.files
+        if not files:
+            return None
+        newest = max(files, key=lambda a: (a.modification_time, a.path))
+        text = snapshot.doc_mapping(newest)
+        if text is None:
+            return None
+        from executor_lib.splits.doc_mapping import DocMapping
+
+        try:
+            mapping = DocMapping.from_json(text)
+        except ConfigError:
+            return None
+        data_columns = [c for c in self.arrow_schema.names if c not in snapshot.partition_columns]
+        return text if sorted(f.name for f in mapping.fields) == sorted(data_columns) else None
+
+    # -- executors --
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> IndexTablesCommitMessage:
+        from executor_lib.splits.doc_mapping import DocMapping
+        from executor_lib.storage import open_store
+
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        mapping = DocMapping.from_json(self.mapping_json)
+        message = IndexTablesCommitMessage()
+        pending: dict[tuple[Any, ...], list[pa.Table]] = {}
+        pending_rows: dict[tuple[Any, ...], int] = {}
+        pending_bytes: dict[tuple[Any, ...], int] = {}
+        try:
+            for batch in iterator:
+                table = pa.Table.from_batches([batch]).cast(self.arrow_schema)
+                for key, part in _split_by_partition(table, self.partition_columns):
+                    pending.setdefault(key, []).append(part)
+                    pending_rows[key] = pending_rows.get(key, 0) + part.num_rows
+                    pending_bytes[key] = pending_bytes.get(key, 0) + part.nbytes
+                    if pending_rows[key] >= self.target_records or (
+                        self.target_bytes is not None and pending_bytes[key] >= self.target_bytes
+                    ):
+                        message.adds.append(self._flush(store, mapping, key, pending.pop(key)))
+                        pending_rows[key] = pending_bytes[key] = 0
+            for key, parts in pending.items():
+                message.adds.append(self._flush(store, mapping, key, parts))
+        except BaseException:
+            _delete_quietly(store, [a.path for a in message.adds])
+            raise
+        return message
+
+    def _flush(self, store: Any, mapping: Any, key: tuple[Any, ...], parts: list[pa.Table]) -> AddAction:
+        from executor_lib.splits.publish import write_and_upload
+
+        rows = pa.concat_tables(parts)
+        values = dict(zip(self.partition_columns, (_partition_string(v) for v in key), strict=True))
+        return write_and_upload(store, rows, mapping, values, heap_bytes=self.heap_bytes)
+
+    # -- driver side, after the tasks --
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from executor_lib import create_table
+
+        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
+        options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
+        try:
+            txlog = _open_log(self.path, self.options)
+        except TableNotFoundError:
+            try:
+                txlog = create_table(self.path, self.arrow_schema, self.partition_columns, **options)
+            except TableAlreadyExistsError:
+                txlog = _open_log(self.path, self.options)
+        try:
+            if self.overwrite:
+                snapshot = txlog.snapshot()
+                now = int(time.time() * 1000)
+                removes = [
+                    RemoveAction(
+                        path=a.path, deletion_timestamp=now, data_change=True,
+                        partition_values=dict(a.partition_values), size=a.size,
+                    )
+                    for a in snapshot.files
+                ]  # fmt: skip
+                txlog.commit(
+                    [*removes, *adds], read_version=snapshot.version, operation="WRITE",
+                    operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
+                )  # fmt: skip
+            elif adds:
+                txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
+        except IndexTablesError:
+            self._delete_uploaded(adds)
+            raise
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
+        self._delete_uploaded(adds)
+
+    def _delete_uploaded(self, adds: list[AddAction]) -> None:
+        if not adds:
+            return
+        from executor_lib.storage import open_store
+
+        _delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+
+
+def _delete_quietly(store: Any, keys: list[str]) -> None:
+    """Best effort: an upload this job made and never committed (purge collects what is left)."""
+    for key in keys:
+        try:
+            store.delete(key)
+        except StorageError as e:
+            log.warning("could not delete uncommitted split %s: %s", key, e)
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC" if t.tz else None)
+    return t
+
+
+def _plain_types(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, _plain_type(f.type), f.nullable) for f in schema])
+
+
+def _describe(fields: list[tuple[str, pa.DataType]]) -> str:
+    return "(" + ", ".join(f"{n} {t}" for n, t in fields) + ")"
+
+
+def _partition_string(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)
+
+
+def _split_by_partition(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+    """(partition key, rows) for each distinct combination of ``columns`` (vectorized: one sort)."""
+    if not columns:
+        yield (), table
+        return
+    if table.num_rows == 0:
+        return
+    ordered = table.sort_by([(c, "ascending") for c in columns])
+    keys = ordered.select(list(columns))
+    change = None
+    for c in columns:
+        col = keys.column(c).combine_chunks()
+        if len(col) < 2:
+            break
+        prev, nxt = col.slice(0, len(col) - 1), col.slice(1)
+        differs = pc.fill_null(pc.not_equal(prev, nxt), True)
+        nulls_differ = pc.xor(pc.is_null(prev), pc.is_null(nxt))
+        both_null = pc.and_(pc.is_null(prev), pc.is_null(nxt))
+        differs = pc.if_else(both_null, False, pc.or_(differs, nulls_differ))
+        change = differs if change is None else pc.or_(change, differs)
+    starts = [0] + ([i + 1 for i in pc.indices_nonzero(change).to_pylist()] if change is not None else [])
+    ends = [*starts[1:], ordered.num_rows]
+    first_rows = keys.take(pa.array(starts)).to_pylist()
+    for start, end, key_row in zip(starts, ends, first_rows, strict=True):
+        yield tuple(key_row[c] for c in columns), ordered.slice(start, end - start)

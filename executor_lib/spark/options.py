@@ -1,0 +1,186 @@
+"""Options of ``format("indextables")`` reads and writes: names, validation, canonical spelling.
+
+Spark hands a Python data source its options with lower-cased keys; IndexTables4Spark option
+names are camelCase (``spark.indextables.transaction.retry.maxAttempts``). This module maps
+every key back to its canonical name (per-column keys to the schema's column name), rejects
+unknown ones with a ``ConfigError`` naming the option, and parses the few option values the
+Spark layer itself interprets (sizes, versions, timestamps, column lists, limits, filters).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from executor_lib import filters as F
+from executor_lib.errors import ConfigError
+from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
+
+PREFIX = "spark.indextables."
+
+# Keys used by both reads and writes (storage and log settings).
+_STORAGE_KEYS = (
+    "spark.indextables.s3.endpoint", "spark.indextables.aws.region", "spark.indextables.aws.accessKey",
+    "spark.indextables.aws.secretKey", "spark.indextables.aws.sessionToken", "spark.indextables.s3.pathStyleAccess",
+    "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token", "path_style",
+    "multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout",
+)  # fmt: skip
+_CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize")
+_COMMON_KEYS = ("path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS))
+
+WRITE_KEYS = (
+    *_COMMON_KEYS,
+    "partitionBy",
+    "spark.indextables.indexing.fastfields",
+    "spark.indextables.indexing.storeonly",
+    "spark.indextables.indexing.indexonly",
+    "spark.indextables.indexWriter.heapSize",
+    "spark.indextables.optimizeWrite.targetRecordsPerSplit",
+    "spark.indextables.autoSize.enabled",
+    "spark.indextables.autoSize.targetSplitSize",
+)
+WRITE_COLUMN_PREFIXES = ("spark.indextables.indexing.typemap.", "spark.indextables.indexing.tokenizer.")
+
+READ_KEYS = (
+    *_COMMON_KEYS,
+    "versionAsOf",
+    "timestampAsOf",
+    "columns",
+    "limit",
+    "filter",
+    "indexqueryall",
+    "spark.indextables.read.targetPartitionBytes",
+    "spark.indextables.read.maxSplitsPerPartition",
+)
+READ_COLUMN_PREFIXES = ("indexquery.",)
+
+# Options Spark itself may add to a data source's options.
+_SPARK_INTERNAL = ("__", "spark.sql.")
+
+
+def canonical_options(
+    raw: Mapping[str, Any],
+    known: Iterable[str],
+    column_prefixes: Iterable[str],
+    columns: Iterable[str],
+    what: str,
+) -> dict[str, str]:
+    """``raw`` with canonical key names; ConfigError for a key that is not a known option."""
+    by_lower = {k.lower(): k for k in known}
+    prefixes = {p.lower(): p for p in column_prefixes}
+    column_names = {c.lower(): c for c in columns}
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        lower = key.lower()
+        if lower.startswith(_SPARK_INTERNAL):
+            continue
+        if lower in by_lower:
+            out[by_lower[lower]] = value
+            continue
+        prefix = next((p for p in prefixes if lower.startswith(p)), None)
+        if prefix is not None:
+            column = column_names.get(lower[len(prefix) :])
+            if column is None:
+                raise ConfigError(
+                    f"{what} option {key}: column {key[len(prefix) :]!r} is not in the table (columns: "
+                    f"{sorted(column_names.values())})"
+                )
+            out[prefixes[prefix] + column] = value
+            continue
+        raise ConfigError(f"{what}: unknown option {key!r}")
+    return out
+
+
+def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The options ``open_log``/``open_store`` understand."""
+    keys = set(_STORAGE_KEYS) | {PREFIX + k for k in LOG_OPTIONS}
+    return {k: v for k, v in options.items() if k in keys}
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+
+
+def parse_size(name: str, value: Any) -> int:
+    """``"100M"``, ``"1G"``, ``"512K"`` or bytes."""
+    match = _SIZE.match(str(value))
+    if not match or int(match.group(1)) <= 0:
+        raise ConfigError(f"option {name}={value!r}: expected a size such as 104857600, 512K, 100M or 1G")
+    return int(match.group(1)) * 1024 ** " kmgt".index((match.group(2) or " ").lower())
+
+
+def parse_positive_int(name: str, value: Any) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError as e:
+        raise ConfigError(f"option {name}={value!r}: expected a positive integer") from e
+    if number <= 0:
+        raise ConfigError(f"option {name}={value!r}: expected a positive integer")
+    return number
+
+
+def parse_version(value: Any) -> int:
+    try:
+        version = int(str(value).strip())
+    except ValueError as e:
+        raise ConfigError(f"option versionAsOf={value!r}: expected a version number") from e
+    if version < 0:
+        raise ConfigError(f"option versionAsOf={value!r}: versions start at 0")
+    return version
+
+
+def parse_timestamp_ms(value: Any) -> int:
+    """``timestampAsOf``: ISO-8601 (``2024-05-01``, ``2024-05-01 12:00:00``; UTC unless it says) or epoch ms."""
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise ConfigError(
+            f"option timestampAsOf={value!r}: expected an ISO-8601 timestamp or epoch milliseconds"
+        ) from e
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_columns(name: str, value: Any, available: Iterable[str]) -> list[str]:
+    """A comma-separated column list, matched case-insensitively to the table's columns."""
+    by_lower = {c.lower(): c for c in available}
+    wanted = [c.strip() for c in str(value).split(",") if c.strip()]
+    if not wanted:
+        raise ConfigError(f"option {name}={value!r}: expected a comma-separated list of columns")
+    unknown = [c for c in wanted if c.lower() not in by_lower]
+    if unknown:
+        raise ConfigError(
+            f"option {name}: columns {unknown} are not in the table (columns: {sorted(by_lower.values())})"
+        )
+    return list(dict.fromkeys(by_lower[c.lower()] for c in wanted))
+
+
+def parse_filter(value: Any) -> F.Filter:
+    try:
+        return F.from_json(json.loads(str(value)))
+    except (json.JSONDecodeError, ValueError) as e:
+        raise ConfigError(f"option filter: {e}") from e
+
+
+def query_filters(options: Mapping[str, str]) -> list[F.Filter]:
+    """The Tantivy query strings of ``indexquery.<column>`` and ``indexqueryall`` options."""
+    out: list[F.Filter] = []
+    for key, value in options.items():
+        if key == "indexqueryall":
+            out.append(F.QueryString(_query_text(key, value), None))
+        elif key.startswith("indexquery."):
+            out.append(F.QueryString(_query_text(key, value), key[len("indexquery.") :]))
+    return out
+
+
+def _query_text(key: str, value: Any) -> str:
+    text = str(value)
+    if not text.strip():
+        raise ConfigError(f"option {key}: the query is empty")
+    return text

@@ -1,0 +1,241 @@
+"""Which part of a filter the index answers, and the exact rest evaluated on Arrow rows.
+
+A filter leaf on a column is, for the doc mappings of the splits being read:
+
+* ``EXACT``: the Tantivy query returns exactly the rows Spark's predicate keeps (equality,
+  IN, ranges and null checks on numeric/bool/date fields, equality/IN/prefix/contains/regex
+  on exact ``string`` fields, ``Not`` of those guarded by an existence check);
+* ``SUPERSET``: a widened Tantivy query returns every matching row and some others (timestamp
+  fields, indexed at second precision): the predicate must still be evaluated on the rows;
+* ``NONE``: the index cannot help (tokenized text, float32, decimals, JSON fields, columns some
+  split lacks): the predicate is evaluated on the rows only.
+
+``plan`` splits a filter tree into an index query and a residual filter such that
+``rows matching index query`` filtered by ``residual`` are exactly the rows matching the
+tree. ``residual_mask`` evaluates a residual with Arrow compute kernels (Kleene logic, so
+NULL comparisons drop the row as Spark does); Tantivy query strings inside a residual are
+answered by the index through a callback that returns matching row ids.
+
+No tantivy here: this reasons over doc mappings only.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from executor_lib import filters as F
+from executor_lib.errors import ConfigError
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+
+ROW_ID_COLUMN = "__row"
+
+
+class Support(Enum):
+    EXACT = "exact"
+    SUPERSET = "superset"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class FilterPlan:
+    index: F.Filter | None  # run by Tantivy; None = every row
+    residual: F.Filter | None  # evaluated on the rows the index returned; None = nothing left
+
+
+def _fields(column: str, mappings: Sequence[DocMapping]) -> list[FieldMapping] | None:
+    found = [m.field(column) for m in mappings]
+    if not mappings or any(f is None or not f.indexed for f in found):
+        return None
+    return [f for f in found if f is not None]
+
+
+def _exact_string(fields: list[FieldMapping]) -> bool:
+    return all(f.type == "text" and f.tokenizer == "raw" for f in fields)
+
+
+def _is_timestamp(t: pa.DataType | None) -> bool:
+    return t is not None and pa.types.is_timestamp(t)
+
+
+def _equality_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
+    kinds = {f.type for f in fields}
+    if kinds <= {"i64", "u64", "bool"} or _exact_string(fields):
+        return Support.EXACT
+    if kinds == {"f64"} and t is not None and (pa.types.is_float64(t) or pa.types.is_integer(t)):
+        return Support.EXACT
+    if kinds == {"datetime"}:
+        return Support.SUPERSET if _is_timestamp(t) else Support.EXACT
+    return Support.NONE
+
+
+def _range_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
+    kinds = {f.type for f in fields}
+    if kinds <= {"i64", "u64"}:
+        return Support.EXACT
+    if kinds == {"f64"} and t is not None and (pa.types.is_float64(t) or pa.types.is_integer(t)):
+        return Support.EXACT
+    if kinds == {"datetime"}:
+        return Support.SUPERSET if _is_timestamp(t) else Support.EXACT
+    return Support.NONE
+
+
+def _floor_second(value: object) -> object:
+    if isinstance(value, datetime.datetime):
+        return value.replace(microsecond=0)
+    return value
+
+
+def _widened(f: F.Filter) -> F.Filter:
+    """A timestamp predicate as a range on whole seconds (what the index stores) that keeps every match."""
+    if isinstance(f, F.Term):
+        v = _floor_second(f.value)
+        return F.Between(f.column, v, v)
+    if isinstance(f, F.TermIn):
+        return F.Or(tuple(_widened(F.Term(f.column, v)) for v in f.values))
+    if isinstance(f, F.Between):
+        lower = _floor_second(f.lower) if f.lower is not None else None
+        upper = _floor_second(f.upper) if f.upper is not None else None
+        return F.Between(f.column, lower, upper, True, True)
+    return f
+
+
+def leaf_support(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema) -> tuple[Support, F.Filter | None]:
+    """How the index answers one non-boolean filter, and the query to give it."""
+    if isinstance(f, F.QueryString):
+        if f.column is not None and _fields(f.column, mappings) is None:
+            raise ConfigError(f"query {f.query!r}: column {f.column!r} is not an indexed field of every split")
+        return Support.EXACT, f
+    if isinstance(f, F.Not):
+        return _not_support(f, mappings, schema)
+    column = getattr(f, "column", None)
+    fields = _fields(column, mappings) if column is not None else None
+    if fields is None:
+        return Support.NONE, None
+    t = schema.field(column).type if column in schema.names else None
+    if isinstance(f, (F.Term, F.TermIn)):
+        values = [f.value] if isinstance(f, F.Term) else list(f.values)
+        if not values or any(v is None for v in values):
+            return Support.NONE, None
+        support = _equality_support(fields, t)
+    elif isinstance(f, F.Between):
+        support = _range_support(fields, t)
+    elif isinstance(f, (F.Prefix, F.Contains, F.Regex)):
+        support = Support.EXACT if _exact_string(fields) else Support.NONE
+    elif isinstance(f, F.Exists):
+        support = Support.EXACT if all(x.fast for x in fields) else Support.NONE
+    else:
+        support = Support.NONE
+    if support is Support.NONE:
+        return support, None
+    return support, (_widened(f) if support is Support.SUPERSET else f)
+
+
+def _not_support(f: F.Not, mappings: Sequence[DocMapping], schema: pa.Schema) -> tuple[Support, F.Filter | None]:
+    child = f.child
+    if isinstance(child, F.Exists):  # IS NULL
+        support, _ = leaf_support(child, mappings, schema)
+        return (support, f) if support is Support.EXACT else (Support.NONE, None)
+    column = getattr(child, "column", None)
+    if column is None or isinstance(child, (F.And, F.Or, F.Not, F.QueryString)):
+        return Support.NONE, None
+    support, query = leaf_support(child, mappings, schema)
+    exists, _ = leaf_support(F.Exists(column), mappings, schema)
+    if support is not Support.EXACT or exists is not Support.EXACT or query is None:
+        return Support.NONE, None
+    # NOT(a = 1) keeps no NULL rows in Spark; Tantivy's NOT would keep them.
+    return Support.EXACT, F.And((F.Exists(column), F.Not(query)))
+
+
+def plan(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema) -> FilterPlan:
+    """Index query + residual that together select exactly the rows matching ``f``."""
+    if isinstance(f, F.And):
+        parts = [plan(c, mappings, schema) for c in f.children]
+        index = [p.index for p in parts if p.index is not None]
+        residual = [p.residual for p in parts if p.residual is not None]
+        return FilterPlan(_all(index), _all(residual))
+    if isinstance(f, F.Or):
+        parts = [plan(c, mappings, schema) for c in f.children]
+        if any(p.index is None for p in parts):
+            return FilterPlan(None, f)  # some branch needs every row: decide on the rows
+        either = F.Or(tuple(p.index for p in parts if p.index is not None))
+        exact = all(p.residual is None for p in parts)
+        return FilterPlan(either, None if exact else f)
+    support, query = leaf_support(f, mappings, schema)
+    if support is Support.EXACT:
+        return FilterPlan(query, None)
+    return FilterPlan(query, f)
+
+
+def _all(items: list[F.Filter]) -> F.Filter | None:
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else F.And(tuple(items))
+
+
+# --- evaluating a residual on Arrow rows ------------------------------------------------------
+
+QueryRows = Callable[[F.QueryString], pa.Array]  # row ids (uint64) matching a Tantivy query
+
+
+def residual_mask(f: F.Filter, table: pa.Table, query_rows: QueryRows) -> pa.ChunkedArray | pa.Array:
+    """Boolean mask (NULL = unknown) of the rows of ``table`` matching ``f``."""
+    if isinstance(f, (F.And, F.Or)):
+        masks = [residual_mask(c, table, query_rows) for c in f.children]
+        combine = pc.and_kleene if isinstance(f, F.And) else pc.or_kleene
+        out = masks[0]
+        for m in masks[1:]:
+            out = combine(out, m)
+        return out
+    if isinstance(f, F.Not):
+        return pc.invert(residual_mask(f.child, table, query_rows))
+    if isinstance(f, F.QueryString):
+        return pc.is_in(table.column(ROW_ID_COLUMN), value_set=query_rows(f))
+    column = table.column(f.column)
+    if isinstance(f, F.Exists):
+        return pc.is_valid(column)
+    if isinstance(f, F.Term):
+        return pc.equal(column, _scalar(f.value, column.type))
+    if isinstance(f, F.TermIn):
+        values = pa.array([_scalar(v, column.type).as_py() for v in f.values], column.type)
+        return pc.if_else(pc.is_valid(column), pc.is_in(column, value_set=values), pa.scalar(None, pa.bool_()))
+    if isinstance(f, F.Between):
+        return _between_mask(f, column)
+    if isinstance(f, F.Prefix):
+        return pc.starts_with(column, f.prefix)
+    if isinstance(f, F.Contains):
+        return pc.match_substring(column, f.substring)
+    if isinstance(f, F.Regex):
+        return pc.match_substring_regex(column, f"^(?:{f.pattern})$")
+    raise ConfigError(f"unsupported filter {f!r}")
+
+
+def _between_mask(f: F.Between, column: pa.ChunkedArray) -> pa.ChunkedArray:
+    mask = pc.is_valid(column)
+    if f.lower is not None:
+        op = pc.greater_equal if f.lower_inclusive else pc.greater
+        mask = pc.and_kleene(mask, op(column, _scalar(f.lower, column.type)))
+    if f.upper is not None:
+        op = pc.less_equal if f.upper_inclusive else pc.less
+        mask = pc.and_kleene(mask, op(column, _scalar(f.upper, column.type)))
+    return mask
+
+
+def _scalar(value: object, t: pa.DataType) -> pa.Scalar:
+    try:
+        return pa.scalar(value).cast(t) if not isinstance(value, pa.Scalar) else value.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ConfigError(f"value {value!r} cannot be compared with a column of type {t}: {e}") from e
+
+
+def filter_rows(table: pa.Table, residual: F.Filter | None, query_rows: QueryRows) -> pa.Table:
+    """``table`` rows whose residual is TRUE (NULL and FALSE drop the row)."""
+    if residual is None or table.num_rows == 0:
+        return table
+    mask = residual_mask(residual, table, query_rows)
+    return table.filter(pc.fill_null(mask, False))
