@@ -4,6 +4,4 @@
 source "$(dirname "$0")/_venv.sh" "test,dev"
 .venv/bin/ruff check .
 .venv/bin/mypy
-# --dist loadgroup: the classic and the Spark Connect session tests each stay on one worker
-# (PySpark cannot hold both kinds of session in one process).
-exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not slow" "$@"
+exec .venv/bin/python -m pytest -n 2 -m "not slow" "$@"

@@ -1,10 +1,9 @@
-"""Spark sessions for the data-source tests: a classic local session and a local Spark Connect
-session (``remote("local[2]")``).
+"""Spark sessions for the data-source tests: a classic local session, and a Spark Connect
+session on a local Connect server (``harness.connect_server``, a separate JVM with its own
+Python workers, as on a cluster).
 
-The two cannot live in one Python process (PySpark refuses a Connect session beside a classic
-one), so each test is put in an xdist group by session kind and the suite runs with
-``--dist loadgroup``: one worker holds the classic session, another the Connect session.
-Without xdist, the kind that was not started first is skipped with that reason.
+Both live in the test process: the Connect session is a pure gRPC client
+(``pyspark.sql.connect.session.SparkSession``), so it does not clash with the classic one.
 """
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("INDEXTABLES_CACHE_DIR", tempfile.mkdtemp(prefix="indextables-test-split-cache-"))
 
-SESSION_KINDS = [
-    pytest.param("classic", marks=pytest.mark.xdist_group("spark-classic")),
-    pytest.param("connect", marks=pytest.mark.xdist_group("spark-connect")),
-]
+SESSION_KINDS = ["classic", "connect"]
 
 _CONF = {
     "spark.ui.enabled": "false",
@@ -33,28 +29,36 @@ _CONF = {
     "spark.sql.session.timeZone": "UTC",
 }
 
-_sessions: dict[str, Any] = {}
-
-
-def _start(kind: str) -> Any:
+@pytest.fixture(scope="session")
+def classic_spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     import connect_plugin
 
-    builder = SparkSession.builder.master("local[2]") if kind == "classic" else SparkSession.builder.remote("local[2]")
+    builder = SparkSession.builder.master("local[2]")
     for key, value in _CONF.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     connect_plugin.install(spark)
-    return spark
+    yield spark
+    spark.stop()
 
 
-@pytest.fixture(scope="session", params=SESSION_KINDS)
-def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
-    kind = request.param
-    other = next((k for k in _sessions if k != kind), None)
-    if other is not None:
-        pytest.skip(f"a {other} Spark session runs in this process; run with -n 2 --dist loadgroup")
-    if kind not in _sessions:
-        _sessions[kind] = _start(kind)
-    yield _sessions[kind]
+@pytest.fixture(scope="session")
+def connect_spark() -> Iterator[Any]:
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    import connect_plugin
+    from harness.connect_server import ConnectServer
+
+    conf = {k: v for k, v in _CONF.items() if k != "spark.driver.memory"}
+    with ConnectServer("local[2]", conf={**conf, "spark.driver.memory": "1g"}) as server:
+        spark = RemoteSparkSession.builder.remote(server.url).getOrCreate()
+        connect_plugin.install(spark)
+        yield spark
+        spark.stop()
+
+
+@pytest.fixture(params=SESSION_KINDS)
+def spark(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(f"{request.param}_spark")

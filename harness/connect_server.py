@@ -1,0 +1,87 @@
+"""A Spark Connect server on 127.0.0.1, started from the pip-installed ``pyspark`` package.
+
+``ConnectServer(master="local[2]")`` runs ``$SPARK_HOME/sbin/start-connect-server.sh`` (the
+``pyspark`` package folder is ``$SPARK_HOME``) on a free port, with ``PYSPARK_PYTHON`` set to
+this interpreter so the server's Python workers find ``executor_lib`` and the statically
+registered ``indextables`` data source, and waits until the port accepts connections.
+``url`` is the ``sc://`` address for ``SparkSession.builder.remote``. ``stop()`` runs
+``stop-connect-server.sh`` with the same identity, so only this server is stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ConnectServer:
+    def __init__(self, master: str = "local[2]", conf: dict[str, str] | None = None, timeout_s: float = 120) -> None:
+        import pyspark
+
+        self.spark_home = Path(pyspark.__file__).parent
+        self.master = master
+        self.conf = dict(conf or {})
+        self.timeout_s = timeout_s
+        self.port = _free_port()
+        self.work = Path(tempfile.mkdtemp(prefix="indextables-connect-"))
+        self.env = {
+            **os.environ,
+            "SPARK_HOME": str(self.spark_home),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self.work / "logs"),
+            "SPARK_PID_DIR": str(self.work / "pids"),
+            "SPARK_IDENT_STRING": f"indextables-{uuid.uuid4().hex[:8]}",
+        }
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self) -> ConnectServer:
+        args = [
+            "bash", str(self.spark_home / "sbin" / "start-connect-server.sh"), "--master", self.master,
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf", f"spark.connect.grpc.binding.port={self.port}",
+        ]  # fmt: skip
+        for key, value in self.conf.items():
+            args += ["--conf", f"{key}={value}"]
+        subprocess.run(args, env=self.env, check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"Spark Connect server did not listen on {self.port} within {self.timeout_s}s: {self.log()}")
+
+    def log(self) -> str:
+        logs = sorted((self.work / "logs").glob("*.out"))
+        return logs[-1].read_text(errors="replace")[-4000:] if logs else "(no log)"
+
+    def stop(self) -> None:
+        subprocess.run(
+            ["bash", str(self.spark_home / "sbin" / "stop-connect-server.sh")],
+            env=self.env, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    def __enter__(self) -> ConnectServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
