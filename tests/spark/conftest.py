@@ -29,6 +29,7 @@ _CONF = {
     "spark.sql.session.timeZone": "UTC",
 }
 
+
 @pytest.fixture(scope="session")
 def classic_spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
