@@ -172,11 +172,16 @@ def _json_value(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 
+_OPS = {"and", "or", "not", "query", "term", "in", "range", "prefix", "contains", "regex", "exists"}
+
+
 def from_json(obj: Any, where: str = "filter") -> Filter:
     """Parse the JSON form; ``ValueError`` names the offending part (``where`` is its path)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
         raise ValueError(f"{where}: expected an object with an 'op', got {obj!r}")
     op = obj["op"]
+    if op not in _OPS:
+        raise ValueError(f"{where}: unknown op {op!r} (expected one of {sorted(_OPS)})")
     try:
         if op in ("and", "or"):
             kids = obj["children"]

@@ -216,7 +216,8 @@ def residual_mask(f: F.Filter, table: pa.Table, query_rows: QueryRows) -> pa.Chu
 
 
 def _between_mask(f: F.Between, column: pa.ChunkedArray) -> pa.ChunkedArray:
-    mask = pc.is_valid(column)
+    # NULL stays NULL (not FALSE): NOT(x > 1) must drop a NULL x, as in SQL.
+    mask = pc.if_else(pc.is_valid(column), True, pa.scalar(None, pa.bool_()))
     if f.lower is not None:
         op = pc.greater_equal if f.lower_inclusive else pc.greater
         mask = pc.and_kleene(mask, op(column, _scalar(f.lower, column.type)))

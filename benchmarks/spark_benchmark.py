@@ -1,0 +1,130 @@
+"""Spark benchmark: format("indextables") against what a user would do without it (Parquet +
+``contains``/``rlike``), on one generated log-like dataset, in one run.
+
+    .venv/bin/python -m benchmarks.spark_benchmark [--rows 5000000] [--out bench-spark.json]
+
+Measures, each against its Parquet baseline measured in the same run:
+* write throughput (rows/s) of ``format("indextables")`` vs ``format("parquet")``;
+* a selective term query (about 0.1% of rows) — ``indexquery`` vs ``contains``/``rlike``;
+* a query returning about 10% of the rows.
+Prints the ratios and writes all numbers as JSON. A timing is the best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def generate(spark: Any, rows: int) -> Any:
+    """Log lines: ~0.1% mention 'needle', ~10% 'timeout'; a level, a host and a latency."""
+    return spark.range(rows).selectExpr(
+        "id",
+        "element_at(array('INFO','INFO','INFO','WARN','ERROR'), cast(id % 5 as int) + 1) as level",
+        "concat('host-', cast(id % 97 as string)) as host",
+        "cast(id % 1000 as int) as latency_ms",
+        "concat('request ', cast(id as string), ' user ', cast(id * 7919 % 100003 as string), ' ', "
+        "case when id % 1000 = 7 then 'needle found in payload' "
+        "when id % 10 = 3 then 'upstream timeout after retry' else 'served from cache ok' end) as message",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default="bench-spark.json")
+    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import connect_plugin
+
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="indextables-bench-"))
+    os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    connect_plugin.install(spark)
+    data = generate(spark, args.rows).repartition(4).cache()
+    data.count()
+    results: dict[str, Any] = {"rows": args.rows}
+    try:
+        pq, it = str(work / "parquet"), str(work / "indextables")
+        t_pq, _ = _best(1, lambda: data.write.mode("overwrite").parquet(pq))
+        t_it, _ = _best(1, lambda: connect_plugin.write(
+            data, it, mode="overwrite",
+            options={"spark.indextables.indexing.typemap.message": "text",
+                     "spark.indextables.optimizeWrite.targetRecordsPerSplit": "2000000"},
+        ))  # fmt: skip
+        results["write_s"] = {"parquet": t_pq, "indextables": t_it}
+        results["write_rows_per_s"] = {"parquet": args.rows / t_pq, "indextables": args.rows / t_it}
+
+        def parquet_count(expr: str) -> Callable[[], int]:
+            return lambda: spark.read.parquet(pq).filter(expr).count()
+
+        def index_count(query: str) -> Callable[[], int]:
+            return lambda: connect_plugin.read(
+                spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
+            ).count()
+
+        connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
+        queries = {
+            "selective_0.1pct": (index_count("needle"), parquet_count("message like '%needle%'"),
+                                 parquet_count("message rlike 'needle'")),
+            "broad_10pct": (index_count("timeout"), parquet_count("message like '%timeout%'"),
+                            parquet_count("message rlike 'timeout'")),
+        }  # fmt: skip
+        for name, (ix, contains, rlike) in queries.items():
+            t_ix, n_ix = _best(args.repeat, ix)
+            t_c, n_c = _best(args.repeat, contains)
+            t_r, n_r = _best(args.repeat, rlike)
+            if not (n_ix == n_c == n_r):
+                raise SystemExit(f"{name}: row counts differ: indextables {n_ix}, contains {n_c}, rlike {n_r}")
+            results[name] = {
+                "rows": n_ix, "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
+                "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
+            }  # fmt: skip
+    finally:
+        spark.stop()
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    w = results["write_rows_per_s"]
+    print(f"rows: {args.rows}")
+    print(f"write: indextables {w['indextables']:,.0f} rows/s, parquet {w['parquet']:,.0f} rows/s "
+          f"(ratio {w['indextables'] / w['parquet']:.2f}x)")  # fmt: skip
+    for name in ("selective_0.1pct", "broad_10pct"):
+        r = results[name]
+        print(f"{name}: {r['rows']} rows; indextables {r['indextables_s']:.2f}s, parquet contains "
+              f"{r['parquet_contains_s']:.2f}s ({r['speedup_vs_contains']:.1f}x), rlike {r['parquet_rlike_s']:.2f}s "
+              f"({r['speedup_vs_rlike']:.1f}x)")  # fmt: skip
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"numbers written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
