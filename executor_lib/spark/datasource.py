@@ -307,8 +307,7 @@ class IndexTablesReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.searcher import SplitSearcher
-        from executor_lib.splits.table_search import scan_split
+        from executor_lib.splits.table_search import open_searcher, scan_split
         from executor_lib.storage import open_store
 
         assert isinstance(partition, IndexTablesPartition)
@@ -320,8 +319,7 @@ class IndexTablesReader(DataSourceReader):
         for split in partition.splits:
             if remaining is not None and remaining <= 0:
                 return
-            entry = cache.get(store, split.path)
-            searcher = SplitSearcher(entry.split, entry.directory, self.table_arrow_schema, split.doc_mapping)
+            searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping)
             constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import tantivy
 
 from executor_lib import filters
@@ -73,11 +72,15 @@ class SplitSearcher:
             shutil.rmtree(tmp, ignore_errors=True)
             extract_bundle(split, footer, tmp)
             tmp.rename(index_dir)
-        columns = read_member(split, footer, COLUMNS_MEMBER)
         mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
-        if columns is None or mapping_json is None:
+        if COLUMNS_MEMBER not in footer.files or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
-        self.rows = pa.ipc.open_file(pa.BufferReader(columns)).read_all()
+        # Zero-copy: the columnar copy is memory-mapped, so a query touches only the pages of
+        # the rows and columns it returns.
+        start, end = footer.files[COLUMNS_MEMBER]
+        mapped = pa.memory_map(str(split))
+        mapped.seek(start)
+        self.rows = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
         self.mapping = DocMapping.from_json(mapping_json.decode())
         try:
             self.index = tantivy.Index.open(str(index_dir))
@@ -241,11 +244,12 @@ class SplitSearcher:
         if n <= 0:
             return pa.array([], type=pa.uint64())
         try:
-            hits = self.searcher.search(self._query(query), n, count=False).hits
+            hits = self.searcher.search(
+                self._query(query), n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
+            ).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
-        ids = pa.array(self.searcher.fast_field_values(ROW_FIELD, [address for _, address in hits]), pa.uint64())
-        return ids.take(pc.sort_indices(ids))
+        return pa.array([row for row, _ in hits], pa.uint64())
 
     def search(
         self, query: str | filters.Filter | None = None, columns: Sequence[str] | None = None, limit: int | None = None

@@ -6,6 +6,8 @@ searched with ``SplitSearcher``; partition columns are added from the split's pa
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
@@ -15,6 +17,31 @@ from executor_lib.log.snapshot import Snapshot
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import QueryError, SplitSearcher
 from executor_lib.storage.base import ObjectStore
+
+_OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
+_OPEN_LOCK = threading.Lock()
+MAX_OPEN_SEARCHERS = 64
+
+
+def open_searcher(
+    cache: SplitCache, store: ObjectStore, path: str, arrow_schema: pa.Schema, doc_mapping: str | None
+) -> SplitSearcher:
+    """A searcher over the split at ``path`` (through the node's split cache), kept open for the
+    next query in this process (Spark reuses Python workers): splits are immutable, so an open
+    searcher never goes stale."""
+    entry = cache.get(store, path)
+    key = str(entry.split)
+    with _OPEN_LOCK:
+        searcher = _OPEN_SEARCHERS.get(key)
+        if searcher is not None:
+            _OPEN_SEARCHERS.move_to_end(key)
+            return searcher
+    searcher = SplitSearcher(entry.split, entry.directory, arrow_schema, doc_mapping)
+    with _OPEN_LOCK:
+        _OPEN_SEARCHERS[key] = searcher
+        while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
+            _OPEN_SEARCHERS.popitem(last=False)
+    return searcher
 
 
 def search_table(

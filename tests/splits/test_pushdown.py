@@ -145,7 +145,9 @@ def test_support_levels(searcher: SplitSearcher) -> None:
     m = [searcher.mapping]
     assert leaf_support(F.Term("level", "INFO"), m, SCHEMA)[0] is Support.EXACT
     assert leaf_support(F.Term("msg", "x"), m, SCHEMA)[0] is Support.NONE
-    assert leaf_support(F.Between("ts", lower=datetime.datetime(2024, 1, 1, tzinfo=UTC)), m, SCHEMA)[0] is Support.SUPERSET
+    assert (
+        leaf_support(F.Between("ts", lower=datetime.datetime(2024, 1, 1, tzinfo=UTC)), m, SCHEMA)[0] is Support.SUPERSET
+    )
     support, query = leaf_support(F.Not(F.Term("level", "INFO")), m, SCHEMA)
     assert support is Support.EXACT and query == F.And((F.Exists("level"), F.Not(F.Term("level", "INFO"))))
 
@@ -159,7 +161,9 @@ def test_limit_and_partition_constants(searcher: SplitSearcher) -> None:
 
 
 def test_filter_json_round_trip() -> None:
-    tree = F.Or((F.And((F.Term("a", 1), F.Between("ts", "2024-01-01", None, False))), F.Not(F.QueryString("x y", None))))
+    tree = F.Or(
+        (F.And((F.Term("a", 1), F.Between("ts", "2024-01-01", None, False))), F.Not(F.QueryString("x y", None)))
+    )
     assert F.from_json(F.to_json(tree)) == tree
     with pytest.raises(ValueError, match=r"filter.or\[0\]: unknown op 'nope'"):
         F.from_json({"op": "or", "children": [{"op": "nope"}]})
