@@ -63,26 +63,25 @@ def _is_timestamp(t: pa.DataType | None) -> bool:
     return t is not None and pa.types.is_timestamp(t)
 
 
-def _equality_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
+def _numeric_support(fields: list[FieldMapping], t: pa.DataType | None, exact_kinds: set[str]) -> Support:
+    """Support of a comparison on integer-like ``exact_kinds``, f64 (exact for float64 and integer
+    columns only: a float32 value widened to f64 is not the literal Spark compares) and dates."""
     kinds = {f.type for f in fields}
-    if kinds <= {"i64", "u64", "bool"} or _exact_string(fields):
+    if kinds <= exact_kinds:
         return Support.EXACT
     if kinds == {"f64"} and t is not None and (pa.types.is_float64(t) or pa.types.is_integer(t)):
         return Support.EXACT
     if kinds == {"datetime"}:
         return Support.SUPERSET if _is_timestamp(t) else Support.EXACT
     return Support.NONE
+
+
+def _equality_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
+    return Support.EXACT if _exact_string(fields) else _numeric_support(fields, t, {"i64", "u64", "bool"})
 
 
 def _range_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
-    kinds = {f.type for f in fields}
-    if kinds <= {"i64", "u64"}:
-        return Support.EXACT
-    if kinds == {"f64"} and t is not None and (pa.types.is_float64(t) or pa.types.is_integer(t)):
-        return Support.EXACT
-    if kinds == {"datetime"}:
-        return Support.SUPERSET if _is_timestamp(t) else Support.EXACT
-    return Support.NONE
+    return _numeric_support(fields, t, {"i64", "u64"})
 
 
 def _floor_second(value: object) -> object:
