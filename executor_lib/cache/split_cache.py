@@ -209,8 +209,10 @@ class SplitCache:
 
 
 def default_cache() -> SplitCache:
+    # On Spark executors, Python workers get the node's local dirs in SPARK_LOCAL_DIRS.
+    spark_local = (os.environ.get("SPARK_LOCAL_DIRS") or "").split(",")[0]
     directory = os.environ.get("INDEXTABLES_CACHE_DIR") or str(
-        Path(tempfile.gettempdir()) / f"indextables-split-cache-{os.getuid()}"
+        Path(spark_local or tempfile.gettempdir()) / f"indextables-split-cache-{os.getuid()}"
     )
     max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
     return SplitCache(Path(directory), max_bytes)

@@ -98,7 +98,11 @@ class IndexTablesDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self) -> StructType:
+    def schema(self) -> StructType | str:
+        if _is_command(self.options):
+            from executor_lib.spark.commands import command_schema
+
+            return command_schema(self.options)
         path = _require_path(self.options, "read")
         snapshot = _pinned_snapshot(path, dict(self.options))
         table_columns = [f["name"] for f in json.loads(snapshot.metadata.schema_string)["fields"]]
@@ -106,11 +110,23 @@ class IndexTablesDataSource(DataSource):
         columns = O.parse_columns("columns", opts["columns"], table_columns) if "columns" in opts else None
         return _spark_schema(snapshot.metadata.schema_string, columns)
 
-    def reader(self, schema: StructType) -> IndexTablesReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
+        if _is_command(self.options):
+            from executor_lib.spark.commands import command_reader
+
+            return command_reader(dict(self.options))
         return IndexTablesReader(dict(self.options), schema)
 
-    def writer(self, schema: StructType, overwrite: bool) -> IndexTablesWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        if _is_command(self.options):
+            from executor_lib.spark.commands import command_writer
+
+            return command_writer(dict(self.options))
         return IndexTablesWriter(dict(self.options), schema, overwrite)
+
+
+def _is_command(options: Mapping[str, Any]) -> bool:
+    return any(k.lower() == "command" for k in options)
 
 
 def _pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:

@@ -1,0 +1,412 @@
+"""Maintenance commands as Spark work: ``format("indextables").option("command", NAME)``.
+
+Every IndexTables command (history, describe, checkpoint, purge, merge, prewarm, cache ...) is
+a read of the ``indextables`` data source with a ``command`` option, so it runs on the
+cluster as an ordinary Spark job (visible in the Spark UI) and a Spark Connect client needs
+neither tantivy nor storage credentials. Each command has a fixed result schema.
+
+MERGE SPLITS is two steps: ``command=merge_plan`` reads one row per merge group (one input
+partition each, planned on the driver side at one pinned version), and writing those rows with
+``command=merge`` merges the groups in parallel on executors; the writer's commit then removes
+all sources and adds all merged splits in one version (a concurrent merge of the same splits
+makes it fail with a conflict; concurrent appends commute).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+
+from executor_lib import filters as F
+from executor_lib.errors import ConfigError
+from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction
+from executor_lib.spark import options as O
+
+SCHEMAS: dict[str, str] = {
+    "history": "version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
+    "numRemovedFiles long, numAddedRecords long, source string",
+    "describe_state": "property string, value string",
+    "checkpoint": "version long, format string, stateDir string, numFiles long",
+    "purge": "kind string, path string, sizeBytes long, dryRun boolean",
+    "truncate_time_travel": "kind string, path string, sizeBytes long, dryRun boolean",
+    "drop_partitions": "path string, partitionValues string, numRecords long, sizeBytes long, version long",
+    "merge_plan": "mergeGroup int, partitionValues string, sources string, sourceBytes long, readVersion long",
+    "merge_result": "version long, mergedSplit string, partitionValues string, numRecords long, sizeBytes long, "
+    "numSourceSplits long",
+    "prewarm": "path string, sizeBytes long, host string, footerOnly boolean",
+    "describe_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
+    "hits long, misses long, bytesDownloaded long",
+    "flush_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
+    "hits long, misses long, bytesDownloaded long",
+}
+
+COMMAND_KEYS = (
+    "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
+    "maxDestSplits", "maxSourceSplitsPerMerge", "mergeId", "footerOnly", "tasks", "versionAsOf",
+)  # fmt: skip
+_CACHE_COMMANDS = ("describe_cache", "flush_cache")
+
+
+def command_schema(raw_options: Mapping[str, str]) -> str:
+    """The command's result schema (DDL: no JVM is needed to parse it in a Python worker)."""
+    return SCHEMAS[command_name(raw_options)]
+
+
+def command_name(raw_options: Mapping[str, str]) -> str:
+    lower = {k.lower(): v for k, v in raw_options.items()}
+    name = str(lower.get("command", "")).strip().lower()
+    if name not in SCHEMAS:
+        raise ConfigError(f"unknown command {name!r} (commands: {sorted(SCHEMAS)})")
+    return name
+
+
+def _options(raw: Mapping[str, str], name: str) -> dict[str, str]:
+    return O.canonical_options(raw, (*O.READ_KEYS, *COMMAND_KEYS), (), (), f"command {name}")
+
+
+def _bool(options: Mapping[str, str], key: str) -> bool:
+    return str(options.get(key, "false")).strip().lower() in ("true", "1", "yes")
+
+
+def _hours(options: Mapping[str, str], key: str) -> float | None:
+    if key not in options:
+        return None
+    try:
+        return float(options[key])
+    except ValueError as e:
+        raise ConfigError(f"option {key}={options[key]!r}: expected a number of hours") from e
+
+
+class CommandPartition(InputPartition):
+    def __init__(self, index: int, payload: Any = None) -> None:
+        super().__init__(index)
+        self.payload = payload
+
+
+class CommandReader(DataSourceReader):
+    """Plans a command on the driver side; runs it in tasks."""
+
+    def __init__(self, raw_options: Mapping[str, str]) -> None:
+        self.name = command_name(raw_options)
+        self.options = _options(raw_options, self.name)
+        if self.name in _CACHE_COMMANDS:
+            self.path = ""
+        else:
+            self.path = str(raw_options.get("path") or "")
+            if not self.path:
+                raise ConfigError(f"command {self.name}: no table path")
+            self._log().latest_version()  # TableNotFoundError before any task runs
+        self.plan: list[Any] = self._plan()
+
+    def _log(self) -> Any:
+        from executor_lib import open_log
+
+        return open_log(self.path, **O.storage_and_log_options(self.options))
+
+    def _where(self, snapshot: Any) -> F.Filter | None:
+        if "filter" not in self.options:
+            return None
+        where = O.parse_filter(self.options["filter"])
+        unknown = sorted(F.columns_of(where) - set(snapshot.partition_columns))
+        if unknown and self.name in ("drop_partitions", "merge_plan"):
+            raise ConfigError(
+                f"{self.name} {self.path}: the predicate may name partition columns only "
+                f"{list(snapshot.partition_columns)}, not {unknown}"
+            )
+        return where
+
+    def _plan(self) -> list[Any]:
+        """Per-task payloads (planned here, on the driver side)."""
+        if self.name in _CACHE_COMMANDS:
+            return list(range(O.parse_positive_int("tasks", self.options.get("tasks", "1"))))
+        if self.name == "merge_plan":
+            return self._plan_merges()
+        if self.name == "prewarm":
+            snapshot = self._log().snapshot()
+            files = _matching_files(snapshot, self._where(snapshot))
+            return [[f] for f in sorted(files, key=lambda a: a.path)] or []
+        return [None]
+
+    def _plan_merges(self) -> list[Any]:
+        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES, plan_merges
+
+        snapshot = self._log().snapshot()
+        files = _matching_files(snapshot, self._where(snapshot))
+        groups = plan_merges(
+            files,
+            snapshot.doc_mapping,
+            O.parse_size("targetSize", self.options["targetSize"]) if "targetSize" in self.options
+            else DEFAULT_TARGET_BYTES,
+            O.parse_positive_int("maxDestSplits", self.options["maxDestSplits"]) if "maxDestSplits" in self.options
+            else None,
+            O.parse_positive_int("maxSourceSplitsPerMerge", self.options["maxSourceSplitsPerMerge"])
+            if "maxSourceSplitsPerMerge" in self.options else None,
+        )  # fmt: skip
+        version = snapshot.version
+        return [(i, g.partition_values, [a.path for a in g.sources], g.size, version) for i, g in enumerate(groups)]
+
+    def partitions(self) -> list[CommandPartition]:
+        return [CommandPartition(i, payload) for i, payload in enumerate(self.plan)]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, CommandPartition)
+        run = getattr(self, f"_run_{self.name}")
+        yield from run(partition.payload)
+
+    # -- the commands (in a task) --
+
+    def _run_history(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        limit = O.parse_positive_int("limit", self.options["limit"]) if "limit" in self.options else None
+        for e in self._log().history(limit):
+            ts = None if e.timestamp_ms is None else _utc(e.timestamp_ms)
+            yield (e.version, ts, e.operation, e.txn_id, e.num_added_files, e.num_removed_files,
+                   e.num_added_records, e.source)  # fmt: skip
+
+    def _run_describe_state(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.cli import describe_json
+
+        doc = describe_json(self._log().snapshot())
+        doc.pop("files", None)
+        for key, value in doc.items():
+            yield key, value if isinstance(value, str) else json.dumps(value)
+
+    def _run_checkpoint(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        txlog = self._log()
+        info = txlog.checkpoint()
+        yield info.version, getattr(info, "format", None) or "json", getattr(info, "state_dir", None), len(
+            txlog.snapshot().files
+        )
+
+    def _run_purge(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.log.purge import purge_table
+
+        dry = _bool(self.options, "dryRun")
+        report = purge_table(
+            self._log(), _hours(self.options, "retentionHours") or 168.0, _hours(self.options, "txLogRetentionHours"),
+            dry_run=dry,
+        )  # fmt: skip
+        for kind, key, size in report.rows():
+            yield kind, key, size, dry
+
+    def _run_truncate_time_travel(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        import dataclasses
+
+        from executor_lib.log.cleanup import cleanup_log
+
+        dry = _bool(self.options, "dryRun")
+        txlog = self._log()
+        if not dry:
+            txlog.checkpoint()
+        config = dataclasses.replace(
+            txlog.config, tx_log_retention_hours=0.0, state_retention_versions=1, state_retention_hours=0.0
+        )
+        report = cleanup_log(txlog.store, config, dry_run=dry)
+        rows = [("state", f"state-v{v}", 0) for v in report.deleted_states]
+        rows += [("manifest", k, 0) for k in report.deleted_manifests]
+        rows += [("log", k, 0) for k in report.deleted_version_files + report.deleted_checkpoint_files]
+        for kind, key, size in rows:
+            yield kind, key, size, dry
+
+    def _run_drop_partitions(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        txlog = self._log()
+        snapshot = txlog.snapshot()
+        where = self._where(snapshot)
+        if where is None:
+            raise ConfigError(f"drop_partitions {self.path}: a WHERE predicate on partition columns is required")
+        doomed = _matching_files(snapshot, where)
+        if not doomed:
+            return
+        now = int(time.time() * 1000)
+        removes = [
+            RemoveAction(path=a.path, deletion_timestamp=now, data_change=True,
+                         partition_values=_partition_map(a), size=a.size)
+            for a in doomed
+        ]  # fmt: skip
+        version = txlog.commit(removes, read_version=snapshot.version, operation="DROP PARTITIONS")
+        for a in doomed:
+            yield a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, version
+
+    def _run_merge_plan(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+        group, partition_values, sources, size, version = payload
+        yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version
+
+    def _run_merge_result(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.log.snapshot import read_version_actions
+
+        merge_id = self.options.get("mergeId")
+        if not merge_id:
+            raise ConfigError("merge_result: option mergeId is required")
+        txlog = self._log()
+        latest = txlog.latest_version()
+        for v in range(latest, max(-1, latest - 200), -1):
+            actions = read_version_actions(txlog.store, v)
+            info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
+            if info is None or (info.operation_parameters or {}).get("mergeId") != merge_id:
+                continue
+            removed = sum(1 for a in actions if isinstance(a, RemoveAction))
+            for a in actions:
+                if isinstance(a, AddAction):
+                    yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
+            return
+
+    def _run_prewarm(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.spark.datasource import _split_cache
+        from executor_lib.storage import open_store
+
+        footer_only = _bool(self.options, "footerOnly")
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = _split_cache(self.options)
+        for add in payload:
+            cache.prewarm(store, add, footer_only=footer_only)
+            yield add.path, add.size, socket.gethostname(), footer_only
+
+    def _run_describe_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.spark.datasource import _split_cache
+
+        yield _cache_row(_split_cache(self.options).describe())
+
+    def _run_flush_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.spark.datasource import _split_cache
+
+        cache = _split_cache(self.options)
+        cache.flush()
+        yield _cache_row(cache.describe())
+
+
+def _partition_map(add: AddAction) -> dict[str, str]:
+    return cast(dict[str, str], dict(add.partition_values))
+
+
+def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (socket.gethostname(), os.getpid(), d.get("directory"), d.get("maxBytes"), d.get("splitsCached"),
+            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytesDownloaded", 0))  # fmt: skip
+
+
+def _utc(ms: int) -> Any:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+
+
+def _matching_files(snapshot: Any, where: F.Filter | None) -> list[AddAction]:
+    """Live files whose partition values satisfy ``where`` (exactly, evaluated with SQL semantics
+    on typed partition values; numeric partitions compare as numbers)."""
+    files = snapshot.files
+    if where is None:
+        return list(files)
+    from executor_lib.spark.datasource import _partition_constants, _typed
+    from executor_lib.splits.pushdown import residual_mask
+
+    schema = snapshot.arrow_schema()
+    where = _typed(where, schema)
+    partition_columns = list(snapshot.partition_columns)
+    if not files:
+        return []
+    columns: dict[str, list[Any]] = {c: [] for c in partition_columns}
+    for add in files:
+        constants = _partition_constants(add.partition_values, partition_columns, schema)
+        for c in partition_columns:
+            columns[c].append(constants[c])
+    table = pa.table({c: pa.array([s.as_py() for s in columns[c]], schema.field(c).type) for c in partition_columns})
+    mask = residual_mask(where, table, lambda q: pa.array([], pa.uint64())).to_pylist()
+    return [add for add, keep in zip(files, mask, strict=True) if keep]
+
+
+# --- MERGE SPLITS: the write step ---------------------------------------------------------------
+
+
+@dataclass
+class MergeCommitMessage(WriterCommitMessage):
+    read_version: int = -1
+    removed: list[AddAction] = field(default_factory=list)
+    added: list[AddAction] = field(default_factory=list)
+
+
+class MergeWriter(DataSourceArrowWriter):
+    """Writing ``merge_plan`` rows merges each group on an executor; commit is one version."""
+
+    def __init__(self, raw_options: Mapping[str, str]) -> None:
+        self.options = _options(raw_options, "merge")
+        self.path = str(raw_options.get("path") or "")
+        self.merge_id = self.options.get("mergeId") or uuid.uuid4().hex
+
+    def _log(self) -> Any:
+        from executor_lib import open_log
+
+        return open_log(self.path, **O.storage_and_log_options(self.options))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> MergeCommitMessage:
+        from executor_lib.spark.datasource import _delete_quietly, _split_cache
+        from executor_lib.splits.publish import merge_splits
+
+        message = MergeCommitMessage()
+        txlog = self._log()
+        cache = _split_cache(self.options)
+        snapshots: dict[int, Any] = {}
+        try:
+            for batch in iterator:
+                for row in batch.to_pylist():
+                    version = int(row["readVersion"])
+                    if version not in snapshots:
+                        snapshots[version] = txlog.snapshot(version=version)
+                    snap = snapshots[version]
+                    live = {a.path: a for a in snap.files}
+                    sources = [live[p] for p in json.loads(row["sources"])]
+                    mappings = {a.path: snap.doc_mapping(a) for a in sources}
+                    merged = merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache)
+                    message.read_version = version if message.read_version < 0 else min(message.read_version, version)
+                    message.removed += sources
+                    message.added.append(merged)
+        except BaseException:
+            _delete_quietly(txlog.store, [a.path for a in message.added])
+            raise
+        return message
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        merged = [m for m in messages if isinstance(m, MergeCommitMessage) and m.added]
+        if not merged:
+            return
+        now = int(time.time() * 1000)
+        removes = [
+            RemoveAction(path=a.path, deletion_timestamp=now, data_change=False,
+                         partition_values=_partition_map(a), size=a.size)
+            for m in merged for a in m.removed
+        ]  # fmt: skip
+        adds = [a for m in merged for a in m.added]
+        txlog = self._log()
+        try:
+            txlog.commit(
+                [*removes, *adds], read_version=min(m.read_version for m in merged), operation="MERGE SPLITS",
+                operation_parameters={"mergeId": self.merge_id, "numSourceSplits": str(len(removes)),
+                                      "numMergedSplits": str(len(adds))},
+            )  # fmt: skip
+        except Exception:
+            self.abort(messages)
+            raise
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from executor_lib.spark.datasource import _delete_quietly
+
+        added = [a.path for m in messages if isinstance(m, MergeCommitMessage) for a in m.added]
+        if added:
+            _delete_quietly(self._log().store, added)
+
+
+def command_reader(raw_options: Mapping[str, str]) -> CommandReader:
+    return CommandReader(raw_options)
+
+
+def command_writer(raw_options: Mapping[str, str]) -> MergeWriter:
+    name = str({k.lower(): v for k, v in raw_options.items()}.get("command", "")).strip().lower()
+    if name != "merge":
+        raise ConfigError(f"command {name!r} cannot be written (write merge_plan rows with command=merge)")
+    return MergeWriter(raw_options)
