@@ -2,9 +2,9 @@
 
 A split file is deleted only when all of these hold:
 
-* it is not live in the latest version, nor in the oldest version time travel can still
-  reach after the log cleanup (``E``), nor added by any version after ``E`` — so every
-  version that remains readable keeps all its files;
+* it is not live in the latest version, nor in any state or checkpoint the log cleanup keeps,
+  nor in the oldest version still rebuildable from version files, nor added by any version
+  file that remains — so every version that stays readable keeps all its files;
 * it was last modified longer ago than the retention (``retention_hours``, never below 24):
   a writer may have uploaded it and not committed yet.
 
@@ -68,11 +68,23 @@ def purge_table(
     gone = set(log_report.deleted_version_files) | set(log_report.deleted_checkpoint_files)
     listing = list_log(store)
     remaining = sorted(v for v in listing.versions if f"{LOG_DIR}/{version_name(v)}.json" not in gone)
-    earliest, live_at_earliest = _earliest_readable(txlog, remaining, listing, log_report, latest.version)
-    protected = {a.path for a in latest.files} | live_at_earliest
+    bases = sorted(
+        set(log_report.retained_states)
+        | {c for c in listing.checkpoints if f"{LOG_DIR}/{version_name(c)}.checkpoint.json" not in gone}
+    )
+    # Every version that stays readable is a base (state/checkpoint) or a base plus the version
+    # files after it, or is rebuilt from the oldest version files: protect what those hold.
+    protected = {a.path for a in latest.files}
+    readable = []
+    for v in sorted(set(bases) | set(remaining[:1])):
+        try:
+            protected |= {a.path for a in txlog.snapshot(version=v).files}
+            readable.append(v)
+        except IndexTablesError:
+            continue
     for v in remaining:
-        if v > earliest:
-            protected |= {a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)}
+        protected |= {a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)}
+    earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
     report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)
     for obj in store.list(""):
@@ -84,17 +96,3 @@ def purge_table(
         for key, _ in report.deleted_splits:
             store.delete(key)
     return report
-
-
-def _earliest_readable(
-    txlog: Any, remaining: list[int], listing: Any, log_report: CleanupReport, latest: int
-) -> tuple[int, set[str]]:
-    """The oldest version a snapshot can still be built for, and its live files."""
-    bases = set(log_report.retained_states) | set(listing.checkpoints)
-    candidates = sorted(set(remaining) | {b for b in bases if b <= latest})
-    for v in candidates:
-        try:
-            return v, {a.path for a in txlog.snapshot(version=v).files}
-        except IndexTablesError:
-            continue
-    return latest, set()

@@ -182,8 +182,11 @@ class CommandReader(DataSourceReader):
     def _run_checkpoint(self, _: Any) -> Iterator[tuple[Any, ...]]:
         txlog = self._log()
         info = txlog.checkpoint()
-        yield info.version, getattr(info, "format", None) or "json", getattr(info, "state_dir", None), len(
-            txlog.snapshot().files
+        yield (
+            info.version,
+            getattr(info, "format", None) or "json",
+            getattr(info, "state_dir", None),
+            len(txlog.snapshot().files),
         )
 
     def _run_purge(self, _: Any) -> Iterator[tuple[Any, ...]]:

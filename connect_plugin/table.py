@@ -1,0 +1,138 @@
+"""``IndexTable``: the table API (Delta Lake's ``DeltaTable`` is the model).
+
+Every method builds Spark work over the ``indextables`` data source (a read with a
+``command`` option, or for merges a read of the plan written back with ``command=merge``),
+so it runs on the cluster; nothing here imports tantivy or touches storage.
+
+    t = IndexTable.for_path(spark, "s3://bucket/logs")
+    t.search("message:timeout", columns=["ts", "message"], limit=20).show()
+    t.merge_splits(target_size="1G").show()
+    t.purge(older_than_hours=168, dry_run=True).show()
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import connect_plugin as _plugin
+
+FORMAT = "indextables"
+
+
+class IndexTable:
+    def __init__(self, spark: Any, path: str, options: Mapping[str, Any] | None = None) -> None:
+        self.spark = spark
+        self.path = path
+        self.options = dict(options or {})
+
+    @classmethod
+    def for_path(cls, spark: Any, path: str, options: Mapping[str, Any] | None = None) -> IndexTable:
+        """The table at ``path``; ``options`` (storage settings, ...) go with every read and command."""
+        _plugin.install(spark)
+        return cls(spark, path, options)
+
+    # -- data --
+
+    def to_df(self, version_as_of: int | None = None, timestamp_as_of: str | None = None) -> Any:
+        return _plugin.read(
+            self.spark, self.path, version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options
+        )
+
+    def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> Any:
+        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too)."""
+        return _plugin.read(
+            self.spark, self.path, columns=columns, limit=limit,
+            filter={"op": "query", "query": query, "column": None}, options=self.options,
+        )  # fmt: skip
+
+    def count(self, query: str | None = None) -> int:
+        first = self.to_df().columns[0]
+        where = None if query is None else {"op": "query", "query": query, "column": None}
+        return int(_plugin.read(self.spark, self.path, columns=[first], filter=where, options=self.options).count())
+
+    # -- commands --
+
+    def _command(self, name: str, **options: Any) -> Any:
+        opts = _plugin._options(self.spark, self.options)
+        opts["command"] = name
+        opts.update({k: _plugin._option_text(v) for k, v in options.items() if v is not None})
+        return self.spark.read.format(FORMAT).options(**opts).load(self.path)
+
+    def history(self, limit: int | None = None) -> Any:
+        return self._command("history", limit=limit)
+
+    def describe_state(self) -> Any:
+        return self._command("describe_state")
+
+    def checkpoint(self) -> Any:
+        return self._command("checkpoint")
+
+    def purge(
+        self, older_than_hours: float = 168, tx_log_retention_hours: float | None = None, dry_run: bool = False
+    ) -> Any:
+        """Delete split files no retained version needs (never younger than 24 hours), old log files and
+        orphaned manifests; ``dry_run`` lists them only."""
+        df = self._command(
+            "purge", retentionHours=older_than_hours, txLogRetentionHours=tx_log_retention_hours, dryRun=dry_run
+        )
+        return _run_once(df)
+
+    def truncate_time_travel(self, dry_run: bool = False) -> Any:
+        return _run_once(self._command("truncate_time_travel", dryRun=dry_run))
+
+    def drop_partitions(self, where: Mapping[str, Any] | str) -> Any:
+        """Remove every file of the partitions matching ``where`` (a filter tree, or SQL text on partition columns)."""
+        return _run_once(self._command("drop_partitions", filter=json.dumps(_where(where))))
+
+    def merge_splits(
+        self,
+        where: Mapping[str, Any] | str | None = None,
+        target_size: str | int = "5G",
+        max_dest_splits: int | None = None,
+        max_source_splits_per_merge: int | None = None,
+    ) -> Any:
+        """Merge small splits per partition (one commit for all merges); returns the merged splits."""
+        merge_id = uuid.uuid4().hex
+        plan = self._command(
+            "merge_plan", filter=None if where is None else json.dumps(_where(where)), targetSize=target_size,
+            maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge,
+        )  # fmt: skip
+        opts = _plugin._options(self.spark, self.options)
+        plan.write.format(FORMAT).mode("append").options(**opts, command="merge", mergeId=merge_id).save(self.path)
+        return _run_once(self._command("merge_result", mergeId=merge_id))
+
+    def prewarm(self, where: Mapping[str, Any] | str | None = None, footer_only: bool = False) -> Any:
+        return _run_once(
+            self._command(
+                "prewarm", filter=None if where is None else json.dumps(_where(where)), footerOnly=footer_only
+            )
+        )
+
+    def describe_cache(self, tasks: int = 1) -> Any:
+        return _cache_command(self.spark, "describe_cache", tasks, self.options)
+
+    def flush_cache(self, tasks: int = 1) -> Any:
+        return _cache_command(self.spark, "flush_cache", tasks, self.options)
+
+
+def _cache_command(spark: Any, name: str, tasks: int, options: Mapping[str, Any] | None = None) -> Any:
+    opts = _plugin._options(spark, options)
+    return _run_once(spark.read.format(FORMAT).options(**opts, command=name, tasks=str(tasks)).load())
+
+
+def _where(where: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    if isinstance(where, str):
+        from connect_plugin.sql import parse_predicate
+
+        return parse_predicate(where)
+    return where
+
+
+def _run_once(df: Any) -> Any:
+    """Run a command with side effects exactly once and return its result rows as a DataFrame
+    (re-evaluating the read would run the command again)."""
+    rows = df.collect()
+    return df.sparkSession.createDataFrame(rows, df.schema)

@@ -1,0 +1,139 @@
+"""``IndexTable`` in classic and Spark Connect sessions: every command runs as Spark work on the
+cluster side, and the table stays correct (rows, counts, time travel) around it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import connect_plugin
+import executor_lib
+from connect_plugin.table import IndexTable
+from tests.spark.test_datasource import TEXT_OPTS, ids, make_df
+
+
+def small_appends(spark: Any, table: Path, n: int, per: int = 5, partition: bool = True) -> None:
+    for i in range(n):
+        connect_plugin.write(
+            make_df(spark, per, start=i * per),
+            str(table),
+            partition_by=["day"] if partition else None,
+            options=TEXT_OPTS,
+        )
+
+
+def test_history_describe_checkpoint(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "h"
+    small_appends(spark, table, 3, partition=False)
+    t = IndexTable.for_path(spark, str(table))
+    history = t.history().collect()
+    assert [r["version"] for r in history] == [3, 2, 1, 0]
+    assert history[0]["operation"] == "WRITE" and history[0]["numAddedRecords"] == 5
+    state = {r["property"]: r["value"] for r in t.describe_state().collect()}
+    assert state["version"] == "3" and state["numRecords"] == "15"
+    row = t.checkpoint().collect()[0]
+    assert row["version"] == 3 and row["numFiles"] == len(executor_lib.open_log(str(table)).snapshot().files)
+    assert t.count() == 15 and t.count("msg:timeout") == 3
+
+
+def test_merge_keeps_every_row_then_purge_frees_the_sources(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "m"
+    small_appends(spark, table, 4)
+    t = IndexTable.for_path(spark, str(table))
+    before = sorted(tuple(r) for r in t.to_df().collect())
+    log = executor_lib.open_log(str(table))
+    files_before = len(log.snapshot().files)
+    merged = t.merge_splits(target_size="1G").collect()
+    assert merged and all(r["numSourceSplits"] >= 2 for r in merged)
+    snap = log.snapshot()
+    assert len(snap.files) < files_before and len(snap.files) == 3  # one split per day partition
+    assert sorted(tuple(r) for r in t.to_df().collect()) == before
+    assert all(a.num_merge_ops == 1 for a in snap.files)
+    merge_version = snap.version
+    # purge: nothing is old enough yet (retention >= 24h), and it must refuse a shorter one
+    assert t.purge(dry_run=True).filter("kind = 'split'").count() == 0
+    with pytest.raises(Exception, match="below the minimum of 24h"):
+        t.purge(older_than_hours=1)
+    # two more commits, then purge as if 8 days had passed: the merged-away sources go, the
+    # table and every version that stays readable keep their files
+    small_appends(spark, table, 2)
+    import time
+
+    from executor_lib.log.purge import purge_table
+
+    now_ms = int((time.time() + 8 * 24 * 3600) * 1000)
+    report = purge_table(log, 168, tx_log_retention_hours=24, now_ms=now_ms)
+    deleted = {k for k, _ in report.deleted_splits}
+    assert deleted and not deleted & {a.path for a in log.snapshot().files}
+    assert all(not (table / k).exists() for k in deleted)
+    assert len(deleted) == files_before  # exactly the merge's sources
+    assert ids(t.to_df()) == sorted([*range(20), *range(10)])  # the 20 merged rows + 10 appended
+    latest = log.latest_version()
+    readable = 0
+    for v in range(merge_version, latest + 1):
+        try:
+            files = executor_lib.open_log(str(table)).snapshot(version=v).files
+        except executor_lib.IndexTablesError:
+            continue
+        readable += 1
+        assert all((table / a.path).exists() for a in files), v
+    assert readable >= 2
+
+
+def test_merge_vs_concurrent_append_keeps_every_row(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "c"
+    small_appends(spark, table, 4, partition=False)
+    t = IndexTable.for_path(spark, str(table))
+    errors: list[BaseException] = []
+
+    def append() -> None:
+        try:
+            connect_plugin.write(make_df(spark, 5, start=100), str(table))
+        except BaseException as e:
+            errors.append(e)
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    t.merge_splits(target_size="1G")
+    writer.join()
+    assert not errors
+    assert ids(t.to_df()) == list(range(20)) + list(range(100, 105))
+
+
+def test_drop_partitions_prewarm_and_cache(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "d"
+    small_appends(spark, table, 2)
+    t = IndexTable.for_path(spark, str(table))
+    dropped = t.drop_partitions({"op": "term", "column": "day", "value": "2024-01-02"}).collect()
+    assert dropped and all('"2024-01-02"' in r["partitionValues"] for r in dropped)
+    assert ids(t.to_df()) == [i for i in range(10) if i % 3 != 1]
+    warmed = t.prewarm().collect()
+    assert len(warmed) == len(executor_lib.open_log(str(table)).snapshot().files)
+    described = t.describe_cache().collect()
+    assert described and described[0]["splitsCached"] >= 1
+    flushed = t.flush_cache().collect()
+    assert flushed[0]["splitsCached"] == 0
+    assert ids(t.to_df()) == [i for i in range(10) if i % 3 != 1]  # reads fill the cache again
+
+
+def test_truncate_time_travel(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "tt"
+    small_appends(spark, table, 3, partition=False)
+    t = IndexTable.for_path(spark, str(table))
+    dry = t.truncate_time_travel(dry_run=True).collect()
+    assert dry and all(r["dryRun"] for r in dry)
+    assert ids(t.to_df(version_as_of=1)) == list(range(5))
+    t.truncate_time_travel()
+    assert ids(t.to_df()) == list(range(15))
+    with pytest.raises(Exception):  # noqa: B017 - the old version is gone
+        t.to_df(version_as_of=1).collect()
+
+
+def test_unknown_command_and_missing_table(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="unknown command 'explode'"):
+        spark.read.format("indextables").option("command", "explode").load(str(tmp_path)).collect()
+    with pytest.raises(Exception, match="not"):
+        IndexTable.for_path(spark, str(tmp_path / "none")).history().collect()
