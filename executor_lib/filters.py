@@ -67,6 +67,7 @@ class QueryString:
 
     query: str
     column: str | None = None
+    kind: str | None = None  # "text" (textsearch: tokenized field) or "exact" (fieldmatch: string field)
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,10 @@ def to_json(f: Filter) -> dict[str, Any]:
         return {"op": "regex", "column": f.column, "value": f.pattern}
     if isinstance(f, Exists):
         return {"op": "exists", "column": f.column}
-    return {"op": "query", "query": f.query, "column": f.column}
+    out: dict[str, Any] = {"op": "query", "query": f.query, "column": f.column}
+    if f.kind is not None:
+        out["kind"] = f.kind
+    return out
 
 
 def _json_value(value: Any) -> Any:
@@ -192,7 +196,10 @@ def from_json(obj: Any, where: str = "filter") -> Filter:
         if op == "not":
             return Not(from_json(obj["child"], f"{where}.not"))
         if op == "query":
-            return QueryString(_text(obj["query"], where), obj.get("column"))
+            kind = obj.get("kind")
+            if kind not in (None, "text", "exact"):
+                raise ValueError(f"{where}: query kind must be 'text' or 'exact', not {kind!r}")
+            return QueryString(_text(obj["query"], where), obj.get("column"), kind)
         column = _text(obj["column"], where)
         if op == "term":
             return Term(column, obj["value"])

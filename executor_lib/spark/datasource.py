@@ -251,6 +251,7 @@ class IndexTablesReader(DataSourceReader):
                 raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
             for query in _query_strings(f):
                 for mapping in self._mappings:
+                    _check_query_kind(query, mapping)
                     check_query(query, mapping)
         return found
 
@@ -362,6 +363,22 @@ def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
         return value
 
     return F.map_values(f, convert)
+
+
+def _check_query_kind(query: F.QueryString, mapping: Any) -> None:
+    """``textsearch`` needs a tokenized text field, ``fieldmatch`` an exact (string) field."""
+    if query.kind is None or query.column is None:
+        return
+    field = mapping.field(query.column)
+    exact = field is not None and field.type == "text" and field.tokenizer == "raw"
+    tokenized = field is not None and field.type in ("text", "json") and not exact
+    if query.kind == "text" and not tokenized:
+        raise ConfigError(
+            f"textsearch on {query.column!r}: it is not a tokenized text field (use fieldmatch or indexquery, "
+            "or index it with spark.indextables.indexing.typemap." + query.column + "=text)"
+        )
+    if query.kind == "exact" and not exact:
+        raise ConfigError(f"fieldmatch on {query.column!r}: it is not an exact string field (use textsearch)")
 
 
 def _query_strings(f: F.Filter) -> list[F.QueryString]:

@@ -1,0 +1,357 @@
+"""IndexTables SQL for Spark Connect clients: maintenance commands and the ``indexquery`` operators.
+
+``sql(spark, text)`` parses the IndexTables commands (grammar below, with lark) and runs them
+through ``IndexTable``; a ``SELECT ... FROM indextables.`<path>` WHERE ...`` whose WHERE uses
+``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch`` becomes an indexed read
+whose whole WHERE clause travels as the ``filter`` tree (the index answers what it can, the
+rest is evaluated on the rows on the executors); anything else goes to ``spark.sql``.
+Syntax errors name the line and column.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput, VisitError
+
+GRAMMAR = r"""
+?start: command
+
+?command: merge | purge | checkpoint | truncate | drop | prewarm
+        | describe_state | describe_log | describe_cache | flush_cache | select
+
+merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
+merge_opt: _TARGET _SIZE SIZE                         -> target_size
+         | _MAX _DEST _SPLITS INT                     -> max_dest
+         | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
+purge: _PURGE _INDEXTABLE target purge_opt*
+purge_opt: _OLDER _THAN duration                       -> older_than
+         | _TRANSACTION _LOG _RETENTION duration       -> log_retention
+         | _DRY _RUN                                   -> dry_run
+duration: NUMBER UNIT
+checkpoint: _CHECKPOINT _INDEXTABLES target
+truncate: _TRUNCATE _INDEXTABLES _TIME _TRAVEL target [dry]
+dry: _DRY _RUN
+drop: _DROP _INDEXTABLES _PARTITIONS _FROM target _WHERE predicate
+prewarm: _PREWARM _INDEXTABLES _CACHE target [_WHERE predicate]
+describe_state: _DESCRIBE _INDEXTABLES _STATE target
+describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
+describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
+flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
+
+select: _SELECT PROJECTION _FROM _INDEXTABLES "." BACKQUOTED [ALIAS] [_WHERE predicate] [TAIL]
+
+target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED
+
+?predicate: or_expr
+?or_expr: and_expr (_OR and_expr)*
+?and_expr: not_expr (_AND not_expr)*
+?not_expr: _NOT not_expr -> not_
+         | atom
+?atom: "(" predicate ")"
+     | column OP literal                              -> compare
+     | column [NEG] _IN "(" literal ("," literal)* ")" -> in_
+     | column _IS [NEG] _NULL                         -> is_null
+     | column [NEG] _LIKE STRING                      -> like
+     | column _BETWEEN literal _AND literal           -> between
+     | column _INDEXQUERY STRING                      -> indexquery
+     | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
+     | column _TEXTSEARCH STRING                      -> textsearch
+     | column _FIELDMATCH STRING                      -> fieldmatch
+column: NAME | BACKQUOTED
+?literal: STRING -> string
+        | NUMBER -> number
+        | _TRUE -> true
+        | _FALSE -> false
+        | _DATE STRING -> string
+        | _TIMESTAMP STRING -> string
+
+OP: "=" | "==" | "!=" | "<>" | "<=" | ">=" | "<" | ">"
+SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
+UNIT: /days?|hours?/i
+ALIAS.-1: /(?!where\b)[a-z_][a-z0-9_]*/i
+PROJECTION: /.+?(?=\s+from\s+indextables\s*\.)/is
+TAIL: /(group|order|limit|having)\b.*/is
+NAME.-1: /[a-z_][a-z0-9_]*/i
+BACKQUOTED: /`[^`]+`/
+STRING: /'([^'\\]|\\.|'')*'/
+NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
+INT: /\d+/
+
+_MERGE: /merge\b/i
+_SPLITS: /splits\b/i
+_WHERE: /where\b/i
+_TARGET: /target\b/i
+_SIZE: /size\b/i
+_MAX: /max\b/i
+_DEST: /dest\b/i
+_SOURCE: /source\b/i
+_PER: /per\b/i
+_PURGE: /purge\b/i
+_INDEXTABLE: /indextable\b/i
+_INDEXTABLES: /indextables\b/i
+_OLDER: /older\b/i
+_THAN: /than\b/i
+_TRANSACTION: /transaction\b/i
+_LOG: /log\b/i
+_RETENTION: /retention\b/i
+_DRY: /dry\b/i
+_RUN: /run\b/i
+_CHECKPOINT: /checkpoint\b/i
+_TRUNCATE: /truncate\b/i
+_TIME: /time\b/i
+_TRAVEL: /travel\b/i
+_DROP: /drop\b/i
+_PARTITIONS: /partitions\b/i
+_FROM: /from\b/i
+_PREWARM: /prewarm\b/i
+_CACHE: /cache\b/i
+_DESCRIBE: /describe\b/i
+_STATE: /state\b/i
+_DISK: /disk\b/i
+_FLUSH: /flush\b/i
+_SELECT: /select\b/i
+_OR: /or\b/i
+_AND: /and\b/i
+_NOT: /not\b/i
+NEG: /not\b/i
+_IN: /in\b/i
+_IS: /is\b/i
+_NULL: /null\b/i
+_LIKE: /like\b/i
+_BETWEEN: /between\b/i
+_INDEXQUERY: /indexquery\b/i
+_INDEXQUERYALL: /indexqueryall\b/i
+_TEXTSEARCH: /textsearch\b/i
+_FIELDMATCH: /fieldmatch\b/i
+_TRUE: /true\b/i
+_FALSE: /false\b/i
+_DATE: /date\b/i
+_TIMESTAMP: /timestamp\b/i
+
+%import common.WS
+%ignore WS
+"""
+
+_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=False)
+_PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve")
+
+_COMMAND_START = re.compile(
+    r"^\s*(merge\s+splits|purge\s+indextable|checkpoint\s+indextables|truncate\s+indextables|drop\s+indextables"
+    r"|prewarm\s+indextables|describe\s+indextables|flush\s+indextables)\b",
+    re.IGNORECASE,
+)
+_INDEX_OPERATORS = re.compile(r"\b(indexquery|indexqueryall|textsearch|fieldmatch)\b", re.IGNORECASE)
+
+
+class IndexTablesSQLError(ValueError):
+    """A statement that does not parse, with the position that stopped the parser."""
+
+
+def _unquote(token: str) -> str:
+    if token.startswith("`"):
+        return token[1:-1]
+    body = token[1:-1]
+    return re.sub(r"\\(.)|''", lambda m: m.group(1) or "'", body)
+
+
+def _like_filter(column: str, pattern: str) -> dict[str, Any]:
+    """SQL LIKE as a filter: 'abc%' -> prefix, '%abc%' -> contains, otherwise an anchored regex."""
+    if "_" not in pattern and "\\" not in pattern:
+        inner = pattern.strip("%")
+        if "%" not in inner:
+            if pattern == inner:
+                return {"op": "term", "column": column, "value": inner}
+            if pattern == inner + "%":
+                return {"op": "prefix", "column": column, "value": inner}
+            if pattern == "%" + inner + "%":
+                return {"op": "contains", "column": column, "value": inner}
+    regex = "(?s)" + "".join(".*" if c == "%" else "." if c == "_" else _regex_literal(c) for c in pattern)
+    return {"op": "regex", "column": column, "value": regex}
+
+
+def _regex_literal(c: str) -> str:
+    return "\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c
+
+
+@v_args(inline=True)
+class _ToFilter(Transformer):
+    """Predicate parse tree -> the JSON filter tree of the ``filter`` read option."""
+
+    def column(self, token: Token) -> str:
+        return _unquote(str(token)) if str(token).startswith("`") else str(token)
+
+    def string(self, token: Token) -> str:
+        return _unquote(str(token))
+
+    def number(self, token: Token) -> int | float:
+        text = str(token)
+        return float(text) if any(c in text for c in ".eE") else int(text)
+
+    def true(self) -> bool:
+        return True
+
+    def false(self) -> bool:
+        return False
+
+    def or_expr(self, *children: Any) -> dict[str, Any]:
+        return {"op": "or", "children": list(children)}
+
+    def and_expr(self, *children: Any) -> dict[str, Any]:
+        return {"op": "and", "children": list(children)}
+
+    def not_(self, child: Any) -> dict[str, Any]:
+        return {"op": "not", "child": child}
+
+    def compare(self, column: str, op: Token, value: Any) -> dict[str, Any]:
+        o = str(op)
+        if o in ("=", "=="):
+            return {"op": "term", "column": column, "value": value}
+        if o in ("!=", "<>"):
+            return {"op": "not", "child": {"op": "term", "column": column, "value": value}}
+        bound = "lower" if o.startswith(">") else "upper"
+        inclusive = o.endswith("=")
+        key = "lowerInclusive" if bound == "lower" else "upperInclusive"
+        return {"op": "range", "column": column, bound: value, key: inclusive}
+
+    def in_(self, column: str, negated: Any, *values: Any) -> dict[str, Any]:
+        f = {"op": "in", "column": column, "values": list(values)}
+        return {"op": "not", "child": f} if negated is not None else f
+
+    def is_null(self, column: str, negated: Any) -> dict[str, Any]:
+        exists = {"op": "exists", "column": column}
+        return exists if negated is not None else {"op": "not", "child": exists}
+
+    def like(self, column: str, negated: Any, pattern: Token) -> dict[str, Any]:
+        f = _like_filter(column, _unquote(str(pattern)))
+        return {"op": "not", "child": f} if negated is not None else f
+
+    def between(self, column: str, low: Any, high: Any) -> dict[str, Any]:
+        return {"op": "range", "column": column, "lower": low, "upper": high}
+
+    def indexquery(self, column: str, query: Token) -> dict[str, Any]:
+        if column.lower() == "_indexall":
+            return {"op": "query", "query": _unquote(str(query)), "column": None}
+        return {"op": "query", "query": _unquote(str(query)), "column": column}
+
+    def indexqueryall(self, query: Token) -> dict[str, Any]:
+        return {"op": "query", "query": _unquote(str(query)), "column": None}
+
+    def textsearch(self, column: str, query: Token) -> dict[str, Any]:
+        return {"op": "query", "query": _unquote(str(query)), "column": column, "kind": "text"}
+
+    def fieldmatch(self, column: str, query: Token) -> dict[str, Any]:
+        return {"op": "query", "query": _unquote(str(query)), "column": column, "kind": "exact"}
+
+
+def _parse(parser: Lark, text: str) -> Any:
+    try:
+        return parser.parse(text)
+    except UnexpectedInput as e:
+        if e.line < 0:  # the statement ended too early
+            lines = text.split("\n")
+            raise IndexTablesSQLError(
+                f"syntax error at line {len(lines)}, column {len(lines[-1]) + 1}: the statement ends too early"
+            ) from None
+        context = e.get_context(text, span=30).rstrip()
+        raise IndexTablesSQLError(f"syntax error at line {e.line}, column {e.column}:\n{context}") from None
+
+
+def parse_predicate(text: str) -> dict[str, Any]:
+    """A SQL predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, index operators, AND/OR/NOT) as a filter tree."""
+    try:
+        result: dict[str, Any] = _ToFilter().transform(_parse(_PREDICATE_PARSER, text))
+    except VisitError as e:
+        raise IndexTablesSQLError(f"predicate {text!r}: {e.orig_exc}") from e
+    return result
+
+
+def _target(tree: Any) -> str:
+    token = tree.children[-1]
+    return _unquote(str(token))
+
+
+def _duration_hours(tree: Any) -> float:
+    number, unit = tree.children
+    return float(number) * (24 if str(unit).lower().startswith("day") else 1)
+
+
+def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
+    """Run one statement: an IndexTables command, an indexed SELECT, or anything else via ``spark.sql``."""
+    if not _COMMAND_START.match(text) and not _INDEX_OPERATORS.search(text):
+        return spark.sql(text)
+    tree = _parse(_PARSER, text)
+    return _run(spark, tree, text, options or {})
+
+
+def _where(tree: Any) -> dict[str, Any] | None:
+    for child in tree.children:
+        if (
+            hasattr(child, "data")
+            and child.data not in ("target", "merge_opt", "purge_opt", "dry")
+            and not str(child.data).startswith(("target_size", "max_", "older_than", "log_retention", "dry_run"))
+        ):
+            result: dict[str, Any] = _ToFilter().transform(child)
+            return result
+    return None
+
+
+def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
+    from connect_plugin.table import IndexTable, _cache_command
+
+    kind = tree.data
+    if kind == "describe_cache":
+        return _cache_command(spark, "describe_cache", 1, options)
+    if kind == "flush_cache":
+        return _cache_command(spark, "flush_cache", 1, options)
+    if kind == "select":
+        return _select(spark, tree, options)
+    target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
+    table = IndexTable.for_path(spark, _target(target), options)
+    if kind == "describe_state":
+        return table.describe_state()
+    if kind == "describe_log":
+        return table.history()
+    if kind == "checkpoint":
+        return table.checkpoint()
+    if kind == "truncate":
+        return table.truncate_time_travel(dry_run=any(hasattr(c, "data") and c.data == "dry" for c in tree.children))
+    if kind == "drop":
+        where = _where(tree)
+        assert where is not None
+        return table.drop_partitions(where)
+    if kind == "prewarm":
+        return table.prewarm(_where(tree))
+    if kind == "purge":
+        opts = {c.data: c for c in tree.children if hasattr(c, "data")}
+        older = _duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
+        log = _duration_hours(opts["log_retention"].children[0]) if "log_retention" in opts else None
+        return table.purge(older_than_hours=older, tx_log_retention_hours=log, dry_run="dry_run" in opts)
+    if kind == "merge":
+        opts = {c.data: c for c in tree.children if hasattr(c, "data")}
+        return table.merge_splits(
+            where=_where(tree),
+            target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else "5G",
+            max_dest_splits=int(opts["max_dest"].children[0]) if "max_dest" in opts else None,
+            max_source_splits_per_merge=int(opts["max_sources"].children[0]) if "max_sources" in opts else None,
+        )
+    raise IndexTablesSQLError(f"unsupported statement: {text!r}")
+
+
+def _select(spark: Any, tree: Any, options: dict[str, Any]) -> Any:
+    import connect_plugin
+
+    projection, path_token, alias, where_tree, tail = tree.children
+    where = _ToFilter().transform(where_tree) if where_tree is not None else None
+    df = connect_plugin.read(spark, _unquote(str(path_token)), filter=where, options=options)
+    view = f"indextables_{uuid.uuid4().hex[:12]}"
+    df.createOrReplaceTempView(view)
+    statement = f"SELECT {projection} FROM {view}"
+    if alias is not None:
+        statement += f" AS {alias}"
+    if tail is not None:
+        statement += f" {tail}"
+    return spark.sql(statement)

@@ -1,0 +1,101 @@
+"""IndexTables SQL: the grammar (pure parsing) and every statement run through real sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import connect_plugin
+import executor_lib
+from connect_plugin.sql import IndexTablesSQLError, parse_predicate, sql
+from tests.spark.test_datasource import TEXT_OPTS, ids, log_rows, make_df
+
+
+def test_predicates_become_filter_trees() -> None:
+    tree = parse_predicate("day = '2024-01-01' AND (n >= 5 OR msg indexquery 'a AND b') AND NOT lvl IN ('x', 'y')")
+    assert tree == {"op": "and", "children": [
+        {"op": "term", "column": "day", "value": "2024-01-01"},
+        {"op": "or", "children": [{"op": "range", "column": "n", "lower": 5, "lowerInclusive": True},
+                                  {"op": "query", "query": "a AND b", "column": "msg"}]},
+        {"op": "not", "child": {"op": "in", "column": "lvl", "values": ["x", "y"]}},
+    ]}  # fmt: skip
+    assert parse_predicate("s LIKE 'ab%'") == {"op": "prefix", "column": "s", "value": "ab"}
+    assert parse_predicate("s LIKE '%ab%'") == {"op": "contains", "column": "s", "value": "ab"}
+    assert parse_predicate("s LIKE 'a_c%'")["op"] == "regex"
+    assert parse_predicate("_indexall indexquery 'x'") == {"op": "query", "query": "x", "column": None}
+    assert parse_predicate("indexqueryall('x y')") == {"op": "query", "query": "x y", "column": None}
+    assert parse_predicate("m textsearch 'x'")["kind"] == "text"
+    assert parse_predicate("n BETWEEN 1 AND 2.5") == {"op": "range", "column": "n", "lower": 1, "upper": 2.5}
+    assert parse_predicate("x IS NULL") == {"op": "not", "child": {"op": "exists", "column": "x"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("a = = 3", "line 1, column 5"),
+        ("a indexquery error", "line 1, column 14"),
+        ("a = 1 AND\n  b >", "line 2, column 6"),
+    ],
+)
+def test_syntax_errors_name_the_position(text: str, where: str) -> None:
+    with pytest.raises(IndexTablesSQLError, match=where):
+        parse_predicate(text)
+
+
+def test_commands_through_sql(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "s"
+    for i in range(3):
+        connect_plugin.write(make_df(spark, 6, start=i * 6), str(table), partition_by=["day"], options=TEXT_OPTS)
+    t = f"'{table}'"
+    assert sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG {t}").collect()[0]["version"] == 3
+    state = {
+        r["property"]: r["value"] for r in sql(spark, f"describe indextables state indextables.`{table}`").collect()
+    }
+    assert state["numRecords"] == "18"
+    merged = sql(spark, f"MERGE SPLITS {t} WHERE day = '2024-01-01' TARGET SIZE 100M MAX SOURCE SPLITS PER MERGE 10")
+    assert {r["partitionValues"] for r in merged.collect()} == {'{"day": "2024-01-01"}'}
+    assert ids(connect_plugin.read(spark, str(table))) == list(range(18))
+    assert sql(spark, f"CHECKPOINT INDEXTABLES {t}").collect()[0]["version"] == 4
+    assert sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 7 DAYS DRY RUN").filter("kind = 'split'").count() == 0
+    with pytest.raises(Exception, match="below the minimum of 24h"):
+        sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 2 HOURS")
+    assert sql(spark, f"PREWARM INDEXTABLES CACHE {t} WHERE day = '2024-01-03'").count() >= 1
+    assert sql(spark, "DESCRIBE INDEXTABLES DISK CACHE").count() == 1
+    dropped = sql(spark, f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE day = '2024-01-02'").collect()
+    assert dropped
+    assert ids(connect_plugin.read(spark, str(table))) == [i for i in range(18) if i % 3 != 1]
+    assert sql(spark, f"TRUNCATE INDEXTABLES TIME TRAVEL {t} DRY RUN").count() >= 1
+    assert sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()[0]["splitsCached"] == 0
+    assert sql(spark, "SELECT 1 AS one").collect()[0]["one"] == 1  # anything else goes to spark.sql
+
+
+def test_indexquery_select_equals_spark_filtering(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "q"
+    connect_plugin.write(make_df(spark, 60), str(table), options=TEXT_OPTS)
+    rows = log_rows(60)
+    got = sql(
+        spark,
+        f"SELECT id, level FROM indextables.`{table}` WHERE (msg indexquery 'timeout' OR level = 'WARN') "
+        "AND NOT id IN (5, 10) AND score >= 2 ORDER BY id",
+    ).collect()
+    expected = [r[0] for r in rows if ("timeout" in r[2] or r[1] == "WARN") and r[0] not in (5, 10) and r[3] >= 2]
+    assert [r["id"] for r in got] == expected
+    spark_side = (
+        connect_plugin.read(spark, str(table))
+        .filter("(msg LIKE '%timeout%' OR level = 'WARN') AND NOT id IN (5, 10) AND score >= 2")
+        .orderBy("id")
+    )
+    assert [r["id"] for r in spark_side.collect()] == expected
+    all_fields = sql(spark, f"SELECT count(*) AS n FROM indextables.`{table}` WHERE indexqueryall('timeout')")
+    assert all_fields.collect()[0]["n"] == sum(1 for r in rows if "timeout" in r[2])
+    text = sql(spark, f"SELECT id FROM indextables.`{table}` WHERE msg textsearch 'host-3'").collect()
+    assert sorted(r["id"] for r in text) == [r[0] for r in rows if "host-3 " in r[2]]
+    exact = sql(spark, f"SELECT id FROM indextables.`{table}` WHERE level fieldmatch 'ERROR'").collect()
+    assert sorted(r["id"] for r in exact) == [r[0] for r in rows if r[1] == "ERROR"]
+    with pytest.raises(Exception, match="textsearch on 'level': it is not a tokenized text field"):
+        sql(spark, f"SELECT id FROM indextables.`{table}` WHERE level textsearch 'ERROR'").collect()
+    with pytest.raises(Exception, match="fieldmatch on 'msg': it is not an exact string field"):
+        sql(spark, f"SELECT id FROM indextables.`{table}` WHERE msg fieldmatch 'x'").collect()
+    assert executor_lib.open_log(str(table)).latest_version() == 1  # reads never write
