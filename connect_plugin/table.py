@@ -53,6 +53,22 @@ class IndexTable:
         where = None if query is None else {"op": "query", "query": query, "column": None}
         return int(_plugin.read(self.spark, self.path, columns=[first], filter=where, options=self.options).count())
 
+    def aggregate(
+        self, aggregations: Mapping[str, Any], query: str | Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Elasticsearch-style aggregations (count/sum/avg/min/max/stats; terms, histogram,
+        date_histogram, range with sub-aggregations) over the rows matching ``query`` (a Tantivy
+        query string over all fields, or a filter tree), computed by Tantivy on the executors."""
+        from connect_plugin.aggregate import merge_results
+
+        where: Mapping[str, Any] | None = (
+            {"op": "query", "query": query, "column": None} if isinstance(query, str) else query
+        )
+        rows = self._command(
+            "aggregate", aggregations=json.dumps(aggregations), filter=None if where is None else json.dumps(where)
+        ).collect()
+        return merge_results(aggregations, [json.loads(r["result"]) for r in rows])
+
     # -- commands --
 
     def _command(self, name: str, **options: Any) -> Any:

@@ -43,6 +43,7 @@ SCHEMAS: dict[str, str] = {
     "merge_result": "version long, mergedSplit string, partitionValues string, numRecords long, sizeBytes long, "
     "numSourceSplits long",
     "prewarm": "path string, sizeBytes long, host string, footerOnly boolean",
+    "aggregate": "path string, result string",
     "describe_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
     "hits long, misses long, bytesDownloaded long",
     "flush_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
@@ -51,7 +52,7 @@ SCHEMAS: dict[str, str] = {
 
 COMMAND_KEYS = (
     "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
-    "maxDestSplits", "maxSourceSplitsPerMerge", "mergeId", "footerOnly", "tasks", "versionAsOf",
+    "maxDestSplits", "maxSourceSplitsPerMerge", "mergeId", "footerOnly", "tasks", "versionAsOf", "aggregations",
 )  # fmt: skip
 _CACHE_COMMANDS = ("describe_cache", "flush_cache")
 
@@ -130,6 +131,11 @@ class CommandReader(DataSourceReader):
             return list(range(O.parse_positive_int("tasks", self.options.get("tasks", "1"))))
         if self.name == "merge_plan":
             return self._plan_merges()
+        if self.name == "aggregate":
+            if "aggregations" not in self.options:
+                raise ConfigError("aggregate: option aggregations (an Elasticsearch-style JSON object) is required")
+            snapshot = self._log().snapshot()
+            return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
         if self.name == "prewarm":
             snapshot = self._log().snapshot()
             files = _matching_files(snapshot, self._where(snapshot))
@@ -272,6 +278,35 @@ class CommandReader(DataSourceReader):
             cache.prewarm(store, add, footer_only=footer_only)
             yield add.path, add.size, socket.gethostname(), footer_only
 
+    def _run_aggregate(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+        """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
+        from executor_lib.spark.datasource import _split_cache
+        from executor_lib.splits.pushdown import plan
+        from executor_lib.splits.table_search import open_searcher
+        from executor_lib.storage import open_store
+
+        request = json.loads(self.options["aggregations"])
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = _split_cache(self.options)
+        where = O.parse_filter(self.options["filter"]) if "filter" in self.options else None
+        for add, mapping in payload:
+            snapshot_schema = self._table_schema()
+            searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping)
+            query = None
+            if where is not None:
+                filter_plan = plan(where, [searcher.mapping], snapshot_schema)
+                if filter_plan.residual is not None:
+                    raise ConfigError(
+                        f"aggregate: the query {F.to_json(where)} is not answered exactly by the index of {add.path}"
+                    )
+                query = filter_plan.index
+            yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
+
+    def _table_schema(self) -> pa.Schema:
+        if not hasattr(self, "_schema_cache"):
+            self._schema_cache = self._log().snapshot().arrow_schema()
+        return self._schema_cache
+
     def _run_describe_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
 
@@ -283,6 +318,24 @@ class CommandReader(DataSourceReader):
         cache = _split_cache(self.options)
         cache.flush()
         yield _cache_row(cache.describe())
+
+
+def split_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-split form of an aggregation request: ``avg`` becomes ``stats`` (sum and count merge
+    exactly) and ``terms`` asks each split for more buckets than the final size."""
+    out: dict[str, Any] = {}
+    for name, spec in request.items():
+        spec = dict(spec)
+        if "avg" in spec:
+            spec["stats"] = spec.pop("avg")
+        if "terms" in spec:
+            terms = dict(spec["terms"])
+            terms["size"] = int(terms.get("size", 10)) * 5 + 100
+            spec["terms"] = terms
+        if "aggs" in spec:
+            spec["aggs"] = split_request(spec["aggs"])
+        out[name] = spec
+    return out
 
 
 def _partition_map(add: AddAction) -> dict[str, str]:

@@ -184,3 +184,32 @@ def test_two_merges_racing_on_the_same_splits(spark: Any, tmp_path: Path) -> Non
         assert len(merges) == 1
     assert ids(t.to_df()) == list(range(20))
     assert sum(a.num_records or 0 for a in log.snapshot().files) == 20
+
+
+def test_aggregations_computed_by_tantivy_on_executors(spark: Any, tmp_path: Path) -> None:
+    from tests.spark.test_datasource import log_rows
+
+    table = tmp_path / "agg"
+    for i in range(3):  # several splits, so per-split results must merge
+        connect_plugin.write(make_df(spark, 20, start=i * 20), str(table), options=TEXT_OPTS)
+    t = IndexTable.for_path(spark, str(table))
+    rows = log_rows(60)
+    result = t.aggregate(
+        {
+            "n": {"value_count": {"field": "id"}},
+            "total": {"sum": {"field": "id"}},
+            "mean": {"avg": {"field": "score"}},
+            "lo": {"min": {"field": "score"}},
+            "hi": {"max": {"field": "id"}},
+            "levels": {"terms": {"field": "level", "size": 2}, "aggs": {"top": {"max": {"field": "id"}}}},
+            "hist": {"histogram": {"field": "id", "interval": 25}},
+        }
+    )
+    assert result["n"]["value"] == 60 and result["total"]["value"] == sum(range(60))
+    assert result["mean"]["value"] == pytest.approx(sum(r[3] for r in rows) / 60)
+    assert result["lo"]["value"] == 0 and result["hi"]["value"] == 59
+    levels = [(b["key"], b["doc_count"], b["top"]["value"]) for b in result["levels"]["buckets"]]
+    assert levels == [("ERROR", 15, 58), ("INFO", 15, 56)]  # 15 each; ties ordered by key
+    assert [(b["key"], b["doc_count"]) for b in result["hist"]["buckets"]] == [(0, 25), (25, 25), (50, 10)]
+    timeouts = t.aggregate({"n": {"value_count": {"field": "id"}}}, query="msg:timeout")
+    assert timeouts["n"]["value"] == sum(1 for r in rows if "timeout" in r[2])
