@@ -327,7 +327,8 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib.splits.table_search import open_searcher, scan_split
         from executor_lib.storage import open_store
 
-        assert isinstance(partition, IndexTablesPartition)
+        if not isinstance(partition, IndexTablesPartition):
+            return  # no split to read: Spark reads one default partition
         target = to_arrow_schema(_spark_schema(self.schema_string, self.columns), timezone="UTC")
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)

@@ -338,3 +338,12 @@ def test_session_settings_reach_the_data_source(spark: Any, tmp_path: Path) -> N
         for a in snap.files
     )
     assert ids(connect_plugin.read(spark, str(table), options={"indexquery.msg": "timeout"})) == [0, 5]
+
+
+def test_empty_tables_and_pruned_reads_return_no_rows(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "empty"
+    write(make_df(spark, 0), table)  # creates the table, no split
+    assert executor_lib.open_log(str(table)).snapshot().files == []
+    assert read(spark, table).count() == 0
+    write(make_df(spark, 3), table)
+    assert read(spark, table).filter("id > 100").count() == 0  # every split pruned
