@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
@@ -30,6 +29,7 @@ from executor_lib import filters as F
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction
 from executor_lib.spark import options as O
+from executor_lib.spark.datasource import removes_of
 
 SCHEMAS: dict[str, str] = {
     "history": "version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
@@ -235,12 +235,7 @@ class CommandReader(DataSourceReader):
         doomed = _matching_files(snapshot, where)
         if not doomed:
             return
-        now = int(time.time() * 1000)
-        removes = [
-            RemoveAction(path=a.path, deletion_timestamp=now, data_change=True,
-                         partition_values=_partition_map(a), size=a.size)
-            for a in doomed
-        ]  # fmt: skip
+        removes = removes_of(doomed, data_change=True)
         version = txlog.commit(removes, read_version=snapshot.version, operation="DROP PARTITIONS")
         for a in doomed:
             yield a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, version
@@ -339,10 +334,6 @@ def split_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _partition_map(add: AddAction) -> dict[str, str]:
-    return cast(dict[str, str], dict(add.partition_values))
-
-
 def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
     return (socket.gethostname(), os.getpid(), d.get("directory"), d.get("maxBytes"), d.get("splitsCached"),
             d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytesDownloaded", 0))  # fmt: skip
@@ -432,12 +423,7 @@ class MergeWriter(DataSourceArrowWriter):
         merged = [m for m in messages if isinstance(m, MergeCommitMessage) and m.added]
         if not merged:
             return
-        now = int(time.time() * 1000)
-        removes = [
-            RemoveAction(path=a.path, deletion_timestamp=now, data_change=False,
-                         partition_values=_partition_map(a), size=a.size)
-            for m in merged for a in m.removed
-        ]  # fmt: skip
+        removes = removes_of([a for m in merged for a in m.removed], data_change=False)
         adds = [a for m in merged for a in m.added]
         txlog = self._log()
         try:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -558,14 +558,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
         try:
             if self.overwrite:
                 snapshot = txlog.snapshot()
-                now = int(time.time() * 1000)
-                removes = [
-                    RemoveAction(
-                        path=a.path, deletion_timestamp=now, data_change=True,
-                        partition_values=dict(a.partition_values), size=a.size,
-                    )
-                    for a in snapshot.files
-                ]  # fmt: skip
+                removes = removes_of(snapshot.files, data_change=True)
                 txlog.commit(
                     [*removes, *adds], read_version=snapshot.version, operation="WRITE",
                     operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
@@ -586,6 +579,18 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from executor_lib.storage import open_store
 
         _delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+
+
+def removes_of(files: Sequence[AddAction], data_change: bool) -> list[RemoveAction]:
+    """Remove actions for live files, stamped now (the tombstones purge later ages out)."""
+    now = int(time.time() * 1000)
+    return [
+        RemoveAction(
+            path=a.path, deletion_timestamp=now, data_change=data_change,
+            partition_values=cast(dict[str, str], dict(a.partition_values)), size=a.size,
+        )
+        for a in files
+    ]  # fmt: skip
 
 
 def _delete_quietly(store: Any, keys: list[str]) -> None:
