@@ -191,8 +191,8 @@ class CommandReader(DataSourceReader):
         info = txlog.checkpoint()
         yield (
             info.version,
-            getattr(info, "format", None) or "json",
-            getattr(info, "state_dir", None),
+            info.format or "json",
+            info.state_dir,
             len(txlog.snapshot().files),
         )
 
@@ -285,8 +285,8 @@ class CommandReader(DataSourceReader):
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)
         where = O.parse_filter(self.options["filter"]) if "filter" in self.options else None
+        snapshot_schema = self._log().snapshot().arrow_schema()
         for add, mapping in payload:
-            snapshot_schema = self._table_schema()
             searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping)
             query = None
             if where is not None:
@@ -297,11 +297,6 @@ class CommandReader(DataSourceReader):
                     )
                 query = filter_plan.index
             yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
-
-    def _table_schema(self) -> pa.Schema:
-        if not hasattr(self, "_schema_cache"):
-            self._schema_cache = self._log().snapshot().arrow_schema()
-        return self._schema_cache
 
     def _run_describe_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
