@@ -161,6 +161,8 @@ class IndexTablesPartition(InputPartition):
 def spark_filter_to_filter(f: Filter) -> F.Filter | None:
     """Spark's pushed filter in the shared vocabulary; None if it has no equivalent."""
     if isinstance(f, Not):
+        if isinstance(f.child, EqualNullSafe):
+            return None  # NOT(a <=> v) keeps NULL rows; the index's NOT(a = v) would not
         child = spark_filter_to_filter(f.child)
         return None if child is None else F.Not(child)
     attribute: tuple[str, ...] = tuple(getattr(f, "attribute", ()))
@@ -168,7 +170,9 @@ def spark_filter_to_filter(f: Filter) -> F.Filter | None:
         return None  # nested struct fields are not index fields
     column = attribute[0]
     if isinstance(f, (EqualTo, EqualNullSafe)):
-        return F.Not(F.Exists(column)) if f.value is None else F.Term(column, f.value)
+        if f.value is None:  # a = NULL is never true; a <=> NULL is IS NULL
+            return F.Not(F.Exists(column)) if isinstance(f, EqualNullSafe) else None
+        return F.Term(column, f.value)
     if isinstance(f, In):
         values = tuple(v for v in f.value if v is not None)
         return F.TermIn(column, values) if values else None

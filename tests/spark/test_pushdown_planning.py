@@ -8,10 +8,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, Not, StringContains, StringStartsWith
+from pyspark.sql.datasource import (
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    In,
+    IsNull,
+    Not,
+    StringContains,
+    StringStartsWith,
+)
 from pyspark.sql.types import StructType
 
 import executor_lib
+from executor_lib import filters as F
 from executor_lib.spark.datasource import IndexTablesReader, IndexTablesWriter
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
@@ -88,3 +98,13 @@ def test_writer_validates_before_any_task(table: Path) -> None:
     assert '"tokenizer":"default"' in w.mapping_json  # inherited from the table's splits
     with pytest.raises(executor_lib.IndexTablesError, match="differs from the table's partition columns"):
         IndexTablesWriter({"path": str(table), "partitionby": "level"}, schema, overwrite=False)
+
+
+def test_null_safe_equality_keeps_sql_semantics(table: Path) -> None:
+    r = reader(table)
+    given = [Not(EqualNullSafe(("level",), "INFO")), EqualTo(("level",), None), EqualNullSafe(("level",), None)]
+    returned = list(r.pushFilters(given))
+    # NOT(level <=> 'INFO') keeps NULL levels and level = NULL matches nothing: Spark keeps both;
+    # level <=> NULL is IS NULL, answered exactly by the index
+    assert returned == given[:2]
+    assert r.pushed == [F.Not(F.Exists("level"))]
