@@ -213,3 +213,16 @@ def test_aggregations_computed_by_tantivy_on_executors(spark: Any, tmp_path: Pat
     assert [(b["key"], b["doc_count"]) for b in result["hist"]["buckets"]] == [(0, 25), (25, 25), (50, 10)]
     timeouts = t.aggregate({"n": {"value_count": {"field": "id"}}}, query="msg:timeout")
     assert timeouts["n"]["value"] == sum(1 for r in rows if "timeout" in r[2])
+
+
+def test_bad_command_input_is_named(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "bad"
+    small_appends(spark, table, 1)
+    t = IndexTable.for_path(spark, str(table))
+    with pytest.raises(Exception, match=r"may name partition columns only \['day'\], not \['level'\]"):
+        t.drop_partitions("level = 'INFO'")
+    with pytest.raises(Exception, match="option aggregations"):
+        spark.read.format("indextables").option("command", "aggregate").load(str(table)).collect()
+    with pytest.raises(Exception, match="not answered exactly by the index"):
+        t.aggregate({"n": {"value_count": {"field": "id"}}}, query={"op": "contains", "column": "msg", "value": "x"})
+    assert executor_lib.open_log(str(table)).latest_version() == 1  # nothing was committed
