@@ -7,8 +7,9 @@ object-writing handlers with one shared lock, which makes check+write atomic as 
 real S3. ``widen_race_window(ms)`` inserts a delay between check and write — used by the
 self-test that proves the log-level checker detects lost commits on unpatched moto.
 
-Run: ``python -m harness.moto_server --port 0 [--unpatched] [--widen-ms 5]``; it prints
-``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT.
+Run: ``python -m harness.moto_server --port 0 [--unpatched] [--widen-ms 5] [--detached]``; it
+prints ``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT (and, unless
+``--detached``, when the process that started it exits).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def widen_race_window(delay_ms: float) -> None:
     backend_cls.put_object = slow_put  # type: ignore[method-assign]
 
 
-def serve(port: int, patched: bool, widen_ms: float) -> None:
+def serve(port: int, patched: bool, widen_ms: float, detached: bool = False) -> None:
     import logging
 
     from moto.server import ThreadedMotoServer
@@ -77,7 +78,7 @@ def serve(port: int, patched: bool, widen_ms: float) -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     parent = os.getppid()
     while not stop.wait(1.0):
-        if os.getppid() != parent:  # the process that started us is gone: do not linger
+        if not detached and os.getppid() != parent:  # the process that started us is gone: do not linger
             break
     server.stop()
 
@@ -143,8 +144,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--unpatched", action="store_true", help="keep moto's non-atomic conditional writes")
     parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
+    parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     args = parser.parse_args(argv)
-    serve(args.port or _free_port(), patched=not args.unpatched, widen_ms=args.widen_ms)
+    serve(args.port or _free_port(), patched=not args.unpatched, widen_ms=args.widen_ms, detached=args.detached)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,12 @@ conditional writes (their conditions are not honoured everywhere, see PROTOCOL.m
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlparse
 
 import boto3
 import botocore.config
@@ -60,6 +63,28 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
+def _addressing_style(o: S3Options) -> str:
+    """``path`` when asked for (the option, or ``INDEXTABLES_S3_PATH_STYLE=true`` on the node),
+    or when the endpoint (the option, else botocore's ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``)
+    is an IP address or localhost, where virtual-hosted bucket names cannot resolve (moto,
+    MinIO); otherwise botocore's ``auto``."""
+    if o.path_style or os.environ.get("INDEXTABLES_S3_PATH_STYLE", "").lower() in ("1", "true", "yes"):
+        return "path"
+    endpoint = o.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+    host = (urlparse(endpoint).hostname or "") if endpoint else ""
+    if host == "localhost" or _is_ip(host):
+        return "path"
+    return "auto"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _error_code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
@@ -80,7 +105,7 @@ class S3Store(ObjectStore):
     def _make_client(o: S3Options) -> Any:
         config = botocore.config.Config(
             retries={"mode": "standard", "max_attempts": o.max_attempts},
-            s3={"addressing_style": "path" if o.path_style else "auto"},
+            s3={"addressing_style": _addressing_style(o)},
             connect_timeout=o.connect_timeout,
             read_timeout=o.read_timeout,
         )

@@ -1,0 +1,319 @@
+"""A multi-node Spark cluster on 127.0.0.1, started and stopped by pid: S3 (moto), master, workers, Connect.
+
+``ProcessCluster(run_dir, workers=2).up()`` starts, each as its own OS process:
+
+* an S3 API — the lock-patched moto server (``harness.moto_server``) with the bucket
+  ``indextables`` — reachable at ``s3_endpoint``;
+* a Spark standalone master and ``workers`` workers (``spark-daemon.sh``: the PySpark pip
+  package has no ``start-master.sh``), each worker with its own split-cache directory
+  (``INDEXTABLES_CACHE_DIR``) and local dir standing in for its NVMe disk;
+* a Spark Connect server driving that master (``connect_url``).
+
+Every JVM gets ``PYSPARK_PYTHON`` = this interpreter (where ``executor_lib`` is installed) and
+the S3 endpoint and test credentials as ``AWS_*`` variables, so clients need neither. Logs, pid
+files and ``cluster.json`` (endpoints and pids) live under ``run_dir``; ``down()`` stops only
+the processes whose pids it recorded. ``ProcessCluster.attach(run_dir)`` re-opens a running
+cluster from ``cluster.json`` (this is how ``python -m harness status|down`` find it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BUCKET = "indextables"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started, found or stopped; the message names the log to read."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+@dataclass
+class ClusterInfo:
+    """What ``cluster.json`` records: endpoints and the pid of every process started."""
+
+    run_dir: str
+    workers: int
+    s3_endpoint: str = ""
+    bucket: str = BUCKET
+    master_url: str = ""
+    master_ui: str = ""
+    connect_url: str = ""
+    pids: dict[str, int] = field(default_factory=dict)
+    cache_dirs: list[str] = field(default_factory=list)
+
+
+class ProcessCluster:
+    """The process backend: every node is a local process, stopped by the pid it recorded."""
+
+    def __init__(self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g") -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.worker_cores = worker_cores
+        self.worker_memory = worker_memory
+        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers)
+        self.ident = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
+
+    # -- paths and environment -------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "cluster.json"
+
+    def _dir(self, *parts: str) -> Path:
+        path = self.run_dir.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _env(self, **extra: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            **CREDENTIALS,
+            "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint,
+            "SPARK_HOME": str(spark_home()),
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOG_DIR": str(self._dir("logs")),
+            "SPARK_PID_DIR": str(self._dir("pids")),
+            "SPARK_IDENT_STRING": self.ident,
+            **extra,
+        }
+
+    # -- up ----------------------------------------------------------------------------------
+    def up(self, timeout_s: float = 180.0) -> ClusterInfo:
+        if self.state_file.exists() and self.attach_alive():
+            raise ClusterError(f"a cluster already runs from {self.run_dir} (python -m harness down --run-dir ...)")
+        self._dir("logs")
+        try:
+            self._start_s3(timeout_s)
+            self._start_master(timeout_s)
+            for i in range(1, self.info.workers + 1):
+                self._start_worker(i)
+            self._wait_for_workers(timeout_s)
+            self._start_connect(timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return self.info
+
+    def _save(self) -> None:
+        self.state_file.write_text(json.dumps(asdict(self.info), indent=2))
+
+    def _start_s3(self, timeout_s: float) -> None:
+        port = free_port()
+        log = self.run_dir / "logs" / "s3.log"
+        cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(port), "--detached"]
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=_repo_root(),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+        self.info.pids["s3"] = proc.pid
+        self.info.s3_endpoint = f"http://127.0.0.1:{port}"
+        self._save()
+        _wait(lambda: "READY" in log.read_text(), timeout_s, f"S3 server (see {log})", proc)
+        import boto3
+
+        s3 = boto3.client("s3", endpoint_url=self.info.s3_endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        s3.create_bucket(Bucket=BUCKET)
+
+    def _daemon(self, action: str, cls: str, instance: int, args: list[str], env: dict[str, str]) -> None:
+        cmd = ["bash", str(spark_home() / "sbin" / "spark-daemon.sh"), action, cls, str(instance), *args]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0 and action == "start":
+            raise ClusterError(f"{' '.join(cmd)} failed: {done.stdout}{done.stderr}")
+
+    def _pid_file(self, cls: str, instance: int) -> Path:
+        return self.run_dir / "pids" / f"spark-{self.ident}-{cls}-{instance}.pid"
+
+    def _record_pid(self, name: str, cls: str, instance: int) -> None:
+        pid_file = self._pid_file(cls, instance)
+        _wait(pid_file.exists, 30, f"pid file {pid_file}")
+        self.info.pids[name] = int(pid_file.read_text().strip())
+        self._save()
+
+    def _start_master(self, timeout_s: float) -> None:
+        port, ui = free_port(), free_port()
+        self.info.master_url = f"spark://127.0.0.1:{port}"
+        self.info.master_ui = f"http://127.0.0.1:{ui}"
+        args = ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)]
+        self._daemon("start", MASTER_CLASS, 1, args, self._env())
+        self._record_pid("master", MASTER_CLASS, 1)
+        _wait(lambda: self.master_status() is not None, timeout_s, f"master UI {self.info.master_ui}")
+
+    def _start_worker(self, i: int) -> None:
+        cache = self._dir("cache", f"worker-{i}")
+        env = self._env(
+            INDEXTABLES_CACHE_DIR=str(cache),
+            SPARK_LOCAL_DIRS=str(self._dir("local", f"worker-{i}")),
+            SPARK_WORKER_DIR=str(self._dir("work", f"worker-{i}")),
+        )
+        args = ["--host", "127.0.0.1", "--cores", str(self.worker_cores), "--memory", self.worker_memory,
+                "--webui-port", str(free_port()), self.info.master_url]  # fmt: skip
+        self._daemon("start", WORKER_CLASS, i, args, env)
+        self.info.cache_dirs.append(str(cache))
+        self._record_pid(f"worker-{i}", WORKER_CLASS, i)
+
+    def _wait_for_workers(self, timeout_s: float) -> None:
+        def alive() -> bool:
+            status = self.master_status() or {}
+            return int(status.get("aliveworkers", 0)) >= self.info.workers
+
+        _wait(alive, timeout_s, f"{self.info.workers} workers registered at {self.info.master_ui}")
+
+    def _start_connect(self, timeout_s: float) -> None:
+        port = free_port()
+        cores = self.info.workers * self.worker_cores
+        args = [
+            "bash", str(spark_home() / "sbin" / "start-connect-server.sh"), "--master", self.info.master_url,
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf", f"spark.connect.grpc.binding.port={port}",
+            "--conf", f"spark.cores.max={cores}", "--conf", "spark.executor.cores=1",
+            "--conf", "spark.executor.memory=768m", "--conf", "spark.driver.memory=1g",
+            "--conf", "spark.ui.port=0", "--conf", "spark.sql.shuffle.partitions=4",
+            "--conf", "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled=false",
+        ]  # fmt: skip
+        done = subprocess.run(args, env=self._env(), capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise ClusterError(f"start-connect-server.sh failed: {done.stdout}{done.stderr}")
+        self._record_pid("connect", "org.apache.spark.sql.connect.service.SparkConnectServer", 1)
+        self.info.connect_url = f"sc://127.0.0.1:{port}"
+        self._save()
+        _wait(lambda: _port_open(port), timeout_s, f"Spark Connect on {port} (logs in {self.run_dir / 'logs'})")
+
+    # -- status and down ---------------------------------------------------------------------
+    def master_status(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{self.info.master_ui}/json/", timeout=2) as response:
+                return dict(json.loads(response.read()))
+        except (OSError, ValueError):
+            return None
+
+    def status(self) -> dict[str, Any]:
+        master = self.master_status() or {}
+        connect_port = int(self.info.connect_url.rsplit(":", 1)[1]) if self.info.connect_url else 0
+        return {
+            **asdict(self.info),
+            "alive": {name: pid_alive(pid) for name, pid in self.info.pids.items()},
+            "alive_workers": int(master.get("aliveworkers", 0)),
+            "connect_listening": bool(connect_port) and _port_open(connect_port),
+        }
+
+    def attach_alive(self) -> bool:
+        try:
+            other = ProcessCluster.attach(self.run_dir)
+        except ClusterError:
+            return False
+        return any(pid_alive(pid) for pid in other.info.pids.values())
+
+    @classmethod
+    def attach(cls, run_dir: str | Path) -> ProcessCluster:
+        state = Path(run_dir).resolve() / "cluster.json"
+        if not state.exists():
+            raise ClusterError(f"no cluster.json in {run_dir}: nothing started there")
+        info = ClusterInfo(**json.loads(state.read_text()))
+        cluster = cls(run_dir, workers=info.workers)
+        cluster.info = info
+        return cluster
+
+    def executor_pids(self) -> list[int]:
+        """Executor JVMs: the children of the workers this cluster started."""
+        workers = [pid for name, pid in self.info.pids.items() if name.startswith("worker-")]
+        return [pid for pid in _all_pids() if _parent_pid(pid) in workers]
+
+    def down(self) -> list[str]:
+        """Stop every recorded process (Connect, workers, master, S3), newest first; returns their names."""
+        stopped = []
+        for name, pid in reversed(list(self.info.pids.items())):
+            if pid_alive(pid):
+                _terminate(pid)
+                stopped.append(name)
+        self.info.pids.clear()
+        if self.run_dir.exists():
+            self._save()
+            for pid_file in (self.run_dir / "pids").glob("*.pid"):
+                pid_file.unlink()
+        return stopped
+
+
+def _terminate(pid: int, grace_s: float = 20.0) -> None:
+    children = [c for c in _all_pids() if _parent_pid(c) == pid]  # executors of a worker, servers' Python workers
+    for target in (pid, *children):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(target, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(pid_alive(p) for p in (pid, *children)):
+        time.sleep(0.2)
+    for target in (pid, *children):
+        if pid_alive(target):
+            os.kill(target, signal.SIGKILL)
+
+
+def _all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _parent_pid(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _repo_root() -> str:
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _wait(ready: Any, timeout_s: float, what: str, proc: subprocess.Popen[Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise ClusterError(f"{what}: the process exited with code {proc.returncode}")
+        time.sleep(0.3)
+    raise ClusterError(f"timed out after {timeout_s:.0f}s waiting for {what}")
