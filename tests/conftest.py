@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +29,71 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
-@pytest.fixture(scope="session")
-def moto_server() -> Iterator[MotoServerProcess]:
-    """A lock-patched moto server on 127.0.0.1 with the test bucket (started once per process)."""
+# One lock-patched moto server for the whole run, shared by every pytest-xdist worker (so the
+# stress tests' writers in different workers really contend on one S3): started by the
+# controlling process before the workers, which find it through this variable.
+SHARED_S3_ENV = "INDEXTABLES_TEST_S3_ENDPOINT"
+_SERVER_KEY = pytest.StashKey[MotoServerProcess]()
+
+
+class SharedS3:
+    def __init__(self, endpoint_url: str) -> None:
+        self.endpoint_url = endpoint_url
+
+
+def _create_bucket(endpoint_url: str) -> None:
     import boto3
 
-    with MotoServerProcess(patched=True) as server:
-        boto3.client(
-            "s3",
-            endpoint_url=server.endpoint_url,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        ).create_bucket(Bucket=BUCKET)
-        yield server
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket=BUCKET)
 
 
-def s3_options(server: MotoServerProcess) -> dict[str, Any]:
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or os.environ.get(SHARED_S3_ENV):
+        return  # an xdist worker (the controller started the server) or a server given from outside
+    server = MotoServerProcess(patched=True).start()
+    _create_bucket(server.endpoint_url)
+    os.environ[SHARED_S3_ENV] = server.endpoint_url
+    config.stash[_SERVER_KEY] = server
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = config.stash.get(_SERVER_KEY, None)
+    if server is not None:
+        server.stop()
+        os.environ.pop(SHARED_S3_ENV, None)
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> SharedS3:
+    """The run's lock-patched moto server on 127.0.0.1, with the test bucket."""
+    return SharedS3(os.environ[SHARED_S3_ENV])
+
+
+# --- stress summaries: each stress run records one line; the controller prints them at the end.
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _STRESS_LINES.extend(str(v) for k, v in report.user_properties if k == "stress_summary")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _STRESS_LINES:
+        terminalreporter.section("stress runs")
+        for line in _STRESS_LINES:
+            terminalreporter.write_line(line)
+
+
+_STRESS_LINES: list[str] = []
+
+
+def s3_options(server: Any) -> dict[str, Any]:
     return {
         "endpoint_url": server.endpoint_url,
         "region": "us-east-1",

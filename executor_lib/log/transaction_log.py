@@ -122,6 +122,9 @@ class TransactionLog:
         self._loader = SnapshotLoader(store, self.config)
         self._head: _Head | None = None
         self._snapshot: Snapshot | None = None
+        # Counters since this object was made: commits landed, races lost to other writers,
+        # writes whose outcome was an error (each retried). Read by stress tests and benchmarks.
+        self.commit_stats: dict[str, int] = {"committed": 0, "lost_races": 0, "failed_writes": 0}
 
     @property
     def uri(self) -> str:
@@ -263,6 +266,7 @@ class TransactionLog:
                     winners[v] = read_version_actions(self.store, v)
                     if _owner(winners[v]) == txn_id:  # an earlier attempt landed after all
                         self._after_commit(v, winners[v], head)
+                        self.commit_stats["committed"] += 1
                         return v
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
             final = self._finalize(actions, head)
@@ -279,14 +283,17 @@ class TransactionLog:
             outcome, error = self._try_write(version, [info, *final], txn_id)
             if outcome == "committed":
                 self._after_commit(version, final, head)
+                self.commit_stats["committed"] += 1
                 return version
             if outcome == "lost":
                 # Someone else holds the version: that is progress, not a failure. Re-check
                 # the winners for conflicts and try the next version after a short jitter.
                 lost_races += 1
+                self.commit_stats["lost_races"] += 1
                 self._backoff(min(lost_races, 4))
             else:
                 failures += 1
+                self.commit_stats["failed_writes"] += 1
                 last_error = error
                 self._backoff(failures)
             head = self._refresh_head()

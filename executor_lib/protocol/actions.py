@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from executor_lib.errors import CorruptLogError, UnknownActionError
 
@@ -297,6 +298,18 @@ ACTION_TYPES: dict[str, type[_ActionBase]] = {
 }
 # The native IndexTables writer names the skip action "skip".
 ACTION_TYPES["skip"] = SkipAction
+
+
+def removes_of(files: Sequence[AddAction], data_change: bool) -> list[RemoveAction]:
+    """Remove actions for live files, stamped now (the tombstones purge later ages out)."""
+    now = int(time.time() * 1000)
+    return [
+        RemoveAction(
+            path=a.path, deletion_timestamp=now, data_change=data_change,
+            partition_values=cast(dict[str, str], dict(a.partition_values)), size=a.size,
+        )
+        for a in files
+    ]  # fmt: skip
 
 
 def action_to_json_line(action: Action) -> str:

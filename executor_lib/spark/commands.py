@@ -27,9 +27,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 
 from executor_lib import filters as F
 from executor_lib.errors import ConfigError
-from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction
+from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
-from executor_lib.spark.datasource import removes_of
 
 SCHEMAS: dict[str, str] = {
     "history": "version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,7 +54,7 @@ from pyspark.sql.types import StructType
 
 from executor_lib import filters as F
 from executor_lib.errors import ConfigError, IndexTablesError, StorageError, TableAlreadyExistsError, TableNotFoundError
-from executor_lib.protocol.actions import AddAction, RemoveAction
+from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.spark import options as O
 
 log = logging.getLogger(__name__)
@@ -583,18 +582,6 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from executor_lib.storage import open_store
 
         _delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
-
-
-def removes_of(files: Sequence[AddAction], data_change: bool) -> list[RemoveAction]:
-    """Remove actions for live files, stamped now (the tombstones purge later ages out)."""
-    now = int(time.time() * 1000)
-    return [
-        RemoveAction(
-            path=a.path, deletion_timestamp=now, data_change=data_change,
-            partition_values=cast(dict[str, str], dict(a.partition_values)), size=a.size,
-        )
-        for a in files
-    ]  # fmt: skip
 
 
 def _delete_quietly(store: Any, keys: list[str]) -> None:
