@@ -46,20 +46,14 @@ def generate(spark: Any, rows: int) -> Any:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default="bench-spark.json")
-    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
-    args = parser.parse_args(argv)
-
+def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import connect_plugin
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="indextables-bench-"))
+    work = Path(workdir or tempfile.mkdtemp(prefix="indextables-bench-"))
     os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
     spark = (
         SparkSession.builder.master("local[2]")
@@ -69,51 +63,60 @@ def main(argv: list[str] | None = None) -> int:
         .getOrCreate()
     )
     connect_plugin.install(spark)
-    data = generate(spark, args.rows).repartition(4).cache()
-    data.count()
-    results: dict[str, Any] = {"rows": args.rows}
     try:
-        pq, it = str(work / "parquet"), str(work / "indextables")
-        t_pq, _ = _best(1, lambda: data.write.mode("overwrite").parquet(pq))
-        t_it, _ = _best(1, lambda: connect_plugin.write(
-            data, it, mode="overwrite",
-            options={"spark.indextables.indexing.typemap.message": "text",
-                     "spark.indextables.optimizeWrite.targetRecordsPerSplit": "2000000"},
-        ))  # fmt: skip
-        results["write_s"] = {"parquet": t_pq, "indextables": t_it}
-        results["write_rows_per_s"] = {"parquet": args.rows / t_pq, "indextables": args.rows / t_it}
-
-        def parquet_count(expr: str) -> Callable[[], int]:
-            return lambda: spark.read.parquet(pq).filter(expr).count()
-
-        def index_count(query: str) -> Callable[[], int]:
-            return lambda: connect_plugin.read(
-                spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
-            ).count()
-
-        connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
-        queries = {
-            "selective_0.1pct": (index_count("needle"), parquet_count("message like '%needle%'"),
-                                 parquet_count("message rlike 'needle'")),
-            "broad_10pct": (index_count("timeout"), parquet_count("message like '%timeout%'"),
-                            parquet_count("message rlike 'timeout'")),
-        }  # fmt: skip
-        for name, (ix, contains, rlike) in queries.items():
-            t_ix, n_ix = _best(args.repeat, ix)
-            t_c, n_c = _best(args.repeat, contains)
-            t_r, n_r = _best(args.repeat, rlike)
-            if not (n_ix == n_c == n_r):
-                raise SystemExit(f"{name}: row counts differ: indextables {n_ix}, contains {n_c}, rlike {n_r}")
-            results[name] = {
-                "rows": n_ix, "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
-                "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
-            }  # fmt: skip
+        return _measure(spark, generate(spark, rows).repartition(4).cache(), rows, repeat, work)
     finally:
         spark.stop()
-        if args.workdir is None:
+        if workdir is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
+    import connect_plugin
+
+    data.count()
+    results: dict[str, Any] = {"rows": rows}
+    pq, it = str(work / "parquet"), str(work / "indextables")
+    t_pq, _ = _best(1, lambda: data.write.mode("overwrite").parquet(pq))
+    t_it, _ = _best(1, lambda: connect_plugin.write(
+        data, it, mode="overwrite",
+        options={"spark.indextables.indexing.typemap.message": "text",
+                 "spark.indextables.optimizeWrite.targetRecordsPerSplit": "2000000"},
+    ))  # fmt: skip
+    results["write_s"] = {"parquet": t_pq, "indextables": t_it}
+    results["write_rows_per_s"] = {"parquet": rows / t_pq, "indextables": rows / t_it}
+
+    def parquet_count(expr: str) -> Callable[[], int]:
+        return lambda: spark.read.parquet(pq).filter(expr).count()
+
+    def index_count(query: str) -> Callable[[], int]:
+        return lambda: connect_plugin.read(
+            spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
+        ).count()
+
+    connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
+    queries = {
+        "selective_0.1pct": (index_count("needle"), parquet_count("message like '%needle%'"),
+                             parquet_count("message rlike 'needle'")),
+        "broad_10pct": (index_count("timeout"), parquet_count("message like '%timeout%'"),
+                        parquet_count("message rlike 'timeout'")),
+    }  # fmt: skip
+    for name, (ix, contains, rlike) in queries.items():
+        t_ix, n_ix = _best(repeat, ix)
+        t_c, n_c = _best(repeat, contains)
+        t_r, n_r = _best(repeat, rlike)
+        if not (n_ix == n_c == n_r):
+            raise SystemExit(f"{name}: row counts differ: indextables {n_ix}, contains {n_c}, rlike {n_r}")
+        results[name] = {
+            "rows": n_ix, "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
+            "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
+        }  # fmt: skip
+    return results
+
+
+def print_results(results: dict[str, Any]) -> None:
     w = results["write_rows_per_s"]
-    print(f"rows: {args.rows}")
+    print(f"rows: {results['rows']}")
     print(f"write: indextables {w['indextables']:,.0f} rows/s, parquet {w['parquet']:,.0f} rows/s "
           f"(ratio {w['indextables'] / w['parquet']:.2f}x)")  # fmt: skip
     for name in ("selective_0.1pct", "broad_10pct"):
@@ -121,6 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {r['rows']} rows; indextables {r['indextables_s']:.2f}s, parquet contains "
               f"{r['parquet_contains_s']:.2f}s ({r['speedup_vs_contains']:.1f}x), rlike {r['parquet_rlike_s']:.2f}s "
               f"({r['speedup_vs_rlike']:.1f}x)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default="bench-spark.json")
+    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
+    args = parser.parse_args(argv)
+    results = run(args.rows, args.repeat, args.workdir)
+    print_results(results)
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"numbers written to {args.out}")
     return 0

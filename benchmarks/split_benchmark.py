@@ -114,21 +114,20 @@ def cold_warm(rows: pa.Table, root: Path) -> dict[str, Any]:
     return timings
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the materialization split")
-    parser.add_argument("--index-rows", type=int, default=200_000)
-    parser.add_argument("--out", default="split_benchmark.json")
-    args = parser.parse_args(argv)
+def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes."""
     root = Path(tempfile.mkdtemp(prefix="indextables-split-bench-"))
     try:
-        results = {
-            "indexing": indexing(make_rows(args.index_rows), root / "i"),
-            "materialization": materialization(make_rows(args.rows), root / "m"),
-            "cold_warm": cold_warm(make_rows(args.index_rows), root / "c"),
+        return {
+            "indexing": indexing(make_rows(index_rows), root / "i"),
+            "materialization": materialization(make_rows(rows), root / "m"),
+            "cold_warm": cold_warm(make_rows(index_rows), root / "c"),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def print_results(results: dict[str, Any]) -> None:
     i, m, c = results["indexing"], results["materialization"], results["cold_warm"]
     print(f"indexing {i['rows']} rows: raw tantivy {i['raw_tantivy_s']:.2f}s, write_split {i['write_split_s']:.2f}s "
           f"-> {i['ratio_vs_raw']:.2f}x of raw (goal >= 0.8x)")  # fmt: skip
@@ -136,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
           f"-> {m['rows_per_second'] / 1e6:.2f}M rows/s (goal >= 2M rows/s)")  # fmt: skip
     print(f"query through the split cache: cold {c['cold_s']:.3f}s ({c['cold_store_reads']} store reads), "
           f"warm {c['warm_s']:.3f}s ({c['warm_store_reads']} store reads)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the materialization split")
+    parser.add_argument("--index-rows", type=int, default=200_000)
+    parser.add_argument("--out", default="split_benchmark.json")
+    args = parser.parse_args(argv)
+    results = run(args.rows, args.index_rows)
+    print_results(results)
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"numbers written to {args.out}")
     return 0

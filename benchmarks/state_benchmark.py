@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,10 @@ def log_bytes(uri: str) -> dict[str, int]:
 
 def build(root: Path, n: int, state_format: str) -> str:
     uri = str(root / f"{state_format}-{n}")
-    options = {"spark.indextables.state.format": state_format, "spark.indextables.checkpoint.interval": "1000000"}
+    options: dict[str, Any] = {
+        "spark.indextables.state.format": state_format,
+        "spark.indextables.checkpoint.interval": "1000000",
+    }
     log = executor_lib.create_table(uri, SCHEMA, ["day"], **options)
     log.commit(make_adds(n))
     log.checkpoint()  # JSON checkpoint (json) / compacted Avro state at the latest version (avro)
@@ -103,13 +107,14 @@ def warm_load(uri: str, state_format: str) -> tuple[float, int]:
     return time.perf_counter() - start, written
 
 
-def pruning(root: Path) -> dict[str, Any]:
+def pruning(root: Path, files: int = 10_000) -> dict[str, Any]:
     uri = str(root / "pruning")
-    log = executor_lib.create_table(uri, SCHEMA, ["day"], **{"spark.indextables.state.entriesPerManifest": "500"})
-    adds = make_adds(10_000, partitions=100)
+    options: dict[str, Any] = {"spark.indextables.state.entriesPerManifest": "500"}
+    log = executor_lib.create_table(uri, SCHEMA, ["day"], **options)
+    adds = make_adds(files, partitions=100)
     by_day: dict[str, list[AddAction]] = {}
     for a in adds:
-        by_day.setdefault(a.partition_values["day"], []).append(a)
+        by_day.setdefault(str(a.partition_values["day"]), []).append(a)
     for batch in by_day.values():
         log.commit(batch)
     day = sorted(by_day)[42]
@@ -123,28 +128,26 @@ def pruning(root: Path) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--cold-runs", type=int, default=2)
-    parser.add_argument("--out", default="state_benchmark.json")
-    args = parser.parse_args(argv)
+def run(sizes: Sequence[int] = (10_000, 100_000), cold_runs: int = 2, pruning_files: int = 10_000) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes (``sizes`` keyed by file count)."""
     results: dict[str, Any] = {"sizes": {}}
     with tempfile.TemporaryDirectory(prefix="indextables-bench-") as tmp:
         root = Path(tmp)
-        for n in args.sizes:
+        for n in sizes:
             row: dict[str, Any] = {}
             for fmt in ("json", "avro"):
                 uri = build(root, n, fmt)
-                row[f"{fmt}_cold_s"], row[f"{fmt}_cold_disk_cache_s"] = cold_load(
-                    uri, args.cold_runs, root / f"c-{fmt}-{n}"
-                )
+                row[f"{fmt}_cold_s"], row[f"{fmt}_cold_disk_cache_s"] = cold_load(uri, cold_runs, root / f"c-{fmt}-{n}")
                 row[f"{fmt}_warm_s"], row[f"{fmt}_commit_bytes"] = warm_load(uri, fmt)
             row["warm_speedup"] = row["json_warm_s"] / row["avro_warm_s"]
             row["cold_speedup"] = row["json_cold_s"] / row["avro_cold_s"]
             row["cold_disk_cache_speedup"] = row["json_cold_disk_cache_s"] / row["avro_cold_disk_cache_s"]
             results["sizes"][str(n)] = row
-        results["pruning"] = pruning(root)
+        results["pruning"] = pruning(root, pruning_files)
+    return results
+
+
+def print_results(results: dict[str, Any]) -> None:
     header = ("files", "json cold", "avro cold", "x", "avro cold*", "x*", "json warm", "avro warm", "x",
               "json commit", "avro commit")  # fmt: skip
     print("{:>7} {:>10} {:>10} {:>6} {:>10} {:>6} {:>10} {:>10} {:>6} {:>12} {:>12}".format(*header))
@@ -162,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "
         f"files returned, {p['manifestsRead']} of {p['manifestsTotal']} manifests read"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--cold-runs", type=int, default=2)
+    parser.add_argument("--pruning-files", type=int, default=10_000, help="live files of the 100-partition table")
+    parser.add_argument("--out", default="state_benchmark.json")
+    args = parser.parse_args(argv)
+    results = run(args.sizes, args.cold_runs, args.pruning_files)
+    print_results(results)
     Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"numbers written to {args.out}")
     return 0

@@ -1,0 +1,1 @@
+"""The benchmarks of the earlier milestones; `python -m bench` runs them together (see bench/)."""
