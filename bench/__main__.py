@@ -1,0 +1,113 @@
+"""``python -m bench``: the state, split and Spark benchmarks in one run, one table of ratios.
+
+    python -m bench [--quick] [--only state,split,spark] [--out bench-results.json] [--png DIR]
+
+Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
+with ``contains``/``rlike``); the table shows measured value, baseline, ratio, the goal set for
+it and whether it was met. Nothing is asserted: timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.suite import DEFAULT, QUICK, SUITES, Ratio, Sizes, ratios, run_suite
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes: a few minutes instead of about 15")
+    p.add_argument("--only", default=",".join(SUITES), help=f"comma-separated subset of {','.join(SUITES)}")
+    p.add_argument("--out", default="bench-results.json", help="where the JSON goes (default bench-results.json)")
+    p.add_argument("--png", default=None, metavar="DIR", help="also draw bar charts into DIR (needs matplotlib)")
+    p.add_argument("--state-sizes", type=int, nargs="+", default=None, help="live files of the state tables")
+    p.add_argument("--split-rows", type=int, default=None, help="rows of the materialization split")
+    p.add_argument("--spark-rows", type=int, default=None, help="rows of the Spark dataset")
+    args = p.parse_args(argv)
+    args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in args.suites if s not in SUITES]
+    if unknown or not args.suites:
+        p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
+    for flag in ("split_rows", "spark_rows"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 10:
+            p.error(f"--{flag.replace('_', '-')} must be at least 10")
+    if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
+        p.error("--state-sizes: give one or more sizes of at least 10 files")
+    return args
+
+
+def sizes_of(args: argparse.Namespace) -> Sizes:
+    sizes = QUICK if args.quick else DEFAULT
+    overrides: dict[str, Any] = {}
+    if args.state_sizes:
+        overrides["state_sizes"] = tuple(args.state_sizes)
+    if args.split_rows:
+        overrides["split_rows"] = args.split_rows
+        overrides["split_index_rows"] = min(sizes.split_index_rows, args.split_rows)
+    if args.spark_rows:
+        overrides["spark_rows"] = args.spark_rows
+    return dataclasses.replace(sizes, **overrides)
+
+
+def _value(v: float, unit: str) -> str:
+    if unit == "s":
+        return f"{v:.3f} s"
+    if unit == "rows/s":
+        return f"{v / 1e6:.2f}M rows/s"
+    if unit == "B":
+        return f"{int(v):,} B"
+    return f"{int(v):,} {unit}"
+
+
+def format_table(rows: Sequence[Ratio]) -> str:
+    header = f"{'benchmark':<72} {'measured':>15} {'baseline':>15} {'ratio':>8} {'goal':>7} {'met?':>5}"
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        met = "-" if r.met is None else ("yes" if r.met else "NO")
+        lines.append(f"{r.suite + '  ' + r.name:<72} {_value(r.measured, r.unit):>15} "
+                     f"{_value(r.baseline, r.unit):>15} {r.ratio:>7.2f}x {r.goal or '-':>7} {met:>5}")  # fmt: skip
+    lines.append("ratio: baseline/measured for times (a speed-up), measured/baseline for throughput, bytes and counts")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = sizes_of(args)
+    doc: dict[str, Any] = {"quick": args.quick, "sizes": dataclasses.asdict(sizes), "seconds": {}, "results": {}}
+    rows: list[Ratio] = []
+    failed: list[str] = []
+    for name in args.suites:
+        print(f"== {name} benchmark ...", flush=True)
+        try:
+            results, seconds = run_suite(name, sizes)
+        except Exception:
+            traceback.print_exc()
+            print(f"== {name} benchmark failed; going on with the others", file=sys.stderr)
+            failed.append(name)
+            continue
+        print(f"== {name} benchmark done in {seconds:.0f} s", flush=True)
+        doc["results"][name], doc["seconds"][name] = results, seconds
+        rows += ratios(name, results)
+    doc["ratios"] = [dataclasses.asdict(r) for r in rows]
+    doc["failed"] = failed
+    print()
+    print(format_table(rows))
+    Path(args.out).write_text(json.dumps(doc, indent=2))
+    print(f"\nnumbers written to {args.out}; seconds per benchmark: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in doc["seconds"].items()))  # fmt: skip
+    if args.png:
+        from bench.charts import draw
+
+        draw(doc, rows, Path(args.png))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The three benchmarks with their sizes, and their results as rows of ratios against baselines.
+
+Each ``Ratio`` row compares a measurement with a baseline measured in the same run (or, where
+the earlier issue set an absolute target, with that target) and checks the ratio against the
+goal the issue set (``None`` where it set none).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SUITES = ("state", "split", "spark")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    state_sizes: tuple[int, ...]
+    state_cold_runs: int
+    state_pruning_files: int
+    split_rows: int
+    split_index_rows: int
+    spark_rows: int
+    spark_repeat: int
+
+
+DEFAULT = Sizes((10_000, 100_000), 2, 10_000, 1_000_000, 200_000, 2_000_000, 3)
+QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``ratio`` is what ``goal`` is about: a speed-up (baseline / measured time), or as the name says."""
+
+    suite: str
+    name: str
+    measured: float
+    baseline: float
+    unit: str
+    ratio: float
+    goal: str | None = None  # e.g. ">= 10" (on the ratio)
+    met: bool | None = None
+
+
+def _ratio(suite: str, name: str, measured: float, baseline: float, unit: str, ratio: float,
+           goal: tuple[str, float] | None = None) -> Ratio:  # fmt: skip
+    if goal is None:
+        return Ratio(suite, name, measured, baseline, unit, ratio)
+    op, target = goal
+    met = {">=": ratio >= target, "<=": ratio <= target, "<": ratio < target, "==": ratio == target}[op]
+    return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met)
+
+
+def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
+    """Run one benchmark; its results document and the seconds it took."""
+    runners: dict[str, Callable[[], dict[str, Any]]] = {
+        "state": lambda: _state_run(sizes),
+        "split": lambda: _split_run(sizes),
+        "spark": lambda: _spark_run(sizes),
+    }
+    start = time.perf_counter()
+    results = runners[name]()
+    return results, time.perf_counter() - start
+
+
+def _state_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import state_benchmark
+
+    return state_benchmark.run(sizes.state_sizes, sizes.state_cold_runs, sizes.state_pruning_files)
+
+
+def _split_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import split_benchmark
+
+    return split_benchmark.run(sizes.split_rows, sizes.split_index_rows)
+
+
+def _spark_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import spark_benchmark
+
+    return spark_benchmark.run(sizes.spark_rows, sizes.spark_repeat)
+
+
+def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
+    return {"state": state_ratios, "split": split_ratios, "spark": spark_ratios}[name](results)
+
+
+def state_ratios(r: dict[str, Any]) -> list[Ratio]:
+    sizes = sorted(r["sizes"], key=int)
+    small, big = sizes[0], sizes[-1]
+    b = r["sizes"][big]
+    p = r["pruning"]
+    return [
+        _ratio("state", f"warm snapshot load, {int(big):,} files: Avro state vs JSON checkpoint",
+               b["avro_warm_s"], b["json_warm_s"], "s", b["json_warm_s"] / b["avro_warm_s"], (">=", 10)),
+        _ratio("state", f"cold load (new process), {int(big):,} files: Avro vs JSON",
+               b["avro_cold_s"], b["json_cold_s"], "s", b["json_cold_s"] / b["avro_cold_s"], (">=", 1)),
+        _ratio("state", f"cold load, manifest disk cache warm, {int(big):,} files",
+               b["avro_cold_disk_cache_s"], b["json_cold_s"], "s", b["json_cold_s"] / b["avro_cold_disk_cache_s"]),
+        _ratio("state", f"bytes of a 10-file commit at {int(big):,} vs {int(small):,} files",
+               b["avro_commit_bytes"], r["sizes"][small]["avro_commit_bytes"], "B",
+               b["avro_commit_bytes"] / r["sizes"][small]["avro_commit_bytes"], ("<=", 1.5)),
+        _ratio("state", f"pruned listing (1 of {p['partitions']} partitions): manifests read / all",
+               p["manifestsRead"], p["manifestsTotal"], "manifests", p["manifestsRead"] / p["manifestsTotal"],
+               ("<", 1)),
+    ]  # fmt: skip
+
+
+def split_ratios(r: dict[str, Any]) -> list[Ratio]:
+    i, m, c = r["indexing"], r["materialization"], r["cold_warm"]
+    return [
+        _ratio("split", f"indexing {i['rows']:,} rows: write_split vs raw tantivy",
+               i["write_split_s"], i["raw_tantivy_s"], "s", i["ratio_vs_raw"], (">=", 0.8)),
+        _ratio("split", f"Arrow materialization ({m['rows_returned']:,} of {m['split_rows']:,} rows) vs 2M rows/s",
+               m["rows_per_second"], 2_000_000, "rows/s", m["rows_per_second"] / 2_000_000, (">=", 1)),
+        _ratio("split", "split-cache query: warm vs cold latency",
+               c["warm_s"], c["cold_s"], "s", c["cold_s"] / c["warm_s"]),
+        _ratio("split", "split-cache query: object-store reads warm / cold",
+               c["warm_store_reads"], c["cold_store_reads"], "reads",
+               c["warm_store_reads"] / max(1, c["cold_store_reads"]), ("==", 0)),
+    ]  # fmt: skip
+
+
+def spark_ratios(r: dict[str, Any]) -> list[Ratio]:
+    w = r["write_rows_per_s"]
+    rows = [
+        _ratio("spark", f"write {r['rows']:,} rows: indextables vs Parquet (throughput)",
+               w["indextables"], w["parquet"], "rows/s", w["indextables"] / w["parquet"]),
+    ]  # fmt: skip
+    for key, label, goal in (("selective_0.1pct", "0.1% query", (">=", 10.0)), ("broad_10pct", "10% query", None)):
+        q = r[key]
+        for baseline in ("contains", "rlike"):
+            rows.append(
+                _ratio("spark", f"{label} ({q['rows']:,} rows): indexquery vs Parquet {baseline}",
+                       q["indextables_s"], q[f"parquet_{baseline}_s"], "s", q[f"speedup_vs_{baseline}"], goal)
+            )  # fmt: skip
+    return rows
