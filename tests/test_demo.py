@@ -1,0 +1,82 @@
+"""The main job (``indextables_demo.run``) at a tiny size on the shared Spark Connect session, and
+its command line's argument errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+
+import executor_lib
+from indextables_demo import corpus, run
+from indextables_demo.__main__ import parse_args
+
+
+def test_demo_job_end_to_end(connect_spark: Any, tmp_path: Path) -> None:
+    table, parquet = str(tmp_path / "logs"), str(tmp_path / "logs-parquet")
+    lines: list[str] = []
+    report = run(connect_spark, table, rows=20_000, parquet=parquet, days=2, repeat=1, out=lines.append)
+
+    # every example search found the same rows on the index as Spark on Parquet
+    assert len(report.queries) == 5
+    assert all(q.hits == q.parquet_hits and q.parquet_s is not None for q in report.queries)
+    # ... and the rare word's count agrees with pyarrow reading the Parquet files itself
+    messages = ds.dataset(parquet, format="parquet", partitioning="hive").to_table(columns=["message", "level"])
+    needle = report.queries[0]
+    assert needle.hits == pc.sum(pc.match_substring(messages["message"], corpus.NEEDLE)).as_py() > 0
+    assert 0 < report.queries[-1].hits < 20_000  # the broad query is not everything
+    # the aggregation's counts per level are the data's
+    levels = messages["level"].value_counts().to_pylist()
+    assert {k: n for k, (n, _) in report.levels.items()} == {d["values"]: d["counts"] for d in levels}
+
+    # the report's numbers are the table's
+    snap = executor_lib.open_log(table).snapshot()
+    assert snap.num_records == 20_000
+    assert (report.state["version"], report.state["numFiles"], report.state["numRecords"]) == (
+        snap.version, len(snap.files), snap.num_records,
+    )  # fmt: skip
+    assert report.state["sizeInBytes"] == snap.size_in_bytes
+    assert {f.partition_values["day"] for f in snap.files} == {"2024-05-01", "2024-05-02"}
+    # one append per day, then the merge: fewer splits, same rows
+    assert report.splits_after_merge == len(snap.files) < report.splits_before_merge
+    operations = [e.operation for e in executor_lib.open_log(table).history()]
+    assert operations[0] == "MERGE SPLITS" and len(operations) == 1 + 2 + 1  # create, a write per day, merge
+    assert report.purge_candidates == 0  # nothing is older than the 24-hour minimum
+
+    text = report.format()
+    assert table in text and "20,000 rows" in text and "speed-up" in text
+    assert any("rows indexed so far" in line for line in lines)
+    assert any(corpus.NEEDLE in line and "first hits" in line for line in lines)
+    json.loads(report.to_json())
+
+
+def test_demo_job_without_baseline(connect_spark: Any, tmp_path: Path) -> None:
+    report = run(connect_spark, str(tmp_path / "t"), rows=2_000, days=1, repeat=1, out=lambda _: None)
+    assert report.parquet is None and all(q.parquet_s is None for q in report.queries)
+    assert report.state["numRecords"] == 2_000 and report.overall_speedup is None
+    assert "speed-up   " not in report.format()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rows", "0"], "--rows must be at least 1"),
+        (["--remote", "http://x:1"], "--remote must be a Spark Connect URL"),
+        (["--table", "gs://b/t"], "--table must be a local path"),
+        (["-o", "endpoint_url"], "-o/--option 'endpoint_url' must look like key=value"),
+        (["--parquet", "/x", "--no-baseline"], "--parquet and --no-baseline"),
+    ],
+)
+def test_demo_flags_are_checked(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        parse_args(argv)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_demo_options_parse() -> None:
+    args = parse_args(["--table", "s3://bucket/logs", "-o", "endpoint_url=http://127.0.0.1:9000", "-o", "a=b=c"])
+    assert args.options == {"endpoint_url": "http://127.0.0.1:9000", "a": "b=c"}
