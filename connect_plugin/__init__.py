@@ -126,3 +126,8 @@ def write(
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     df.write.format(FORMAT).mode(mode).options(**opts).save(path)
+
+
+# ``connect_plugin.sql(spark, text)``: the IndexTables SQL commands (the function shadows the
+# submodule's name on the package; import the module's other names with ``from connect_plugin.sql import ...``).
+from connect_plugin.sql import sql as sql  # noqa: E402

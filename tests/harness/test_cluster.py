@@ -1,0 +1,156 @@
+"""The multi-node cluster from ``python -m harness``: up, status, a client with only the Spark
+Connect client writing and reading through it, executors killed during a write and a read,
+and down stopping exactly what up started. One test body, so one cluster per run (a cluster
+is 5 JVMs; starting one per xdist worker would not fit CI's 2 cores)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.client_env import client_env_vars, ensure_client_env
+from harness.cluster import ProcessCluster, pid_alive
+from harness.docker_cluster import docker_available
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT_DIR = REPO / ".cache" / "thin-client"
+
+
+def harness_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+
+
+def thin_client_job(url: str, path: str, rows: int) -> dict[str, Any]:
+    python = ensure_client_env(CLIENT_DIR)
+    done = subprocess.run(
+        [str(python), str(Path(__file__).with_name("thin_client_job.py")), url, path, str(rows)],
+        cwd=CLIENT_DIR, env=client_env_vars(CLIENT_DIR), capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def remote_session(url: str) -> Any:
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    import connect_plugin
+
+    spark = RemoteSparkSession.builder.remote(url).create()
+    connect_plugin.install(spark)
+    return spark
+
+
+def kill_an_executor_while(job: Any, cluster: ProcessCluster, after_s: float) -> int:
+    """Run ``job`` in a thread, SIGKILL one executor JVM while it runs; returns the killed pid."""
+    outcome: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=_call(job)))
+    thread.start()
+    time.sleep(after_s)
+    executors = cluster.executor_pids()
+    assert executors, "no executor JVM under the workers"
+    assert thread.is_alive(), "the job finished before an executor could be killed: make it bigger"
+    os.kill(executors[0], signal.SIGKILL)
+    thread.join(timeout=600)
+    error = outcome["result"][1]
+    assert error is None, f"the job failed after one executor was killed: {error}"
+    return executors[0]
+
+
+def _call(job: Any) -> tuple[Any, BaseException | None]:
+    try:
+        return job(), None
+    except BaseException as e:
+        return None, e
+
+
+@pytest.mark.timeout(1500)
+def test_cluster_up_client_write_executor_loss_and_down(tmp_path: Path) -> None:
+    run_dir = tmp_path / "cluster"
+    up = harness_cli("up", "--run-dir", str(run_dir), "--workers", "2", timeout=600)
+    assert up.returncode == 0, up.stderr[-4000:]
+    cluster = ProcessCluster.attach(run_dir)
+    try:
+        assert "sc://127.0.0.1:" in up.stdout and cluster.info.connect_url in up.stdout
+        status = harness_cli("status", "--run-dir", str(run_dir), "--json")
+        assert status.returncode == 0, status.stdout
+        assert json.loads(status.stdout)["alive_workers"] == 2
+        assert len(set(cluster.info.cache_dirs)) == 2
+
+        # A client with only pyspark-client + connect_plugin writes and reads through Connect.
+        table = f"s3://{cluster.info.bucket}/tables/thin-client"
+        out = thin_client_job(cluster.info.connect_url, table, 30_000)
+        assert out == {"count": 30_000, "hits": 3_000, "sql_hits": 3_000, "day0": 10_000, "versions": 2,
+                       "has_tantivy": False, "has_executor_lib": False, "has_boto3": False}  # fmt: skip
+        assert any(any(Path(d).rglob("*.split")) for d in cluster.info.cache_dirs), "no worker cached a split"
+
+        spark = remote_session(cluster.info.connect_url)
+        _executor_killed_during_write(spark, cluster)
+        _executor_killed_during_read(spark, cluster)
+        spark.stop()
+    finally:
+        pids = dict(cluster.info.pids)
+        down = harness_cli("down", "--run-dir", str(run_dir))
+    assert down.returncode == 0, down.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids.values()):
+        time.sleep(0.5)
+    assert not [name for name, pid in pids.items() if pid_alive(pid)], "down left processes running"
+    assert harness_cli("status", "--run-dir", str(run_dir)).returncode == 1
+
+
+def _executor_killed_during_write(spark: Any, cluster: ProcessCluster) -> None:
+    import connect_plugin
+    from connect_plugin.table import IndexTable
+
+    path = f"s3://{cluster.info.bucket}/tables/executor-loss"
+    rows = 1_200_000
+    df = spark.range(0, rows, 1, 8).selectExpr("id", "concat('line ', cast(id % 1000 as string)) as message")
+    kill_an_executor_while(lambda: connect_plugin.write(df, path), cluster, after_s=8)
+    table = IndexTable.for_path(spark, path)
+    assert table.to_df().count() == rows
+    assert table.count("message:'line 7'") == rows // 1000
+    writes = [r for r in table.history().collect() if r["operation"] == "WRITE"]
+    assert len(writes) == 1, f"one job, one commit: {writes}"
+
+
+def _executor_killed_during_read(spark: Any, cluster: ProcessCluster) -> None:
+    path = f"s3://{cluster.info.bucket}/tables/executor-loss"
+    df = spark.read.format("indextables").option("spark.indextables.read.maxSplitsPerPartition", "1").load(path)
+    counted: dict[str, int] = {}
+
+    def job() -> None:
+        row = df.selectExpr("sum(id) as s", "count(*) as n").collect()[0]
+        counted.update(rows=row["n"], total=row["s"])
+
+    kill_an_executor_while(job, cluster, after_s=3)
+    assert counted == {"rows": 1_200_000, "total": 1_200_000 * (1_200_000 - 1) // 2}
+
+
+def test_harness_cli_names_what_is_wrong(tmp_path: Path) -> None:
+    status = harness_cli("status", "--run-dir", str(tmp_path / "nothing"))
+    assert status.returncode == 2 and "no cluster.json" in status.stderr
+    bad = harness_cli("up", "--workers", "0", "--run-dir", str(tmp_path))
+    assert bad.returncode == 2 and "--workers must be at least 1" in bad.stderr
+
+
+def test_docker_backend(tmp_path: Path) -> None:
+    reason = docker_available()
+    if reason:
+        pytest.skip(f"docker backend: {reason} (the process backend runs the same cluster tests)")
+    up = harness_cli("up", "--backend", "docker", "--run-dir", str(tmp_path), timeout=1800)
+    try:
+        assert up.returncode == 0, up.stderr[-4000:]
+        out = thin_client_job("sc://127.0.0.1:15002", "s3://indextables/tables/docker", 10_000)
+        assert out["count"] == 10_000 and out["hits"] == 1_000
+    finally:
+        harness_cli("down", "--backend", "docker", "--run-dir", str(tmp_path))
