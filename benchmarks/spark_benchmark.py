@@ -58,6 +58,7 @@ def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> d
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "4g")
         .getOrCreate()
