@@ -146,11 +146,12 @@ def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
 
     for k in range(cfg.commits_per_writer):
         report["attempted"] += 1
+        adds: list[Any] = []
         try:
             adds = _upload(log, f"w{arg}-{k}", cfg.rows_per_split, 2)
             version = log.commit(adds)
         except (CommitFailedError, StorageError) as e:  # faults beyond every retry: not acknowledged
-            report.setdefault("unacknowledged", []).append(f"{type(e).__name__}: {e}")
+            _abandon(report, adds, e)
             continue
         report["acks"].append([version, [a.path for a in adds], sum(a.num_records or 0 for a in adds)])
 
@@ -169,15 +170,25 @@ def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: 
             time.sleep(0.2)
             continue
         report["attempted"] += 1
+        merged = []
         try:
             mappings = {a.path: snap.doc_mapping(a) for a in sources}
-            merged = merge_splits(log.store, sources, snap.arrow_schema(), mappings, cache)
-            log.commit([*removes_of(sources, data_change=False), merged], read_version=snap.version, operation="MERGE")
+            merged = [merge_splits(log.store, sources, snap.arrow_schema(), mappings, cache)]
+            log.commit([*removes_of(sources, data_change=False), *merged], read_version=snap.version, operation="MERGE")
             report["merges"] = report.get("merges", 0) + 1
         except CommitConflictError:
             report["conflicts"] += 1  # another merge took one of the sources first: expected
+            _abandon(report, merged, None)
         except (CommitFailedError, StorageError) as e:
-            report.setdefault("unacknowledged", []).append(f"{type(e).__name__}: {e}")
+            _abandon(report, merged, e)
+
+
+def _abandon(report: dict[str, Any], uploaded: list[Any], error: BaseException | None) -> None:
+    """A commit that failed or conflicted: its uploaded splits are orphans (unless an ambiguous
+    commit landed after all, which the log shows) for purge to collect."""
+    report.setdefault("abandoned", []).extend(a.path for a in uploaded)
+    if error is not None:
+        report.setdefault("unacknowledged", []).append(f"{type(error).__name__}: {error}")
 
 
 def _checkpoint(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
@@ -224,6 +235,7 @@ def _overwrite(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], a
     for k in range(max(2, cfg.commits_per_writer // 2)):
         report["attempted"] += 1
         snap = log.snapshot()
+        adds: list[Any] = []
         try:
             adds = _upload(log, f"ow-{k}", cfg.rows_per_split, 1)
             version = log.commit(
@@ -232,9 +244,10 @@ def _overwrite(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], a
             )  # fmt: skip
         except CommitConflictError:
             report["conflicts"] += 1
+            _abandon(report, adds, None)
             continue
         except (CommitFailedError, StorageError) as e:
-            report.setdefault("unacknowledged", []).append(f"{type(e).__name__}: {e}")
+            _abandon(report, adds, e)
             continue
         report["acks"].append([version, [a.path for a in adds], sum(a.num_records or 0 for a in adds)])
 
@@ -332,7 +345,8 @@ def check(cfg: StressConfig, reports: list[dict[str, Any]], work_dir: Path) -> S
         b_reports = [r for r in reports if r["role"] in ("overwriter", "appender_b")]
         _check_table(cfg, cfg.table_b, b_reports, result, data_removes=True)
         orphans = [p for r in reports if r["role"] == "killed" for p in r.get("orphans", [])]
-        _check_purge(cfg, orphans, result)
+        abandoned = {p for r in b_reports for p in r.get("abandoned", [])}
+        _check_purge(cfg, orphans, abandoned, result)
     return result
 
 
@@ -382,6 +396,15 @@ def _rows_added_by_data_commits(store: Any, up_to: int) -> int:
     )
 
 
+def _removed_paths(store: Any) -> set[str]:
+    from executor_lib.log.snapshot import list_log, read_version_actions
+    from executor_lib.protocol.actions import RemoveAction
+
+    return {
+        a.path for v in list_log(store).versions for a in read_version_actions(store, v) if isinstance(a, RemoveAction)
+    }
+
+
 def _exists(store: Any, key: str) -> bool:
     from executor_lib.errors import ObjectNotFoundError
 
@@ -392,7 +415,7 @@ def _exists(store: Any, key: str) -> bool:
     return True
 
 
-def _check_purge(cfg: StressConfig, orphans: list[str], result: StressResult) -> None:
+def _check_purge(cfg: StressConfig, orphans: list[str], abandoned: set[str], result: StressResult) -> None:
     """Purge B with the clock moved past the retention: orphans go, the live table stays whole."""
     import executor_lib
     from executor_lib.log.purge import purge_table
@@ -409,6 +432,9 @@ def _check_purge(cfg: StressConfig, orphans: list[str], result: StressResult) ->
         result.violations.append(f"purge kept orphaned splits {sorted(set(orphans) - deleted)}")
     if deleted & live_before:
         result.violations.append(f"purge deleted live splits {sorted(deleted & live_before)}")
+    unexpected = deleted - set(orphans) - abandoned - _removed_paths(log.store)
+    if unexpected:
+        result.violations.append(f"purge deleted splits nobody abandoned or removed: {sorted(unexpected)}")
     snap = executor_lib.open_log(cfg.table_b, **cfg.storage).snapshot()
     missing = [a.path for a in snap.files if not _exists(log.store, a.path)]
     if missing:

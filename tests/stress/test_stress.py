@@ -89,7 +89,7 @@ def test_checker_reports_lost_commits_on_unpatched_moto(tmp_path: Path, record_p
     """The same workload on moto WITHOUT the lock patch and with a widened check-to-write
     window: writers are told they won versions that another writer also "won", and the
     checker must catch it. If this passes vacuously, the checks above prove nothing."""
-    with MotoServerProcess(patched=False, widen_ms=5) as server:
+    with MotoServerProcess(patched=False, widen_ms=25) as server:
         _create_bucket(server.endpoint_url)
         run = uuid.uuid4().hex
         cfg = StressConfig(
