@@ -238,7 +238,7 @@ def _merge(spark: Any, table: str, opts: dict[str, str], report: Report, out: Ou
     with step(out, f"MERGE SPLITS '{table}' TARGET SIZE 1G"):
         merged = sql(spark, f"MERGE SPLITS '{table}' TARGET SIZE 1G", opts).collect()
     report.merge_s = time.perf_counter() - start
-    report.merged_splits = sum(int(r["numSourceSplits"] or 0) for r in merged[:1])
+    report.merged_splits = int(merged[0]["numSourceSplits"] or 0) if merged else 0  # the same on every row
     report.splits_after_merge = int(_state(spark, table, opts)["numFiles"])
     version = merged[0]["version"] if merged else "-"
     out(f"  {report.splits_before_merge} splits -> {report.splits_after_merge} in {report.merge_s:.1f} s "
