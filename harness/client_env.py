@@ -1,9 +1,10 @@
 """A Python environment with only the Spark Connect client and ``connect_plugin``, as a user's
 client machine has: no JVM jars, no tantivy, no boto3, no executor_lib, no credentials.
 
-``ensure_client_env(dir)`` creates ``dir/venv`` with ``pyspark-client`` (and ``lark`` for the
-SQL commands) once, and copies ``connect_plugin`` into ``dir/site``; run client programs with
-``client_command(dir, script, ...)``, which puts only ``dir/site`` on ``PYTHONPATH``.
+``ensure_client_env(dir)`` creates ``dir/venv`` and installs the thin client package
+``clients/connect`` (``indextables-connect``: ``connect_plugin`` with ``pyspark-client`` and
+``lark``) into it, re-installing ``connect_plugin`` on every call so it matches the checkout.
+Run client programs with the environment from ``client_env_vars(dir)``.
 """
 
 from __future__ import annotations
@@ -12,30 +13,30 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CLIENT_REQUIREMENTS = ["pyspark-client>=4.2,<4.4", "pandas>=2.2,<3", "lark>=1.1"]
+CLIENT_PACKAGE = REPO_ROOT / "clients" / "connect"
 
 
 def ensure_client_env(root: Path) -> Path:
-    """The client environment's Python (created on first use; reused while its marker exists)."""
-    venv, marker = root / "venv", root / "venv" / ".indextables-client-ready"
+    """The client environment's Python (the venv is created once and reused)."""
+    venv = root / "venv"
     python = venv / "bin" / "python"
-    if not marker.exists():
-        shutil.rmtree(venv, ignore_errors=True)
+    if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *CLIENT_REQUIREMENTS],
-                       check=True, timeout=900)  # fmt: skip
-        marker.write_text(" ".join(CLIENT_REQUIREMENTS))
-    site = root / "site"
-    shutil.rmtree(site, ignore_errors=True)
-    shutil.copytree(REPO_ROOT / "connect_plugin", site / "connect_plugin", ignore=shutil.ignore_patterns("__pycache__"))
+    with tempfile.TemporaryDirectory(prefix="indextables-client-build-") as build:
+        source = Path(build) / "connect"  # build from a copy: no build/ or egg-info in the checkout
+        shutil.copytree(CLIENT_PACKAGE, source, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(source)],
+                       check=True, timeout=600)  # fmt: skip
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)], check=True, timeout=900)
     return python
 
 
 def client_env_vars(root: Path) -> dict[str, str]:
-    """The environment for client processes: only ``connect_plugin`` importable, no credentials."""
+    """The environment for client processes: nothing from this checkout, no credentials."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON", "SPARK_", "INDEXTABLES_"))}
-    env.update(PYTHONPATH=str(root / "site"), PYTHONNOUSERSITE="1")
+    env["PYTHONNOUSERSITE"] = "1"
     return env
