@@ -1,6 +1,6 @@
 """The multi-node cluster from ``python -m harness``: up, status, a client with only the Spark
 Connect client writing and reading through it, executors killed during a write and a read,
-and down stopping exactly what up started. One test body, so one cluster per run (a cluster
+and down stopping exactly what up started (the `cluster` fixture). One test uses it, so one cluster per run (a cluster
 is 5 JVMs; starting one per xdist worker would not fit CI's 2 cores)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,32 +74,19 @@ def _call(job: Any) -> tuple[Any, BaseException | None]:
         return None, e
 
 
-@pytest.mark.timeout(1500)
-def test_cluster_up_client_write_executor_loss_and_down(tmp_path: Path) -> None:
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
+    """A 2-worker cluster brought up and down with ``python -m harness`` (the same code users run);
+    teardown checks that ``down`` left none of the recorded processes alive."""
     run_dir = tmp_path / "cluster"
     up = harness_cli("up", "--run-dir", str(run_dir), "--workers", "2", timeout=600)
     assert up.returncode == 0, up.stderr[-4000:]
-    cluster = ProcessCluster.attach(run_dir)
+    started = ProcessCluster.attach(run_dir)
+    assert started.info.connect_url in up.stdout and started.info.s3_endpoint in up.stdout
+    pids = dict(started.info.pids)
     try:
-        assert "sc://127.0.0.1:" in up.stdout and cluster.info.connect_url in up.stdout
-        status = harness_cli("status", "--run-dir", str(run_dir), "--json")
-        assert status.returncode == 0, status.stdout
-        assert json.loads(status.stdout)["alive_workers"] == 2
-        assert len(set(cluster.info.cache_dirs)) == 2
-
-        # A client with only pyspark-client + connect_plugin writes and reads through Connect.
-        table = f"s3://{cluster.info.bucket}/tables/thin-client"
-        out = thin_client_job(cluster.info.connect_url, table, 30_000)
-        assert out == {"count": 30_000, "hits": 3_000, "sql_hits": 3_000, "day0": 10_000, "versions": 2,
-                       "has_tantivy": False, "has_executor_lib": False, "has_boto3": False}  # fmt: skip
-        assert any(any(Path(d).rglob("*.split")) for d in cluster.info.cache_dirs), "no worker cached a split"
-
-        spark = remote_session(cluster.info.connect_url)
-        _executor_killed_during_write(spark, cluster)
-        _executor_killed_during_read(spark, cluster)
-        spark.stop()
+        yield started
     finally:
-        pids = dict(cluster.info.pids)
         down = harness_cli("down", "--run-dir", str(run_dir))
     assert down.returncode == 0, down.stderr
     deadline = time.monotonic() + 30
@@ -106,6 +94,26 @@ def test_cluster_up_client_write_executor_loss_and_down(tmp_path: Path) -> None:
         time.sleep(0.5)
     assert not [name for name, pid in pids.items() if pid_alive(pid)], "down left processes running"
     assert harness_cli("status", "--run-dir", str(run_dir)).returncode == 1
+
+
+@pytest.mark.timeout(1500)
+def test_cluster_client_write_and_executor_loss(cluster: ProcessCluster) -> None:
+    status = harness_cli("status", "--run-dir", str(cluster.run_dir), "--json")
+    assert status.returncode == 0, status.stdout
+    assert json.loads(status.stdout)["alive_workers"] == 2
+    assert len(set(cluster.info.cache_dirs)) == 2
+
+    # A client with only pyspark-client + connect_plugin writes and reads through Connect.
+    table = f"s3://{cluster.info.bucket}/tables/thin-client"
+    out = thin_client_job(cluster.info.connect_url, table, 30_000)
+    assert out == {"count": 30_000, "hits": 3_000, "sql_hits": 3_000, "day0": 10_000, "versions": 2,
+                   "has_tantivy": False, "has_executor_lib": False, "has_boto3": False}  # fmt: skip
+    assert any(any(Path(d).rglob("*.split")) for d in cluster.info.cache_dirs), "no worker cached a split"
+
+    spark = remote_session(cluster.info.connect_url)
+    _executor_killed_during_write(spark, cluster)
+    _executor_killed_during_read(spark, cluster)
+    spark.stop()
 
 
 def _executor_killed_during_write(spark: Any, cluster: ProcessCluster) -> None:
