@@ -1,7 +1,7 @@
 """The multi-node cluster from ``python -m harness``: up, status, a client with only the Spark
 Connect client writing and reading through it, executors killed during a write and a read,
-and down stopping exactly what up started (the `cluster` fixture). One test uses it, so one cluster per run (a cluster
-is 5 JVMs; starting one per xdist worker would not fit CI's 2 cores)."""
+and down stopping exactly what up started (the ``cluster`` fixture). One test uses it, so one
+cluster per run (a cluster is 5 JVMs; one per xdist worker would not fit CI's 2 cores)."""
 
 from __future__ import annotations
 
