@@ -18,7 +18,6 @@ local disk). Budget: ``INDEXTABLES_CACHE_MAX_BYTES`` (default 10 GiB).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -27,11 +26,11 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.bundle import BundleFooter, footer_length_hint, parse_footer
 from executor_lib.storage.base import ObjectStore
@@ -45,17 +44,6 @@ _COUNTERS = ("hits", "misses", "bytes_downloaded", "evictions", "footer_hits", "
 class CacheEntry:
     directory: Path  # per-split work directory (derived data may live beside the split)
     split: Path
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 class SplitCache:
@@ -82,7 +70,7 @@ class SplitCache:
             self._touch(entry)
             self._count(hits=1)
             return CacheEntry(entry, split)
-        with _locked(entry.parent / f"{entry.name}.lock"):
+        with exclusive_lock(entry_lock(entry)):
             if split.exists():  # another process downloaded it while we waited
                 self._count(hits=1)
                 return CacheEntry(entry, split)
@@ -121,7 +109,7 @@ class SplitCache:
                 break
             if entry == keep:
                 continue
-            with _locked(entry.parent / f"{entry.name}.lock"):
+            with exclusive_lock(entry_lock(entry)):
                 shutil.rmtree(entry, ignore_errors=True)
             total -= size
             evicted += 1
@@ -136,7 +124,7 @@ class SplitCache:
         with self._lock:
             self._footers.clear()
             self._footer_bytes = 0
-        with _locked(self.directory / f"{_STATS}.lock"):
+        with exclusive_lock(self.directory / f"{_STATS}.lock"):
             (self.directory / _STATS).unlink(missing_ok=True)
 
     # --- L1 -----------------------------------------------------------------------------------
@@ -180,7 +168,7 @@ class SplitCache:
 
     def _count(self, **deltas: int) -> None:
         path = self.directory / _STATS
-        with _locked(self.directory / f"{_STATS}.lock"):
+        with exclusive_lock(self.directory / f"{_STATS}.lock"):
             try:
                 stats = json.loads(path.read_text())
             except (OSError, ValueError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import tantivy
 
 from executor_lib import filters
 from executor_lib.errors import IndexTablesError
+from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, tantivy_schema, write_split
@@ -64,14 +66,18 @@ class SplitSearcher:
         self.split = split
         self.work_dir = work_dir
         footer = read_footer(split)
-        if COLUMNS_MEMBER not in footer.files:
-            split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
         index_dir = work_dir / "index"
-        if not (index_dir / "meta.json").exists():
-            tmp = work_dir / "index.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            extract_bundle(split, footer, tmp)
-            tmp.rename(index_dir)
+        # Several Python workers of a node may open the same split at once: one extracts (or
+        # transcodes), under the cache entry's lock, and the others wait and reuse its result.
+        work_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(entry_lock(work_dir)):
+            if COLUMNS_MEMBER not in footer.files:
+                split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
+            if not (index_dir / "meta.json").exists():
+                shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
+                tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
+                extract_bundle(split, footer, tmp)
+                tmp.rename(index_dir)
         mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
         if COLUMNS_MEMBER not in footer.files or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")

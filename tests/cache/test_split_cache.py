@@ -99,6 +99,35 @@ def test_concurrent_processes_download_once(tmp_path: Path) -> None:
     assert (stats["misses"], stats["hits"], stats["bytes_downloaded"]) == (1, 3, add.size)
 
 
+def _search(cache_dir: str, uri: str, barrier: Any, out: str) -> None:
+    barrier.wait(timeout=60)
+    snapshot = executor_lib.open_log(uri).snapshot()
+    rows = search_table(open_store(uri), snapshot, None, SplitCache(Path(cache_dir)))
+    Path(out).write_text(json.dumps(sorted(rows.column("id").to_pylist())))
+
+
+def test_concurrent_processes_open_one_split_once(tmp_path: Path) -> None:
+    """Python workers of one node opening the same uncached split at the same moment: it is
+    downloaded and its index extracted once, and every process reads all its rows."""
+    uri = str(tmp_path / "t")
+    make(uri, {}, splits=1)
+    expected = sorted(search_table(open_store(uri), executor_lib.open_log(uri).snapshot(), None,
+                                   SplitCache(tmp_path / "other-cache")).column("id").to_pylist())  # fmt: skip
+    ctx = mp.get_context("spawn")
+    workers = 4
+    barrier = ctx.Barrier(workers)
+    outs = [tmp_path / f"out-{i}.json" for i in range(workers)]
+    procs = [ctx.Process(target=_search, args=(str(tmp_path / "cache"), uri, barrier, str(o))) for o in outs]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0] * workers
+    assert [json.loads(o.read_text()) for o in outs] == [expected] * workers
+    assert SplitCache(tmp_path / "cache").describe()["misses"] == 1
+    assert not list((tmp_path / "cache").rglob("index.tmp*")), "a temporary extraction was left behind"
+
+
 def test_lru_eviction_within_the_budget(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     adds = make(uri, {}, splits=3)
