@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,9 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.connect_server import ConnectServer
+from harness.net import free_port, port_open
 
 BUCKET = "indextables"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -40,12 +42,6 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 
 class ClusterError(RuntimeError):
     """The cluster could not be started, found or stopped; the message names the log to read."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pid_alive(pid: int) -> bool:
@@ -197,24 +193,21 @@ class ProcessCluster:
         _wait(alive, timeout_s, f"{self.info.workers} workers registered at {self.info.master_ui}")
 
     def _start_connect(self, timeout_s: float) -> None:
-        port = free_port()
-        cores = self.info.workers * self.worker_cores
-        args = [
-            "bash", str(spark_home() / "sbin" / "start-connect-server.sh"), "--master", self.info.master_url,
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-            "--conf", f"spark.connect.grpc.binding.port={port}",
-            "--conf", f"spark.cores.max={cores}", "--conf", "spark.executor.cores=1",
-            "--conf", "spark.executor.memory=768m", "--conf", "spark.driver.memory=1g",
-            "--conf", "spark.ui.port=0", "--conf", "spark.sql.shuffle.partitions=4",
-            "--conf", "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled=false",
-        ]  # fmt: skip
-        done = subprocess.run(args, env=self._env(), capture_output=True, text=True, timeout=120, check=False)
-        if done.returncode != 0:
-            raise ClusterError(f"start-connect-server.sh failed: {done.stdout}{done.stderr}")
-        self._record_pid("connect", "org.apache.spark.sql.connect.service.SparkConnectServer", 1)
-        self.info.connect_url = f"sc://127.0.0.1:{port}"
+        conf = {
+            "spark.cores.max": str(self.info.workers * self.worker_cores), "spark.executor.cores": "1",
+            "spark.executor.memory": "768m", "spark.driver.memory": "1g", "spark.ui.port": "0",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
+        }  # fmt: skip
+        server = ConnectServer(self.info.master_url, conf, timeout_s, work_dir=self.run_dir, ident=self.ident,
+                               extra_env={**CREDENTIALS, "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint})  # fmt: skip
+        try:
+            server.start()
+        except RuntimeError as e:
+            raise ClusterError(f"Spark Connect (logs in {self.run_dir / 'logs'}): {e}") from e
+        self.info.pids["connect"] = int(server.pid_file.read_text().strip())
+        self.info.connect_url = server.url
         self._save()
-        _wait(lambda: _port_open(port), timeout_s, f"Spark Connect on {port} (logs in {self.run_dir / 'logs'})")
 
     # -- status and down ---------------------------------------------------------------------
     def master_status(self) -> dict[str, Any] | None:
@@ -231,7 +224,7 @@ class ProcessCluster:
             **asdict(self.info),
             "alive": {name: pid_alive(pid) for name, pid in self.info.pids.items()},
             "alive_workers": int(master.get("aliveworkers", 0)),
-            "connect_listening": bool(connect_port) and _port_open(connect_port),
+            "connect_listening": bool(connect_port) and port_open(connect_port),
         }
 
     def attach_alive(self) -> bool:
@@ -294,14 +287,6 @@ def _parent_pid(pid: int) -> int:
     except OSError:
         return -1
     return int(stat.rsplit(")", 1)[1].split()[1])
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def _repo_root() -> str:

@@ -11,7 +11,6 @@ registered ``indextables`` data source, and waits until the port accepts connect
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,23 +19,33 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from harness.net import free_port, port_open
 
 
 class ConnectServer:
-    def __init__(self, master: str = "local[2]", conf: dict[str, str] | None = None, timeout_s: float = 120) -> None:
+    """``work_dir`` holds ``logs/`` and ``pids/`` (default: a new temporary directory);
+    ``ident`` names the pid file; ``extra_env`` is added to the server's environment."""
+
+    CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+    def __init__(
+        self,
+        master: str = "local[2]",
+        conf: dict[str, str] | None = None,
+        timeout_s: float = 120,
+        work_dir: Path | None = None,
+        ident: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         import pyspark
 
         self.spark_home = Path(pyspark.__file__).parent
         self.master = master
         self.conf = dict(conf or {})
         self.timeout_s = timeout_s
-        self.port = _free_port()
-        self.work = Path(tempfile.mkdtemp(prefix="indextables-connect-"))
+        self.port = free_port()
+        self.work = work_dir or Path(tempfile.mkdtemp(prefix="indextables-connect-"))
+        self.ident = ident or f"indextables-{uuid.uuid4().hex[:8]}"
         self.env = {
             **os.environ,
             "SPARK_HOME": str(self.spark_home),
@@ -44,7 +53,8 @@ class ConnectServer:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(self.work / "logs"),
             "SPARK_PID_DIR": str(self.work / "pids"),
-            "SPARK_IDENT_STRING": f"indextables-{uuid.uuid4().hex[:8]}",
+            "SPARK_IDENT_STRING": self.ident,
+            **(extra_env or {}),
         }
 
     @property
@@ -59,16 +69,20 @@ class ConnectServer:
         ]  # fmt: skip
         for key, value in self.conf.items():
             args += ["--conf", f"{key}={value}"]
-        subprocess.run(args, env=self.env, check=True, capture_output=True, timeout=60)
+        done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"start-connect-server.sh failed: {done.stdout}{done.stderr}")
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.5)
+            if port_open(self.port):
+                return self
+            time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"Spark Connect server did not listen on {self.port} within {self.timeout_s}s: {self.log()}")
+
+    @property
+    def pid_file(self) -> Path:
+        return self.work / "pids" / f"spark-{self.ident}-{self.CLASS}-1.pid"
 
     def log(self) -> str:
         logs = sorted((self.work / "logs").glob("*.out"))

@@ -18,12 +18,13 @@ import argparse
 import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from typing import Any
+
+from harness.net import free_port
 
 _LOCKED_HANDLERS = ("put_object", "copy_object", "_key_response_post", "delete_object")
 
@@ -97,7 +98,7 @@ class MotoServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> MotoServerProcess:
-        cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(_free_port())]
+        cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(free_port())]
         if not self.patched:
             cmd.append("--unpatched")
         if self.widen_ms:
@@ -133,12 +134,6 @@ class MotoServerProcess:
         self.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
@@ -146,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
     parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     args = parser.parse_args(argv)
-    serve(args.port or _free_port(), patched=not args.unpatched, widen_ms=args.widen_ms, detached=args.detached)
+    serve(args.port or free_port(), patched=not args.unpatched, widen_ms=args.widen_ms, detached=args.detached)
 
 
 if __name__ == "__main__":
