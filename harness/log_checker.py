@@ -1,8 +1,9 @@
 """Log-level invariant checks for concurrency and fault tests.
 
 Client return values can lie (an unpatched moto lets two conditional writers both
-"win"); the log cannot. ``check_log`` reads every version file and reports gaps,
-duplicate transaction ids and duplicate file adds; ``lost_commits`` compares what
+"win"); the log cannot. ``check_log`` reads every version file once and reports gaps,
+duplicate transaction ids and duplicate file adds, plus the rows each version's data adds
+and every path ever removed; ``lost_commits`` compares what
 writers were told against what the log holds.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from executor_lib.log.snapshot import list_log, read_version_actions
-from executor_lib.protocol.actions import AddAction, CommitInfoAction
+from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction
 from executor_lib.storage import open_store
 
 
@@ -24,6 +25,8 @@ class LogReport:
     txn_ids: Counter[str] = field(default_factory=Counter)
     added_paths: dict[str, int] = field(default_factory=dict)  # path -> version
     duplicate_adds: list[str] = field(default_factory=list)
+    data_rows_added: dict[int, int] = field(default_factory=dict)  # version -> rows of its data-change adds
+    removed_paths: set[str] = field(default_factory=set)
 
     @property
     def contiguous(self) -> bool:
@@ -46,13 +49,15 @@ def check_log(uri: str, **options: Any) -> LogReport:
                 if action.path in report.added_paths:
                     report.duplicate_adds.append(action.path)
                 report.added_paths[action.path] = v
+                if action.data_change:
+                    report.data_rows_added[v] = report.data_rows_added.get(v, 0) + (action.num_records or 0)
+            elif isinstance(action, RemoveAction):
+                report.removed_paths.add(action.path)
     return report
 
 
 def live_files_from_version_files(uri: str, **options: Any) -> set[str]:
     """Live file paths by replaying every version file from 0 (ignores checkpoints and states)."""
-    from executor_lib.protocol.actions import RemoveAction
-
     store = open_store(uri, **options)
     live: set[str] = set()
     for v in sorted(list_log(store).versions):

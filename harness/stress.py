@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from harness.faults import FaultInjector
-from harness.log_checker import check_log
+from harness.log_checker import LogReport, check_log
 
 SCHEMA = pa.schema([("id", pa.int64()), ("writer", pa.string()), ("body", pa.string())])
 
@@ -344,15 +344,15 @@ def check(cfg: StressConfig, reports: list[dict[str, Any]], work_dir: Path) -> S
     _check_table(cfg, cfg.table_a, [r for r in reports if r["role"] == "writer"], result, data_removes=False)
     if cfg.table_b_workload:
         b_reports = [r for r in reports if r["role"] in ("overwriter", "appender_b")]
-        _check_table(cfg, cfg.table_b, b_reports, result, data_removes=True)
+        b_log = _check_table(cfg, cfg.table_b, b_reports, result, data_removes=True)
         orphans = [p for r in reports if r["role"] == "killed" for p in r.get("orphans", [])]
         abandoned = {p for r in b_reports for p in r.get("abandoned", [])}
-        _check_purge(cfg, orphans, abandoned, result)
+        _check_purge(cfg, orphans, abandoned | b_log.removed_paths, result)
     return result
 
 
 def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], result: StressResult,
-                 data_removes: bool) -> None:  # fmt: skip
+                 data_removes: bool) -> LogReport:  # fmt: skip
     import executor_lib
     from executor_lib.cache.split_cache import SplitCache
 
@@ -376,34 +376,14 @@ def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], res
     if rows != snap.num_records:
         result.violations.append(f"{uri}: read {rows} rows at version {snap.version}, numRecords {snap.num_records}")
     if not data_removes:
-        expected = _rows_added_by_data_commits(log.store, snap.version)
+        expected = sum(rows for v, rows in report.data_rows_added.items() if v <= snap.version)
         if expected != snap.num_records:
             result.violations.append(f"{uri}: data commits added {expected} rows, the state holds {snap.num_records}")
+    return report
 
 
-def _data_commits(report: Any) -> int:
-    return sum(1 for _ in report.txn_ids) - 1  # every version but the table's creation
-
-
-def _rows_added_by_data_commits(store: Any, up_to: int) -> int:
-    from executor_lib.log.snapshot import read_version_actions
-    from executor_lib.protocol.actions import AddAction
-
-    return sum(
-        a.num_records or 0
-        for v in range(up_to + 1)
-        for a in read_version_actions(store, v)
-        if isinstance(a, AddAction) and a.data_change
-    )
-
-
-def _removed_paths(store: Any) -> set[str]:
-    from executor_lib.log.snapshot import list_log, read_version_actions
-    from executor_lib.protocol.actions import RemoveAction
-
-    return {
-        a.path for v in list_log(store).versions for a in read_version_actions(store, v) if isinstance(a, RemoveAction)
-    }
+def _data_commits(report: LogReport) -> int:
+    return len(report.txn_ids) - 1  # every version but the table's creation
 
 
 def _exists(store: Any, key: str) -> bool:
@@ -416,8 +396,9 @@ def _exists(store: Any, key: str) -> bool:
     return True
 
 
-def _check_purge(cfg: StressConfig, orphans: list[str], abandoned: set[str], result: StressResult) -> None:
-    """Purge B with the clock moved past the retention: orphans go, the live table stays whole."""
+def _check_purge(cfg: StressConfig, orphans: list[str], deletable: set[str], result: StressResult) -> None:
+    """Purge B with the clock moved past the retention: orphans go, the live table stays whole,
+    and nothing is deleted beyond the orphans and ``deletable`` (abandoned uploads, removed files)."""
     import executor_lib
     from executor_lib.log.purge import purge_table
 
@@ -433,7 +414,7 @@ def _check_purge(cfg: StressConfig, orphans: list[str], abandoned: set[str], res
         result.violations.append(f"purge kept orphaned splits {sorted(set(orphans) - deleted)}")
     if deleted & live_before:
         result.violations.append(f"purge deleted live splits {sorted(deleted & live_before)}")
-    unexpected = deleted - set(orphans) - abandoned - _removed_paths(log.store)
+    unexpected = deleted - set(orphans) - deletable
     if unexpected:
         result.violations.append(f"purge deleted splits nobody abandoned or removed: {sorted(unexpected)}")
     after = executor_lib.open_log(cfg.table_b, **cfg.storage)
