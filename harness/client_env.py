@@ -23,15 +23,17 @@ CLIENT_PACKAGE = REPO_ROOT / "clients" / "connect"
 def ensure_client_env(root: Path) -> Path:
     """The client environment's Python (the venv is created once and reused)."""
     venv = root / "venv"
-    python = venv / "bin" / "python"
+    python, installed = venv / "bin" / "python", venv / ".dependencies-installed"
+    # A new venv gets the package with its dependencies; a complete one only the package again
+    # (same version number, newer code), which pip skips unless forced.
+    refresh = ["--force-reinstall", "--no-deps"] if installed.exists() else []
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     with tempfile.TemporaryDirectory(prefix="indextables-client-build-") as build:
         source = Path(build) / "connect"  # build from a copy: no build/ or egg-info in the checkout
         shutil.copytree(CLIENT_PACKAGE, source, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(source)],
-                       check=True, timeout=600)  # fmt: skip
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(source)], check=True, timeout=900)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *refresh, str(source)], check=True, timeout=900)
+    installed.touch()
     return python
 
 
