@@ -54,7 +54,14 @@ class _ActionBase:
                 for f in dataclasses.fields(cls)
                 if f.name != "extra"
             ]
-            codec = _CODECS[cls] = _Codec(fields, frozenset(f.key for f in fields))
+            codec = _CODECS[cls] = _Codec(
+                fields,
+                frozenset(f.key for f in fields),
+                lookups=tuple((f.key, f.attr, f.kind) for f in fields),
+                defaults=_default_values(cls),
+                required=tuple(f.attr for f in fields if f.required),
+                checked=hasattr(cls, "__post_init__"),
+            )
         return codec
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -76,21 +83,29 @@ class _ActionBase:
     @classmethod
     def from_trusted_dict(cls: type[T], data: Mapping[str, Any], ignore: frozenset[str] = frozenset()) -> T:
         """Build from a record whose types a schema already guarantees (an Avro record):
-        no per-field checks, only arrays turned into tuple/frozenset. Keys in ``ignore`` are dropped."""
+        no per-field checks, only arrays turned into tuple/frozenset. Keys in ``ignore`` are dropped.
+
+        This is the hot path of loading Avro state (one call per live file), so it fills the
+        instance's ``__dict__`` directly instead of going through the frozen dataclass's
+        ``__init__`` (one ``object.__setattr__`` per field): about 3x faster, same object.
+        Classes with ``__post_init__`` checks are built through ``__init__``.
+        """
         codec = cls._codec()
-        kwargs: dict[str, Any] = {}
-        for spec in codec.fields:
-            value = data.get(spec.key)
-            if value is not None:
-                if spec.kind == "str-set":
-                    value = frozenset(value)
-                elif spec.kind == "str-tuple":
-                    value = tuple(value)
-                kwargs[spec.attr] = value
-        unknown = [k for k in data if k not in codec.keys and k not in ignore and data[k] is not None]
-        if unknown:
-            kwargs["extra"] = {k: data[k] for k in unknown}
-        return cls(**kwargs)
+        if codec.checked:
+            return cls(**_trusted_values(codec, data, ignore, dict(codec.defaults)))
+        obj = object.__new__(cls)
+        _trusted_values(codec, data, ignore, obj.__dict__)
+        return obj
+
+    @classmethod
+    def from_attributes(cls: type[T], attributes: dict[str, Any]) -> T:
+        """Rebuild an instance from the ``vars()`` of one (a local cache's copy), without checks.
+
+        The caller guarantees ``attributes`` came from ``vars()`` of an instance of this class.
+        """
+        obj = object.__new__(cls)
+        obj.__dict__.update(attributes)
+        return obj
 
     @classmethod
     def from_json_dict(cls: type[T], data: Mapping[str, Any]) -> T:
@@ -112,6 +127,39 @@ class _ActionBase:
             raise CorruptLogError(f"invalid {cls.ACTION_KEY!r} action: {e}") from e
 
 
+def _trusted_values(
+    codec: _Codec, data: Mapping[str, Any], ignore: frozenset[str], values: dict[str, Any]
+) -> dict[str, Any]:
+    """Fill ``values`` (an instance ``__dict__`` or kwargs) from a schema-checked record."""
+    values.update(codec.defaults)
+    for key, attr, kind in codec.lookups:
+        value = data.get(key)
+        if value is not None:
+            if kind == "str-set":
+                value = frozenset(value)
+            elif kind == "str-tuple":
+                value = tuple(value)
+            values[attr] = value
+    for attr in codec.required:
+        if values[attr] is None:
+            raise CorruptLogError(f"record lacks required field {attr!r}")
+    extra: dict[str, Any] = {}
+    if not codec.keys.issuperset(data):
+        extra = {k: v for k, v in data.items() if k not in codec.keys and k not in ignore and v is not None}
+    values["extra"] = extra
+    return values
+
+
+def _default_values(cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is dataclasses.MISSING:
+            out[f.name] = None  # required: filled from the record, or the record is rejected
+    return out
+
+
 @dataclass(frozen=True)
 class _FieldSpec:
     attr: str
@@ -124,6 +172,10 @@ class _FieldSpec:
 class _Codec:
     fields: list[_FieldSpec]
     keys: frozenset[str]
+    lookups: tuple[tuple[str, str, str], ...] = ()  # (JSON key, attribute, kind) per field
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # plain defaults; required: None
+    required: tuple[str, ...] = ()
+    checked: bool = False  # the class validates in ``__post_init__``
 
 
 _CODECS: dict[type, _Codec] = {}

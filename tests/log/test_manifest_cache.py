@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import os
 import subprocess
 import sys
@@ -28,14 +29,16 @@ def test_memory_then_disk_then_decode(tmp_path: Path) -> None:
         loader = SnapshotLoader(open_store(uri), log.config)
         first = {f.path: f for f in loader.load().files}
         assert (cache.misses, cache.hits, cache.disk_hits) == (3, 0, 0)
-        assert len(list((tmp_path / "cache").glob("*.pkl"))) == 3
+        cache.flush()  # disk copies are written in the background
+        assert len(list((tmp_path / "cache").glob("*.marshal"))) == 3
         assert {f.path: f for f in loader.load().files} == first
         assert cache.hits == 3
         cache.clear()  # a new process: memory empty, disk warm
         assert {f.path: f for f in loader.load().files} == first
         assert cache.disk_hits == 3
-        for p in (tmp_path / "cache").glob("*.pkl"):  # damaged cache files are misses, not errors
-            p.write_bytes(b"not a pickle")
+        damages = iter([b"not marshal", marshal.dumps([{"path": "x"}]), marshal.dumps({"a": 1})[:-2]])
+        for p, damage in zip((tmp_path / "cache").glob("*.marshal"), damages, strict=True):
+            p.write_bytes(damage)  # garbage, a foreign layout, a truncated file: misses, not errors
         cache.clear()
         assert {f.path: f for f in loader.load().files} == first
         assert cache.misses == 6

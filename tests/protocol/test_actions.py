@@ -96,6 +96,22 @@ def test_unknown_fields_are_tolerated_and_written_back() -> None:
     assert json.loads(action_to_json_line(add))["add"]["futureField"] == {"x": 1}
 
 
+def test_a_schema_checked_record_builds_the_same_action_as_json() -> None:
+    record = {
+        "path": "a.split", "partitionValues": {"d": "1"}, "size": 1, "modificationTime": 2, "dataChange": True,
+        "splitTags": ["b", "a"], "companionSourceFiles": ["x.parquet"], "numRecords": None,
+        "addedAtVersion": 3, "futureField": 7,
+    }  # fmt: skip
+    add = AddAction.from_trusted_dict(record, ignore=frozenset({"addedAtVersion"}))
+    as_json = {k: v for k, v in record.items() if v is not None and k != "addedAtVersion"}
+    assert add == AddAction.from_json_dict(as_json)
+    assert add.split_tags == frozenset({"a", "b"}) and add.companion_source_files == ("x.parquet",)
+    assert add.extra == {"futureField": 7} and add.num_records is None
+    assert AddAction.from_attributes(dict(vars(add))) == add
+    with pytest.raises(CorruptLogError, match="size"):
+        AddAction.from_trusted_dict({**record, "size": None})
+
+
 def test_jvm_style_nulls_and_skip_alias_are_read() -> None:
     text = (
         '{"protocol":{"minReaderVersion":4,"minWriterVersion":4,"readerFeatures":null,"writerFeatures":null}}\n'
