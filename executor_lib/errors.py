@@ -42,6 +42,10 @@ class ConfigError(IndexTablesError):
     """An option or argument has an invalid value."""
 
 
+class InvalidDataError(IndexTablesError):
+    """A row value the index cannot take (e.g. a string that is not an IP address in an ``ip`` column)."""
+
+
 # --- tables and the transaction log --------------------------------------------------------
 
 

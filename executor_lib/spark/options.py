@@ -42,7 +42,11 @@ WRITE_KEYS = (
     "spark.indextables.autoSize.enabled",
     "spark.indextables.autoSize.targetSplitSize",
 )
-WRITE_COLUMN_PREFIXES = ("spark.indextables.indexing.typemap.", "spark.indextables.indexing.tokenizer.")
+WRITE_COLUMN_PREFIXES = (
+    "spark.indextables.indexing.typemap.",
+    "spark.indextables.indexing.tokenizer.",
+    "spark.indextables.indexing.indexrecordoption.",
+)
 
 READ_KEYS = (
     *_COMMON_KEYS,

@@ -8,8 +8,14 @@ bool -> ``bool``, string -> ``text`` with the ``raw`` tokenizer (exact match, wh
 IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``bytes``
 (stored only), struct/map/list -> ``json``. Options (``spark.indextables.indexing.*``):
 
-* ``typemap.<col>`` = ``string`` | ``text`` | ``json``: ``text`` tokenizes (default tokenizer);
+* ``typemap.<col>`` = ``string`` | ``text`` | ``json`` | ``ip``: ``text`` tokenizes (default
+  tokenizer); ``ip`` indexes a string column of IPv4/IPv6 addresses as Tantivy ``ip`` (term and
+  range queries compare addresses: ``ip:[10.0.0.0 TO 10.255.255.255]``; rows keep the strings);
 * ``tokenizer.<col>`` = ``default`` | ``whitespace`` | ``raw`` | ``en_stem``;
+* ``indexrecordoption.<col>`` = ``position`` (default) | ``freq`` | ``basic``: what the index of a
+  text or json column records per term (``basic``: documents only — smaller, but no phrase
+  queries and no relevance by frequency; ``freq``: plus frequencies, still no phrases).
+  Stored in the doc mapping as Quickwit's ``record`` key, only when not ``position``;
 * ``fastfields`` = comma-separated columns that get fast fields (numeric, bool, date and
   string columns are fast by default; ``text`` columns are not);
 * ``storeonly`` / ``indexonly`` = comma-separated columns that are only stored / only indexed.
@@ -29,6 +35,7 @@ import pyarrow as pa
 from executor_lib.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
+RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
 _PREFIX = "spark.indextables.indexing."
 
@@ -41,12 +48,15 @@ class FieldMapping:
     indexed: bool = True
     fast: bool = False
     tokenizer: str | None = None  # text and json fields
+    record: str = "position"  # text and json fields: what the index records per term
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fast": self.fast, "indexed": self.indexed, "name": self.name, "stored": self.stored}
         out["type"] = self.type
         if self.tokenizer is not None:
             out["tokenizer"] = self.tokenizer
+        if self.record != "position":
+            out["record"] = self.record
         return out
 
 
@@ -56,6 +66,10 @@ class DocMapping:
 
     def field(self, name: str) -> FieldMapping | None:
         return next((f for f in self.fields if f.name == name), None)
+
+    def default_query_fields(self) -> list[str]:
+        """Fields a query term without ``field:`` searches (``_indexall``): indexed text and json."""
+        return [f.name for f in self.fields if f.type in ("text", "json") and f.indexed]
 
     def to_json(self) -> str:
         return json.dumps([f.to_json() for f in self.fields], separators=(",", ":"), sort_keys=True)
@@ -72,14 +86,17 @@ class DocMapping:
                     indexed=bool(i.get("indexed", True)),
                     fast=bool(i.get("fast", False)),
                     tokenizer=i.get("tokenizer"),
+                    record=i.get("record") or "position",
                 )
                 for i in items
             )
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"invalid doc mapping JSON: {e}") from e
         for f in fields:
             if f.type not in FIELD_TYPES:
                 raise ConfigError(f"doc mapping field {f.name!r}: unsupported type {f.type!r}")
+            if f.record not in RECORD_OPTIONS:
+                raise ConfigError(f"doc mapping field {f.name!r}: unsupported record option {f.record!r}")
         return cls(fields)
 
 
@@ -131,14 +148,16 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
         tokenizer = "raw" if kind == "text" else ("default" if kind == "json" else None)
         if typemap is not None:
             typemap = str(typemap).strip().lower()
-            if typemap not in ("string", "text", "json"):
-                raise ConfigError(f"option {_PREFIX}typemap.{f.name}={typemap!r}: expected string, text or json")
-            if kind != "text" and typemap in ("string", "text"):
+            if typemap not in ("string", "text", "json", "ip"):
+                raise ConfigError(f"option {_PREFIX}typemap.{f.name}={typemap!r}: expected string, text, json or ip")
+            if kind != "text" and typemap in ("string", "text", "ip"):
                 raise ConfigError(f"option {_PREFIX}typemap.{f.name}={typemap}: column type {f.type} is not a string")
             if typemap == "text":
                 tokenizer = "default"
             elif typemap == "json":
                 kind, tokenizer = "json", "default"
+            elif typemap == "ip":
+                kind, tokenizer = "ip", None
         explicit_tokenizer = options.get(f"{_PREFIX}tokenizer.{f.name}")
         if explicit_tokenizer is not None:
             if kind not in ("text", "json") or str(explicit_tokenizer) not in TOKENIZERS:
@@ -147,7 +166,8 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                     f"on a string column"
                 )
             tokenizer = str(explicit_tokenizer)
-        fast = f.name in fast_extra or kind in ("i64", "u64", "f64", "bool", "datetime") or tokenizer == "raw"
+        record = _record_option(options, f.name, kind)
+        fast = f.name in fast_extra or kind in ("i64", "u64", "f64", "bool", "datetime", "ip") or tokenizer == "raw"
         if kind == "bytes" and f.name in fast_extra:
             raise ConfigError(f"option {_PREFIX}fastfields: binary column {f.name!r} cannot be a fast field")
         fields.append(
@@ -158,6 +178,20 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                 indexed=kind != "bytes" and f.name not in store_only,
                 fast=fast and f.name not in store_only,
                 tokenizer=tokenizer,
+                record=record,
             )
         )
     return DocMapping(tuple(fields))
+
+
+def _record_option(options: Mapping[str, Any], column: str, kind: str) -> str:
+    raw = options.get(f"{_PREFIX}indexrecordoption.{column}")
+    if raw is None:
+        return "position"
+    record = str(raw).strip().lower()
+    if record not in RECORD_OPTIONS or kind not in ("text", "json"):
+        raise ConfigError(
+            f"option {_PREFIX}indexrecordoption.{column}={raw!r}: expected one of {list(RECORD_OPTIONS)} "
+            f"on a text or json column (column {column!r} is {kind})"
+        )
+    return record

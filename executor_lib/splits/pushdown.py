@@ -5,8 +5,9 @@ A filter leaf on a column is, for the doc mappings of the splits being read:
 * ``EXACT``: the Tantivy query returns exactly the rows Spark's predicate keeps (equality,
   IN, ranges and null checks on numeric/bool/date fields, equality/IN/prefix/contains/regex
   on exact ``string`` fields, ``Not`` of those guarded by an existence check);
-* ``SUPERSET``: a widened Tantivy query returns every matching row and some others (timestamp
-  fields, indexed at second precision): the predicate must still be evaluated on the rows;
+* ``SUPERSET``: a (widened) Tantivy query returns every matching row and some others (timestamp
+  fields, indexed at second precision; equality on ``ip`` fields, which compares addresses, not
+  strings): the predicate must still be evaluated on the rows;
 * ``NONE``: the index cannot help (tokenized text, float32, decimals, JSON fields, columns some
   split lacks): the predicate is evaluated on the rows only.
 
@@ -77,7 +78,12 @@ def _numeric_support(fields: list[FieldMapping], t: pa.DataType | None, exact_ki
 
 
 def _equality_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
-    return Support.EXACT if _exact_string(fields) else _numeric_support(fields, t, {"i64", "u64", "bool"})
+    if _exact_string(fields):
+        return Support.EXACT
+    if all(f.type == "ip" for f in fields):
+        # the index compares addresses ("::ffff:10.0.0.1" = "10.0.0.1"), Spark compares strings
+        return Support.SUPERSET
+    return _numeric_support(fields, t, {"i64", "u64", "bool"})
 
 
 def _range_support(fields: list[FieldMapping], t: pa.DataType | None) -> Support:
@@ -132,7 +138,7 @@ def leaf_support(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema)
         support = Support.NONE
     if support is Support.NONE:
         return support, None
-    return support, (_widened(f) if support is Support.SUPERSET else f)
+    return support, (_widened(f) if support is Support.SUPERSET and _is_timestamp(t) else f)
 
 
 def _not_support(f: F.Not, mappings: Sequence[DocMapping], schema: pa.Schema) -> tuple[Support, F.Filter | None]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import tantivy
 
 from executor_lib import filters
@@ -29,6 +30,7 @@ from executor_lib.errors import IndexTablesError
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.query_text import explain, qualify_ranges
 from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, tantivy_schema, write_split
 
 _RANGE_TYPES = {
@@ -50,13 +52,20 @@ def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
         field = mapping.field(query.column)
         if field is None or not field.indexed:
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
-        fields = [query.column]
-    else:
-        fields = [f.name for f in mapping.fields if f.type in ("text", "json") and f.indexed]
+    parse_query_string(index, query, mapping.default_query_fields())
+
+
+def parse_query_string(index: Any, query: filters.QueryString, default_fields: list[str]) -> Any:
+    """A Tantivy query from query text: on ``query.column`` if set (bare ranges scoped to it), else on
+    ``default_fields``. QueryError names the query and where it goes wrong."""
+    text, fields = query.query, default_fields
+    if query.column is not None:
+        text, fields = qualify_ranges(query.query, query.column), [query.column]
     try:
-        index.parse_query(query.query, fields)
+        return index.parse_query(text, fields)
     except ValueError as e:
-        raise QueryError(f"query {query.query!r} does not parse: {e}") from e
+        as_parsed = f" (as {text!r})" if text != query.query else ""
+        raise QueryError(f"query {query.query!r}{as_parsed} {explain(text, str(e))}") from e
 
 
 class SplitSearcher:
@@ -93,11 +102,7 @@ class SplitSearcher:
         except (OSError, ValueError) as e:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
         self.searcher = self.index.searcher()
-        self.text_fields = [
-            name
-            for name, t in zip(self.rows.column_names, self.rows.schema.types, strict=True)
-            if pa.types.is_string(t)
-        ]
+        self.text_fields = self.mapping.default_query_fields()
 
     def _transcode(self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None) -> tuple[Path, Any]:
         out = self.work_dir / "transcoded"
@@ -125,7 +130,10 @@ class SplitSearcher:
         for f in mapping.fields:
             values = [d.get(f.name, [None])[0] for d in docs]
             arrow_type = schema.field(f.name).type if f.name in schema.names else None
-            columns[f.name] = pa.array(values, type=arrow_type)
+            column = pa.array(values, type=arrow_type)
+            if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
+                column = pc.replace_substring_regex(column, r"^::ffff:(\d+\.\d+\.\d+\.\d+)$", r"\1")
+            columns[f.name] = column
         written = write_split(pa.table(columns), mapping, out)
         shutil.rmtree(raw_dir, ignore_errors=True)
         return written.path, written.footer
@@ -139,10 +147,7 @@ class SplitSearcher:
             return tantivy.Query.all_query()
         if not isinstance(query, str):
             return self._compile(query)
-        try:
-            return self.index.parse_query(query, self.text_fields)
-        except ValueError as e:
-            raise QueryError(f"query {query!r} does not parse: {e}") from e
+        return parse_query_string(self.index, filters.QueryString(query), self.text_fields)
 
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
@@ -159,13 +164,9 @@ class SplitSearcher:
         """A structured filter as a Tantivy query (QueryError if the field type cannot answer it)."""
         schema = self.index.schema
         if isinstance(f, filters.QueryString):
-            fields = [f.column] if f.column is not None else self.text_fields
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
-            try:
-                return self.index.parse_query(f.query, fields)
-            except ValueError as e:
-                raise QueryError(f"query {f.query!r} does not parse: {e}") from e
+            return parse_query_string(self.index, f, self.text_fields)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
             occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should

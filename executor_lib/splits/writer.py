@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
+from executor_lib.errors import InvalidDataError
 from executor_lib.splits.bundle import BundleFooter, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 
@@ -46,11 +47,13 @@ def tantivy_schema(mapping: DocMapping) -> Any:
     for f in mapping.fields:
         if f.type == "text":
             sb.add_text_field(
-                f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option="position",
+                f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record,
                 fast=f.fast,
             )  # fmt: skip
         elif f.type == "json":
-            sb.add_json_field(f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", fast=f.fast)
+            sb.add_json_field(
+                f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record, fast=f.fast
+            )
         elif f.type == "i64":
             sb.add_integer_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
         elif f.type == "u64":
@@ -113,7 +116,10 @@ def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes:
             if has_nulls:
                 doc = {k: v for k, v in doc.items() if v is not None}
             doc[ROW_FIELD] = row
-            writer.add_document(tantivy.Document.from_dict(doc, schema))
+            try:
+                writer.add_document(tantivy.Document.from_dict(doc, schema))
+            except ValueError as e:  # e.g. "Expected IpAddr type for field ip, got 'x'"
+                raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
         writer.commit()
         writer.wait_merging_threads()
         files = {p.name: p.read_bytes() for p in sorted(work.iterdir()) if p.is_file() and not p.name.endswith(".lock")}

@@ -205,7 +205,7 @@ def _error_text(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"spark.indextables.indexing.typemap.msg": "fulltext"}, "expected string, text or json"),
+        ({"spark.indextables.indexing.typemap.msg": "fulltext"}, "expected string, text, json or ip"),
         ({"spark.indextables.no.such.option": "1"}, "unknown option 'spark.indextables.no.such.option'"),
         ({"spark.indextables.indexing.fastfields": "nope"}, "columns ['nope'] are not in the schema"),
         ({"partitionBy": "nope"}, "option partitionBy: columns ['nope'] are not in the table"),
@@ -347,3 +347,15 @@ def test_empty_tables_and_pruned_reads_return_no_rows(spark: Any, tmp_path: Path
     assert read(spark, table).count() == 0
     write(make_df(spark, 3), table)
     assert read(spark, table).filter("id > 100").count() == 0  # every split pruned
+
+
+def test_ip_columns_through_spark(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "ips"
+    rows = [(i, f"10.0.{i // 10}.{i % 10}" if i % 3 else f"192.168.0.{i}") for i in range(30)]
+    df = spark.createDataFrame(rows, "id long, ip string")
+    write(df, table, **{"spark.indextables.indexing.typemap.ip": "ip"})
+    in_ten = sorted(i for i, ip in rows if ip.startswith("10."))
+    assert ids(read(spark, table, **{"indexquery.ip": "[10.0.0.0 TO 10.255.255.255]"})) == in_ten
+    assert ids(read(spark, table).where("ip = '10.0.1.3'")) == [13]
+    assert ids(read(spark, table).where("ip in ('192.168.0.3', '10.0.0.1')")) == [1, 3]
+    assert sorted(r["ip"] for r in read(spark, table).collect()) == sorted(ip for _, ip in rows)

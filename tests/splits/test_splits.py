@@ -286,3 +286,75 @@ def test_json_fields_and_date_histograms(tmp_path: Path) -> None:
     assert searcher.search("*", ["attrs"]).column("attrs").to_pylist()[1] == {"color": "blue", "size": 2}
     days = searcher.aggregate({"d": {"date_histogram": {"field": "at", "fixed_interval": "1d"}}})
     assert [b["doc_count"] for b in days["d"]["buckets"]] == [2, 1]
+
+
+def test_ip_columns_answer_address_queries_and_keep_their_strings(tmp_path: Path) -> None:
+    from executor_lib import filters as f
+    from executor_lib.splits.pushdown import Support, leaf_support
+
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2, 3, 4], pa.int64()),
+            "ip": ["10.0.0.1", "10.1.2.3", "192.168.1.9", "::1"],
+            "host": ["web", "db", "web", "10.0.0.1"],
+        }
+    )
+    options = {"spark.indextables.indexing.typemap.ip": "ip"}
+    mapping = mapping_for(rows.schema, options)
+    assert mapping.field("ip") is not None and mapping.field("ip").type == "ip"  # type: ignore[union-attr]
+    searcher = SplitSearcher(write_split(rows, mapping, tmp_path).path, tmp_path / "w", rows.schema, None)
+
+    def ids(query: str | f.Filter) -> list[int]:
+        return sorted(searcher.search(query, ["id"]).column("id").to_pylist())
+
+    assert ids("ip:[10.0.0.0 TO 10.255.255.255]") == [1, 2]  # address order, not string order
+    assert ids("ip:192.168.1.9") == [3]
+    assert ids('ip:"::1"') == [4]
+    assert ids(f.Term("ip", "10.1.2.3")) == [2]
+    assert ids(f.TermIn("ip", ("10.0.0.1", "::1"))) == [1, 4]
+    assert ids('"10.0.0.1"') == [4], "bare terms search the string fields, not the ip field"
+    assert searcher.search("ip:10.0.0.1", ["ip"]).column("ip").to_pylist() == ["10.0.0.1"]
+    # Spark compares strings: the index narrows an equality, the rows decide it
+    assert leaf_support(f.Term("ip", "10.0.0.1"), [mapping], rows.schema) == (
+        Support.SUPERSET,
+        f.Term("ip", "10.0.0.1"),
+    )
+    assert leaf_support(f.Between("ip", "10", "11"), [mapping], rows.schema)[0] is Support.NONE
+    with pytest.raises(ConfigError, match=r"typemap\.id=ip: column type int64 is not a string"):
+        mapping_for(rows.schema, {"spark.indextables.indexing.typemap.id": "ip"})
+
+
+def test_a_bad_ip_value_is_named_before_anything_is_written(tmp_path: Path) -> None:
+    from executor_lib.errors import InvalidDataError
+
+    rows = pa.table({"ip": ["10.0.0.1", "not-an-ip"]})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.ip": "ip"})
+    with pytest.raises(InvalidDataError, match=r"row 1 .*not-an-ip"):
+        write_split(rows, mapping, tmp_path / "out")
+    assert not list((tmp_path / "out").glob("*.split"))
+
+
+@pytest.mark.parametrize("record", ["basic", "freq", "position"])
+def test_index_record_option(record: str, tmp_path: Path) -> None:
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "body": ["quick brown fox", "brown quick fox"]})
+    options = {
+        "spark.indextables.indexing.typemap.body": "text",
+        "spark.indextables.indexing.indexrecordoption.body": record,
+    }
+    mapping = mapping_for(rows.schema, options)
+    field = json.loads(mapping.to_json())[1]
+    assert field.get("record", "position") == record and ("record" in field) == (record != "position")
+    searcher = SplitSearcher(write_split(rows, mapping, tmp_path).path, tmp_path / "w", rows.schema, None)
+    assert searcher.count("body:quick AND body:fox") == 2
+    if record == "position":
+        assert searcher.search('body:"quick brown"', ["id"]).column("id").to_pylist() == [1]
+    else:
+        with pytest.raises(QueryError, match="does not have positions indexed"):
+            searcher.search('body:"quick brown"')
+
+
+def test_bad_index_record_options_are_named() -> None:
+    with pytest.raises(ConfigError, match=r"indexrecordoption\.title='sometimes'"):
+        mapping_for(DATA.schema, {**OPTIONS, "spark.indextables.indexing.indexrecordoption.title": "sometimes"})
+    with pytest.raises(ConfigError, match=r"indexrecordoption\.id='basic'.*column 'id' is i64"):
+        mapping_for(DATA.schema, {"spark.indextables.indexing.indexrecordoption.id": "basic"})
