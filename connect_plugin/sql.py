@@ -3,8 +3,9 @@
 ``sql(spark, text)`` parses the IndexTables commands (grammar below, with lark) and runs them
 through ``IndexTable``; a ``SELECT ... FROM indextables.`<path>` WHERE ...`` whose WHERE uses
 ``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch`` becomes an indexed read
-whose whole WHERE clause travels as the ``filter`` tree (the index answers what it can, the
-rest is evaluated on the rows on the executors); anything else goes to ``spark.sql``.
+whose WHERE clause travels as the ``filter`` tree (the index answers what it can, the rest is
+evaluated on the rows on the executors), except top-level AND parts over function calls or
+arithmetic, which Spark applies to the rows read; anything else goes to ``spark.sql``.
 Syntax errors name the line and column.
 """
 
@@ -42,7 +43,7 @@ describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
 flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
 
-select: _SELECT PROJECTION _FROM _INDEXTABLES "." BACKQUOTED [ALIAS] [_WHERE predicate] [TAIL]
+select: _SELECT PROJECTION _FROM _INDEXTABLES "." BACKQUOTED [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
 target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED
 
@@ -61,6 +62,20 @@ target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED
      | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
      | column _TEXTSEARCH STRING                      -> textsearch
      | column _FIELDMATCH STRING                      -> fieldmatch
+     | spark_pred
+// A predicate over function calls or arithmetic is evaluated by Spark on the rows the index returns.
+spark_pred: call OP value
+          | column OP call
+          | arith OP (value | arith)
+          | value OP arith
+          | call [NEG] _IN "(" value ("," value)* ")"
+          | call _IS [NEG] _NULL
+          | call [NEG] _LIKE STRING
+          | call _BETWEEN value _AND value
+          | call
+call: FUNC "(" [(value | arith) ("," (value | arith))*] ")"
+arith: value (ARITH value)+
+?value: call | column | literal
 column: NAME | BACKQUOTED
 ?literal: STRING -> string
         | NUMBER -> number
@@ -70,12 +85,14 @@ column: NAME | BACKQUOTED
         | _TIMESTAMP STRING -> string
 
 OP: "=" | "==" | "!=" | "<>" | "<=" | ">=" | "<" | ">"
+ARITH: "+" | "-" | "*" | "/" | "%"
 SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
 UNIT: /days?|hours?/i
-ALIAS.-1: /(?!where\b)[a-z_][a-z0-9_]*/i
+ALIAS.-1: /(?!(where|as)\b)[a-z_][a-z0-9_]*/i
 PROJECTION: /.+?(?=\s+from\s+indextables\s*\.)/is
 TAIL: /(group|order|limit|having)\b.*/is
 NAME.-1: /[a-z_][a-z0-9_]*/i
+FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
 BACKQUOTED: /`[^`]+`/
 STRING: /'([^'\\]|\\.|'')*'/
 NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
@@ -114,6 +131,7 @@ _STATE: /state\b/i
 _DISK: /disk\b/i
 _FLUSH: /flush\b/i
 _SELECT: /select\b/i
+_AS: /as\b/i
 _OR: /or\b/i
 _AND: /and\b/i
 _NOT: /not\b/i
@@ -136,8 +154,8 @@ _TIMESTAMP: /timestamp\b/i
 %ignore WS
 """
 
-_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=False)
-_PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve")
+_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
+_PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
 
 _COMMAND_START = re.compile(
     r"^\s*(merge\s+splits|purge\s+indextable|checkpoint\s+indextables|truncate\s+indextables|drop\s+indextables"
@@ -177,9 +195,48 @@ def _regex_literal(c: str) -> str:
     return "\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c
 
 
+def _has(node: Any, op: str) -> bool:
+    if not isinstance(node, dict):
+        return False
+    return node.get("op") == op or any(_has(c, op) for c in node.get("children", [node.get("child")]))
+
+
 @v_args(inline=True)
 class _ToFilter(Transformer):
-    """Predicate parse tree -> the JSON filter tree of the ``filter`` read option."""
+    """Predicate parse tree -> the JSON filter tree of the ``filter`` read option.
+
+    A predicate over function calls or arithmetic becomes ``{"op": "spark", "sql": <its text>}``, and so does any
+    AND/OR/NOT whose parts have no index operator: Spark evaluates those on the rows read.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def _spark(self, meta: Any) -> dict[str, Any]:
+        return {"op": "spark", "sql": self.text[meta.start_pos : meta.end_pos]}
+
+    def _combine(self, meta: Any, node: dict[str, Any], children: list[Any]) -> dict[str, Any]:
+        if not any(_has(c, "spark") for c in children):
+            return node
+        if not any(_has(c, "query") for c in children):
+            return self._spark(meta)
+        if node["op"] != "and":
+            raise IndexTablesSQLError(
+                f"at line {meta.line}, column {meta.column}: a predicate with function calls can be combined "
+                f"with indexquery/textsearch/fieldmatch only through AND at the top of the WHERE clause"
+            )
+        return node
+
+    @v_args(meta=True)
+    def spark_pred(self, meta: Any, children: list[Any]) -> dict[str, Any]:
+        return self._spark(meta)
+
+    def call(self, *args: Any) -> None:
+        return None
+
+    def arith(self, *args: Any) -> None:
+        return None
 
     def column(self, token: Token) -> str:
         return _unquote(str(token)) if str(token).startswith("`") else str(token)
@@ -197,14 +254,17 @@ class _ToFilter(Transformer):
     def false(self) -> bool:
         return False
 
-    def or_expr(self, *children: Any) -> dict[str, Any]:
-        return {"op": "or", "children": list(children)}
+    @v_args(meta=True)
+    def or_expr(self, meta: Any, children: list[Any]) -> dict[str, Any]:
+        return self._combine(meta, {"op": "or", "children": list(children)}, children)
 
-    def and_expr(self, *children: Any) -> dict[str, Any]:
-        return {"op": "and", "children": list(children)}
+    @v_args(meta=True)
+    def and_expr(self, meta: Any, children: list[Any]) -> dict[str, Any]:
+        return self._combine(meta, {"op": "and", "children": list(children)}, children)
 
-    def not_(self, child: Any) -> dict[str, Any]:
-        return {"op": "not", "child": child}
+    @v_args(meta=True)
+    def not_(self, meta: Any, children: list[Any]) -> dict[str, Any]:
+        return self._combine(meta, {"op": "not", "child": children[0]}, children)
 
     def compare(self, column: str, op: Token, value: Any) -> dict[str, Any]:
         o = str(op)
@@ -260,13 +320,33 @@ def _parse(parser: Lark, text: str) -> Any:
         raise IndexTablesSQLError(f"syntax error at line {e.line}, column {e.column}:\n{context}") from None
 
 
-def parse_predicate(text: str) -> dict[str, Any]:
-    """A SQL predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, index operators, AND/OR/NOT) as a filter tree."""
+def _to_filter(tree: Any, text: str) -> dict[str, Any]:
     try:
-        result: dict[str, Any] = _ToFilter().transform(_parse(_PREDICATE_PARSER, text))
+        result: dict[str, Any] = _ToFilter(text).transform(tree)
     except VisitError as e:
-        raise IndexTablesSQLError(f"predicate {text!r}: {e.orig_exc}") from e
+        raise IndexTablesSQLError(f"{text!r}: {e.orig_exc}") from e
     return result
+
+
+def parse_predicate(text: str) -> dict[str, Any]:
+    """A SQL predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, index operators, AND/OR/NOT) as a filter
+    tree; parts over function calls are ``{"op": "spark", "sql": ...}`` nodes (see ``split_spark_part``)."""
+    return _to_filter(_parse(_PREDICATE_PARSER, text), text)
+
+
+def split_spark_part(where: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """(filter tree for the indexed read, SQL condition Spark applies to its rows) of a WHERE tree."""
+    conjuncts = _conjuncts(where)
+    spark = [c["sql"] for c in conjuncts if c["op"] == "spark"]
+    index = [c for c in conjuncts if c["op"] != "spark"]
+    tree = None if not index else index[0] if len(index) == 1 else {"op": "and", "children": index}
+    return tree, (" AND ".join(f"({s})" for s in spark) or None)
+
+
+def _conjuncts(node: dict[str, Any]) -> list[dict[str, Any]]:
+    if node["op"] == "and":
+        return [c for child in node["children"] for c in _conjuncts(child)]
+    return [node]
 
 
 def _target(tree: Any) -> str:
@@ -287,14 +367,17 @@ def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
     return _run(spark, tree, text, options or {})
 
 
-def _where(tree: Any) -> dict[str, Any] | None:
+def _where(tree: Any, text: str) -> dict[str, Any] | None:
+    """The WHERE of a maintenance command: partition predicates only, no function calls."""
     for child in tree.children:
         if (
             hasattr(child, "data")
             and child.data not in ("target", "merge_opt", "purge_opt", "dry")
             and not str(child.data).startswith(("target_size", "max_", "older_than", "log_retention", "dry_run"))
         ):
-            result: dict[str, Any] = _ToFilter().transform(child)
+            result = _to_filter(child, text)
+            if _has(result, "spark"):
+                raise IndexTablesSQLError(f"{text!r}: function calls are not supported in the WHERE of {tree.data}")
             return result
     return None
 
@@ -308,7 +391,7 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     if kind == "flush_cache":
         return _cache_command(spark, "flush_cache", 1, options)
     if kind == "select":
-        return _select(spark, tree, options)
+        return _select(spark, tree, text, options)
     target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
     table = IndexTable.for_path(spark, _target(target), options)
     if kind == "describe_state":
@@ -320,11 +403,11 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     if kind == "truncate":
         return table.truncate_time_travel(dry_run=any(hasattr(c, "data") and c.data == "dry" for c in tree.children))
     if kind == "drop":
-        where = _where(tree)
+        where = _where(tree, text)
         assert where is not None
         return table.drop_partitions(where)
     if kind == "prewarm":
-        return table.prewarm(_where(tree))
+        return table.prewarm(_where(tree, text))
     if kind == "purge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
         older = _duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
@@ -333,7 +416,7 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     if kind == "merge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
         return table.merge_splits(
-            where=_where(tree),
+            where=_where(tree, text),
             target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else "5G",
             max_dest_splits=int(opts["max_dest"].children[0]) if "max_dest" in opts else None,
             max_source_splits_per_merge=int(opts["max_sources"].children[0]) if "max_sources" in opts else None,
@@ -341,17 +424,19 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     raise IndexTablesSQLError(f"unsupported statement: {text!r}")
 
 
-def _select(spark: Any, tree: Any, options: dict[str, Any]) -> Any:
+def _select(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     import connect_plugin
 
     projection, path_token, alias, where_tree, tail = tree.children
-    where = _ToFilter().transform(where_tree) if where_tree is not None else None
+    where, spark_condition = split_spark_part(_to_filter(where_tree, text)) if where_tree is not None else (None, None)
     df = connect_plugin.read(spark, _unquote(str(path_token)), filter=where, options=options)
     view = f"indextables_{uuid.uuid4().hex[:12]}"
     df.createOrReplaceTempView(view)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"
+    if spark_condition is not None:
+        statement += f" WHERE {spark_condition}"
     if tail is not None:
         statement += f" {tail}"
     return spark.sql(statement)

@@ -9,7 +9,7 @@ import pytest
 
 import connect_plugin
 import executor_lib
-from connect_plugin.sql import IndexTablesSQLError, parse_predicate, sql
+from connect_plugin.sql import IndexTablesSQLError, parse_predicate, split_spark_part, sql
 from tests.spark.test_datasource import TEXT_OPTS, ids, log_rows, make_df
 
 
@@ -29,6 +29,18 @@ def test_predicates_become_filter_trees() -> None:
     assert parse_predicate("m textsearch 'x'")["kind"] == "text"
     assert parse_predicate("n BETWEEN 1 AND 2.5") == {"op": "range", "column": "n", "lower": 1, "upper": 2.5}
     assert parse_predicate("x IS NULL") == {"op": "not", "child": {"op": "exists", "column": "x"}}
+
+
+def test_function_calls_become_spark_conditions() -> None:
+    tree = parse_predicate("msg indexquery 'a' AND (length(msg) > 3 OR id = 2) AND lower(level) IN ('x')")
+    assert split_spark_part(tree) == (
+        {"op": "query", "query": "a", "column": "msg"},
+        "(length(msg) > 3 OR id = 2) AND (lower(level) IN ('x'))",
+    )
+    assert split_spark_part(parse_predicate("indexqueryall('x') AND day = '1'"))[1] is None
+    assert parse_predicate("NOT (id = 1)") == {"op": "not", "child": {"op": "term", "column": "id", "value": 1}}
+    with pytest.raises(IndexTablesSQLError, match="column 1: a predicate with function calls can be combined"):
+        parse_predicate("msg indexquery 'a' OR lower(x) = 'y'")
 
 
 @pytest.mark.parametrize(
@@ -94,6 +106,17 @@ def test_indexquery_select_equals_spark_filtering(spark: Any, tmp_path: Path) ->
     assert sorted(r["id"] for r in text) == [r[0] for r in rows if "host-3 " in r[2]]
     exact = sql(spark, f"SELECT id FROM indextables.`{table}` WHERE level fieldmatch 'ERROR'").collect()
     assert sorted(r["id"] for r in exact) == [r[0] for r in rows if r[1] == "ERROR"]
+    with_calls = sql(
+        spark,
+        f"SELECT id FROM indextables.`{table}` AS t WHERE msg indexquery 'timeout' AND lower(level) = 'error' "
+        "AND id % 2 = 0 ORDER BY id",
+    ).collect()
+    assert [r["id"] for r in with_calls] == [
+        r[0] for r in rows if "timeout" in r[2] and r[1] == "ERROR" and r[0] % 2 == 0
+    ]
+    assert with_calls, "the case must select some rows"
+    with pytest.raises(IndexTablesSQLError, match="function calls are not supported in the WHERE of merge"):
+        sql(spark, f"MERGE SPLITS '{table}' WHERE lower(day) = 'x'")
     with pytest.raises(Exception, match="textsearch on 'level': it is not a tokenized text field"):
         sql(spark, f"SELECT id FROM indextables.`{table}` WHERE level textsearch 'ERROR'").collect()
     with pytest.raises(Exception, match="fieldmatch on 'msg': it is not an exact string field"):
