@@ -52,13 +52,48 @@ def install(spark: Any) -> None:
     spark.dataSource.register(IndexTablesDataSource)
 
 
+# Table names: ``spark.indextables.table.<name>`` = the table's path, set per session
+# (``register_table``, ``SET``) or for every session in the cluster's spark-defaults.conf.
+# Spark 4.3's catalog cannot hold a Python data source table (``CREATE TABLE ... USING
+# indextables LOCATION ...`` keeps neither the location nor the options), hence this registry.
+TABLE_NAME_PREFIX = "spark.indextables.table."
+
+
+class UnknownTableError(LookupError):
+    """A table name that no ``spark.indextables.table.<name>`` setting defines."""
+
+
+def register_table(spark: Any, name: str, path: str) -> None:
+    """Name the table at ``path`` for this session: ``sql(spark, "MERGE SPLITS <name>")`` etc."""
+    spark.conf.set(TABLE_NAME_PREFIX + name, path)
+
+
+def resolve_table(spark: Any, name: str) -> str:
+    """The path a table name stands for (UnknownTableError, naming the setting, if none)."""
+    key = TABLE_NAME_PREFIX + name
+    try:
+        path = spark.conf.get(key, None)
+    except Exception as e:
+        raise UnknownTableError(f"table {name!r}: cannot read the setting {key} ({e})") from e
+    if not path:
+        raise UnknownTableError(
+            f"table {name!r} is not defined: set {key} to its path (connect_plugin.register_table, "
+            f"SET {key}=<path>, or spark-defaults.conf), or name the table by its quoted path"
+        )
+    return str(path)
+
+
 def session_options(spark: Any) -> dict[str, str]:
-    """The session's ``spark.indextables.*`` settings."""
+    """The session's ``spark.indextables.*`` settings (table names excluded)."""
     get_all = getattr(spark.conf, "getAll", None)
     if get_all is None:
         return {}
     items = get_all() if callable(get_all) else get_all
-    return {k: v for k, v in dict(items).items() if k.startswith("spark.indextables.")}
+    return {
+        k: v
+        for k, v in dict(items).items()
+        if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
+    }
 
 
 def _options(spark: Any, options: Mapping[str, Any] | None) -> dict[str, str]:
@@ -131,3 +166,4 @@ def write(
 # ``connect_plugin.sql(spark, text)``: the IndexTables SQL commands (the function shadows the
 # submodule's name on the package; import the module's other names with ``from connect_plugin.sql import ...``).
 from connect_plugin.sql import sql as sql  # noqa: E402
+from connect_plugin.table import IndexTable as IndexTable  # noqa: E402

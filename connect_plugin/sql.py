@@ -43,9 +43,10 @@ describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
 flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
 
-select: _SELECT PROJECTION _FROM _INDEXTABLES "." BACKQUOTED [[_AS] ALIAS] [_WHERE predicate] [TAIL]
+select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
-target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED
+// a quoted or back-quoted path, indextables.`path`, or a table name (spark.indextables.table.<name>)
+target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED | TABLE_NAME
 
 ?predicate: or_expr
 ?or_expr: and_expr (_OR and_expr)*
@@ -89,7 +90,8 @@ ARITH: "+" | "-" | "*" | "/" | "%"
 SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
 UNIT: /days?|hours?/i
 ALIAS.-1: /(?!(where|as)\b)[a-z_][a-z0-9_]*/i
-PROJECTION: /.+?(?=\s+from\s+indextables\s*\.)/is
+PROJECTION: /.+?(?=\s+from\s)/is
+TABLE_NAME.-2: /(?!(where|as|indextables)\b)[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*/i
 TAIL: /(group|order|limit|having)\b.*/is
 NAME.-1: /[a-z_][a-z0-9_]*/i
 FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
@@ -349,8 +351,13 @@ def _conjuncts(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [node]
 
 
-def _target(tree: Any) -> str:
+def _target(spark: Any, tree: Any) -> str:
+    """The path a target names: a (back-)quoted path as written, a table name through the session."""
     token = tree.children[-1]
+    if token.type == "TABLE_NAME":
+        from connect_plugin import resolve_table
+
+        return resolve_table(spark, str(token))
     return _unquote(str(token))
 
 
@@ -393,7 +400,7 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     if kind == "select":
         return _select(spark, tree, text, options)
     target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
-    table = IndexTable.for_path(spark, _target(target), options)
+    table = IndexTable.for_path(spark, _target(spark, target), options)
     if kind == "describe_state":
         return table.describe_state()
     if kind == "describe_log":
@@ -427,9 +434,9 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
 def _select(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     import connect_plugin
 
-    projection, path_token, alias, where_tree, tail = tree.children
+    projection, target, alias, where_tree, tail = tree.children
     where, spark_condition = split_spark_part(_to_filter(where_tree, text)) if where_tree is not None else (None, None)
-    df = connect_plugin.read(spark, _unquote(str(path_token)), filter=where, options=options)
+    df = connect_plugin.read(spark, _target(spark, target), filter=where, options=options)
     view = f"indextables_{uuid.uuid4().hex[:12]}"
     df.createOrReplaceTempView(view)
     statement = f"SELECT {projection} FROM {view}"

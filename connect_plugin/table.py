@@ -34,6 +34,11 @@ class IndexTable:
         _plugin.install(spark)
         return cls(spark, path, options)
 
+    @classmethod
+    def for_name(cls, spark: Any, name: str, options: Mapping[str, Any] | None = None) -> IndexTable:
+        """The table a name stands for (``spark.indextables.table.<name>``, see ``register_table``)."""
+        return cls.for_path(spark, _plugin.resolve_table(spark, name), options)
+
     # -- data --
 
     def to_df(self, version_as_of: int | None = None, timestamp_as_of: str | None = None) -> Any:

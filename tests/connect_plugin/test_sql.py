@@ -122,3 +122,20 @@ def test_indexquery_select_equals_spark_filtering(spark: Any, tmp_path: Path) ->
     with pytest.raises(Exception, match="fieldmatch on 'msg': it is not an exact string field"):
         sql(spark, f"SELECT id FROM indextables.`{table}` WHERE msg fieldmatch 'x'").collect()
     assert executor_lib.open_log(str(table)).latest_version() == 1  # reads never write
+
+
+def test_tables_by_name(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "named"
+    connect_plugin.write(make_df(spark, 12), str(table), options=TEXT_OPTS)
+    connect_plugin.register_table(spark, "app_logs", str(table))
+    try:
+        state = {r["property"]: r["value"] for r in sql(spark, "DESCRIBE INDEXTABLES STATE app_logs").collect()}
+        assert state["numRecords"] == "12"
+        got = sql(spark, "SELECT id FROM app_logs l WHERE msg indexquery 'timeout' ORDER BY id").collect()
+        assert [r["id"] for r in got] == [r[0] for r in log_rows(12) if "timeout" in r[2]]
+        assert connect_plugin.IndexTable.for_name(spark, "app_logs").to_df().count() == 12
+        assert sql(spark, "CHECKPOINT INDEXTABLES app_logs").collect()[0]["version"] == 1
+        with pytest.raises(connect_plugin.UnknownTableError, match=r"spark\.indextables\.table\.nope to its path"):
+            sql(spark, "MERGE SPLITS nope")
+    finally:
+        spark.conf.unset("spark.indextables.table.app_logs")
