@@ -81,6 +81,16 @@ class StateManifest:
 SUPPORTED_STATE_FORMAT_VERSIONS = (1,)
 
 
+def _protocol_json(value: Any) -> dict[str, Any] | None:
+    """This project's ``protocol`` extension: an object in ``_manifest.json``, a JSON string in Avro."""
+    if isinstance(value, str):
+        parsed = json.loads(value)
+        if not isinstance(parsed, dict):
+            raise ValueError("protocol is not a JSON object")
+        return parsed
+    return value
+
+
 def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
     format_version = d.get("formatVersion", 1)
     if format_version not in SUPPORTED_STATE_FORMAT_VERSIONS:
@@ -111,9 +121,9 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
             tombstones=frozenset(d.get("tombstones") or ()),
             schema_registry=dict(d.get("schemaRegistry") or {}),
             metadata_json=d.get("metadata"),
-            protocol_json=d.get("protocol"),
+            protocol_json=_protocol_json(d.get("protocol")),
         )
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError) as e:  # json.JSONDecodeError is a ValueError
         raise CorruptLogError(f"{source}: invalid state manifest: {e!r}") from e
 
 

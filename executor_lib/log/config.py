@@ -31,6 +31,7 @@ class LogConfig:
     state_read_parallelism: int = 8
     schema_renormalize_threshold: int = 5
     state_format: str = "avro"
+    state_manifest_format: str = "json"  # "avro": state-v<N>/_manifest.avro, as IndexTables4Spark 0.5.x writes
     state_compression: str = "zstd"
     state_compression_level: int = 3
     state_entries_per_manifest: int = 50_000
@@ -98,6 +99,11 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "state.read.parallelism": ("state_read_parallelism", int, _positive),
     "state.schema.renormalizeThreshold": ("schema_renormalize_threshold", int, _non_negative),
     "state.format": ("state_format", lambda v: str(v).strip().lower(), lambda v: v in ("avro", "json")),
+    "state.manifestFormat": (
+        "state_manifest_format",
+        lambda v: str(v).strip().lower(),
+        lambda v: v in ("json", "avro"),
+    ),
     "state.compression": ("state_compression", lambda v: str(v).strip().lower(), lambda v: v in _CODECS),
     "state.compressionLevel": ("state_compression_level", int, lambda x: 1 <= x <= 22),
     "state.entriesPerManifest": ("state_entries_per_manifest", int, _positive),

@@ -1,6 +1,8 @@
 """Writing the Avro state format (protocol V4): shared manifests plus one small state manifest per version.
 
-For version N, ``state-v<N>/_manifest.json`` lists Avro manifests of FileEntry records
+For version N, ``state-v<N>/_manifest.json`` (or, with ``state.manifestFormat=avro``, the
+``_manifest.avro`` that IndexTables4Spark 0.5.x writes and reads, in its exact schema) lists
+Avro manifests of FileEntry records
 (``manifests/manifest-<hash>.avro``, shared between states), tombstones (paths removed
 since those manifests were written), the schema registry and the metadata action.
 
@@ -38,7 +40,63 @@ from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
 
 STATE_FORMAT_VERSION = 1
-STATE_MANIFEST_NAME = "_manifest.json"
+STATE_MANIFEST_NAMES = {"json": "_manifest.json", "avro": "_manifest.avro"}
+
+# The state manifest record as IndexTables4Spark 0.5.4 writes it (its embedded writer schema),
+# plus this project's optional ``protocol`` (the protocol action as JSON; Avro readers that do not
+# know the field skip it).
+_BOUNDS = {
+    "type": "record",
+    "name": "PartitionBoundsItem",
+    "namespace": "io.indextables.state",
+    "fields": [
+        {"name": "min", "type": ["null", "string"], "default": None},
+        {"name": "max", "type": ["null", "string"], "default": None},
+    ],
+}
+STATE_MANIFEST_SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "StateManifest",
+    "namespace": "io.indextables.state",
+    "doc": "The state manifest that describes the complete table state",
+    "fields": [
+        {"name": "formatVersion", "type": "int"},
+        {"name": "stateVersion", "type": "long"},
+        {"name": "createdAt", "type": "long"},
+        {"name": "numFiles", "type": "long"},
+        {"name": "totalBytes", "type": "long"},
+        {
+            "name": "manifests",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "ManifestInfoItem",
+                    "namespace": "io.indextables.state",
+                    "fields": [
+                        {"name": "path", "type": "string"},
+                        {"name": "numEntries", "type": "long"},
+                        {"name": "minAddedAtVersion", "type": "long"},
+                        {"name": "maxAddedAtVersion", "type": "long"},
+                        {
+                            "name": "partitionBounds",
+                            "type": ["null", {"type": "map", "values": _BOUNDS}],
+                            "default": None,
+                        },
+                        {"name": "tombstoneCount", "type": "long", "default": 0},
+                        {"name": "liveEntryCount", "type": "long", "default": -1},
+                    ],
+                },
+            },
+        },
+        {"name": "tombstones", "type": {"type": "array", "items": "string"}, "default": []},
+        {"name": "schemaRegistry", "type": {"type": "map", "values": "string"}, "default": {}},
+        {"name": "protocolVersion", "type": "int", "default": 4},
+        {"name": "metadata", "type": ["null", "string"], "default": None},
+        {"name": "protocol", "type": ["null", "string"], "default": None},
+    ],
+}
+_PARSED_STATE_SCHEMA = fastavro.parse_schema(STATE_MANIFEST_SCHEMA)
 
 # Appendix B of the protocol: names, types and field ids exactly.
 FILE_ENTRY_SCHEMA: dict[str, Any] = {
@@ -84,6 +142,14 @@ FILE_ENTRY_SCHEMA: dict[str, Any] = {
 }
 _PARSED_SCHEMA = fastavro.parse_schema(FILE_ENTRY_SCHEMA)
 _AVRO_CODECS = {"zstd": "zstandard", "snappy": "snappy", "none": "null"}
+
+
+def _codec_options(config: LogConfig) -> dict[str, Any]:
+    codec = _AVRO_CODECS[config.state_compression]
+    options: dict[str, Any] = {"codec": codec}
+    if codec == "zstandard":
+        options["codec_compression_level"] = config.state_compression_level
+    return options
 
 
 def _file_entry(add: AddAction, version: int, timestamp: int) -> dict[str, Any]:
@@ -147,11 +213,7 @@ def _dedupe_doc_mappings(adds: Iterable[AddAction], registry: dict[str, str]) ->
 def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig) -> ManifestInfo:
     """Write one shared manifest of ``(add, addedAtVersion, addedAtTimestamp)`` entries."""
     buf = io.BytesIO()
-    codec = _AVRO_CODECS[config.state_compression]
-    kwargs: dict[str, Any] = {"codec": codec}
-    if codec == "zstandard":
-        kwargs["codec_compression_level"] = config.state_compression_level
-    fastavro.writer(buf, _PARSED_SCHEMA, [_file_entry(a, v, t) for a, v, t in entries], **kwargs)
+    fastavro.writer(buf, _PARSED_SCHEMA, [_file_entry(a, v, t) for a, v, t in entries], **_codec_options(config))
     data = buf.getvalue()
     name = f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.avro"
     store.put(f"{LOG_DIR}/{MANIFESTS_DIR}/{name}", data)
@@ -165,8 +227,8 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
     )
 
 
-def state_manifest_json(m: StateManifest, protocol: ProtocolAction | None) -> bytes:
-    doc: dict[str, Any] = {
+def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
+    return {
         "formatVersion": m.format_version,
         "stateVersion": m.state_version,
         "createdAt": m.created_at,
@@ -187,15 +249,38 @@ def state_manifest_json(m: StateManifest, protocol: ProtocolAction | None) -> by
         "schemaRegistry": dict(m.schema_registry),
         "metadata": m.metadata_json,
     }
+
+
+def state_manifest_json(m: StateManifest, protocol: ProtocolAction | None) -> bytes:
+    doc = _state_manifest_doc(m)
     if protocol is not None:  # this project's extension: the full protocol action
         doc["protocol"] = protocol.to_json_dict()
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def _put_state(store: Any, manifest: StateManifest, protocol: ProtocolAction | None) -> bool:
-    key = f"{LOG_DIR}/{state_dir(manifest.state_version)}/{STATE_MANIFEST_NAME}"
+def state_manifest_avro(m: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> bytes:
+    """The state manifest as one Avro record in IndexTables4Spark 0.5.x's schema."""
+    doc = _state_manifest_doc(m)
+    for info in doc["manifests"]:
+        info["tombstoneCount"], info["liveEntryCount"] = 0, -1  # unknown per manifest: the JVM's defaults
+    doc["protocol"] = json.dumps(protocol.to_json_dict(), separators=(",", ":")) if protocol is not None else None
+    buf = io.BytesIO()
+    fastavro.writer(buf, _PARSED_STATE_SCHEMA, [doc], **_codec_options(config))
+    return buf.getvalue()
+
+
+def _put_state(store: Any, manifest: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> bool:
+    """Write the state manifest with put-if-absent; False if it exists. A writer using the other
+    format may write the other name for the same version: both derive from the same log, so they
+    describe the same state (readers take ``_manifest.json`` first)."""
+    directory = f"{LOG_DIR}/{state_dir(manifest.state_version)}"
+    name = STATE_MANIFEST_NAMES[config.state_manifest_format]
+    if name.endswith(".avro"):
+        data = state_manifest_avro(manifest, protocol, config)
+    else:
+        data = state_manifest_json(manifest, protocol)
     try:
-        store.put_if_absent(key, state_manifest_json(manifest, protocol))
+        store.put_if_absent(f"{directory}/{name}", data)
     except (ObjectAlreadyExistsError, AmbiguousWriteError):
         return False
     return True
@@ -227,7 +312,7 @@ def write_compacted_state(
     )
     manifest = StateManifest(
         state_version=version,
-        source=f"{state_dir(version)}/{STATE_MANIFEST_NAME}",
+        source=f"{state_dir(version)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
         format_version=STATE_FORMAT_VERSION,
         created_at=now,
         num_files=len(live),
@@ -238,7 +323,7 @@ def write_compacted_state(
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
     )
-    _put_state(store, manifest, protocol)
+    _put_state(store, manifest, protocol, config)
     return manifest
 
 
@@ -307,7 +392,7 @@ def write_incremental_state(
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())
     manifest = StateManifest(
         state_version=target,
-        source=f"{state_dir(target)}/{STATE_MANIFEST_NAME}",
+        source=f"{state_dir(target)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
         format_version=STATE_FORMAT_VERSION,
         created_at=now,
         num_files=base.num_files + len(delta.added) - len(delta.removed),
@@ -318,5 +403,5 @@ def write_incremental_state(
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
     )
-    _put_state(store, manifest, protocol)
+    _put_state(store, manifest, protocol, config)
     return manifest

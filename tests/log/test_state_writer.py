@@ -193,3 +193,47 @@ def test_every_add_field_survives_the_state(table: Table) -> None:
     (got_legacy,) = [f for f in snap.files if f.path == legacy.path]
     assert got_legacy.doc_mapping_json is None and got_legacy.doc_mapping_ref
     assert snap.doc_mapping(got_legacy) == legacy.doc_mapping_json
+
+
+def _jvm_state_schema() -> dict[str, Any]:
+    from tests.conftest import COMPAT_ROOT
+
+    found = sorted(COMPAT_ROOT.glob("*/_transaction_log/state-v*/_manifest.avro"))
+    if not found:
+        pytest.skip(f"no IndexTables4Spark state manifest under {COMPAT_ROOT}")
+    with open(found[0], "rb") as f:
+        return dict(fastavro.reader(f).writer_schema)  # type: ignore[arg-type]
+
+
+def test_avro_state_manifests_in_indextables4spark_schema(table: Table) -> None:
+    uri, options = table
+    avro = {
+        **options,
+        "spark.indextables.state.manifestFormat": "avro",
+        "spark.indextables.state.compaction.tombstoneThreshold": "1",
+    }
+    log = make_table(uri, avro)
+    log.commit([add("2024-01-01") for _ in range(3)])
+    first = executor_lib.open_log(uri, **options).snapshot().files  # read back by a default (JSON) writer
+    executor_lib.open_log(uri, **options).commit([add("2024-01-02")])  # a JSON-format writer continues
+    executor_lib.open_log(uri, **avro).commit([RemoveAction(path=next(iter(first)).path, size=1)])
+    store = open_store(uri, **options)
+    names = {k.rsplit("/", 1)[-1] for k in (o.key for o in store.list(f"{LOG}/state-v"))}
+    assert names == {"_manifest.avro", "_manifest.json"}
+    assert not store.exists(f"{LOG}/state-v00000000000000000001/_manifest.json")
+    data = store.read(f"{LOG}/state-v00000000000000000003/_manifest.avro")
+    reader = fastavro.reader(io.BytesIO(data))
+    ours = reader.writer_schema
+    (record,) = list(reader)
+    jvm = _jvm_state_schema()
+    ours_fields = {f["name"]: f["type"] for f in ours["fields"]}  # type: ignore[index]
+    for field in jvm["fields"]:  # every field IndexTables4Spark writes, with the same type
+        assert json.dumps(ours_fields[field["name"]], sort_keys=True) == json.dumps(field["type"], sort_keys=True)
+    assert set(ours_fields) - {f["name"] for f in jvm["fields"]} == {"protocol"}
+    assert record["numFiles"] == 3 and len(record["tombstones"]) == 1
+    s = state(uri, options, 3)
+    assert s.protocol() is not None and s.protocol().min_writer_version == 4  # type: ignore[union-attr]
+    snap = executor_lib.open_log(uri, **avro).snapshot()
+    assert snap.base == "state-v00000000000000000003" and len(snap.files) == 3
+    with pytest.raises(Exception, match="manifestFormat='xml'"):
+        executor_lib.open_log(uri, **{"spark.indextables.state.manifestFormat": "xml"})
