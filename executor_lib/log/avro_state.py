@@ -164,15 +164,25 @@ def resolve_manifest_path(path: str, version: int) -> str:
     return f"{LOG_DIR}/{state_dir(version)}/{path}"
 
 
-def file_entry_to_add(record: dict[str, Any]) -> AddAction:
-    """One Avro FileEntry -> AddAction (the addedAt* bookkeeping fields are dropped).
+def decode_manifest(data: bytes, source: str) -> tuple[AddAction, ...]:
+    """An Avro manifest's FileEntry records as AddActions (the addedAt* bookkeeping fields dropped).
 
-    The Avro schema already fixed each field's type, so no per-field checks run here.
+    The file's writer schema fixes every record's fields and types, so the conversion is set up
+    once per file and no per-field checks run per record.
     """
-    return AddAction.from_trusted_dict(record, ignore=_FILE_ENTRY_ONLY_FIELDS)
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        schema: Any = reader.writer_schema
+        convert = AddAction.record_converter([f["name"] for f in schema["fields"]], ignore=_FILE_ENTRY_ONLY_FIELDS)
+        return tuple(convert(r) for r in reader)  # type: ignore[arg-type]
+    except CorruptLogError as e:
+        raise CorruptLogError(f"{source}: {e}") from e
+    except Exception as e:  # fastavro raises many unrelated types on corrupt input
+        raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
 
 
-def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[AddAction, ...]:
+def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[tuple[AddAction, ...], str | None]:
+    """(entries, the manifest's URI if it was decoded here rather than found in the cache)."""
     key = resolve_manifest_path(info.path, version)
     if "://" in key:
         root = store.root_uri.rstrip("/") + "/"
@@ -182,19 +192,14 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
     source = store.uri_of(key)
     cached = MANIFEST_CACHE.get(source)
     if cached is not None:
-        return cached
+        return cached, None
     try:
         data = store.read(key)
     except ObjectNotFoundError as e:
         raise MissingLogFileError(
             f"{store.uri_of(key)}: manifest referenced by state version {version} is missing"
         ) from e
-    try:
-        adds = tuple(file_entry_to_add(r) for r in _read_avro_records(data, source))
-    except CorruptLogError as e:
-        raise CorruptLogError(f"{source}: {e}") from e
-    MANIFEST_CACHE.put(source, adds)
-    return adds
+    return decode_manifest(data, source), source
 
 
 def read_state_files(
@@ -209,12 +214,13 @@ def read_state_files(
     """
     infos = tuple(i for i in manifest.manifests if manifest_filter is None or manifest_filter(i))
     if len(infos) <= 1 or parallelism <= 1:
-        batches = [_read_manifest(store, i, manifest.state_version) for i in infos]
+        read = [_read_manifest(store, i, manifest.state_version) for i in infos]
     else:
         with ThreadPoolExecutor(max_workers=min(parallelism, len(infos))) as pool:
-            batches = list(pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos))
+            read = list(pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos))
+    MANIFEST_CACHE.put_many([(uri, batch) for batch, uri in read if uri is not None])
     tombstones = manifest.tombstones
-    for batch in batches:
+    for batch, _ in read:
         for add in batch:
             if add.path not in tombstones:
                 yield add

@@ -71,12 +71,25 @@ class ManifestCache:
         return found
 
     def put(self, uri: str, adds: tuple[AddAction, ...]) -> None:
-        self._remember(uri, adds)
-        if self.disk is not None:
-            write = self._disk_writer.submit(self.disk.put, uri, adds)
-            with self._lock:
-                self._disk_writes.add(write)
-            write.add_done_callback(self._forget_write)
+        """Keep ``adds`` in memory now and write the disk copy in the background."""
+        self.put_many([(uri, adds)])
+
+    def put_many(self, items: list[tuple[str, tuple[AddAction, ...]]]) -> None:
+        """``put`` for several manifests, e.g. all those one state load decoded: callers put them
+        once decoding is done, so the background writes do not compete with it for the GIL."""
+        for uri, adds in items:
+            self._remember(uri, adds)
+        if self.disk is None or not items:
+            return
+        write = self._disk_writer.submit(self._write_disk, items)
+        with self._lock:
+            self._disk_writes.add(write)
+        write.add_done_callback(self._forget_write)
+
+    def _write_disk(self, items: list[tuple[str, tuple[AddAction, ...]]]) -> None:
+        assert self.disk is not None
+        for uri, adds in items:
+            self.disk.put(uri, adds)
 
     def _forget_write(self, write: Future[None]) -> None:
         with self._lock:
