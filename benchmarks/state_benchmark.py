@@ -100,16 +100,19 @@ def cold_load(uri: str, runs: int, cache_dir: Path) -> tuple[float, float]:
 
 
 def warm_load(uri: str, state_format: str) -> tuple[float, int]:
-    """One load to warm the process, one commit of 10 files, then the timed load."""
+    """One load to warm the process, one commit of 10 files, then the timed loads (best of three)."""
     options = {"spark.indextables.state.format": state_format, "spark.indextables.checkpoint.interval": "1000000"}
     executor_lib.open_log(uri, **options).snapshot()
     before = log_bytes(uri)
     executor_lib.open_log(uri, **options).commit(make_adds(10))
     after = log_bytes(uri)
     written = sum(size for key, size in after.items() if before.get(key) != size)
-    start = time.perf_counter()
-    executor_lib.open_log(uri, **options).snapshot()
-    return time.perf_counter() - start, written
+    best = float("inf")
+    for _ in range(3):  # best of three: this machine is noisy
+        start = time.perf_counter()
+        executor_lib.open_log(uri, **options).snapshot()
+        best = min(best, time.perf_counter() - start)
+    return best, written
 
 
 def pruning(root: Path, files: int = 10_000) -> dict[str, Any]:
