@@ -47,8 +47,10 @@ class ManifestCache:
         self.max_entries = max_entries
         self.disk = disk
         # Disk copies are written by one background thread, so a load returns as soon as it has
-        # decoded; the executor's threads are joined at interpreter exit, so writes finish.
-        self._disk_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="manifest-cache")
+        # decoded; the executor's threads are joined at interpreter exit, so writes finish. A forked
+        # child does not inherit the parent's thread: it starts its own (see ``_writer``).
+        self._disk_writer: ThreadPoolExecutor | None = None
+        self._writer_pid = 0
         self._disk_writes: set[Future[None]] = set()
         self._items: OrderedDict[str, tuple[AddAction, ...]] = OrderedDict()
         self._entries = 0
@@ -81,10 +83,18 @@ class ManifestCache:
             self._remember(uri, adds)
         if self.disk is None or not items:
             return
-        write = self._disk_writer.submit(self._write_disk, items)
         with self._lock:
+            write = self._writer().submit(self._write_disk, items)
             self._disk_writes.add(write)
         write.add_done_callback(self._forget_write)
+
+    def _writer(self) -> ThreadPoolExecutor:
+        """This process's background writer (called under the lock)."""
+        if self._disk_writer is None or self._writer_pid != os.getpid():
+            self._disk_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="manifest-cache")
+            self._writer_pid = os.getpid()
+            self._disk_writes = set()  # a parent's pending writes are not this process's
+        return self._disk_writer
 
     def _write_disk(self, items: list[tuple[str, tuple[AddAction, ...]]]) -> None:
         assert self.disk is not None
@@ -168,7 +178,7 @@ class DiskManifestCache:
             with os.fdopen(fd, "wb") as f:
                 f.write(marshal.dumps([vars(a) for a in adds]))
             os.replace(tmp, path)
-        except OSError as e:
+        except (OSError, ValueError) as e:  # ValueError: a value marshal cannot store
             log.debug("manifest cache: cannot write %s (%s)", path, e)
             if tmp is not None:
                 with contextlib.suppress(OSError):

@@ -67,3 +67,27 @@ def test_a_new_process_reads_the_disk_cache(tmp_path: Path) -> None:
     outs = [subprocess.run([sys.executable, "-c", code, uri], env=env, check=True, capture_output=True, text=True)
             .stdout.split() for _ in range(2)]  # fmt: skip
     assert outs == [["4", "1", "0"], ["4", "0", "1"]]
+
+
+def test_a_forked_child_writes_its_own_disk_copies(tmp_path: Path) -> None:
+    """The background writer thread does not survive fork: the child must start its own."""
+    import multiprocessing
+
+    cache = ManifestCache(disk=DiskManifestCache(tmp_path / "cache"))
+    cache.put("s3://b/parent.avro", (add(),))
+    cache.flush()  # the parent's writer thread now exists
+
+    def child() -> None:
+        cache.put("s3://b/child.avro", (add(), add()))
+        cache.flush()
+
+    process = multiprocessing.get_context("fork").Process(target=child, daemon=True)
+    process.start()
+    process.join(timeout=30)
+    if process.is_alive():  # the child's write never ran: its flush waits forever
+        process.kill()
+        process.join()
+    assert process.exitcode == 0
+    fresh = DiskManifestCache(tmp_path / "cache")
+    found = fresh.get("s3://b/child.avro")
+    assert found is not None and len(found) == 2
