@@ -11,9 +11,15 @@ Rules (nothing a retained state, checkpoint or the latest version needs is ever 
 * **Version files and JSON checkpoints.** Deleted when older than
   ``purge.txLogRetentionHours`` (720) and covered by a newer retained state or
   checkpoint (the versions after the newest state/checkpoint are always kept). Version 0
-  is never deleted: IndexTables4Spark keeps the table's metadata there.
+  is never deleted: IndexTables4Spark keeps the table's metadata there. A version file is
+  also never deleted younger than ``state.gc.minManifestAgeHours``, so that no writer can
+  commit a deleted version number a second time (see ``_version_file_horizon``).
 
 Time travel reaches back only as far as what remains.
+
+``cleanup_log`` applies all of these (``indextables cleanup``, PURGE). ``expire_after_checkpoint``
+is the cheap part a writer runs after each checkpoint: expired version files and state
+directories only, its work bounded by what expired since the last run.
 """
 
 from __future__ import annotations
@@ -70,10 +76,81 @@ def _retained_states(
     return retained, doomed
 
 
+def _expired_states_oldest_first(
+    store: ObjectStore, states: list[int], config: LogConfig, now_ms: int, kept_version: int
+) -> list[int]:
+    """Expired states below ``kept_version`` (a complete state or checkpoint, which stays and counts
+    as the newest retained one), found by reading the oldest states only.
+
+    States are written in version order, so a later state is younger: the scan stops at the
+    first state kept. (A state written late, out of order, only delays the next ones' turn.)
+    """
+    horizon = now_ms - int(config.state_retention_hours * _HOUR_MS)
+    below = sorted(v for v in states if v < kept_version)
+    doomed: list[int] = []
+    for v in below[: max(len(below) - (config.state_retention_versions - 1), 0)]:
+        manifest = read_state_manifest(store, v)
+        if manifest is not None and manifest.created_at >= horizon:
+            break
+        doomed.append(v)
+    return doomed
+
+
 def _delete(store: ObjectStore, keys: list[str], dry_run: bool) -> None:
     if not dry_run:
         for key in keys:
             store.delete(key)
+
+
+def _delete_states(store: ObjectStore, versions: list[int], report: CleanupReport) -> None:
+    for v in sorted(versions):
+        prefix = f"{LOG_DIR}/{state_dir(v)}/"
+        _delete(store, [o.key for o in store.list(prefix)], report.dry_run)
+        if not report.dry_run:
+            store.remove_empty_dir(prefix)
+        report.deleted_states.append(v)
+
+
+def _version_file_horizon(config: LogConfig, now_ms: int) -> int:
+    """Version files modified before this may go: older than ``purge.txLogRetentionHours`` and never
+    younger than ``state.gc.minManifestAgeHours``. A writer lists the log, then writes version
+    latest+1 with put-if-absent, which cannot see a *deleted* file: had version latest+1 been
+    committed and deleted in between, it would be written a second time. The minimum age makes
+    that need a writer stalled that long between its listing and its write."""
+    hours = max(config.tx_log_retention_hours, config.gc_min_manifest_age_hours)
+    return now_ms - int(hours * _HOUR_MS)
+
+
+def _expired_version_files(versions: dict[int, int], newest_base: int, horizon_ms: int) -> list[str]:
+    """Version files covered by the base at ``newest_base`` and modified before the horizon (never version 0)."""
+    return [
+        f"{LOG_DIR}/{version_name(v)}.json"
+        for v, modified in sorted(versions.items())
+        if 0 < v <= newest_base and modified < horizon_ms
+    ]
+
+
+def expire_after_checkpoint(
+    store: ObjectStore, config: LogConfig, checkpoint_version: int, now_ms: int | None = None
+) -> CleanupReport:
+    """After a checkpoint or state at ``checkpoint_version`` is written: delete the expired state
+    directories below it and the expired version files it covers (rules 1 and 3 of the module
+    docstring, with that checkpoint as the newest base).
+
+    Checkpoint files and unreferenced manifests are left to ``cleanup_log`` (PURGE), as the
+    protocol has it. One listing of the log directory, plus one state-manifest read per
+    expired state and one for the oldest state kept.
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    report = CleanupReport(dry_run=False)
+    listing = list_log(store)
+    expired = _expired_states_oldest_first(store, sorted(listing.states), config, now_ms, checkpoint_version)
+    _delete_states(store, expired, report)
+    report.deleted_version_files = _expired_version_files(
+        listing.versions, checkpoint_version, _version_file_horizon(config, now_ms)
+    )
+    _delete(store, report.deleted_version_files, dry_run=False)
+    return report
 
 
 def cleanup_log(
@@ -85,10 +162,7 @@ def cleanup_log(
     listing = list_log(store)
     retained, doomed = _retained_states(store, sorted(listing.states), config, now_ms)
     report.retained_states = sorted(retained)
-    for v in sorted(doomed):
-        keys = [o.key for o in store.list(f"{LOG_DIR}/{state_dir(v)}/")]
-        _delete(store, keys, dry_run)
-        report.deleted_states.append(v)
+    _delete_states(store, doomed, report)
 
     reachable = {resolve_manifest_path(i.path, v) for v, m in retained.items() for i in m.manifests}
     manifest_horizon = now_ms - int(config.gc_min_manifest_age_hours * _HOUR_MS)
@@ -100,9 +174,9 @@ def cleanup_log(
     bases = sorted(set(retained) | listing.checkpoints)
     newest_base = bases[-1] if bases else -1
     log_horizon = now_ms - int(config.tx_log_retention_hours * _HOUR_MS)
-    for v, modified in sorted(listing.versions.items()):
-        if 0 < v <= newest_base and modified < log_horizon:
-            report.deleted_version_files.append(f"{LOG_DIR}/{version_name(v)}.json")
+    report.deleted_version_files = _expired_version_files(
+        listing.versions, newest_base, _version_file_horizon(config, now_ms)
+    )
     for c in sorted(listing.checkpoints):
         if c < newest_base:
             prefix = f"{LOG_DIR}/{version_name(c)}.checkpoint."

@@ -23,6 +23,7 @@ class LogConfig:
     checkpoint_actions_per_part: int = 100_000
     checkpoint_multipart_enabled: bool = True
     checkpoint_tombstone_retention_hours: float = 168.0
+    checkpoint_cleanup_enabled: bool = True  # expired version files and states go after each checkpoint
     compression_enabled: bool = True
     gzip_level: int = 6
     retry_max_attempts: int = 10
@@ -90,6 +91,7 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "checkpoint.interval": ("checkpoint_interval", int, _positive),
     "checkpoint.actionsPerPart": ("checkpoint_actions_per_part", int, _positive),
     "checkpoint.multiPart.enabled": ("checkpoint_multipart_enabled", _bool, lambda _: True),
+    "checkpoint.cleanup.enabled": ("checkpoint_cleanup_enabled", _bool, lambda _: True),
     "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", float, _non_negative),
     "transaction.compression.enabled": ("compression_enabled", _bool, lambda _: True),
     "transaction.compression.gzip.level": ("gzip_level", int, lambda x: 1 <= x <= 9),

@@ -274,18 +274,26 @@ class SnapshotLoader:
         With ``predicates``, Avro manifests whose partition bounds cannot match are not read:
         the snapshot then holds only a superset of the matching files (``Snapshot.pruned``).
         """
-        listing = self.listing(version)
+        with _gc_paused():
+            try:
+                return self._load_listed(self.listing(version), version, predicates)
+            except _NeedFullListing:
+                pass
+            except (ObjectNotFoundError, MissingLogFileError, VersionNotFoundError):
+                # Listed, then gone: a checkpoint's log cleanup deleted an expired version file or
+                # state meanwhile. A new listing shows the newer base that replaced it (and for an
+                # explicit version, whether that version is still retained).
+                pass
+            return self._load_listed(list_log(self.store), version, predicates)
+
+    def _load_listed(self, listing: LogListing, version: int | None, predicates: Sequence[Any]) -> Snapshot:
         latest = listing.latest
         if latest < 0:
             raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
         target = self._latest_committed(listing) if version is None else version
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"{self.store.root_uri}: version {target} does not exist (latest is {latest})")
-        with _gc_paused():
-            try:
-                return self._load_from(listing, target, predicates)
-            except _NeedFullListing:
-                return self._load_from(list_log(self.store), target, predicates)
+        return self._load_from(listing, target, predicates)
 
     def _latest_committed(self, listing: LogListing) -> int:
         """The newest version, skipping state directories whose manifest was never written."""

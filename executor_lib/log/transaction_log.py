@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.errors import (
+    CommitConflictError,
     CommitFailedError,
+    IndexTablesError,
     InvalidActionError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
@@ -35,7 +37,7 @@ from executor_lib.errors import (
 )
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
-from executor_lib.log.cleanup import CleanupReport, cleanup_log
+from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
@@ -166,10 +168,14 @@ class TransactionLog:
             }:
                 return cached
             if latest > cached.version and new == list(range(cached.version + 1, latest + 1)):
-                state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
-                base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
-                self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
-                return self._snapshot
+                try:
+                    state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
+                except ObjectNotFoundError:  # log retention got there first: load from its checkpoint
+                    state = None
+                if state is not None:
+                    base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
+                    self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
+                    return self._snapshot
         self._snapshot = self._loader.load()
         return self._snapshot
 
@@ -263,7 +269,7 @@ class TransactionLog:
         while failures < self.config.retry_max_attempts and lost_races < MAX_LOST_RACES:
             for v in range(read_version + 1, head.version + 1):
                 if v not in winners:
-                    winners[v] = read_version_actions(self.store, v)
+                    winners[v] = self._read_winner(v, read_version, failures)
                     if _owner(winners[v]) == txn_id:  # an earlier attempt landed after all
                         self._after_commit(v, winners[v], head)
                         self.commit_stats["committed"] += 1
@@ -301,6 +307,28 @@ class TransactionLog:
         raise CommitFailedError(
             f"{self.uri}: commit not written after {failures} failed writes and {lost_races} lost races ({reason})"
         ) from last_error
+
+    def _read_winner(self, version: int, read_version: int, failures: int) -> list[Action]:
+        """The actions of a version committed after ``read_version``, to check conflicts against.
+
+        Log retention may have deleted it already (``purge.txLogRetentionHours`` shorter than the
+        transaction). Then nothing can be checked, and, after a failed write, nothing can show
+        whether that write landed.
+        """
+        try:
+            return read_version_actions(self.store, version)
+        except ObjectNotFoundError as e:
+            if failures:
+                raise CommitFailedError(
+                    f"{self.uri}: cannot tell whether an earlier attempt of this commit landed: version file "
+                    f"{version_file(version)} was already deleted by log retention "
+                    "(spark.indextables.purge.txLogRetentionHours); re-read the table before retrying"
+                ) from e
+            raise CommitConflictError(
+                f"{self.uri}: version {version}, committed after this transaction read version {read_version}, "
+                "was deleted by log retention (spark.indextables.purge.txLogRetentionHours) before its "
+                "conflicts could be checked; re-read the table and retry"
+            ) from e
 
     def _try_write(self, version: int, actions: Sequence[Action], txn_id: str) -> tuple[str, StorageError | None]:
         """Returns ("committed" | "lost" | "not-written", the storage error seen if any).
@@ -342,15 +370,11 @@ class TransactionLog:
             latest = listing.latest
             new = [v for v in range(head.version + 1, latest + 1)]
             if all(v in listing.versions for v in new):
-                protocol, metadata = head.protocol, head.metadata
-                for v in new:
-                    for a in read_version_actions(self.store, v):
-                        if isinstance(a, ProtocolAction):
-                            protocol = a
-                        elif isinstance(a, MetadataAction):
-                            metadata = a
-                self._head = _Head(max(latest, head.version), protocol, metadata)
-                return self._head
+                try:
+                    self._head = _head_after(head, [read_version_actions(self.store, v) for v in new])
+                    return self._head
+                except ObjectNotFoundError:  # log retention deleted one meanwhile: load from its checkpoint
+                    pass
         snap = self._refresh_snapshot()
         self._head = _Head(snap.version, snap.protocol, snap.state.metadata)
         return self._head
@@ -416,9 +440,13 @@ class TransactionLog:
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
         self._head = _Head(version, protocol, metadata)
         try:
+            config = self.config
+            at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
             if self._uses_avro_state(protocol):
                 self.write_state(version, known_actions={version: final})
-            elif self.config.checkpoint_enabled and version > 0 and version % self.config.checkpoint_interval == 0:
+                if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
+                    self._expire_after_checkpoint(version)
+            elif at_interval:
                 self.checkpoint(version)
         except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
             log.warning("%s: state/checkpoint at version %d failed: %s", self.uri, version, e)
@@ -436,7 +464,9 @@ class TransactionLog:
         snap = self.snapshot(version)
         check_writable(snap.protocol, self.uri)
         if self.config.state_format != "avro":
-            return checkpoints.write_checkpoint(self.store, snap.state, self.config)
+            written = checkpoints.write_checkpoint(self.store, snap.state, self.config)
+            self._expire_after_checkpoint(snap.version)
+            return written
         if not self._uses_avro_state(snap.protocol):
             if version is not None:
                 raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
@@ -446,7 +476,24 @@ class TransactionLog:
         manifest = existing or self.write_state(snap.version, force_compaction=True)
         info = _state_checkpoint_info(manifest)
         checkpoints.write_last_checkpoint_if_newer(self.store, info)
+        self._expire_after_checkpoint(snap.version)
         return info
+
+    def _expire_after_checkpoint(self, version: int) -> None:
+        """The cleanup every checkpoint ends with (``log.cleanup.expire_after_checkpoint``); its
+        failure is logged, not raised: the checkpoint is written, and the next one tries again."""
+        if not self.config.checkpoint_cleanup_enabled:
+            return
+        try:
+            report = expire_after_checkpoint(self.store, self.config, version)
+        except IndexTablesError as e:
+            log.warning("%s: cleanup after the checkpoint at version %d failed: %s", self.uri, version, e)
+            return
+        if report.deleted_states or report.deleted_version_files:
+            log.info(
+                "%s: after the checkpoint at version %d, deleted %d expired states and %d version files",
+                self.uri, version, len(report.deleted_states), len(report.deleted_version_files),
+            )  # fmt: skip
 
     def cleanup(self, dry_run: bool = False) -> CleanupReport:
         """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
@@ -506,6 +553,18 @@ class TransactionLog:
             if manifest is not None:
                 return manifest
         return None
+
+
+def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
+    """``head`` moved past the actions of the versions that follow it."""
+    protocol, metadata = head.protocol, head.metadata
+    for actions in versions:
+        for a in actions:
+            if isinstance(a, ProtocolAction):
+                protocol = a
+            elif isinstance(a, MetadataAction):
+                metadata = a
+    return _Head(head.version + len(versions), protocol, metadata)
 
 
 def _v4_protocol(current: ProtocolAction | None) -> ProtocolAction:

@@ -91,6 +91,14 @@ class ObjectStore(abc.ABC):
     def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
 
+    def remove_empty_dir(self, prefix: str) -> None:
+        """Forget the "directory" ``prefix`` (ending in '/') if nothing is left under it.
+
+        Object stores have no directories, so this does nothing; a file system removes the
+        empty directory, so that a non-recursive listing stops reporting it.
+        """
+        return None
+
     @abc.abstractmethod
     def head(self, key: str) -> ObjectInfo:
         """Size and modification time of ``key``; ObjectNotFoundError if missing."""

@@ -168,6 +168,12 @@ class LocalStore(ObjectStore):
                 return
             raise StorageError(f"{self.uri_of(key)}: delete failed: {e.strerror}", self.uri_of(key)) from e
 
+    def remove_empty_dir(self, prefix: str) -> None:
+        if not prefix.strip("/"):
+            return  # never the store's root
+        with contextlib.suppress(OSError):  # not empty (a concurrent writer), or already gone
+            os.rmdir(self._path(prefix.rstrip("/")))
+
     def head(self, key: str) -> ObjectInfo:
         try:
             st = self._path(key).stat()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +78,83 @@ def test_log_retention_deletes_covered_version_files_only(table: Table) -> None:
         executor_lib.open_log(uri, **options).snapshot(version=3)
     assert executor_lib.open_log(uri, **options).commit([add()]) == 10
     assert len(executor_lib.open_log(uri, **options).snapshot().files) == len(files)  # 7 left + 1 new
+
+
+EXPIRE_NOW = {
+    **NOW_RETENTION,
+    "spark.indextables.purge.txLogRetentionHours": "0",
+    "spark.indextables.checkpoint.interval": "5",
+}
+
+
+def state_versions(uri: str, options: dict[str, Any]) -> list[int]:
+    return sorted({int(k.split("/")[1][len("state-v") :]) for k in keys(uri, options, f"{LOG}/state-v")})
+
+
+def version_files(uri: str, options: dict[str, Any]) -> list[int]:
+    return sorted(
+        int(k.split("/")[1][:20])
+        for k in keys(uri, options, f"{LOG}/0")
+        if re.fullmatch(r"\d{20}\.json", k.split("/")[1])
+    )
+
+
+def commit_slowly(log: Any, files: list[Any]) -> None:
+    for f in files:
+        time.sleep(0.005)  # "older than 0 hours" needs at least a millisecond
+        log.commit([f])
+
+
+def test_every_checkpoint_deletes_expired_states_and_version_files(table: Table) -> None:
+    """Every checkpoint.interval-th commit ends with the cheap part of the cleanup (rules 1 and 3)."""
+    uri, options = table
+    log = make_table(uri, options, **EXPIRE_NOW)
+    files = [add() for _ in range(12)]
+    commit_slowly(log, files[:9])
+    assert state_versions(uri, options) == [4, 5, 6, 7, 8, 9], "version 5's checkpoint kept itself and state 4"
+    assert version_files(uri, options) == [0, 6, 7, 8, 9], "version 0 is never deleted"
+    commit_slowly(log, files[9:10])  # version 10: a checkpoint
+    assert state_versions(uri, options) == [9, 10]
+    assert version_files(uri, options) == [0]
+    commit_slowly(log, files[10:])
+    assert version_files(uri, options) == [0, 11, 12] and state_versions(uri, options) == [9, 10, 11, 12]
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.version == 12 and {f.path for f in snap.files} == {f.path for f in files}
+    assert len(executor_lib.open_log(uri, **options).snapshot(version=9).files) == 9
+    with pytest.raises(VersionNotFoundError, match="no longer retained"):
+        executor_lib.open_log(uri, **options).snapshot(version=7)
+    if not options:  # a file system's emptied state directories go too, so listings stay short
+        assert sorted(p.name for p in (Path(uri) / LOG).glob("state-v*")) == [
+            f"state-v{v:020d}" for v in (9, 10, 11, 12)
+        ]
+
+
+def test_checkpoint_cleanup_keeps_everything_by_default_or_when_disabled(table: Table) -> None:
+    uri, options = table
+    log = make_table(uri, options, **{"spark.indextables.checkpoint.interval": "5"})
+    commit_slowly(log, [add() for _ in range(10)])
+    assert version_files(uri, options) == list(range(11)), "version files are kept 30 days by default"
+    assert state_versions(uri, options)[0] <= 1, "states are kept 168 hours by default"
+    min_age_1h = {**EXPIRE_NOW, "spark.indextables.state.gc.minManifestAgeHours": "1"}
+    commit_slowly(executor_lib.open_log(uri, **options, **min_age_1h), [add() for _ in range(5)])
+    assert version_files(uri, options) == list(range(16)), "none is younger than the minimum age (1 hour)"
+    assert state_versions(uri, options) == [14, 15], "states have no minimum age"
+    disabled = {**EXPIRE_NOW, "spark.indextables.checkpoint.cleanup.enabled": "false"}
+    log = executor_lib.open_log(uri, **options, **disabled)
+    commit_slowly(log, [add() for _ in range(5)])
+    log.checkpoint()
+    assert version_files(uri, options) == list(range(21))
+
+
+def test_a_json_checkpoint_deletes_the_expired_version_files_it_covers(table: Table) -> None:
+    uri, options = table
+    opts = {**EXPIRE_NOW, "spark.indextables.state.format": "json", "spark.indextables.checkpoint.interval": "100"}
+    log = make_table(uri, options, **opts)
+    files = [add() for _ in range(6)]
+    commit_slowly(log, files[:4])
+    log.checkpoint()
+    commit_slowly(log, files[4:])
+    assert version_files(uri, options) == [0, 5, 6]
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.base == "checkpoint 4"
+    assert {f.path for f in snap.files} == {f.path for f in files}

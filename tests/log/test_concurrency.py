@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 
 import executor_lib
+from executor_lib.errors import CommitConflictError
+from executor_lib.storage import open_store
 from harness.log_checker import check_log, live_files_from_version_files, lost_commits
 from harness.moto_server import MotoServerProcess
 from tests.conftest import BUCKET, s3_options
@@ -24,27 +27,57 @@ WRITERS = 8
 APPENDS = 25
 
 
-def append_worker(uri: str, options: dict[str, Any], appends: int, barrier: Any, out_file: str) -> None:
-    """Append ``appends`` files, one commit each; write what the log acknowledged to ``out_file``."""
+def append_worker(
+    uri: str,
+    options: dict[str, Any],
+    appends: int,
+    barrier: Any,
+    out_file: str,
+    rerun_conflicts: bool = False,
+    pause_s: float = 0.0,
+) -> None:
+    """Append ``appends`` files, one commit each; write what the log acknowledged to ``out_file``.
+
+    ``rerun_conflicts``: a commit refused with CommitConflictError is run again, as its job would be.
+    ``pause_s``: a pause after each commit.
+    """
     results: list[list[Any]] = []
     try:
         log = executor_lib.open_log(uri, **options)
         barrier.wait(timeout=120)
         for _ in range(appends):
             a = add()
-            results.append(["ok", log.commit([a]), a.path])
+            while True:
+                try:
+                    results.append(["ok", log.commit([a]), a.path])
+                    time.sleep(pause_s)
+                    break
+                except CommitConflictError:
+                    if not rerun_conflicts:
+                        raise
     except BaseException as e:  # reported to the parent
-        results.append(["error", -1, f"{type(e).__name__}: {e}"])
+        results.append(["error", -1, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"])
     finally:
         Path(out_file).write_text(json.dumps(results))
 
 
-def run_writers(uri: str, options: dict[str, Any], writers: int, appends: int, out_dir: Path) -> list[tuple[int, str]]:
+def run_writers(
+    uri: str,
+    options: dict[str, Any],
+    writers: int,
+    appends: int,
+    out_dir: Path,
+    rerun_conflicts: bool = False,
+    pause_s: float = 0.0,
+) -> list[tuple[int, str]]:
     """Start ``writers`` processes released together by a barrier; returns every acknowledged commit."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(writers)
     files = [out_dir / f"writer-{i}.json" for i in range(writers)]
-    procs = [ctx.Process(target=append_worker, args=(uri, options, appends, barrier, str(f))) for f in files]
+    procs = [
+        ctx.Process(target=append_worker, args=(uri, options, appends, barrier, str(f), rerun_conflicts, pause_s))
+        for f in files
+    ]
     for p in procs:
         p.start()
     deadline = time.monotonic() + 300
@@ -56,7 +89,7 @@ def run_writers(uri: str, options: dict[str, Any], writers: int, appends: int, o
     assert [p.exitcode for p in procs] == [0] * writers, f"writer exit codes {[p.exitcode for p in procs]}"
     results = [r for f in files for r in json.loads(f.read_text())]
     errors = [r[2] for r in results if r[0] == "error"]
-    assert not errors, errors
+    assert not errors, "\n".join(errors)
     assert len(results) == writers * appends
     return [(int(v), str(path)) for _, v, path in results]
 
@@ -91,6 +124,40 @@ def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, reques
     assert {f.path for f in snapshot.files} == live_files_from_version_files(uri, **options)
     assert len(snapshot.files) == total
     assert snapshot.num_records == 10 * total
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_parallel_appends_with_cleanup_after_every_checkpoint(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Writers race while each checkpoint deletes everything expired (retentions 0, version files
+    once 2 s old): states and version files vanish under concurrent commits, state writes and
+    reads. A commit whose winners' version files are gone cannot check conflicts and is refused
+    (and run again here), but no version is acknowledged twice and no acknowledged file is ever
+    missing from the latest snapshot. (With no minimum age at all, a writer that listed the log
+    just before a cleanup could write a deleted version number again: this test caught that.)"""
+    if backend == "local":
+        uri, storage = str(tmp_path / "table"), {}
+    else:
+        uri, storage = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
+    retention = {
+        "spark.indextables.checkpoint.interval": "3",
+        "spark.indextables.state.retention.versions": "1",
+        "spark.indextables.state.retention.hours": "0",
+        "spark.indextables.purge.txLogRetentionHours": "0",
+        "spark.indextables.state.gc.minManifestAgeHours": str(2 / 3600),
+    }
+    options = {**storage, **retention}
+    make_table(uri, options)
+    writers, appends = 4, 16
+    acknowledged = run_writers(uri, options, writers, appends, tmp_path, rerun_conflicts=True, pause_s=0.25)
+    total = writers * appends
+    assert sorted(v for v, _ in acknowledged) == list(range(1, total + 1)), "each writer got a distinct version"
+    snapshot = executor_lib.open_log(uri, **storage).snapshot()
+    assert snapshot.version == total
+    assert {f.path for f in snapshot.files} == {path for _, path in acknowledged}
+    versions = [int(o.name[:20]) for o in open_store(uri, **storage).list("_transaction_log/0", recursive=False)]
+    assert len(versions) < total, "the checkpoints did delete version files"
 
 
 def test_checker_detects_lost_commits_on_unpatched_moto(tmp_path: Path) -> None:
