@@ -446,8 +446,8 @@ class TransactionLog:
                 self.write_state(version, known_actions={version: final})
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
                     self._expire_after_checkpoint(version)
-            elif at_interval:
-                self.checkpoint(version)
+            elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
+                self._write_json_checkpoint(version)
         except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
             log.warning("%s: state/checkpoint at version %d failed: %s", self.uri, version, e)
 
@@ -464,9 +464,7 @@ class TransactionLog:
         snap = self.snapshot(version)
         check_writable(snap.protocol, self.uri)
         if self.config.state_format != "avro":
-            written = checkpoints.write_checkpoint(self.store, snap.state, self.config)
-            self._expire_after_checkpoint(snap.version)
-            return written
+            return self._write_json_checkpoint(snap.version)
         if not self._uses_avro_state(snap.protocol):
             if version is not None:
                 raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
@@ -478,6 +476,11 @@ class TransactionLog:
         checkpoints.write_last_checkpoint_if_newer(self.store, info)
         self._expire_after_checkpoint(snap.version)
         return info
+
+    def _write_json_checkpoint(self, version: int) -> checkpoints.LastCheckpoint:
+        written = checkpoints.write_checkpoint(self.store, self.snapshot(version).state, self.config)
+        self._expire_after_checkpoint(version)
+        return written
 
     def _expire_after_checkpoint(self, version: int) -> None:
         """The cleanup every checkpoint ends with (``log.cleanup.expire_after_checkpoint``); its

@@ -348,3 +348,17 @@ def test_doc_mappings_of_removed_files_survive_checkpoints(table: Table) -> None
     assert fresh.base == "checkpoint 10"
     (late_add,) = [f for f in fresh.files if f.path == late.path]
     assert fresh.doc_mapping(late_add) == mapping_a
+
+
+def test_a_v3_table_gets_json_checkpoints_under_the_default_state_format(table: Table) -> None:
+    """Writers with state.format=avro (the default) still checkpoint a v1-v3 table every interval,
+    as JSON; only an explicit checkpoint() upgrades it to Avro state."""
+    uri, options = table
+    make_table(uri, options, **{"spark.indextables.state.format": "json"})
+    log = executor_lib.open_log(uri, **options, **{"spark.indextables.checkpoint.interval": "5"})
+    files = [add() for _ in range(6)]
+    for f in files:
+        log.commit([f])
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.protocol.min_writer_version == 3 and snap.base == "checkpoint 5"
+    assert {f.path for f in snap.files} == {f.path for f in files}
