@@ -111,14 +111,14 @@ def _delete_states(store: ObjectStore, versions: list[int], report: CleanupRepor
         report.deleted_states.append(v)
 
 
-def _version_file_horizon(config: LogConfig, now_ms: int) -> int:
+def _version_file_horizon(config: LogConfig, now_ms: int, min_age_hours: float | None = None) -> int:
     """Version files modified before this may go: older than ``purge.txLogRetentionHours`` and never
-    younger than ``state.gc.minManifestAgeHours``. A writer lists the log, then writes version
-    latest+1 with put-if-absent, which cannot see a *deleted* file: had version latest+1 been
-    committed and deleted in between, it would be written a second time. The minimum age makes
-    that need a writer stalled that long between its listing and its write."""
-    hours = max(config.tx_log_retention_hours, config.gc_min_manifest_age_hours)
-    return now_ms - int(hours * _HOUR_MS)
+    younger than ``min_age_hours`` (default ``state.gc.minManifestAgeHours``). A writer lists the
+    log, then writes version latest+1 with put-if-absent, which cannot see a *deleted* file: had
+    version latest+1 been committed and deleted in between, it would be written a second time.
+    The minimum age makes that need a writer stalled that long between its listing and its write."""
+    floor = config.gc_min_manifest_age_hours if min_age_hours is None else min_age_hours
+    return now_ms - int(max(config.tx_log_retention_hours, floor) * _HOUR_MS)
 
 
 def _expired_version_files(versions: dict[int, int], newest_base: int, horizon_ms: int) -> list[str]:
@@ -154,9 +154,17 @@ def expire_after_checkpoint(
 
 
 def cleanup_log(
-    store: ObjectStore, config: LogConfig, dry_run: bool = False, now_ms: int | None = None
+    store: ObjectStore,
+    config: LogConfig,
+    dry_run: bool = False,
+    now_ms: int | None = None,
+    version_file_min_age_hours: float | None = None,
 ) -> CleanupReport:
-    """Apply the retention rules of the module docstring; returns what was deleted."""
+    """Apply the retention rules of the module docstring; returns what was deleted.
+
+    ``version_file_min_age_hours`` overrides the minimum age of deleted version files (TRUNCATE
+    INDEXTABLES TIME TRAVEL passes 0: all history goes now, so it must not race a writer).
+    """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     report = CleanupReport(dry_run=dry_run)
     listing = list_log(store)
@@ -175,7 +183,7 @@ def cleanup_log(
     newest_base = bases[-1] if bases else -1
     log_horizon = now_ms - int(config.tx_log_retention_hours * _HOUR_MS)
     report.deleted_version_files = _expired_version_files(
-        listing.versions, newest_base, _version_file_horizon(config, now_ms)
+        listing.versions, newest_base, _version_file_horizon(config, now_ms, version_file_min_age_hours)
     )
     for c in sorted(listing.checkpoints):
         if c < newest_base:

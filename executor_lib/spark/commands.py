@@ -218,7 +218,8 @@ class CommandReader(DataSourceReader):
         config = dataclasses.replace(
             txlog.config, tx_log_retention_hours=0.0, state_retention_versions=1, state_retention_hours=0.0
         )
-        report = cleanup_log(txlog.store, config, dry_run=dry)
+        # All history, however young: unlike retention, this must not run while someone writes.
+        report = cleanup_log(txlog.store, config, dry_run=dry, version_file_min_age_hours=0.0)
         rows = [("state", f"state-v{v}", 0) for v in report.deleted_states]
         rows += [("manifest", k, 0) for k in report.deleted_manifests]
         rows += [("log", k, 0) for k in report.deleted_version_files + report.deleted_checkpoint_files]
