@@ -21,6 +21,7 @@ from typing import Any
 import fastavro
 
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
+from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.manifest_cache import MANIFEST_CACHE
 from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAction, action_from_json_obj
 from executor_lib.protocol.files import LOG_DIR, state_dir
@@ -168,13 +169,14 @@ def decode_manifest(data: bytes, source: str) -> tuple[AddAction, ...]:
     """An Avro manifest's FileEntry records as AddActions (the addedAt* bookkeeping fields dropped).
 
     The file's writer schema fixes every record's fields and types, so the conversion is set up
-    once per file and no per-field checks run per record.
+    once per file and no per-field checks run per record. Records are decoded a block at a
+    time by ``avro_records`` (cavro where installed, else fastavro).
     """
+    decoder = default_decoder()
     try:
-        reader = fastavro.reader(io.BytesIO(data))
-        schema: Any = reader.writer_schema
-        convert = AddAction.record_converter([f["name"] for f in schema["fields"]], ignore=_FILE_ENTRY_ONLY_FIELDS)
-        return tuple(convert(r) for r in reader)  # type: ignore[arg-type]
+        container = AvroRecords(data, decoder)
+        convert = AddAction.record_converter(container.field_names, ignore=_FILE_ENTRY_ONLY_FIELDS)
+        return tuple(map(convert, container.records()))
     except CorruptLogError as e:
         raise CorruptLogError(f"{source}: {e}") from e
     except Exception as e:  # fastavro raises many unrelated types on corrupt input
