@@ -58,11 +58,11 @@ class AvroRecords:
         return [f["name"] for f in self.writer_schema["fields"]]
 
     def records(self) -> Iterator[dict[str, Any]]:
-        if self.decoder == "fastavro":
+        array = _cavro_array_schema(self._schema_json) if self.decoder == "cavro" else None
+        if array is None:
             for block in self._blocks:
                 yield from cast(Iterator[dict[str, Any]], block)
             return
-        array = _cavro_array_schema(self._schema_json)
         for block in self._blocks:
             if block.num_records:
                 raw: bytes = block.bytes_.getvalue()  # type: ignore[attr-defined]  # the decompressed block
@@ -74,15 +74,19 @@ _CAVRO_ARRAYS: dict[str, Any] = {}
 
 
 def _cavro_array_schema(schema_json: str) -> Any:
-    """cavro's decoder for an array of records of this writer schema, built once per schema."""
-    array = _CAVRO_ARRAYS.get(schema_json)
-    if array is None:
-        assert cavro is not None
+    """cavro's decoder for an array of records of this writer schema, built once per schema; None
+    if cavro rejects a schema fastavro accepted (its name rules are stricter), so fastavro decodes."""
+    if schema_json in _CAVRO_ARRAYS:
+        return _CAVRO_ARRAYS[schema_json]
+    assert cavro is not None
+    try:
         options = cavro.DEFAULT_OPTIONS.replace(record_decodes_to_dict=True)
         array = cavro.Schema({"type": "array", "items": json.loads(schema_json)}, options=options)
-        if len(_CAVRO_ARRAYS) > 64:  # a handful of schema versions in practice; never unbounded
-            _CAVRO_ARRAYS.clear()
-        _CAVRO_ARRAYS[schema_json] = array
+    except Exception:  # cavro raises several unrelated types for schemas it does not take
+        array = None
+    if len(_CAVRO_ARRAYS) > 64:  # a handful of schema versions in practice; never unbounded
+        _CAVRO_ARRAYS.clear()
+    _CAVRO_ARRAYS[schema_json] = array
     return array
 
 

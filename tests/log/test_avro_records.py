@@ -108,3 +108,10 @@ def test_decoder_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DECODER_ENV)
     monkeypatch.setattr(avro_records, "cavro", None)  # a platform without a cavro wheel
     assert default_decoder() == "fastavro"
+
+
+def test_a_schema_cavro_rejects_is_decoded_by_fastavro() -> None:
+    schema = {**FILE_ENTRY_SCHEMA, "name": "File-Entry"}  # fastavro takes this name, cavro's name rules do not
+    records = [entry(f"p{i}.split", i) for i in range(5)]
+    container = AvroRecords(avro_bytes(schema, records, "zstandard"), "cavro")
+    assert list(container.records()) == records
