@@ -171,8 +171,8 @@ class TransactionLog:
                 try:
                     state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
                 except ObjectNotFoundError:  # log retention got there first: load from its checkpoint
-                    state = None
-                if state is not None:
+                    pass
+                else:
                     base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
                     self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
                     return self._snapshot
@@ -447,7 +447,7 @@ class TransactionLog:
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
                     self._expire_after_checkpoint(version)
             elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
-                self._write_json_checkpoint(version)
+                self._write_json_checkpoint(self.snapshot(version))
         except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
             log.warning("%s: state/checkpoint at version %d failed: %s", self.uri, version, e)
 
@@ -464,7 +464,7 @@ class TransactionLog:
         snap = self.snapshot(version)
         check_writable(snap.protocol, self.uri)
         if self.config.state_format != "avro":
-            return self._write_json_checkpoint(snap.version)
+            return self._write_json_checkpoint(snap)
         if not self._uses_avro_state(snap.protocol):
             if version is not None:
                 raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
@@ -477,9 +477,9 @@ class TransactionLog:
         self._expire_after_checkpoint(snap.version)
         return info
 
-    def _write_json_checkpoint(self, version: int) -> checkpoints.LastCheckpoint:
-        written = checkpoints.write_checkpoint(self.store, self.snapshot(version).state, self.config)
-        self._expire_after_checkpoint(version)
+    def _write_json_checkpoint(self, snap: Snapshot) -> checkpoints.LastCheckpoint:
+        written = checkpoints.write_checkpoint(self.store, snap.state, self.config)
+        self._expire_after_checkpoint(snap.version)
         return written
 
     def _expire_after_checkpoint(self, version: int) -> None:
