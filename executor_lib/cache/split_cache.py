@@ -94,8 +94,8 @@ class SplitCache:
         for entry in (self.directory / "splits").iterdir():
             if not entry.is_dir():
                 continue
-            size = sum(p.stat().st_size for p in entry.rglob("*") if p.is_file())
-            out.append((entry.stat().st_mtime, size, entry))
+            with contextlib.suppress(FileNotFoundError):  # evicted by another process meanwhile
+                out.append((entry.stat().st_mtime, _tree_size(entry), entry))
         return sorted(out)
 
     def evict(self, keep: Path | None = None) -> int:
@@ -204,3 +204,15 @@ def default_cache() -> SplitCache:
     )
     max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
     return SplitCache(Path(directory), max_bytes)
+
+
+def _tree_size(root: Path) -> int:
+    """Bytes of the files under ``root``. Other processes share the cache: their temporary files
+    (a download's ``.part``, a transcoding's scratch) and whole evicted entries may vanish during
+    the walk, and count as gone (``os.walk`` skips directories that disappear)."""
+    total = 0
+    for directory, _, names in os.walk(root):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(os.path.join(directory, name)).st_size
+    return total

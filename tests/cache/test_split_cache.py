@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +142,36 @@ def test_lru_eviction_within_the_budget(tmp_path: Path) -> None:
     assert stats["splitsCached"] == 1 and stats["evictions"] == 2
     assert cache.get(store, adds[-1].path).split.exists()
     assert cache.describe()["hits"] == 1
+
+
+def test_eviction_while_another_process_churns_temporary_files(tmp_path: Path) -> None:
+    """Another worker's temporary files (a download's .part, a transcoding's .tmp, a whole entry
+    being evicted) come and go while this one sums the cache's size: that is not an error."""
+    uri = str(tmp_path / "t")
+    adds = make(uri, {}, splits=2)
+    store = open_store(uri)
+    cache = SplitCache(tmp_path / "cache", max_bytes=10 << 20)
+    cached = cache.get(store, adds[0].path)
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            scratch = cached.directory / "transcoded" / "split-x"
+            scratch.mkdir(parents=True, exist_ok=True)
+            for i in range(20):
+                (scratch / f".tmp{i}").write_bytes(b"x" * 100)
+            shutil.rmtree(cached.directory / "transcoded", ignore_errors=True)
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert cache.evict() == 0
+    finally:
+        stop.set()
+        worker.join()
+    assert cache.get(store, adds[1].path).split.exists()
 
 
 def test_cache_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
