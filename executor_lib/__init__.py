@@ -30,9 +30,16 @@ from executor_lib.errors import (
     TableNotFoundError,
 )
 from executor_lib.log.config import split_options
-from executor_lib.log.snapshot import Snapshot, list_log, read_version_actions
-from executor_lib.log.transaction_log import ENGINE, HistoryEntry, TransactionLog
-from executor_lib.protocol.actions import CommitInfoAction, MetadataAction, ProtocolAction, actions_to_ndjson
+from executor_lib.log.snapshot import Snapshot, list_log
+from executor_lib.log.transaction_log import HistoryEntry, TransactionLog
+from executor_lib.protocol.actions import (
+    ENGINE,
+    Action,
+    CommitInfoAction,
+    MetadataAction,
+    ProtocolAction,
+    actions_to_ndjson,
+)
 from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
 from executor_lib.storage import open_store
 
@@ -117,17 +124,16 @@ def create_table(
     )
     protocol = V4_TABLE_PROTOCOL if config.state_format == "avro" else V3_TABLE_PROTOCOL
     info = CommitInfoAction(txn_id=uuid.uuid4().hex, timestamp=now, operation="CREATE TABLE", engine=ENGINE)
-    body = encode_log_bytes(
-        actions_to_ndjson([info, protocol, metadata]), config.compression_enabled, config.gzip_level
-    )
+    lines: list[Action] = [info, protocol, metadata] if config.commit_info_enabled else [protocol, metadata]
+    body = encode_log_bytes(actions_to_ndjson(lines), config.compression_enabled, config.gzip_level)
     key = f"{LOG_DIR}/{version_file(0)}"
     try:
         store.put_if_absent(key, body, metadata={"indextables-txn-id": info.txn_id})
     except StorageError as e:  # taken, or outcome unknown: is version 0 ours?
         try:
-            owner = next((a.txn_id for a in read_version_actions(store, 0) if isinstance(a, CommitInfoAction)), None)
+            ours = store.read(key) == body  # the same bytes: this call's own write (a fresh table id in them)
         except ObjectNotFoundError:
             raise e from None
-        if owner != info.txn_id:
+        if not ours:
             raise TableAlreadyExistsError(f"{store.root_uri}: a table was created here concurrently") from e
     return TransactionLog(store, config)

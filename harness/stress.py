@@ -383,7 +383,7 @@ def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], res
 
 
 def _data_commits(report: LogReport) -> int:
-    return len(report.txn_ids) - 1  # every version but the table's creation
+    return len(report.versions) - 1  # every version but the table's creation
 
 
 def _exists(store: Any, key: str) -> bool:

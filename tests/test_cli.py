@@ -37,7 +37,7 @@ def test_demo_then_describe_history_and_checkpoint(tmp_path: Path, capsys: pytes
     assert code == 0 and "CREATE TABLE" in out
     code, out, _ = run(capsys, "checkpoint", table)
     assert json.loads(out) == {"version": 3, "format": "avro-state", "numFiles": 3}
-    assert (Path(table) / "_transaction_log" / "state-v00000000000000000003" / "_manifest.json").is_file()
+    assert (Path(table) / "_transaction_log" / "state-v00000000000000000003" / "_manifest.avro").is_file()
 
 
 def test_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,11 +23,23 @@ import fastavro
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.manifest_cache import MANIFEST_CACHE
-from executor_lib.protocol.actions import AddAction, MetadataAction, ProtocolAction, action_from_json_obj
+from executor_lib.protocol.actions import (
+    AddAction,
+    CommitInfoAction,
+    MetadataAction,
+    ProtocolAction,
+    action_from_json_obj,
+)
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
 
-STATE_MANIFEST_NAMES = ("_manifest.json", "_manifest.avro")
+# ``_manifest.avro`` first: the name every deployed implementation reads and writes (and the commit
+# point of IndexTables4Spark 0.5.x); ``_manifest.json`` is this project's older, non-JVM layout.
+STATE_MANIFEST_NAMES = ("_manifest.avro", "_manifest.json")
+# Who wrote a state: Avro file metadata (ignored by every Avro reader) or ``_manifest.json`` keys.
+ENGINE_KEY = "indextables.engine"  # set on every state this project writes
+COMMIT_INFO_KEY = "indextables.commitInfo"  # the commitInfo of the commit that wrote the state
+COMMIT_POINT_KEY = "indextables.commitPoint"  # "state": the state's put was the commit (no version file)
 _FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
 
 
@@ -56,6 +68,27 @@ class StateManifest:
     schema_registry: dict[str, str] = field(default_factory=dict)
     metadata_json: str | None = None
     protocol_json: dict[str, Any] | None = None  # this project's extension: the full protocol action
+    engine: str | None = None  # this project's engine if it wrote the state (None: another implementation)
+    commit_info_json: str | None = None  # the commitInfo of the commit that wrote this state, if one did
+    committed_by_state: bool = False  # this project committed the version by writing this state
+
+    @property
+    def commit_point(self) -> bool:
+        """Whether writing this state committed its version (no version file behind it): every state
+        of another implementation (IndexTables4Spark 0.5.x commits that way), and this project's
+        state commits."""
+        return self.engine is None or self.committed_by_state
+
+    def commit_info(self) -> CommitInfoAction | None:
+        """The commitInfo recorded with the state by the commit that wrote it (this project's
+        state-committed versions and the state each commit writes), else None."""
+        if not self.commit_info_json:
+            return None
+        try:
+            action = CommitInfoAction.from_json_dict(json.loads(self.commit_info_json))
+        except (json.JSONDecodeError, CorruptLogError) as e:
+            raise CorruptLogError(f"{self.source}: recorded commitInfo is invalid: {e}") from e
+        return action
 
     def metadata(self) -> MetadataAction | None:
         """The embedded metadata action, if the writer stored one."""
@@ -92,7 +125,9 @@ def _protocol_json(value: Any) -> dict[str, Any] | None:
     return value
 
 
-def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
+def _state_manifest_from_dict(d: dict[str, Any], source: str, writer: dict[str, Any] | None = None) -> StateManifest:
+    """``writer``: the Avro file metadata (who wrote the state); ``_manifest.json`` keeps it in ``d``."""
+    writer = d if writer is None else writer
     format_version = d.get("formatVersion", 1)
     if format_version not in SUPPORTED_STATE_FORMAT_VERSIONS:
         raise UnsupportedProtocolError(
@@ -123,14 +158,19 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str) -> StateManifest:
             schema_registry=dict(d.get("schemaRegistry") or {}),
             metadata_json=d.get("metadata"),
             protocol_json=_protocol_json(d.get("protocol")),
+            engine=writer.get(ENGINE_KEY),
+            commit_info_json=writer.get(COMMIT_INFO_KEY),
+            committed_by_state=writer.get(COMMIT_POINT_KEY) == "state",
         )
     except (KeyError, TypeError, ValueError) as e:  # json.JSONDecodeError is a ValueError
         raise CorruptLogError(f"{source}: invalid state manifest: {e!r}") from e
 
 
-def _read_avro_records(data: bytes, source: str) -> list[dict[str, Any]]:
+def _read_avro_records(data: bytes, source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The records of an Avro file and its file metadata."""
     try:
-        return list(fastavro.reader(io.BytesIO(data)))  # type: ignore[arg-type]
+        reader = fastavro.reader(io.BytesIO(data))
+        return list(reader), dict(reader.metadata)  # type: ignore[arg-type]
     except Exception as e:  # fastavro raises many unrelated types on corrupt input
         raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
 
@@ -145,10 +185,10 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
             continue
         source = store.uri_of(key)
         if name.endswith(".avro"):
-            records = _read_avro_records(data, source)
+            records, writer = _read_avro_records(data, source)
             if len(records) != 1:
                 raise CorruptLogError(f"{source}: expected one state manifest record, found {len(records)}")
-            return _state_manifest_from_dict(records[0], source)
+            return _state_manifest_from_dict(records[0], source, writer)
         try:
             return _state_manifest_from_dict(json.loads(data.decode("utf-8")), source)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:

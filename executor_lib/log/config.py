@@ -24,6 +24,9 @@ class LogConfig:
     checkpoint_multipart_enabled: bool = True
     checkpoint_tombstone_retention_hours: float = 168.0
     checkpoint_cleanup_enabled: bool = True  # expired version files and states go after each checkpoint
+    # A commitInfo line (txn id, operation, engine) first in each version file: off by default, since
+    # IndexTables4Spark's readers reject unknown action lines; the commitInfo then lives in the state.
+    commit_info_enabled: bool = False
     compression_enabled: bool = True
     gzip_level: int = 6
     retry_max_attempts: int = 10
@@ -32,7 +35,9 @@ class LogConfig:
     state_read_parallelism: int = 8
     schema_renormalize_threshold: int = 5
     state_format: str = "avro"
-    state_manifest_format: str = "json"  # "avro": state-v<N>/_manifest.avro, as IndexTables4Spark 0.5.x writes
+    # "avro": state-v<N>/_manifest.avro, what IndexTables4Spark and tantivy4java read and write;
+    # "json": this project's older _manifest.json, which no JVM reader sees
+    state_manifest_format: str = "avro"
     state_compression: str = "zstd"
     state_compression_level: int = 3
     state_entries_per_manifest: int = 50_000
@@ -93,6 +98,7 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "checkpoint.multiPart.enabled": ("checkpoint_multipart_enabled", _bool, lambda _: True),
     "checkpoint.cleanup.enabled": ("checkpoint_cleanup_enabled", _bool, lambda _: True),
     "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", float, _non_negative),
+    "transaction.commitInfo.enabled": ("commit_info_enabled", _bool, lambda _: True),
     "transaction.compression.enabled": ("compression_enabled", _bool, lambda _: True),
     "transaction.compression.gzip.level": ("gzip_level", int, lambda x: 1 <= x <= 9),
     "transaction.retry.maxAttempts": ("retry_max_attempts", int, _positive),

@@ -425,11 +425,14 @@ class SnapshotLoader:
         return out
 
     def _commit_timestamp(self, version: int, modified_ms: int) -> int:
-        """The commitInfo timestamp (ms precision) if the version has one, else the file's mtime."""
+        """The commitInfo timestamp (ms precision) of the version file's line or, by default, the one
+        recorded with the version's state; else the file's mtime (seconds on some object stores)."""
         for action in read_version_actions(self.store, version):
             if isinstance(action, CommitInfoAction):
                 return action.timestamp
-        return modified_ms
+        manifest = avro_state.read_state_manifest(self.store, version)
+        info = manifest.commit_info() if manifest is not None else None
+        return info.timestamp if info is not None else modified_ms
 
     def version_at_timestamp(self, timestamp_ms: int) -> int:
         stamps = self.version_timestamps()

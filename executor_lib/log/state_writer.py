@@ -22,6 +22,7 @@ state references (manifest GC collects them later).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -33,9 +34,24 @@ from typing import Any
 import fastavro
 
 from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError
-from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_files
+from executor_lib.log.avro_state import (
+    COMMIT_INFO_KEY,
+    COMMIT_POINT_KEY,
+    ENGINE_KEY,
+    ManifestInfo,
+    StateManifest,
+    read_state_files,
+)
 from executor_lib.log.config import LogConfig
-from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction, RemoveAction
+from executor_lib.protocol.actions import (
+    ENGINE,
+    Action,
+    AddAction,
+    CommitInfoAction,
+    MetadataAction,
+    ProtocolAction,
+    RemoveAction,
+)
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
 
@@ -60,13 +76,14 @@ STATE_MANIFEST_SCHEMA: dict[str, Any] = {
     "namespace": "io.indextables.state",
     "doc": "The state manifest that describes the complete table state",
     "fields": [
-        {"name": "formatVersion", "type": "int"},
-        {"name": "stateVersion", "type": "long"},
-        {"name": "createdAt", "type": "long"},
-        {"name": "numFiles", "type": "long"},
-        {"name": "totalBytes", "type": "long"},
+        {"name": "formatVersion", "type": "int", "doc": "Version of the state file format"},
+        {"name": "stateVersion", "type": "long", "doc": "Transaction version this state represents"},
+        {"name": "createdAt", "type": "long", "doc": "Timestamp when this state was created (epoch milliseconds)"},
+        {"name": "numFiles", "type": "long", "doc": "Total number of live files (after applying tombstones)"},
+        {"name": "totalBytes", "type": "long", "doc": "Total size of all live files in bytes"},
         {
             "name": "manifests",
+            "doc": "List of manifest files containing file entries",
             "type": {
                 "type": "array",
                 "items": {
@@ -89,72 +106,177 @@ STATE_MANIFEST_SCHEMA: dict[str, Any] = {
                 },
             },
         },
-        {"name": "tombstones", "type": {"type": "array", "items": "string"}, "default": []},
-        {"name": "schemaRegistry", "type": {"type": "map", "values": "string"}, "default": {}},
-        {"name": "protocolVersion", "type": "int", "default": 4},
-        {"name": "metadata", "type": ["null", "string"], "default": None},
+        {
+            "name": "tombstones",
+            "type": {"type": "array", "items": "string"},
+            "default": [],
+            "doc": "List of paths that have been removed (applied during read)",
+        },
+        {
+            "name": "schemaRegistry",
+            "type": {"type": "map", "values": "string"},
+            "default": {},
+            "doc": "Schema registry for doc mapping deduplication",
+        },
+        {"name": "protocolVersion", "type": "int", "default": 4, "doc": "Protocol version (4 for Avro state format)"},
+        {
+            "name": "metadata",
+            "type": ["null", "string"],
+            "default": None,
+            "doc": "JSON-encoded MetadataAction for fast getMetadata()",
+        },
         {"name": "protocol", "type": ["null", "string"], "default": None},
     ],
 }
 _PARSED_STATE_SCHEMA = fastavro.parse_schema(STATE_MANIFEST_SCHEMA)
 
-# Appendix B of the protocol: names, types and field ids exactly.
+# The FileEntry record exactly as IndexTables4Spark 0.5.4 writes it (names, types, order and
+# field ids of the real files in shared/compat; where the protocol document's Appendix B numbers a
+# field differently, the deployed files win). JVM readers resolve fields by name.
+DEPLOYED_FILE_ENTRY_FIELDS: list[dict[str, Any]] = [
+    {"name": "path", "type": "string", "doc": "Relative path to the split file", "field-id": 100},
+    {
+        "name": "partitionValues",
+        "type": {"type": "map", "values": "string"},
+        "doc": "Partition column values as string map",
+        "field-id": 101,
+    },
+    {"name": "size", "type": "long", "doc": "File size in bytes", "field-id": 102},
+    {"name": "modificationTime", "type": "long", "doc": "File modification time (epoch milliseconds)", "field-id": 103},
+    {"name": "dataChange", "type": "boolean", "doc": "Whether this file represents a data change", "field-id": 104},
+    {"name": "stats", "type": ["null", "string"], "default": None, "doc": "JSON-encoded statistics", "field-id": 110},
+    {
+        "name": "minValues",
+        "type": ["null", {"type": "map", "values": "string"}],
+        "default": None,
+        "doc": "Minimum values per column for data skipping",
+        "field-id": 111,
+    },
+    {
+        "name": "maxValues",
+        "type": ["null", {"type": "map", "values": "string"}],
+        "default": None,
+        "doc": "Maximum values per column for data skipping",
+        "field-id": 112,
+    },
+    {
+        "name": "numRecords",
+        "type": ["null", "long"],
+        "default": None,
+        "doc": "Number of records in the file",
+        "field-id": 113,
+    },
+    {
+        "name": "footerStartOffset",
+        "type": ["null", "long"],
+        "default": None,
+        "doc": "Byte offset where footer/metadata begins",
+        "field-id": 120,
+    },
+    {
+        "name": "footerEndOffset",
+        "type": ["null", "long"],
+        "default": None,
+        "doc": "Byte offset where footer/metadata ends",
+        "field-id": 121,
+    },
+    {
+        "name": "hasFooterOffsets",
+        "type": "boolean",
+        "default": False,
+        "doc": "Whether footer offsets are populated",
+        "field-id": 124,
+    },
+    {
+        "name": "splitTags",
+        "type": ["null", {"type": "array", "items": "string"}],
+        "default": None,
+        "doc": "Tags associated with this split",
+        "field-id": 132,
+    },
+    {
+        "name": "numMergeOps",
+        "type": ["null", "int"],
+        "default": None,
+        "doc": "Number of merge operations this split has been through",
+        "field-id": 134,
+    },
+    {
+        "name": "docMappingRef",
+        "type": ["null", "string"],
+        "default": None,
+        "doc": "Reference to doc mapping in schema registry",
+        "field-id": 135,
+    },
+    {
+        "name": "uncompressedSizeBytes",
+        "type": ["null", "long"],
+        "default": None,
+        "doc": "Uncompressed size of the split data",
+        "field-id": 136,
+    },
+    {"name": "addedAtVersion", "type": "long", "doc": "Transaction version when this file was added", "field-id": 140},
+    {
+        "name": "addedAtTimestamp",
+        "type": "long",
+        "doc": "Timestamp when this file was added (epoch milliseconds)",
+        "field-id": 141,
+    },
+    {
+        "name": "companionSourceFiles",
+        "type": ["null", {"type": "array", "items": "string"}],
+        "default": None,
+        "doc": "Relative parquet file paths indexed into this companion split",
+        "field-id": 150,
+    },
+    {
+        "name": "companionDeltaVersion",
+        "type": ["null", "long"],
+        "default": None,
+        "doc": "Delta version this companion split was built from",
+        "field-id": 151,
+    },
+    {
+        "name": "companionFastFieldMode",
+        "type": ["null", "string"],
+        "default": None,
+        "doc": "Fast field mode: DISABLED, HYBRID, or PARQUET_ONLY",
+        "field-id": 152,
+    },
+]
+# Optional add-action fields beyond the 0.5.4 record, written only where some entry sets them so a
+# state loses nothing. deleteOpstamp and the time range use tantivy4java's native ids; tags and the
+# hotcache offsets are this project's (160+). Readers take the writer schema, so they may be absent.
+EXTENSION_FILE_ENTRY_FIELDS: list[dict[str, Any]] = [
+    {"name": "deleteOpstamp", "type": ["null", "long"], "default": None, "field-id": 123},
+    {"name": "timeRangeStart", "type": ["null", "string"], "default": None, "field-id": 137},
+    {"name": "timeRangeEnd", "type": ["null", "string"], "default": None, "field-id": 138},
+    {"name": "tags", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 160},
+    {"name": "hotcacheStartOffset", "type": ["null", "long"], "default": None, "field-id": 164},
+    {"name": "hotcacheLength", "type": ["null", "long"], "default": None, "field-id": 165},
+]
 FILE_ENTRY_SCHEMA: dict[str, Any] = {
     "type": "record",
     "name": "FileEntry",
-    "namespace": "io.indextables.spark.transaction.avro",
-    "fields": [
-        {"name": "path", "type": "string", "field-id": 100},
-        {"name": "partitionValues", "type": {"type": "map", "values": "string"}, "field-id": 101},
-        {"name": "size", "type": "long", "field-id": 102},
-        {"name": "modificationTime", "type": "long", "field-id": 103},
-        {"name": "dataChange", "type": "boolean", "field-id": 104},
-        {"name": "stats", "type": ["null", "string"], "default": None, "field-id": 110},
-        {"name": "minValues", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 111},
-        {"name": "maxValues", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 112},
-        {"name": "numRecords", "type": ["null", "long"], "default": None, "field-id": 113},
-        {"name": "footerStartOffset", "type": ["null", "long"], "default": None, "field-id": 120},
-        {"name": "footerEndOffset", "type": ["null", "long"], "default": None, "field-id": 121},
-        {"name": "hasFooterOffsets", "type": "boolean", "default": False, "field-id": 122},
-        {"name": "splitTags", "type": ["null", {"type": "array", "items": "string"}], "default": None, "field-id": 130},
-        {"name": "numMergeOps", "type": ["null", "int"], "default": None, "field-id": 131},
-        {"name": "docMappingRef", "type": ["null", "string"], "default": None, "field-id": 132},
-        {"name": "uncompressedSizeBytes", "type": ["null", "long"], "default": None, "field-id": 133},
-        {"name": "addedAtVersion", "type": "long", "field-id": 140},
-        {"name": "addedAtTimestamp", "type": "long", "field-id": 141},
-        # Beyond Appendix B: optional add-action fields, so a state loses nothing. 150-152 are
-        # IndexTables4Spark 0.5.4's own; 160+ are this project's (readers use the writer schema).
-        {
-            "name": "companionSourceFiles",
-            "type": ["null", {"type": "array", "items": "string"}],
-            "default": None,
-            "field-id": 150,
-        },
-        {"name": "companionDeltaVersion", "type": ["null", "long"], "default": None, "field-id": 151},
-        {"name": "companionFastFieldMode", "type": ["null", "string"], "default": None, "field-id": 152},
-        {"name": "tags", "type": ["null", {"type": "map", "values": "string"}], "default": None, "field-id": 160},
-        {"name": "timeRangeStart", "type": ["null", "string"], "default": None, "field-id": 161},
-        {"name": "timeRangeEnd", "type": ["null", "string"], "default": None, "field-id": 162},
-        {"name": "deleteOpstamp", "type": ["null", "long"], "default": None, "field-id": 163},
-        {"name": "hotcacheStartOffset", "type": ["null", "long"], "default": None, "field-id": 164},
-        {"name": "hotcacheLength", "type": ["null", "long"], "default": None, "field-id": 165},
-    ],
+    "doc": "A file entry representing a split in the table state",
+    "namespace": "io.indextables.state",
+    "fields": DEPLOYED_FILE_ENTRY_FIELDS + EXTENSION_FILE_ENTRY_FIELDS,
 }
-_APPENDIX_B_FIELDS = [f for f in FILE_ENTRY_SCHEMA["fields"] if f["field-id"] < 150]
-_EXTENSION_FIELDS = [f for f in FILE_ENTRY_SCHEMA["fields"] if f["field-id"] >= 150]
 _PARSED_SCHEMAS: dict[frozenset[str], Any] = {}
 
 
 def _manifest_schema(records: Sequence[dict[str, Any]]) -> Any:
-    """Appendix B plus only the optional extension fields some record sets: a field that is null
-    everywhere is left out of the file's schema (readers resolve it to its default, null), which
-    makes a manifest about 15% faster to decode."""
-    present = frozenset(f["name"] for f in _EXTENSION_FIELDS if any(r[f["name"]] is not None for r in records))
+    """The deployed FileEntry fields always, plus only the extension fields some record sets: a
+    field that is null everywhere is left out of the file's schema (readers resolve it to its
+    default, null), which keeps manifests small and fast to decode."""
+    present = frozenset(
+        f["name"] for f in EXTENSION_FILE_ENTRY_FIELDS if any(r[f["name"]] is not None for r in records)
+    )
     parsed = _PARSED_SCHEMAS.get(present)
     if parsed is None:
         schema = {
             **FILE_ENTRY_SCHEMA,
-            "fields": _APPENDIX_B_FIELDS + [f for f in _EXTENSION_FIELDS if f["name"] in present],
+            "fields": DEPLOYED_FILE_ENTRY_FIELDS + [f for f in EXTENSION_FILE_ENTRY_FIELDS if f["name"] in present],
         }
         parsed = _PARSED_SCHEMAS[present] = fastavro.parse_schema(schema)
     return parsed
@@ -271,37 +393,72 @@ def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
     }
 
 
-def state_manifest_json(m: StateManifest, protocol: ProtocolAction | None) -> bytes:
+def _commit_metadata(commit_info: CommitInfoAction | None, commit_point: bool) -> dict[str, str]:
+    """Who wrote a state (file metadata every Avro reader ignores, and ``_manifest.json`` keys):
+    this project's engine; for the state a commit writes, that commit's commitInfo; and whether
+    the state's put is the commit itself (no version file)."""
+    meta = {ENGINE_KEY: ENGINE}
+    if commit_info is not None:
+        meta[COMMIT_INFO_KEY] = json.dumps(commit_info.to_json_dict(), separators=(",", ":"))
+    if commit_point:
+        meta[COMMIT_POINT_KEY] = "state"
+    return meta
+
+
+def state_manifest_json(
+    m: StateManifest,
+    protocol: ProtocolAction | None,
+    commit_info: CommitInfoAction | None = None,
+    commit_point: bool = False,
+) -> bytes:
     doc = _state_manifest_doc(m)
     if protocol is not None:  # this project's extension: the full protocol action
         doc["protocol"] = protocol.to_json_dict()
+    doc.update(_commit_metadata(commit_info, commit_point))
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def state_manifest_avro(m: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> bytes:
+def state_manifest_avro(
+    m: StateManifest,
+    protocol: ProtocolAction | None,
+    config: LogConfig,
+    commit_info: CommitInfoAction | None = None,
+    commit_point: bool = False,
+) -> bytes:
     """The state manifest as one Avro record in IndexTables4Spark 0.5.x's schema."""
     doc = _state_manifest_doc(m)
     for info in doc["manifests"]:
         info["tombstoneCount"], info["liveEntryCount"] = 0, -1  # unknown per manifest: the JVM's defaults
     doc["protocol"] = json.dumps(protocol.to_json_dict(), separators=(",", ":")) if protocol is not None else None
     buf = io.BytesIO()
-    fastavro.writer(buf, _PARSED_STATE_SCHEMA, [doc], **_codec_options(config))
+    fastavro.writer(
+        buf, _PARSED_STATE_SCHEMA, [doc], metadata=_commit_metadata(commit_info, commit_point), **_codec_options(config)
+    )
     return buf.getvalue()
 
 
-def _put_state(store: Any, manifest: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> bool:
-    """Write the state manifest with put-if-absent; False if it exists. A writer using the other
-    format may write the other name for the same version: both derive from the same log, so they
-    describe the same state (readers take ``_manifest.json`` first)."""
+def put_state(
+    store: Any,
+    manifest: StateManifest,
+    protocol: ProtocolAction | None,
+    config: LogConfig,
+    commit_info: CommitInfoAction | None = None,
+    commit_point: bool = False,
+) -> bool:
+    """Write the state manifest with put-if-absent: True if this call wrote it, False if it existed.
+
+    A storage error whose outcome is unknown (AmbiguousWriteError) is raised: a caller for whom
+    the put is the commit point (``commit_point``) reads the state back (``commit_info`` names it).
+    """
     directory = f"{LOG_DIR}/{state_dir(manifest.state_version)}"
     name = STATE_MANIFEST_NAMES[config.state_manifest_format]
     if name.endswith(".avro"):
-        data = state_manifest_avro(manifest, protocol, config)
+        data = state_manifest_avro(manifest, protocol, config, commit_info, commit_point)
     else:
-        data = state_manifest_json(manifest, protocol)
+        data = state_manifest_json(manifest, protocol, commit_info, commit_point)
     try:
         store.put_if_absent(f"{directory}/{name}", data)
-    except (ObjectAlreadyExistsError, AmbiguousWriteError):
+    except ObjectAlreadyExistsError:
         return False
     return True
 
@@ -310,16 +467,16 @@ def _metadata_json(metadata: MetadataAction) -> str:
     return json.dumps({"metaData": metadata.to_json_dict()}, separators=(",", ":"))
 
 
-def write_compacted_state(
+def build_compacted_state(
     store: Any,
     version: int,
     files: Iterable[AddAction],
-    protocol: ProtocolAction | None,
     metadata: MetadataAction,
     registry: dict[str, str],
     config: LogConfig,
 ) -> StateManifest:
-    """State ``version`` with every live file rewritten into fresh manifests and no tombstones."""
+    """State ``version`` with every live file rewritten into fresh manifests (written here) and
+    no tombstones; the state manifest itself is written by ``put_state``."""
     now = int(time.time() * 1000)
     registry = dict(registry)
     files = _dedupe_doc_mappings(files, registry)
@@ -330,7 +487,7 @@ def write_compacted_state(
         write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
         for i in range(0, len(live), chunk)
     )
-    manifest = StateManifest(
+    return StateManifest(
         state_version=version,
         source=f"{state_dir(version)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
         format_version=STATE_FORMAT_VERSION,
@@ -343,8 +500,27 @@ def write_compacted_state(
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
     )
-    _put_state(store, manifest, protocol, config)
+
+
+def write_compacted_state(
+    store: Any,
+    version: int,
+    files: Iterable[AddAction],
+    protocol: ProtocolAction | None,
+    metadata: MetadataAction,
+    registry: dict[str, str],
+    config: LogConfig,
+) -> StateManifest:
+    """``build_compacted_state`` and its put (an existing state manifest for the version is kept)."""
+    manifest = build_compacted_state(store, version, files, metadata, registry, config)
+    _put_quietly(store, manifest, protocol, config)
     return manifest
+
+
+def _put_quietly(store: Any, manifest: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> None:
+    """A state derived from the log: if another writer holds the name, it derived the same state."""
+    with contextlib.suppress(AmbiguousWriteError):
+        put_state(store, manifest, protocol, config)
 
 
 @dataclasses.dataclass
@@ -383,17 +559,17 @@ def needs_compaction(base: StateManifest, delta: _Delta, config: LogConfig) -> b
     )
 
 
-def write_incremental_state(
+def build_incremental_state(
     store: Any,
     base: StateManifest,
     versions: Sequence[tuple[int, Sequence[Action]]],
-    protocol: ProtocolAction | None,
     metadata: MetadataAction,
     registry: dict[str, str],
     config: LogConfig,
     force_compaction: bool = False,
 ) -> StateManifest:
-    """State of the last of ``versions``, built on ``base`` (the state just before them)."""
+    """State of the last of ``versions``, built on ``base`` (the state just before them); its new
+    manifests are written here, the state manifest itself by ``put_state``."""
     target = versions[-1][0]
     delta = _net_changes(versions)
     registry = {**base.schema_registry, **registry}
@@ -402,7 +578,7 @@ def write_incremental_state(
         for path in delta.removed:
             live.pop(path, None)
         live.update({p: a for p, (a, _) in delta.added.items()})
-        return write_compacted_state(store, target, live.values(), protocol, metadata, registry, config)
+        return build_compacted_state(store, target, live.values(), metadata, registry, config)
     now = int(time.time() * 1000)
     infos = list(base.manifests)
     added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
@@ -410,7 +586,7 @@ def write_incremental_state(
     chunk = config.state_entries_per_manifest
     infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())
-    manifest = StateManifest(
+    return StateManifest(
         state_version=target,
         source=f"{state_dir(target)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
         format_version=STATE_FORMAT_VERSION,
@@ -423,5 +599,19 @@ def write_incremental_state(
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
     )
-    _put_state(store, manifest, protocol, config)
+
+
+def write_incremental_state(
+    store: Any,
+    base: StateManifest,
+    versions: Sequence[tuple[int, Sequence[Action]]],
+    protocol: ProtocolAction | None,
+    metadata: MetadataAction,
+    registry: dict[str, str],
+    config: LogConfig,
+    force_compaction: bool = False,
+) -> StateManifest:
+    """``build_incremental_state`` and its put (an existing state manifest for the version is kept)."""
+    manifest = build_incremental_state(store, base, versions, metadata, registry, config, force_compaction)
+    _put_quietly(store, manifest, protocol, config)
     return manifest

@@ -6,12 +6,19 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 2. Find the latest version L by listing past the newest known version (only new
    version files are read: a commit costs O(new commits + its own actions), not O(table)).
 3. Check conflicts against every version committed after the transaction's read version.
-4. Write ``<L+1>.json`` with put-if-absent. Its first line is a ``commitInfo`` action
-   holding a fresh transaction id.
-5. If the put failed or its outcome is unknown, read ``<L+1>.json`` back: the own
-   transaction id means the commit landed (an ambiguous success is not retried, so
-   there are no duplicates); another id means the race was lost, go back to 2 after a
-   jittered exponential backoff; no file means the write did not land, retry it.
+4. Write version L+1 at the table's own commit point, with put-if-absent:
+   * ``<L+1>.json`` (this project's and tantivy4java's style), then its state
+     ``state-v<L+1>/_manifest.avro``. If that state already exists and is not derived from
+     our version file, an IndexTables4Spark 0.5.x writer committed L+1 concurrently: our
+     version file is withdrawn and the race counts as lost;
+   * or, on a table whose latest version exists only as a state (0.5.x's style), the state
+     manifest ``state-v<L+1>/_manifest.avro`` itself, with no version file.
+   The commitInfo (transaction id, operation) is recorded in the state's Avro file metadata;
+   a ``commitInfo`` line in the version file only with ``transaction.commitInfo.enabled``.
+5. If the put failed or its outcome is unknown, read the object back: the same version-file
+   bytes (or a state carrying our transaction id) mean the commit landed (an ambiguous success
+   is not retried, so there are no duplicates); anything else means the race was lost, go back
+   to 2 after a jittered exponential backoff; nothing there means the write did not land, retry it.
 """
 
 from __future__ import annotations
@@ -26,24 +33,34 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.errors import (
+    AmbiguousWriteError,
     CommitConflictError,
     CommitFailedError,
+    ConfigError,
+    CorruptLogError,
     IndexTablesError,
     InvalidActionError,
+    MissingLogFileError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StorageError,
     VersionNotFoundError,
 )
 from executor_lib.log import checkpoint as checkpoints
-from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.avro_state import StateManifest, read_state_files, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
 from executor_lib.log.state import replay
-from executor_lib.log.state_writer import write_compacted_state, write_incremental_state
+from executor_lib.log.state_writer import (
+    STATE_MANIFEST_NAMES,
+    build_compacted_state,
+    build_incremental_state,
+    put_state,
+)
 from executor_lib.protocol.actions import (
+    ENGINE,
     Action,
     AddAction,
     CommitInfoAction,
@@ -63,7 +80,6 @@ from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
-ENGINE = "indextables-python/0.1.0"
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
 MAX_LOST_RACES = 10_000
@@ -77,6 +93,18 @@ class _Head:
     version: int
     protocol: ProtocolAction | None
     metadata: MetadataAction | None
+    state_only: bool = False  # the version exists as a state without a version file (0.5.x style)
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One write of a commit, to recognise it later: its version-file bytes, or (committed by
+    state) its txn id; ``state``: the state written for it, if any."""
+
+    final: list[Action]
+    body: bytes | None = None
+    txn_id: str | None = None
+    state: StateManifest | None = None
 
 
 @dataclass(frozen=True)
@@ -206,14 +234,13 @@ class TransactionLog:
 
     def _history_entry(self, version: int, modified_ms: int | None) -> HistoryEntry:
         if modified_ms is None:
-            from executor_lib.log.avro_state import read_state_manifest
-
             manifest = read_state_manifest(self.store, version)
+            info = manifest.commit_info() if manifest else None
             return HistoryEntry(
                 version,
-                manifest.created_at if manifest else None,
-                None,
-                None,
+                info.timestamp if info else manifest.created_at if manifest else None,
+                info.operation if info else None,
+                info.txn_id if info else None,
                 0,
                 0,
                 0,
@@ -221,7 +248,7 @@ class TransactionLog:
                 num_files=manifest.num_files if manifest else None,
             )
         actions = read_version_actions(self.store, version)
-        info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
+        info = self.commit_info(version, actions)
         adds = [a for a in actions if isinstance(a, AddAction)]
         return HistoryEntry(
             version=version,
@@ -233,6 +260,31 @@ class TransactionLog:
             num_added_records=sum(a.num_records or 0 for a in adds),
             source="version file",
         )
+
+    def commit_info(self, version: int, actions: Sequence[Action] | None = None) -> CommitInfoAction | None:
+        """The commitInfo of ``version``: its version file's line (``transaction.commitInfo.enabled``),
+        else the one recorded with its state; None if neither exists (e.g. a JVM-written version).
+        ``actions``: the version file's actions, if the caller read them already."""
+        if actions is None:
+            try:
+                actions = read_version_actions(self.store, version)
+            except ObjectNotFoundError:
+                actions = []
+        info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
+        if info is not None:
+            return info
+        manifest = read_state_manifest(self.store, version)
+        return manifest.commit_info() if manifest is not None else None
+
+    def version_actions(self, version: int) -> list[Action]:
+        """What ``version`` did: its version file's actions, or for a version committed as a state only
+        (no version file), the states before and at it compared."""
+        try:
+            return read_version_actions(self.store, version)
+        except ObjectNotFoundError:
+            if read_state_manifest(self.store, version) is None:
+                raise
+            return self._actions_of_state_version(version)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -264,16 +316,18 @@ class TransactionLog:
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
+        attempts: dict[int, _Attempt] = {}  # versions an earlier attempt may have written after all
         failures = lost_races = 0
         last_error: StorageError | None = None
         while failures < self.config.retry_max_attempts and lost_races < MAX_LOST_RACES:
             for v in range(read_version + 1, head.version + 1):
+                attempt = attempts.pop(v, None)
+                if attempt is not None and self._attempt_landed(v, attempt):  # an earlier attempt landed after all
+                    self._after_commit(v, attempt.final, head, attempt.state)
+                    self.commit_stats["committed"] += 1
+                    return v
                 if v not in winners:
                     winners[v] = self._read_winner(v, read_version, failures)
-                    if _owner(winners[v]) == txn_id:  # an earlier attempt landed after all
-                        self._after_commit(v, winners[v], head)
-                        self.commit_stats["committed"] += 1
-                        return v
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
             final = self._finalize(actions, head)
             check_writable(head.protocol, self.uri)
@@ -286,9 +340,12 @@ class TransactionLog:
                 read_version=read_version,
                 operation_parameters=operation_parameters or None,
             )
-            outcome, error = self._try_write(version, [info, *final], txn_id)
+            if self._commits_by_state(head):
+                outcome, error, attempt = self._try_state_commit(version, final, head, info)
+            else:
+                outcome, error, attempt = self._try_version_file(version, final, info)
             if outcome == "committed":
-                self._after_commit(version, final, head)
+                self._after_commit(version, final, head, attempt.state)
                 self.commit_stats["committed"] += 1
                 return version
             if outcome == "lost":
@@ -298,6 +355,7 @@ class TransactionLog:
                 self.commit_stats["lost_races"] += 1
                 self._backoff(min(lost_races, 4))
             else:
+                attempts[version] = attempt  # the write may still have landed: checked before the next
                 failures += 1
                 self.commit_stats["failed_writes"] += 1
                 last_error = error
@@ -307,6 +365,135 @@ class TransactionLog:
         raise CommitFailedError(
             f"{self.uri}: commit not written after {failures} failed writes and {lost_races} lost races ({reason})"
         ) from last_error
+
+    # --- the two commit points ---------------------------------------------------------------
+
+    def _commits_by_state(self, head: _Head) -> bool:
+        """Follow the table's own commit style: a table whose latest version exists only as a state
+        (IndexTables4Spark 0.5.x commits by put-if-absent of ``state-v<N>/_manifest.avro`` and writes no
+        version file after version 0) is committed to the same way, so that both writers race on one name."""
+        if not (head.state_only and self._uses_avro_state(head.protocol)):
+            return False
+        if self.config.state_manifest_format != "avro":
+            raise ConfigError(
+                f"{self.uri}: version {head.version} was committed as a state only (as IndexTables4Spark 0.5.x "
+                "commits); committing to this table needs spark.indextables.state.manifestFormat=avro, the name "
+                "0.5.x writers race on"
+            )
+        return True
+
+    def _try_version_file(
+        self, version: int, final: list[Action], info: CommitInfoAction
+    ) -> tuple[str, StorageError | None, _Attempt]:
+        """Commit by put-if-absent of ``<version>.json`` (this project's and tantivy4java's commit point),
+        then write the version's state. A state a 0.5.x writer committed for the same version meanwhile
+        wins: our version file is withdrawn and the race counts as lost."""
+        lines = [info, *final] if self.config.commit_info_enabled else final
+        body = encode_log_bytes(actions_to_ndjson(lines), self.config.compression_enabled, self.config.gzip_level)
+        attempt = _Attempt(final, body=body)
+        outcome, error = self._try_write(version, body, info.txn_id)
+        if outcome != "committed":
+            return outcome, error, attempt
+        if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), self._head_protocol())):
+            state, ghost = self._state_of_version_file(version, final, info)
+            if ghost:
+                return "lost", None, attempt
+            attempt = _Attempt(final, body=body, state=state)
+        return "committed", None, attempt
+
+    def _head_protocol(self) -> ProtocolAction | None:
+        return self._head.protocol if self._head is not None else None
+
+    def _state_of_version_file(
+        self, version: int, final: list[Action], info: CommitInfoAction
+    ) -> tuple[StateManifest | None, bool]:
+        """Write the state of a version just committed by its version file: (the state, whether the
+        version file turned out to be a ghost beside a state another implementation committed)."""
+        manifest: StateManifest | None = None
+        won = False
+        try:
+            manifest, won = self._write_state(version, known_actions={version: final}, commit_info=info)
+        except Exception as e:  # the commit landed; a missing state only costs read speed
+            log.warning("%s: state at version %d failed: %s", self.uri, version, e)
+        if won and self.config.state_manifest_format == "avro":
+            return manifest, False
+        try:
+            existing = read_state_manifest(self.store, version)
+            ghost = existing is not None and not self._state_holds(existing, final)
+        except IndexTablesError as e:
+            log.warning("%s: cannot check the state of version %d: %s", self.uri, version, e)
+            return manifest, False
+        if not ghost:
+            return manifest, False
+        log.warning(
+            "%s: version %d was committed concurrently as a state only (an IndexTables4Spark 0.5.x writer); "
+            "withdrawing this commit's version file and retrying at the next version", self.uri, version,
+        )  # fmt: skip
+        self.store.delete(f"{LOG_DIR}/{version_file(version)}")
+        if won:  # our _manifest.json beside their _manifest.avro
+            self.store.delete(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES['json']}")
+        return None, True
+
+    def _state_holds(self, state: StateManifest, final: list[Action]) -> bool:
+        """Whether ``state`` is the state of a commit of ``final`` (derived from our version file)
+        rather than of another commit of the same version number."""
+        if state.engine is not None:
+            return True  # written by this project: derived from the version file
+        added = {a.path for a in final if isinstance(a, AddAction)}
+        removed = {a.path for a in final if isinstance(a, RemoveAction)}
+        if not added and not removed:
+            return False
+        live = {a.path for a in read_state_files(self.store, state, self.config.state_read_parallelism)}
+        return added <= live and not (removed & live)
+
+    def _try_state_commit(
+        self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
+    ) -> tuple[str, StorageError | None, _Attempt]:
+        """Commit by put-if-absent of ``state-v<version>/_manifest.avro`` (IndexTables4Spark 0.5.x's commit
+        point). The commitInfo travels in the state's file metadata; no version file is written."""
+        manifest, protocol = self._build_state_commit(version, final, head)
+        attempt = _Attempt(final, txn_id=info.txn_id, state=manifest)
+        try:
+            won = put_state(self.store, manifest, protocol, self.config, commit_info=info, commit_point=True)
+        except StorageError as e:
+            if not e.retryable:
+                raise
+            log.warning("commit of state version %d: outcome unknown (%s); checking", version, e)
+            return ("committed" if self._attempt_landed(version, attempt) else "not-written"), e, attempt
+        if won:
+            return "committed", None, attempt
+        return ("committed" if self._attempt_landed(version, attempt) else "lost"), None, attempt
+
+    def _build_state_commit(
+        self, version: int, final: list[Action], head: _Head
+    ) -> tuple[StateManifest, ProtocolAction | None]:
+        protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
+        metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
+        if metadata is None:
+            raise CorruptLogError(f"{self.uri}: no metaData action at version {head.version}")
+        registry = registry_from_configuration(metadata.configuration)
+        base = read_state_manifest(self.store, head.version)
+        if base is not None:
+            return build_incremental_state(self.store, base, [(version, final)], metadata, registry, self.config), (
+                protocol
+            )
+        snap = self.snapshot(head.version)
+        state = replay(snap.state, [(version, final)])
+        registry = {**snap.schema_registry, **registry}
+        files = state.files.values()
+        return build_compacted_state(self.store, version, files, metadata, registry, self.config), protocol
+
+    def _attempt_landed(self, version: int, attempt: _Attempt) -> bool:
+        """Whether an earlier attempt's write holds ``version``: the same version-file bytes (they
+        name the commit's new split files and timestamps), or a state carrying this commit's txn id."""
+        try:
+            if attempt.body is not None:
+                return self.store.read(f"{LOG_DIR}/{version_file(version)}") == attempt.body
+            state = read_state_manifest(self.store, version)
+        except ObjectNotFoundError:
+            return False
+        info = state.commit_info() if state is not None else None
+        return info is not None and info.txn_id == attempt.txn_id
 
     def _read_winner(self, version: int, read_version: int, failures: int) -> list[Action]:
         """The actions of a version committed after ``read_version``, to check conflicts against.
@@ -318,6 +505,8 @@ class TransactionLog:
         try:
             return read_version_actions(self.store, version)
         except ObjectNotFoundError as e:
+            if read_state_manifest(self.store, version) is not None:
+                return self._actions_of_state_version(version)
             if failures:
                 raise CommitFailedError(
                     f"{self.uri}: cannot tell whether an earlier attempt of this commit landed: version file "
@@ -330,14 +519,35 @@ class TransactionLog:
                 "conflicts could be checked; re-read the table and retry"
             ) from e
 
-    def _try_write(self, version: int, actions: Sequence[Action], txn_id: str) -> tuple[str, StorageError | None]:
-        """Returns ("committed" | "lost" | "not-written", the storage error seen if any).
+    def _actions_of_state_version(self, version: int) -> list[Action]:
+        """What a version committed as a state only did, as actions (the states before and at it,
+        compared): only read when this writer lost a race to such a version, to check conflicts."""
+        try:
+            before, after = self._loader.load(version - 1).state, self._loader.load(version).state
+        except (ObjectNotFoundError, MissingLogFileError, VersionNotFoundError) as e:
+            raise CommitConflictError(
+                f"{self.uri}: version {version} was committed as a state only and the version before it is no "
+                "longer retained, so its conflicts cannot be checked; re-read the table and retry"
+            ) from e
+        actions: list[Action] = []
+        if after.protocol != before.protocol and after.protocol is not None:
+            actions.append(after.protocol)
+        if after.metadata != before.metadata and after.metadata is not None:
+            actions.append(after.metadata)
+        actions += [a for p, a in after.files.items() if p not in before.files]
+        now = int(time.time() * 1000)
+        gone = [p for p in before.files if p not in after.files]
+        actions += [RemoveAction(path=p, deletion_timestamp=now, data_change=True) for p in gone]
+        return actions
+
+    def _try_write(self, version: int, body: bytes, txn_id: str) -> tuple[str, StorageError | None]:
+        """Put-if-absent of a version file: ("committed" | "lost" | "not-written", the storage error seen).
 
         "lost": another commit holds the version. A storage error that cannot be transient
-        (access denied, missing bucket, bad credentials) is raised at once.
+        (access denied, missing bucket, bad credentials) is raised at once. After an ambiguous
+        outcome the file is read back: the same bytes are this commit's own write.
         """
         key = f"{LOG_DIR}/{version_file(version)}"
-        body = encode_log_bytes(actions_to_ndjson(actions), self.config.compression_enabled, self.config.gzip_level)
         error: StorageError | None = None
         try:
             self.store.put_if_absent(key, body, metadata={"indextables-txn-id": txn_id})
@@ -350,13 +560,13 @@ class TransactionLog:
             error = e
             log.warning("commit of version %d: outcome unknown (%s); checking", version, e)
         try:
-            written = read_version_actions(self.store, version)
+            written = self.store.read(key)
         except ObjectNotFoundError:
             return "not-written", error
         except StorageError as e:
             log.warning("commit of version %d: cannot read it back (%s)", version, e)
             return "not-written", e
-        return ("committed" if _owner(written) == txn_id else "lost"), None
+        return ("committed" if written == body else "lost"), None
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
@@ -376,8 +586,16 @@ class TransactionLog:
                 except ObjectNotFoundError:  # log retention deleted one meanwhile: load from its checkpoint
                     pass
         snap = self._refresh_snapshot()
-        self._head = _Head(snap.version, snap.protocol, snap.state.metadata)
+        self._head = _Head(snap.version, snap.protocol, snap.state.metadata, self._committed_by_state(snap))
         return self._head
+
+    def _committed_by_state(self, snap: Snapshot) -> bool:
+        """Whether the snapshot's version was committed as a state only: no version file, and its
+        state is a commit point (not a state derived from a version file that retention deleted)."""
+        manifest = snap.state_manifest
+        if snap.version == 0 or manifest is None or manifest.state_version != snap.version:
+            return False
+        return manifest.commit_point and not self.store.exists(f"{LOG_DIR}/{version_file(snap.version)}")
 
     def _metadata_at(self, version: int, head: _Head) -> MetadataAction | None:
         if version == head.version:
@@ -435,21 +653,24 @@ class TransactionLog:
             out.insert(0, protocol)
         return out
 
-    def _after_commit(self, version: int, final: list[Action], head: _Head) -> None:
+    def _after_commit(self, version: int, final: list[Action], head: _Head, state: StateManifest | None) -> None:
+        """Bookkeeping after ``version`` landed (its state, if any, is written): the head, the
+        ``_last_checkpoint`` hint, and the checkpoint cadence. Failures are logged, not raised."""
         protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
-        self._head = _Head(version, protocol, metadata)
+        self._head = _Head(version, protocol, metadata, state is not None and state.committed_by_state)
         try:
             config = self.config
             at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
+            if state is not None:
+                checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(state))
             if self._uses_avro_state(protocol):
-                self.write_state(version, known_actions={version: final})
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
                     self._expire_after_checkpoint(version)
             elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
                 self._write_json_checkpoint(self.snapshot(version))
-        except Exception as e:  # the commit landed; a missing state/checkpoint only costs read speed
-            log.warning("%s: state/checkpoint at version %d failed: %s", self.uri, version, e)
+        except Exception as e:  # the commit landed; a missing checkpoint only costs read speed
+            log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
 
     def _uses_avro_state(self, protocol: ProtocolAction | None) -> bool:
         return self.config.state_format == "avro" and protocol is not None and protocol.min_writer_version >= 4
@@ -517,7 +738,19 @@ class TransactionLog:
         """Write the Avro state of ``version``: incrementally on the newest earlier state when there is one.
 
         ``known_actions`` are version files the caller already holds (a commit's own actions), not read again.
+        An existing state manifest of the version is kept (it describes the same state).
         """
+        manifest, _ = self._write_state(version, force_compaction, known_actions)
+        return manifest
+
+    def _write_state(
+        self,
+        version: int,
+        force_compaction: bool = False,
+        known_actions: Mapping[int, list[Action]] | None = None,
+        commit_info: CommitInfoAction | None = None,
+    ) -> tuple[StateManifest, bool]:
+        """``write_state``, and whether this call wrote the state manifest (False: one existed)."""
         known = known_actions or {}
         base = self._newest_state_before(version)
         versions: list[tuple[int, list[Action]]] | None = None
@@ -532,16 +765,21 @@ class TransactionLog:
         protocol, metadata = _latest_protocol_and_metadata(versions or [], base)
         if base is None or versions is None or protocol is None or metadata is None or not versions:
             snap = self.snapshot(version)
-            manifest = write_compacted_state(
-                self.store, version, snap.files, snap.protocol, snap.metadata, dict(snap.schema_registry), self.config
+            protocol = snap.protocol
+            manifest = build_compacted_state(
+                self.store, version, snap.files, snap.metadata, dict(snap.schema_registry), self.config
             )
         else:
             registry = registry_from_configuration(metadata.configuration)
-            manifest = write_incremental_state(
-                self.store, base, versions, protocol, metadata, registry, self.config, force_compaction
+            manifest = build_incremental_state(
+                self.store, base, versions, metadata, registry, self.config, force_compaction
             )
+        try:
+            won = put_state(self.store, manifest, protocol, self.config, commit_info=commit_info)
+        except AmbiguousWriteError:
+            won = False
         checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(manifest))
-        return manifest
+        return manifest, won
 
     def _newest_state_before(self, version: int) -> StateManifest | None:
         """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
@@ -608,11 +846,6 @@ def _state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoin
         format=checkpoints.FORMAT_AVRO_STATE,
         state_dir=state_dir(manifest.state_version),
     )
-
-
-def _owner(actions: Sequence[Action]) -> str | None:
-    """The transaction id recorded in a version's commitInfo."""
-    return next((a.txn_id for a in actions if isinstance(a, CommitInfoAction)), None)
 
 
 def _guess_operation(actions: Sequence[Action]) -> str | None:

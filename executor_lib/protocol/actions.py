@@ -340,6 +340,9 @@ class SkipAction(_ActionBase):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
+ENGINE = "indextables-python/0.1.0"  # this project, as it names itself in what it writes
+
+
 @dataclass(frozen=True)
 class CommitInfoAction(_ActionBase):
     """This project's commit record: who committed, what, and the id that identifies it."""

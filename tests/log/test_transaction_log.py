@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import time
 from typing import Any
@@ -157,7 +158,7 @@ def test_uncompressed_log_and_crc_files(table: Table) -> None:
     log = make_table(uri, options, **{"spark.indextables.transaction.compression.enabled": "false"})
     log.commit([add()])
     store = open_store(uri, **options)
-    assert store.read(f"{LOG}/00000000000000000001.json").startswith(b'{"commitInfo"')
+    assert store.read(f"{LOG}/00000000000000000001.json").startswith(b'{"add"'), "no commitInfo line by default"
     store.put(f"{LOG}/.00000000000000000001.json.crc", b"crc\x00garbage")
     store.put(f"{LOG}/.00000000000000000002.json.crc", b"crc\x00garbage")
     assert executor_lib.open_log(uri, **options).snapshot().version == 1
@@ -362,3 +363,21 @@ def test_a_v3_table_gets_json_checkpoints_under_the_default_state_format(table: 
     snap = executor_lib.open_log(uri, **options).snapshot()
     assert snap.protocol.min_writer_version == 3 and snap.base == "checkpoint 5"
     assert {f.path for f in snap.files} == {f.path for f in files}
+
+
+def test_commit_info_line_only_when_enabled_and_recorded_with_the_state(table: Table) -> None:
+    """IndexTables4Spark's readers reject unknown action lines, so by default a version file holds
+    only protocol/metaData/add/remove lines and the commitInfo is recorded with the version's state."""
+    uri, options = table
+    log = make_table(uri, options)
+    version = log.commit([add()], operation="MERGE", operation_parameters={"mergeId": "m1"})
+    store = open_store(uri, **options)
+    assert b"commitInfo" not in gzip.decompress(store.read(f"{LOG}/{version:020d}.json")[2:])
+    info = log.commit_info(version)
+    assert info is not None and info.operation == "MERGE" and info.operation_parameters == {"mergeId": "m1"}
+    assert log.history(limit=1)[0].operation == "MERGE"
+
+    uri2 = uri.rstrip("/") + "-with-line"
+    log2 = make_table(uri2, options, **{"spark.indextables.transaction.commitInfo.enabled": "true"})
+    log2.commit([add()])
+    assert gzip.decompress(open_store(uri2, **options).read(f"{LOG}/{1:020d}.json")[2:]).startswith(b'{"commitInfo"')
