@@ -323,7 +323,7 @@ class TransactionLog:
             for v in range(read_version + 1, head.version + 1):
                 attempt = attempts.pop(v, None)
                 if attempt is not None and self._attempt_landed(v, attempt):  # an earlier attempt landed after all
-                    self._after_commit(v, attempt.final, head, attempt.state)
+                    self._after_commit(v, attempt.final, head, attempt.state, attempt.body is None)
                     self.commit_stats["committed"] += 1
                     return v
                 if v not in winners:
@@ -345,7 +345,7 @@ class TransactionLog:
             else:
                 outcome, error, attempt = self._try_version_file(version, final, info)
             if outcome == "committed":
-                self._after_commit(version, final, head, attempt.state)
+                self._after_commit(version, final, head, attempt.state, attempt.body is None)
                 self.commit_stats["committed"] += 1
                 return version
             if outcome == "lost":
@@ -653,12 +653,14 @@ class TransactionLog:
             out.insert(0, protocol)
         return out
 
-    def _after_commit(self, version: int, final: list[Action], head: _Head, state: StateManifest | None) -> None:
+    def _after_commit(
+        self, version: int, final: list[Action], head: _Head, state: StateManifest | None, by_state: bool
+    ) -> None:
         """Bookkeeping after ``version`` landed (its state, if any, is written): the head, the
         ``_last_checkpoint`` hint, and the checkpoint cadence. Failures are logged, not raised."""
         protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
-        self._head = _Head(version, protocol, metadata, state is not None and state.committed_by_state)
+        self._head = _Head(version, protocol, metadata, by_state)
         try:
             config = self.config
             at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
@@ -797,7 +799,9 @@ class TransactionLog:
 
 
 def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
-    """``head`` moved past the actions of the versions that follow it."""
+    """``head`` moved past the actions of the version files that follow it (none: ``head`` itself)."""
+    if not versions:
+        return head
     protocol, metadata = head.protocol, head.metadata
     for actions in versions:
         for a in actions:
