@@ -40,9 +40,10 @@ def open_searcher(
     entry = cache.get(store, path, size)
     try:
         st = entry.split.stat()
-        key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
-    except FileNotFoundError:  # evicted by another process just now: open (and so fetch) it again
-        key = ""
+    except FileNotFoundError:  # evicted by another process just now: fetch it again
+        entry = cache.get(store, path, size)
+        st = entry.split.stat()
+    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
     with _OPEN_LOCK:
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:

@@ -226,3 +226,22 @@ def test_a_damaged_cached_copy_is_fetched_again(tmp_path: Path) -> None:
     assert (stats["misses"], stats["hits"], stats["evictions"]) == (2, 0, 1)
     snap = executor_lib.open_log(uri).snapshot()
     assert search_table(store, snap, "*", cache).num_rows == 10
+
+
+def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
+    """The executors' path (``open_searcher``, searchers kept open across queries): a split replaced
+    under the same path is fetched again by its new add action's size and gets a new searcher."""
+    from executor_lib.splits.table_search import open_searcher
+
+    uri = str(tmp_path / "t")
+    (first,) = make(uri, {}, splits=1)
+    store = open_store(uri)
+    other = write_and_upload(store, DATA.slice(10, 25), mapping_for(DATA.schema, {}))
+    assert other.size != first.size
+    cache = SplitCache(tmp_path / "cache")
+    schema = pa.schema([*DATA.schema])
+    old = open_searcher(cache, store, first.path, schema, None, first.size)
+    assert sorted(old.rows.column("id").to_pylist()) == list(range(10))
+    store.put(first.path, store.read(other.path))  # the path now holds the other split
+    new = open_searcher(cache, store, first.path, schema, None, other.size)
+    assert sorted(new.rows.column("id").to_pylist()) == list(range(10, 35))
