@@ -5,7 +5,10 @@ through ``IndexTable``; a ``SELECT ... FROM indextables.`<path>` WHERE ...`` who
 ``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch`` becomes an indexed read
 whose WHERE clause travels as the ``filter`` tree (the index answers what it can, the rest is
 evaluated on the rows on the executors), except top-level AND parts over function calls or
-arithmetic, which Spark applies to the rows read; anything else goes to ``spark.sql``.
+arithmetic, which Spark applies to the rows read; anything else goes to ``spark.sql``. Only
+real uses count: the operator words inside string literals, comments or back-quoted names, or
+used as names, leave a statement to Spark. Quoted paths, names and literals follow Spark's
+lexer (doubled back-quotes, doubled quotes, backslash escapes, r'..' raw strings, ".." strings).
 Syntax errors name the line and column.
 """
 
@@ -95,8 +98,8 @@ TABLE_NAME.-2: /(?!(where|as|indextables)\b)[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)
 TAIL: /(group|order|limit|having)\b.*/is
 NAME.-1: /[a-z_][a-z0-9_]*/i
 FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
-BACKQUOTED: /`[^`]+`/
-STRING: /'([^'\\]|\\.|'')*'/
+BACKQUOTED: /`([^`]|``)+`/
+STRING: /[rR]'[^']*'|[rR]"[^"]*"|'([^'\\]|\\.|'')*'|"([^"\\]|\\.|"")*"/
 NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
 INT: /\d+/
 
@@ -164,18 +167,103 @@ _COMMAND_START = re.compile(
     r"|prewarm\s+indextables|describe\s+indextables|flush\s+indextables)\b",
     re.IGNORECASE,
 )
-_INDEX_OPERATORS = re.compile(r"\b(indexquery|indexqueryall|textsearch|fieldmatch)\b", re.IGNORECASE)
+# A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
+# operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
+_INDEX_OPERATOR_USE = re.compile(
+    r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
+    re.IGNORECASE,
+)
+# What starts a comment, a string literal (r'..' raw) or a back-quoted name, as Spark's lexer reads them.
+_LEXEME_START = re.compile(r"--|/\*|['\"`]|(?<![\w`])[rR](?=['\"])")
+_QUOTED = {
+    "'": re.compile(r"'(?:[^'\\]|\\.|'')*'", re.DOTALL),
+    '"': re.compile(r'"(?:[^"\\]|\\.|"")*"', re.DOTALL),
+    "`": re.compile(r"`(?:[^`]|``)*`"),
+}
 
 
 class IndexTablesSQLError(ValueError):
     """A statement that does not parse, with the position that stopped the parser."""
 
 
+def _blank(text: str) -> str:
+    """``text`` with every character but line breaks replaced by a space (positions stay put)."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def _lex(text: str) -> tuple[str, str]:
+    """(``text`` with its comments blanked, ``text`` with comments and the insides of string literals
+    and back-quoted names blanked too), read as Spark's lexer reads them: ``--`` line comments,
+    nested ``/* */`` comments, '..' and ".." strings with backslash escapes and doubled quotes,
+    r'..' raw strings, `..` names with doubled back-quotes. Both keep every position of ``text``."""
+    parse, code = [], []
+    i = 0
+    while (m := _LEXEME_START.search(text, i)) is not None:
+        start = m.start()
+        parse.append(text[i:start])
+        code.append(text[i:start])
+        end = _lexeme_end(text, start)
+        lexeme = text[start:end]
+        if lexeme.startswith(("--", "/*")):
+            parse.append(_blank(lexeme))
+            code.append(_blank(lexeme))
+        else:
+            opening = 2 if lexeme[0] in "rR" else 1
+            parse.append(lexeme)
+            code.append(lexeme[:opening] + _blank(lexeme[opening:-1]) + lexeme[-1:])
+        i = end
+    parse.append(text[i:])
+    code.append(text[i:])
+    return "".join(parse), "".join(code)
+
+
+def _lexeme_end(text: str, start: int) -> int:
+    """Where the comment, string or quoted name at ``start`` ends (the end of ``text`` if it does not)."""
+    if text.startswith("--", start):
+        end = text.find("\n", start)
+        return len(text) if end < 0 else end
+    if text.startswith("/*", start):
+        depth, i = 0, start
+        while (m := re.compile(r"/\*|\*/").search(text, i)) is not None:
+            depth += 1 if m.group() == "/*" else -1
+            i = m.end()
+            if depth == 0:
+                return i
+        return len(text)
+    if text[start] in "rR":  # raw string: no escapes, ends at the next quote of its kind
+        end = text.find(text[start + 1], start + 2)
+        return len(text) if end < 0 else end + 1
+    m = _QUOTED[text[start]].match(text, start)
+    return m.end() if m else len(text)
+
+
+_SPARK_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
+_ESCAPES = {  # per quote: a backslash escape, or the doubled quote (one pass, left to right, as Spark reads)
+    q: re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-3][0-7]{2})|(.))|(" + q + q + ")", re.DOTALL)
+    for q in "'\""
+}
+
+
 def _unquote(token: str) -> str:
+    """The value of a quoted token by Spark's rules: `a``b` is a name with a back-quote; r'..' is
+    raw; in '..' and "..", a doubled quote is the quote and backslash escapes are Spark's
+    (\\n, \\t, \\uXXXX, octal \\101; \\% and \\_ keep their backslash; any other char stands for itself)."""
     if token.startswith("`"):
-        return token[1:-1]
-    body = token[1:-1]
-    return re.sub(r"\\(.)|''", lambda m: m.group(1) or "'", body)
+        return token[1:-1].replace("``", "`")
+    if token[0] in "rR":
+        return token[2:-1]
+    return _ESCAPES[token[0]].sub(_unescape, token[1:-1])
+
+
+def _unescape(m: re.Match[str]) -> str:
+    unicode4, unicode8, octal, char, doubled = m.groups()
+    if doubled:
+        return doubled[0]
+    if unicode4 or unicode8:
+        return chr(int(unicode4 or unicode8, 16))
+    if octal:
+        return chr(int(octal, 8))
+    return _SPARK_ESCAPES.get(char, char)
 
 
 def _like_filter(column: str, pattern: str) -> dict[str, Any]:
@@ -368,10 +456,17 @@ def _duration_hours(tree: Any) -> float:
 
 def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
     """Run one statement: an IndexTables command, an indexed SELECT, or anything else via ``spark.sql``."""
-    if not _COMMAND_START.match(text) and not _INDEX_OPERATORS.search(text):
+    if not is_indextables_statement(text):
         return spark.sql(text)
-    tree = _parse(_PARSER, text)
-    return _run(spark, tree, text, options or {})
+    parse_text = _lex(text)[0]  # the grammar knows no comments: they are blanked
+    return _run(spark, _parse(_PARSER, parse_text), parse_text, options or {})
+
+
+def is_indextables_statement(text: str) -> bool:
+    """An IndexTables command, or a statement that uses an index operator — outside string literals,
+    comments and back-quoted names (``SELECT 'textsearch' AS x`` is Spark's)."""
+    code = _lex(text)[1]
+    return bool(_COMMAND_START.match(code) or _INDEX_OPERATOR_USE.search(code))
 
 
 def _where(tree: Any, text: str) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.bundle import BundleFooter, footer_length_hint, parse_footer
+from executor_lib.splits.bundle import BundleFooter, CorruptSplitError, footer_length_hint, parse_footer
 from executor_lib.storage.base import ObjectStore
 
 DATA_FILE = "data.split"
@@ -61,21 +61,34 @@ class SplitCache:
     def _entry_dir(self, uri: str) -> Path:
         return self.directory / "splits" / hashlib.sha256(uri.encode()).hexdigest()[:32]
 
-    def get(self, store: ObjectStore, key: str) -> CacheEntry:
-        """The split at ``key`` on local disk, downloading it at most once per node."""
+    def get(self, store: ObjectStore, key: str, size: int | None = None) -> CacheEntry:
+        """The split at ``key`` on local disk, downloading it at most once per node.
+
+        ``size`` is the add action's: a cached copy of another size (the split was replaced
+        since, or the copy is damaged) is dropped and fetched again, and a download of another
+        size raises CorruptSplitError naming the table's split and is not cached.
+        """
         uri = store.uri_of(key)
         entry = self._entry_dir(uri)
         split = entry / DATA_FILE
-        if split.exists():
+        if _has_size(split, size):
             self._touch(entry)
             self._count(hits=1)
             return CacheEntry(entry, split)
         with exclusive_lock(entry_lock(entry)):
-            if split.exists():  # another process downloaded it while we waited
+            if _has_size(split, size):  # another process downloaded it while we waited
                 self._count(hits=1)
                 return CacheEntry(entry, split)
-            entry.mkdir(parents=True, exist_ok=True)
+            if entry.exists():  # a copy of another size, and whatever was derived from it
+                shutil.rmtree(entry, ignore_errors=True)
+                self._count(evictions=1)
             data = store.read(key)
+            if size is not None and len(data) != size:
+                raise CorruptSplitError(
+                    f"{uri}: the split is {len(data)} bytes but the transaction log's add action says {size}: "
+                    "the split was damaged or replaced"
+                )
+            entry.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=entry, suffix=".part")
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -84,6 +97,14 @@ class SplitCache:
         self._count(misses=1, bytes_downloaded=len(data))
         self.evict(keep=entry)
         return CacheEntry(entry, split)
+
+    def discard(self, store: ObjectStore, key: str) -> None:
+        """Drop the cached copy of the split at ``key`` (it failed to open: the next use fetches it again)."""
+        entry = self._entry_dir(store.uri_of(key))
+        with exclusive_lock(entry_lock(entry)):
+            if entry.exists():
+                shutil.rmtree(entry, ignore_errors=True)
+                self._count(evictions=1)
 
     def _touch(self, entry: Path) -> None:
         with contextlib.suppress(OSError):
@@ -162,7 +183,7 @@ class SplitCache:
         if footer_only:
             self.footer(store, add)
         else:
-            self.get(store, add.path)
+            self.get(store, add.path, add.size)
 
     # --- counters -----------------------------------------------------------------------------
 
@@ -204,6 +225,15 @@ def default_cache() -> SplitCache:
     )
     max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
     return SplitCache(Path(directory), max_bytes)
+
+
+def _has_size(split: Path, size: int | None) -> bool:
+    """The cached copy exists (and, if ``size`` is known, has that many bytes)."""
+    try:
+        actual = split.stat().st_size
+    except FileNotFoundError:
+        return False
+    return size is None or actual == size
 
 
 def _tree_size(root: Path) -> int:

@@ -11,18 +11,16 @@ here (see PROTOCOL.md).
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import fastavro
-
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
 from executor_lib.log.avro_records import AvroRecords, default_decoder
-from executor_lib.log.manifest_cache import MANIFEST_CACHE
+from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
+from executor_lib.log.manifest_integrity import verify_log_file
 from executor_lib.protocol.actions import (
     AddAction,
     CommitInfoAction,
@@ -169,8 +167,10 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str, writer: dict[str, 
 def _read_avro_records(data: bytes, source: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The records of an Avro file and its file metadata."""
     try:
-        reader = fastavro.reader(io.BytesIO(data))
-        return list(reader), dict(reader.metadata)  # type: ignore[arg-type]
+        container = AvroRecords(data, "fastavro")
+        return list(container.records()), container.metadata
+    except CorruptLogError as e:
+        raise CorruptLogError(f"{source}: {e}") from e
     except Exception as e:  # fastavro raises many unrelated types on corrupt input
         raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
 
@@ -184,6 +184,7 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
         except ObjectNotFoundError:
             continue
         source = store.uri_of(key)
+        verify_log_file(store, key, data, source)
         if name.endswith(".avro"):
             records, writer = _read_avro_records(data, source)
             if len(records) != 1:
@@ -224,7 +225,13 @@ def decode_manifest(data: bytes, source: str) -> tuple[AddAction, ...]:
 
 
 def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[tuple[AddAction, ...], str | None]:
-    """(entries, the manifest's URI if it was decoded here rather than found in the cache)."""
+    """(entries, the manifest's cache key if it was decoded here rather than found in the cache).
+
+    The cache key is the manifest's URI with its current size and modification time, so a
+    manifest deleted or replaced since it was cached is read (and checked) again. Fresh bytes
+    are checked (``manifest_integrity``) before they are decoded, and only checked entries are
+    returned for caching.
+    """
     key = resolve_manifest_path(info.path, version)
     if "://" in key:
         root = store.root_uri.rstrip("/") + "/"
@@ -232,16 +239,25 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
             raise CorruptLogError(f"state-v{version}: manifest {key!r} lies outside the table {store.root_uri}")
         key = key[len(root) :]
     source = store.uri_of(key)
-    cached = MANIFEST_CACHE.get(source)
-    if cached is not None:
-        return cached, None
     try:
+        cache_key = manifest_cache_key(source, store.head(key))
+        cached = MANIFEST_CACHE.get(cache_key)
+        if cached is not None:
+            return _check_count(cached, info, source), None
         data = store.read(key)
     except ObjectNotFoundError as e:
-        raise MissingLogFileError(
-            f"{store.uri_of(key)}: manifest referenced by state version {version} is missing"
-        ) from e
-    return decode_manifest(data, source), source
+        raise MissingLogFileError(f"{source}: manifest referenced by state version {version} is missing") from e
+    verify_log_file(store, key, data, source)
+    return _check_count(decode_manifest(data, source), info, source), cache_key
+
+
+def _check_count(adds: tuple[AddAction, ...], info: ManifestInfo, source: str) -> tuple[AddAction, ...]:
+    """The state manifest's ``numEntries`` for this manifest must be its record count (0: not recorded)."""
+    if info.num_entries and len(adds) != info.num_entries:
+        raise CorruptLogError(
+            f"{source}: {len(adds)} entries, but the state manifest lists it with numEntries={info.num_entries}"
+        )
+    return adds
 
 
 def read_state_files(

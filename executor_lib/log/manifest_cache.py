@@ -1,7 +1,11 @@
-"""Caches of decoded Avro manifests, keyed by manifest URI.
+"""Caches of decoded Avro manifests, keyed by manifest URI plus the object's size and modification time.
 
 Manifests are immutable: a new state writes new manifest files and never rewrites one.
-So a decoded manifest can be reused by every later snapshot:
+So a decoded manifest can be reused by every later snapshot — as long as the object is
+still there and unchanged. The key (``manifest_cache_key``) therefore includes the size and
+modification time the store reports now: a manifest deleted since (purged, lost) is not
+answered from the cache, and one replaced (damaged, rewritten) misses and is read and
+checked again. The caches are:
 
 * in memory, per process (LRU within an entry budget);
 * on local disk, across processes: the decoded entries' attribute dicts are stored with
@@ -33,11 +37,17 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from executor_lib.protocol.actions import AddAction
+from executor_lib.storage.base import ObjectInfo
 
 log = logging.getLogger(__name__)
 
 _ATTRIBUTES = frozenset(f.name for f in dataclasses.fields(AddAction))
 _LAYOUT = hashlib.sha256(f"{sorted(_ATTRIBUTES)}|{sys.version_info[:2]}".encode()).hexdigest()[:12]
+
+
+def manifest_cache_key(uri: str, info: ObjectInfo) -> str:
+    """The cache key of the manifest at ``uri`` as the store describes it now (``head``)."""
+    return f"{uri}#{info.size}@{info.modified_ms}"
 
 
 class ManifestCache:

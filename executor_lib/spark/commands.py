@@ -286,7 +286,7 @@ class CommandReader(DataSourceReader):
         where = O.parse_filter(self.options["filter"]) if "filter" in self.options else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         for add, mapping in payload:
-            searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping)
+            searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping, add.size)
             query = None
             if where is not None:
                 filter_plan = plan(where, [searcher.mapping], snapshot_schema)

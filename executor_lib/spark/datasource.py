@@ -340,7 +340,7 @@ class IndexTablesReader(DataSourceReader):
         for split in partition.splits:
             if remaining is not None and remaining <= 0:
                 return
-            searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping)
+            searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)
             constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:

@@ -20,7 +20,7 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.table_search import load_split
 from executor_lib.splits.writer import write_split
 from executor_lib.storage.base import ObjectStore
 
@@ -81,8 +81,7 @@ def merge_splits(
     mapping_json: Any = mappings.pop()
     tables = []
     for add in sources:
-        entry = cache.get(store, add.path)
-        tables.append(SplitSearcher(entry.split, entry.directory, arrow_schema, mapping_json).rows)
+        tables.append(load_split(cache, store, add.path, arrow_schema, mapping_json, add.size).rows)
     rows = pa.concat_tables(tables)
     merged_ops = max(a.num_merge_ops or 0 for a in sources) + 1
     return write_and_upload(store, rows, DocMapping.from_json(mapping_json), sources[0].partition_values, merged_ops)

@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from executor_lib.cache.split_cache import SplitCache
+from executor_lib.cache.split_cache import CacheEntry, SplitCache
+from executor_lib.errors import CorruptLogError
 from executor_lib.log.snapshot import Snapshot
+from executor_lib.splits.bundle import CorruptSplitError
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import QueryError, SplitSearcher
 from executor_lib.storage.base import ObjectStore
@@ -24,24 +26,64 @@ MAX_OPEN_SEARCHERS = 64
 
 
 def open_searcher(
-    cache: SplitCache, store: ObjectStore, path: str, arrow_schema: pa.Schema, doc_mapping: str | None
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None = None,
 ) -> SplitSearcher:
     """A searcher over the split at ``path`` (through the node's split cache), kept open for the
     next query in this process (Spark reuses Python workers): splits are immutable, so an open
-    searcher never goes stale."""
-    entry = cache.get(store, path)
-    key = str(entry.split)
+    searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
+    again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``)."""
+    entry = cache.get(store, path, size)
+    try:
+        st = entry.split.stat()
+    except FileNotFoundError:  # evicted by another process just now: fetch it again
+        entry = cache.get(store, path, size)
+        st = entry.split.stat()
+    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
     with _OPEN_LOCK:
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:
             _OPEN_SEARCHERS.move_to_end(key)
             return searcher
-    searcher = SplitSearcher(entry.split, entry.directory, arrow_schema, doc_mapping)
+    searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping)
     with _OPEN_LOCK:
         _OPEN_SEARCHERS[key] = searcher
         while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
             _OPEN_SEARCHERS.popitem(last=False)
     return searcher
+
+
+def load_split(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None = None,
+) -> SplitSearcher:
+    """Open the split at ``path`` from the cache. ``size`` is the add action's size: a cached copy
+    of another size is fetched again, a fetched split of another size is refused. A split that
+    does not open has its cached copy dropped (so a repaired split is fetched again) and raises
+    CorruptSplitError naming the table's split, not the cache file."""
+    return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping)
+
+
+def _open(
+    cache: SplitCache, store: ObjectStore, path: str, entry: CacheEntry, arrow_schema: pa.Schema, mapping: str | None
+) -> SplitSearcher:
+    try:
+        return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping)
+    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
+        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
+            raise  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
+        ) from e
 
 
 def search_table(
@@ -65,8 +107,7 @@ def search_table(
     for add in sorted(snapshot.files, key=lambda a: a.path):
         if remaining is not None and remaining <= 0:
             break
-        entry = cache.get(store, add.path)
-        searcher = SplitSearcher(entry.split, entry.directory, schema, snapshot.doc_mapping(add))
+        searcher = load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size)
         rows = searcher.search(query, data_columns, remaining)
         for column in partition_columns:
             if column in wanted:

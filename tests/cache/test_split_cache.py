@@ -16,7 +16,7 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.splits.bundle import read_footer
+from executor_lib.splits.bundle import CorruptSplitError, read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
 from executor_lib.splits.table_search import search_table
@@ -185,3 +185,63 @@ def test_cache_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert cli_main(["cache", "flush", "--cache-dir", str(tmp_path / "c")]) == 0
     flushed = json.loads(capsys.readouterr().out)
     assert (flushed["splitsCached"], flushed["misses"], flushed["bytesCached"]) == (0, 0, 0)
+
+
+def test_a_corrupt_split_does_not_poison_the_cache(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Issue 20, hole 5: a damaged split fails naming the table's split (not the cache file) and is
+    not kept: once repaired, the next search fetches and answers without flushing the cache. Before
+    the fix the damaged copy stayed cached and every later search failed."""
+    uri, options = table
+    adds = make(uri, options, splits=2)
+    store = open_store(uri, **options)
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    victim = adds[0].path
+    good = store.read(victim)
+    cache_dir = tmp_path / "cache"
+    expected = sorted(search_table(store, snap, "tag:t1", SplitCache(cache_dir), ["id"]).column("id").to_pylist())
+    SplitCache(cache_dir).flush()
+    zeroed_footer = good[:-64] + b"\x00" * 64  # same size: only opening it shows the damage
+    for damaged in (good[:-10], zeroed_footer):
+        store.put(victim, damaged)
+        with pytest.raises(CorruptSplitError) as failure:
+            search_table(store, snap, "tag:t1", SplitCache(cache_dir), ["id"])
+        assert str(failure.value).startswith(store.uri_of(victim)), failure.value
+        store.put(victim, good)  # repaired
+        rows = search_table(store, snap, "tag:t1", SplitCache(cache_dir), ["id"])
+        assert sorted(rows.column("id").to_pylist()) == expected
+        SplitCache(cache_dir).flush()
+
+
+def test_a_damaged_cached_copy_is_fetched_again(tmp_path: Path) -> None:
+    """A cached copy whose size differs from the add action's is dropped and fetched again."""
+    uri = str(tmp_path / "t")
+    adds = make(uri, {}, splits=1)
+    store = open_store(uri)
+    cache = SplitCache(tmp_path / "cache")
+    entry = cache.get(store, adds[0].path, adds[0].size)
+    entry.split.write_bytes(entry.split.read_bytes()[:-100])
+    again = cache.get(store, adds[0].path, adds[0].size)
+    assert again.split.stat().st_size == adds[0].size
+    stats = cache.describe()
+    assert (stats["misses"], stats["hits"], stats["evictions"]) == (2, 0, 1)
+    snap = executor_lib.open_log(uri).snapshot()
+    assert search_table(store, snap, "*", cache).num_rows == 10
+
+
+def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
+    """The executors' path (``open_searcher``, searchers kept open across queries): a split replaced
+    under the same path is fetched again by its new add action's size and gets a new searcher."""
+    from executor_lib.splits.table_search import open_searcher
+
+    uri = str(tmp_path / "t")
+    (first,) = make(uri, {}, splits=1)
+    store = open_store(uri)
+    other = write_and_upload(store, DATA.slice(10, 25), mapping_for(DATA.schema, {}))
+    assert other.size != first.size
+    cache = SplitCache(tmp_path / "cache")
+    schema = pa.schema([*DATA.schema])
+    old = open_searcher(cache, store, first.path, schema, None, first.size)
+    assert sorted(old.rows.column("id").to_pylist()) == list(range(10))
+    store.put(first.path, store.read(other.path))  # the path now holds the other split
+    new = open_searcher(cache, store, first.path, schema, None, other.size)
+    assert sorted(new.rows.column("id").to_pylist()) == list(range(10, 35))

@@ -9,7 +9,7 @@ import pytest
 
 import connect_plugin
 import executor_lib
-from connect_plugin.sql import IndexTablesSQLError, parse_predicate, split_spark_part, sql
+from connect_plugin.sql import IndexTablesSQLError, is_indextables_statement, parse_predicate, split_spark_part, sql
 from tests.spark.test_datasource import TEXT_OPTS, ids, log_rows, make_df
 
 
@@ -139,3 +139,53 @@ def test_tables_by_name(spark: Any, tmp_path: Path) -> None:
             sql(spark, "MERGE SPLITS nope")
     finally:
         spark.conf.unset("spark.indextables.table.app_logs")
+
+
+@pytest.mark.parametrize(
+    ("text", "ours"),
+    [
+        ("SELECT 'textsearch' AS x", False),
+        ("SELECT \"msg indexquery 'a'\" AS x", False),
+        ("SELECT 1 AS textsearch, 2 AS fieldmatch, 3 AS indexqueryall", False),
+        ("SELECT `indexquery` FROM t", False),
+        ("SELECT 1 -- WHERE msg textsearch 'x'", False),
+        ("SELECT 1 /* nested /* msg fieldmatch 'x' */ still a comment */", False),
+        ("SELECT 'it''s a textsearch ''x''' AS y", False),
+        ("SELECT id FROM indextables.`/t` WHERE msg textsearch 'x'", True),
+        ("SELECT id FROM indextables.`/t` WHERE msg INDEXQUERY r'a\\b'", True),
+        ("SELECT id FROM t WHERE indexqueryall ('x')", True),
+        ("-- maintenance\nMERGE SPLITS '/t'", True),
+    ],
+)
+def test_only_real_uses_of_the_index_operators_are_ours(text: str, ours: bool) -> None:
+    """Issue 20, hole 6: before the fix any text containing the words went to the plugin's parser."""
+    assert is_indextables_statement(text) == ours
+
+
+def test_quoting_follows_sparks_lexer() -> None:
+    tree = parse_predicate("`a``b` = 'it''s' AND `c` = \"d\\\"q\" AND m indexquery r'x\\d' AND n = 'a\\tb\\u0041\\101'")
+    assert tree["children"] == [
+        {"op": "term", "column": "a`b", "value": "it's"},
+        {"op": "term", "column": "c", "value": 'd"q'},
+        {"op": "query", "query": "x\\d", "column": "m"},
+        {"op": "term", "column": "n", "value": "a\tbAA"},
+    ]
+
+
+LITERALS = [r"'a''b'", r"'a\nb'", r"'a\'b'", '"d""q"', r'"d\"q"', r"r'a\nb'", r"'a\%b\_c'", r"'\u0041\101'",
+            r"'x\zy'", r"'\''''", r"'tab\there'", r"'\U0001F600'"]  # fmt: skip
+
+
+def test_literals_and_paths_unquote_as_spark_does(spark: Any, tmp_path: Path) -> None:
+    from connect_plugin.sql import _unquote
+
+    row = spark.sql("SELECT " + ", ".join(f"{lit} AS c{i}" for i, lit in enumerate(LITERALS))).collect()[0]
+    assert [_unquote(lit) for lit in LITERALS] == list(row)
+    assert spark.sql("SELECT 1 AS `a``b`").columns == [_unquote("`a``b`")]
+    assert sql(spark, "SELECT 'textsearch' AS x /* msg textsearch 'y' */").collect()[0]["x"] == "textsearch"
+    table = tmp_path / "odd`name"  # a back-quote in the path: doubled inside `...`
+    connect_plugin.write(make_df(spark, 12), str(table), options=TEXT_OPTS)
+    quoted = str(table).replace("`", "``")
+    got = sql(spark, f"SELECT id FROM indextables.`{quoted}` WHERE msg indexquery 'timeout' ORDER BY id").collect()
+    assert [r["id"] for r in got] == [r[0] for r in log_rows(12) if "timeout" in r[2]]
+    assert sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG indextables.`{quoted}`").collect()[0]["version"] == 1
