@@ -31,6 +31,13 @@ class ObjectAlreadyExistsError(StorageError):
     """A put-if-absent found the object already there (S3: HTTP 412)."""
 
 
+class InvalidPathError(StorageError):
+    """A file path no store operation may use: it escapes the table root, lies outside it, or is malformed."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message, path, retryable=False)
+
+
 class AmbiguousWriteError(StorageError):
     """A conditional write may or may not have landed (S3: HTTP 409, lost response)."""
 

@@ -27,11 +27,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from executor_lib.errors import InvalidPathError
 from executor_lib.log.avro_state import StateManifest, read_state_manifest, resolve_manifest_path
 from executor_lib.log.config import LogConfig
 from executor_lib.log.snapshot import list_log
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir, version_name
-from executor_lib.storage.base import ObjectStore
+from executor_lib.storage.base import ObjectStore, table_key
 
 _HOUR_MS = 3600 * 1000
 
@@ -153,6 +154,15 @@ def expire_after_checkpoint(
     return report
 
 
+def _manifest_key(store: ObjectStore, path: str) -> str:
+    """The storage key of a manifest path (a full URI inside the table is the key below it), so a
+    manifest referenced by URI is as protected as one referenced by key."""
+    try:
+        return table_key(store.root_uri, path)
+    except InvalidPathError:
+        return path
+
+
 def cleanup_log(
     store: ObjectStore,
     config: LogConfig,
@@ -172,7 +182,9 @@ def cleanup_log(
     report.retained_states = sorted(retained)
     _delete_states(store, doomed, report)
 
-    reachable = {resolve_manifest_path(i.path, v) for v, m in retained.items() for i in m.manifests}
+    reachable = {
+        _manifest_key(store, resolve_manifest_path(i.path, v)) for v, m in retained.items() for i in m.manifests
+    }
     manifest_horizon = now_ms - int(config.gc_min_manifest_age_hours * _HOUR_MS)
     for obj in store.list(f"{LOG_DIR}/{MANIFESTS_DIR}/"):
         if obj.key not in reachable and obj.modified_ms < manifest_horizon:

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor_lib.errors import ConfigError, IndexTablesError
+from executor_lib.errors import ConfigError, IndexTablesError, InvalidPathError
 from executor_lib.log.cleanup import CleanupReport, cleanup_log
 from executor_lib.log.snapshot import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.files import LOG_DIR, version_name
+from executor_lib.storage.base import ObjectStore, table_key
 
 MIN_RETENTION_HOURS = 24.0
 _HOUR_MS = 3600 * 1000
@@ -45,6 +47,19 @@ class PurgeReport:
             out += [("manifest", k, 0) for k in self.log.deleted_manifests]
             out += [("log", k, 0) for k in self.log.deleted_version_files + self.log.deleted_checkpoint_files]
         return out
+
+
+def _keys(store: ObjectStore, adds: Iterable[AddAction]) -> set[str]:
+    """Storage keys of the files ``adds`` reference, by the rule reads use (``storage.base.table_key``):
+    a relative path and the full URI of the same file are one key. A path outside the table cannot
+    match a listed key (nothing outside is deleted); a malformed one is kept as it is."""
+    keys = set()
+    for a in adds:
+        try:
+            keys.add(table_key(store.root_uri, a.path))
+        except InvalidPathError:
+            keys.add(a.path)
+    return keys
 
 
 def purge_table(
@@ -74,16 +89,16 @@ def purge_table(
     )
     # Every version that stays readable is a base (state/checkpoint) or a base plus the version
     # files after it, or is rebuilt from the oldest version files: protect what those hold.
-    protected = {a.path for a in latest.files}
+    protected = _keys(store, latest.files)
     readable = []
     for v in sorted(set(bases) | set(remaining[:1])):
         try:
-            protected |= {a.path for a in txlog.snapshot(version=v).files}
+            protected |= _keys(store, txlog.snapshot(version=v).files)
             readable.append(v)
         except IndexTablesError:
             continue
     for v in remaining:
-        protected |= {a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)}
+        protected |= _keys(store, [a for a in read_version_actions(store, v) if isinstance(a, AddAction)])
     earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
     report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)

@@ -30,6 +30,7 @@ from executor_lib.errors import (
     CommitFailedError,
     IndexTablesError,
     InvalidActionError,
+    InvalidPathError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StorageError,
@@ -59,7 +60,7 @@ from executor_lib.protocol.schema_registry import (
     doc_mapping_hash,
     registry_from_configuration,
 )
-from executor_lib.storage.base import ObjectStore
+from executor_lib.storage.base import ObjectStore, table_key
 
 log = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ class TransactionLog:
         ``read_version`` conflicts, CommitFailedError when retries are exhausted.
         """
         actions = list(actions)
-        _validate_static(actions)
+        _validate_static(actions, self.store.root_uri)
         head = self._refresh_head()
         check_writable(head.protocol, self.uri)
         if read_version is None:
@@ -628,8 +629,10 @@ def _guess_operation(actions: Sequence[Action]) -> str | None:
     return None
 
 
-def _validate_static(actions: list[Action]) -> None:
-    """Checks that need no table state; raise InvalidActionError before anything is written."""
+def _validate_static(actions: list[Action], root_uri: str) -> None:
+    """Checks that need no table state but its root; raise InvalidActionError before anything is written.
+
+    A path and the full URI of the same file (inside the table root) are one file (``table_key``)."""
     if not actions:
         raise InvalidActionError("a commit needs at least one action")
     seen_add: set[str] = set()
@@ -642,16 +645,15 @@ def _validate_static(actions: list[Action]) -> None:
             raise InvalidActionError(f"not a transaction-log action: {type(a).__name__}")
         if a.ACTION_KEY in counts:
             counts[a.ACTION_KEY] += 1
-        if isinstance(a, (AddAction, RemoveAction, SkipAction)):
-            _check_path(a.path)
+        key = _check_path(a.path, root_uri) if isinstance(a, (AddAction, RemoveAction, SkipAction)) else ""
         if isinstance(a, AddAction):
-            if a.path in seen_add:
+            if key in seen_add:
                 raise InvalidActionError(f"file {a.path!r} is added twice in one commit")
             if a.size < 0 or (a.num_records is not None and a.num_records < 0):
                 raise InvalidActionError(f"add {a.path!r}: size and numRecords must not be negative")
-            seen_add.add(a.path)
+            seen_add.add(key)
         elif isinstance(a, RemoveAction):
-            seen_remove.add(a.path)
+            seen_remove.add(key)
     both = seen_add & seen_remove
     if both:
         raise InvalidActionError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
@@ -660,7 +662,10 @@ def _validate_static(actions: list[Action]) -> None:
             raise InvalidActionError(f"a commit may hold at most one {key} action, got {n}")
 
 
-def _check_path(path: str) -> None:
-    bad = not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/"))
-    if bad and "://" not in path:
-        raise InvalidActionError(f"invalid file path {path!r}: must be relative to the table, without '..'")
+def _check_path(path: str, root_uri: str) -> str:
+    """The storage key of an action's path (PROTOCOL.md §1); InvalidActionError for a malformed path or a
+    full URI outside the table root (nothing outside the table is ever read or deleted through it)."""
+    try:
+        return table_key(root_uri, path)
+    except InvalidPathError as e:
+        raise InvalidActionError(f"{root_uri}: {e}") from e

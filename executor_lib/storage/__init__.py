@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from executor_lib.errors import ConfigError
-from executor_lib.storage.base import ObjectInfo, ObjectStore
+from executor_lib.storage.base import ObjectInfo, ObjectStore, canonical_uri
 from executor_lib.storage.local import LocalStore
 
 __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
@@ -47,11 +47,7 @@ _S3_FIELDS = {
 
 def normalize_uri(uri: str) -> str:
     """Strip trailing slashes and map ``s3a://``/``s3n://`` to ``s3://``."""
-    uri = str(uri)
-    for scheme in ("s3a://", "s3n://"):
-        if uri.startswith(scheme):
-            uri = "s3://" + uri[len(scheme) :]
-    return uri.rstrip("/") if uri not in ("/",) else uri
+    return canonical_uri(str(uri))
 
 
 def _s3_options(options: dict[str, Any]) -> Any:

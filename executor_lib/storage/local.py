@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from executor_lib.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from executor_lib.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from executor_lib.storage.base import ObjectInfo, ObjectStore
 
 _TMP_MARKER = ".tmp-"
@@ -48,8 +48,9 @@ class LocalStore(ObjectStore):
     def _path(self, key: str) -> Path:
         if not key:
             return self._root
+        key = self.key_of(key)
         if key.startswith("/") or ".." in key.split("/"):
-            raise StorageError(f"{self._root}: key {key!r} escapes the store root", key, retryable=False)
+            raise InvalidPathError(f"{self._root}: key {key!r} escapes the store root", key)
         return self._root / key
 
     def read(self, key: str) -> bytes:
