@@ -49,6 +49,12 @@ class ConfigError(IndexTablesError):
     """An option or argument has an invalid value."""
 
 
+class IndexEngineError(IndexTablesError):
+    """Tantivy (the Rust index engine) failed on this input: a Rust panic, converted so that no
+    ``pyo3_runtime.PanicException`` (a BaseException) reaches a user. The message names the split,
+    column or query."""
+
+
 class InvalidDataError(IndexTablesError):
     """A row value the index cannot take (e.g. a string that is not an IP address in an ``ip`` column)."""
 
@@ -74,6 +80,10 @@ class CorruptLogError(ProtocolError):
 
 class UnknownActionError(CorruptLogError):
     """A log line holds an action type this code does not know."""
+
+
+class SplitSchemaError(ProtocolError):
+    """A live split's columns do not fit the table's schema (a writer skipped the commit-time check)."""
 
 
 class MissingLogFileError(ProtocolError):

@@ -42,6 +42,7 @@ from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_ch
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
+from executor_lib.log.split_schema import check_split_schema
 from executor_lib.log.state import replay
 from executor_lib.log.state_writer import write_compacted_state, write_incremental_state
 from executor_lib.protocol.actions import (
@@ -391,12 +392,18 @@ class TransactionLog:
         new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
         effective = new_meta or metadata
         partition_columns = set(effective.partition_columns) if effective else set()
+        registry = registry_from_configuration(effective.configuration) if effective else {}
         for a in actions:
-            if isinstance(a, AddAction) and set(a.partition_values) != partition_columns:
+            if not isinstance(a, AddAction):
+                continue
+            if set(a.partition_values) != partition_columns:
                 raise InvalidActionError(
                     f"add {a.path!r}: partition values {sorted(a.partition_values)} do not match the table's "
                     f"partition columns {sorted(partition_columns)}"
                 )
+            mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
+            if effective is not None and mapping is not None:
+                check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, self.uri)
         removed = [a.path for a in actions if isinstance(a, RemoveAction)]
         if removed:
             live = self.snapshot(read_version).state.files

@@ -327,7 +327,7 @@ class IndexTablesReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.table_search import open_searcher, scan_split
+        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
         from executor_lib.storage import open_store
 
         if not isinstance(partition, IndexTablesPartition):
@@ -341,6 +341,8 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping)
+            where = f"split {store.uri_of(split.path)} of table {self.path}"
+            check_split_columns(searcher, [c for c in self.columns if c not in self.partition_columns], where)
             constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
@@ -349,7 +351,7 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None:
                 remaining -= rows.num_rows
             if rows.num_rows:
-                yield from _conform(rows, target).to_batches(max_chunksize=65536)
+                yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
 
 
 def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
@@ -406,10 +408,13 @@ def _partition_constants(
     return out
 
 
-def _conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
-    """Exactly the Arrow schema Spark expects (types, nullability, field order)."""
-    columns = [rows.column(f.name).cast(f.type) for f in target]
-    return pa.Table.from_arrays(columns, schema=target)
+def _conform(rows: pa.Table, target: pa.Schema, where: str) -> pa.Table:
+    """Exactly the Arrow schema Spark expects (types, nullability, field order); SplitSchemaError
+    naming the split (``where``) if a column cannot take the table's type."""
+    from executor_lib.splits.table_search import conform_rows
+
+    rows = conform_rows(rows.select(target.names), target, where)
+    return pa.Table.from_arrays(rows.columns, schema=target)
 
 
 def _split_cache(options: Mapping[str, str]) -> Any:
