@@ -55,6 +55,8 @@ def search_table(
     limit: int | None = None,
 ) -> pa.Table:
     """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total."""
+    if limit is not None and limit < 0:
+        raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
     schema = snapshot.arrow_schema()
     partition_columns = list(snapshot.partition_columns)
     wanted = list(columns) if columns is not None else schema.names
