@@ -8,6 +8,8 @@ Rules (nothing a retained state, checkpoint or the latest version needs is ever 
 * **Manifests.** A manifest under ``manifests/`` is deleted only when no retained state
   references it *and* it is older than ``state.gc.minManifestAgeHours`` (1): a writer
   may have just written a manifest whose state manifest is not visible yet.
+* **Crash leftovers.** Temporary files (``*.tmp-*``, written then renamed into place) in the
+  log and ``manifests/`` older than ``state.gc.minManifestAgeHours``: their writer died.
 * **Version files and JSON checkpoints.** Deleted when older than
   ``purge.txLogRetentionHours`` (720) and covered by a newer retained state or
   checkpoint (the versions after the newest state/checkpoint are always kept). Version 0
@@ -47,6 +49,7 @@ class CleanupReport:
     deleted_manifests: list[str] = field(default_factory=list)
     deleted_version_files: list[str] = field(default_factory=list)
     deleted_checkpoint_files: list[str] = field(default_factory=list)
+    deleted_temporary: list[str] = field(default_factory=list)  # crash leftovers (``*.tmp-*``)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -56,6 +59,7 @@ class CleanupReport:
             "deletedManifests": self.deleted_manifests,
             "deletedVersionFiles": self.deleted_version_files,
             "deletedCheckpointFiles": self.deleted_checkpoint_files,
+            "deletedTemporaryFiles": self.deleted_temporary,
         }
 
 
@@ -190,6 +194,9 @@ def cleanup_log(
         if obj.key not in reachable and obj.modified_ms < manifest_horizon:
             report.deleted_manifests.append(obj.key)
     _delete(store, report.deleted_manifests, dry_run)
+    # a temporary file older than a manifest may be is a crashed writer's: no rename will come
+    report.deleted_temporary = [o.key for o in store.list_temporary(f"{LOG_DIR}/") if o.modified_ms < manifest_horizon]
+    _delete(store, report.deleted_temporary, dry_run)
 
     bases = sorted(set(retained) | listing.checkpoints)
     newest_base = bases[-1] if bases else -1

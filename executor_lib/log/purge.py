@@ -8,6 +8,10 @@ A split file is deleted only when all of these hold:
 * it was last modified longer ago than the retention (``retention_hours``, never below 24):
   a writer may have uploaded it and not committed yet.
 
+So an upload whose commit was refused (or never came) is an orphan PURGE collects once it is
+older than the retention. Temporary files a crashed writer left (``*.tmp-*``) go too when older
+than the retention (in the log: see ``log.cleanup``).
+
 Log files, state directories and manifests follow ``log.cleanup`` with
 ``purge.txLogRetentionHours`` (or the given transaction-log retention). Like Delta Lake's
 VACUUM, a purge limits time travel to what remains.
@@ -37,12 +41,15 @@ class PurgeReport:
     dry_run: bool
     earliest_version: int
     deleted_splits: list[tuple[str, int]] = field(default_factory=list)  # (key, size)
+    deleted_temporary: list[tuple[str, int]] = field(default_factory=list)  # crash leftovers outside the log
     log: CleanupReport | None = None
 
     def rows(self) -> list[tuple[str, str, int]]:
         """(kind, key, size) of everything deleted (or, in a dry run, that would be)."""
         out = [("split", key, size) for key, size in self.deleted_splits]
+        out += [("temporary", key, size) for key, size in self.deleted_temporary]
         if self.log is not None:
+            out += [("temporary", k, 0) for k in self.log.deleted_temporary]
             out += [("state", f"state-v{v}", 0) for v in self.log.deleted_states]
             out += [("manifest", k, 0) for k in self.log.deleted_manifests]
             out += [("log", k, 0) for k in self.log.deleted_version_files + self.log.deleted_checkpoint_files]
@@ -107,7 +114,12 @@ def purge_table(
             continue
         if obj.key not in protected and obj.modified_ms < horizon:
             report.deleted_splits.append((obj.key, obj.size))
+    report.deleted_temporary = [
+        (o.key, o.size)
+        for o in store.list_temporary("")
+        if not o.key.startswith(f"{LOG_DIR}/") and o.modified_ms < horizon
+    ]
     if not dry_run:
-        for key, _ in report.deleted_splits:
+        for key, _ in report.deleted_splits + report.deleted_temporary:
             store.delete(key)
     return report

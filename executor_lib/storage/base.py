@@ -156,6 +156,11 @@ class ObjectStore(abc.ABC):
     def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
 
+    def list_temporary(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Temporary objects under ``prefix`` that ``list`` hides: what a writer killed mid-write
+        left (a file system's ``.<name>.tmp-<id>``). Object stores write atomically and leave none."""
+        return iter(())
+
     def remove_empty_dir(self, prefix: str) -> None:
         """Forget the "directory" ``prefix`` (ending in '/') if nothing is left under it.
 

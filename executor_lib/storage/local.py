@@ -159,6 +159,24 @@ class LocalStore(ObjectStore):
                     continue  # deleted while listing
                 out.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
 
+    def list_temporary(self, prefix: str) -> Iterator[ObjectInfo]:
+        base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        directory = self._path(base_dir)
+        found: builtins.list[ObjectInfo] = []
+        for dirpath, dirnames, names in os.walk(directory):
+            dirnames[:] = [d for d in dirnames if _TMP_MARKER not in d]
+            for name in names:
+                if _TMP_MARKER not in name:
+                    continue
+                path = Path(dirpath) / name
+                key = str(path.relative_to(self._root))
+                if not key.startswith(prefix):
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # renamed into place meanwhile
+                    st = path.stat()
+                    found.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
+        return iter(sorted(found, key=lambda o: o.key))
+
     def delete(self, key: str) -> None:
         try:
             os.unlink(self._path(key))
