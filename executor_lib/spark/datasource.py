@@ -556,11 +556,13 @@ class IndexTablesWriter(DataSourceArrowWriter):
 
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
         options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
+        created: str | None = None  # the metaData id of the version 0 this write created
         try:
             txlog = _open_log(self.path, self.options)
         except TableNotFoundError:
             try:
                 txlog = create_table(self.path, self.arrow_schema, self.partition_columns, **options)
+                created = txlog.snapshot().metadata.id
             except TableAlreadyExistsError:
                 txlog = _open_log(self.path, self.options)
         try:
@@ -575,6 +577,8 @@ class IndexTablesWriter(DataSourceArrowWriter):
                 txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
         except IndexTablesError:
             self._delete_uploaded(adds)
+            if created is not None:
+                _undo_create(txlog, created)
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -587,6 +591,22 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from executor_lib.storage import open_store
 
         _delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+
+
+def _undo_create(txlog: Any, metadata_id: str) -> None:
+    """A first write whose data commit failed leaves no empty table behind: the version 0 it created
+    is deleted while it is still the table's only version and still its own (same metaData id).
+    Best effort: a failure here is logged, and the failed write's error is what the user sees."""
+    from executor_lib.protocol.files import LOG_DIR, version_file
+
+    try:
+        snapshot = txlog.snapshot()
+        if snapshot.version == 0 and snapshot.metadata.id == metadata_id and not snapshot.files:
+            txlog.store.delete(f"{LOG_DIR}/{version_file(0)}")
+            txlog.store.remove_empty_dir(f"{LOG_DIR}/")
+            txlog.store.remove_empty_dir("")
+    except IndexTablesError as e:
+        log.warning("%s: could not remove the empty version 0 of a failed first write: %s", txlog.uri, e)
 
 
 def _delete_quietly(store: Any, keys: list[str]) -> None:
