@@ -42,6 +42,7 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
 from executor_lib.storage import open_store
+from executor_lib.storage.base import redact_uri
 
 __version__ = "0.1.0"
 __all__ = [
@@ -97,11 +98,12 @@ def create_table(
     """
     import pyarrow as pa
 
-    from executor_lib.table_schema import arrow_to_spark_json
+    from executor_lib.table_schema import arrow_to_spark_json, check_indexable
 
     if not isinstance(schema, pa.Schema):
         raise ConfigError(f"create_table: schema must be a pyarrow.Schema, got {type(schema).__name__}")
     partition_columns = list(partition_columns)
+    check_indexable(schema, partition_columns, f"create_table {redact_uri(str(uri))}")
     missing = [c for c in partition_columns if c not in schema.names]
     if missing:
         raise ConfigError(f"create_table: partition columns {missing} are not in the schema {schema.names}")

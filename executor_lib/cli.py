@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.errors import IndexTablesError
+from executor_lib.storage.base import redact_uri
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:
@@ -238,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_describe)
 
     h = table_command("history", "list commits, newest first")
-    h.add_argument("--limit", type=int, default=None)
+    h.add_argument("--limit", type=_non_negative_int, default=None)
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=cmd_history)
 
@@ -252,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = table_command("search", "search a table's live splits in this process (Tantivy query syntax)")
     s.add_argument("query", help="Tantivy query, e.g. 'message:error AND id:[1 TO 9]'; '*' matches all")
     s.add_argument("--columns", default=None, help="comma-separated columns to return (default: all)")
-    s.add_argument("--limit", type=int, default=None)
+    s.add_argument("--limit", type=_non_negative_int, default=None, help="at most this many rows (>= 0)")
     s.add_argument("--json", action="store_true", help="one JSON object per row")
     s.add_argument("--cache-dir", default=None, help="split cache directory (default: INDEXTABLES_CACHE_DIR or tmp)")
     s.set_defaults(func=cmd_search)
@@ -268,12 +269,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _non_negative_int(text: str) -> int:
+    """``--limit``: a whole number >= 0 (argparse reports the option and the value otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; give a limit of 0 or more")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
     except IndexTablesError as e:
-        print(f"indextables: error: {e}", file=sys.stderr)
+        print(f"indextables: error: {redact_uri(str(e))}", file=sys.stderr)
         return 2
 
 

@@ -31,6 +31,13 @@ class ObjectAlreadyExistsError(StorageError):
     """A put-if-absent found the object already there (S3: HTTP 412)."""
 
 
+class InvalidPathError(StorageError):
+    """A file path no store operation may use: it escapes the table root, lies outside it, or is malformed."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message, path, retryable=False)
+
+
 class AmbiguousWriteError(StorageError):
     """A conditional write may or may not have landed (S3: HTTP 409, lost response)."""
 
@@ -40,6 +47,12 @@ class AmbiguousWriteError(StorageError):
 
 class ConfigError(IndexTablesError):
     """An option or argument has an invalid value."""
+
+
+class IndexEngineError(IndexTablesError):
+    """Tantivy (the Rust index engine) failed on this input: a Rust panic, converted so that no
+    ``pyo3_runtime.PanicException`` (a BaseException) reaches a user. The message names the split,
+    column or query."""
 
 
 class InvalidDataError(IndexTablesError):
@@ -67,6 +80,10 @@ class CorruptLogError(ProtocolError):
 
 class UnknownActionError(CorruptLogError):
     """A log line holds an action type this code does not know."""
+
+
+class SplitSchemaError(ProtocolError):
+    """A live split's columns do not fit the table's schema (a writer skipped the commit-time check)."""
 
 
 class MissingLogFileError(ProtocolError):

@@ -1,4 +1,13 @@
-"""Table schemas: ``pyarrow.Schema`` <-> Spark's JSON schema (the ``schemaString`` of metaData)."""
+"""Table schemas: ``pyarrow.Schema`` <-> Spark's JSON schema (the ``schemaString`` of metaData), and
+the rules a table's columns must follow to be indexable (``check_indexable``): checked by
+``create_table``, ``mapping_for`` and the Spark write before anything is written.
+
+* **Names.** Not empty, not starting with ``-`` (Tantivy's field name rule), not the reserved
+  ``__row`` (every split's hidden row-number field).
+* **Types.** A column becomes a Tantivy field: scalars map directly; nested values are indexed as
+  JSON objects, so a struct, or a list of structs, can be written, while a map or a list of
+  scalars (no JSON object to index) never can.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +47,41 @@ _SPARK_TO_ARROW: dict[str, Any] = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
 }
+
+
+RESERVED_COLUMNS = ("__row",)
+
+
+def column_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a column of an IndexTables table (None: it can)."""
+    if not isinstance(name, str) or not name:
+        return "a column name must not be empty"
+    if name.startswith("-"):
+        return "a column name must not start with '-' (Tantivy field name rule)"
+    if name in RESERVED_COLUMNS:
+        return f"{name!r} is reserved (the hidden row-number field of every split)"
+    return None
+
+
+def _type_problem(t: pa.DataType) -> str | None:
+    if pa.types.is_map(t):
+        return "a map cannot be indexed (Tantivy indexes nested values as JSON objects; use a struct)"
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and not pa.types.is_struct(t.value_type):
+        return f"a list of {t.value_type} cannot be indexed (only a struct or a list of structs is a JSON object)"
+    if pa.types.is_null(t):
+        return "a column of type null cannot be indexed (it holds no value)"
+    return None
+
+
+def check_indexable(schema: pa.Schema, partition_columns: Any = (), where: str = "table") -> None:
+    """ConfigError naming the column and the rule unless every column of ``schema`` can be indexed
+    (the module docstring's rules; partition columns are never indexed, so only their names count)."""
+    for f in schema:
+        problem = column_name_problem(f.name)
+        if problem is None and f.name not in partition_columns:
+            problem = _type_problem(f.type)
+        if problem is not None:
+            raise ConfigError(f"{where}: column {f.name!r} ({f.type}): {problem}")
 
 
 def _spark_type(t: pa.DataType, where: str) -> Any:

@@ -14,7 +14,7 @@ import pytest
 from harness.moto_server import MotoServerProcess
 
 # Spark session fixtures (classic and Spark Connect), shared by tests/spark and tests/connect_plugin.
-pytest_plugins = ["tests.spark_sessions"]
+pytest_plugins = ["tests.spark_sessions", "tests.census.summary"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMPAT_ROOT = REPO_ROOT.parent / "shared" / "compat" / "indextables_spark_v0.5.4"

@@ -8,6 +8,8 @@ Rules (nothing a retained state, checkpoint or the latest version needs is ever 
 * **Manifests.** A manifest under ``manifests/`` is deleted only when no retained state
   references it *and* it is older than ``state.gc.minManifestAgeHours`` (1): a writer
   may have just written a manifest whose state manifest is not visible yet.
+* **Crash leftovers.** Temporary files (``*.tmp-*``, written then renamed into place) in the
+  log and ``manifests/`` older than ``state.gc.minManifestAgeHours``: their writer died.
 * **Version files and JSON checkpoints.** Deleted when older than
   ``purge.txLogRetentionHours`` (720) and covered by a newer retained state or
   checkpoint (the versions after the newest state/checkpoint are always kept). Version 0
@@ -27,11 +29,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from executor_lib.errors import InvalidPathError
 from executor_lib.log.avro_state import StateManifest, read_state_manifest, resolve_manifest_path
 from executor_lib.log.config import LogConfig
 from executor_lib.log.snapshot import list_log
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir, version_name
-from executor_lib.storage.base import ObjectStore
+from executor_lib.storage.base import ObjectStore, table_key
 
 _HOUR_MS = 3600 * 1000
 
@@ -46,6 +49,7 @@ class CleanupReport:
     deleted_manifests: list[str] = field(default_factory=list)
     deleted_version_files: list[str] = field(default_factory=list)
     deleted_checkpoint_files: list[str] = field(default_factory=list)
+    deleted_temporary: list[str] = field(default_factory=list)  # crash leftovers (``*.tmp-*``)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -55,6 +59,7 @@ class CleanupReport:
             "deletedManifests": self.deleted_manifests,
             "deletedVersionFiles": self.deleted_version_files,
             "deletedCheckpointFiles": self.deleted_checkpoint_files,
+            "deletedTemporaryFiles": self.deleted_temporary,
         }
 
 
@@ -153,6 +158,15 @@ def expire_after_checkpoint(
     return report
 
 
+def _manifest_key(store: ObjectStore, path: str) -> str:
+    """The storage key of a manifest path (a full URI inside the table is the key below it), so a
+    manifest referenced by URI is as protected as one referenced by key."""
+    try:
+        return table_key(store.root_uri, path)
+    except InvalidPathError:
+        return path
+
+
 def cleanup_log(
     store: ObjectStore,
     config: LogConfig,
@@ -172,12 +186,17 @@ def cleanup_log(
     report.retained_states = sorted(retained)
     _delete_states(store, doomed, report)
 
-    reachable = {resolve_manifest_path(i.path, v) for v, m in retained.items() for i in m.manifests}
+    reachable = {
+        _manifest_key(store, resolve_manifest_path(i.path, v)) for v, m in retained.items() for i in m.manifests
+    }
     manifest_horizon = now_ms - int(config.gc_min_manifest_age_hours * _HOUR_MS)
     for obj in store.list(f"{LOG_DIR}/{MANIFESTS_DIR}/"):
         if obj.key not in reachable and obj.modified_ms < manifest_horizon:
             report.deleted_manifests.append(obj.key)
     _delete(store, report.deleted_manifests, dry_run)
+    # a temporary file older than a manifest may be is a crashed writer's: no rename will come
+    report.deleted_temporary = [o.key for o in store.list_temporary(f"{LOG_DIR}/") if o.modified_ms < manifest_horizon]
+    _delete(store, report.deleted_temporary, dry_run)
 
     bases = sorted(set(retained) | listing.checkpoints)
     newest_base = bases[-1] if bases else -1

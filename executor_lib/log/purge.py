@@ -8,6 +8,10 @@ A split file is deleted only when all of these hold:
 * it was last modified longer ago than the retention (``retention_hours``, never below 24):
   a writer may have uploaded it and not committed yet.
 
+So an upload whose commit was refused (or never came) is an orphan PURGE collects once it is
+older than the retention. Temporary files a crashed writer left (``*.tmp-*``) go too when older
+than the retention (in the log: see ``log.cleanup``).
+
 Log files, state directories and manifests follow ``log.cleanup`` with
 ``purge.txLogRetentionHours`` (or the given transaction-log retention). Like Delta Lake's
 VACUUM, a purge limits time travel to what remains.
@@ -17,14 +21,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor_lib.errors import ConfigError, IndexTablesError
+from executor_lib.errors import ConfigError, IndexTablesError, InvalidPathError
 from executor_lib.log.cleanup import CleanupReport, cleanup_log
 from executor_lib.log.snapshot import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.files import LOG_DIR, version_name
+from executor_lib.storage.base import ObjectStore, table_key
 
 MIN_RETENTION_HOURS = 24.0
 _HOUR_MS = 3600 * 1000
@@ -35,16 +41,32 @@ class PurgeReport:
     dry_run: bool
     earliest_version: int
     deleted_splits: list[tuple[str, int]] = field(default_factory=list)  # (key, size)
+    deleted_temporary: list[tuple[str, int]] = field(default_factory=list)  # crash leftovers outside the log
     log: CleanupReport | None = None
 
     def rows(self) -> list[tuple[str, str, int]]:
         """(kind, key, size) of everything deleted (or, in a dry run, that would be)."""
         out = [("split", key, size) for key, size in self.deleted_splits]
+        out += [("temporary", key, size) for key, size in self.deleted_temporary]
         if self.log is not None:
+            out += [("temporary", k, 0) for k in self.log.deleted_temporary]
             out += [("state", f"state-v{v}", 0) for v in self.log.deleted_states]
             out += [("manifest", k, 0) for k in self.log.deleted_manifests]
             out += [("log", k, 0) for k in self.log.deleted_version_files + self.log.deleted_checkpoint_files]
         return out
+
+
+def _keys(store: ObjectStore, adds: Iterable[AddAction]) -> set[str]:
+    """Storage keys of the files ``adds`` reference, by the rule reads use (``storage.base.table_key``):
+    a relative path and the full URI of the same file are one key. A path outside the table cannot
+    match a listed key (nothing outside is deleted); a malformed one is kept as it is."""
+    keys = set()
+    for a in adds:
+        try:
+            keys.add(table_key(store.root_uri, a.path))
+        except InvalidPathError:
+            keys.add(a.path)
+    return keys
 
 
 def purge_table(
@@ -74,16 +96,16 @@ def purge_table(
     )
     # Every version that stays readable is a base (state/checkpoint) or a base plus the version
     # files after it, or is rebuilt from the oldest version files: protect what those hold.
-    protected = {a.path for a in latest.files}
+    protected = _keys(store, latest.files)
     readable = []
     for v in sorted(set(bases) | set(remaining[:1])):
         try:
-            protected |= {a.path for a in txlog.snapshot(version=v).files}
+            protected |= _keys(store, txlog.snapshot(version=v).files)
             readable.append(v)
         except IndexTablesError:
             continue
     for v in remaining:
-        protected |= {a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)}
+        protected |= _keys(store, [a for a in read_version_actions(store, v) if isinstance(a, AddAction)])
     earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
     report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)
@@ -92,7 +114,12 @@ def purge_table(
             continue
         if obj.key not in protected and obj.modified_ms < horizon:
             report.deleted_splits.append((obj.key, obj.size))
+    report.deleted_temporary = [
+        (o.key, o.size)
+        for o in store.list_temporary("")
+        if not o.key.startswith(f"{LOG_DIR}/") and o.modified_ms < horizon
+    ]
     if not dry_run:
-        for key, _ in report.deleted_splits:
+        for key, _ in report.deleted_splits + report.deleted_temporary:
             store.delete(key)
     return report

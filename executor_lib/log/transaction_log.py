@@ -40,6 +40,7 @@ from executor_lib.errors import (
     CorruptLogError,
     IndexTablesError,
     InvalidActionError,
+    InvalidPathError,
     MissingLogFileError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
@@ -52,6 +53,7 @@ from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_ch
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
+from executor_lib.log.split_schema import check_split_schema
 from executor_lib.log.state import replay
 from executor_lib.log.state_writer import (
     STATE_MANIFEST_NAMES,
@@ -76,7 +78,7 @@ from executor_lib.protocol.schema_registry import (
     doc_mapping_hash,
     registry_from_configuration,
 )
-from executor_lib.storage.base import ObjectStore
+from executor_lib.storage.base import ObjectStore, table_key
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +306,7 @@ class TransactionLog:
         ``read_version`` conflicts, CommitFailedError when retries are exhausted.
         """
         actions = list(actions)
-        _validate_static(actions)
+        _validate_static(actions, self.store.root_uri)
         head = self._refresh_head()
         check_writable(head.protocol, self.uri)
         if read_version is None:
@@ -608,12 +610,18 @@ class TransactionLog:
         new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
         effective = new_meta or metadata
         partition_columns = set(effective.partition_columns) if effective else set()
+        registry = registry_from_configuration(effective.configuration) if effective else {}
         for a in actions:
-            if isinstance(a, AddAction) and set(a.partition_values) != partition_columns:
+            if not isinstance(a, AddAction):
+                continue
+            if set(a.partition_values) != partition_columns:
                 raise InvalidActionError(
                     f"add {a.path!r}: partition values {sorted(a.partition_values)} do not match the table's "
                     f"partition columns {sorted(partition_columns)}"
                 )
+            mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
+            if effective is not None and mapping is not None:
+                check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, self.uri)
         removed = [a.path for a in actions if isinstance(a, RemoveAction)]
         if removed:
             live = self.snapshot(read_version).state.files
@@ -865,8 +873,10 @@ def _guess_operation(actions: Sequence[Action]) -> str | None:
     return None
 
 
-def _validate_static(actions: list[Action]) -> None:
-    """Checks that need no table state; raise InvalidActionError before anything is written."""
+def _validate_static(actions: list[Action], root_uri: str) -> None:
+    """Checks that need no table state but its root; raise InvalidActionError before anything is written.
+
+    A path and the full URI of the same file (inside the table root) are one file (``table_key``)."""
     if not actions:
         raise InvalidActionError("a commit needs at least one action")
     seen_add: set[str] = set()
@@ -879,16 +889,15 @@ def _validate_static(actions: list[Action]) -> None:
             raise InvalidActionError(f"not a transaction-log action: {type(a).__name__}")
         if a.ACTION_KEY in counts:
             counts[a.ACTION_KEY] += 1
-        if isinstance(a, (AddAction, RemoveAction, SkipAction)):
-            _check_path(a.path)
+        key = _check_path(a.path, root_uri) if isinstance(a, (AddAction, RemoveAction, SkipAction)) else ""
         if isinstance(a, AddAction):
-            if a.path in seen_add:
+            if key in seen_add:
                 raise InvalidActionError(f"file {a.path!r} is added twice in one commit")
             if a.size < 0 or (a.num_records is not None and a.num_records < 0):
                 raise InvalidActionError(f"add {a.path!r}: size and numRecords must not be negative")
-            seen_add.add(a.path)
+            seen_add.add(key)
         elif isinstance(a, RemoveAction):
-            seen_remove.add(a.path)
+            seen_remove.add(key)
     both = seen_add & seen_remove
     if both:
         raise InvalidActionError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
@@ -897,7 +906,10 @@ def _validate_static(actions: list[Action]) -> None:
             raise InvalidActionError(f"a commit may hold at most one {key} action, got {n}")
 
 
-def _check_path(path: str) -> None:
-    bad = not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/"))
-    if bad and "://" not in path:
-        raise InvalidActionError(f"invalid file path {path!r}: must be relative to the table, without '..'")
+def _check_path(path: str, root_uri: str) -> str:
+    """The storage key of an action's path (PROTOCOL.md §1); InvalidActionError for a malformed path or a
+    full URI outside the table root (nothing outside the table is ever read or deleted through it)."""
+    try:
+        return table_key(root_uri, path)
+    except InvalidPathError as e:
+        raise InvalidActionError(f"{root_uri}: {e}") from e

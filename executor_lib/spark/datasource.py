@@ -327,7 +327,7 @@ class IndexTablesReader(DataSourceReader):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.table_search import open_searcher, scan_split
+        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
         from executor_lib.storage import open_store
 
         if not isinstance(partition, IndexTablesPartition):
@@ -341,6 +341,8 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)
+            where = f"split {store.uri_of(split.path)} of table {self.path}"
+            check_split_columns(searcher, [c for c in self.columns if c not in self.partition_columns], where)
             constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
@@ -349,7 +351,7 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None:
                 remaining -= rows.num_rows
             if rows.num_rows:
-                yield from _conform(rows, target).to_batches(max_chunksize=65536)
+                yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
 
 
 def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
@@ -406,10 +408,13 @@ def _partition_constants(
     return out
 
 
-def _conform(rows: pa.Table, target: pa.Schema) -> pa.Table:
-    """Exactly the Arrow schema Spark expects (types, nullability, field order)."""
-    columns = [rows.column(f.name).cast(f.type) for f in target]
-    return pa.Table.from_arrays(columns, schema=target)
+def _conform(rows: pa.Table, target: pa.Schema, where: str) -> pa.Table:
+    """Exactly the Arrow schema Spark expects (types, nullability, field order); SplitSchemaError
+    naming the split (``where``) if a column cannot take the table's type."""
+    from executor_lib.splits.table_search import conform_rows
+
+    rows = conform_rows(rows.select(target.names), target, where)
+    return pa.Table.from_arrays(rows.columns, schema=target)
 
 
 def _split_cache(options: Mapping[str, str]) -> Any:
@@ -551,11 +556,13 @@ class IndexTablesWriter(DataSourceArrowWriter):
 
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
         options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
+        created: str | None = None  # the metaData id of the version 0 this write created
         try:
             txlog = _open_log(self.path, self.options)
         except TableNotFoundError:
             try:
                 txlog = create_table(self.path, self.arrow_schema, self.partition_columns, **options)
+                created = txlog.snapshot().metadata.id
             except TableAlreadyExistsError:
                 txlog = _open_log(self.path, self.options)
         try:
@@ -570,6 +577,8 @@ class IndexTablesWriter(DataSourceArrowWriter):
                 txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
         except IndexTablesError:
             self._delete_uploaded(adds)
+            if created is not None:
+                _undo_create(txlog, created)
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -582,6 +591,22 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from executor_lib.storage import open_store
 
         _delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+
+
+def _undo_create(txlog: Any, metadata_id: str) -> None:
+    """A first write whose data commit failed leaves no empty table behind: the version 0 it created
+    is deleted while it is still the table's only version and still its own (same metaData id).
+    Best effort: a failure here is logged, and the failed write's error is what the user sees."""
+    from executor_lib.protocol.files import LOG_DIR, version_file
+
+    try:
+        snapshot = txlog.snapshot()
+        if snapshot.version == 0 and snapshot.metadata.id == metadata_id and not snapshot.files:
+            txlog.store.delete(f"{LOG_DIR}/{version_file(0)}")
+            txlog.store.remove_empty_dir(f"{LOG_DIR}/")
+            txlog.store.remove_empty_dir("")
+    except IndexTablesError as e:
+        log.warning("%s: could not remove the empty version 0 of a failed first write: %s", txlog.uri, e)
 
 
 def _delete_quietly(store: Any, keys: list[str]) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.errors import ConfigError
+from executor_lib.table_schema import check_indexable, column_name_problem
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
 RECORD_OPTIONS = ("position", "freq", "basic")
@@ -93,6 +94,9 @@ class DocMapping:
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise ConfigError(f"invalid doc mapping JSON: {e}") from e
         for f in fields:
+            problem = column_name_problem(f.name)
+            if problem is not None:
+                raise ConfigError(f"doc mapping field {f.name!r}: {problem}")
             if f.type not in FIELD_TYPES:
                 raise ConfigError(f"doc mapping field {f.name!r}: unsupported type {f.type!r}")
             if f.record not in RECORD_OPTIONS:
@@ -111,7 +115,8 @@ def _columns_option(options: Mapping[str, Any], key: str, schema: pa.Schema) -> 
     return names
 
 
-def _default_type(t: pa.DataType, column: str) -> str:
+def default_field_type(t: pa.DataType, column: str) -> str:
+    """The Tantivy field type a column of Arrow type ``t`` is indexed as by default."""
     if pa.types.is_unsigned_integer(t):
         return "u64"
     if pa.types.is_integer(t):
@@ -132,7 +137,9 @@ def _default_type(t: pa.DataType, column: str) -> str:
 
 
 def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns: Sequence[str] = ()) -> DocMapping:
-    """The doc mapping of the non-partition columns of ``schema`` under ``options``."""
+    """The doc mapping of the non-partition columns of ``schema`` under ``options``; ConfigError
+    naming the column if one cannot be indexed (``table_schema.check_indexable``)."""
+    check_indexable(schema, partition_columns, "doc mapping")
     fast_extra = _columns_option(options, "fastfields", schema)
     store_only = _columns_option(options, "storeonly", schema)
     index_only = _columns_option(options, "indexonly", schema)
@@ -143,7 +150,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
     for f in schema:
         if f.name in partition_columns:
             continue
-        kind = _default_type(f.type, f.name)
+        kind = default_field_type(f.type, f.name)
         typemap = options.get(f"{_PREFIX}typemap.{f.name}")
         tokenizer = "raw" if kind == "text" else ("default" if kind == "json" else None)
         if typemap is not None:

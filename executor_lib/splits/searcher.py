@@ -30,6 +30,7 @@ from executor_lib.errors import IndexTablesError
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_text import explain, qualify_ranges
 from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, tantivy_schema, write_split
 
@@ -45,6 +46,7 @@ class QueryError(IndexTablesError):
     """A query that cannot run: bad syntax, unknown column, a field type that cannot answer it."""
 
 
+@guarded(lambda query, mapping: f"query {query.query!r}")
 def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
     """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs)."""
     index = tantivy.Index(tantivy_schema(mapping))
@@ -55,6 +57,7 @@ def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
     parse_query_string(index, query, mapping.default_query_fields())
 
 
+@guarded(lambda index, query, default_fields: f"query {query.query!r}")
 def parse_query_string(index: Any, query: filters.QueryString, default_fields: list[str]) -> Any:
     """A Tantivy query from query text: on ``query.column`` if set (bare ranges scoped to it), else on
     ``default_fields``. QueryError names the query and where it goes wrong."""
@@ -71,6 +74,7 @@ def parse_query_string(index: Any, query: filters.QueryString, default_fields: l
 class SplitSearcher:
     """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
 
+    @guarded(lambda self, split, *a, **k: f"opening split {split}")
     def __init__(self, split: Path, work_dir: Path, arrow_schema: pa.Schema, doc_mapping: str | None) -> None:
         self.split = split
         self.work_dir = work_dir
@@ -209,9 +213,11 @@ class SplitSearcher:
             return tantivy.Query.exists_query(f.column)
         raise QueryError(f"unsupported filter {f!r}")
 
+    @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
         return int(self.searcher.search(self._query(query), 1, count=True).count)  # type: ignore[attr-defined]
 
+    @guarded(lambda self, *a, **k: f"aggregation on split {self.split}")
     def aggregate(self, aggregations: Mapping[str, Any], query: str | filters.Filter | None = None) -> dict[str, Any]:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats, terms, histogram,
         date_histogram, range) over the rows matching ``query``, computed on fast fields."""
@@ -243,6 +249,7 @@ class SplitSearcher:
                         "(add it to spark.indextables.indexing.fastfields)"
                     )
 
+    @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def row_ids(self, query: str | filters.Filter | None = None, limit: int | None = None) -> pa.Array:
         """Row numbers (into ``rows``, ascending) of the documents matching ``query``, up to ``limit``."""
         n = self.num_docs if limit is None else min(limit, self.num_docs)
@@ -258,6 +265,7 @@ class SplitSearcher:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
         return pa.array([row for row, _ in hits], pa.uint64())
 
+    @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def search(
         self, query: str | filters.Filter | None = None, columns: Sequence[str] | None = None, limit: int | None = None
     ) -> pa.Table:

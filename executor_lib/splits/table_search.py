@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
-from executor_lib.errors import CorruptLogError
+from executor_lib.errors import ConfigError, CorruptLogError, SplitSchemaError
 from executor_lib.log.snapshot import Snapshot
 from executor_lib.splits.bundle import CorruptSplitError
+from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import QueryError, SplitSearcher
 from executor_lib.storage.base import ObjectStore
@@ -95,6 +96,8 @@ def search_table(
     limit: int | None = None,
 ) -> pa.Table:
     """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total."""
+    if limit is not None and limit < 0:
+        raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
     schema = snapshot.arrow_schema()
     partition_columns = list(snapshot.partition_columns)
     wanted = list(columns) if columns is not None else schema.names
@@ -108,7 +111,9 @@ def search_table(
         if remaining is not None and remaining <= 0:
             break
         searcher = load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size)
-        rows = searcher.search(query, data_columns, remaining)
+        where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
+        check_split_columns(searcher, data_columns, where)
+        rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
         for column in partition_columns:
             if column in wanted:
                 value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
@@ -119,6 +124,47 @@ def search_table(
     if not parts:
         return schema.empty_table().select(wanted)
     return pa.concat_tables(parts)
+
+
+def check_split_columns(searcher: SplitSearcher, columns: Sequence[str], where: str) -> None:
+    """SplitSchemaError naming the split (``where``) if it lacks any of the table's ``columns``."""
+    missing = [c for c in columns if c not in searcher.rows.column_names]
+    if missing:
+        raise SplitSchemaError(
+            f"{where}: the split lacks the table's columns {missing} (its columns: {searcher.rows.column_names}); "
+            "it was committed with another schema"
+        )
+
+
+def conform_rows(rows: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """``rows`` of a split with the table's type for each column (``schema`` holds them all). A column
+    is cast when both types index as the same Tantivy type (a narrower integer, a string view, a date
+    in a timestamp column); otherwise, or when a value does not fit, SplitSchemaError names the split
+    (``where``) and the column."""
+    columns = []
+    for name, column in zip(rows.column_names, rows.columns, strict=True):
+        target = schema.field(name).type if name in schema.names else column.type
+        if column.type != target:
+            problem = None if _same_index_type(column.type, target) else "a different kind of value"
+            if problem is None:
+                try:
+                    column = column.cast(target)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                    problem = str(e)
+            if problem is not None:
+                raise SplitSchemaError(
+                    f"{where}: column {name!r} holds {column.type}, the table's type is {target} ({problem}); "
+                    "the split was committed with another schema"
+                )
+        columns.append(column)
+    return pa.table(columns, names=rows.column_names)
+
+
+def _same_index_type(source: pa.DataType, target: pa.DataType) -> bool:
+    try:
+        return default_field_type(source, "") == default_field_type(target, "")
+    except ConfigError:  # a type no split column has (e.g. null): let the cast decide
+        return True
 
 
 def scan_split(

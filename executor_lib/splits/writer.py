@@ -22,6 +22,7 @@ import tantivy
 from executor_lib.errors import InvalidDataError
 from executor_lib.splits.bundle import BundleFooter, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.panics import guarded
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
@@ -41,6 +42,7 @@ class WrittenSplit:
     doc_mapping_json: str
 
 
+@guarded(lambda mapping: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
 def tantivy_schema(mapping: DocMapping) -> Any:
     """The Tantivy schema of a doc mapping, plus the hidden row-number fast field."""
     sb = tantivy.SchemaBuilder()
@@ -102,6 +104,7 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
     return mins, maxs
 
 
+@guarded(lambda table, mapping, *a, **k: f"indexing {table.num_rows} rows (columns {table.column_names}) into a split")
 def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None) -> WrittenSplit:
     """Index ``table`` (only the mapping's columns) into ``out_dir/split-<uuid>.split``."""
     data = table.select([f.name for f in mapping.fields])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from executor_lib.errors import ConfigError
-from executor_lib.storage.base import ObjectInfo, ObjectStore
+from executor_lib.storage.base import ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
 
 __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
@@ -47,11 +47,7 @@ _S3_FIELDS = {
 
 def normalize_uri(uri: str) -> str:
     """Strip trailing slashes and map ``s3a://``/``s3n://`` to ``s3://``."""
-    uri = str(uri)
-    for scheme in ("s3a://", "s3n://"):
-        if uri.startswith(scheme):
-            uri = "s3://" + uri[len(scheme) :]
-    return uri.rstrip("/") if uri not in ("/",) else uri
+    return canonical_uri(str(uri))
 
 
 def _s3_options(options: dict[str, Any]) -> Any:
@@ -97,11 +93,16 @@ def _convert(field: str, value: Any) -> Any:
 def open_store(uri: str, **options: Any) -> ObjectStore:
     """The store rooted at ``uri`` (a local path, ``file://...`` or ``s3://bucket/prefix``)."""
     uri = normalize_uri(uri)
+    if redact_uri(uri) != uri:
+        raise ConfigError(
+            f"{redact_uri(uri)}: credentials in a URI are not accepted (they would reach logs and errors); "
+            "give them as options (access_key_id/secret_access_key or spark.indextables.aws.*)"
+        )
     if uri.startswith("s3://"):
         from executor_lib.storage.s3 import S3Store
 
         return S3Store(uri, _s3_options(options))
     if "://" in uri and not uri.startswith("file://"):
-        raise ConfigError(f"unsupported storage scheme in {uri!r} (supported: local paths, file://, s3://)")
+        raise ConfigError(f"unsupported storage scheme in {redact_uri(uri)!r} (supported: local paths, file://, s3://)")
     path = uri[len("file://") :] if uri.startswith("file://") else uri
     return LocalStore(path)

@@ -26,8 +26,68 @@ exactly-once semantics make their objects self-identifying and read them back.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from executor_lib.errors import InvalidPathError
+
+_SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
+
+
+def canonical_uri(uri: str) -> str:
+    """``uri`` with the scheme aliases of one store mapped to one name (``s3a://``, ``s3n://`` ->
+    ``s3://``) and trailing slashes stripped."""
+    uri = _unalias(uri)
+    return uri.rstrip("/") if uri != "/" else uri
+
+
+def _unalias(uri: str) -> str:
+    for alias, scheme in _SCHEME_ALIASES.items():
+        if uri.startswith(alias):
+            return scheme + uri[len(alias) :]
+    return uri
+
+
+def redact_uri(text: str) -> str:
+    """``text`` with the userinfo of a URI (``s3://KEY:SECRET@bucket``) replaced by ``***``, so
+    that no message ever echoes a credential given in a URI."""
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]*@", r"\1***@", text)
+
+
+def check_relative_key(path: str) -> None:
+    """InvalidPathError unless ``path`` is a table-relative key: '/'-separated, no leading '/',
+    no '\\', no empty, '.' or '..' segment."""
+    if not path or path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in path.split("/")):
+        raise InvalidPathError(
+            f"invalid file path {redact_uri(path)!r}: must be relative to the table (no leading '/', "
+            "no '..', '.' or empty segments, no '\\') or a full URI inside the table",
+            redact_uri(path),
+        )
+
+
+def table_key(root_uri: str, path: str) -> str:
+    """The store key of a file path of a table rooted at ``root_uri`` — the one rule commit, read
+    and purge share (PROTOCOL.md §1).
+
+    A path is either relative to the table root, or a full URI (it contains ``://``). A full URI
+    inside the root (after mapping ``s3a://``/``s3n://`` to ``s3://``) is the key below the root;
+    one outside the root, with credentials in it, or whose remainder is not a valid relative key
+    raises InvalidPathError: such a file is never read, written or deleted through the table.
+    """
+    if "://" not in path:
+        check_relative_key(path)
+        return path
+    if _USERINFO.match(path):
+        raise InvalidPathError(f"file URI {redact_uri(path)!r} carries credentials; not allowed in a table path")
+    root = canonical_uri(root_uri) + "/"
+    uri = _unalias(path)
+    if not uri.startswith(root) or len(uri) == len(root):
+        raise InvalidPathError(f"file URI {path!r} lies outside the table {canonical_uri(root_uri)}", path)
+    key = uri[len(root) :]
+    check_relative_key(key)
+    return key
 
 
 @dataclass(frozen=True)
@@ -55,7 +115,12 @@ class ObjectStore(abc.ABC):
 
     def uri_of(self, key: str) -> str:
         """The full URI of ``key``, for messages and for other tools."""
-        return f"{self.root_uri.rstrip('/')}/{key}" if key else self.root_uri
+        return f"{self.root_uri.rstrip('/')}/{self.key_of(key)}" if key else self.root_uri
+
+    def key_of(self, path: str) -> str:
+        """The key of ``path``: a key as it is, a full URI inside the root as the key below it
+        (``table_key``); InvalidPathError for a URI outside the root."""
+        return table_key(self.root_uri, path) if "://" in path else path
 
     @abc.abstractmethod
     def read(self, key: str) -> bytes:
@@ -90,6 +155,11 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def delete(self, key: str) -> None:
         """Delete ``key``; deleting a missing key is not an error."""
+
+    def list_temporary(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Temporary objects under ``prefix`` that ``list`` hides: what a writer killed mid-write
+        left (a file system's ``.<name>.tmp-<id>``). Object stores write atomically and leave none."""
+        return iter(())
 
     def remove_empty_dir(self, prefix: str) -> None:
         """Forget the "directory" ``prefix`` (ending in '/') if nothing is left under it.

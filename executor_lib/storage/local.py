@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from executor_lib.errors import ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
+from executor_lib.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from executor_lib.storage.base import ObjectInfo, ObjectStore
 
 _TMP_MARKER = ".tmp-"
@@ -48,8 +48,9 @@ class LocalStore(ObjectStore):
     def _path(self, key: str) -> Path:
         if not key:
             return self._root
+        key = self.key_of(key)
         if key.startswith("/") or ".." in key.split("/"):
-            raise StorageError(f"{self._root}: key {key!r} escapes the store root", key, retryable=False)
+            raise InvalidPathError(f"{self._root}: key {key!r} escapes the store root", key)
         return self._root / key
 
     def read(self, key: str) -> bytes:
@@ -157,6 +158,24 @@ class LocalStore(ObjectStore):
                 except FileNotFoundError:
                     continue  # deleted while listing
                 out.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
+
+    def list_temporary(self, prefix: str) -> Iterator[ObjectInfo]:
+        base_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        directory = self._path(base_dir)
+        found: builtins.list[ObjectInfo] = []
+        for dirpath, dirnames, names in os.walk(directory):
+            dirnames[:] = [d for d in dirnames if _TMP_MARKER not in d]
+            for name in names:
+                if _TMP_MARKER not in name:
+                    continue
+                path = Path(dirpath) / name
+                key = str(path.relative_to(self._root))
+                if not key.startswith(prefix):
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # renamed into place meanwhile
+                    st = path.stat()
+                    found.append(ObjectInfo(key, st.st_size, int(st.st_mtime * 1000)))
+        return iter(sorted(found, key=lambda o: o.key))
 
     def delete(self, key: str) -> None:
         try:

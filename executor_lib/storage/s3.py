@@ -124,6 +124,7 @@ class S3Store(ObjectStore):
         return f"s3://{self._bucket}/{self._prefix}" if self._prefix else f"s3://{self._bucket}"
 
     def _key(self, key: str) -> str:
+        key = self.key_of(key)
         return f"{self._prefix}/{key}" if self._prefix else key
 
     def _rel(self, full_key: str) -> str:

@@ -167,7 +167,7 @@ def test_uncompressed_log_and_crc_files(table: Table) -> None:
 def test_schema_deduplication_on_commit(table: Table) -> None:
     uri, options = table
     log = make_table(uri, options)
-    mapping = '[{"name":"id","type":"i64","fast":true}]'
+    mapping = '[{"name":"id","type":"i64","fast":true},{"name":"message","type":"text"}]'
     log.commit([add(doc_mapping=mapping), add(doc_mapping=mapping)])
     log.commit([add(doc_mapping=mapping)])
     snap = executor_lib.open_log(uri, **options).snapshot()
@@ -337,7 +337,8 @@ def test_doc_mappings_of_removed_files_survive_checkpoints(table: Table) -> None
         **JSON_STATE,
         **{"spark.indextables.checkpoint.interval": "10", "spark.indextables.state.schema.renormalizeThreshold": "0"},
     )
-    mapping_a, mapping_b = '[{"name":"id","type":"i64"}]', '[{"name":"id","type":"u64"}]'
+    mapping_a = '[{"name":"id","type":"i64"},{"name":"message","type":"text"}]'
+    mapping_b = '[{"name":"id","type":"i64","fast":true},{"name":"message","type":"text"}]'
     first = add(doc_mapping=mapping_a)
     log.commit([first])
     for _ in range(8):

@@ -1,0 +1,73 @@
+"""Crash leftovers and orphans are collected (issue 20, hole 7): temporary files a killed writer
+left (``.<name>.tmp-<id>``, hidden from listings) in the log, ``manifests/`` and the data directories
+go with cleanup/PURGE once older than the retention; young ones (a live writer's) stay. An upload
+whose commit was refused is an orphan PURGE collects, while every live split stays.
+
+Before the fix nothing ever removed ``*.tmp-*`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import executor_lib
+from executor_lib.errors import InvalidActionError
+from executor_lib.log.cleanup import cleanup_log
+from executor_lib.log.purge import purge_table
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.publish import write_and_upload
+
+SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+DAY = 24 * 3600
+
+
+def _leftover(path: Path, age_s: float) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"half written")
+    then = time.time() - age_s
+    os.utime(path, (then, then))
+    return path
+
+
+def test_cleanup_and_purge_remove_old_temporary_files_only(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    log = executor_lib.create_table(str(root), SCHEMA)
+    log.commit([write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(SCHEMA, {}))])
+    old_log = _leftover(root / "_transaction_log" / ".00000000000000000009.json.tmp-dead", 2 * 3600)
+    old_manifest = _leftover(root / "_transaction_log" / "manifests" / ".manifest-x.avro.tmp-dead", 2 * 3600)
+    young_log = _leftover(root / "_transaction_log" / ".00000000000000000002.json.tmp-live", 60)
+    old_split = _leftover(root / "splits" / ".split-x.split.tmp-dead", 8 * DAY)
+    young_split = _leftover(root / "splits" / ".split-y.split.tmp-live", 3600)
+
+    dry = cleanup_log(log.store, log.config, dry_run=True)
+    assert (
+        sorted(dry.deleted_temporary) == sorted(str(p.relative_to(root)) for p in (old_log, old_manifest))
+        and old_log.exists()
+    )
+    report = cleanup_log(log.store, log.config)
+    assert not old_log.exists() and not old_manifest.exists() and young_log.exists()
+    assert report.to_json()["deletedTemporaryFiles"] == dry.deleted_temporary
+
+    purged = purge_table(log, retention_hours=168)
+    assert [k for k, _ in purged.deleted_temporary] == ["splits/.split-x.split.tmp-dead"]
+    assert ("temporary", "splits/.split-x.split.tmp-dead", len(b"half written")) in purged.rows()
+    assert not old_split.exists() and young_split.exists()
+    assert log.snapshot().num_records == 1
+
+
+def test_the_split_of_a_refused_commit_is_an_orphan_purge_collects(tmp_path: Path) -> None:
+    log = executor_lib.create_table(str(tmp_path / "t"), SCHEMA)
+    live = write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(SCHEMA, {}))
+    log.commit([live])
+    other = pa.table({"id": [2]})
+    refused = write_and_upload(log.store, other, mapping_for(other.schema, {}))
+    with pytest.raises(InvalidActionError):
+        log.commit([refused])
+    report = purge_table(log, now_ms=int((time.time() + 8 * DAY) * 1000))
+    assert [k for k, _ in report.deleted_splits] == [refused.path]
+    assert log.store.exists(live.path) and not log.store.exists(refused.path)
