@@ -141,12 +141,9 @@ CORRUPTIONS = {"empty": _empty, "truncated": _truncate, "bitflip": _bitflip, "ga
 # A hint file may be ignored: the reader then lists the log and must still read the right rows.
 HINTS = {"last-checkpoint", "last-checkpoint-avro"}
 KNOWN_HOLES = {
-    ("avro-manifest", "bitflip"): "hole 4: Avro manifests are not verified against their content address",
-    ("split", "bitflip"): "hole 5: a bit flip inside a split's data is not detected (no check against the add)",
-    **{
-        ("split", c): "hole 5: a corrupt split's error names the split cache's file, not the table's split"
-        for c in ("empty", "truncated", "garbage")
-    },
+    # Tantivy's files carry CRC32 footers, but opening a split does not verify them, and a flip in the
+    # data keeps the size the add records: not detected yet (issue 20, hole 5 covers size and open errors).
+    ("split", "bitflip"): "a bit flip inside a split's data that keeps its size is not detected",
 }
 
 
