@@ -73,11 +73,14 @@ def test_concurrent_commits_with_faults(
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_soak(moto_server: Any, run_uid: str, tmp_path: Path, record_property: Any) -> None:
-    """Ten times the default commits, more writers and faults (``-m slow``)."""
+    """At scale (``-m slow``): 16 writers x 63 commits (1,008) with faults, plus merges, checkpoints,
+    purges, killed writers and 2 readers. INDEXTABLES_SOAK_WRITERS / INDEXTABLES_SOAK_COMMITS override."""
+    writers = int(os.environ.get("INDEXTABLES_SOAK_WRITERS", "16"))
+    commits = int(os.environ.get("INDEXTABLES_SOAK_COMMITS", str(-(-1000 // writers))))
     cfg = StressConfig(
         table_a=f"s3://{BUCKET}/stress/{run_uid}/soak", table_b=f"s3://{BUCKET}/stress/{run_uid}/soak-b",
-        storage=s3_options(moto_server), writers=max(6, WRITERS), commits_per_writer=10 * COMMITS,
-        fault_rate=max(0.05, FAULT_RATE), readers=2, timeout_s=3000,
+        storage=s3_options(moto_server), writers=writers, commits_per_writer=commits,
+        fault_rate=max(0.05, FAULT_RATE), readers=2, timeout_s=3300,
     )  # fmt: skip
     result = run_stress(cfg, tmp_path)
     _record(result, record_property)
