@@ -2,8 +2,9 @@
 
 ``write_and_upload`` indexes one batch of rows (one partition) into a split, uploads it
 under ``<partition path>/splits/split-<uuid>.split`` and returns the ``AddAction`` that a
-commit records. ``merge_splits`` turns N splits of one partition into one with all their
-rows: statistics are recomputed and ``numMergeOps`` is one more than the largest input's.
+commit records (``upload_split`` does the second half for a split already written).
+``merge_splits`` turns N splits of one partition into one with all their rows: statistics
+are recomputed and ``numMergeOps`` is one more than the largest input's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.searcher import SplitSearcher
-from executor_lib.splits.writer import write_split
+from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
 
 
@@ -36,14 +37,25 @@ def write_and_upload(
     partition_values: Mapping[str, str | None] | None = None,
     num_merge_ops: int | None = None,
     heap_bytes: int | None = None,
+    threads: int = 1,
 ) -> AddAction:
     """Index ``rows`` into one split, upload it to the table's store and describe it as an add."""
-    partition_values = dict(partition_values or {})
     with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp:
-        written = write_split(rows, mapping, Path(tmp), heap_bytes)
-        key = f"{partition_path(partition_values)}splits/{written.path.name}"
-        store.put_file(key, str(written.path))
-        size = written.path.stat().st_size
+        written = write_split(rows, mapping, Path(tmp), heap_bytes, threads)
+        return upload_split(store, written, partition_values, num_merge_ops)
+
+
+def upload_split(
+    store: ObjectStore,
+    written: WrittenSplit,
+    partition_values: Mapping[str, str | None] | None = None,
+    num_merge_ops: int | None = None,
+) -> AddAction:
+    """Upload a written split under its partition's ``splits/`` directory and describe it as an add."""
+    partition_values = dict(partition_values or {})
+    key = f"{partition_path(partition_values)}splits/{written.path.name}"
+    store.put_file(key, str(written.path))
+    size = written.path.stat().st_size
     return AddAction(
         path=key,
         partition_values=partition_values,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import executor_lib
 from executor_lib.actions import AddAction
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.errors import ConfigError
+from executor_lib.errors import ConfigError, InvalidDataError
 from executor_lib.splits.bundle import CorruptSplitError, read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.searcher import QueryError, SplitSearcher
@@ -358,3 +359,116 @@ def test_bad_index_record_options_are_named() -> None:
         mapping_for(DATA.schema, {**OPTIONS, "spark.indextables.indexing.indexrecordoption.title": "sometimes"})
     with pytest.raises(ConfigError, match=r"indexrecordoption\.id='basic'.*column 'id' is i64"):
         mapping_for(DATA.schema, {"spark.indextables.indexing.indexrecordoption.id": "basic"})
+
+
+def _stored_docs(searcher: SplitSearcher) -> dict[int, dict[str, Any]]:
+    s = searcher.searcher
+    hits = s.search(searcher._query(None), max(1, s.num_docs)).hits
+    docs = [s.doc(address).to_dict() for _, address in hits]
+    return {d["id"][0]: d for d in docs}
+
+
+def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None:
+    """The bulk path (JSON built by Arrow compute, ``add_json``) indexes exactly what ``Document.from_dict``
+    does: same stored values, same terms, same fast-field values. A binary column sends the second split
+    down the row-dict path."""
+    import datetime
+
+    from executor_lib import filters as f
+    from executor_lib.splits.writer import json_documents
+
+    utc = datetime.timezone.utc
+    strings = ['say "hi"', "back\\slash", "new\nline\ttab\x01ctl", "ünïcødé 😀", None, "", "plain"]
+    n = len(strings)
+    times = [
+        datetime.datetime(2024, 1, 2, 3, 4, 5, 123456, utc),
+        None,
+        datetime.datetime(1969, 12, 31, 23, 59, tzinfo=utc),
+    ]
+    times += [datetime.datetime(y, 1, 2, tzinfo=utc) for y in (2024, 2262, 1900, 2025)]
+    rows = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": pa.array(strings),
+            "text": pa.array([x if x is None else f"{x} words here" for x in strings]),
+            "big": pa.array([2**63 - 1, -(2**63), 0, None, 5, 6, 7], pa.int64()),
+            "u": pa.array([2**64 - 1, 0, 1, 2, None, 3, 4], pa.uint64()),
+            "x": pa.array([1e300, -0.0, 5e-324, 0.1, 3.0, None, -2.5]),
+            "ok": pa.array([True, False, None, True, True, False, True]),
+            "ts": pa.array(times, pa.timestamp("us", "UTC")),
+            "day": pa.array(
+                [datetime.date(2024, 1, 3), None, datetime.date(1970, 1, 1)] + [datetime.date(2000, 2, 28)] * 4
+            ),
+        }
+    )
+    assert json_documents(rows.to_batches()[0], 0) is not None
+    options = {"spark.indextables.indexing.typemap.text": "text"}
+    bulk = write_split(rows, mapping_for(rows.schema, options), tmp_path / "bulk")
+    with_blob = rows.append_column("blob", pa.array([b"b"] * n))
+    assert json_documents(with_blob.to_batches()[0], 0) is None
+    dicts = write_split(with_blob, mapping_for(with_blob.schema, options), tmp_path / "dicts")
+    a = SplitSearcher(bulk.path, tmp_path / "wa", rows.schema, None)
+    b = SplitSearcher(dicts.path, tmp_path / "wb", with_blob.schema, None)
+    expected = {k: {c: v for c, v in d.items() if c != "blob"} for k, d in _stored_docs(b).items()}
+    assert _stored_docs(a) == expected
+    for query in ['s:"say \\"hi\\""', "text:ünïcødé", "text:ctl", 'u:18446744073709551615', "big:[* TO 0]",
+                  "x:[0 TO 1]", "ok:true", 'ts:[2024-01-01T00:00:00Z TO 2024-12-31T00:00:00Z]',
+                  'day:"2024-01-03T00:00:00Z"', "s:plain"]:  # fmt: skip
+        assert a.search(query, ["id"]).column("id").to_pylist() == b.search(query, ["id"]).column("id").to_pylist()
+        assert a.count(query) > 0, query
+    assert a.count(f.Exists("big")) == b.count(f.Exists("big")) == n - 1
+    for field in ("ts", "day", "x", "big", "u"):
+        aggs = {"m": {"stats": {"field": field}}}
+        assert a.aggregate(aggs) == b.aggregate(aggs), field
+    assert (bulk.min_values, bulk.max_values) == (dicts.min_values, dicts.max_values)
+    assert a.search("*").to_pylist() == rows.to_pylist()
+    ancient = pa.table({"id": [1], "ts": pa.array([datetime.datetime(1, 1, 1)], pa.timestamp("us"))})
+    for table in (ancient, ancient.append_column("blob", pa.array([b"b"]))):  # both paths name the row
+        with pytest.raises(InvalidDataError, match=r"row 0 of the batch cannot be indexed.*1677"):
+            write_split(table, mapping_for(table.schema, {}), tmp_path / "ancient")
+
+
+_BOUNDED_WRITE = """
+import sys, tracemalloc
+from pathlib import Path
+import pyarrow as pa
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.writer import SplitBuilder
+
+rows, batch = 200_000, 10_000
+words = " ".join(f"word{i}" for i in range(60))  # ~500-byte messages: ~110 MB of rows in all
+def make(start):
+    ids = pa.array(range(start, start + batch), pa.int64())
+    return pa.record_batch({"id": ids, "message": pa.array([f"{words} {i}" for i in range(start, start + batch)])})
+mapping = mapping_for(make(0).schema, {"spark.indextables.indexing.typemap.message": "text"})
+tracemalloc.start()
+builder = SplitBuilder(mapping, Path(sys.argv[1]), heap_bytes=50_000_000, threads=1)
+for start in range(0, rows, batch):
+    builder.add(make(start))
+written = builder.finish()
+python_peak = tracemalloc.get_traced_memory()[1]
+arrow_peak = pa.default_memory_pool().max_memory()
+searcher = SplitSearcher(written.path, Path(sys.argv[1]) / "work", make(0).schema, None)
+assert searcher.num_docs == rows and searcher.count("message:word7") == rows, searcher.num_docs
+print(python_peak, arrow_peak, written.path.stat().st_size)
+"""
+
+
+def test_a_large_write_stays_within_its_memory_bound(tmp_path: Path) -> None:
+    """200k rows of ~500 bytes (~110 MB as Arrow, several times that as Python dicts) stream through a
+    ``SplitBuilder``: peak Python and Arrow memory stay at a few batches, however many rows the split has
+    (Tantivy's own memory is bounded by its heap setting)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-c", _BOUNDED_WRITE, str(tmp_path)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    python_peak, arrow_peak, split_size = map(int, done.stdout.split())
+    assert split_size > 40_000_000, "the split holds every row (columnar copy and doc store)"
+    assert python_peak < 40_000_000, f"Python objects peaked at {python_peak:,} bytes"
+    assert arrow_peak < 40_000_000, f"Arrow buffers peaked at {arrow_peak:,} bytes"
