@@ -3,8 +3,9 @@
 ``write_and_upload`` indexes one batch of rows (one partition) into a split, uploads it
 under ``<partition path>/splits/split-<uuid>.split`` and returns the ``AddAction`` that a
 commit records (``upload_split`` does the second half for a split already written).
-``merge_splits`` turns N splits of one partition into one with all their rows: statistics
-are recomputed and ``numMergeOps`` is one more than the largest input's.
+``merge_splits`` turns N splits of one partition into one with all their rows, combining
+their Tantivy segments (``splits.merge``): statistics are recomputed and ``numMergeOps`` is
+one more than the largest input's.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.merge import MergeSource, merge_sources
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
@@ -91,10 +93,12 @@ def merge_splits(
     if len(mappings) != 1 or None in mappings:
         raise ConfigError("splits with different (or unknown) doc mappings cannot be merged")
     mapping_json: Any = mappings.pop()
-    tables = []
+    inputs = []
     for add in sources:
         entry = cache.get(store, add.path)
-        tables.append(SplitSearcher(entry.split, entry.directory, arrow_schema, mapping_json).rows)
-    rows = pa.concat_tables(tables)
+        searcher = SplitSearcher(entry.split, entry.directory, arrow_schema, mapping_json)
+        inputs.append(MergeSource(searcher.index_dir, searcher.rows, searcher.row_offsets))
     merged_ops = max(a.num_merge_ops or 0 for a in sources) + 1
-    return write_and_upload(store, rows, DocMapping.from_json(mapping_json), sources[0].partition_values, merged_ops)
+    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
+        written = merge_sources(inputs, DocMapping.from_json(mapping_json), Path(tmp))
+        return upload_split(store, written, sources[0].partition_values, merged_ops)
