@@ -267,6 +267,7 @@ class IndexTablesReader(DataSourceReader):
         for spark_filter in filters:
             converted = spark_filter_to_filter(spark_filter)
             if converted is None:
+                self._check_not_index_only(_spark_filter_columns(spark_filter), spark_filter)
                 yield spark_filter
                 continue
             converted = _typed(converted, self.table_arrow_schema)
@@ -277,12 +278,25 @@ class IndexTablesReader(DataSourceReader):
                 yield spark_filter
                 continue
             planned = plan(converted, self._mappings, self.table_arrow_schema)
+            if planned.index is None or planned.residual is not None:
+                self._check_not_index_only(columns, spark_filter)
             if planned.index is None:
                 yield spark_filter
                 continue
             self.pushed.append(converted)
             if planned.residual is not None:
                 yield spark_filter  # a superset: Spark checks it again
+
+    def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
+        """Spark (or the rows) would check this filter on values an index-only column does not store."""
+        index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
+        named = sorted(columns & index_only)
+        if named:
+            raise ConfigError(
+                f"read {self.path}: filter {spark_filter!r} cannot be answered: columns {named} are index-only "
+                "(spark.indextables.indexing.indexonly); their values are not stored (they read as null), so only "
+                "filters the index answers exactly (equality, IN, ranges, indexquery) can use them"
+            )
 
     def _prunable(self, columns: set[str]) -> bool:
         """Min/max statistics of date and timestamp data columns are not compared (their string forms differ
@@ -353,6 +367,15 @@ class IndexTablesReader(DataSourceReader):
                 remaining -= rows.num_rows
             if rows.num_rows:
                 yield from _conform(rows, target).to_batches(max_chunksize=65536)
+
+
+def _spark_filter_columns(f: Filter) -> set[str]:
+    """The top-level columns a Spark filter names."""
+    columns = {str(a[0]) for a in [getattr(f, "attribute", ())] if a}
+    for child in (getattr(f, "child", None), getattr(f, "left", None), getattr(f, "right", None)):
+        if isinstance(child, Filter):
+            columns |= _spark_filter_columns(child)
+    return columns
 
 
 def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:

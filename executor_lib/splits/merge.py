@@ -17,7 +17,8 @@ wrong rows.
 
 Where segments cannot be combined (Tantivy schemas or index settings differ, a segment has
 deletes or appears twice, or the merged index would hold more than ``MAX_SEGMENTS``
-segments), the rows are indexed again through ``SplitBuilder``'s bulk path.
+segments), the rows are indexed again through ``SplitBuilder``'s bulk path; splits with index-only
+columns (whose values are not stored) cannot be indexed again, so they are always combined.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from executor_lib.errors import ConfigError
 from executor_lib.splits.bundle import write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
@@ -41,6 +43,7 @@ from executor_lib.splits.writer import (
     SplitBuilder,
     WrittenSplit,
     _stats,
+    in_columnar_copy,
 )
 
 MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead
@@ -58,19 +61,25 @@ class MergeSource:
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
     """One split in ``out_dir`` holding every row of ``sources``, in source order."""
     metas = [json.loads((s.index_dir / "meta.json").read_text()) for s in sources]
-    if _combinable(metas):
+    index_only = [f.name for f in mapping.fields if not f.stored]
+    if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
         return _combine(sources, metas, mapping, out_dir)
+    if index_only:
+        raise ConfigError(
+            f"merge: these splits' segments cannot be combined and their rows cannot be indexed again: "
+            f"columns {index_only} are index-only (their values are not stored)"
+        )
     return _reindex(sources, mapping, out_dir)
 
 
-def _combinable(metas: list[dict[str, Any]]) -> bool:
+def _combinable(metas: list[dict[str, Any]], max_segments: int | None) -> bool:
     first = metas[0]
     segments = [seg for meta in metas for seg in meta["segments"]]
     return (
         all(m["schema"] == first["schema"] and m.get("index_settings") == first.get("index_settings") for m in metas)
         and all(seg.get("deletes") is None for seg in segments)
         and len({seg["segment_id"] for seg in segments}) == len(segments)
-        and len(segments) <= MAX_SEGMENTS
+        and (max_segments is None or len(segments) <= max_segments)
     )
 
 
@@ -102,10 +111,11 @@ def _combine(
     out_dir.mkdir(parents=True, exist_ok=True)
     columns = out_dir / f"columns-{uuid.uuid4()}.arrow"
     try:
-        schema = sources[0].rows.schema
+        stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
+        schema = sources[0].rows.select(stored).schema
         with pa.ipc.new_file(str(columns), schema) as ipc:
             for source in sources:
-                for batch in source.rows.cast(schema).to_batches(FEED_BATCH_ROWS):
+                for batch in source.rows.select(stored).cast(schema).to_batches(FEED_BATCH_ROWS):
                     ipc.write_batch(batch)
         files[SEGMENTED_COLUMNS_MEMBER] = columns
         files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()

@@ -76,6 +76,23 @@ def parse_query_string(index: Any, query: filters.QueryString, default_fields: l
         raise QueryError(f"query {query.query!r}{as_parsed} {explain(text, str(e))}") from e
 
 
+def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schema) -> pa.Table:
+    """The columnar copy with index-only columns (values not stored) as nulls, in the mapping's order."""
+    missing = [f.name for f in mapping.fields if f.name not in copy.column_names]
+    if not missing:
+        return copy
+    fields, columns = [], []
+    for f in mapping.fields:
+        if f.name in copy.column_names:
+            fields.append(copy.schema.field(f.name))
+            columns.append(copy.column(f.name))
+        else:
+            t = schema.field(f.name).type if f.name in schema.names else pa.null()
+            fields.append(pa.field(f.name, t))
+            columns.append(pa.nulls(copy.num_rows, t))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
 def _columns_member(footer: Any) -> str | None:
     """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
     for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
@@ -112,8 +129,10 @@ class SplitSearcher:
         start, end = footer.files[columns_member]
         mapped = pa.memory_map(str(split))
         mapped.seek(start)
-        self.rows = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
         self.mapping = DocMapping.from_json(mapping_json.decode())
+        copy = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+        self.index_only = [f.name for f in self.mapping.fields if not f.stored]
+        self.rows = _with_index_only_nulls(copy, self.mapping, arrow_schema)
         try:
             self.index = tantivy.Index.open(str(index_dir))
         except (OSError, ValueError) as e:

@@ -31,7 +31,7 @@ import tantivy
 
 from executor_lib.errors import InvalidDataError
 from executor_lib.splits.bundle import BundleFooter, write_bundle
-from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
@@ -55,10 +55,23 @@ class WrittenSplit:
     doc_mapping_json: str
 
 
+def in_index(f: FieldMapping) -> bool:
+    """Whether the field is in the Tantivy index. Store-only text and json fields are not: Tantivy cannot
+    store them without indexing them, and this project reads stored values from the columnar copy."""
+    return f.indexed or f.fast or f.type not in ("text", "json")
+
+
+def in_columnar_copy(f: FieldMapping) -> bool:
+    """Whether the field's values are in the columnar copy: index-only fields' are not."""
+    return f.stored
+
+
 def tantivy_schema(mapping: DocMapping) -> Any:
     """The Tantivy schema of a doc mapping, plus the hidden row-number fast field."""
     sb = tantivy.SchemaBuilder()
     for f in mapping.fields:
+        if not in_index(f):
+            continue
         if f.type == "text":
             sb.add_text_field(
                 f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record,
@@ -155,11 +168,15 @@ class SplitBuilder:
     """Index rows batch by batch into one split; ``finish`` writes the bundle.
 
     Memory: one batch at a time in Python, Tantivy's heap (``heap_bytes``), and the columnar
-    copy streamed to a file in the work directory."""
+    copy streamed to a file in the work directory. Index-only columns are indexed but left out
+    of the columnar copy; store-only text and json columns go to the copy only."""
 
     def __init__(self, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1) -> None:
         self.mapping = mapping
         self.columns = [f.name for f in mapping.fields]
+        self.indexed_columns = [f.name for f in mapping.fields if in_index(f)]
+        self.copied_columns = [f.name for f in mapping.fields if in_columnar_copy(f)]
+        self._extremes: list[pa.Table] = []
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="split-", dir=out_dir))
@@ -179,7 +196,7 @@ class SplitBuilder:
         """Index ``rows`` (the mapping's columns are taken; others are ignored) and append them to the copy."""
         data = rows.select(self.columns)
         if self._ipc is None:
-            self._ipc = pa.ipc.new_file(str(self.columns_path), data.schema)
+            self._ipc = pa.ipc.new_file(str(self.columns_path), data.select(self.copied_columns).schema)
             self._ipc_open = True
         batches = data.to_batches(FEED_BATCH_ROWS) if isinstance(data, pa.Table) else [data]
         for batch in batches:
@@ -189,12 +206,15 @@ class SplitBuilder:
     def _add_batch(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
-        documents = json_documents(batch, self.num_rows)
+        indexed = batch.select(self.indexed_columns)
+        documents = json_documents(indexed, self.num_rows)
         if documents is None:
-            self._add_dicts(batch)
+            self._add_dicts(indexed)
         else:
             self._add_json(documents.to_pylist())
-        self._ipc.write_batch(batch)  # Tantivy indexes the batch meanwhile, on its own threads
+        # Tantivy indexes the batch meanwhile, on its own threads
+        self._ipc.write_batch(batch.select(self.copied_columns))
+        self._extremes.append(_extremes(batch, self.mapping))
         self.num_rows += batch.num_rows
         self.nbytes += batch.nbytes
 
@@ -234,8 +254,7 @@ class SplitBuilder:
             files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
             path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
             footer = write_bundle(files, path)
-            with pa.memory_map(str(self.columns_path)) as source:
-                mins, maxs = _stats(pa.ipc.open_file(source).read_all(), self.mapping)
+            mins, maxs = _stats(pa.concat_tables(self._extremes), self.mapping) if self._extremes else ({}, {})
         finally:
             self.close()
         return WrittenSplit(
@@ -258,15 +277,31 @@ class SplitBuilder:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+def _has_stats(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+            or pa.types.is_date(t) or pa.types.is_timestamp(t))  # fmt: skip
+
+
+def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:
+    """Two rows, the minimum and maximum of each column with statistics: the min/max of the
+    concatenated extremes of every batch are those of all the rows."""
+    columns = {}
+    for f in mapping.fields:
+        col = batch.column(f.name)
+        if _has_stats(col.type):
+            result = pc.min_max(col)
+            columns[f.name] = pa.array([result["min"].as_py(), result["max"].as_py()], col.type)
+    return pa.table(columns) if columns else pa.table({"_": pa.nulls(2)})
+
+
 def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[str, str]]:
     mins: dict[str, str] = {}
     maxs: dict[str, str] = {}
     for f in mapping.fields:
+        if f.name not in table.column_names or not _has_stats(table.column(f.name).type):
+            continue
         col = table.column(f.name)
         t = col.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
-                or pa.types.is_date(t) or pa.types.is_timestamp(t)):  # fmt: skip
-            continue
         result = pc.min_max(col)
         low, high = result["min"].as_py(), result["max"].as_py()
         if low is None:

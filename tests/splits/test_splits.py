@@ -529,3 +529,47 @@ def _matches(row: dict[str, Any], query: Any) -> bool:
     if isinstance(query, f.Between):
         return bool(query.lower <= row["id"] <= query.upper)
     return bool(row["tag"] in query.values)
+
+
+def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Path) -> None:
+    """A store-only text column is not indexed (not in the Tantivy index; its values come from the
+    columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
+    answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
+    from executor_lib import filters as f
+    from executor_lib.splits.bundle import read_member
+    from executor_lib.splits.merge import MergeSource, merge_sources
+    from executor_lib.splits.pushdown import FilterPlan
+    from executor_lib.splits.table_search import scan_split
+    from executor_lib.splits.writer import COLUMNS_MEMBER
+
+    options = {
+        **OPTIONS,
+        "spark.indextables.indexing.storeonly": "title",
+        "spark.indextables.indexing.indexonly": "tag",
+    }
+    mapping = mapping_for(DATA.schema, options)
+    written = write_split(DATA, mapping, tmp_path / "s")
+    searcher = SplitSearcher(written.path, tmp_path / "w", DATA.schema, None)
+    meta = json.loads((searcher.index_dir / "meta.json").read_text())
+    assert {field["name"] for field in meta["schema"]} == {"id", "tag", "score", "__row"}, "title is not indexed"
+    copy = pa.ipc.open_file(pa.py_buffer(read_member(written.path, written.footer, COLUMNS_MEMBER))).read_all()
+    assert copy.column_names == ["id", "title", "score"], "tag's values are not copied"
+    assert searcher.search(None, ["id", "title", "tag"]).to_pylist()[1] == {"id": 1, "title": DATA["title"][1].as_py(),
+                                                                          "tag": None}  # fmt: skip
+    assert searcher.count("tag:t1") == 5 and searcher.count(f.Term("tag", "t1")) == 5
+    with pytest.raises(QueryError, match="'title' is not an indexed field"):
+        from executor_lib.splits.searcher import check_query
+
+        check_query(executor_lib.filters.QueryString("red", "title"), mapping)
+    with pytest.raises(QueryError, match=r"columns \['tag'\] are index-only"):
+        scan_split(searcher, FilterPlan(None, f.Prefix("tag", "t")), ["id"])
+    rows = scan_split(searcher, FilterPlan(f.Term("tag", "t2"), f.Contains("title", "blue")), ["id", "tag"])
+    assert rows.to_pylist() == [{"id": i, "tag": None} for i in (2, 6, 10, 14, 18)]
+    other = SplitSearcher(write_split(DATA, mapping, tmp_path / "s2").path, tmp_path / "w2", DATA.schema, None)
+    merged = merge_sources(
+        [MergeSource(s.index_dir, s.rows, s.row_offsets) for s in (searcher, other)], mapping, tmp_path / "m"
+    )
+    after = SplitSearcher(merged.path, tmp_path / "wm", DATA.schema, None)
+    assert after.count("tag:t3") == 10 and after.search("tag:t3", ["tag"]).column("tag").null_count == 10
+    assert "tag" not in merged.min_values and merged.min_values["title"] == written.min_values["title"]
+    assert written.min_values["tag"] == "t0", "statistics still cover index-only columns"
