@@ -1,9 +1,11 @@
-"""``python -m bench``: the state, split and Spark benchmarks in one run, one table of ratios.
+"""``python -m bench``: the state, split, Spark and ingest benchmarks in one run, one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark] [--out bench-results.json] [--png DIR]
+    python -m bench [--quick] [--only state,split,spark,ingest] [--ingest-rows N] [--out bench-results.json]
+                    [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
-with ``contains``/``rlike``); the table shows measured value, baseline, ratio, the goal set for
+with ``contains``/``rlike``; for ingest, Parquet and raw tantivy-py writes and indexing the
+rows a merge combines); the table shows measured value, baseline, ratio, the goal set for
 it and whether it was met. Nothing is asserted: timings on a shared machine are noisy.
 """
 
@@ -30,12 +32,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--state-sizes", type=int, nargs="+", default=None, help="live files of the state tables")
     p.add_argument("--split-rows", type=int, default=None, help="rows of the materialization split")
     p.add_argument("--spark-rows", type=int, default=None, help="rows of the Spark dataset")
+    p.add_argument("--ingest-rows", type=int, default=None, help="rows of the ingest (write and merge) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    for flag in ("split_rows", "spark_rows"):
+    for flag in ("split_rows", "spark_rows", "ingest_rows"):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
@@ -53,6 +56,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["split_index_rows"] = min(sizes.split_index_rows, args.split_rows)
     if args.spark_rows:
         overrides["spark_rows"] = args.spark_rows
+    if args.ingest_rows:
+        overrides["ingest_rows"] = args.ingest_rows
     return dataclasses.replace(sizes, **overrides)
 
 

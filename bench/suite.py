@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark")
+SUITES = ("state", "split", "spark", "ingest")
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,13 @@ class Sizes:
     split_index_rows: int
     spark_rows: int
     spark_repeat: int
+    ingest_rows: int = 1_000_000
+    ingest_splits: int = 8
+    ingest_repeat: int = 2
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
-QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2)
+QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "state": lambda: _state_run(sizes),
         "split": lambda: _split_run(sizes),
         "spark": lambda: _spark_run(sizes),
+        "ingest": lambda: _ingest_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -83,8 +87,27 @@ def _spark_run(sizes: Sizes) -> dict[str, Any]:
     return spark_benchmark.run(sizes.spark_rows, sizes.spark_repeat)
 
 
+def _ingest_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import ingest_benchmark
+
+    return ingest_benchmark.run(sizes.ingest_rows, sizes.ingest_splits, sizes.ingest_repeat)
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
-    return {"state": state_ratios, "split": split_ratios, "spark": spark_ratios}[name](results)
+    runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios}
+    return runners[name](results)
+
+
+def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
+    rps, s = r["rows_per_s"], r["seconds"]
+    return [
+        _ratio("ingest", f"write {r['rows']:,} log rows: indextables vs raw tantivy-py (throughput)",
+               rps["indextables"], rps["raw_tantivy"], "rows/s", r["ratio_vs_raw"], (">=", 0.8)),
+        _ratio("ingest", f"write {r['rows']:,} log rows: indextables vs Parquet (throughput)",
+               rps["indextables"], rps["parquet"], "rows/s", r["ratio_vs_parquet"], (">=", 0.25)),
+        _ratio("ingest", f"MERGE SPLITS of {r['splits']} splits vs indexing their rows",
+               s["merge"], s["indextables"], "s", r["merge_speedup_vs_indexing"], (">=", 3)),
+    ]  # fmt: skip
 
 
 def state_ratios(r: dict[str, Any]) -> list[Ratio]:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ NAME = "indextables"
 DEFAULT_TARGET_RECORDS = 1_000_000
 DEFAULT_PARTITION_BYTES = 256 << 20
 DEFAULT_SPLITS_PER_PARTITION = 64
+MAX_OPEN_SPLITS = 4  # splits a write task indexes at once (one per partition value), each with its own heap
 
 
 def _open_log(path: str, options: Mapping[str, str]) -> Any:
@@ -264,6 +267,7 @@ class IndexTablesReader(DataSourceReader):
         for spark_filter in filters:
             converted = spark_filter_to_filter(spark_filter)
             if converted is None:
+                self._check_not_index_only(_spark_filter_columns(spark_filter), spark_filter)
                 yield spark_filter
                 continue
             converted = _typed(converted, self.table_arrow_schema)
@@ -274,12 +278,25 @@ class IndexTablesReader(DataSourceReader):
                 yield spark_filter
                 continue
             planned = plan(converted, self._mappings, self.table_arrow_schema)
+            if planned.index is None or planned.residual is not None:
+                self._check_not_index_only(columns, spark_filter)
             if planned.index is None:
                 yield spark_filter
                 continue
             self.pushed.append(converted)
             if planned.residual is not None:
                 yield spark_filter  # a superset: Spark checks it again
+
+    def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
+        """Spark (or the rows) would check this filter on values an index-only column does not store."""
+        index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
+        named = sorted(columns & index_only)
+        if named:
+            raise ConfigError(
+                f"read {self.path}: filter {spark_filter!r} cannot be answered: columns {named} are index-only "
+                "(spark.indextables.indexing.indexonly); their values are not stored (they read as null), so only "
+                "filters the index answers exactly (equality, IN, ranges, indexquery) can use them"
+            )
 
     def _prunable(self, columns: set[str]) -> bool:
         """Min/max statistics of date and timestamp data columns are not compared (their string forms differ
@@ -352,6 +369,15 @@ class IndexTablesReader(DataSourceReader):
                 remaining -= rows.num_rows
             if rows.num_rows:
                 yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
+
+
+def _spark_filter_columns(f: Filter) -> set[str]:
+    """The top-level columns a Spark filter names."""
+    columns = {str(a[0]) for a in [getattr(f, "attribute", ())] if a}
+    for child in (getattr(f, "child", None), getattr(f, "left", None), getattr(f, "right", None)):
+        if isinstance(child, Filter):
+            columns |= _spark_filter_columns(child)
+    return columns
 
 
 def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
@@ -470,6 +496,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
             self.options, "spark.indextables.autoSize.targetSplitSize", O.parse_size
         )
         self.heap_bytes: int | None = _option(self.options, "spark.indextables.indexWriter.heapSize", O.parse_size)
+        self.threads: int | None = _option(self.options, "spark.indextables.indexWriter.threads", O.parse_positive_int)
 
     # -- driver side, before any task --
 
@@ -514,40 +541,47 @@ class IndexTablesWriter(DataSourceArrowWriter):
     # -- executors --
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> IndexTablesCommitMessage:
+        """Rows stream into one ``SplitBuilder`` per partition value (at most ``MAX_OPEN_SPLITS`` at once);
+        a full split is uploaded on a background thread while the next one is indexed."""
         from executor_lib.splits.doc_mapping import DocMapping
         from executor_lib.storage import open_store
 
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         mapping = DocMapping.from_json(self.mapping_json)
-        message = IndexTablesCommitMessage()
-        pending: dict[tuple[Any, ...], list[pa.Table]] = {}
-        pending_rows: dict[tuple[Any, ...], int] = {}
-        pending_bytes: dict[tuple[Any, ...], int] = {}
-        try:
-            for batch in iterator:
-                table = pa.Table.from_batches([batch]).cast(self.arrow_schema)
-                for key, part in _split_by_partition(table, self.partition_columns):
-                    pending.setdefault(key, []).append(part)
-                    pending_rows[key] = pending_rows.get(key, 0) + part.num_rows
-                    pending_bytes[key] = pending_bytes.get(key, 0) + part.nbytes
-                    if pending_rows[key] >= self.target_records or (
-                        self.target_bytes is not None and pending_bytes[key] >= self.target_bytes
-                    ):
-                        message.adds.append(self._flush(store, mapping, key, pending.pop(key)))
-                        pending_rows[key] = pending_bytes[key] = 0
-            for key, parts in pending.items():
-                message.adds.append(self._flush(store, mapping, key, parts))
-        except BaseException:
-            _delete_quietly(store, [a.path for a in message.adds])
-            raise
-        return message
+        threads = self.threads or _task_cores()
+        with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp, _Uploads(store) as uploads:
+            builders: dict[tuple[Any, ...], Any] = {}
+            try:
+                for batch in iterator:
+                    table = pa.Table.from_batches([batch]).cast(self.arrow_schema)
+                    for key, part in _split_by_partition(table, self.partition_columns):
+                        builder = builders.get(key)
+                        if builder is None:
+                            if len(builders) >= MAX_OPEN_SPLITS:  # the fullest split goes, bounding memory
+                                fullest = max(builders, key=lambda k: builders[k].num_rows)
+                                uploads.submit(self._values(fullest), builders.pop(fullest).finish())
+                            builder = builders[key] = self._builder(mapping, Path(tmp), threads)
+                        builder.add(part)
+                        if builder.num_rows >= self.target_records or (
+                            self.target_bytes is not None and builder.nbytes >= self.target_bytes
+                        ):
+                            uploads.submit(self._values(key), builders.pop(key).finish())
+                for key in list(builders):
+                    uploads.submit(self._values(key), builders.pop(key).finish())
+                return IndexTablesCommitMessage(uploads.wait())
+            except BaseException:
+                for builder in builders.values():
+                    builder.close()
+                _delete_quietly(store, [a.path for a in uploads.wait(quiet=True)])
+                raise
 
-    def _flush(self, store: Any, mapping: Any, key: tuple[Any, ...], parts: list[pa.Table]) -> AddAction:
-        from executor_lib.splits.publish import write_and_upload
+    def _builder(self, mapping: Any, tmp: Path, threads: int) -> Any:
+        from executor_lib.splits.writer import SplitBuilder
 
-        rows = pa.concat_tables(parts)
-        values = dict(zip(self.partition_columns, (_partition_string(v) for v in key), strict=True))
-        return write_and_upload(store, rows, mapping, values, heap_bytes=self.heap_bytes)
+        return SplitBuilder(mapping, tmp, self.heap_bytes, threads)
+
+    def _values(self, key: tuple[Any, ...]) -> dict[str, str | None]:
+        return dict(zip(self.partition_columns, (_partition_string(v) for v in key), strict=True))
 
     # -- driver side, after the tasks --
 
@@ -607,6 +641,52 @@ def _undo_create(txlog: Any, metadata_id: str) -> None:
             txlog.store.remove_empty_dir("")
     except IndexTablesError as e:
         log.warning("%s: could not remove the empty version 0 of a failed first write: %s", txlog.uri, e)
+
+
+def _task_cores() -> int:
+    """The cores Spark gave this task (``spark.task.cpus``): Tantivy's indexing threads."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    try:
+        return max(1, int(context.cpus())) if context is not None else 1
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
+class _Uploads:
+    """Uploads written splits on one background thread, in order, deleting each local file once uploaded."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indextables-upload")
+        self.futures: list[Future[AddAction]] = []
+
+    def __enter__(self) -> _Uploads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True)
+
+    def submit(self, partition_values: dict[str, str | None], written: Any) -> None:
+        self.futures.append(self.pool.submit(self._upload, partition_values, written))
+
+    def _upload(self, partition_values: dict[str, str | None], written: Any) -> AddAction:
+        from executor_lib.splits.publish import upload_split
+
+        try:
+            return upload_split(self.store, written, partition_values)
+        finally:
+            written.path.unlink(missing_ok=True)
+
+    def wait(self, quiet: bool = False) -> list[AddAction]:
+        """Every add, in submission order; raises the first upload error (``quiet``: skips failed ones)."""
+        adds = []
+        for future in self.futures:
+            if quiet and future.exception() is not None:
+                continue
+            adds.append(future.result())
+        return adds
 
 
 def _delete_quietly(store: Any, keys: list[str]) -> None:

@@ -38,6 +38,7 @@ WRITE_KEYS = (
     "spark.indextables.indexing.storeonly",
     "spark.indextables.indexing.indexonly",
     "spark.indextables.indexWriter.heapSize",
+    "spark.indextables.indexWriter.threads",
     "spark.indextables.optimizeWrite.targetRecordsPerSplit",
     "spark.indextables.autoSize.enabled",
     "spark.indextables.autoSize.targetSplitSize",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from executor_lib.errors import CorruptLogError
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1
 _U32 = struct.Struct("<I")
+_COPY_CHUNK = 8 << 20
 
 
 class CorruptSplitError(CorruptLogError):
@@ -42,15 +44,23 @@ class BundleFooter:
     footer_end: int
 
 
-def write_bundle(files: Mapping[str, bytes], out: Path) -> BundleFooter:
-    """Write ``files`` as one split bundle to ``out``; returns its footer."""
+def write_bundle(files: Mapping[str, bytes | Path], out: Path) -> BundleFooter:
+    """Write ``files`` (contents, or local files copied in chunks) as one split bundle to ``out``.
+
+    Returns its footer."""
     offsets: dict[str, tuple[int, int]] = {}
     position = 0
     with open(out, "wb") as f:
         for name, data in files.items():
-            f.write(data)
-            offsets[name] = (position, position + len(data))
-            position += len(data)
+            if isinstance(data, Path):
+                with open(data, "rb") as source:
+                    shutil.copyfileobj(source, f, _COPY_CHUNK)
+                length = f.tell() - position
+            else:
+                f.write(data)
+                length = len(data)
+            offsets[name] = (position, position + length)
+            position += length
         table = {"files": {n: {"start": s, "end": e} for n, (s, e) in offsets.items()}}
         header = _U32.pack(BUNDLE_MAGIC) + _U32.pack(BUNDLE_VERSION) + json.dumps(table).encode()
         f.write(header)

@@ -2,8 +2,10 @@
 
 ``write_and_upload`` indexes one batch of rows (one partition) into a split, uploads it
 under ``<partition path>/splits/split-<uuid>.split`` and returns the ``AddAction`` that a
-commit records. ``merge_splits`` turns N splits of one partition into one with all their
-rows: statistics are recomputed and ``numMergeOps`` is one more than the largest input's.
+commit records (``upload_split`` does the second half for a split already written).
+``merge_splits`` turns N splits of one partition into one with all their rows, combining
+their Tantivy segments (``splits.merge``): statistics are recomputed and ``numMergeOps`` is
+one more than the largest input's.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.merge import MergeSource, merge_sources
 from executor_lib.splits.table_search import load_split
-from executor_lib.splits.writer import write_split
+from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
 
 
@@ -36,14 +39,25 @@ def write_and_upload(
     partition_values: Mapping[str, str | None] | None = None,
     num_merge_ops: int | None = None,
     heap_bytes: int | None = None,
+    threads: int = 1,
 ) -> AddAction:
     """Index ``rows`` into one split, upload it to the table's store and describe it as an add."""
-    partition_values = dict(partition_values or {})
     with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp:
-        written = write_split(rows, mapping, Path(tmp), heap_bytes)
-        key = f"{partition_path(partition_values)}splits/{written.path.name}"
-        store.put_file(key, str(written.path))
-        size = written.path.stat().st_size
+        written = write_split(rows, mapping, Path(tmp), heap_bytes, threads)
+        return upload_split(store, written, partition_values, num_merge_ops)
+
+
+def upload_split(
+    store: ObjectStore,
+    written: WrittenSplit,
+    partition_values: Mapping[str, str | None] | None = None,
+    num_merge_ops: int | None = None,
+) -> AddAction:
+    """Upload a written split under its partition's ``splits/`` directory and describe it as an add."""
+    partition_values = dict(partition_values or {})
+    key = f"{partition_path(partition_values)}splits/{written.path.name}"
+    store.put_file(key, str(written.path))
+    size = written.path.stat().st_size
     return AddAction(
         path=key,
         partition_values=partition_values,
@@ -79,9 +93,11 @@ def merge_splits(
     if len(mappings) != 1 or None in mappings:
         raise ConfigError("splits with different (or unknown) doc mappings cannot be merged")
     mapping_json: Any = mappings.pop()
-    tables = []
+    inputs = []
     for add in sources:
-        tables.append(load_split(cache, store, add.path, arrow_schema, mapping_json, add.size).rows)
-    rows = pa.concat_tables(tables)
+        searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
+        inputs.append(MergeSource(searcher.index_dir, searcher.rows, searcher.row_offsets))
     merged_ops = max(a.num_merge_ops or 0 for a in sources) + 1
-    return write_and_upload(store, rows, DocMapping.from_json(mapping_json), sources[0].partition_values, merged_ops)
+    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
+        written = merge_sources(inputs, DocMapping.from_json(mapping_json), Path(tmp))
+        return upload_split(store, written, sources[0].partition_values, merged_ops)

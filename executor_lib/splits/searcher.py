@@ -32,7 +32,15 @@ from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_f
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_text import explain, qualify_ranges
-from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER, ROW_FIELD, tantivy_schema, write_split
+from executor_lib.splits.writer import (
+    COLUMNS_MEMBER,
+    DOC_MAPPING_MEMBER,
+    ROW_FIELD,
+    SEGMENTED_COLUMNS_MEMBER,
+    SEGMENTS_MEMBER,
+    tantivy_schema,
+    write_split,
+)
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,
@@ -71,6 +79,31 @@ def parse_query_string(index: Any, query: filters.QueryString, default_fields: l
         raise QueryError(f"query {query.query!r}{as_parsed} {explain(text, str(e))}") from e
 
 
+def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schema) -> pa.Table:
+    """The columnar copy with index-only columns (values not stored) as nulls, in the mapping's order."""
+    missing = [f.name for f in mapping.fields if f.name not in copy.column_names]
+    if not missing:
+        return copy
+    fields, columns = [], []
+    for f in mapping.fields:
+        if f.name in copy.column_names:
+            fields.append(copy.schema.field(f.name))
+            columns.append(copy.column(f.name))
+        else:
+            t = schema.field(f.name).type if f.name in schema.names else pa.null()
+            fields.append(pa.field(f.name, t))
+            columns.append(pa.nulls(copy.num_rows, t))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _columns_member(footer: Any) -> str | None:
+    """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
+    for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
+        if name in footer.files:
+            return name
+    return None
+
+
 class SplitSearcher:
     """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
 
@@ -79,12 +112,12 @@ class SplitSearcher:
         self.split = split
         self.work_dir = work_dir
         footer = read_footer(split)
-        index_dir = work_dir / "index"
+        index_dir = self.index_dir = work_dir / "index"
         # Several Python workers of a node may open the same split at once: one extracts (or
         # transcodes), under the cache entry's lock, and the others wait and reuse its result.
         work_dir.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(entry_lock(work_dir)):
-            if COLUMNS_MEMBER not in footer.files:
+            if _columns_member(footer) is None:
                 split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
             if not (index_dir / "meta.json").exists():
                 shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
@@ -92,21 +125,50 @@ class SplitSearcher:
                 extract_bundle(split, footer, tmp)
                 tmp.rename(index_dir)
         mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
-        if COLUMNS_MEMBER not in footer.files or mapping_json is None:
+        columns_member = _columns_member(footer)
+        if columns_member is None or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         # Zero-copy: the columnar copy is memory-mapped, so a query touches only the pages of
         # the rows and columns it returns.
-        start, end = footer.files[COLUMNS_MEMBER]
+        start, end = footer.files[columns_member]
         mapped = pa.memory_map(str(split))
         mapped.seek(start)
-        self.rows = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
         self.mapping = DocMapping.from_json(mapping_json.decode())
+        copy = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+        self.index_only = [f.name for f in self.mapping.fields if not f.stored]
+        self.rows = _with_index_only_nulls(copy, self.mapping, arrow_schema)
         try:
             self.index = tantivy.Index.open(str(index_dir))
         except (OSError, ValueError) as e:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
         self.searcher = self.index.searcher()
         self.text_fields = self.mapping.default_query_fields()
+        self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
+        self._offsets_by_ordinal: list[int] | None = None
+        segments = read_member(split, footer, SEGMENTS_MEMBER)
+        if segments is not None:
+            self._load_row_offsets(segments)
+
+    def _load_row_offsets(self, member: bytes) -> None:
+        """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
+        try:
+            offsets = {str(k): int(v) for k, v in json.loads(member)["row_offsets"].items()}
+            order = [seg["segment_id"] for seg in json.loads((self.index_dir / "meta.json").read_text())["segments"]]
+            self._offsets_by_ordinal = [offsets[segment_id] for segment_id in order]
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+            raise CorruptSplitError(f"{self.split}: the split's segment row offsets do not parse ({e})") from e
+        if len(order) != self.searcher.num_segments:
+            raise CorruptSplitError(f"{self.split}: segment row offsets list {len(order)} segments, the index has more")
+        self.row_offsets = offsets
+
+    def _rows_of(self, addresses: Sequence[Any]) -> pa.Array:
+        """Row numbers (into ``rows``) of documents, from the ``__row`` fast field and segment offsets."""
+        rows = pa.array(self.searcher.fast_field_values(ROW_FIELD, list(addresses)), pa.uint64())
+        if self._offsets_by_ordinal is None:
+            return rows
+        by_ordinal = pa.array(self._offsets_by_ordinal, pa.uint64())
+        ordinals = pa.array([a.segment_ord for a in addresses], pa.uint32())
+        return pc.add(rows, by_ordinal.take(ordinals))
 
     def _transcode(self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None) -> tuple[Path, Any]:
         out = self.work_dir / "transcoded"
@@ -257,6 +319,13 @@ class SplitSearcher:
             return pa.array(range(n), type=pa.uint64())
         if n <= 0:
             return pa.array([], type=pa.uint64())
+        if self._offsets_by_ordinal is not None:  # row order is not __row order: sort every match
+            try:
+                hits = self.searcher.search(self._query(query), self.num_docs, count=False).hits
+            except ValueError as e:
+                raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+            rows = self._rows_of([address for _, address in hits])
+            return rows.take(pc.array_sort_indices(rows)).slice(0, n)
         try:
             hits = self.searcher.search(
                 self._query(query), n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
@@ -283,6 +352,5 @@ class SplitSearcher:
             hits = self.searcher.search(self._query(query), n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
-        row_ids = self.searcher.fast_field_values(ROW_FIELD, [address for _, address in hits])
-        table = self.rows.take(pa.array(row_ids, type=pa.uint64()))
+        table = self.rows.take(self._rows_of([address for _, address in hits]))
         return table.select(list(columns)) if columns is not None else table

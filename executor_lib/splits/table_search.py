@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from executor_lib import filters
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.errors import ConfigError, CorruptLogError, SplitSchemaError
 from executor_lib.log.snapshot import Snapshot
@@ -178,6 +179,7 @@ def scan_split(
     row order, at most ``limit`` of them. ``constants`` are columns with one value for the whole
     split (partition columns); ``columns`` may name them as well as the split's own columns."""
     constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
     index_limit = limit if filter_plan.residual is None else None
     ids = searcher.row_ids(filter_plan.index, index_limit)
     data_columns = [c for c in columns if c not in constants]
@@ -189,6 +191,19 @@ def scan_split(
     if limit is not None and rows.num_rows > limit:
         rows = rows.slice(0, limit)
     return _with_constants(rows, {c: constants[c] for c in columns if c in constants}).select(list(columns))
+
+
+def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
+    """QueryError if a filter left for the rows names an index-only column (its values are not stored)."""
+    if residual is None:
+        return
+    named = sorted(filters.columns_of(residual) & set(index_only))
+    if named:
+        raise QueryError(
+            f"filter {residual!r} cannot be answered: columns {named} are index-only "
+            "(spark.indextables.indexing.indexonly), so their values are not stored and only filters the "
+            "index answers exactly can use them"
+        )
 
 
 def _with_constants(table: pa.Table, constants: Mapping[str, pa.Scalar]) -> pa.Table:

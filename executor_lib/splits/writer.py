@@ -4,10 +4,20 @@ Besides the Tantivy files, the bundle holds a columnar copy of the rows
 (``indextables.columns.arrow``, Arrow IPC) and every document carries its row number in a
 fast field (``__row``): a search maps hits to row numbers through the fast field and takes
 the rows from the columnar copy, never going document by document through the doc store.
+
+``SplitBuilder`` takes the rows batch by batch: each batch becomes one JSON document per row,
+built column-wise by Arrow compute (no per-row Python dicts), handed to Tantivy's
+``add_json``, and is appended to the columnar copy on disk, so a builder holds one batch
+in Python plus Tantivy's indexing heap, never the whole split. Tantivy indexes on its own
+threads while Python builds the next batch. Columns the JSON form cannot carry (binary,
+nested, decimal; non-finite floats) take the slower ``Document.from_dict`` path, for that
+batch only.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import tempfile
 import uuid
@@ -21,14 +31,18 @@ import tantivy
 
 from executor_lib.errors import InvalidDataError
 from executor_lib.splits.bundle import BundleFooter, write_bundle
-from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
 DOC_MAPPING_MEMBER = "indextables.docmapping.json"
+SEGMENTS_MEMBER = "indextables.segments.json"  # merged splits: row offset of each segment (see splits.merge)
+SEGMENTED_COLUMNS_MEMBER = "indextables.columns-by-segment.arrow"  # merged splits' columnar copy
 STATS_TRUNCATION_LENGTH = 32
 _WRITER_HEAP = 256 * 1024 * 1024
+MIN_HEAP_PER_THREAD = 15_000_000  # Tantivy refuses less per indexing thread
+FEED_BATCH_ROWS = 65_536  # rows turned into Python strings at once
 
 
 @dataclass(frozen=True)
@@ -42,11 +56,24 @@ class WrittenSplit:
     doc_mapping_json: str
 
 
+def in_index(f: FieldMapping) -> bool:
+    """Whether the field is in the Tantivy index. Store-only text and json fields are not: Tantivy cannot
+    store them without indexing them, and this project reads stored values from the columnar copy."""
+    return f.indexed or f.fast or f.type not in ("text", "json")
+
+
+def in_columnar_copy(f: FieldMapping) -> bool:
+    """Whether the field's values are in the columnar copy: index-only fields' are not."""
+    return f.stored
+
+
 @guarded(lambda mapping: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
 def tantivy_schema(mapping: DocMapping) -> Any:
     """The Tantivy schema of a doc mapping, plus the hidden row-number fast field."""
     sb = tantivy.SchemaBuilder()
     for f in mapping.fields:
+        if not in_index(f):
+            continue
         if f.type == "text":
             sb.add_text_field(
                 f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record,
@@ -74,7 +101,12 @@ def tantivy_schema(mapping: DocMapping) -> Any:
     return sb.build()
 
 
-def _index_ready(table: pa.Table) -> pa.Table:
+def writer_heap(heap_bytes: int | None, threads: int) -> int:
+    """Tantivy's indexing heap for ``threads`` threads: the setting (default 256 MB), at least 15 MB a thread."""
+    return max(heap_bytes or _WRITER_HEAP, MIN_HEAP_PER_THREAD * threads)
+
+
+def _index_ready(table: pa.Table | pa.RecordBatch) -> pa.Table:
     """Columns as tantivy's Python API takes them (dates as datetimes)."""
     columns = []
     for col in table.columns:
@@ -84,15 +116,196 @@ def _index_ready(table: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
+# --- JSON documents built column-wise ---------------------------------------------------------
+
+
+def _escaped(col: pa.Array) -> pa.Array:
+    """String values as the inside of JSON string literals."""
+    col = pc.replace_substring(col, "\\", "\\\\")
+    col = pc.replace_substring(col, '"', '\\"')
+    if pc.any(pc.match_substring_regex(col, "[\x00-\x1f]")).as_py():
+        for code in range(32):
+            col = pc.replace_substring(col, chr(code), f"\\u{code:04x}")
+    return col
+
+
+def _json_fragment(name: str, col: pa.Array) -> pa.Array | None:
+    """``"name":value`` per row (null where the value is null), or None if JSON cannot carry this column."""
+    t = col.type
+    key = json.dumps(name) + ":"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pc.binary_join_element_wise(key + '"', _escaped(col), '"', "")
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        plain = col.cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))  # UTC wall time
+        text = pc.replace_substring(plain.cast(pa.string()), " ", "T", max_replacements=1)
+        return pc.binary_join_element_wise(key + '"', text, 'Z"', "")
+    if pa.types.is_floating(t):
+        if not pc.all(pc.is_finite(col)).as_py():
+            return None  # NaN and infinities have no JSON form
+        return pc.binary_join_element_wise(key, col.cast(pa.string()), "")
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return pc.binary_join_element_wise(key, col.cast(pa.string()), "")
+    return None
+
+
+def json_documents(batch: pa.RecordBatch, first_row: int) -> pa.Array | None:
+    """One JSON object per row of ``batch`` (nulls left out, ``__row`` numbered from ``first_row``),
+    built by Arrow compute; None if a column needs the ``Document.from_dict`` path."""
+    fragments = []
+    for name, col in zip(batch.schema.names, batch.columns, strict=True):
+        fragment = _json_fragment(name, col)
+        if fragment is None:
+            return None
+        fragments.append(fragment)
+    rows = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
+    fragments.append(pc.binary_join_element_wise(f'"{ROW_FIELD}":', rows, ""))
+    body = pc.binary_join_element_wise(*fragments, ",", null_handling="skip")
+    return pc.binary_join_element_wise("{", body, "}", "")
+
+
+# --- building one split ------------------------------------------------------------------------
+
+
+class SplitBuilder:
+    """Index rows batch by batch into one split; ``finish`` writes the bundle.
+
+    Memory: one batch at a time in Python, Tantivy's heap (``heap_bytes``), and the columnar
+    copy streamed to a file in the work directory. Index-only columns are indexed but left out
+    of the columnar copy; store-only text and json columns go to the copy only."""
+
+    def __init__(self, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1) -> None:
+        self.mapping = mapping
+        self.columns = [f.name for f in mapping.fields]
+        self.indexed_columns = [f.name for f in mapping.fields if in_index(f)]
+        self.copied_columns = [f.name for f in mapping.fields if in_columnar_copy(f)]
+        self._extremes: list[pa.Table] = []
+        self.out_dir = out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.work = Path(tempfile.mkdtemp(prefix="split-", dir=out_dir))
+        self.index_dir = self.work / "index"
+        self.index_dir.mkdir()
+        self.schema = tantivy_schema(mapping)
+        threads = max(1, threads)
+        index = tantivy.Index(self.schema, path=str(self.index_dir))
+        self.writer: Any = index.writer(writer_heap(heap_bytes, threads), threads)
+        self.columns_path = self.work / COLUMNS_MEMBER
+        self._ipc: Any = None
+        self._ipc_open = False
+        self.num_rows = 0
+        self.nbytes = 0
+
+    @guarded(lambda self, rows: f"indexing {rows.num_rows} rows (columns {rows.column_names}) into a split")
+    def add(self, rows: pa.Table | pa.RecordBatch) -> None:
+        """Index ``rows`` (the mapping's columns are taken; others are ignored) and append them to the copy."""
+        data = rows.select(self.columns)
+        if self._ipc is None:
+            self._ipc = pa.ipc.new_file(str(self.columns_path), data.select(self.copied_columns).schema)
+            self._ipc_open = True
+        batches = data.to_batches(FEED_BATCH_ROWS) if isinstance(data, pa.Table) else [data]
+        for batch in batches:
+            for start in range(0, batch.num_rows, FEED_BATCH_ROWS):
+                self._add_batch(batch.slice(start, FEED_BATCH_ROWS))
+
+    def _add_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        indexed = batch.select(self.indexed_columns)
+        documents = json_documents(indexed, self.num_rows)
+        if documents is None:
+            self._add_dicts(indexed)
+        else:
+            self._add_json(documents.to_pylist())
+        # Tantivy indexes the batch meanwhile, on its own threads
+        self._ipc.write_batch(batch.select(self.copied_columns))
+        self._extremes.append(_extremes(batch, self.mapping))
+        self.num_rows += batch.num_rows
+        self.nbytes += batch.nbytes
+
+    def _add_json(self, documents: list[str]) -> None:
+        add = self.writer.add_json
+        row = self.num_rows
+        try:
+            for row, document in enumerate(documents, self.num_rows):  # noqa: B007 (row names a failure)
+                add(document)
+        except ValueError as e:  # e.g. "The field '"ip"' could not be parsed: ..."
+            raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
+
+    def _add_dicts(self, batch: pa.RecordBatch) -> None:
+        has_nulls = any(c.null_count for c in batch.columns)
+        for row, doc in enumerate(_index_ready(batch).to_pylist(), self.num_rows):  # row dicts built by Arrow
+            if has_nulls:
+                doc = {k: v for k, v in doc.items() if v is not None}
+            doc[ROW_FIELD] = row
+            try:
+                self.writer.add_document(tantivy.Document.from_dict(doc, self.schema))
+            except ValueError as e:  # e.g. "Expected IpAddr type for field ip, got 'x'"
+                raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
+
+    @guarded("finishing a split (Tantivy commit)")
+    def finish(self, name: str | None = None) -> WrittenSplit:
+        """Commit the index and write ``out_dir/<name or split-<uuid>.split>``; the work files are removed."""
+        try:
+            if self._ipc is None:
+                raise InvalidDataError("split builder: finish() before any rows were added (not even an empty table)")
+            self._ipc.close()
+            self._ipc_open = False
+            self.writer.commit()
+            self.writer.wait_merging_threads()
+            files: dict[str, bytes | Path] = {
+                p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
+            }
+            files[COLUMNS_MEMBER] = self.columns_path
+            files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
+            path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
+            footer = write_bundle(files, path)
+            mins, maxs = _stats(pa.concat_tables(self._extremes), self.mapping) if self._extremes else ({}, {})
+        finally:
+            self.close()
+        return WrittenSplit(
+            path=path,
+            footer=footer,
+            num_records=self.num_rows,
+            uncompressed_size=footer.footer_start,
+            min_values=mins,
+            max_values=maxs,
+            doc_mapping_json=self.mapping.to_json(),
+        )
+
+    def close(self) -> None:
+        """Drop the work files (after ``finish``, or to abandon the split)."""
+        if self._ipc_open:
+            self._ipc_open = False
+            with contextlib.suppress(OSError, pa.ArrowException):
+                self._ipc.close()
+        self.writer = None
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _has_stats(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+            or pa.types.is_date(t) or pa.types.is_timestamp(t))  # fmt: skip
+
+
+def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:
+    """Two rows, the minimum and maximum of each column with statistics: the min/max of the
+    concatenated extremes of every batch are those of all the rows."""
+    columns = {}
+    for f in mapping.fields:
+        col = batch.column(f.name)
+        if _has_stats(col.type):
+            result = pc.min_max(col)
+            columns[f.name] = pa.array([result["min"].as_py(), result["max"].as_py()], col.type)
+    return pa.table(columns) if columns else pa.table({"_": pa.nulls(2)})
+
+
 def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[str, str]]:
     mins: dict[str, str] = {}
     maxs: dict[str, str] = {}
     for f in mapping.fields:
+        if f.name not in table.column_names or not _has_stats(table.column(f.name).type):
+            continue
         col = table.column(f.name)
         t = col.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
-                or pa.types.is_date(t) or pa.types.is_timestamp(t)):  # fmt: skip
-            continue
         result = pc.min_max(col)
         low, high = result["min"].as_py(), result["max"].as_py()
         if low is None:
@@ -105,43 +318,14 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
 
 
 @guarded(lambda table, mapping, *a, **k: f"indexing {table.num_rows} rows (columns {table.column_names}) into a split")
-def write_split(table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None) -> WrittenSplit:
+def write_split(
+    table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1
+) -> WrittenSplit:
     """Index ``table`` (only the mapping's columns) into ``out_dir/split-<uuid>.split``."""
-    data = table.select([f.name for f in mapping.fields])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="split-", dir=out_dir))
+    builder = SplitBuilder(mapping, out_dir, heap_bytes, threads)
     try:
-        schema = tantivy_schema(mapping)
-        index = tantivy.Index(schema, path=str(work))
-        writer = index.writer(max(heap_bytes or _WRITER_HEAP, 15_000_000), 1)
-        has_nulls = any(c.null_count for c in data.columns)
-        for row, doc in enumerate(_index_ready(data).to_pylist()):  # row dicts built by Arrow, in C
-            if has_nulls:
-                doc = {k: v for k, v in doc.items() if v is not None}
-            doc[ROW_FIELD] = row
-            try:
-                writer.add_document(tantivy.Document.from_dict(doc, schema))
-            except ValueError as e:  # e.g. "Expected IpAddr type for field ip, got 'x'"
-                raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
-        writer.commit()
-        writer.wait_merging_threads()
-        files = {p.name: p.read_bytes() for p in sorted(work.iterdir()) if p.is_file() and not p.name.endswith(".lock")}
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_file(sink, data.schema) as ipc:
-            ipc.write_table(data)
-        files[COLUMNS_MEMBER] = sink.getvalue().to_pybytes()
-        files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
-        path = out_dir / f"split-{uuid.uuid4()}.split"
-        footer = write_bundle(files, path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    mins, maxs = _stats(data, mapping)
-    return WrittenSplit(
-        path=path,
-        footer=footer,
-        num_records=data.num_rows,
-        uncompressed_size=footer.footer_start,
-        min_values=mins,
-        max_values=maxs,
-        doc_mapping_json=mapping.to_json(),
-    )
+        builder.add(table)
+    except BaseException:
+        builder.close()
+        raise
+    return builder.finish()

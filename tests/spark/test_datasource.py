@@ -359,3 +359,20 @@ def test_ip_columns_through_spark(spark: Any, tmp_path: Path) -> None:
     assert ids(read(spark, table).where("ip = '10.0.1.3'")) == [13]
     assert ids(read(spark, table).where("ip in ('192.168.0.3', '10.0.0.1')")) == [1, 3]
     assert sorted(r["ip"] for r in read(spark, table).collect()) == sorted(ip for _, ip in rows)
+
+
+def test_store_only_and_index_only_columns_in_spark(spark: Any, tmp_path: Path) -> None:
+    """An index-only column reads as null and is filtered by the index; a filter Spark would have to check
+    on its (unstored) values fails before any task runs. A store-only column reads back and is filtered on
+    the rows."""
+    table = tmp_path / "io"
+    write(make_df(spark, 40), table, **{**TEXT_OPTS, "spark.indextables.indexing.indexonly": "level",
+                                        "spark.indextables.indexing.storeonly": "msg"})  # fmt: skip
+    df = read(spark, table)
+    assert {r["level"] for r in df.collect()} == {None}
+    assert ids(df.filter("level = 'WARN'")) == [i for i in range(40) if i % 4 == 1]
+    assert ids(df.filter("level in ('INFO', 'ERROR')")) == [i for i in range(40) if i % 4 in (0, 2)]
+    assert ids(df.filter("msg like '%timeout%'")) == list(range(0, 40, 5))
+    with pytest.raises(Exception) as excinfo:
+        df.filter("level > 'INFO'").collect()
+    assert "columns ['level'] are index-only" in _error_text(excinfo)

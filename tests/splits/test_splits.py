@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import executor_lib
 from executor_lib.actions import AddAction
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.errors import ConfigError
+from executor_lib.errors import ConfigError, InvalidDataError
 from executor_lib.splits.bundle import CorruptSplitError, read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.searcher import QueryError, SplitSearcher
@@ -358,3 +359,217 @@ def test_bad_index_record_options_are_named() -> None:
         mapping_for(DATA.schema, {**OPTIONS, "spark.indextables.indexing.indexrecordoption.title": "sometimes"})
     with pytest.raises(ConfigError, match=r"indexrecordoption\.id='basic'.*column 'id' is i64"):
         mapping_for(DATA.schema, {"spark.indextables.indexing.indexrecordoption.id": "basic"})
+
+
+def _stored_docs(searcher: SplitSearcher) -> dict[int, dict[str, Any]]:
+    s = searcher.searcher
+    hits = s.search(searcher._query(None), max(1, s.num_docs)).hits
+    docs = [s.doc(address).to_dict() for _, address in hits]
+    return {d["id"][0]: d for d in docs}
+
+
+def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None:
+    """The bulk path (JSON built by Arrow compute, ``add_json``) indexes exactly what ``Document.from_dict``
+    does: same stored values, same terms, same fast-field values. A binary column sends the second split
+    down the row-dict path."""
+    import datetime
+
+    from executor_lib import filters as f
+    from executor_lib.splits.writer import json_documents
+
+    utc = datetime.timezone.utc
+    strings = ['say "hi"', "back\\slash", "new\nline\ttab\x01ctl", "ünïcødé 😀", None, "", "plain"]
+    n = len(strings)
+    times = [
+        datetime.datetime(2024, 1, 2, 3, 4, 5, 123456, utc),
+        None,
+        datetime.datetime(1969, 12, 31, 23, 59, tzinfo=utc),
+    ]
+    times += [datetime.datetime(y, 1, 2, tzinfo=utc) for y in (2024, 2262, 1900, 2025)]
+    rows = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": pa.array(strings),
+            "text": pa.array([x if x is None else f"{x} words here" for x in strings]),
+            "big": pa.array([2**63 - 1, -(2**63), 0, None, 5, 6, 7], pa.int64()),
+            "u": pa.array([2**64 - 1, 0, 1, 2, None, 3, 4], pa.uint64()),
+            "x": pa.array([1e300, -0.0, 5e-324, 0.1, 3.0, None, -2.5]),
+            "ok": pa.array([True, False, None, True, True, False, True]),
+            "ts": pa.array(times, pa.timestamp("us", "UTC")),
+            "day": pa.array(
+                [datetime.date(2024, 1, 3), None, datetime.date(1970, 1, 1)] + [datetime.date(2000, 2, 28)] * 4
+            ),
+        }
+    )
+    assert json_documents(rows.to_batches()[0], 0) is not None
+    options = {"spark.indextables.indexing.typemap.text": "text"}
+    bulk = write_split(rows, mapping_for(rows.schema, options), tmp_path / "bulk")
+    with_blob = rows.append_column("blob", pa.array([b"b"] * n))
+    assert json_documents(with_blob.to_batches()[0], 0) is None
+    dicts = write_split(with_blob, mapping_for(with_blob.schema, options), tmp_path / "dicts")
+    a = SplitSearcher(bulk.path, tmp_path / "wa", rows.schema, None)
+    b = SplitSearcher(dicts.path, tmp_path / "wb", with_blob.schema, None)
+    expected = {k: {c: v for c, v in d.items() if c != "blob"} for k, d in _stored_docs(b).items()}
+    assert _stored_docs(a) == expected
+    for query in ['s:"say \\"hi\\""', "text:ünïcødé", "text:ctl", 'u:18446744073709551615', "big:[* TO 0]",
+                  "x:[0 TO 1]", "ok:true", 'ts:[2024-01-01T00:00:00Z TO 2024-12-31T00:00:00Z]',
+                  'day:"2024-01-03T00:00:00Z"', "s:plain"]:  # fmt: skip
+        assert a.search(query, ["id"]).column("id").to_pylist() == b.search(query, ["id"]).column("id").to_pylist()
+        assert a.count(query) > 0, query
+    assert a.count(f.Exists("big")) == b.count(f.Exists("big")) == n - 1
+    for field in ("ts", "day", "x", "big", "u"):
+        aggs = {"m": {"stats": {"field": field}}}
+        assert a.aggregate(aggs) == b.aggregate(aggs), field
+    assert (bulk.min_values, bulk.max_values) == (dicts.min_values, dicts.max_values)
+    assert a.search("*").to_pylist() == rows.to_pylist()
+    ancient = pa.table({"id": [1], "ts": pa.array([datetime.datetime(1, 1, 1)], pa.timestamp("us"))})
+    for table in (ancient, ancient.append_column("blob", pa.array([b"b"]))):  # both paths name the row
+        with pytest.raises(InvalidDataError, match=r"row 0 of the batch cannot be indexed.*1677"):
+            write_split(table, mapping_for(table.schema, {}), tmp_path / "ancient")
+
+
+_BOUNDED_WRITE = """
+import sys, tracemalloc
+from pathlib import Path
+import pyarrow as pa
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.writer import SplitBuilder
+
+rows, batch = 200_000, 10_000
+words = " ".join(f"word{i}" for i in range(60))  # ~500-byte messages: ~110 MB of rows in all
+def make(start):
+    ids = pa.array(range(start, start + batch), pa.int64())
+    return pa.record_batch({"id": ids, "message": pa.array([f"{words} {i}" for i in range(start, start + batch)])})
+mapping = mapping_for(make(0).schema, {"spark.indextables.indexing.typemap.message": "text"})
+tracemalloc.start()
+builder = SplitBuilder(mapping, Path(sys.argv[1]), heap_bytes=50_000_000, threads=1)
+for start in range(0, rows, batch):
+    builder.add(make(start))
+written = builder.finish()
+python_peak = tracemalloc.get_traced_memory()[1]
+arrow_peak = pa.default_memory_pool().max_memory()
+searcher = SplitSearcher(written.path, Path(sys.argv[1]) / "work", make(0).schema, None)
+assert searcher.num_docs == rows and searcher.count("message:word7") == rows, searcher.num_docs
+print(python_peak, arrow_peak, written.path.stat().st_size)
+"""
+
+
+def test_a_large_write_stays_within_its_memory_bound(tmp_path: Path) -> None:
+    """200k rows of ~500 bytes (~110 MB as Arrow, several times that as Python dicts) stream through a
+    ``SplitBuilder``: peak Python and Arrow memory stay at a few batches, however many rows the split has
+    (Tantivy's own memory is bounded by its heap setting)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run(
+        [sys.executable, "-c", _BOUNDED_WRITE, str(tmp_path)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    python_peak, arrow_peak, split_size = map(int, done.stdout.split())
+    assert split_size > 40_000_000, "the split holds every row (columnar copy and doc store)"
+    assert python_peak < 40_000_000, f"Python objects peaked at {python_peak:,} bytes"
+    assert arrow_peak < 40_000_000, f"Arrow buffers peaked at {arrow_peak:,} bytes"
+
+
+def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -> None:
+    """A merge copies the sources' segments (no re-indexing) and records each segment's row offset: every
+    query answers exactly as on the concatenated rows, including merges of merged splits and sources with
+    several segments."""
+    from executor_lib import filters as f
+    from executor_lib.splits.bundle import read_footer
+    from executor_lib.splits.merge import MergeSource, merge_sources
+    from executor_lib.splits.writer import SEGMENTS_MEMBER
+
+    mapping = mapping_for(DATA.schema, OPTIONS)
+    big = pa.concat_tables([DATA] * 500).set_column(0, "id", pa.array(range(10_000), pa.int64()))
+
+    def open_split(written: Any, name: str) -> SplitSearcher:
+        return SplitSearcher(written.path, tmp_path / f"w-{name}", DATA.schema, None)
+
+    parts = [write_split(big.slice(i, 2_500), mapping, tmp_path / f"p{i}", threads=2) for i in range(0, 10_000, 2_500)]
+    searchers = [open_split(w, str(i)) for i, w in enumerate(parts)]
+    assert sum(s.searcher.num_segments for s in searchers) > 4, "multi-threaded sources have several segments"
+
+    def merge(inputs: list[SplitSearcher], name: str) -> SplitSearcher:
+        sources = [MergeSource(s.index_dir, s.rows, s.row_offsets) for s in inputs]
+        written = merge_sources(sources, mapping, tmp_path / name)
+        assert SEGMENTS_MEMBER in read_footer(written.path).files, "segments were combined, not re-indexed"
+        assert written.num_records == sum(s.num_docs for s in inputs)
+        return open_split(written, name)
+
+    first, second = merge(searchers[:2], "m1"), merge(searchers[2:], "m2")
+    merged = merge([first, second], "m12")  # offsets of merged sources compose
+    assert merged.rows.column("id").to_pylist() == list(range(10_000))
+    for query in ["title:red", "tag:t1", f.Between("id", 4_990, 5_010), f.TermIn("tag", ("t0", "t3")), None]:
+        expected = [i for i in range(10_000) if _matches(big.slice(i, 1).to_pylist()[0], query)]
+        found = merged.search(query, ["id"]).column("id").to_pylist()
+        assert sorted(found) == expected, query
+        assert merged.row_ids(query).to_pylist() == expected, "row ids ascend"
+        assert merged.row_ids(query, limit=7).to_pylist() == expected[:7], "a limit keeps the first rows"
+        assert merged.count(query) == len(expected)
+    assert merged.aggregate({"s": {"stats": {"field": "id"}}})["s"]["sum"] == sum(range(10_000))
+    doubled = merge_sources([MergeSource(first.index_dir, first.rows, first.row_offsets)] * 2, mapping, tmp_path / "d")
+    assert SEGMENTS_MEMBER not in read_footer(doubled.path).files, "the same segment twice: re-indexed instead"
+    again = open_split(doubled, "d")
+    assert again.count("tag:t1") == 2 * first.count("tag:t1") and again.num_docs == 2 * first.num_docs
+
+
+def _matches(row: dict[str, Any], query: Any) -> bool:
+    from executor_lib import filters as f
+
+    if query is None:
+        return True
+    if query == "title:red":
+        return "red" in row["title"]
+    if query == "tag:t1":
+        return bool(row["tag"] == "t1")
+    if isinstance(query, f.Between):
+        return bool(query.lower <= row["id"] <= query.upper)
+    return bool(row["tag"] in query.values)
+
+
+def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Path) -> None:
+    """A store-only text column is not indexed (not in the Tantivy index; its values come from the
+    columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
+    answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
+    from executor_lib import filters as f
+    from executor_lib.splits.bundle import read_member
+    from executor_lib.splits.merge import MergeSource, merge_sources
+    from executor_lib.splits.pushdown import FilterPlan
+    from executor_lib.splits.table_search import scan_split
+    from executor_lib.splits.writer import COLUMNS_MEMBER
+
+    options = {
+        **OPTIONS,
+        "spark.indextables.indexing.storeonly": "title",
+        "spark.indextables.indexing.indexonly": "tag",
+    }
+    mapping = mapping_for(DATA.schema, options)
+    written = write_split(DATA, mapping, tmp_path / "s")
+    searcher = SplitSearcher(written.path, tmp_path / "w", DATA.schema, None)
+    meta = json.loads((searcher.index_dir / "meta.json").read_text())
+    assert {field["name"] for field in meta["schema"]} == {"id", "tag", "score", "__row"}, "title is not indexed"
+    copy = pa.ipc.open_file(pa.py_buffer(read_member(written.path, written.footer, COLUMNS_MEMBER))).read_all()
+    assert copy.column_names == ["id", "title", "score"], "tag's values are not copied"
+    assert searcher.search(None, ["id", "title", "tag"]).to_pylist()[1] == {"id": 1, "title": DATA["title"][1].as_py(),
+                                                                          "tag": None}  # fmt: skip
+    assert searcher.count("tag:t1") == 5 and searcher.count(f.Term("tag", "t1")) == 5
+    with pytest.raises(QueryError, match="'title' is not an indexed field"):
+        from executor_lib.splits.searcher import check_query
+
+        check_query(executor_lib.filters.QueryString("red", "title"), mapping)
+    with pytest.raises(QueryError, match=r"columns \['tag'\] are index-only"):
+        scan_split(searcher, FilterPlan(None, f.Prefix("tag", "t")), ["id"])
+    rows = scan_split(searcher, FilterPlan(f.Term("tag", "t2"), f.Contains("title", "blue")), ["id", "tag"])
+    assert rows.to_pylist() == [{"id": i, "tag": None} for i in (2, 6, 10, 14, 18)]
+    other = SplitSearcher(write_split(DATA, mapping, tmp_path / "s2").path, tmp_path / "w2", DATA.schema, None)
+    merged = merge_sources(
+        [MergeSource(s.index_dir, s.rows, s.row_offsets) for s in (searcher, other)], mapping, tmp_path / "m"
+    )
+    after = SplitSearcher(merged.path, tmp_path / "wm", DATA.schema, None)
+    assert after.count("tag:t3") == 10 and after.search("tag:t3", ["tag"]).column("tag").null_count == 10
+    assert "tag" not in merged.min_values and merged.min_values["title"] == written.min_values["title"]
+    assert written.min_values["tag"] == "t0", "statistics still cover index-only columns"

@@ -1,0 +1,153 @@
+"""Ingest benchmark: indexed writes and merges against Parquet and raw tantivy-py, one run, same rows.
+
+    .venv/bin/python -m benchmarks.ingest_benchmark [--rows 1000000] [--splits 8] [--repeat 2] [--out FILE]
+
+On one local[2] classic session, the demo corpus of Zipf log rows (message as ``text``; id,
+timestamp, day, level, service, host, trace id, latency), cached in 2 partitions:
+
+* Spark write throughput of ``format("indextables")`` and of ``format("parquet")``;
+* raw tantivy-py indexing the same documents with the same cores: the same Tantivy schema,
+  one ``Document.from_dict`` per row from Python dicts prepared beforehand, 2 writer threads;
+* MERGE SPLITS of a table written as ``--splits`` splits into one, against writing (indexing)
+  the same rows.
+
+A timing is the best of ``--repeat`` runs (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
+
+
+def _best(repeat: int, fn: Callable[[], Any]) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
+    """Seconds for tantivy-py to index ``rows`` (an Arrow table) from Python dicts made beforehand."""
+    import tantivy
+
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.writer import _index_ready, tantivy_schema
+
+    schema = tantivy_schema(mapping_for(rows.schema, OPTIONS))
+    docs = _index_ready(rows).to_pylist()
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    start = time.perf_counter()
+    writer = tantivy.Index(schema, path=str(workdir)).writer(256 << 20, threads)
+    for i, doc in enumerate(docs):
+        doc["__row"] = i
+        writer.add_document(tantivy.Document.from_dict(doc, schema))
+    writer.commit()
+    writer.wait_merging_threads()
+    return time.perf_counter() - start
+
+
+def run(rows: int = 1_000_000, splits: int = 8, repeat: int = 2, workdir: str | None = None) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import connect_plugin
+
+    work = Path(workdir or tempfile.mkdtemp(prefix="indextables-ingest-"))
+    os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    connect_plugin.install(spark)
+    try:
+        return _measure(spark, rows, splits, repeat, work)
+    finally:
+        spark.stop()
+        if workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _measure(spark: Any, rows: int, splits: int, repeat: int, work: Path) -> dict[str, Any]:
+    import connect_plugin
+    from connect_plugin.table import IndexTable
+    from indextables_demo.corpus import generate
+
+    data = generate(spark, rows).repartition(2).cache()
+    data.count()
+    pq, it, parts = str(work / "parquet"), str(work / "indextables"), str(work / "parts")
+    one_split = {**OPTIONS, "spark.indextables.optimizeWrite.targetRecordsPerSplit": str(rows)}
+    t_pq = _best(repeat, lambda: data.write.mode("overwrite").parquet(pq))
+    t_it = _best(repeat, lambda: connect_plugin.write(data, it, mode="overwrite", options=one_split))
+    arrow = data.toArrow()
+    t_raw = min(raw_tantivy(arrow, work / "raw") for _ in range(repeat))
+    del arrow
+
+    per_split = {**OPTIONS, "spark.indextables.optimizeWrite.targetRecordsPerSplit": str(-(-rows // splits))}
+    merge_times = []
+    for _ in range(repeat):
+        shutil.rmtree(parts, ignore_errors=True)
+        connect_plugin.write(data.repartition(splits), parts, mode="overwrite", options=per_split)
+        start = time.perf_counter()
+        IndexTable.for_path(spark, parts).merge_splits(target_size="100G").collect()
+        merge_times.append(time.perf_counter() - start)
+    after = connect_plugin.read(spark, parts, columns=["id"]).count()
+    if after != rows:
+        raise SystemExit(f"merge: {after} rows after merging, {rows} written")
+    t_merge = min(merge_times)
+    return {
+        "rows": rows,
+        "splits": splits,
+        "seconds": {"parquet": t_pq, "indextables": t_it, "raw_tantivy": t_raw, "merge": t_merge},
+        "rows_per_s": {"parquet": rows / t_pq, "indextables": rows / t_it, "raw_tantivy": rows / t_raw},
+        "ratio_vs_raw": t_raw / t_it,
+        "ratio_vs_parquet": t_pq / t_it,
+        "merge_speedup_vs_indexing": t_it / t_merge,
+    }
+
+
+def print_results(r: dict[str, Any]) -> None:
+    rps = r["rows_per_s"]
+    print(f"rows: {r['rows']:,}; rows/s: indextables {rps['indextables']:,.0f}, parquet {rps['parquet']:,.0f}, "
+          f"raw tantivy-py {rps['raw_tantivy']:,.0f}")  # fmt: skip
+    print(f"indextables vs raw tantivy-py: {r['ratio_vs_raw']:.2f}x (goal >= 0.8); "
+          f"vs parquet: {r['ratio_vs_parquet']:.2f}x (goal >= 0.25)")  # fmt: skip
+    print(f"MERGE SPLITS of {r['splits']} splits: {r['seconds']['merge']:.2f}s, indexing the rows "
+          f"{r['seconds']['indextables']:.2f}s: {r['merge_speedup_vs_indexing']:.1f}x faster (goal >= 3)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--splits", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--out", default="bench-ingest.json")
+    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
+    args = parser.parse_args(argv)
+    results = run(args.rows, args.splits, args.repeat, args.workdir)
+    print_results(results)
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"numbers written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

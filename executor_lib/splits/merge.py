@@ -1,0 +1,140 @@
+"""Merging splits without re-indexing: the sources' Tantivy segments go into one index as they are.
+
+A Tantivy index is a ``meta.json`` listing self-contained segments (``<segment id>.idx``,
+``.term``, ``.pos``, ``.store``, ``.fast``, ``.fieldnorm``). Sources written with the same
+doc mapping have the same Tantivy schema, so a merged split is the union of their segment
+files with one ``meta.json`` listing every segment, plus the sources' columnar copies
+concatenated in source order. Nothing is tokenized or re-encoded: a merge costs about a copy
+of the bytes.
+
+Row numbers: each source numbers its documents' ``__row`` from 0, so in a merged split a
+document's row in the columnar copy is its ``__row`` plus its segment's row offset (where
+its source's rows start). The offsets are in the ``indextables.segments.json`` member
+(``{"row_offsets": {segment id: offset}}``), and the columnar copy of such a split is stored
+as ``indextables.columns-by-segment.arrow`` so that a reader that does not know offsets finds
+no columnar copy of its kind and reads the rows through the doc store instead of reading
+wrong rows.
+
+Where segments cannot be combined (Tantivy schemas or index settings differ, a segment has
+deletes or appears twice, or the merged index would hold more than ``MAX_SEGMENTS``
+segments), the rows are indexed again through ``SplitBuilder``'s bulk path; splits with index-only
+columns (whose values are not stored) cannot be indexed again, so they are always combined.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from executor_lib.errors import ConfigError
+from executor_lib.splits.bundle import write_bundle
+from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.writer import (
+    DOC_MAPPING_MEMBER,
+    FEED_BATCH_ROWS,
+    SEGMENTED_COLUMNS_MEMBER,
+    SEGMENTS_MEMBER,
+    SplitBuilder,
+    WrittenSplit,
+    _stats,
+    in_columnar_copy,
+)
+
+MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead
+
+
+@dataclass(frozen=True)
+class MergeSource:
+    """One split to merge: its extracted index, its rows, and its segments' row offsets (None: all 0)."""
+
+    index_dir: Path
+    rows: pa.Table
+    row_offsets: dict[str, int] | None = None
+
+
+def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
+    """One split in ``out_dir`` holding every row of ``sources``, in source order."""
+    metas = [json.loads((s.index_dir / "meta.json").read_text()) for s in sources]
+    index_only = [f.name for f in mapping.fields if not f.stored]
+    if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
+        return _combine(sources, metas, mapping, out_dir)
+    if index_only:
+        raise ConfigError(
+            f"merge: these splits' segments cannot be combined and their rows cannot be indexed again: "
+            f"columns {index_only} are index-only (their values are not stored)"
+        )
+    return _reindex(sources, mapping, out_dir)
+
+
+def _combinable(metas: list[dict[str, Any]], max_segments: int | None) -> bool:
+    first = metas[0]
+    segments = [seg for meta in metas for seg in meta["segments"]]
+    return (
+        all(m["schema"] == first["schema"] and m.get("index_settings") == first.get("index_settings") for m in metas)
+        and all(seg.get("deletes") is None for seg in segments)
+        and len({seg["segment_id"] for seg in segments}) == len(segments)
+        and (max_segments is None or len(segments) <= max_segments)
+    )
+
+
+def _segment_files(index_dir: Path, segment_id: str) -> list[Path]:
+    stem = segment_id.replace("-", "")
+    return sorted(p for p in index_dir.iterdir() if p.is_file() and p.name.split(".")[0] == stem)
+
+
+def _combine(
+    sources: Sequence[MergeSource], metas: list[dict[str, Any]], mapping: DocMapping, out_dir: Path
+) -> WrittenSplit:
+    files: dict[str, bytes | Path] = {}
+    offsets: dict[str, int] = {}
+    base = 0
+    for source, meta in zip(sources, metas, strict=True):
+        for segment in meta["segments"]:
+            segment_id = segment["segment_id"]
+            offsets[segment_id] = base + (source.row_offsets or {}).get(segment_id, 0)
+            files.update({p.name: p for p in _segment_files(source.index_dir, segment_id)})
+        base += source.rows.num_rows
+    merged_meta = {
+        "index_settings": metas[0].get("index_settings"),
+        "segments": [seg for meta in metas for seg in meta["segments"]],
+        "schema": metas[0]["schema"],
+        "opstamp": max(int(m.get("opstamp", 0)) for m in metas),
+    }
+    files["meta.json"] = json.dumps(merged_meta, indent=2).encode()
+    files[".managed.json"] = json.dumps(sorted([*files, ".managed.json"])).encode()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    columns = out_dir / f"columns-{uuid.uuid4()}.arrow"
+    try:
+        stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
+        schema = sources[0].rows.select(stored).schema
+        with pa.ipc.new_file(str(columns), schema) as ipc:
+            for source in sources:
+                for batch in source.rows.select(stored).cast(schema).to_batches(FEED_BATCH_ROWS):
+                    ipc.write_batch(batch)
+        files[SEGMENTED_COLUMNS_MEMBER] = columns
+        files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
+        files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
+        path = out_dir / f"split-{uuid.uuid4()}.split"
+        footer = write_bundle(files, path)
+        with pa.memory_map(str(columns)) as mapped:
+            mins, maxs = _stats(pa.ipc.open_file(mapped).read_all(), mapping)
+    finally:
+        columns.unlink(missing_ok=True)
+    return WrittenSplit(path, footer, base, footer.footer_start, mins, maxs, mapping.to_json())
+
+
+def _reindex(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
+    builder = SplitBuilder(mapping, out_dir)
+    try:
+        for source in sources:
+            builder.add(source.rows)
+    except BaseException:
+        builder.close()
+        raise
+    return builder.finish()
