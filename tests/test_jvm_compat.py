@@ -21,9 +21,12 @@ import pytest
 
 import executor_lib
 from executor_lib.actions import AddAction, RemoveAction
+from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
+from executor_lib.protocol.actions import removes_of
+from executor_lib.splits.publish import merge_splits
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
 from tests.conftest import BUCKET, COMPAT_ROOT, s3_options
@@ -93,6 +96,18 @@ def test_append_merge_drop_on_a_copy_reads_the_same_in_the_jvm_reader(
     assert_jvm_sees_what_describe_says(uri, capsys, {})
 
     snap = log.snapshot()
+    groups: dict[tuple[Any, ...], list[AddAction]] = {}
+    for f in snap.files:
+        if f.path.endswith(".split") and (copy / f.path).is_file():  # the JVM's real splits
+            groups.setdefault((tuple(sorted(f.partition_values.items())), snap.doc_mapping(f)), []).append(f)
+    sources = next((g[:2] for g in groups.values() if len(g) >= 2), None)
+    if sources is not None:  # MERGE SPLITS' own code: a real merged split of the JVM's splits
+        mapping = {a.path: snap.doc_mapping(a) for a in sources}
+        real = merge_splits(log.store, sources, snap.arrow_schema(), mapping, SplitCache(tmp_path / "cache"))
+        assert real.num_records == sum(a.num_records or 0 for a in sources)
+        log.commit([real, *removes_of(sources, data_change=False)], operation="MERGE", read_version=snap.version)
+        assert_jvm_sees_what_describe_says(uri, capsys, {})
+        snap = log.snapshot()
     doomed = [f for f in snap.files if f.partition_values == partition]
     log.commit([RemoveAction(f.path, 3, partition_values=f.partition_values, size=f.size) for f in doomed],
                operation="DROP PARTITIONS")  # fmt: skip
