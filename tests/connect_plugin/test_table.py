@@ -32,7 +32,11 @@ def _thread(spark: Any, target: Any) -> threading.Thread:
         return threading.Thread(target=target)
     from pyspark import InheritableThread
 
-    return InheritableThread(target=target)
+    def with_session() -> None:  # the data-source lookup of a write resolves against the thread's active session
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        target()
+
+    return InheritableThread(target=with_session)
 
 
 def test_history_describe_checkpoint(spark: Any, tmp_path: Path) -> None:
@@ -149,32 +153,47 @@ def test_unknown_command_and_missing_table(spark: Any, tmp_path: Path) -> None:
         IndexTable.for_path(spark, str(tmp_path / "none")).history().collect()
 
 
+_LOOKUP_RACE_RETRIES = 5  # Spark 4.3 classic: concurrent Python data-source lookups sometimes miss
+
+
 def test_two_merges_racing_on_the_same_splits(spark: Any, tmp_path: Path) -> None:
-    """One merge wins; the other fails with a conflict (no double merge, no lost or doubled rows)."""
-    if not type(spark).__module__.startswith("pyspark.sql.connect"):
-        pytest.xfail(
-            "classic sessions: two Python threads saving to a Python data source at the same moment sometimes get "
-            "DATA_SOURCE_NOT_FOUND from Spark 4.3's data-source lookup (seen here; Spark Connect is not affected)"
-        )
+    """One merge wins; the other fails with a conflict (no double merge, no lost or doubled rows).
+
+    Classic sessions only: two Python threads saving to a Python data source at the same moment sometimes get
+    DATA_SOURCE_NOT_FOUND from Spark 4.3's data-source lookup (Spark Connect is not affected). That lookup fails
+    before the merge plans or writes anything, so the merge is retried (a bounded number of times); only if
+    that specific error persists is the test marked xfail. Any other error fails it.
+    """
     table = tmp_path / "race"
     small_appends(spark, table, 4, partition=False)
     t = IndexTable.for_path(spark, str(table))
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
+    lookup_race: list[str] = []
 
     def merge() -> None:
         barrier.wait()
-        try:
-            t.merge_splits(target_size="1G")
-            outcomes.append("merged")
-        except Exception as e:
-            outcomes.append("conflict" if "conflict" in str(e).lower() else f"error: {e}")
+        for _attempt in range(_LOOKUP_RACE_RETRIES):
+            try:
+                t.merge_splits(target_size="1G")
+                outcomes.append("merged")
+                return
+            except Exception as e:
+                if "DATA_SOURCE_NOT_FOUND" not in str(e):
+                    outcomes.append("conflict" if "conflict" in str(e).lower() else f"error: {e}")
+                    return
+                lookup_race.append(str(e).splitlines()[0])
+        outcomes.append("lookup race persisted")
 
     threads = [_thread(spark, merge) for _ in range(2)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
+    if "lookup race persisted" in outcomes:
+        pytest.xfail(
+            f"Spark's DATA_SOURCE_NOT_FOUND lookup race persisted over {_LOOKUP_RACE_RETRIES} tries: {lookup_race[-1]}"
+        )
     assert sorted(outcomes) in (["conflict", "merged"], ["merged", "merged"]), outcomes
     log = executor_lib.open_log(str(table))
     merges = [e for e in log.history() if e.operation == "MERGE SPLITS"]
