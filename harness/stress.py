@@ -82,10 +82,18 @@ class StressResult:
     orphans_purged: int = 0
     duration_s: float = 0.0
 
-    def summary(self) -> str:
+    # What the summary's counts mean (printed once above the summaries).
+    LEGEND = (
+        "legend: attempted = data commits tried; landed = data commits found in the logs afterwards; "
+        "acked = commits a writer was told it won; lost = acked commits missing from the log (must be 0, "
+        "except in the unpatched-moto self-test, which proves the checker catches losses)"
+    )
+
+    def summary(self, label: str = "stress") -> str:
+        """One line; ``label`` names the run (a self-test where losses are expected says so)."""
         faults = ",".join(f"{k}={v}" for k, v in sorted(self.faults.items())) or "none"
         return (
-            f"stress: commits attempted={self.attempted} landed={self.landed} acked={self.acknowledged} "
+            f"{label}: commits attempted={self.attempted} landed={self.landed} acked={self.acknowledged} "
             f"conflicts={self.conflicts} retries={self.retries} faults[{faults}] rows written={self.rows_written} "
             f"read={self.rows_read} reader snapshots={self.reader_snapshots} orphans purged={self.orphans_purged} "
             f"lost={len(self.lost)} duplicated={len(self.duplicated)} violations={len(self.violations)} "

@@ -85,7 +85,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _STRESS_LINES:
+        from harness.stress import StressResult
+
         terminalreporter.section("stress runs")
+        terminalreporter.write_line(StressResult.LEGEND)
         for line in _STRESS_LINES:
             terminalreporter.write_line(line)
 

@@ -36,9 +36,9 @@ def run_uid(request: pytest.FixtureRequest) -> str:
         return uuid.uuid4().hex
 
 
-def _record(result: StressResult, record_property: Any) -> None:
-    record_property("stress_summary", result.summary())
-    print(result.summary())
+def _record(result: StressResult, record_property: Any, label: str = "stress") -> None:
+    record_property("stress_summary", result.summary(label))
+    print(result.summary(label))
 
 
 def _assert_clean(result: StressResult) -> None:
@@ -101,7 +101,7 @@ def test_checker_reports_lost_commits_on_unpatched_moto(tmp_path: Path, record_p
             merges=False, checkpoints=False, readers=0, table_b_workload=False,
         )  # fmt: skip
         result = run_stress(cfg, tmp_path)
-    _record(result, record_property)
+    _record(result, record_property, "SELF-TEST on unpatched moto, losses expected")
     assert not result.errors, result.errors[:3]
     assert result.lost, f"the checker found no lost commit on unpatched moto: {result.summary()}"
     assert result.acknowledged > result.landed
