@@ -154,7 +154,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     log = open_log(args.table, **_options(args.option))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
-    rows = search_table(log.store, log.snapshot(), args.query, _cache(args), columns, args.limit)
+    snapshot, cache = log.snapshot(), _cache(args)
+    rows = search_table(log.store, snapshot, args.query, cache, columns, args.limit)
     if args.json:
         for row in rows.to_pylist():
             print(json.dumps(row, default=str))
@@ -162,8 +163,20 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("\t".join(rows.column_names))
         for row in rows.to_pylist():
             print("\t".join("" if v is None else str(v) for v in row.values()))
-        print(f"({rows.num_rows} rows)")
+        total = _count_hits(log.store, snapshot, args.query, cache)
+        print(f"({rows.num_rows} rows shown of {total} hits)")
     return 0
+
+
+def _count_hits(store: Any, snapshot: Any, query: str | None, cache: Any) -> int:
+    """Every live split's hit count for ``query`` (Tantivy counts; no documents are read)."""
+    from executor_lib.splits.table_search import load_split
+
+    schema = snapshot.arrow_schema()
+    return sum(
+        load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size).count(query)
+        for add in snapshot.files
+    )
 
 
 def _cache(args: argparse.Namespace) -> Any:
@@ -280,8 +293,18 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; an unknown argument after a subcommand is reported with that subcommand's usage."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        subparsers.choices[args.command].error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return int(args.func(args))
     except IndexTablesError as e:

@@ -46,3 +46,35 @@ def test_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest.Cap
     assert "nothing-here" in err and "not an IndexTables table" in err and "Traceback" not in err
     code, _, err = run(capsys, "describe", "gs://bucket/t")
     assert code == 2 and "unsupported storage scheme" in err
+
+
+def test_bad_flag_after_a_subcommand_shows_that_subcommands_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["search", str(tmp_path), "*", "--limt", "5"])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2
+    assert "usage: indextables search" in err and "unrecognized arguments: --limt 5" in err
+    with pytest.raises(SystemExit):
+        main(["search", str(tmp_path), "*", "--limit", "-1"])
+    assert "-1 is negative" in capsys.readouterr().err
+
+
+def test_search_prints_rows_shown_and_total_hits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+
+    import executor_lib
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.publish import write_and_upload
+
+    table, schema = str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(table, schema)
+    for start in (0, 30):  # two splits: the total counts both
+        rows = pa.table({"id": list(range(start, start + 30)), "msg": ["a"] * 30}, schema=schema)
+        log.commit([write_and_upload(log.store, rows, mapping_for(schema, {}))])
+    cache = str(tmp_path / "cache")
+    code, out, _ = run(capsys, "search", table, "*", "--limit", "5", "--cache-dir", cache)
+    assert code == 0 and out.rstrip().endswith("(5 rows shown of 60 hits)"), out[-200:]
+    code, out, _ = run(capsys, "search", table, "id:[0 TO 9]", "--limit", "0", "--cache-dir", cache)
+    assert code == 0 and out.rstrip().endswith("(0 rows shown of 10 hits)"), out[-200:]
