@@ -71,14 +71,21 @@ def _value(v: float, unit: str) -> str:
     return f"{int(v):,} {unit}"
 
 
+def _baseline(r: Ratio) -> str:
+    value = _value(r.baseline, r.unit)
+    return f"goal {value}" if r.baseline_is_target else value
+
+
 def format_table(rows: Sequence[Ratio], quick: bool = False) -> str:
-    header = f"{'benchmark':<72} {'measured':>15} {'baseline':>15} {'ratio':>8} {'goal':>7} {'met?':>5}"
+    header = f"{'benchmark':<72} {'measured':>15} {'baseline':>17} {'ratio':>8} {'goal':>7} {'met?':>5}"
     lines = [header, "-" * len(header)]
     for r in rows:
         met = "-" if r.met is None else ("yes" if r.met else "NO")
         lines.append(f"{r.suite + '  ' + r.name:<72} {_value(r.measured, r.unit):>15} "
-                     f"{_value(r.baseline, r.unit):>15} {r.ratio:>7.2f}x {r.goal or '-':>7} {met:>5}")  # fmt: skip
+                     f"{_baseline(r):>17} {r.ratio:>7.2f}x {r.goal or '-':>7} {met:>5}")  # fmt: skip
     lines.append("ratio: baseline/measured for times (a speed-up), measured/baseline for throughput, bytes and counts")
+    if any(r.baseline_is_target for r in rows):
+        lines.append("baseline: measured in the same run, except 'goal ...': a fixed target, not a measurement")
     if quick:
         lines.append("--quick: the sizes are too small for the goals, which are set for the default sizes")
     return "\n".join(lines)

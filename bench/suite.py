@@ -1,7 +1,8 @@
 """The three benchmarks with their sizes, and their results as rows of ratios against baselines.
 
 Each ``Ratio`` row compares a measurement with a baseline measured in the same run (or, where
-the earlier issue set an absolute target, with that target) and checks the ratio against the
+the earlier issue set an absolute target, with that target, flagged ``baseline_is_target`` and
+shown as a goal, not a measurement) and checks the ratio against the
 goal the issue set (``None`` where it set none).
 """
 
@@ -45,15 +46,16 @@ class Ratio:
     ratio: float
     goal: str | None = None  # e.g. ">= 10" (on the ratio)
     met: bool | None = None
+    baseline_is_target: bool = False  # the baseline is a fixed target, not a measurement of this run
 
 
 def _ratio(suite: str, name: str, measured: float, baseline: float, unit: str, ratio: float,
-           goal: tuple[str, float] | None = None) -> Ratio:  # fmt: skip
+           goal: tuple[str, float] | None = None, baseline_is_target: bool = False) -> Ratio:  # fmt: skip
     if goal is None:
-        return Ratio(suite, name, measured, baseline, unit, ratio)
+        return Ratio(suite, name, measured, baseline, unit, ratio, baseline_is_target=baseline_is_target)
     op, target = goal
     met = {">=": ratio >= target, "<=": ratio <= target, "<": ratio < target, "==": ratio == target}[op]
-    return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met)
+    return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met, baseline_is_target)
 
 
 def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
@@ -136,8 +138,9 @@ def split_ratios(r: dict[str, Any]) -> list[Ratio]:
     return [
         _ratio("split", f"indexing {i['rows']:,} rows: write_split vs raw tantivy",
                i["write_split_s"], i["raw_tantivy_s"], "s", i["ratio_vs_raw"], (">=", 0.8)),
-        _ratio("split", f"Arrow materialization ({m['rows_returned']:,} of {m['split_rows']:,} rows) vs 2M rows/s",
-               m["rows_per_second"], 2_000_000, "rows/s", m["rows_per_second"] / 2_000_000, (">=", 1)),
+        _ratio("split", f"Arrow materialization ({m['rows_returned']:,} of {m['split_rows']:,} rows) vs 2M rows/s goal",
+               m["rows_per_second"], 2_000_000, "rows/s", m["rows_per_second"] / 2_000_000, (">=", 1),
+               baseline_is_target=True),
         _ratio("split", "split-cache query: warm vs cold latency",
                c["warm_s"], c["cold_s"], "s", c["cold_s"] / c["warm_s"]),
         _ratio("split", "split-cache query: object-store reads warm / cold",

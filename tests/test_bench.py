@@ -33,3 +33,20 @@ def test_bench_names_a_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--only", "state,disk"])
     assert "--only: unknown benchmark ['disk']" in capsys.readouterr().err
+
+
+def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
+    from bench.__main__ import format_table
+    from bench.suite import split_ratios
+
+    results = {
+        "indexing": {"rows": 10, "write_split_s": 1.0, "raw_tantivy_s": 1.0, "ratio_vs_raw": 1.0},
+        "materialization": {"rows_returned": 10, "split_rows": 100, "rows_per_second": 1_000_000.0},
+        "cold_warm": {"warm_s": 0.1, "cold_s": 0.2, "warm_store_reads": 0, "cold_store_reads": 4},
+    }
+    ratios = split_ratios(results)
+    assert [r.baseline_is_target for r in ratios] == [False, True, False, False]
+    table = format_table(ratios)
+    row = next(line for line in table.splitlines() if "Arrow materialization" in line)
+    assert "goal 2.00M rows/s" in row and "2M rows/s goal" in row
+    assert "'goal ...': a fixed target, not a measurement" in table
