@@ -21,7 +21,7 @@ import connect_plugin
 from connect_plugin.sql import sql
 from connect_plugin.table import IndexTable
 from indextables_demo import corpus
-from indextables_demo.report import QueryResult, Report
+from indextables_demo.report import QueryResult, Report, purge_reason
 
 Out = Callable[[str], Any]
 
@@ -248,5 +248,6 @@ def _merge(spark: Any, table: str, opts: dict[str, str], report: Report, out: Ou
 def _purge(spark: Any, table: str, opts: dict[str, str], report: Report, out: Out) -> None:
     rows = sql(spark, f"PURGE INDEXTABLE '{table}' OLDER THAN 24 HOURS DRY RUN", opts).collect()
     report.purge_candidates = len(rows)
-    out(f"PURGE INDEXTABLE ... OLDER THAN 24 HOURS DRY RUN: {len(rows)} files would be deleted "
-        "(the merged-away splits are younger than the 24-hour minimum retention)")  # fmt: skip
+    reason = purge_reason(report)
+    out(f"PURGE INDEXTABLE ... OLDER THAN 24 HOURS DRY RUN: {len(rows)} files would be deleted"
+        + (f" ({reason})" if reason else ""))  # fmt: skip

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+SMALL_ROWS = 1_000_000  # below this, fixed per-query costs dominate the speed-ups
 
 
 @dataclass
@@ -87,20 +92,37 @@ class Report:
         lines = [""]
         if overall is not None:
             lines.append(f"speed-up   {overall:.1f}x over scanning Parquet (sum of the latencies above; same hits)")
-        lines.append(f"purge      {self.purge_candidates} files to delete (dry run: retention cannot go below 24 h, "
-                     "so files written today are never purged)")  # fmt: skip
+            if self.rows < SMALL_ROWS:
+                lines.append(f"           at {_int(self.rows)} rows fixed per-query costs dominate; the ratios grow "
+                             f"with --rows (try --rows {SMALL_ROWS:,} or more)")  # fmt: skip
+        reason = purge_reason(self)
+        lines.append(f"purge      {self.purge_candidates} files to delete (dry run{': ' + reason if reason else ''})")
         if self.table_kept:
             storage = " -o ..." if "://" in self.table else ""  # the same storage options as the job's
-            lines.append(f"table at   {self.table} (inspect it with: indextables describe {self.table}{storage})")
+            lines.append(f"table at   {self.table}")
+            lines.append(f"           inspect it with: {cli_command()} describe {shlex.quote(self.table)}{storage}")
         else:
             lines.append(f"table at   {self.table} (a temporary directory, removed at exit: --keep keeps it)")
-        lines.append(f"Spark UI   {self.spark_ui or 'see the Spark server log'}")
         return lines
 
     def to_json(self) -> str:
         from dataclasses import asdict
 
         return json.dumps(asdict(self), indent=2, default=str)
+
+
+def purge_reason(report: Report) -> str:
+    """Why a dry-run PURGE found nothing, when the 24-hour minimum retention is the reason."""
+    if report.purge_candidates == 0 and report.merged_splits > 0:
+        return "the merged-away splits are younger than the 24-hour minimum retention"
+    return ""
+
+
+def cli_command() -> str:
+    """The ``indextables`` command as it can be pasted: this environment's script by its path
+    (a venv's ``bin`` is not on PATH unless the venv is activated), else the bare name."""
+    script = Path(sys.executable).parent / "indextables"
+    return shlex.quote(str(script)) if script.is_file() else "indextables"
 
 
 def _int(value: Any) -> str:

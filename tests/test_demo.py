@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
@@ -80,3 +81,30 @@ def test_demo_flags_are_checked(argv: list[str], message: str, capsys: pytest.Ca
 def test_demo_options_parse() -> None:
     args = parse_args(["--table", "s3://bucket/logs", "-o", "endpoint_url=http://127.0.0.1:9000", "-o", "a=b=c"])
     assert args.options == {"endpoint_url": "http://127.0.0.1:9000", "a": "b=c"}
+
+
+def test_report_end_lines_are_pasteable_and_explain_only_what_applies(tmp_path: Path) -> None:
+    import shlex
+    import subprocess
+    import sys
+
+    from indextables_demo.report import QueryResult, Report
+
+    report = Report(table=str(tmp_path / "my logs"), rows=200_000, merged_splits=8, spark_ui="http://127.0.0.1:4040")
+    report.queries = [QueryResult("q", "w", "b", 1, 0.5, parquet_s=0.4, parquet_hits=1)]
+    text = report.format()
+    assert "Spark UI" not in text and "4040" not in text  # the server stops right after the report
+    assert "the ratios grow with --rows" in text
+    assert "younger than the 24-hour minimum" in text
+    command = next(line for line in text.splitlines() if "inspect it with:" in line).split("inspect it with: ")[1]
+    argv = shlex.split(command)
+    assert argv[0] == "indextables" or Path(argv[0]).is_file()
+    executor_lib.create_table(str(tmp_path / "my logs"), pa.schema([("id", pa.int64())]))
+    if argv[0] == "indextables":  # no script beside this interpreter: run the same entry point
+        argv = [sys.executable, "-m", "executor_lib.cli", *argv[1:]]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and "version" in done.stdout, done.stderr
+
+    report.rows, report.purge_candidates = 2_000_000, 3
+    text = report.format()
+    assert "the ratios grow" not in text and "24-hour" not in text and "3 files to delete" in text
