@@ -118,18 +118,35 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from executor_lib import open_log
 
-    entries = open_log(args.table, **_options(args.option)).history(limit=args.limit)
+    log = open_log(args.table, **_options(args.option))
+    entries = log.history(limit=args.limit)
     if args.json:
         print(json.dumps([e.to_json() for e in entries], indent=2))
         return 0
-    print(f"{'version':>8}  {'timestamp':<24} {'operation':<14} {'+files':>7} {'-files':>7} {'+records':>9}")
+    columns = f"{'+files':>7} {'-files':>7} {'+records':>9} {'-records':>9}"
+    print(f"{'version':>8}  {'timestamp':<24} {'operation':<14} {columns}")
     for e in entries:
         ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.timestamp_ms / 1000)) if e.timestamp_ms else "-"
+        removed = _removed_records(log, e.version) if e.num_removed_files else "0"
         print(
             f"{e.version:>8}  {ts:<24} {e.operation or '-':<14} {e.num_added_files:>7} "
-            f"{e.num_removed_files:>7} {e.num_added_records:>9}"
+            f"{e.num_removed_files:>7} {e.num_added_records:>9} {removed:>9}"
         )
     return 0
+
+
+def _removed_records(log: Any, version: int) -> str:
+    """Records of the files ``version`` removed, from the previous version's adds; '?' when that
+    version can no longer be read (e.g. its log files were cleaned up)."""
+    from executor_lib.actions import RemoveAction
+    from executor_lib.log.snapshot import read_version_actions
+
+    try:
+        removed = {a.path for a in read_version_actions(log.store, version) if isinstance(a, RemoveAction)}
+        before = log.snapshot(version=version - 1)
+    except IndexTablesError:
+        return "?"
+    return str(sum(a.num_records or 0 for a in before.files if a.path in removed))
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:

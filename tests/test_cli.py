@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+import executor_lib
 from executor_lib.cli import main
 
 
@@ -78,3 +80,20 @@ def test_search_prints_rows_shown_and_total_hits(tmp_path: Path, capsys: pytest.
     assert code == 0 and out.rstrip().endswith("(5 rows shown of 60 hits)"), out[-200:]
     code, out, _ = run(capsys, "search", table, "id:[0 TO 9]", "--limit", "0", "--cache-dir", cache)
     assert code == 0 and out.rstrip().endswith("(0 rows shown of 10 hits)"), out[-200:]
+
+
+def test_history_shows_the_records_a_merge_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from executor_lib.actions import RemoveAction
+
+    table = str(tmp_path / "events")
+    run(capsys, "demo", "--path", table)
+    log = executor_lib.open_log(table)
+    olds = [a for a in log.snapshot().files if a.partition_values["date"] == "2024-01-01"]
+    merged = dataclasses.replace(olds[0], path="date=2024-01-01/splits/merged.split")
+    log.commit([*(RemoveAction(a.path, 1, partition_values={"date": "2024-01-01"}) for a in olds), merged],
+               operation="MERGE SPLITS")  # fmt: skip
+    code, out, _ = run(capsys, "history", table)
+    header, merge_line = out.splitlines()[:2]
+    assert code == 0 and header.split()[-2:] == ["+records", "-records"]
+    assert merge_line.split()[-5:] == ["SPLITS", "1", "1", "1000", "1000"], merge_line
+    assert out.splitlines()[2].split()[-2:] == ["1000", "0"]  # an append removes nothing
