@@ -22,7 +22,6 @@ state references (manifest GC collects them later).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import io
@@ -33,7 +32,7 @@ from typing import Any
 
 import fastavro
 
-from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError
+from executor_lib.errors import ObjectAlreadyExistsError
 from executor_lib.log.avro_state import (
     COMMIT_INFO_KEY,
     COMMIT_POINT_KEY,
@@ -502,27 +501,6 @@ def build_compacted_state(
     )
 
 
-def write_compacted_state(
-    store: Any,
-    version: int,
-    files: Iterable[AddAction],
-    protocol: ProtocolAction | None,
-    metadata: MetadataAction,
-    registry: dict[str, str],
-    config: LogConfig,
-) -> StateManifest:
-    """``build_compacted_state`` and its put (an existing state manifest for the version is kept)."""
-    manifest = build_compacted_state(store, version, files, metadata, registry, config)
-    _put_quietly(store, manifest, protocol, config)
-    return manifest
-
-
-def _put_quietly(store: Any, manifest: StateManifest, protocol: ProtocolAction | None, config: LogConfig) -> None:
-    """A state derived from the log: if another writer holds the name, it derived the same state."""
-    with contextlib.suppress(AmbiguousWriteError):
-        put_state(store, manifest, protocol, config)
-
-
 @dataclasses.dataclass
 class _Delta:
     """Net effect of a run of versions: files added (still live) and base files removed."""
@@ -599,19 +577,3 @@ def build_incremental_state(
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
     )
-
-
-def write_incremental_state(
-    store: Any,
-    base: StateManifest,
-    versions: Sequence[tuple[int, Sequence[Action]]],
-    protocol: ProtocolAction | None,
-    metadata: MetadataAction,
-    registry: dict[str, str],
-    config: LogConfig,
-    force_compaction: bool = False,
-) -> StateManifest:
-    """``build_incremental_state`` and its put (an existing state manifest for the version is kept)."""
-    manifest = build_incremental_state(store, base, versions, metadata, registry, config, force_compaction)
-    _put_quietly(store, manifest, protocol, config)
-    return manifest

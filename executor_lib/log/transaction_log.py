@@ -345,7 +345,7 @@ class TransactionLog:
             if self._commits_by_state(head):
                 outcome, error, attempt = self._try_state_commit(version, final, head, info)
             else:
-                outcome, error, attempt = self._try_version_file(version, final, info)
+                outcome, error, attempt = self._try_version_file(version, final, head, info)
             if outcome == "committed":
                 self._after_commit(version, final, head, attempt.state, attempt.body is None)
                 self.commit_stats["committed"] += 1
@@ -385,7 +385,7 @@ class TransactionLog:
         return True
 
     def _try_version_file(
-        self, version: int, final: list[Action], info: CommitInfoAction
+        self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
     ) -> tuple[str, StorageError | None, _Attempt]:
         """Commit by put-if-absent of ``<version>.json`` (this project's and tantivy4java's commit point),
         then write the version's state. A state a 0.5.x writer committed for the same version meanwhile
@@ -396,15 +396,12 @@ class TransactionLog:
         outcome, error = self._try_write(version, body, info.txn_id)
         if outcome != "committed":
             return outcome, error, attempt
-        if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), self._head_protocol())):
+        if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)):
             state, ghost = self._state_of_version_file(version, final, info)
             if ghost:
                 return "lost", None, attempt
             attempt = _Attempt(final, body=body, state=state)
         return "committed", None, attempt
-
-    def _head_protocol(self) -> ProtocolAction | None:
-        return self._head.protocol if self._head is not None else None
 
     def _state_of_version_file(
         self, version: int, final: list[Action], info: CommitInfoAction
