@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +38,7 @@ def _best(repeat: int, fn: Callable[[], Any]) -> float:
 
 def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
     """Seconds for tantivy-py to index ``rows`` (an Arrow table) from Python dicts made beforehand."""
-    import tantivy
-
+    from benchmarks.split_benchmark import index_documents
     from executor_lib.splits.doc_mapping import mapping_for
     from executor_lib.splits.writer import _index_ready, tantivy_schema
 
@@ -50,40 +46,15 @@ def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
     docs = _index_ready(rows).to_pylist()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    start = time.perf_counter()
-    writer = tantivy.Index(schema, path=str(workdir)).writer(256 << 20, threads)
-    for i, doc in enumerate(docs):
-        doc["__row"] = i
-        writer.add_document(tantivy.Document.from_dict(doc, schema))
-    writer.commit()
-    writer.wait_merging_threads()
-    return time.perf_counter() - start
+    return index_documents(docs, schema, workdir, threads)
 
 
 def run(rows: int = 1_000_000, splits: int = 8, repeat: int = 2, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    from benchmarks.spark_benchmark import local_session
 
-    import connect_plugin
-
-    work = Path(workdir or tempfile.mkdtemp(prefix="indextables-ingest-"))
-    os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    connect_plugin.install(spark)
-    try:
+    with local_session(workdir, "indextables-ingest-") as (spark, work):
         return _measure(spark, rows, splits, repeat, work)
-    finally:
-        spark.stop()
-        if workdir is None:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def _measure(spark: Any, rows: int, splits: int, repeat: int, work: Path) -> dict[str, Any]:

@@ -13,13 +13,14 @@ Prints the ratios and writes all numbers as JSON. A timing is the best of ``--re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,20 @@ def generate(spark: Any, rows: int) -> Any:
 
 def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
+    with local_session(workdir, "indextables-bench-") as (spark, work):
+        return _measure(spark, generate(spark, rows).repartition(4).cache(), rows, repeat, work)
+
+
+@contextlib.contextmanager
+def local_session(workdir: str | None, prefix: str) -> Iterator[tuple[Any, Path]]:
+    """A local[2] classic session with the plugin installed and its split cache under the work
+    directory (``workdir``, or a temporary one removed afterwards): the Spark benchmarks' setting."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import connect_plugin
 
-    work = Path(workdir or tempfile.mkdtemp(prefix="indextables-bench-"))
+    work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
     os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
     spark = (
         SparkSession.builder.master("local[2]")
@@ -65,7 +74,7 @@ def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> d
     )
     connect_plugin.install(spark)
     try:
-        return _measure(spark, generate(spark, rows).repartition(4).cache(), rows, repeat, work)
+        yield spark, work
     finally:
         spark.stop()
         if workdir is None:

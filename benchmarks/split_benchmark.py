@@ -49,12 +49,15 @@ def make_rows(n: int) -> pa.Table:
 
 def raw_tantivy(rows: pa.Table, workdir: Path) -> float:
     """Baseline: the same documents into the same Tantivy schema, one thread, plain Python dicts."""
-    mapping = mapping_for(rows.schema, OPTIONS)
-    schema = tantivy_schema(mapping)
-    docs = rows.to_pylist()
+    schema = tantivy_schema(mapping_for(rows.schema, OPTIONS))
+    return index_documents(rows.to_pylist(), schema, workdir, threads=1)
+
+
+def index_documents(docs: list[dict[str, Any]], schema: Any, workdir: Path, threads: int) -> float:
+    """Seconds for plain tantivy-py to index ``docs`` (Python dicts made beforehand) with ``threads``
+    writer threads: the raw baseline of the split and ingest benchmarks."""
     start = time.perf_counter()
-    index = tantivy.Index(schema, path=str(workdir))
-    writer = index.writer(256 * 1024 * 1024, 1)
+    writer = tantivy.Index(schema, path=str(workdir)).writer(256 << 20, threads)
     for i, doc in enumerate(docs):
         doc["__row"] = i
         writer.add_document(tantivy.Document.from_dict(doc, schema))
