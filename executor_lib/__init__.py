@@ -1,141 +1,164 @@
-"""IndexTables executor library: storage, protocol, transaction log (and, later, splits and search).
+"""IndexTables executor library: storage, protocol records, the transaction log, splits and search.
 
-Entry points::
+The public names live here, at the root; each is imported on first use, so importing a
+part of the package (``import executor_lib.protocol.actions``) pulls in only that part and
+its standard-library dependencies, never pyarrow, fastavro or tantivy. Entry points::
+
+    import executor_lib
+    from executor_lib import AddAction, filters
 
     log = executor_lib.create_table("s3://bucket/t", schema, partition_columns=["date"], endpoint_url=...)
     log = executor_lib.open_log("/data/t")
     snap = log.snapshot()          # or snapshot(version=3) / snapshot(timestamp_ms=...)
     log.commit([AddAction(...)])   # -> new version
+    log.commit([executor_lib.write_and_upload(log.store, rows, mapping, {"date": "2024-01-01"})])
+    executor_lib.search_table(log.store, log.snapshot(), "message:error", executor_lib.default_cache())
 
 Keyword options are storage options (``endpoint_url``, ``region``, ``access_key_id``, ...,
 or their ``spark.indextables.*`` names) and log settings (``spark.indextables.checkpoint.interval``,
-``spark.indextables.transaction.retry.maxAttempts``, ...).
+``spark.indextables.transaction.retry.maxAttempts``, ...). Errors are the classes of
+``executor_lib.errors``; the common ones are importable from here too.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from executor_lib.errors import (
-    CommitConflictError,
-    ConfigError,
-    IndexTablesError,
-    ObjectNotFoundError,
-    ProtocolError,
-    StorageError,
-    TableAlreadyExistsError,
-    TableNotFoundError,
-)
-from executor_lib.log.config import split_options
-from executor_lib.log.snapshot import Snapshot, list_log
-from executor_lib.log.transaction_log import HistoryEntry, TransactionLog
-from executor_lib.protocol.actions import (
-    ENGINE,
-    Action,
-    CommitInfoAction,
-    MetadataAction,
-    ProtocolAction,
-    actions_to_ndjson,
-)
-from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
-from executor_lib.storage import open_store
-from executor_lib.storage.base import redact_uri
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    # tables and the transaction log
+    "create_table": "executor_lib.log.tables",
+    "open_log": "executor_lib.log.tables",
+    "TransactionLog": "executor_lib.log.transaction_log",
+    "HistoryEntry": "executor_lib.log.transaction_log",
+    "Snapshot": "executor_lib.log.snapshot",
+    # log records
+    "Action": "executor_lib.protocol.actions",
+    "AddAction": "executor_lib.protocol.actions",
+    "RemoveAction": "executor_lib.protocol.actions",
+    "MetadataAction": "executor_lib.protocol.actions",
+    "ProtocolAction": "executor_lib.protocol.actions",
+    "CommitInfoAction": "executor_lib.protocol.actions",
+    "SkipAction": "executor_lib.protocol.actions",
+    # splits, search and the split cache
+    "DocMapping": "executor_lib.splits.doc_mapping",
+    "mapping_for": "executor_lib.splits.doc_mapping",
+    "write_and_upload": "executor_lib.splits.publish",
+    "search_table": "executor_lib.splits.table_search",
+    "SplitCache": "executor_lib.cache.split_cache",
+    "default_cache": "executor_lib.cache.split_cache",
+    # errors
+    "IndexTablesError": "executor_lib.errors",
+    "CommitConflictError": "executor_lib.errors",
+    "ConfigError": "executor_lib.errors",
+    "FilterError": "executor_lib.errors",
+    "ProtocolError": "executor_lib.errors",
+    "QueryError": "executor_lib.errors",
+    "StorageError": "executor_lib.errors",
+    "TableAlreadyExistsError": "executor_lib.errors",
+    "TableNotFoundError": "executor_lib.errors",
+    "VersionNotFoundError": "executor_lib.errors",
+}
+
+# Importable from the root before the public names above were chosen; not documented, kept so
+# that existing imports keep working. New code imports them from their modules.
+_COMPAT = {
+    "ObjectNotFoundError": "executor_lib.errors",
+    "split_options": "executor_lib.log.config",
+    "list_log": "executor_lib.log.snapshot",
+    "V3_TABLE_PROTOCOL": "executor_lib.log.tables",
+    "V4_TABLE_PROTOCOL": "executor_lib.log.tables",
+    "ENGINE": "executor_lib.protocol.actions",
+    "actions_to_ndjson": "executor_lib.protocol.actions",
+    "LOG_DIR": "executor_lib.protocol.files",
+    "encode_log_bytes": "executor_lib.protocol.files",
+    "version_file": "executor_lib.protocol.files",
+    "open_store": "executor_lib.storage",
+    "redact_uri": "executor_lib.storage.base",
+}
+
 __all__ = [
+    "Action",
+    "AddAction",
     "CommitConflictError",
+    "CommitInfoAction",
+    "ConfigError",
+    "DocMapping",
+    "FilterError",
     "HistoryEntry",
     "IndexTablesError",
+    "MetadataAction",
+    "ProtocolAction",
     "ProtocolError",
+    "QueryError",
+    "RemoveAction",
+    "SkipAction",
     "Snapshot",
+    "SplitCache",
+    "StorageError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "TransactionLog",
+    "VersionNotFoundError",
     "create_table",
+    "default_cache",
+    "mapping_for",
     "open_log",
+    "search_table",
+    "write_and_upload",
 ]
 
-# Tables created by this code: protocol v4 (Avro state) by default, v3 with state.format=json.
-V3_TABLE_PROTOCOL = ProtocolAction(
-    min_reader_version=3,
-    min_writer_version=3,
-    reader_features=frozenset({"multiPartCheckpoint", "schemaDeduplication"}),
-    writer_features=frozenset({"multiPartCheckpoint", "schemaDeduplication"}),
-)
-V4_TABLE_PROTOCOL = ProtocolAction(
-    min_reader_version=4,
-    min_writer_version=4,
-    reader_features=frozenset({"avroState", "multiPartCheckpoint", "schemaDeduplication"}),
-    writer_features=frozenset({"avroState", "multiPartCheckpoint", "schemaDeduplication"}),
-)
-
-
-def open_log(uri: str, **options: Any) -> TransactionLog:
-    """The transaction log of the existing table at ``uri``; TableNotFoundError if there is none."""
-    config, storage_options = split_options(options)
-    store = open_store(uri, **storage_options)
-    log = TransactionLog(store, config)
-    log.latest_version()  # raises TableNotFoundError with the path
-    return log
-
-
-def create_table(
-    uri: str,
-    schema: Any,
-    partition_columns: Sequence[str] = (),
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    configuration: Mapping[str, str] | None = None,
-    **options: Any,
-) -> TransactionLog:
-    """Create an empty table (version 0: protocol + metaData) and return its log.
-
-    ``schema`` is a ``pyarrow.Schema``; it is stored as Spark's JSON schema.
-    """
-    import pyarrow as pa
-
-    from executor_lib.table_schema import arrow_to_spark_json, check_indexable
-
-    if not isinstance(schema, pa.Schema):
-        raise ConfigError(f"create_table: schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    partition_columns = list(partition_columns)
-    check_indexable(schema, partition_columns, f"create_table {redact_uri(str(uri))}")
-    missing = [c for c in partition_columns if c not in schema.names]
-    if missing:
-        raise ConfigError(f"create_table: partition columns {missing} are not in the schema {schema.names}")
-    if len(set(partition_columns)) != len(partition_columns):
-        raise ConfigError(f"create_table: partition columns {partition_columns} contain duplicates")
-    schema_string = arrow_to_spark_json(schema)
-    config, storage_options = split_options(options)
-    store = open_store(uri, **storage_options)
-    if list_log(store).latest >= 0:
-        raise TableAlreadyExistsError(f"{store.root_uri}: a table already exists here")
-    now = int(time.time() * 1000)
-    metadata = MetadataAction(
-        id=str(uuid.uuid4()),
-        schema_string=schema_string,
-        partition_columns=tuple(partition_columns),
-        configuration=dict(configuration or {}),
-        name=name,
-        description=description,
-        created_time=now,
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
+    from executor_lib.cache.split_cache import SplitCache, default_cache
+    from executor_lib.errors import (
+        CommitConflictError,
+        ConfigError,
+        FilterError,
+        IndexTablesError,
+        ProtocolError,
+        QueryError,
+        StorageError,
+        TableAlreadyExistsError,
+        TableNotFoundError,
+        VersionNotFoundError,
     )
-    protocol = V4_TABLE_PROTOCOL if config.state_format == "avro" else V3_TABLE_PROTOCOL
-    info = CommitInfoAction(txn_id=uuid.uuid4().hex, timestamp=now, operation="CREATE TABLE", engine=ENGINE)
-    lines: list[Action] = [info, protocol, metadata] if config.commit_info_enabled else [protocol, metadata]
-    body = encode_log_bytes(actions_to_ndjson(lines), config.compression_enabled, config.gzip_level)
-    key = f"{LOG_DIR}/{version_file(0)}"
-    try:
-        store.put_if_absent(key, body, metadata={"indextables-txn-id": info.txn_id})
-    except StorageError as e:  # taken, or outcome unknown: is version 0 ours?
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.log.tables import create_table, open_log
+    from executor_lib.log.transaction_log import HistoryEntry, TransactionLog
+    from executor_lib.protocol.actions import (
+        Action,
+        AddAction,
+        CommitInfoAction,
+        MetadataAction,
+        ProtocolAction,
+        RemoveAction,
+        SkipAction,
+    )
+    from executor_lib.splits.doc_mapping import DocMapping, mapping_for
+    from executor_lib.splits.publish import write_and_upload
+    from executor_lib.splits.table_search import search_table
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (imported from its module on first use), or a subpackage (``executor_lib.log``)."""
+    module = _PUBLIC.get(name) or _COMPAT.get(name)
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    else:
         try:
-            ours = store.read(key) == body  # the same bytes: this call's own write (a fresh table id in them)
-        except ObjectNotFoundError:
-            raise e from None
-        if not ours:
-            raise TableAlreadyExistsError(f"{store.root_uri}: a table was created here concurrently") from e
-    return TransactionLog(store, config)
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise  # the submodule exists but something it imports does not
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

@@ -1,4 +1,4 @@
-"""The ``indextables`` command: describe, history, checkpoint, and the demo job.
+"""The ``indextables`` command: describe, history, checkpoint, cleanup, search, cache, and a small demo.
 
 Storage options are passed as ``-o key=value`` (e.g. ``-o endpoint_url=http://127.0.0.1:9000``);
 S3 credentials may also come from the usual AWS environment variables. Output never
@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from executor_lib.errors import IndexTablesError
+from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
 
 
@@ -29,57 +30,6 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
             raise SystemExit(f"indextables: option {pair!r} must look like key=value")
         out[key] = value
     return out
-
-
-def describe_json(snapshot: Any) -> dict[str, Any]:
-    """The ``describe --json`` document of a snapshot."""
-    meta = snapshot.metadata
-    protocol = snapshot.protocol
-    return {
-        "table": snapshot.table_uri,
-        "version": snapshot.version,
-        "builtFrom": snapshot.base,
-        "tableId": meta.id,
-        "name": meta.name,
-        "partitionColumns": list(meta.partition_columns),
-        "schema": json.loads(meta.schema_string),
-        "protocol": {
-            "minReaderVersion": protocol.min_reader_version if protocol else None,
-            "minWriterVersion": protocol.min_writer_version if protocol else None,
-            "readerFeatures": sorted(protocol.reader_features or ()) if protocol else None,
-            "writerFeatures": sorted(protocol.writer_features or ()) if protocol else None,
-        },
-        "numFiles": len(snapshot.files),
-        "numRecords": snapshot.num_records,
-        "sizeInBytes": snapshot.size_in_bytes,
-        "numDocMappings": len(snapshot.schema_registry),
-        **_state_json(snapshot),
-        "files": [
-            {
-                "path": f.path,
-                "size": f.size,
-                "numRecords": f.num_records,
-                "partitionValues": dict(f.partition_values),
-                "modificationTime": f.modification_time,
-            }
-            for f in sorted(snapshot.files, key=lambda f: f.path)
-        ],
-    }
-
-
-def _state_json(snapshot: Any) -> dict[str, Any]:
-    """How the snapshot's state is stored: Avro state, JSON checkpoint or log replay only."""
-    manifest = snapshot.state_manifest
-    if manifest is not None:
-        return {
-            "stateFormat": "avro-state",
-            "stateDir": manifest.source.rsplit("/", 2)[-2],
-            "stateVersion": manifest.state_version,
-            "numManifests": len(manifest.manifests),
-            "numTombstones": len(manifest.tombstones),
-        }
-    fmt = "json-checkpoint" if snapshot.base.startswith("checkpoint") else "log"
-    return {"stateFormat": fmt, "stateDir": None, "stateVersion": None, "numManifests": 0, "numTombstones": 0}
 
 
 def _print_describe(doc: dict[str, Any]) -> None:
@@ -103,7 +53,7 @@ def _print_describe(doc: dict[str, Any]) -> None:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from executor_lib import open_log
+    from executor_lib.log.tables import open_log
 
     log = open_log(args.table, **_options(args.option))
     snapshot = log.snapshot(version=args.version, timestamp_ms=args.timestamp)
@@ -116,7 +66,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from executor_lib import open_log
+    from executor_lib.log.tables import open_log
 
     log = open_log(args.table, **_options(args.option))
     entries = log.history(limit=args.limit)
@@ -138,8 +88,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 def _removed_records(log: Any, version: int) -> str:
     """Records of the files ``version`` removed, from the previous version's adds; '?' when that
     version can no longer be read (e.g. its log files were cleaned up)."""
-    from executor_lib.actions import RemoveAction
     from executor_lib.log.snapshot import read_version_actions
+    from executor_lib.protocol.actions import RemoveAction
 
     try:
         removed = {a.path for a in read_version_actions(log.store, version) if isinstance(a, RemoveAction)}
@@ -150,7 +100,7 @@ def _removed_records(log: Any, version: int) -> str:
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
-    from executor_lib import open_log
+    from executor_lib.log.tables import open_log
 
     info = open_log(args.table, **_options(args.option)).checkpoint()
     print(json.dumps({"version": info.version, "format": info.format, "numFiles": info.num_files}))
@@ -158,7 +108,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from executor_lib import open_log
+    from executor_lib.log.tables import open_log
 
     report = open_log(args.table, **_options(args.option)).cleanup(dry_run=args.dry_run)
     print(json.dumps(report.to_json(), indent=2))
@@ -166,7 +116,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from executor_lib import open_log
+    from executor_lib.log.tables import open_log
     from executor_lib.splits.table_search import search_table
 
     log = open_log(args.table, **_options(args.option))
@@ -210,38 +160,45 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+_DEMO_WORDS = ("timeout", "retry", "connection", "reset", "upstream", "declined", "cache", "miss", "slow", "ok")
+_DEMO_DAYS = ("2024-01-01", "2024-01-02", "2024-01-03")
+DEMO_ROWS_PER_DAY = 1000
+
+
+def demo_rows(day_index: int, rows: int = DEMO_ROWS_PER_DAY) -> Any:
+    """One day of the demo table: ids ``day_index*rows ..``, a message of two words, a level."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ids = pa.array(range(day_index * rows, (day_index + 1) * rows), pa.int64())
+    words = pa.array(_DEMO_WORDS)
+    first = pc.take(words, pc.remainder(ids, len(_DEMO_WORDS)))
+    second = pc.take(words, pc.remainder(pc.divide(ids, 10), len(_DEMO_WORDS)))
+    message = pc.binary_join_element_wise("request", pc.cast(ids, pa.string()), first, second, " ")
+    level = pc.if_else(pc.equal(pc.remainder(ids, 37), 0), "ERROR", "INFO")
+    return pa.table({"id": ids, "message": message, "level": level})
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The main job on the embedded default: create a table, commit appends, describe it."""
+    """A small table without Spark: three daily appends of real splits (indexed with Tantivy),
+    then its description and a search. The main job, on Spark, is ``python -m indextables_demo``."""
     import pyarrow as pa
 
-    from executor_lib import create_table
-    from executor_lib.actions import AddAction
+    from executor_lib.log.tables import create_table, open_log
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.publish import write_and_upload
 
     path = args.path or tempfile.mkdtemp(prefix="indextables-demo-") + "/events"
-    schema = pa.schema([("id", pa.int64()), ("date", pa.string()), ("message", pa.string())])
+    schema = pa.schema([("id", pa.int64()), ("message", pa.string()), ("level", pa.string()), ("date", pa.string())])
     log = create_table(path, schema, partition_columns=["date"], name="events")
-    now = int(time.time() * 1000)
-    for day in ("2024-01-01", "2024-01-02", "2024-01-03"):
-        split = f"date={day}/splits/split-{uuid.uuid4()}.split"
-        log.commit(
-            [
-                AddAction(
-                    split,
-                    {"date": day},
-                    size=4096,
-                    modification_time=now,
-                    data_change=True,
-                    num_records=1000,
-                    min_values={"id": "0"},
-                    max_values={"id": "999"},
-                )
-            ]
-        )
+    mapping = mapping_for(schema, {"spark.indextables.indexing.typemap.message": "text"}, ["date"])
+    for i, day in enumerate(_DEMO_DAYS):
+        log.commit([write_and_upload(log.store, demo_rows(i), mapping, {"date": day})])
     print(f"demo table written to {path}\n")
-    from executor_lib import open_log
-
     _print_describe(describe_json(open_log(path).snapshot()))
-    print("\nNote: this stage records log entries only; split files are written by the executor engine.")
+    query = "message:timeout AND level:ERROR"
+    print(f"\nhits for {query!r}: {_count_hits(log.store, log.snapshot(), query, _cache(args))}")
+    print(f"try: indextables search {shlex.quote(path)} {shlex.quote(query)} --limit 5")
     return 0
 
 
@@ -293,8 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     cache.add_argument("--cache-dir", default=None)
     cache.set_defaults(func=cmd_cache)
 
-    demo = sub.add_parser("demo", help="create a demo table on the local filesystem and describe it")
+    demo = sub.add_parser("demo", help="create a small indexed table on the local filesystem (no Spark) and search it")
     demo.add_argument("--path", default=None, help="where to create it (default: a new temporary directory)")
+    demo.add_argument("--cache-dir", default=None, help="split cache directory (default: INDEXTABLES_CACHE_DIR or tmp)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

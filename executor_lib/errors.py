@@ -2,13 +2,45 @@
 
 Messages name the file, option or table involved and say what is wrong. Storage
 credentials never appear in a message.
+
+Each class has a stable ``code`` (``INDEXTABLES_COMMIT_CONFLICT``...) that starts its message,
+Spark's way (``[INDEXTABLES_COMMIT_CONFLICT] s3://b/t: ...``), so an error raised in a Spark
+executor still names its class and code when it reaches a Spark Connect client as text;
+``error_class_in(text)`` finds the class again. Codes never change once released; a new
+class gets a new code. Standard library only.
 """
 
 from __future__ import annotations
 
+import re
+
+_CODE = re.compile(r"\[INDEXTABLES_[A-Z_]+\] ")
+_BY_CODE: dict[str, type[IndexTablesError]] = {}
+
 
 class IndexTablesError(Exception):
     """Base class of every error this project raises on purpose."""
+
+    code = "INDEXTABLES_ERROR"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} must define its own stable error code")
+        if cls.code in _BY_CODE:
+            raise TypeError(f"{cls.__name__}: code {cls.code} is already {_BY_CODE[cls.code].__name__}'s")
+        _BY_CODE[cls.code] = cls
+
+    @property
+    def message(self) -> str:
+        """The message without codes: neither this error's nor those of errors it quotes (``f"...: {e}"``)."""
+        return _CODE.sub("", super().__str__())
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+_BY_CODE[IndexTablesError.code] = IndexTablesError
 
 
 # --- storage -------------------------------------------------------------------------------
@@ -16,6 +48,8 @@ class IndexTablesError(Exception):
 
 class StorageError(IndexTablesError):
     """An object store operation failed (I/O error, permission, network...)."""
+
+    code = "INDEXTABLES_STORAGE"
 
     def __init__(self, message: str, path: str | None = None, retryable: bool = True) -> None:
         super().__init__(message)
@@ -26,13 +60,19 @@ class StorageError(IndexTablesError):
 class ObjectNotFoundError(StorageError):
     """The object does not exist."""
 
+    code = "INDEXTABLES_OBJECT_NOT_FOUND"
+
 
 class ObjectAlreadyExistsError(StorageError):
     """A put-if-absent found the object already there (S3: HTTP 412)."""
 
+    code = "INDEXTABLES_OBJECT_ALREADY_EXISTS"
+
 
 class InvalidPathError(StorageError):
     """A file path no store operation may use: it escapes the table root, lies outside it, or is malformed."""
+
+    code = "INDEXTABLES_INVALID_PATH"
 
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message, path, retryable=False)
@@ -41,6 +81,8 @@ class InvalidPathError(StorageError):
 class AmbiguousWriteError(StorageError):
     """A conditional write may or may not have landed (S3: HTTP 409, lost response)."""
 
+    code = "INDEXTABLES_AMBIGUOUS_WRITE"
+
 
 # --- configuration -------------------------------------------------------------------------
 
@@ -48,15 +90,40 @@ class AmbiguousWriteError(StorageError):
 class ConfigError(IndexTablesError):
     """An option or argument has an invalid value."""
 
+    code = "INDEXTABLES_CONFIG"
+
+
+class QueryError(IndexTablesError):
+    """A query that cannot run: bad syntax, unknown column, a field type that cannot answer it."""
+
+    code = "INDEXTABLES_QUERY"
+
+
+class FilterError(QueryError):
+    """A filter tree (the JSON form of ``executor_lib.filters``) that is malformed: an unknown op,
+    a missing or mistyped field. The message names the part (``filter.or[0]``)."""
+
+    code = "INDEXTABLES_FILTER"
+
 
 class IndexEngineError(IndexTablesError):
     """Tantivy (the Rust index engine) failed on this input: a Rust panic, converted so that no
     ``pyo3_runtime.PanicException`` (a BaseException) reaches a user. The message names the split,
     column or query."""
 
+    code = "INDEXTABLES_INDEX_ENGINE"
+
 
 class InvalidDataError(IndexTablesError):
     """A row value the index cannot take (e.g. a string that is not an IP address in an ``ip`` column)."""
+
+    code = "INDEXTABLES_INVALID_DATA"
+
+
+class ConnectServerError(IndexTablesError):
+    """A local Spark Connect server (``executor_lib.spark.connect_server``) did not start."""
+
+    code = "INDEXTABLES_CONNECT_SERVER"
 
 
 # --- tables and the transaction log --------------------------------------------------------
@@ -65,46 +132,119 @@ class InvalidDataError(IndexTablesError):
 class TableNotFoundError(IndexTablesError):
     """The path holds no IndexTables transaction log."""
 
+    code = "INDEXTABLES_TABLE_NOT_FOUND"
+
 
 class TableAlreadyExistsError(IndexTablesError):
     """create_table found a transaction log already at the path."""
+
+    code = "INDEXTABLES_TABLE_ALREADY_EXISTS"
 
 
 class ProtocolError(IndexTablesError):
     """The log's content breaks the protocol: corrupt file, bad JSON, missing version..."""
 
+    code = "INDEXTABLES_PROTOCOL"
+
 
 class CorruptLogError(ProtocolError):
     """A log file exists but cannot be decoded (truncated gzip, invalid JSON, bad Avro)."""
+
+    code = "INDEXTABLES_CORRUPT_LOG"
 
 
 class UnknownActionError(CorruptLogError):
     """A log line holds an action type this code does not know."""
 
+    code = "INDEXTABLES_UNKNOWN_ACTION"
+
+
+class CorruptSplitError(CorruptLogError):
+    """A split file that cannot be read: its bundle footer does not parse, a member is missing or
+    truncated, its index does not open."""
+
+    code = "INDEXTABLES_CORRUPT_SPLIT"
+
 
 class SplitSchemaError(ProtocolError):
     """A live split's columns do not fit the table's schema (a writer skipped the commit-time check)."""
+
+    code = "INDEXTABLES_SPLIT_SCHEMA"
 
 
 class MissingLogFileError(ProtocolError):
     """A file the log needs is missing (a version gap, a checkpoint part)."""
 
+    code = "INDEXTABLES_MISSING_LOG_FILE"
+
 
 class UnsupportedProtocolError(ProtocolError):
     """The table requires a reader/writer version or feature this code does not support."""
+
+    code = "INDEXTABLES_UNSUPPORTED_PROTOCOL"
 
 
 class VersionNotFoundError(IndexTablesError):
     """Time travel to a version or timestamp that does not exist or is no longer retained."""
 
+    code = "INDEXTABLES_VERSION_NOT_FOUND"
+
 
 class InvalidActionError(IndexTablesError):
     """A commit was asked to write actions that are not valid (before anything is written)."""
+
+    code = "INDEXTABLES_INVALID_ACTION"
 
 
 class CommitConflictError(IndexTablesError):
     """A concurrent commit changed what this transaction depends on; it was not written."""
 
+    code = "INDEXTABLES_COMMIT_CONFLICT"
+
 
 class CommitFailedError(IndexTablesError):
     """The commit could not be written after all retries (storage kept failing or contention)."""
+
+    code = "INDEXTABLES_COMMIT_FAILED"
+
+
+class BatchAlreadyCommittedError(IndexTablesError):
+    """A streaming micro-batch the table already holds (same application id, batch id not newer):
+    the commit is skipped, nothing is written. The streaming writer treats it as success."""
+
+    code = "INDEXTABLES_BATCH_ALREADY_COMMITTED"
+
+
+class StreamingReadError(IndexTablesError):
+    """A streaming read met a table version it must not emit under its options (files removed by an
+    overwrite or a drop without ignoreDeletes/ignoreChanges, a schema change, a version no longer retained)."""
+
+    code = "INDEXTABLES_STREAMING_READ"
+
+
+def error_classes() -> dict[str, type[IndexTablesError]]:
+    """Every error class by its code."""
+    return dict(_BY_CODE)
+
+
+# "CommitConflictError: [INDEXTABLES_COMMIT_CONFLICT] ..." as a Python traceback prints it, or a
+# message that starts with its code (str() of the error itself).
+_RAISED = re.compile(r"(?:(\w+): |^)\[(INDEXTABLES_[A-Z_]+)\]", re.MULTILINE)
+
+
+def error_class_in(text: str) -> type[IndexTablesError] | None:
+    """The error class that an error's text reports, e.g. the text of a Spark exception that an
+    executor's IndexTables error caused; None if it reports none.
+
+    Where the text quotes a chain of errors (a traceback), the last one printed, the error that
+    was finally raised, wins. A code counts only at the start of a message, alone or after its
+    own class name, so codes quoted inside another error's message are not taken for it.
+    """
+    classes = error_classes()
+    found = None
+    for match in _RAISED.finditer(text):
+        name, code = match.group(1), match.group(2)
+        cls = classes.get(code)
+        if cls is not None and (name is None or name == cls.__name__):
+            found = cls
+    return found

@@ -10,8 +10,11 @@ field) is a ``QueryError`` naming the column, so the caller can keep that predic
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+from executor_lib.errors import FilterError
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,26 @@ class Not:
 
 
 Filter = Term | TermIn | Between | Prefix | Contains | Regex | Exists | QueryString | And | Or | Not
+
+
+def gt(column: str, value: Any) -> Between:
+    """``column > value``."""
+    return Between(column, lower=value, lower_inclusive=False)
+
+
+def ge(column: str, value: Any) -> Between:
+    """``column >= value``."""
+    return Between(column, lower=value)
+
+
+def lt(column: str, value: Any) -> Between:
+    """``column < value``."""
+    return Between(column, upper=value, upper_inclusive=False)
+
+
+def le(column: str, value: Any) -> Between:
+    """``column <= value``."""
+    return Between(column, upper=value)
 
 
 def combine_ranges(children: tuple[Filter, ...]) -> tuple[Filter, ...]:
@@ -180,17 +203,17 @@ _OPS = {"and", "or", "not", "query", "term", "in", "range", "prefix", "contains"
 
 
 def from_json(obj: Any, where: str = "filter") -> Filter:
-    """Parse the JSON form; ``ValueError`` names the offending part (``where`` is its path)."""
+    """Parse the JSON form; ``FilterError`` names the offending part (``where`` is its path)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
-        raise ValueError(f"{where}: expected an object with an 'op', got {obj!r}")
+        raise FilterError(f"{where}: expected an object with an 'op', got {obj!r}")
     op = obj["op"]
     if op not in _OPS:
-        raise ValueError(f"{where}: unknown op {op!r} (expected one of {sorted(_OPS)})")
+        raise FilterError(f"{where}: unknown op {op!r} (expected one of {sorted(_OPS)})")
     try:
         if op in ("and", "or"):
             kids = obj["children"]
             if not isinstance(kids, list) or not kids:
-                raise ValueError(f"{where}: '{op}' needs a non-empty 'children' list")
+                raise FilterError(f"{where}: '{op}' needs a non-empty 'children' list")
             children = tuple(from_json(c, f"{where}.{op}[{i}]") for i, c in enumerate(kids))
             return And(children) if op == "and" else Or(children)
         if op == "not":
@@ -198,12 +221,14 @@ def from_json(obj: Any, where: str = "filter") -> Filter:
         if op == "query":
             kind = obj.get("kind")
             if kind not in (None, "text", "exact"):
-                raise ValueError(f"{where}: query kind must be 'text' or 'exact', not {kind!r}")
+                raise FilterError(f"{where}: query kind must be 'text' or 'exact', not {kind!r}")
             return QueryString(_text(obj["query"], where), obj.get("column"), kind)
         column = _text(obj["column"], where)
         if op == "term":
             return Term(column, obj["value"])
         if op == "in":
+            if not isinstance(obj["values"], list):
+                raise FilterError(f"{where}: 'in' needs a 'values' list, got {obj['values']!r}")
             return TermIn(column, tuple(obj["values"]))
         if op == "range":
             return Between(
@@ -218,13 +243,13 @@ def from_json(obj: Any, where: str = "filter") -> Filter:
         if op == "exists":
             return Exists(column)
     except KeyError as e:
-        raise ValueError(f"{where}: '{op}' is missing {e}") from e
-    raise ValueError(f"{where}: unknown op {op!r}")
+        raise FilterError(f"{where}: '{op}' is missing {e}") from e
+    raise FilterError(f"{where}: unknown op {op!r}")
 
 
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):
-        raise ValueError(f"{where}: expected a string, got {value!r}")
+        raise FilterError(f"{where}: expected a string, got {value!r}")
     return value
 
 
@@ -236,6 +261,23 @@ def columns_of(f: Filter) -> set[str]:
         return columns_of(f.child)
     column = getattr(f, "column", None)
     return {column} if column is not None else set()
+
+
+def map_columns(f: Filter, rename: Any) -> Filter:
+    """The same tree with every column name replaced by ``rename(name)``."""
+    if isinstance(f, (And, Or)):
+        return type(f)(tuple(map_columns(c, rename) for c in f.children))
+    if isinstance(f, Not):
+        return Not(map_columns(f.child, rename))
+    column = getattr(f, "column", None)
+    return f if column is None else dataclasses.replace(f, column=rename(column))
+
+
+def resolve_columns(f: Filter, columns: Any) -> Filter:
+    """The tree with its column names matched case-insensitively to ``columns`` (as Spark resolves
+    names); names that match none are kept for the caller to report."""
+    by_lower = {c.lower(): c for c in columns}
+    return map_columns(f, lambda name: by_lower.get(name.lower(), name))
 
 
 def map_values(f: Filter, convert: Any) -> Filter:

@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.connect_server import ConnectServer
-from harness.net import free_port, port_open
+from executor_lib.errors import ConnectServerError
+from executor_lib.spark.connect_server import ConnectServer, free_port, port_open
 
 BUCKET = "indextables"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -73,6 +73,19 @@ class ClusterInfo:
     connect_url: str = ""
     pids: dict[str, int] = field(default_factory=dict)
     cache_dirs: list[str] = field(default_factory=list)
+    backend: str = "process"
+    # docker backend only: node name -> container name, the network and the cache volumes
+    containers: dict[str, str] = field(default_factory=dict)
+    network: str = ""
+    volumes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> ClusterInfo:
+        """What ``run_dir/cluster.json`` records (ClusterError if nothing was started there)."""
+        state = Path(run_dir).resolve() / "cluster.json"
+        if not state.exists():
+            raise ClusterError(f"no cluster.json in {run_dir}: nothing started there")
+        return cls(**json.loads(state.read_text()))
 
 
 class ProcessCluster:
@@ -203,7 +216,7 @@ class ProcessCluster:
                                extra_env={**CREDENTIALS, "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint})  # fmt: skip
         try:
             server.start()
-        except RuntimeError as e:
+        except ConnectServerError as e:
             raise ClusterError(f"Spark Connect (logs in {self.run_dir / 'logs'}): {e}") from e
         self.info.pids["connect"] = int(server.pid_file.read_text().strip())
         self.info.connect_url = server.url
@@ -236,10 +249,7 @@ class ProcessCluster:
 
     @classmethod
     def attach(cls, run_dir: str | Path) -> ProcessCluster:
-        state = Path(run_dir).resolve() / "cluster.json"
-        if not state.exists():
-            raise ClusterError(f"no cluster.json in {run_dir}: nothing started there")
-        info = ClusterInfo(**json.loads(state.read_text()))
+        info = ClusterInfo.load(run_dir)
         cluster = cls(run_dir, workers=info.workers)
         cluster.info = info
         return cluster

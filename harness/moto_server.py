@@ -7,7 +7,7 @@ object-writing handlers with one shared lock, which makes check+write atomic as 
 real S3. ``widen_race_window(ms)`` inserts a delay between check and write — used by the
 self-test that proves the log-level checker detects lost commits on unpatched moto.
 
-Run: ``python -m harness.moto_server --port 0 [--unpatched] [--widen-ms 5] [--detached]``; it
+Run: ``python -m harness.moto_server --port 0 [--host 0.0.0.0] [--unpatched] [--widen-ms 5] [--detached]``; it
 prints ``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT (and, unless
 ``--detached``, when the process that started it exits).
 """
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any
 
-from harness.net import free_port
+from executor_lib.spark.connect_server import free_port
 
 _LOCKED_HANDLERS = ("put_object", "copy_object", "_key_response_post", "delete_object")
 
@@ -60,7 +60,7 @@ def widen_race_window(delay_ms: float) -> None:
     backend_cls.put_object = slow_put  # type: ignore[method-assign]
 
 
-def serve(port: int, patched: bool, widen_ms: float, detached: bool = False) -> None:
+def serve(port: int, patched: bool, widen_ms: float, detached: bool = False, host: str = "127.0.0.1") -> None:
     import logging
 
     from moto.server import ThreadedMotoServer
@@ -70,7 +70,7 @@ def serve(port: int, patched: bool, widen_ms: float, detached: bool = False) -> 
         widen_race_window(widen_ms)
     if patched:
         patch_moto_atomic()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
     server.start()
     actual_port = server._server.server_port if server._server else port
     print(f"READY {actual_port}", flush=True)
@@ -137,11 +137,18 @@ class MotoServerProcess:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
     parser.add_argument("--unpatched", action="store_true", help="keep moto's non-atomic conditional writes")
     parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
     parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     args = parser.parse_args(argv)
-    serve(args.port or free_port(), patched=not args.unpatched, widen_ms=args.widen_ms, detached=args.detached)
+    serve(
+        args.port or free_port(),
+        patched=not args.unpatched,
+        widen_ms=args.widen_ms,
+        detached=args.detached,
+        host=args.host,
+    )
 
 
 if __name__ == "__main__":

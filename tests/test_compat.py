@@ -92,8 +92,8 @@ def test_append_to_a_copy_and_read_back(name: str, tmp_path: Path) -> None:
     import dataclasses
 
     import executor_lib
-    from executor_lib.actions import RemoveAction
     from executor_lib.log.snapshot import SnapshotLoader
+    from executor_lib.protocol.actions import RemoveAction
 
     copy = tmp_path / name
     shutil.copytree(COMPAT_ROOT / name, copy)
@@ -102,7 +102,7 @@ def test_append_to_a_copy_and_read_back(name: str, tmp_path: Path) -> None:
     template = before.files[0] if before.files else None
     partition = dict(template.partition_values) if template else {c: "x" for c in before.partition_columns}
     new = [
-        executor_lib.actions.AddAction(
+        executor_lib.AddAction(
             f"part-new-{i}.split", partition, size=100 + i, modification_time=1, data_change=True, num_records=7,
             doc_mapping_ref=template.doc_mapping_ref if template else None,
         )

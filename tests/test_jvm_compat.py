@@ -20,12 +20,11 @@ import fastavro
 import pytest
 
 import executor_lib
-from executor_lib.actions import AddAction, RemoveAction
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
-from executor_lib.protocol.actions import removes_of
+from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.splits.publish import merge_splits
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
@@ -133,6 +132,27 @@ def test_a_table_created_with_defaults_is_jvm_readable(table: tuple[str, dict[st
     assert_jvm_sees_what_describe_says(uri, capsys, options)
     assert state_manifest_names(uri, options) == {"_manifest.avro"}
     only_avro_states_from(uri, options, 0)
+
+
+def test_a_streamed_table_is_jvm_readable(
+    table: tuple[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Streaming micro-batches (their identifiers in split tags and the state's file metadata, no new action
+    line), a replayed batch, a merge and a checkpoint: the 0.5.x-style reader sees what ``describe`` says."""
+    from executor_lib.log.streaming_txns import StreamingTxn
+
+    uri, options = table
+    log = make_table(uri, options)
+    for batch in range(3):
+        assert log.commit_streaming_batch([add("2024-01-01"), add("2024-01-02")], StreamingTxn("q1", batch))
+    assert log.commit_streaming_batch([add("2024-01-01")], StreamingTxn("q1", 2)) is None
+    assert_jvm_sees_what_describe_says(uri, capsys, options)
+    files = [f for f in log.snapshot().files if f.partition_values["date"] == "2024-01-01"]
+    log.commit([add("2024-01-01", records=30), *removes_of(files, data_change=False)], operation="MERGE")
+    log.checkpoint()
+    assert_jvm_sees_what_describe_says(uri, capsys, options)
+    only_avro_states_from(uri, options, 0)
+    assert executor_lib.open_log(uri, **options).streaming_txns()["q1"].batch_id == 2
 
 
 def test_json_manifest_layout_still_works_when_asked_for(table: tuple[str, dict[str, Any]]) -> None:

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor_lib.errors import CorruptSplitError
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.bundle import BundleFooter, CorruptSplitError, footer_length_hint, parse_footer
+from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, parse_footer
 from executor_lib.storage.base import ObjectStore
 
 DATA_FILE = "data.split"

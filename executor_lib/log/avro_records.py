@@ -93,7 +93,8 @@ def _cavro_array_schema(schema_json: str) -> Any:
     if cavro rejects a schema fastavro accepted (its name rules are stricter), so fastavro decodes."""
     if schema_json in _CAVRO_ARRAYS:
         return _CAVRO_ARRAYS[schema_json]
-    assert cavro is not None
+    if cavro is None:
+        return None
     try:
         options = cavro.DEFAULT_OPTIONS.replace(record_decodes_to_dict=True)
         array = cavro.Schema({"type": "array", "items": json.loads(schema_json)}, options=options)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
+from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
 from executor_lib.log.manifest_integrity import verify_log_file
@@ -38,6 +39,7 @@ STATE_MANIFEST_NAMES = ("_manifest.avro", "_manifest.json")
 ENGINE_KEY = "indextables.engine"  # set on every state this project writes
 COMMIT_INFO_KEY = "indextables.commitInfo"  # the commitInfo of the commit that wrote the state
 COMMIT_POINT_KEY = "indextables.commitPoint"  # "state": the state's put was the commit (no version file)
+STREAMING_TXNS_KEY = txn_map.METADATA_KEY  # appId -> last streaming batch committed (carried forward)
 _FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
 
 
@@ -69,6 +71,16 @@ class StateManifest:
     engine: str | None = None  # this project's engine if it wrote the state (None: another implementation)
     commit_info_json: str | None = None  # the commitInfo of the commit that wrote this state, if one did
     committed_by_state: bool = False  # this project committed the version by writing this state
+    streaming_txns_json: str | None = None  # appId -> last streaming batch (streaming_txns), as recorded
+
+    @property
+    def written_here(self) -> bool:
+        """Whether this project wrote the state (it then carries the streaming transaction map)."""
+        return self.engine is not None
+
+    def streaming_txns(self) -> dict[str, txn_map.TxnRecord]:
+        """The streaming transaction map recorded with the state (empty if none is)."""
+        return txn_map.decode(self.streaming_txns_json, self.source)
 
     @property
     def commit_point(self) -> bool:
@@ -97,7 +109,8 @@ class StateManifest:
             action = action_from_json_obj(obj if "metaData" in obj else {"metaData": obj})
         except (json.JSONDecodeError, CorruptLogError) as e:
             raise CorruptLogError(f"{self.source}: embedded metadata is invalid: {e}") from e
-        assert isinstance(action, MetadataAction)
+        if not isinstance(action, MetadataAction):
+            raise CorruptLogError(f"{self.source}: embedded metadata is a {type(action).__name__}, not metaData")
         return action
 
     def protocol(self) -> ProtocolAction | None:
@@ -159,6 +172,7 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str, writer: dict[str, 
             engine=writer.get(ENGINE_KEY),
             commit_info_json=writer.get(COMMIT_INFO_KEY),
             committed_by_state=writer.get(COMMIT_POINT_KEY) == "state",
+            streaming_txns_json=writer.get(STREAMING_TXNS_KEY),
         )
     except (KeyError, TypeError, ValueError) as e:  # json.JSONDecodeError is a ValueError
         raise CorruptLogError(f"{source}: invalid state manifest: {e!r}") from e

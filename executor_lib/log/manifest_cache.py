@@ -107,7 +107,8 @@ class ManifestCache:
         return self._disk_writer
 
     def _write_disk(self, items: list[tuple[str, tuple[AddAction, ...]]]) -> None:
-        assert self.disk is not None
+        if self.disk is None:
+            return
         for uri, adds in items:
             self.disk.put(uri, adds)
 

@@ -1,10 +1,10 @@
 """Data skipping: which files (or manifests) may hold rows matching simple predicates.
 
-Predicates are a conjunction of filters (``executor_lib.filters``; ``Eq``, ``In`` and
-``Range`` here are ``Term``, ``TermIn`` and ``Between``) on partition columns (compared with
-the file's ``partitionValues``) or data columns (compared with its ``minValues``/``maxValues``
-statistics). ``And``/``Or`` combine, ``Prefix`` is judged as a range; ``Not``, query strings,
-regexes, ``Contains`` and ``Exists`` never skip a file. Values are compared by the column's Spark type:
+Predicates are a conjunction of filters (``executor_lib.filters``: ``Term``, ``TermIn``,
+``Between``...) on partition columns (compared with the file's ``partitionValues``) or data
+columns (compared with its ``minValues``/``maxValues`` statistics). ``And``/``Or`` combine,
+``Prefix`` is judged as a range; ``Not``, query strings, regexes, ``Contains`` and ``Exists``
+never skip a file. Values are compared by the column's Spark type:
 numbers as numbers (so partition ``10`` sorts after ``9``), everything else as strings.
 A file is skipped only when its values *cannot* match: missing statistics, unparsable
 values and unknown columns always keep the file. Statistics of strings are truncated
@@ -25,29 +25,6 @@ from executor_lib.protocol.actions import AddAction
 
 STATS_TRUNCATION_LENGTH = 32
 _NUMERIC_TYPES = {"byte", "short", "integer", "long", "float", "double"}
-
-
-# The data-skipping names for the shared filter vocabulary (``executor_lib.filters``).
-Eq = filters.Term
-In = filters.TermIn
-Range = filters.Between
-Predicate = filters.Filter
-
-
-def gt(column: str, value: Any) -> Range:
-    return Range(column, lower=value, lower_inclusive=False)
-
-
-def ge(column: str, value: Any) -> Range:
-    return Range(column, lower=value)
-
-
-def lt(column: str, value: Any) -> Range:
-    return Range(column, upper=value, upper_inclusive=False)
-
-
-def le(column: str, value: Any) -> Range:
-    return Range(column, upper=value)
 
 
 def column_types(schema_string: str) -> dict[str, str]:
@@ -77,7 +54,7 @@ class _Comparator:
         return value if isinstance(value, str) else str(value)
 
 
-def _check_predicates(predicates: Sequence[Predicate], types: Mapping[str, str]) -> None:
+def _check_predicates(predicates: Sequence[filters.Filter], types: Mapping[str, str]) -> None:
     for p in predicates:
         if isinstance(p, (filters.And, filters.Or)):
             _check_predicates(p.children, types)
@@ -95,7 +72,7 @@ _LEAVES = (
 )  # fmt: skip
 
 
-def _may_match(p: Predicate, judge: Any) -> bool:
+def _may_match(p: filters.Filter, judge: Any) -> bool:
     """Three-valued walk: ``judge(leaf)`` says whether a leaf may match; unknown kinds keep the file."""
     if isinstance(p, filters.And):
         return all(_may_match(c, judge) for c in p.children)
@@ -112,9 +89,9 @@ def _interval_may_match(p: Any, low: Any, high: Any, cmp: _Comparator) -> bool:
         if cmp.numeric:
             return True
         return _range_overlaps(p.prefix, p.prefix + "\U0010ffff", True, True, low, high)
-    if isinstance(p, Eq):
+    if isinstance(p, filters.Term):
         return _range_overlaps(cmp.key(p.value), cmp.key(p.value), True, True, low, high)
-    if isinstance(p, In):
+    if isinstance(p, filters.TermIn):
         return any(_range_overlaps(cmp.key(v), cmp.key(v), True, True, low, high) for v in p.values)
     lower = cmp.key(p.lower) if p.lower is not None else None
     upper = cmp.key(p.upper) if p.upper is not None else None
@@ -154,7 +131,7 @@ def _stats_bounds(add: AddAction, column: str, cmp: _Comparator) -> tuple[Any, A
 
 
 def file_may_match(
-    add: AddAction, predicates: Sequence[Predicate], types: Mapping[str, str], partition_columns: Iterable[str]
+    add: AddAction, predicates: Sequence[filters.Filter], types: Mapping[str, str], partition_columns: Iterable[str]
 ) -> bool:
     """False only if ``add`` certainly holds no row matching all ``predicates``."""
     partition = set(partition_columns)
@@ -170,7 +147,9 @@ def file_may_match(
 
 
 def bounds_may_match(
-    bounds: Mapping[str, Mapping[str, str | None]] | None, predicates: Sequence[Predicate], types: Mapping[str, str]
+    bounds: Mapping[str, Mapping[str, str | None]] | None,
+    predicates: Sequence[filters.Filter],
+    types: Mapping[str, str],
 ) -> bool:
     """Manifest-level pruning: may a manifest with these partition bounds hold a match?
 
@@ -191,7 +170,10 @@ def bounds_may_match(
 
 
 def prune_files(
-    files: Iterable[AddAction], predicates: Sequence[Predicate], schema_string: str, partition_columns: Iterable[str]
+    files: Iterable[AddAction],
+    predicates: Sequence[filters.Filter],
+    schema_string: str,
+    partition_columns: Iterable[str],
 ) -> list[AddAction]:
     """The files that may hold rows matching all ``predicates``."""
     types = column_types(schema_string)

@@ -1,4 +1,5 @@
-"""Split files: the Quickwit bundle layout, doc mappings, the split writer and searcher.
+"""Split files: doc mappings, the split writer, merger and searcher, search over a table's splits.
 
-Only ``writer`` and ``searcher`` import tantivy.
+The bundle layout a split file is stored in is ``executor_lib.protocol.bundle``. Only ``writer``
+and ``searcher`` import tantivy.
 """

@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.errors import ConfigError
-from executor_lib.splits.bundle import write_bundle
+from executor_lib.protocol.bundle import write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,

@@ -26,9 +26,9 @@ import pyarrow.compute as pc
 import tantivy
 
 from executor_lib import filters
-from executor_lib.errors import IndexTablesError
+from executor_lib.errors import CorruptSplitError, QueryError
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.splits.bundle import CorruptSplitError, extract_bundle, read_footer, read_member
+from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_text import explain, qualify_ranges
@@ -48,10 +48,6 @@ _RANGE_TYPES = {
     "f64": tantivy.FieldType.Float,
     "datetime": tantivy.FieldType.Date,
 }
-
-
-class QueryError(IndexTablesError):
-    """A query that cannot run: bad syntax, unknown column, a field type that cannot answer it."""
 
 
 @guarded(lambda query, mapping: f"query {query.query!r}")

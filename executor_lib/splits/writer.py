@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import tantivy
 
 from executor_lib.errors import InvalidDataError
-from executor_lib.splits.bundle import BundleFooter, write_bundle
+from executor_lib.protocol.bundle import BundleFooter, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
 

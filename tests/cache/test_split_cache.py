@@ -16,7 +16,8 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.splits.bundle import CorruptSplitError, read_footer
+from executor_lib.errors import CorruptSplitError
+from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
 from executor_lib.splits.table_search import search_table
@@ -205,7 +206,7 @@ def test_a_corrupt_split_does_not_poison_the_cache(table: tuple[str, dict[str, A
         store.put(victim, damaged)
         with pytest.raises(CorruptSplitError) as failure:
             search_table(store, snap, "tag:t1", SplitCache(cache_dir), ["id"])
-        assert str(failure.value).startswith(store.uri_of(victim)), failure.value
+        assert failure.value.message.startswith(store.uri_of(victim)), failure.value
         store.put(victim, good)  # repaired
         rows = search_table(store, snap, "tag:t1", SplitCache(cache_dir), ["id"])
         assert sorted(rows.column("id").to_pylist()) == expected

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 
 import executor_lib
-from executor_lib.actions import AddAction
 from executor_lib.log.transaction_log import TransactionLog
+from executor_lib.protocol.actions import AddAction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("date", pa.string()), ("message", pa.string())])
 

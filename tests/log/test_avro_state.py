@@ -87,7 +87,7 @@ def write_v0(uri: str, options: dict[str, Any]) -> None:
     """Version 0 as IndexTables4Spark writes it: protocol 4/4 and metaData, header-prefixed gzip."""
     log = executor_lib.create_table(uri + "-tmp", SCHEMA, **options)
     meta = log.snapshot().metadata
-    from executor_lib.actions import ProtocolAction
+    from executor_lib.protocol.actions import ProtocolAction
 
     store = open_store(uri, **options)
     body = encode_log_bytes(actions_to_ndjson([ProtocolAction(4, 4), meta]), True)

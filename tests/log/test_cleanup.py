@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.actions import RemoveAction
 from executor_lib.errors import VersionNotFoundError
+from executor_lib.protocol.actions import RemoveAction
 from executor_lib.storage import open_store
 from tests.log.helpers import add, make_table
 

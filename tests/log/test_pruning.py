@@ -9,9 +9,10 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.actions import AddAction
 from executor_lib.errors import ConfigError
-from executor_lib.log.pruning import Eq, In, Range, bounds_may_match, ge, gt, le, lt
+from executor_lib.filters import Between, Term, TermIn, ge, gt, le, lt
+from executor_lib.log.pruning import bounds_may_match
+from executor_lib.protocol.actions import AddAction
 from tests.conftest import COMPAT_ROOT
 
 
@@ -22,8 +23,8 @@ def paths(files: list[AddAction]) -> set[str]:
 def test_partition_pruning_on_a_real_jvm_table() -> None:
     snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
     assert len(snap.list_files()) == 10
-    assert paths(snap.list_files([Eq("date", "2024-03-01")])) == {"date=2024-03-01"}
-    assert paths(snap.list_files([In("date", ("2024-01-01", "2024-05-01", "2030-01-01"))])) == {
+    assert paths(snap.list_files([Term("date", "2024-03-01")])) == {"date=2024-03-01"}
+    assert paths(snap.list_files([TermIn("date", ("2024-01-01", "2024-05-01", "2030-01-01"))])) == {
         "date=2024-01-01",
         "date=2024-05-01",
     }
@@ -31,7 +32,7 @@ def test_partition_pruning_on_a_real_jvm_table() -> None:
         "date=2024-02-01",
         "date=2024-03-01",
     }
-    assert snap.list_files([Eq("date", "1999-01-01")]) == []
+    assert snap.list_files([Term("date", "1999-01-01")]) == []
 
 
 def test_min_max_skipping_on_a_real_jvm_table() -> None:
@@ -42,11 +43,11 @@ def test_min_max_skipping_on_a_real_jvm_table() -> None:
     assert snap.list_files([gt("id", top)]) == []
     for f in files:
         low, high = bounds[f.path]
-        selected = snap.list_files([Eq("id", low)])
+        selected = snap.list_files([Term("id", low)])
         assert f in selected and len(selected) < len(files)
         expected = {p for p, (lo, hi) in bounds.items() if lo <= high and hi >= low}
         assert {a.path for a in snap.list_files([ge("id", low), le("id", high)])} == expected
-    assert len(snap.list_files([Range("id", lower=top, lower_inclusive=False)])) == 0
+    assert len(snap.list_files([Between("id", lower=top, lower_inclusive=False)])) == 0
 
 
 def make(tmp_path: Path) -> tuple[executor_lib.TransactionLog, dict[str, AddAction]]:
@@ -74,20 +75,20 @@ def test_numeric_partitions_compare_as_numbers_and_stats_are_typed(tmp_path: Pat
 
     assert names(gt("bucket", 9)) == {"b10", "nostats"}  # as strings "10" < "9"
     assert names(lt("bucket", 10)) == {"b9"}
-    assert names(Eq("bucket", "10")) == {"b10", "nostats"}
+    assert names(Term("bucket", "10")) == {"b10", "nostats"}
     assert names(gt("score", 9.5)) == {"b10", "nostats"}  # as strings "10" < "9.5"
     assert names(ge("score", 9.5)) == {"b9", "b10", "nostats"}
-    assert names(Eq("name", "banana")) == {"b9", "b10", "nostats"}
-    assert names(Eq("name", "zebra")) == {"nostats"}
+    assert names(Term("name", "banana")) == {"b9", "b10", "nostats"}
+    assert names(Term("name", "zebra")) == {"nostats"}
     # a truncated maximum is a prefix: "mmm…m" (32) may really be "mmm…mz", so keep the file
-    assert names(Eq("name", "m" * 32 + "z")) == {"b10", "nostats"}
-    assert names(Eq("score", "not a number")) == set(f)
+    assert names(Term("name", "m" * 32 + "z")) == {"b10", "nostats"}
+    assert names(Term("score", "not a number")) == set(f)
 
 
 def test_bad_predicates_are_rejected(tmp_path: Path) -> None:
     log, _ = make(tmp_path)
     with pytest.raises(ConfigError, match="unknown column 'nope'"):
-        log.snapshot().list_files([Eq("nope", 1)])
+        log.snapshot().list_files([Term("nope", 1)])
     with pytest.raises(ConfigError, match="unsupported predicate"):
         log.snapshot().list_files(["bucket = 1"])  # type: ignore[list-item]
 
@@ -95,11 +96,11 @@ def test_bad_predicates_are_rejected(tmp_path: Path) -> None:
 def test_manifest_bounds() -> None:
     types = {"date": "string", "bucket": "integer"}
     bounds = {"date": {"min": "2024-01-01", "max": "2024-01-31"}, "bucket": {"min": "2", "max": "10"}}
-    assert bounds_may_match(bounds, [Eq("date", "2024-01-15")], types)
-    assert not bounds_may_match(bounds, [Eq("date", "2024-02-01")], types)
+    assert bounds_may_match(bounds, [Term("date", "2024-01-15")], types)
+    assert not bounds_may_match(bounds, [Term("date", "2024-02-01")], types)
     assert bounds_may_match(bounds, [gt("bucket", 10)], types)  # numeric: pruned per file only
-    assert bounds_may_match(bounds, [Eq("bucket", 9)], types)
-    assert bounds_may_match(None, [Eq("date", "x")], types)
+    assert bounds_may_match(bounds, [Term("bucket", 9)], types)
+    assert bounds_may_match(None, [Term("date", "x")], types)
 
 
 def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
@@ -110,7 +111,7 @@ def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
     days = [f"2024-01-{d:02d}" for d in range(1, 11)]
     for day in days:  # one commit, hence one manifest, per partition
         log.commit([add(day) for _ in range(3)])
-    listing = executor_lib.open_log(uri).list_files([Eq("date", "2024-01-04")])
+    listing = executor_lib.open_log(uri).list_files([Term("date", "2024-01-04")])
     assert (listing.manifests_total, listing.manifests_read) == (10, 1)
     assert {f.partition_values["date"] for f in listing.files} == {"2024-01-04"} and len(listing.files) == 3
     ranged = executor_lib.open_log(uri).list_files([ge("date", "2024-01-09")])
@@ -121,7 +122,7 @@ def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
         "spark.indextables.state.entriesPerManifest": "6",
     }
     executor_lib.open_log(uri, **compacting).commit([add("2024-01-11")])
-    compacted = executor_lib.open_log(uri).list_files([Eq("date", "2024-01-04")])
+    compacted = executor_lib.open_log(uri).list_files([Term("date", "2024-01-04")])
     assert compacted.manifests_total == 6 and compacted.manifests_read <= 2
     assert len(compacted.files) == 3
     assert len(executor_lib.open_log(uri).list_files().files) == 31
@@ -133,9 +134,9 @@ def test_numeric_partitions_are_not_pruned_by_string_ordered_manifest_bounds(tmp
     base = AddAction("x", {}, 1, 1, True)
     log.commit([dataclasses.replace(base, path=f"p={v}/a.split", partition_values={"p": str(v)}) for v in (9, 10, 100)])
     for value in (9, 10, 100):
-        listing = executor_lib.open_log(str(tmp_path / "n")).list_files([Eq("p", value)])
+        listing = executor_lib.open_log(str(tmp_path / "n")).list_files([Term("p", value)])
         assert [f.path for f in listing.files] == [f"p={value}/a.split"]
-    assert bounds_may_match({"p": {"min": "10", "max": "9"}}, [Eq("p", 50)], {"p": "integer"})
+    assert bounds_may_match({"p": {"min": "10", "max": "9"}}, [Term("p", 50)], {"p": "integer"})
 
 
 def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() -> None:

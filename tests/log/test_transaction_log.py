@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.actions import MetadataAction, ProtocolAction, RemoveAction
 from executor_lib.errors import (
     CommitConflictError,
     InvalidActionError,
@@ -21,7 +20,7 @@ from executor_lib.errors import (
     UnsupportedProtocolError,
     VersionNotFoundError,
 )
-from executor_lib.protocol.actions import actions_to_ndjson
+from executor_lib.protocol.actions import MetadataAction, ProtocolAction, RemoveAction, actions_to_ndjson
 from executor_lib.protocol.files import encode_log_bytes
 from executor_lib.storage import open_store
 from tests.log.helpers import SCHEMA, add, make_table

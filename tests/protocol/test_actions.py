@@ -6,9 +6,17 @@ import json
 
 import pytest
 
-from executor_lib.actions import AddAction, MetadataAction, ProtocolAction, RemoveAction, SkipAction
 from executor_lib.errors import CorruptLogError
-from executor_lib.protocol.actions import action_to_json_line, actions_from_ndjson, actions_to_ndjson
+from executor_lib.protocol.actions import (
+    AddAction,
+    MetadataAction,
+    ProtocolAction,
+    RemoveAction,
+    SkipAction,
+    action_to_json_line,
+    actions_from_ndjson,
+    actions_to_ndjson,
+)
 
 SPEC_ADD_FIELDS = {
     "path",

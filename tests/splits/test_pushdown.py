@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from executor_lib import filters as F
+from executor_lib.errors import FilterError
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.pushdown import FilterPlan, Support, leaf_support, plan
 from executor_lib.splits.searcher import SplitSearcher
@@ -165,7 +166,7 @@ def test_filter_json_round_trip() -> None:
         (F.And((F.Term("a", 1), F.Between("ts", "2024-01-01", None, False))), F.Not(F.QueryString("x y", None)))
     )
     assert F.from_json(F.to_json(tree)) == tree
-    with pytest.raises(ValueError, match=r"filter.or\[0\]: unknown op 'nope'"):
+    with pytest.raises(FilterError, match=r"filter.or\[0\]: unknown op 'nope'"):
         F.from_json({"op": "or", "children": [{"op": "nope"}]})
 
 

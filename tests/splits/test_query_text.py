@@ -5,9 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from executor_lib.errors import QueryError
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query_text import locate
-from executor_lib.splits.searcher import QueryError, SplitSearcher
+from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.writer import write_split
 
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "title": ["red fox", "blue fox"], "tag": ["a", "b"]})
@@ -38,7 +39,7 @@ def test_the_error_names_the_query_and_the_position(
 ) -> None:
     with pytest.raises(QueryError) as raised:
         searcher.search(query)
-    message = str(raised.value)
+    message = raised.value.message
     assert message.startswith(f"query {query!r} does not parse at position {position}: {what}")
     caret_line = message.splitlines()[-1]
     assert caret_line.index("^") - 2 == position, message

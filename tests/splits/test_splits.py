@@ -11,13 +11,13 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.actions import AddAction
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.errors import ConfigError, InvalidDataError
-from executor_lib.splits.bundle import CorruptSplitError, read_footer
+from executor_lib.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
+from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.searcher import QueryError, SplitSearcher
+from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.table_search import search_table
 from executor_lib.splits.writer import write_split
 from executor_lib.storage import open_store
@@ -148,7 +148,7 @@ def test_indextables_search_on_every_jvm_table(name: str, tmp_path: Path, capsys
 
 
 def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
-    from executor_lib.actions import RemoveAction
+    from executor_lib.protocol.actions import RemoveAction
     from executor_lib.splits.publish import merge_splits, write_and_upload
 
     uri, options = table
@@ -479,7 +479,7 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
     query answers exactly as on the concatenated rows, including merges of merged splits and sources with
     several segments."""
     from executor_lib import filters as f
-    from executor_lib.splits.bundle import read_footer
+    from executor_lib.protocol.bundle import read_footer
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.writer import SEGMENTS_MEMBER
 
@@ -536,7 +536,7 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
     answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
     from executor_lib import filters as f
-    from executor_lib.splits.bundle import read_member
+    from executor_lib.protocol.bundle import read_member
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.pushdown import FilterPlan
     from executor_lib.splits.table_search import scan_split

@@ -23,16 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from executor_lib.errors import CorruptLogError
+from executor_lib.errors import CorruptSplitError
 
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1
 _U32 = struct.Struct("<I")
 _COPY_CHUNK = 8 << 20
-
-
-class CorruptSplitError(CorruptLogError):
-    """A split file whose bundle footer cannot be parsed."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""A Spark Connect server on 127.0.0.1, started from the pip-installed ``pyspark`` package.
+"""A local Spark Connect server on 127.0.0.1, started from the pip-installed ``pyspark`` package
+(for the main job ``python -m indextables_demo``, the test harness and the tests).
 
 ``ConnectServer(master="local[2]")`` runs ``$SPARK_HOME/sbin/start-connect-server.sh`` (the
 ``pyspark`` package folder is ``$SPARK_HOME``) on a free port, with ``PYSPARK_PYTHON`` set to
@@ -11,6 +12,7 @@ registered ``indextables`` data source, and waits until the port accepts connect
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +21,23 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.net import free_port, port_open
+from executor_lib.errors import ConnectServerError
+
+
+def free_port() -> int:
+    """A port nobody listens on right now on 127.0.0.1 (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 class ConnectServer:
@@ -71,14 +89,16 @@ class ConnectServer:
             args += ["--conf", f"{key}={value}"]
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"start-connect-server.sh failed: {done.stdout}{done.stderr}")
+            raise ConnectServerError(f"start-connect-server.sh failed: {done.stdout}{done.stderr}")
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if port_open(self.port):
                 return self
             time.sleep(0.5)
         self.stop()
-        raise RuntimeError(f"Spark Connect server did not listen on {self.port} within {self.timeout_s}s: {self.log()}")
+        raise ConnectServerError(
+            f"Spark Connect server did not listen on {self.port} within {self.timeout_s}s: {self.log()}"
+        )
 
     @property
     def pid_file(self) -> Path:

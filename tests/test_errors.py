@@ -1,0 +1,64 @@
+"""The error hierarchy's stable codes: one per class, at the start of every message, never
+repeated for quoted errors, and found again in a Spark error's text by ``error_class_in``."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor_lib import errors
+from executor_lib.errors import (
+    CommitConflictError,
+    ConfigError,
+    FilterError,
+    IndexTablesError,
+    QueryError,
+    StorageError,
+    error_class_in,
+    error_classes,
+)
+
+
+def test_every_class_has_its_own_code() -> None:
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, IndexTablesError)]
+    codes = [c.code for c in classes]
+    assert len(set(codes)) == len(classes) and all(code.startswith("INDEXTABLES_") for code in codes)
+    assert set(error_classes().values()) == set(classes)
+
+
+def test_a_class_without_its_own_code_is_refused() -> None:
+    with pytest.raises(TypeError, match="NoCode must define its own stable error code"):
+
+        class NoCode(ConfigError):
+            pass
+
+    with pytest.raises(TypeError, match="code INDEXTABLES_CONFIG is already ConfigError's"):
+
+        class SameCode(ConfigError):
+            code = "INDEXTABLES_CONFIG"
+
+    assert error_classes()["INDEXTABLES_CONFIG"] is ConfigError
+
+
+def test_the_message_starts_with_the_code_and_quoted_errors_lose_theirs() -> None:
+    inner = StorageError("s3://b/t/x: connection reset")
+    outer = CommitConflictError(f"version 3: {inner}")
+    assert str(inner) == "[INDEXTABLES_STORAGE] s3://b/t/x: connection reset"
+    assert str(outer) == "[INDEXTABLES_COMMIT_CONFLICT] version 3: s3://b/t/x: connection reset"
+    assert outer.message == "version 3: s3://b/t/x: connection reset"
+    assert isinstance(FilterError("x"), QueryError)
+
+
+def test_error_class_in_reads_a_traceback_as_spark_quotes_it() -> None:
+    text = (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to initialize Python data source reader: Traceback (most recent call last):\n"
+        '  File "executor_lib/spark/options.py", line 178, in parse_filter\n'
+        "executor_lib.errors.FilterError: [INDEXTABLES_FILTER] option filter: unknown op 'nope'\n"
+        "\nThe above exception was the direct cause of the following exception:\n\n"
+        "executor_lib.errors.ConfigError: [INDEXTABLES_CONFIG] read: [INDEXTABLES_FILTER] quoted\n"
+        " SQLSTATE: 38000"
+    )
+    assert error_class_in(text) is ConfigError  # the last raised; a quoted code is not a raise
+    assert error_class_in(text.split("\nThe above")[0]) is FilterError
+    assert error_class_in(str(CommitConflictError("v3"))) is CommitConflictError
+    assert error_class_in("ConfigError: [INDEXTABLES_COMMIT_CONFLICT] a name that does not match") is None
+    assert error_class_in("[DATA_SOURCE_NOT_FOUND] nothing of ours") is None

@@ -1,0 +1,74 @@
+"""The install that ``scripts/demo.sh`` and ``scripts/test.sh`` do (``scripts/_venv.sh``): an
+editable install Spark's static data source registration can see, done once per pyproject.toml,
+announced in one line and silent when there is nothing to do."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+INSTALLING = "installing IndexTables into .venv (about 2 minutes the first time)...\n"
+
+
+def test_installed_project_is_visible_to_spark_static_registration(tmp_path: Path) -> None:
+    # Spark finds pyspark_indextables with pkgutil.iter_modules() (lookup_data_sources.py), which
+    # sees path entries (a .pth line, site-packages) but not setuptools' editable import hooks.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import pkgutil; print(sorted(m.name for m in pkgutil.iter_modules() if m.name.startswith('pyspark_')))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60, check=True)  # fmt: skip
+    assert "pyspark_indextables" in done.stdout
+
+
+def _checkout_with_pip_recorder(root: Path) -> Path:
+    """scripts/_venv.sh and pyproject.toml in ``root``, with a .venv whose python runs everything
+    but ``-m pip``, which it records in .venv/pip-calls (a real install takes minutes and the network;
+    scripts/test.sh runs the real one)."""
+    (root / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "_venv.sh", root / "scripts" / "_venv.sh")
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    python = root / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "$*" >> "$(dirname "$0")/../pip-calls"; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    return root / ".venv" / "pip-calls"
+
+
+def _source_venv(root: Path, extras: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", f'source scripts/_venv.sh "{extras}"'], cwd=root, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+
+
+def test_venv_script_installs_once_per_pyproject_and_says_so(tmp_path: Path) -> None:
+    calls = _checkout_with_pip_recorder(tmp_path)
+
+    first = _source_venv(tmp_path, "test,dev")
+    assert (first.stdout, first.stderr) == (INSTALLING, "")
+    installs = calls.read_text().splitlines()
+    assert installs[-1] == "-m pip install --quiet -e .[test,dev]"
+    assert not any("editable_mode" in line for line in installs)  # compat mode prints a 14-line banner
+
+    again = _source_venv(tmp_path, "test,dev")
+    assert (again.stdout, again.stderr) == ("", "") and calls.read_text().splitlines() == installs
+
+    other = _source_venv(tmp_path, "spark,s3")  # the demo's extras are a separate install
+    assert other.stdout == INSTALLING and calls.read_text().splitlines()[-1] == "-m pip install --quiet -e .[spark,s3]"
+    count = len(calls.read_text().splitlines())
+    assert _source_venv(tmp_path, "test,dev").stdout == "" and _source_venv(tmp_path, "spark,s3").stdout == ""
+    assert len(calls.read_text().splitlines()) == count
+
+    with (tmp_path / "pyproject.toml").open("a") as f:
+        f.write("# a changed dependency\n")
+    changed = _source_venv(tmp_path, "test,dev")
+    assert (
+        changed.stdout == INSTALLING and calls.read_text().splitlines()[-1] == "-m pip install --quiet -e .[test,dev]"
+    )
+    assert _source_venv(tmp_path, "test,dev").stdout == ""
