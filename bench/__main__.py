@@ -1,6 +1,7 @@
 """``python -m bench``: the state, split, Spark and ingest benchmarks in one run, one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark,ingest] [--ingest-rows N] [--out bench-results.json]
+    python -m bench [--quick] [--only state,split,spark,ingest,analytics] [--ingest-rows N]
+                   [--analytics-rows N] [--out bench-results.json]
                     [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
@@ -33,12 +34,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--split-rows", type=int, default=None, help="rows of the materialization split")
     p.add_argument("--spark-rows", type=int, default=None, help="rows of the Spark dataset")
     p.add_argument("--ingest-rows", type=int, default=None, help="rows of the ingest (write and merge) benchmark")
+    p.add_argument("--analytics-rows", type=int, default=None, help="rows of the analytics (SELECT pushdown) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    for flag in ("split_rows", "spark_rows", "ingest_rows"):
+    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows"):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
@@ -58,6 +60,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["spark_rows"] = args.spark_rows
     if args.ingest_rows:
         overrides["ingest_rows"] = args.ingest_rows
+    if args.analytics_rows:
+        overrides["analytics_rows"] = args.analytics_rows
     return dataclasses.replace(sizes, **overrides)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest")
+SUITES = ("state", "split", "spark", "ingest", "analytics")
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,12 @@ class Sizes:
     ingest_rows: int = 1_000_000
     ingest_splits: int = 8
     ingest_repeat: int = 2
+    analytics_rows: int = 5_000_000
+    analytics_repeat: int = 3
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
-QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1)
+QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "split": lambda: _split_run(sizes),
         "spark": lambda: _spark_run(sizes),
         "ingest": lambda: _ingest_run(sizes),
+        "analytics": lambda: _analytics_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -95,8 +98,15 @@ def _ingest_run(sizes: Sizes) -> dict[str, Any]:
     return ingest_benchmark.run(sizes.ingest_rows, sizes.ingest_splits, sizes.ingest_repeat)
 
 
+def _analytics_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import analytics_benchmark
+
+    return analytics_benchmark.run(sizes.analytics_rows, sizes.analytics_repeat)
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
-    runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios}
+    runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios,
+               "analytics": analytics_ratios}  # fmt: skip
     return runners[name](results)
 
 
@@ -110,6 +120,21 @@ def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
         _ratio("ingest", f"MERGE SPLITS of {r['splits']} splits vs indexing their rows",
                s["merge"], s["indextables"], "s", r["merge_speedup_vs_indexing"], (">=", 3)),
     ]  # fmt: skip
+
+
+def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
+    from benchmarks.analytics_benchmark import GOALS
+
+    rows = []
+    for name, q in r["queries"].items():
+        goal = (">=", GOALS.get(name, 1.0))
+        rows.append(_ratio("analytics", f"{name} ({r['rows']:,} rows): connect_plugin.sql vs Parquet",
+                           q["indextables_s"], q["parquet_s"], "s", q["speedup"], goal))  # fmt: skip
+    search = r["queries"].get("selective search (rows)")
+    if search is not None:
+        rows.append(_ratio("analytics", "selective search: seconds over PySpark's trivial-query floor",
+                           search["indextables_s"], r["floor_s"], "s", search["over_floor_s"], ("<=", 0.1)))
+    return rows
 
 
 def state_ratios(r: dict[str, Any]) -> list[Ratio]:

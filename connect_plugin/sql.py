@@ -14,12 +14,17 @@ Syntax errors name the line and column.
 
 from __future__ import annotations
 
+import json
 import re
-import uuid
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, VisitError
+
+from connect_plugin.lexer import lex, unquote
+from connect_plugin.plan import AggregateRead, OrderKey, OutputColumn, TableRead, options_tuple
+from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
+from indextables_contract.aggregate import AggregatePlan, Measure
 
 GRAMMAR = r"""
 ?start: command
@@ -80,7 +85,8 @@ spark_pred: call OP value
 call: FUNC "(" [(value | arith) ("," (value | arith))*] ")"
 arith: value (ARITH value)+
 ?value: call | column | literal
-column: NAME | BACKQUOTED
+column: [_QUALIFIER] (NAME | BACKQUOTED)
+_QUALIFIER: /([a-z_][a-z0-9_]*|`([^`]|``)+`)\s*\.\s*(?=[a-z_`])/i
 ?literal: STRING -> string
         | NUMBER -> number
         | _TRUE -> true
@@ -159,6 +165,10 @@ _TIMESTAMP: /timestamp\b/i
 %ignore WS
 """
 
+class IndexTablesSQLError(ValueError):
+    """A statement that does not parse, with the position that stopped the parser."""
+
+
 _PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
 _PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
 
@@ -173,99 +183,6 @@ _INDEX_OPERATOR_USE = re.compile(
     r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
     re.IGNORECASE,
 )
-# What starts a comment, a string literal (r'..' raw) or a back-quoted name, as Spark's lexer reads them.
-_LEXEME_START = re.compile(r"--|/\*|['\"`]|(?<![\w`])[rR](?=['\"])")
-_QUOTED = {
-    "'": re.compile(r"'(?:[^'\\]|\\.|'')*'", re.DOTALL),
-    '"': re.compile(r'"(?:[^"\\]|\\.|"")*"', re.DOTALL),
-    "`": re.compile(r"`(?:[^`]|``)*`"),
-}
-
-
-class IndexTablesSQLError(ValueError):
-    """A statement that does not parse, with the position that stopped the parser."""
-
-
-def _blank(text: str) -> str:
-    """``text`` with every character but line breaks replaced by a space (positions stay put)."""
-    return re.sub(r"[^\n]", " ", text)
-
-
-def _lex(text: str) -> tuple[str, str]:
-    """(``text`` with its comments blanked, ``text`` with comments and the insides of string literals
-    and back-quoted names blanked too), read as Spark's lexer reads them: ``--`` line comments,
-    nested ``/* */`` comments, '..' and ".." strings with backslash escapes and doubled quotes,
-    r'..' raw strings, `..` names with doubled back-quotes. Both keep every position of ``text``."""
-    parse, code = [], []
-    i = 0
-    while (m := _LEXEME_START.search(text, i)) is not None:
-        start = m.start()
-        parse.append(text[i:start])
-        code.append(text[i:start])
-        end = _lexeme_end(text, start)
-        lexeme = text[start:end]
-        if lexeme.startswith(("--", "/*")):
-            parse.append(_blank(lexeme))
-            code.append(_blank(lexeme))
-        else:
-            opening = 2 if lexeme[0] in "rR" else 1
-            parse.append(lexeme)
-            code.append(lexeme[:opening] + _blank(lexeme[opening:-1]) + lexeme[-1:])
-        i = end
-    parse.append(text[i:])
-    code.append(text[i:])
-    return "".join(parse), "".join(code)
-
-
-def _lexeme_end(text: str, start: int) -> int:
-    """Where the comment, string or quoted name at ``start`` ends (the end of ``text`` if it does not)."""
-    if text.startswith("--", start):
-        end = text.find("\n", start)
-        return len(text) if end < 0 else end
-    if text.startswith("/*", start):
-        depth, i = 0, start
-        while (m := re.compile(r"/\*|\*/").search(text, i)) is not None:
-            depth += 1 if m.group() == "/*" else -1
-            i = m.end()
-            if depth == 0:
-                return i
-        return len(text)
-    if text[start] in "rR":  # raw string: no escapes, ends at the next quote of its kind
-        end = text.find(text[start + 1], start + 2)
-        return len(text) if end < 0 else end + 1
-    m = _QUOTED[text[start]].match(text, start)
-    return m.end() if m else len(text)
-
-
-_SPARK_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}
-_ESCAPES = {  # per quote: a backslash escape, or the doubled quote (one pass, left to right, as Spark reads)
-    q: re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-3][0-7]{2})|(.))|(" + q + q + ")", re.DOTALL)
-    for q in "'\""
-}
-
-
-def _unquote(token: str) -> str:
-    """The value of a quoted token by Spark's rules: `a``b` is a name with a back-quote; r'..' is
-    raw; in '..' and "..", a doubled quote is the quote and backslash escapes are Spark's
-    (\\n, \\t, \\uXXXX, octal \\101; \\% and \\_ keep their backslash; any other char stands for itself)."""
-    if token.startswith("`"):
-        return token[1:-1].replace("``", "`")
-    if token[0] in "rR":
-        return token[2:-1]
-    return _ESCAPES[token[0]].sub(_unescape, token[1:-1])
-
-
-def _unescape(m: re.Match[str]) -> str:
-    unicode4, unicode8, octal, char, doubled = m.groups()
-    if doubled:
-        return doubled[0]
-    if unicode4 or unicode8:
-        return chr(int(unicode4 or unicode8, 16))
-    if octal:
-        return chr(int(octal, 8))
-    return _SPARK_ESCAPES.get(char, char)
-
-
 def _like_filter(column: str, pattern: str) -> dict[str, Any]:
     """SQL LIKE as a filter: 'abc%' -> prefix, '%abc%' -> contains, otherwise an anchored regex."""
     if "_" not in pattern and "\\" not in pattern:
@@ -328,11 +245,12 @@ class _ToFilter(Transformer):
     def arith(self, *args: Any) -> None:
         return None
 
-    def column(self, token: Token) -> str:
-        return _unquote(str(token)) if str(token).startswith("`") else str(token)
+    def column(self, *tokens: Token | None) -> str:  # a qualifier (t.col) names the one table: dropped
+        token = str(tokens[-1])
+        return unquote(token) if token.startswith("`") else token
 
     def string(self, token: Token) -> str:
-        return _unquote(str(token))
+        return unquote(str(token))
 
     def number(self, token: Token) -> int | float:
         text = str(token)
@@ -376,7 +294,7 @@ class _ToFilter(Transformer):
         return exists if negated is not None else {"op": "not", "child": exists}
 
     def like(self, column: str, negated: Any, pattern: Token) -> dict[str, Any]:
-        f = _like_filter(column, _unquote(str(pattern)))
+        f = _like_filter(column, unquote(str(pattern)))
         return {"op": "not", "child": f} if negated is not None else f
 
     def between(self, column: str, low: Any, high: Any) -> dict[str, Any]:
@@ -384,17 +302,17 @@ class _ToFilter(Transformer):
 
     def indexquery(self, column: str, query: Token) -> dict[str, Any]:
         if column.lower() == "_indexall":
-            return {"op": "query", "query": _unquote(str(query)), "column": None}
-        return {"op": "query", "query": _unquote(str(query)), "column": column}
+            return {"op": "query", "query": unquote(str(query)), "column": None}
+        return {"op": "query", "query": unquote(str(query)), "column": column}
 
     def indexqueryall(self, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": _unquote(str(query)), "column": None}
+        return {"op": "query", "query": unquote(str(query)), "column": None}
 
     def textsearch(self, column: str, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": _unquote(str(query)), "column": column, "kind": "text"}
+        return {"op": "query", "query": unquote(str(query)), "column": column, "kind": "text"}
 
     def fieldmatch(self, column: str, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": _unquote(str(query)), "column": column, "kind": "exact"}
+        return {"op": "query", "query": unquote(str(query)), "column": column, "kind": "exact"}
 
 
 def _parse(parser: Lark, text: str) -> Any:
@@ -443,10 +361,10 @@ def _target(spark: Any, tree: Any) -> str:
     """The path a target names: a (back-)quoted path as written, a table name through the session."""
     token = tree.children[-1]
     if token.type == "TABLE_NAME":
-        from connect_plugin import resolve_table
+        from connect_plugin.session import resolve_table
 
         return resolve_table(spark, str(token))
-    return _unquote(str(token))
+    return unquote(str(token))
 
 
 def _duration_hours(tree: Any) -> float:
@@ -455,17 +373,63 @@ def _duration_hours(tree: Any) -> float:
 
 
 def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
-    """Run one statement: an IndexTables command, an indexed SELECT, or anything else via ``spark.sql``."""
-    if not is_indextables_statement(text):
+    """Run one statement: an IndexTables command, a SELECT over IndexTables tables (pushed down as
+    far as it goes: see ``explain``), or anything else via ``spark.sql``."""
+    plan = plan_statement(spark, text, options)
+    if plan is None:
         return spark.sql(text)
-    parse_text = _lex(text)[0]  # the grammar knows no comments: they are blanked
-    return _run(spark, _parse(_PARSER, parse_text), parse_text, options or {})
+    if isinstance(plan, StatementPlan):
+        return plan.dataframe(spark)
+    return plan()
+
+
+def explain(spark: Any, text: str, options: dict[str, Any] | None = None) -> str:
+    """What running ``text`` would push to each table read: columns, the filter tree (the index
+    answers it first, the rest is checked on the rows), limit, a pushed aggregate and, for an
+    aggregate, how the executors answered it (running it: its result is small)."""
+    plan = plan_statement(spark, text, options)
+    if plan is None:
+        return "no IndexTables table: Spark runs the statement as it is"
+    if not isinstance(plan, StatementPlan):
+        return "an IndexTables command: " + " ".join(text.split())[:200]
+    if plan.aggregate is not None:
+        plan.dataframe(spark)  # fills in how it was answered
+    return plan.explain()
+
+
+def plan_statement(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
+    """A ``StatementPlan`` for a SELECT over IndexTables tables, a callable running an IndexTables
+    command, or None (a statement that names no IndexTables table: Spark's own)."""
+    parse_text, code = lex(text)
+    options = options or {}
+    if _COMMAND_START.match(code):
+        tree = _parse(_PARSER, parse_text)
+        return lambda: _run(spark, tree, parse_text, options)
+    refs = find_table_refs(spark, parse_text, code)
+    if not refs:
+        if _INDEX_OPERATOR_USE.search(code):  # e.g. an unknown table name: the grammar names the problem
+            return _simple_select(spark, _parse(_PARSER, parse_text), parse_text, code, options) or _no_table(text)
+        return None
+    if len(refs) == 1:
+        try:
+            tree = _PARSER.parse(parse_text)
+        except UnexpectedInput:
+            tree = None
+        if tree is not None and tree.data == "select":
+            simple = _simple_select(spark, tree, parse_text, code, options)
+            if simple is not None:
+                return simple
+    return plan_general(spark, parse_text, code, refs, options)
+
+
+def _no_table(text: str) -> Any:
+    raise IndexTablesSQLError(f"{text!r} uses an index operator but names no IndexTables table")
 
 
 def is_indextables_statement(text: str) -> bool:
     """An IndexTables command, or a statement that uses an index operator — outside string literals,
     comments and back-quoted names (``SELECT 'textsearch' AS x`` is Spark's)."""
-    code = _lex(text)[1]
+    code = lex(text)[1]
     return bool(_COMMAND_START.match(code) or _INDEX_OPERATOR_USE.search(code))
 
 
@@ -493,7 +457,10 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     if kind == "flush_cache":
         return _cache_command(spark, "flush_cache", 1, options)
     if kind == "select":
-        return _select(spark, tree, text, options)
+        plan = _simple_select(spark, tree, text, lex(text)[1], options)
+        if plan is None:
+            raise IndexTablesSQLError(f"unsupported statement: {text!r}")
+        return plan.dataframe(spark)
     target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
     table = IndexTable.for_path(spark, _target(spark, target), options)
     if kind == "describe_state":
@@ -526,14 +493,54 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     raise IndexTablesSQLError(f"unsupported statement: {text!r}")
 
 
-def _select(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
-    import connect_plugin
-
+def _simple_select(spark: Any, tree: Any, text: str, code: str, options: dict[str, Any]) -> StatementPlan | None:
+    """``SELECT ... FROM <one table> [alias] [WHERE ...] [GROUP BY / ORDER BY / LIMIT]``: the WHERE
+    travels as the read's filter tree (top-level AND parts over function calls stay with Spark),
+    a LIMIT over plain columns stops each task, and count/sum/avg/min/max with GROUP BY on
+    columns become a pushed aggregate. None where the shape does not allow it (the general plan
+    then runs the statement)."""
     projection, target, alias, where_tree, tail = tree.children
-    where, spark_condition = split_spark_part(_to_filter(where_tree, text)) if where_tree is not None else (None, None)
-    df = connect_plugin.read(spark, _target(spark, target), filter=where, options=options)
-    view = f"indextables_{uuid.uuid4().hex[:12]}"
-    df.createOrReplaceTempView(view)
+    try:
+        where = _to_filter(where_tree, text) if where_tree is not None else None
+    except IndexTablesSQLError:
+        return None  # function calls under OR with index operators: match columns handle it
+    index_tree, spark_condition = split_spark_part(where) if where is not None else (None, None)
+    path = _target(spark, target)
+    if alias is None and target.children[-1].type == "TABLE_NAME":  # `name.col` keeps resolving
+        alias = str(target.children[-1]).split(".")[-1]
+    opts = options_tuple(options)
+    filter_json = None if index_tree is None else json.dumps(index_tree)
+    tail_text = None if tail is None else str(tail)
+    if spark_condition is None:
+        shape = aggregate_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
+        if shape is not None:
+            agg_plan, outputs, order, limit = shape
+            pushed = AggregateRead(path, AggregatePlan(agg_plan.group_by, agg_plan.measures, filter_json), outputs,
+                                   order, limit, opts)  # fmt: skip
+            return StatementPlan(None, aggregate=pushed, fallback=_select_over_view(
+                path, str(projection), alias, filter_json, None, tail_text, text, code, opts))  # fmt: skip
+    if where_tree is not None:  # the pushed WHERE needs no column in Spark: only what Spark evaluates
+        start, end = where_tree.meta.start_pos, where_tree.meta.end_pos
+        code = code[:start] + " " * (end - start) + code[end:] + " " + lex(spark_condition or "")[1]
+        text = text[:start] + " " * (end - start) + text[end:] + " " + (spark_condition or "")
+    return _select_over_view(path, str(projection), alias, filter_json, spark_condition, tail_text, text, code, opts)
+
+
+_LIMIT_ONLY = re.compile(r"^limit\s+(\d+)\s*$", re.IGNORECASE)
+_PLAIN_PROJECTION = re.compile(r"^\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?)(\s*,\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?))*\s*$",
+                               re.IGNORECASE)  # fmt: skip
+
+
+def _select_over_view(
+    path: str, projection: str, alias: Any, filter_json: str | None, spark_condition: str | None,
+    tail: str | None, text: str, code: str, opts: tuple[tuple[str, str], ...],
+) -> StatementPlan:  # fmt: skip
+    limit = None
+    m = _LIMIT_ONLY.match(tail) if tail is not None and spark_condition is None else None
+    if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
+        limit = int(m.group(1))
+    view = view_name()
+    read = TableRead(path, required=names_in(text, code), filter=filter_json, limit=limit, options=opts)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"
@@ -541,4 +548,115 @@ def _select(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
         statement += f" WHERE {spark_condition}"
     if tail is not None:
         statement += f" {tail}"
-    return spark.sql(statement)
+    return StatementPlan(statement, reads=[(view, read)])
+
+
+# --- the aggregate shape: SELECT g..., f(x)... GROUP BY g... [ORDER BY ...] [LIMIT n] --------------
+
+_NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
+_MEASURE_ITEM = re.compile(
+    rf"^\s*(count|sum|avg|min|max)\s*\(\s*(\*|1|{_NAME})\s*\)(?:\s+(?:as\s+)?({_NAME}))?\s*$", re.IGNORECASE
+)
+_COLUMN_ITEM = re.compile(rf"^\s*(?:{_NAME}\s*\.\s*)?({_NAME})(?:\s+(?:as\s+)?({_NAME}))?\s*$", re.IGNORECASE)
+_AGG_TAIL = re.compile(
+    r"^(?:group\s+by\s+(?P<group>.+?))?(?:\s*\border\s+by\s+(?P<order>.+?))?(?:\s*\blimit\s+(?P<limit>\d+))?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_ORDER_ITEM = re.compile(r"^\s*(.+?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s*$", re.IGNORECASE | re.DOTALL)
+_KEYWORDS = frozenset({"from", "where", "as", "group", "order", "limit", "having", "distinct"})
+
+
+def _name(token: str) -> str:
+    return unquote(token) if token.startswith("`") else token
+
+
+def _split_commas(text: str, code: str) -> list[str]:
+    """``text`` cut at the commas outside parentheses (``code``: the same text, literals blanked)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(code):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> Any:
+    """(AggregatePlan without filter, output columns, order keys, limit) of a pushable aggregate, or None."""
+    tail_match = _AGG_TAIL.match(tail or "")
+    if tail_match is None or re.match(r"\s*distinct\b", projection, re.IGNORECASE):
+        return None
+    items = _split_commas(projection, projection_code)
+    group_by: list[str] = []
+    for g in _split_commas(tail_match["group"], tail_match["group"]) if tail_match["group"] else []:
+        g = g.strip()
+        if g.isdigit():
+            if not 1 <= int(g) <= len(items) or (m := _COLUMN_ITEM.match(items[int(g) - 1])) is None:
+                return None
+            g = m.group(1)
+        if not re.fullmatch(_NAME, g):
+            return None
+        group_by.append(_name(g))
+    measures: list[Measure] = []
+    outputs: list[OutputColumn] = []
+    expressions: list[str] = []
+    lowered = [g.lower() for g in group_by]
+    for item in items:
+        expressions.append(re.sub(r"\s+", "", item.split(" as ")[0].split(" AS ")[0]).lower())
+        if (m := _MEASURE_ITEM.match(item)) is not None:
+            func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
+            column = None if arg in ("*", "1") else _name(arg)
+            if column is None and func != "count":
+                return None
+            measures.append(Measure(func, column))
+            default = "count(1)" if column is None else f"{func}({column})"
+            outputs.append(OutputColumn(_name(alias) if alias else default, measure=len(measures) - 1))
+        elif (m := _COLUMN_ITEM.match(item)) is not None and _name(m.group(1)).lower() in lowered:
+            if m.group(1).lower() in _KEYWORDS or (m.group(2) or "").lower() in _KEYWORDS:
+                return None
+            column, alias = _name(m.group(1)), m.group(2)
+            outputs.append(OutputColumn(_name(alias) if alias else column, group=lowered.index(column.lower())))
+        else:
+            return None
+    if not measures:
+        return None
+    order = _order_keys(tail_match["order"], outputs, expressions)
+    if order is None:
+        return None
+    limit = int(tail_match["limit"]) if tail_match["limit"] else None
+    return AggregatePlan(tuple(group_by), tuple(measures)), tuple(outputs), order, limit
+
+
+def parse_measure(text: str) -> Measure:
+    """``count(*)``, ``count(col)``, ``sum(col)``, ``avg(col)``, ``min(col)`` or ``max(col)`` as a Measure."""
+    m = _MEASURE_ITEM.match(text)
+    if m is None or m.group(3) is not None or (m.group(2) in ("*", "1") and m.group(1).lower() != "count"):
+        raise IndexTablesSQLError(f"measure {text!r}: expected count(*) or count/sum/avg/min/max(<column>)")
+    return Measure(m.group(1).lower(), None if m.group(2) in ("*", "1") else _name(m.group(2)))
+
+
+def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list[str]) -> tuple[OrderKey, ...] | None:
+    if not text:
+        return ()
+    keys = []
+    names = [o.name.lower() for o in outputs]
+    for item in _split_commas(text, text):
+        m = _ORDER_ITEM.match(item)
+        if m is None:
+            return None
+        expr = m.group(1).strip()
+        plain = _name(expr).lower() if re.fullmatch(_NAME, expr) else None
+        compact = re.sub(r"\s+", "", expr).lower()
+        if expr.isdigit() and 1 <= int(expr) <= len(outputs):
+            index = int(expr) - 1
+        elif plain is not None and plain in names:
+            index = names.index(plain)
+        elif compact in expressions:
+            index = expressions.index(compact)
+        else:
+            return None
+        descending = (m.group(2) or "").lower() == "desc"
+        nulls = None if m.group(3) is None else m.group(3).lower() == "first"
+        keys.append(OrderKey(index, descending, nulls))
+    return tuple(keys)

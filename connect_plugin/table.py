@@ -17,7 +17,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import connect_plugin as _plugin
+from connect_plugin import session as _plugin
+from connect_plugin.settings import _option_text, _options
 
 FORMAT = "indextables"
 
@@ -41,10 +42,49 @@ class IndexTable:
 
     # -- data --
 
-    def to_df(self, version_as_of: int | None = None, timestamp_as_of: str | None = None) -> Any:
+    def to_df(
+        self,
+        columns: Iterable[str] | None = None,
+        filter: Mapping[str, Any] | str | None = None,
+        limit: int | None = None,
+        version_as_of: int | None = None,
+        timestamp_as_of: str | None = None,
+    ) -> Any:
+        """The table's rows as a DataFrame: only ``columns``, only rows matching ``filter`` (a filter tree,
+        or SQL predicate text as in a WHERE clause), at most ``limit`` — all pushed to the executors.
+
+        Example: ``t.to_df(columns=["id", "level"], filter="level = 'ERROR' AND latency > 100", limit=10)``
+        """
         return _plugin.read(
-            self.spark, self.path, version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options
-        )
+            self.spark, self.path, columns=columns, limit=limit, filter=None if filter is None else _where(filter),
+            version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options,
+        )  # fmt: skip
+
+    def group_by(
+        self, columns: Iterable[str], measures: Mapping[str, str], where: Mapping[str, Any] | str | None = None
+    ) -> Any:
+        """``SELECT columns..., measures... [WHERE where] GROUP BY columns`` run on the executors (Tantivy
+        aggregations where the index answers exactly, Arrow otherwise) — the plan ``sql`` pushes.
+
+        ``measures``: output name -> ``count(*)``, ``count(col)``, ``sum(col)``, ``avg(col)``, ``min(col)`` or
+        ``max(col)``. Example: ``t.group_by(["level"], {"n": "count(*)", "p50": "avg(latency)"})``
+        """
+        from connect_plugin.plan import AggregateRead, OutputColumn, options_tuple
+        from connect_plugin.sql import IndexTablesSQLError, parse_measure
+        from indextables_contract.aggregate import AggregatePlan
+
+        group = tuple(columns)
+        parsed = [parse_measure(text) for text in measures.values()]
+        outputs = [OutputColumn(c, group=i) for i, c in enumerate(group)]
+        outputs += [OutputColumn(name, measure=i) for i, name in enumerate(measures)]
+        filter_json = None if where is None else json.dumps(_where(where))
+        plan = AggregateRead(self.path, AggregatePlan(group, tuple(parsed), filter_json), tuple(outputs),
+                             options=options_tuple(self.options))  # fmt: skip
+        df = plan.run(self.spark)
+        if df is None:
+            wanted = list(measures.values())
+            raise IndexTablesSQLError(f"group_by on {self.path}: {wanted} cannot be typed as Spark does")
+        return df
 
     def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> Any:
         """Rows matching a Tantivy query over every text field (``field:term`` syntax works too)."""
@@ -54,9 +94,9 @@ class IndexTable:
         )  # fmt: skip
 
     def count(self, query: str | None = None) -> int:
-        first = self.to_df().columns[0]
+        """Rows matching a Tantivy query (all rows: from the transaction log, opening no split)."""
         where = None if query is None else {"op": "query", "query": query, "column": None}
-        return int(_plugin.read(self.spark, self.path, columns=[first], filter=where, options=self.options).count())
+        return int(self.group_by([], {"n": "count(*)"}, where=where).collect()[0][0])
 
     def aggregate(
         self, aggregations: Mapping[str, Any], query: str | Mapping[str, Any] | None = None
@@ -77,9 +117,9 @@ class IndexTable:
     # -- commands --
 
     def _command(self, name: str, **options: Any) -> Any:
-        opts = _plugin._options(self.spark, self.options)
+        opts = _options(self.spark, self.options)
         opts["command"] = name
-        opts.update({k: _plugin._option_text(v) for k, v in options.items() if v is not None})
+        opts.update({k: _option_text(v) for k, v in options.items() if v is not None})
         return self.spark.read.format(FORMAT).options(**opts).load(self.path)
 
     def history(self, limit: int | None = None) -> Any:
@@ -121,7 +161,7 @@ class IndexTable:
             "merge_plan", filter=None if where is None else json.dumps(_where(where)), targetSize=target_size,
             maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge,
         )  # fmt: skip
-        opts = _plugin._options(self.spark, self.options)
+        opts = _options(self.spark, self.options)
         plan.write.format(FORMAT).mode("append").options(**opts, command="merge", mergeId=merge_id).save(self.path)
         return _run_once(self._command("merge_result", mergeId=merge_id))
 
@@ -140,11 +180,12 @@ class IndexTable:
 
 
 def _cache_command(spark: Any, name: str, tasks: int, options: Mapping[str, Any] | None = None) -> Any:
-    opts = _plugin._options(spark, options)
+    opts = _options(spark, options)
     return _run_once(spark.read.format(FORMAT).options(**opts, command=name, tasks=str(tasks)).load())
 
 
 def _where(where: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """A filter tree as given, or parsed from SQL predicate text."""
     if isinstance(where, str):
         from connect_plugin.sql import parse_predicate
 

@@ -50,3 +50,15 @@ def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
     row = next(line for line in table.splitlines() if "Arrow materialization" in line)
     assert "goal 2.00M rows/s" in row and "2M rows/s goal" in row
     assert "'goal ...': a fixed target, not a measurement" in table
+
+
+def test_bench_analytics_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The analytics suite runs every statement both ways (it stops if any result differs from
+    Parquet's) and prints a goal per row, the floor row included."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "analytics", "--analytics-rows", "20000", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for name in ("count(*)", "GROUP BY level count", "indexquery WHERE + GROUP BY level", "trivial-query floor"):
+        assert name in printed
+    doc = json.loads(out.read_text())
+    assert {r["goal"] for r in doc["ratios"]} >= {">= 3", ">= 1", "<= 0.1"}

@@ -20,7 +20,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_demo_then_describe_history_and_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     table = str(tmp_path / "events")
-    code, out, _ = run(capsys, "demo", "--path", table)
+    code, out, _ = run(capsys, "demo", "--path", table, "--cache-dir", str(tmp_path / "cache"))
     assert code == 0 and "records:           3000" in out
     code, out, _ = run(capsys, "describe", table, "--json")
     doc = json.loads(out)
@@ -40,6 +40,28 @@ def test_demo_then_describe_history_and_checkpoint(tmp_path: Path, capsys: pytes
     code, out, _ = run(capsys, "checkpoint", table)
     assert json.loads(out) == {"version": 3, "format": "avro-state", "numFiles": 3}
     assert (Path(table) / "_transaction_log" / "state-v00000000000000000003" / "_manifest.avro").is_file()
+
+
+def test_demo_writes_real_splits_that_search_finds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every add of the demo names a split file that exists with the recorded size, and a search
+    over them returns exactly the rows of the demo data that match (computed here with Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from executor_lib.cli import demo_rows
+
+    table, cache = tmp_path / "events", str(tmp_path / "cache")
+    code, out, _ = run(capsys, "demo", "--path", str(table), "--cache-dir", cache)
+    files = executor_lib.open_log(str(table)).snapshot().files
+    assert code == 0 and len(files) == 3
+    for add in files:
+        assert (table / add.path).stat().st_size == add.size, add.path
+    data = pa.concat_tables(demo_rows(i) for i in range(3))
+    wanted = data.filter(pc.and_(pc.match_substring(data["message"], "timeout"), pc.equal(data["level"], "ERROR")))
+    assert f"hits for 'message:timeout AND level:ERROR': {wanted.num_rows}" in out
+    code, out, _ = run(capsys, "search", str(table), "message:timeout AND level:ERROR", "--json", "--cache-dir", cache)
+    found = sorted(json.loads(line)["id"] for line in out.splitlines())
+    assert code == 0 and wanted.num_rows > 0 and found == sorted(wanted["id"].to_pylist())
 
 
 def test_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +105,7 @@ def test_search_prints_rows_shown_and_total_hits(tmp_path: Path, capsys: pytest.
 
 
 def test_history_shows_the_records_a_merge_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from executor_lib.actions import RemoveAction
+    from executor_lib.protocol.actions import RemoveAction
 
     table = str(tmp_path / "events")
     run(capsys, "demo", "--path", table)

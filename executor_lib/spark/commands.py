@@ -43,6 +43,8 @@ SCHEMAS: dict[str, str] = {
     "numSourceSplits long",
     "prewarm": "path string, sizeBytes long, host string, footerOnly boolean",
     "aggregate": "path string, result string",
+    "group_aggregate": "partials string, tableSchema string, splits long, indexSplits long, rowSplits long, "
+    "fromLog boolean",
     "describe_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
     "hits long, misses long, bytesDownloaded long",
     "flush_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
@@ -52,6 +54,8 @@ SCHEMAS: dict[str, str] = {
 COMMAND_KEYS = (
     "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
     "maxDestSplits", "maxSourceSplitsPerMerge", "mergeId", "footerOnly", "tasks", "versionAsOf", "aggregations",
+    "plan", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
+    "spark.indextables.read.maxSplitsPerPartition",
 )  # fmt: skip
 _CACHE_COMMANDS = ("describe_cache", "flush_cache")
 
@@ -104,11 +108,12 @@ class CommandReader(DataSourceReader):
             self.path = str(raw_options.get("path") or "")
             if not self.path:
                 raise ConfigError(f"command {self.name}: no table path")
-            self._log().latest_version()  # TableNotFoundError before any task runs
+            if self.name != "group_aggregate":  # (its plan loads the snapshot, which raises it)
+                self._log().latest_version()  # TableNotFoundError before any task runs
         self.plan: list[Any] = self._plan()
 
     def _log(self) -> Any:
-        from executor_lib import open_log
+        from executor_lib.log.tables import open_log
 
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
@@ -135,6 +140,8 @@ class CommandReader(DataSourceReader):
                 raise ConfigError("aggregate: option aggregations (an Elasticsearch-style JSON object) is required")
             snapshot = self._log().snapshot()
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
+        if self.name == "group_aggregate":
+            return self._plan_group_aggregate()
         if self.name == "prewarm":
             snapshot = self._log().snapshot()
             files = _matching_files(snapshot, self._where(snapshot))
@@ -159,6 +166,58 @@ class CommandReader(DataSourceReader):
         version = snapshot.version
         return [(i, g.partition_values, [a.path for a in g.sources], g.size, version) for i, g in enumerate(groups)]
 
+    def _plan_group_aggregate(self) -> list[Any]:
+        """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
+        (``count(*)`` only, filters and groups on partition columns only), else ``("splits", [...])``."""
+        from executor_lib.log.pruning import prune_files
+        from executor_lib.spark.datasource import (
+            DEFAULT_PARTITION_BYTES,
+            DEFAULT_SPLITS_PER_PARTITION,
+            _pinned_snapshot,
+            _query_strings,
+            _typed,
+            group_files,
+            prunable,
+        )  # fmt: skip
+        from indextables_contract.aggregate import AggregatePlan, AggregatePlanError, partials_to_json
+
+        if "plan" not in self.options:
+            raise ConfigError("group_aggregate: option plan (an aggregate plan as JSON) is required")
+        try:
+            agg = AggregatePlan.from_json(self.options["plan"])
+        except AggregatePlanError as e:
+            raise ConfigError(f"group_aggregate {self.path}: {e}") from e
+        snapshot = _pinned_snapshot(self.path, self.options)
+        schema = snapshot.arrow_schema()
+        agg = _resolve_names(agg, schema.names)
+        self.options["plan"] = agg.to_json()
+        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema)
+        named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
+        unknown = sorted(named - set(schema.names))
+        if unknown:
+            raise ConfigError(f"group_aggregate {self.path}: columns {unknown} are not in the table ({schema.names})")
+        self.table_schema = snapshot.metadata.schema_string
+        partition_columns = self.partition_columns = list(snapshot.partition_columns)
+        on_partitions = set(partition_columns).issuperset
+        files = snapshot.files
+        if (
+            agg.counts_only()
+            and on_partitions(agg.group_by)
+            and (where is None or (on_partitions(F.columns_of(where)) and not _query_strings(where)))
+            and all(a.num_records is not None for a in files)
+        ):
+            return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
+        if where is not None and prunable(F.columns_of(where), partition_columns, schema):
+            files = prune_files(files, [where], snapshot.metadata.schema_string, partition_columns)
+        groups = group_files(
+            files,
+            O.parse_size("targetPartitionBytes", self.options["spark.indextables.read.targetPartitionBytes"])
+            if "spark.indextables.read.targetPartitionBytes" in self.options else DEFAULT_PARTITION_BYTES,
+            O.parse_positive_int("maxSplitsPerPartition", self.options["spark.indextables.read.maxSplitsPerPartition"])
+            if "spark.indextables.read.maxSplitsPerPartition" in self.options else DEFAULT_SPLITS_PER_PARTITION,
+        )  # fmt: skip
+        return [("splits", [(a, snapshot.doc_mapping(a)) for a in g]) for g in groups] or [("splits", [])]
+
     def partitions(self) -> list[CommandPartition]:
         return [CommandPartition(i, payload) for i, payload in enumerate(self.plan)]
 
@@ -178,7 +237,7 @@ class CommandReader(DataSourceReader):
                    e.num_added_records, e.source)  # fmt: skip
 
     def _run_describe_state(self, _: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.cli import describe_json
+        from executor_lib.log.describe import describe_json
 
         doc = describe_json(self._log().snapshot())
         doc.pop("files", None)
@@ -297,6 +356,34 @@ class CommandReader(DataSourceReader):
                 query = filter_plan.index
             yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
 
+    def _run_group_aggregate(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+        """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
+        from executor_lib.spark.datasource import _partition_constants, _split_cache, _typed
+        from executor_lib.splits.group_aggregate import aggregate_split
+        from executor_lib.splits.table_search import open_searcher
+        from executor_lib.storage import open_store
+        from executor_lib.table_schema import spark_json_to_arrow
+        from indextables_contract.aggregate import AggregatePlan, Partials, merge_into, partials_to_json
+
+        kind, body = payload
+        if kind == "log":
+            yield body, self.table_schema, 0, 0, 0, True
+            return
+        agg = AggregatePlan.from_json(self.options["plan"])
+        schema = spark_json_to_arrow(self.table_schema)
+        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema)
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = _split_cache(self.options)
+        merged: Partials = {}
+        routes = {"index": 0, "rows": 0}
+        for add, mapping in body:
+            searcher = open_searcher(cache, store, add.path, schema, mapping, add.size)
+            constants = _partition_constants(add.partition_values, self.partition_columns, schema)
+            partials, route = aggregate_split(searcher, agg, where, schema, constants)
+            merge_into(merged, partials)
+            routes[route] += 1
+        yield partials_to_json(merged), self.table_schema, len(body), routes["index"], routes["rows"], False
+
     def _run_describe_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
 
@@ -326,6 +413,38 @@ def split_request(request: Mapping[str, Any]) -> dict[str, Any]:
             spec["aggs"] = split_request(spec["aggs"])
         out[name] = spec
     return out
+
+
+def _resolve_names(agg: Any, columns: list[str]) -> Any:
+    """The plan with its column names matched case-insensitively to the table's (as Spark resolves them)."""
+    from indextables_contract.aggregate import AggregatePlan, Measure
+
+    by_lower = {c.lower(): c for c in columns}
+
+    def resolve(name: str) -> str:
+        return by_lower.get(name.lower(), name)
+
+    tree = None if agg.filter is None else F.resolve_columns(O.parse_filter(agg.filter), columns)
+    where = None if tree is None else json.dumps(F.to_json(tree))
+    return AggregatePlan(
+        tuple(resolve(c) for c in agg.group_by),
+        tuple(Measure(m.func, m.column and resolve(m.column)) for m in agg.measures),
+        where,
+    )
+
+
+def _log_counts(snapshot: Any, where: F.Filter | None, group_by: tuple[str, ...]) -> Any:
+    """``count(*)`` per group of partition values, from the files' record counts: no split is opened."""
+    from executor_lib.spark.datasource import _partition_constants
+    from indextables_contract.aggregate import count_partials
+
+    schema = snapshot.arrow_schema()
+    counts: dict[tuple[Any, ...], int] = {}
+    for add in _matching_files(snapshot, where):
+        constants = _partition_constants(add.partition_values, list(group_by), schema)
+        key = tuple(constants[c].as_py() for c in group_by)
+        counts[key] = counts.get(key, 0) + int(add.num_records or 0)
+    return count_partials(counts)
 
 
 def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -382,7 +501,7 @@ class MergeWriter(DataSourceArrowWriter):
         self.merge_id = self.options.get("mergeId") or uuid.uuid4().hex
 
     def _log(self) -> Any:
-        from executor_lib import open_log
+        from executor_lib.log.tables import open_log
 
         return open_log(self.path, **O.storage_and_log_options(self.options))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -52,7 +54,7 @@ from pyspark.sql.datasource import (
     StringStartsWith,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BooleanType, StructType
 
 from executor_lib import filters as F
 from executor_lib.errors import ConfigError, IndexTablesError, StorageError, TableAlreadyExistsError, TableNotFoundError
@@ -106,11 +108,22 @@ class IndexTablesDataSource(DataSource):
 
             return command_schema(self.options)
         path = _require_path(self.options, "read")
-        snapshot = _pinned_snapshot(path, dict(self.options))
-        table_columns = [f["name"] for f in json.loads(snapshot.metadata.schema_string)["fields"]]
-        opts = O.canonical_options(self.options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_columns, "read")
+        _, options = O.split_keys(self.options, O.STREAM_READ_KEYS)  # readStream's own options
+        snapshot = _pinned_snapshot(path, options)
+        table_fields = json.loads(snapshot.metadata.schema_string)["fields"]
+        table_columns = [f["name"] for f in table_fields]
+        opts = O.canonical_options(options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_columns, "read")
         columns = O.parse_columns("columns", opts["columns"], table_columns) if "columns" in opts else None
-        return _spark_schema(snapshot.metadata.schema_string, columns)
+        if "requiredColumns" in opts:
+            types = {f["name"]: f["type"] for f in table_fields if isinstance(f["type"], str)}
+            required = O.required_columns(opts["requiredColumns"], table_columns, types)
+            columns = [c for c in (columns or table_columns) if c in required]
+        schema = _spark_schema(snapshot.metadata.schema_string, columns)
+        for name in O.parse_match_columns(opts["matchColumns"]) if "matchColumns" in opts else {}:
+            if name in table_columns:
+                raise ConfigError(f"read {path}: match column {name!r} is a column of the table")
+            schema = schema.add(name, BooleanType(), nullable=False)
+        return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:
         if _is_command(self.options):
@@ -125,6 +138,16 @@ class IndexTablesDataSource(DataSource):
 
             return command_writer(dict(self.options))
         return IndexTablesWriter(dict(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from executor_lib.spark.streaming import IndexTablesStreamWriter
+
+        return IndexTablesStreamWriter(dict(self.options), schema, overwrite)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from executor_lib.spark.streaming import IndexTablesStreamReader
+
+        return IndexTablesStreamReader(dict(self.options), schema)
 
 
 def _is_command(options: Mapping[str, Any]) -> bool:
@@ -212,8 +235,12 @@ class IndexTablesReader(DataSourceReader):
         table_arrow = snapshot.arrow_schema()
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
+        self.match: dict[str, F.Filter] = (
+            O.parse_match_columns(self.options["matchColumns"]) if "matchColumns" in self.options else {}
+        )
         self.columns: list[str] = [f.name for f in schema.fields]
-        unknown = [c for c in self.columns if c not in table_arrow.names]
+        self.read_schema_json: str = schema.json()
+        unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = _option(self.options, "limit", O.parse_positive_int)
@@ -250,8 +277,9 @@ class IndexTablesReader(DataSourceReader):
 
         found = O.query_filters(self.options)
         if "filter" in self.options:
-            found.append(_typed(O.parse_filter(self.options["filter"]), table_arrow))
-        for f in found:
+            where = F.resolve_columns(O.parse_filter(self.options["filter"]), table_arrow.names)
+            found.append(_typed(where, table_arrow))
+        for f in [*found, *self.match.values()]:
             unknown = sorted(F.columns_of(f) - set(table_arrow.names))
             if unknown:
                 raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
@@ -265,6 +293,10 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib.splits.pushdown import plan
 
         for spark_filter in filters:
+            matched = self._match_filter(spark_filter)
+            if matched is not None:  # WHERE <match column>: the index answers it exactly
+                self.pushed.append(matched)
+                continue
             converted = spark_filter_to_filter(spark_filter)
             if converted is None:
                 self._check_not_index_only(_spark_filter_columns(spark_filter), spark_filter)
@@ -287,6 +319,13 @@ class IndexTablesReader(DataSourceReader):
             if planned.residual is not None:
                 yield spark_filter  # a superset: Spark checks it again
 
+    def _match_filter(self, spark_filter: Filter) -> F.Filter | None:
+        """The filter of a match column that ``spark_filter`` requires to be true, if it does."""
+        attribute = tuple(getattr(spark_filter, "attribute", ()))
+        if len(attribute) == 1 and attribute[0] in self.match and isinstance(spark_filter, (EqualTo, EqualNullSafe)):
+            return self.match[attribute[0]] if spark_filter.value is True else None
+        return None
+
     def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
         """Spark (or the rows) would check this filter on values an index-only column does not store."""
         index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
@@ -299,15 +338,7 @@ class IndexTablesReader(DataSourceReader):
             )
 
     def _prunable(self, columns: set[str]) -> bool:
-        """Min/max statistics of date and timestamp data columns are not compared (their string forms differ
-        between writers); partition values and numeric/string statistics are."""
-        for c in columns:
-            if c in self.partition_columns:
-                continue
-            t = self.table_arrow_schema.field(c).type
-            if pa.types.is_temporal(t) or pa.types.is_boolean(t):
-                return False
-        return True
+        return prunable(columns, self.partition_columns, self.table_arrow_schema)
 
     def partitions(self) -> list[IndexTablesPartition]:
         from executor_lib.log.pruning import prune_files
@@ -319,19 +350,10 @@ class IndexTablesReader(DataSourceReader):
         )
         predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
         files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
-        files.sort(key=lambda a: (sorted(a.partition_values.items()), a.path))
-        groups: list[IndexTablesPartition] = []
-        current: list[SplitRef] = []
-        current_bytes = 0
-        for add in files:
-            current.append(SplitRef(add.path, dict(add.partition_values), snapshot.doc_mapping(add), add.size))
-            current_bytes += add.size
-            if current_bytes >= self.partition_bytes or len(current) >= self.splits_per_partition:
-                groups.append(IndexTablesPartition(current))
-                current, current_bytes = [], 0
-        if current:
-            groups.append(IndexTablesPartition(current))
-        return groups
+        groups = group_files(files, self.partition_bytes, self.splits_per_partition)
+        mapping = snapshot.doc_mapping
+        refs = [[SplitRef(a.path, dict(a.partition_values), mapping(a), a.size) for a in g] for g in groups]
+        return [IndexTablesPartition(g) for g in refs]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -349,7 +371,7 @@ class IndexTablesReader(DataSourceReader):
 
         if not isinstance(partition, IndexTablesPartition):
             return  # no split to read: Spark reads one default partition
-        target = to_arrow_schema(_spark_schema(self.schema_string, self.columns), timezone="UTC")
+        target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)
         wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
@@ -359,16 +381,60 @@ class IndexTablesReader(DataSourceReader):
                 return
             searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)
             where = f"split {store.uri_of(split.path)} of table {self.path}"
-            check_split_columns(searcher, [c for c in self.columns if c not in self.partition_columns], where)
+            data_columns = [c for c in self.columns if c not in self.match]
+            check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
             constants = _partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
                 filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
-            rows = scan_split(searcher, filter_plan, self.columns, constants, remaining)
+            rows = scan_split(searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match))
+            if self.match:
+                rows = _with_match_columns(rows, searcher, self.match)
             if remaining is not None:
                 remaining -= rows.num_rows
             if rows.num_rows:
                 yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
+
+
+def _with_match_columns(rows: pa.Table, searcher: Any, match: Mapping[str, F.Filter]) -> pa.Table:
+    """``rows`` (with their row ids last) with a boolean column per match filter, row ids dropped."""
+    from executor_lib.splits.pushdown import ROW_ID_COLUMN, residual_mask
+
+    for name, f in match.items():
+        mask = pc.fill_null(residual_mask(f, rows, lambda q: searcher.row_ids(q)), False)
+        rows = rows.append_column(pa.field(name, pa.bool_(), nullable=False), mask)
+    return rows.drop_columns([ROW_ID_COLUMN])
+
+
+def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Schema) -> bool:
+    """Whether min/max statistics may prune files for a filter on ``columns``: partition values and
+    numeric/string statistics are compared; date, timestamp and boolean data columns are not (their
+    string forms differ between writers)."""
+    for c in columns:
+        if c in partition_columns:
+            continue
+        t = schema.field(c).type
+        if pa.types.is_temporal(t) or pa.types.is_boolean(t):
+            return False
+    return True
+
+
+def group_files(files: Sequence[AddAction], partition_bytes: int, splits_per_partition: int) -> list[list[AddAction]]:
+    """Files in (partition values, path) order, cut into task groups of about ``partition_bytes``
+    and at most ``splits_per_partition`` files."""
+    ordered = sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))
+    groups: list[list[AddAction]] = []
+    current: list[AddAction] = []
+    current_bytes = 0
+    for add in ordered:
+        current.append(add)
+        current_bytes += add.size
+        if current_bytes >= partition_bytes or len(current) >= splits_per_partition:
+            groups.append(current)
+            current, current_bytes = [], 0
+    if current:
+        groups.append(current)
+    return groups
 
 
 def _spark_filter_columns(f: Filter) -> set[str]:
@@ -477,6 +543,9 @@ class IndexTablesWriter(DataSourceArrowWriter):
         self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
         requested = _option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
         existing = self._existing_table()
+        self.writer_version: int | None = (  # the table's minWriterVersion (None: no table, or legacy)
+            existing.protocol.min_writer_version if existing is not None and existing.protocol is not None else None
+        )
         if existing is not None:
             self._check_compatible(existing, requested)
             self.partition_columns = list(existing.partition_columns)
@@ -586,9 +655,25 @@ class IndexTablesWriter(DataSourceArrowWriter):
     # -- driver side, after the tasks --
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
+        self.commit_adds(adds, self._commit_write)
+
+    def _commit_write(self, txlog: Any, adds: list[AddAction]) -> None:
+        if self.overwrite:
+            snapshot = txlog.snapshot()
+            removes = removes_of(snapshot.files, data_change=True)
+            txlog.commit(
+                [*removes, *adds], read_version=snapshot.version, operation="WRITE",
+                operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
+            )  # fmt: skip
+        elif adds:
+            txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
+
+    def commit_adds(self, adds: list[AddAction], commit: Callable[[Any, list[AddAction]], Any]) -> Any:
+        """Open the table (creating it on the first write) and run ``commit(txlog, adds)``; its result.
+        If the commit fails, the uploaded splits are deleted and a version 0 created here is undone."""
         from executor_lib import create_table
 
-        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
         options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
         created: str | None = None  # the metaData id of the version 0 this write created
         try:
@@ -600,15 +685,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
             except TableAlreadyExistsError:
                 txlog = _open_log(self.path, self.options)
         try:
-            if self.overwrite:
-                snapshot = txlog.snapshot()
-                removes = removes_of(snapshot.files, data_change=True)
-                txlog.commit(
-                    [*removes, *adds], read_version=snapshot.version, operation="WRITE",
-                    operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
-                )  # fmt: skip
-            elif adds:
-                txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
+            return commit(txlog, adds)
         except IndexTablesError:
             self._delete_uploaded(adds)
             if created is not None:

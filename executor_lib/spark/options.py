@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from executor_lib import filters as F
-from executor_lib.errors import ConfigError
+from executor_lib.errors import ConfigError, FilterError
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 
 PREFIX = "spark.indextables."
@@ -54,6 +54,8 @@ READ_KEYS = (
     "versionAsOf",
     "timestampAsOf",
     "columns",
+    "requiredColumns",
+    "matchColumns",
     "limit",
     "filter",
     "indexqueryall",
@@ -61,6 +63,10 @@ READ_KEYS = (
     "spark.indextables.read.maxSplitsPerPartition",
 )
 READ_COLUMN_PREFIXES = ("indexquery.",)
+
+# Streaming (``writeStream`` / ``readStream``): the options beyond those of batch writes and reads.
+STREAM_WRITE_KEYS = ("checkpointLocation", "txnAppId")
+STREAM_READ_KEYS = ("startingVersion", "maxFilesPerTrigger", "ignoreDeletes", "ignoreChanges")
 
 # Options Spark itself may add to a data source's options.
 _SPARK_INTERNAL = ("__", "spark.sql.")
@@ -126,6 +132,21 @@ def parse_positive_int(name: str, value: Any) -> int:
     return number
 
 
+def parse_bool(name: str, value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ConfigError(f"option {name}={value!r}: expected true or false")
+    return text == "true"
+
+
+def split_keys(raw: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``raw``'s options named by ``keys``, with canonical names; the other options)."""
+    by_lower = {k.lower(): k for k in keys}
+    mine = {by_lower[k.lower()]: v for k, v in raw.items() if k.lower() in by_lower}
+    rest = {k: v for k, v in raw.items() if k.lower() not in by_lower}
+    return mine, rest
+
+
 def parse_version(value: Any) -> int:
     try:
         version = int(str(value).strip())
@@ -166,11 +187,48 @@ def parse_columns(name: str, value: Any, available: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(by_lower[c.lower()] for c in wanted))
 
 
-def parse_filter(value: Any) -> F.Filter:
+def required_columns(value: Any, table_columns: list[str], types: Mapping[str, str]) -> list[str]:
+    """``requiredColumns`` (a JSON list of the names a statement uses; ``"*"`` for all): the table's
+    columns among them (case-insensitively), in table order. Names that are not columns are ignored
+    (a statement's aliases, functions, other tables' columns); if none is a column, one column is
+    read so rows can still be counted, a numeric one where there is one (``types``: column -> type name)."""
     try:
-        return F.from_json(json.loads(str(value)))
-    except (json.JSONDecodeError, ValueError) as e:
-        raise ConfigError(f"option filter: {e}") from e
+        names = json.loads(value)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError("not a list of strings")
+    except ValueError as e:
+        raise ConfigError(f"option requiredColumns={str(value)[:200]!r}: expected a JSON list of names ({e})") from e
+    if "*" in names:
+        return list(table_columns)
+    wanted = {n.lower() for n in names}
+    chosen = [c for c in table_columns if c.lower() in wanted]
+    if chosen or not table_columns:
+        return chosen
+    numeric = [c for c in table_columns if types.get(c) in ("long", "integer", "short", "byte", "double", "float")]
+    return [(numeric or table_columns)[0]]
+
+
+def parse_match_columns(value: Any) -> dict[str, F.Filter]:
+    """``matchColumns``: a JSON object, boolean column name -> filter tree; each row gets whether it matches."""
+    try:
+        doc = json.loads(value)
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+    except ValueError as e:
+        raise ConfigError(f"option matchColumns={str(value)[:200]!r}: expected a JSON object ({e})") from e
+    return {str(name): parse_filter(json.dumps(tree)) for name, tree in doc.items()}
+
+
+def parse_filter(value: Any) -> F.Filter:
+    """The ``filter`` option (a filter tree's JSON form); FilterError names the option and the bad part."""
+    try:
+        tree = json.loads(str(value))
+    except json.JSONDecodeError as e:
+        raise FilterError(f"option filter: not JSON ({e})") from e
+    try:
+        return F.from_json(tree)
+    except FilterError as e:
+        raise FilterError(f"option filter: {e.message}") from e
 
 
 def query_filters(options: Mapping[str, str]) -> list[F.Filter]:

@@ -14,12 +14,11 @@ import pyarrow as pa
 
 from executor_lib import filters
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
-from executor_lib.errors import ConfigError, CorruptLogError, SplitSchemaError
+from executor_lib.errors import ConfigError, CorruptLogError, CorruptSplitError, QueryError, SplitSchemaError
 from executor_lib.log.snapshot import Snapshot
-from executor_lib.splits.bundle import CorruptSplitError
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
-from executor_lib.splits.searcher import QueryError, SplitSearcher
+from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.storage.base import ObjectStore
 
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
@@ -174,23 +173,27 @@ def scan_split(
     columns: Sequence[str],
     constants: Mapping[str, pa.Scalar] | None = None,
     limit: int | None = None,
+    row_ids: bool = False,
 ) -> pa.Table:
     """The split's rows matching ``filter_plan`` (index query, then the residual on the rows), in
     row order, at most ``limit`` of them. ``constants`` are columns with one value for the whole
-    split (partition columns); ``columns`` may name them as well as the split's own columns."""
+    split (partition columns); ``columns`` may name them as well as the split's own columns.
+    ``row_ids``: the rows' ids in the split follow as a last column, ``ROW_ID_COLUMN``."""
     constants = dict(constants or {})
     check_residual(filter_plan.residual, searcher.index_only)
     index_limit = limit if filter_plan.residual is None else None
     ids = searcher.row_ids(filter_plan.index, index_limit)
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is None:
-        rows = searcher.rows.select(data_columns).take(ids)
+        rows = searcher.rows.select(data_columns).take(ids).append_column(ROW_ID_COLUMN, ids)
     else:
         rows = _with_constants(searcher.rows.take(ids), constants).append_column(ROW_ID_COLUMN, ids)
-        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q)).select(data_columns)
+        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
+        rows = rows.select([*data_columns, ROW_ID_COLUMN])
     if limit is not None and rows.num_rows > limit:
         rows = rows.slice(0, limit)
-    return _with_constants(rows, {c: constants[c] for c in columns if c in constants}).select(list(columns))
+    out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+    return out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
 
 
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:

@@ -177,7 +177,7 @@ LITERALS = [r"'a''b'", r"'a\nb'", r"'a\'b'", '"d""q"', r'"d\"q"', r"r'a\nb'", r"
 
 
 def test_literals_and_paths_unquote_as_spark_does(spark: Any, tmp_path: Path) -> None:
-    from connect_plugin.sql import _unquote
+    from connect_plugin.lexer import unquote as _unquote
 
     row = spark.sql("SELECT " + ", ".join(f"{lit} AS c{i}" for i, lit in enumerate(LITERALS))).collect()[0]
     assert [_unquote(lit) for lit in LITERALS] == list(row)

@@ -12,6 +12,7 @@ import pytest
 import connect_plugin
 import executor_lib
 from connect_plugin.table import IndexTable
+from executor_lib.errors import CommitConflictError, error_class_in
 from tests.spark.test_datasource import TEXT_OPTS, ids, make_df
 
 
@@ -180,7 +181,7 @@ def test_two_merges_racing_on_the_same_splits(spark: Any, tmp_path: Path) -> Non
                 return
             except Exception as e:
                 if "DATA_SOURCE_NOT_FOUND" not in str(e):
-                    outcomes.append("conflict" if "conflict" in str(e).lower() else f"error: {e}")
+                    outcomes.append("conflict" if error_class_in(str(e)) is CommitConflictError else f"error: {e}")
                     return
                 lookup_race.append(str(e).splitlines()[0])
         outcomes.append("lookup race persisted")

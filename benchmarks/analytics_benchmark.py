@@ -1,0 +1,128 @@
+"""Analytics benchmark: SELECTs through ``connect_plugin.sql`` against Spark over the same rows as Parquet.
+
+    .venv/bin/python -m benchmarks.analytics_benchmark [--rows 5000000] [--out bench-analytics.json]
+
+On one local[2] classic session, the demo corpus (Zipf log rows, partitioned by ``day``; message
+as ``text``) is written as IndexTables and as Parquet; then, each against its Parquet twin and
+checked to give the same rows: ``count(*)``; ``GROUP BY level`` count; ``avg/min/max(latency)
+GROUP BY level``; an ``indexquery`` WHERE with ``GROUP BY level``; a ``max()`` with an
+exact-field WHERE; a selective search returning rows (the rare word). PySpark's floor for a
+trivial Python data source query (one row, no work) is measured in the same run: a query
+through a Python data source cannot be faster than it. A timing is the best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks.spark_benchmark import _best
+
+OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
+QUERIES = {  # name: (IndexTables statement, Parquet statement), {t} = the table
+    "count(*)": ("SELECT count(*) FROM {t}",) * 2,
+    "GROUP BY level count": ("SELECT level, count(*) FROM {t} GROUP BY level",) * 2,
+    "avg/min/max(latency) GROUP BY level": (
+        "SELECT level, avg(latency_ms), min(latency_ms), max(latency_ms) FROM {t} GROUP BY level",) * 2,
+    "indexquery WHERE + GROUP BY level": (
+        "SELECT level, count(*) FROM {t} WHERE message indexquery 'kraken' GROUP BY level",
+        "SELECT level, count(*) FROM {t} WHERE message LIKE '%kraken%' GROUP BY level"),
+    "max() with an exact-field WHERE": ("SELECT max(latency_ms) FROM {t} WHERE service = 'payments'",) * 2,
+    "selective search (rows)": (
+        "SELECT id, service, message FROM {t} WHERE message indexquery 'kraken'",
+        "SELECT id, service, message FROM {t} WHERE message LIKE '%kraken%'"),
+}  # fmt: skip
+GOALS = {"count(*)": 3.0, "indexquery WHERE + GROUP BY level": 3.0}  # others: >= 1
+
+
+def _normal(rows: list[Any]) -> list[tuple[Any, ...]]:
+    return sorted((tuple(round(v, 6) if isinstance(v, float) and not math.isnan(v) else v for v in r) for r in rows),
+                  key=repr)  # fmt: skip
+
+
+def trivial_source() -> Any:
+    """A Python data source returning one row and doing nothing else: PySpark's floor."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    class TrivialReader(DataSourceReader):
+        def read(self, partition: Any) -> Iterator[tuple[int]]:
+            yield (1,)
+
+    class TrivialSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "indextables_bench_trivial"
+
+        def schema(self) -> str:
+            return "x long"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return TrivialReader()
+
+    return TrivialSource
+
+
+def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
+    from benchmarks.spark_benchmark import local_session
+
+    with local_session(workdir, "indextables-analytics-") as (spark, work):
+        return _measure(spark, rows, repeat, work)
+
+
+def _measure(spark: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
+    import connect_plugin
+    from indextables_demo.corpus import generate
+
+    data = generate(spark, rows)
+    pq, it = str(work / "parquet"), str(work / "indextables")
+    data.write.mode("overwrite").partitionBy("day").parquet(pq)
+    connect_plugin.write(data, it, mode="overwrite", partition_by=["day"], options=OPTIONS)
+    spark.read.parquet(pq).createOrReplaceTempView("analytics_parquet")
+    spark.dataSource.register(trivial_source())
+    floor, _ = _best(repeat + 2, lambda: spark.read.format("indextables_bench_trivial").load().collect())
+    results: dict[str, Any] = {"rows": rows, "floor_s": floor, "queries": {}}
+    table = f"indextables.`{it}`"
+    connect_plugin.sql(spark, QUERIES["selective search (rows)"][0].format(t=table)).collect()  # warm the cache
+    for name, (ours, theirs) in QUERIES.items():
+        indexed = ours.format(t=table)
+        parquet = theirs.format(t="analytics_parquet")
+        t_it, got = _best(repeat, lambda: connect_plugin.sql(spark, indexed).collect())  # noqa: B023
+        t_pq, want = _best(repeat, lambda: spark.sql(parquet).collect())  # noqa: B023
+        if _normal(got) != _normal(want):
+            first = (_normal(got)[:5], _normal(want)[:5])
+            raise SystemExit(f"{name}: results differ:\n  indextables {first[0]}\n  parquet {first[1]}")
+        results["queries"][name] = {
+            "indextables_s": t_it, "parquet_s": t_pq, "speedup": t_pq / t_it, "rows": len(got),
+            "over_floor_s": t_it - floor,
+        }  # fmt: skip
+    return results
+
+
+def print_results(r: dict[str, Any]) -> None:
+    print(f"rows: {r['rows']:,}; PySpark's floor (trivial Python data source query): {r['floor_s']:.3f}s")
+    for name, q in r["queries"].items():
+        print(f"{name}: indextables {q['indextables_s']:.3f}s, parquet {q['parquet_s']:.3f}s "
+              f"({q['speedup']:.2f}x; {q['over_floor_s']:+.3f}s over the floor)")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", default=None, help="keep the tables here (default: a temporary directory)")
+    parser.add_argument("--out", default="bench-analytics.json")
+    args = parser.parse_args(argv)
+    results = run(args.rows, args.repeat, args.workdir)
+    Path(args.out).write_text(json.dumps(results, indent=2))
+    print_results(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Logical plans of reads over IndexTables tables: one machinery for the SQL front end
+(``connect_plugin.sql``), the table API (``IndexTable``) and ``explain``.
+
+* ``TableRead`` is one indexed read: the columns it returns (exact ``columns``, or the table's
+  columns among the names a statement uses, ``required``), the filter tree the executors apply
+  (the index answers what it can, the rest is checked on the rows), a LIMIT each task stops at,
+  and boolean *match columns* (whether each row matches an index query — how ``indexquery``
+  works anywhere in a statement, e.g. under OR or in a join).
+* ``AggregateRead`` is a pushed ``GROUP BY``: the ``group_aggregate`` command runs an
+  ``AggregatePlan`` (``indextables_contract.aggregate``) on every split — from the transaction
+  log's record counts when only ``count(*)`` over partition values is asked, else with Tantivy
+  aggregations or Arrow on the executors — and the merged result becomes a small DataFrame
+  with the names and types Spark gives the same statement (ORDER BY / LIMIT on its output
+  columns are applied to it).
+
+Nothing here parses SQL, imports tantivy or touches storage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+FORMAT = "indextables"
+
+
+def _session_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
+    from connect_plugin.settings import _options
+
+    return _options(spark, options)
+
+
+@dataclass(frozen=True)
+class TableRead:
+    """One indexed read of the table at ``path`` (see the module docstring)."""
+
+    path: str
+    columns: tuple[str, ...] | None = None
+    required: tuple[str, ...] | None = None
+    filter: str | None = None  # JSON filter tree
+    limit: int | None = None
+    match: tuple[tuple[str, str], ...] = ()  # (boolean column, JSON filter tree)
+    options: tuple[tuple[str, str], ...] = ()
+
+    def read_options(self, spark: SparkSession) -> dict[str, str]:
+        opts = _session_options(spark, dict(self.options))
+        if self.columns is not None:
+            opts["columns"] = ",".join(self.columns)
+        if self.required is not None:
+            opts["requiredColumns"] = json.dumps(list(self.required))
+        if self.filter is not None:
+            opts["filter"] = self.filter
+        if self.limit is not None:
+            opts["limit"] = str(self.limit)
+        if self.match:
+            opts["matchColumns"] = json.dumps({name: json.loads(tree) for name, tree in self.match})
+        return opts
+
+    def dataframe(self, spark: SparkSession) -> DataFrame:
+        """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``)."""
+        df = spark.read.format(FORMAT).options(**self.read_options(spark)).load(self.path)
+        return df.limit(self.limit) if self.limit is not None else df
+
+    def describe(self) -> str:
+        columns = (
+            ", ".join(self.columns) if self.columns is not None
+            else "all" if self.required is None or "*" in self.required
+            else "the table's columns among: " + ", ".join(sorted(set(self.required), key=str.lower))
+        )  # fmt: skip
+        lines = [f"read {self.path}", f"  columns: {columns}"]
+        lines.append(f"  filter (index first, the rest on the rows): {self.filter or 'none'}")
+        for name, tree in self.match:
+            lines.append(f"  match column {name}: {tree}")
+        lines.append(f"  limit per task: {self.limit if self.limit is not None else 'none'}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class OutputColumn:
+    """One column of an aggregate's result: a group column (``group`` index) or a measure."""
+
+    name: str
+    group: int | None = None
+    measure: int | None = None
+
+
+@dataclass(frozen=True)
+class OrderKey:
+    output: int  # index into the outputs
+    descending: bool = False
+    nulls_first: bool | None = None  # None: Spark's default (first for ASC, last for DESC)
+
+
+@dataclass(frozen=True)
+class AggregateRead:
+    """A pushed aggregate over the table at ``path`` (see the module docstring)."""
+
+    path: str
+    plan: AggregatePlan
+    outputs: tuple[OutputColumn, ...]
+    order_by: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    result: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # filled by run()
+
+    def command(self, spark: SparkSession) -> DataFrame:
+        opts = _session_options(spark, dict(self.options))
+        opts.update(command="group_aggregate", plan=self.plan.to_json())
+        return spark.read.format(FORMAT).options(**opts).load(self.path)
+
+    def run(self, spark: SparkSession) -> DataFrame | None:
+        """The aggregate's result as a small DataFrame; None if a measure's type is one this path does
+        not type as Spark does (decimals, sums of non-numbers): the caller lets Spark aggregate then."""
+        rows = self.command(spark).collect()
+        table = _struct(rows[0]["tableSchema"])
+        schema = self._schema(table)
+        self.result.update(
+            splits=sum(r["splits"] for r in rows), index_splits=sum(r["indexSplits"] for r in rows),
+            row_splits=sum(r["rowSplits"] for r in rows), from_log=any(r["fromLog"] for r in rows),
+        )  # fmt: skip
+        if schema is None:
+            return None
+        resolved = {f.name.lower(): f.name for f in table.fields}
+        plan = AggregatePlan(
+            tuple(resolved[c.lower()] for c in self.plan.group_by),
+            tuple(Measure(m.func, m.column and resolved[m.column.lower()]) for m in self.plan.measures),
+            self.plan.filter,
+        )
+        merged = finalize(plan, merge_json([r["partials"] for r in rows]))
+        n_groups = len(self.plan.group_by)
+        out = [
+            tuple(row[o.group] if o.group is not None else row[n_groups + (o.measure or 0)] for o in self.outputs)
+            for row in merged
+        ]
+        out = self._ordered(out)
+        if self.limit is not None:
+            out = out[: self.limit]
+        return spark.createDataFrame(out, schema)
+
+    def _schema(self, table: StructType) -> StructType | None:
+        from pyspark.sql.types import StructField, StructType
+
+        fields = []
+        for o in self.outputs:
+            t = self._type(table, o)
+            if t is None:
+                return None
+            fields.append(StructField(o.name, t, nullable=True))
+        return StructType(fields)
+
+    def _type(self, table: StructType, o: OutputColumn) -> DataType | None:
+        from pyspark.sql.types import (
+            ByteType,
+            DoubleType,
+            FloatType,
+            IntegerType,
+            LongType,
+            ShortType,
+        )  # fmt: skip
+
+        by_lower = {f.name.lower(): f.dataType for f in table.fields}
+        if o.group is not None:
+            return by_lower.get(self.plan.group_by[o.group].lower())
+        m = self.plan.measures[o.measure or 0]
+        if m.func == "count":
+            return LongType()
+        column_type = by_lower.get((m.column or "").lower())
+        integral = isinstance(column_type, (ByteType, ShortType, IntegerType, LongType))
+        floating = isinstance(column_type, (FloatType, DoubleType))
+        if m.func == "sum":
+            return LongType() if integral else DoubleType() if floating else None
+        if m.func == "avg":
+            return DoubleType() if integral or floating else None
+        return column_type  # min / max
+
+    def _ordered(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        for key in reversed(self.order_by):  # stable sorts, last key first
+            nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+            present = [r for r in rows if r[key.output] is not None]
+            missing = [r for r in rows if r[key.output] is None]
+            present.sort(key=lambda r, i=key.output: r[i], reverse=key.descending)  # type: ignore[misc]
+            rows = missing + present if nulls_first else present + missing
+        return rows
+
+    def describe(self) -> str:
+        measures = ", ".join(f"{m.func}({m.column or '*'})" for m in self.plan.measures)
+        lines = [f"aggregate {self.path} (pushed to the executors)"]
+        lines.append(f"  group by: {', '.join(self.plan.group_by) or 'none'}")
+        lines.append(f"  measures: {measures}")
+        lines.append(f"  filter: {self.plan.filter or 'none'}")
+        if self.order_by or self.limit is not None:
+            order = ", ".join(f"{self.outputs[k.output].name}{' DESC' if k.descending else ''}" for k in self.order_by)
+            lines.append(f"  then: order by {order or '-'}, limit {self.limit if self.limit is not None else '-'}")
+        if self.result:
+            r = self.result
+            how = (
+                "the transaction log's record counts (no split opened)" if r["from_log"]
+                else f"{r['splits']} splits: {r['index_splits']} by Tantivy aggregations, {r['row_splits']} by Arrow "
+                "over their matching rows"
+            )  # fmt: skip
+            lines.append(f"  answered from: {how}")
+        return "\n".join(lines)
+
+
+def _struct(schema_json: str) -> StructType:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(schema_json))
+
+
+def options_tuple(options: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    from connect_plugin.settings import _option_text
+
+    return tuple(sorted((str(k), _option_text(v)) for k, v in (options or {}).items()))
+
+
+def names_used(columns: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(columns))

@@ -1,0 +1,185 @@
+"""The session side of the client: installing the data source in a session, table names, the
+session's ``spark.indextables.*`` settings, and plain reads and writes of ``format("indextables")``.
+Re-exported by ``connect_plugin``; nothing here imports tantivy or touches storage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from connect_plugin.settings import TABLE_NAME_PREFIX, _options
+
+FORMAT = "indextables"
+
+# Session settings the data sources rely on.
+SESSION_CONF = {
+    # Python data sources get no filters unless this is on.
+    "spark.sql.python.filterPushdown.enabled": "true",
+    # Spark Connect: do not reuse a cached reader (and its filters and file list) across queries.
+    "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
+}
+
+
+def install(spark: Any) -> None:
+    """Make ``format("indextables")`` usable in ``spark`` and set the configuration it relies on.
+
+    The cluster package registers the data source statically (module ``pyspark_indextables``,
+    found by Spark on the Python path of its workers); only where that module is not importable
+    here but ``executor_lib`` is, the class is registered explicitly (registering over the static
+    registration makes Spark warn on every session).
+
+    Example: ``connect_plugin.install(spark)`` once, before the first read or write.
+    """
+    for key, value in SESSION_CONF.items():
+        try:
+            spark.conf.set(key, value)
+        except Exception as e:
+            if "planCache" not in key:
+                raise RuntimeError(f"connect_plugin.install: cannot set {key}={value}: {e}") from e
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark_indextables") is not None:
+        return  # Spark registered the data source statically from this environment (module pyspark_indextables)
+    try:
+        from executor_lib.spark.datasource import IndexTablesDataSource
+    except ImportError:  # thin client: the cluster's static registration provides it
+        return
+    spark.dataSource.register(IndexTablesDataSource)
+
+
+# Table names: ``spark.indextables.table.<name>`` = the table's path, set per session
+# (``register_table``, ``SET``) or for every session in the cluster's spark-defaults.conf.
+# Spark 4.3's catalog cannot hold a Python data source table (``CREATE TABLE ... USING
+# indextables LOCATION ...`` keeps neither the location nor the options), hence this registry.
+
+
+class UnknownTableError(LookupError):
+    """A table name that no ``spark.indextables.table.<name>`` setting defines."""
+
+
+def register_table(spark: Any, name: str, path: str) -> None:
+    """Name the table at ``path`` for this session: ``sql(spark, "MERGE SPLITS <name>")`` etc."""
+    spark.conf.set(TABLE_NAME_PREFIX + name, path)
+
+
+def resolve_table(spark: Any, name: str) -> str:
+    """The path a table name stands for (UnknownTableError, naming the setting, if none)."""
+    key = TABLE_NAME_PREFIX + name
+    try:
+        path = spark.conf.get(key, None)
+    except Exception as e:
+        raise UnknownTableError(f"table {name!r}: cannot read the setting {key} ({e})") from e
+    if not path:
+        raise UnknownTableError(
+            f"table {name!r} is not defined: set {key} to its path (connect_plugin.register_table, "
+            f"SET {key}=<path>, or spark-defaults.conf), or name the table by its quoted path"
+        )
+    return str(path)
+
+
+def read(
+    spark: Any,
+    path: str,
+    *,
+    columns: Iterable[str] | None = None,
+    limit: int | None = None,
+    filter: Mapping[str, Any] | None = None,
+    version_as_of: int | None = None,
+    timestamp_as_of: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A fresh DataFrame over the table at ``path``.
+
+    ``columns``, ``limit`` and ``filter`` (the JSON filter tree of the ``filter`` option; may mix
+    Tantivy queries with comparisons under and/or/not) are pushed to the executors; the
+    result equals reading everything and applying them in Spark.
+    """
+    from connect_plugin.plan import TableRead, options_tuple
+
+    extra = dict(options or {})
+    if version_as_of is not None:
+        extra["versionAsOf"] = str(version_as_of)
+    if timestamp_as_of is not None:
+        extra["timestampAsOf"] = str(timestamp_as_of)
+    read = TableRead(
+        path,
+        columns=None if columns is None else tuple(columns),
+        filter=None if filter is None else json.dumps(filter),
+        limit=limit,
+        options=options_tuple(extra),
+    )
+    return read.dataframe(spark)
+
+
+def write(
+    df: Any,
+    path: str,
+    *,
+    mode: str = "append",
+    partition_by: Iterable[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``df`` to the table at ``path`` (created on first write) in one commit.
+
+    ``partition_by`` is passed as the ``partitionBy`` option: Spark 4.3 refuses
+    ``DataFrameWriter.partitionBy`` for Python data sources.
+    """
+    if mode not in ("append", "overwrite"):
+        raise ValueError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
+    opts = _options(df.sparkSession, options)
+    if partition_by is not None:
+        opts["partitionBy"] = ",".join(partition_by)
+    df.write.format(FORMAT).mode(mode).options(**opts).save(path)
+
+
+def write_stream(
+    df: Any,
+    path: str,
+    *,
+    checkpoint_location: str,
+    trigger: Mapping[str, Any] | None = None,
+    partition_by: Iterable[str] | None = None,
+    query_name: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """Start a streaming query that appends each micro-batch of ``df`` to the table at ``path`` as one
+    version, exactly once across restarts from ``checkpoint_location``; returns the StreamingQuery
+    (``stop()``, ``awaitTermination()``, ``status``). ``trigger``: ``DataStreamWriter.trigger`` keywords,
+    e.g. ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``."""
+    opts = _options(df.sparkSession, options)
+    if partition_by is not None:
+        opts["partitionBy"] = ",".join(partition_by)
+    writer = df.writeStream.format(FORMAT).outputMode("append").options(**opts)
+    writer = writer.option("checkpointLocation", checkpoint_location)
+    if trigger:
+        writer = writer.trigger(**dict(trigger))
+    if query_name is not None:
+        writer = writer.queryName(query_name)
+    return writer.start(path)
+
+
+def read_stream(
+    spark: Any,
+    path: str,
+    *,
+    starting_version: int | str | None = None,
+    max_files_per_trigger: int | None = None,
+    ignore_deletes: bool = False,
+    ignore_changes: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A streaming DataFrame of the rows appended to the table at ``path``: first every live row (unless
+    ``starting_version``: a version or ``"latest"``), then the splits each new version adds with
+    ``dataChange=true`` (merges are not re-emitted)."""
+    opts = _options(spark, options)
+    if starting_version is not None:
+        opts["startingVersion"] = str(starting_version)
+    if max_files_per_trigger is not None:
+        opts["maxFilesPerTrigger"] = str(max_files_per_trigger)
+    if ignore_deletes:
+        opts["ignoreDeletes"] = "true"
+    if ignore_changes:
+        opts["ignoreChanges"] = "true"
+    return spark.readStream.format(FORMAT).options(**opts).load(path)

@@ -1,0 +1,38 @@
+"""The session's ``spark.indextables.*`` settings as data source options: what every read, write and
+command of the client carries (Spark does not hand session settings to Python data sources)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# Table names: ``spark.indextables.table.<name>`` = the table's path (see ``connect_plugin.session``).
+TABLE_NAME_PREFIX = "spark.indextables.table."
+
+
+def session_options(spark: Any) -> dict[str, str]:
+    """The session's ``spark.indextables.*`` settings (table names excluded)."""
+    get_all = getattr(spark.conf, "getAll", None)
+    if get_all is None:
+        return {}
+    items = get_all() if callable(get_all) else get_all
+    return {
+        k: v
+        for k, v in dict(items).items()
+        if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
+    }
+
+
+def _options(spark: Any, options: Mapping[str, Any] | None) -> dict[str, str]:
+    merged = session_options(spark)
+    merged.update({k: _option_text(v) for k, v in (options or {}).items()})
+    return merged
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)

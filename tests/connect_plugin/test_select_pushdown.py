@@ -1,0 +1,208 @@
+"""Every SELECT through ``connect_plugin.sql`` equals Spark over the same data as Parquet, pushed or not.
+
+One table (two commits, partitioned by ``region``, NULLs in several columns) and the same rows as
+a Parquet view; statements generated from templates with a fixed seed — projections, WHERE with
+comparisons and index operators (also under OR), GROUP BY aggregates, LIMIT, subqueries, CTEs,
+joins and unions — run in classic and Spark Connect sessions. Then what the pushdown promises:
+``count(*)`` opens no split, a pushed aggregate ships no row, a projection reads only its columns.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import connect_plugin
+from connect_plugin.sql import explain, plan_statement
+
+WORDS = ["alpha", "beta", "gamma", "delta", "error", "timeout", "disk", "cache", "user", "node"]
+LEVELS = ["INFO", "WARN", "ERROR", None]
+SERVICES = ["api", "db", "web"]
+
+
+def _rows(n: int, seed: int) -> list[tuple[Any, ...]]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        words = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(2, 6)))
+        out.append((
+            i + seed * 10_000,
+            rnd.choice(LEVELS),
+            rnd.choice(SERVICES),
+            None if rnd.random() < 0.1 else rnd.randint(0, 500),
+            round(rnd.uniform(0, 10), 3),
+            words,
+            rnd.choice(["eu", "us"]),
+        ))  # fmt: skip
+    return out
+
+
+SCHEMA = "id long, level string, service string, latency int, score double, message string, region string"
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory, classic_spark: Any) -> dict[str, Any]:
+    """Paths of the IndexTables table and its Parquet twin (written once, through the classic session)."""
+    spark = classic_spark
+    root = tmp_path_factory.mktemp("select")
+    it, pq = str(root / "it"), str(root / "pq")
+    for seed in (1, 2):
+        df = spark.createDataFrame(_rows(300, seed), SCHEMA)
+        connect_plugin.write(df, it, mode="append", partition_by=["region"],
+                             options={"spark.indextables.indexing.typemap.message": "text"})  # fmt: skip
+        df.write.mode("append").parquet(pq)
+    return {"it": it, "pq": pq}
+
+
+def _normal(rows: list[Any]) -> list[tuple[Any, ...]]:
+    def value(v: Any) -> Any:
+        if isinstance(v, float):
+            return None if math.isnan(v) else round(v, 6)
+        return v
+
+    return sorted((tuple(value(v) for v in r) for r in rows), key=repr)
+
+
+def _statements(seed: int) -> list[tuple[str, str]]:
+    """(IndexTables statement with {t}, the same over Parquet with {t}) pairs."""
+    rnd = random.Random(seed)
+    out: list[tuple[str, str]] = []
+
+    def predicate() -> tuple[str, str]:
+        word = rnd.choice(WORDS)
+        column = (f"message indexquery '{word}'", f"array_contains(split(message, ' '), '{word}')")
+        choices = [
+            (f"latency > {rnd.randint(0, 500)}",) * 2,
+            (f"level = '{rnd.choice(LEVELS[:3])}'",) * 2,
+            (f"service IN ('api', '{rnd.choice(SERVICES)}')",) * 2,
+            ("level IS NULL",) * 2,
+            (f"region = '{rnd.choice(['eu', 'us'])}'",) * 2,
+            (f"score BETWEEN 1 AND {rnd.randint(2, 9)}",) * 2,
+            column,
+            (f"({column[0]} OR latency < 50)", f"({column[1]} OR latency < 50)"),
+            (f"{column[0]} AND abs(latency - 250) < 100", f"{column[1]} AND abs(latency - 250) < 100"),
+            ("NOT (level = 'INFO')",) * 2,
+        ]
+        return rnd.choice(choices)
+
+    for _ in range(4):
+        a, b = predicate()
+        cols = rnd.choice(["id, level", "*", "id, latency, region", "upper(service) AS s, id"])
+        out.append((f"SELECT {cols} FROM {{t}} WHERE {a}", f"SELECT {cols} FROM {{t}} WHERE {b}"))
+    for _ in range(6):
+        a, b = predicate()
+        group = rnd.choice(["level", "service", "region", "level, service", "region, level"])
+        measures = rnd.choice([
+            "count(*)", "count(*) AS n, sum(latency)", "avg(latency), min(latency), max(latency)",
+            "count(latency), max(score), min(message)", "sum(score), avg(score)",
+        ])  # fmt: skip
+        where = rnd.choice([("", ""), (f" WHERE {a}", f" WHERE {b}")])
+        out.append((f"SELECT {group}, {measures} FROM {{t}}{where[0]} GROUP BY {group}",
+                    f"SELECT {group}, {measures} FROM {{t}}{where[1]} GROUP BY {group}"))  # fmt: skip
+    out += [
+        ("SELECT count(*) FROM {t}",) * 2,
+        ("SELECT count(*) FROM {t} WHERE region = 'eu'",) * 2,
+        ("SELECT region, count(*) FROM {t} GROUP BY region ORDER BY count(*) DESC",) * 2,
+        ("SELECT level, count(*) AS n FROM {t} GROUP BY level ORDER BY n DESC, level LIMIT 2",) * 2,
+        ("SELECT max(latency) FROM {t} WHERE level = 'ERROR'",) * 2,
+        ("SELECT count(*), sum(latency) FROM {t} WHERE latency > 100000",) * 2,
+        ("SELECT level, count(*) FROM {t} WHERE latency > 100000 GROUP BY level",) * 2,
+        ("SELECT level, count(*) FROM (SELECT * FROM {t} WHERE latency > 250) s GROUP BY level",) * 2,
+        ("WITH e AS (SELECT id, service FROM {t} WHERE level = 'ERROR') SELECT service, count(*) FROM e GROUP BY service",) * 2,
+        ("SELECT a.id, b.level FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.latency > 400",) * 2,
+        ("SELECT id FROM {t} WHERE latency < 20 UNION ALL SELECT id FROM {t} WHERE latency > 480",) * 2,
+        ("SELECT level, count(*) FROM {t} GROUP BY level HAVING count(*) > 10",) * 2,
+        ("SELECT DISTINCT service FROM {t}",) * 2,
+        ("SELECT service, count(*) FROM {t} WHERE message indexquery 'error' GROUP BY service",
+         "SELECT service, count(*) FROM {t} WHERE array_contains(split(message, ' '), 'error') GROUP BY service"),
+        ("SELECT x.id FROM {t} x WHERE x.message indexquery 'disk' OR x.id IN "
+         "(SELECT id FROM {t} WHERE message indexquery 'cache' AND latency < 30)",
+         "SELECT x.id FROM {t} x WHERE array_contains(split(x.message, ' '), 'disk') OR x.id IN "
+         "(SELECT id FROM {t} WHERE array_contains(split(message, ' '), 'cache') AND latency < 30)"),
+    ]  # fmt: skip
+    return out
+
+
+@pytest.mark.timeout(1200)  # about 60 statements, each a Spark job or two
+@pytest.mark.parametrize("seed", [7])
+def test_generated_statements_equal_spark_over_parquet(spark: Any, tables: dict[str, Any], seed: int) -> None:
+    spark.read.parquet(tables["pq"]).createOrReplaceTempView("pq_twin")
+    target = f"indextables.`{tables['it']}`"
+    failures = []
+    for ours, theirs in _statements(seed):
+        got = _normal(connect_plugin.sql(spark, ours.format(t=target)).collect())
+        want = _normal(spark.sql(theirs.format(t="pq_twin")).collect())
+        if got != want:
+            failures.append(f"{ours}\n  got  {got[:5]} ({len(got)} rows)\n  want {want[:5]} ({len(want)} rows)")
+    assert not failures, "\n".join(failures)
+
+
+def test_names_and_types_are_sparks(spark: Any, tables: dict[str, Any]) -> None:
+    spark.read.parquet(tables["pq"]).createOrReplaceTempView("pq_twin")
+    for statement in (
+        "SELECT LEVEL, COUNT(*), Sum(latency), avg(LATENCY), min(score), max(region) AS r FROM {t} GROUP BY LEVEL",
+        "SELECT count(1), count(latency) FROM {t}",
+    ):
+        ours = connect_plugin.sql(spark, statement.format(t=f"indextables.`{tables['it']}`"))
+        theirs = spark.sql(statement.format(t="pq_twin"))
+        assert ours.schema.simpleString() == theirs.schema.simpleString(), statement
+        assert _normal(ours.collect()) == _normal(theirs.collect()), statement
+
+
+def test_limit_reads_at_most_the_limit(spark: Any, tables: dict[str, Any]) -> None:
+    text = f"SELECT id, level FROM indextables.`{tables['it']}` WHERE latency > 10 LIMIT 7"
+    plan = plan_statement(spark, text)
+    assert plan.reads[0][1].limit == 7
+    rows = connect_plugin.sql(spark, text).collect()
+    every = {r.id for r in connect_plugin.sql(spark, text.replace(" LIMIT 7", "")).collect()}
+    assert len(rows) == 7 and {r.id for r in rows} <= every
+
+
+def test_projection_reads_only_the_columns_used(spark: Any, tables: dict[str, Any]) -> None:
+    table = f"indextables.`{tables['it']}`"
+    pushed = f"SELECT id, upper(level) FROM {table} t WHERE t.latency > 3 AND message indexquery 'disk' ORDER BY id"
+    (_, read), = plan_statement(spark, pushed).reads  # fmt: skip
+    assert read.dataframe(spark).columns == ["id", "level"]  # the WHERE runs on the executors
+    assert "columns: the table's columns among" in explain(spark, pushed)
+    in_spark = f"SELECT id FROM {table} WHERE abs(latency) > 3"
+    (_, read), = plan_statement(spark, in_spark).reads  # fmt: skip
+    assert read.dataframe(spark).columns == ["id", "latency"]
+    joined = f"SELECT a.id FROM {table} a JOIN {table} b ON a.id = b.id WHERE b.score > 1"
+    assert [r.dataframe(spark).columns for _, r in plan_statement(spark, joined).reads] == [["id", "score"]] * 2
+
+
+def test_count_star_opens_no_split(spark: Any, tables: dict[str, Any], tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(tables["it"], copy)
+    for split in copy.rglob("*.split"):
+        split.unlink()  # only the transaction log is left: a split opened would fail the query
+    target = f"indextables.`{copy}`"
+    assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 600
+    by_region = connect_plugin.sql(spark, f"SELECT region, count(*) AS n FROM {target} WHERE region = 'eu' GROUP BY region")
+    expected = spark.read.parquet(tables["pq"]).where("region = 'eu'").count()
+    assert [tuple(r) for r in by_region.collect()] == [("eu", expected)]
+    assert "no split opened" in explain(spark, f"SELECT count(*) FROM {target}")
+
+
+def test_pushed_aggregate_ships_no_row(spark: Any, tables: dict[str, Any]) -> None:
+    text = (f"SELECT service, count(*), avg(latency) FROM indextables.`{tables['it']}` "
+            "WHERE message indexquery 'error' GROUP BY service")  # fmt: skip
+    plan = plan_statement(spark, text)
+    assert plan.aggregate is not None and not plan.reads
+    plan.dataframe(spark).collect()
+    result = plan.aggregate.result
+    assert result["splits"] > 0 and result["index_splits"] == result["splits"] and result["row_splits"] == 0
+    assert "by Tantivy aggregations" in explain(spark, text)
+
+
+def test_table_names_and_statements_without_tables(spark: Any, tables: dict[str, Any]) -> None:
+    connect_plugin.register_table(spark, "select_logs", tables["it"])
+    rows = connect_plugin.sql(spark, "SELECT select_logs.id FROM select_logs WHERE select_logs.id < 10003").collect()
+    assert sorted(r.id for r in rows) == [10000, 10001, 10002]
+    assert connect_plugin.sql(spark, "SELECT 1 AS one").collect()[0].one == 1
+    assert plan_statement(spark, "SELECT 'indexquery' AS x FROM range(1)") is None
