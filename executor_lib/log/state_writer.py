@@ -37,11 +37,14 @@ from executor_lib.log.avro_state import (
     COMMIT_INFO_KEY,
     COMMIT_POINT_KEY,
     ENGINE_KEY,
+    STREAMING_TXNS_KEY,
     ManifestInfo,
     StateManifest,
     read_state_files,
 )
 from executor_lib.log.config import LogConfig
+from executor_lib.log.streaming_txns import TxnMap
+from executor_lib.log.streaming_txns import encode as encode_txns
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -392,11 +395,13 @@ def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
     }
 
 
-def _commit_metadata(commit_info: CommitInfoAction | None, commit_point: bool) -> dict[str, str]:
+def _commit_metadata(m: StateManifest, commit_info: CommitInfoAction | None, commit_point: bool) -> dict[str, str]:
     """Who wrote a state (file metadata every Avro reader ignores, and ``_manifest.json`` keys):
-    this project's engine; for the state a commit writes, that commit's commitInfo; and whether
-    the state's put is the commit itself (no version file)."""
+    this project's engine; for the state a commit writes, that commit's commitInfo; whether
+    the state's put is the commit itself (no version file); and the streaming transaction map."""
     meta = {ENGINE_KEY: ENGINE}
+    if m.streaming_txns_json:
+        meta[STREAMING_TXNS_KEY] = m.streaming_txns_json
     if commit_info is not None:
         meta[COMMIT_INFO_KEY] = json.dumps(commit_info.to_json_dict(), separators=(",", ":"))
     if commit_point:
@@ -413,7 +418,7 @@ def state_manifest_json(
     doc = _state_manifest_doc(m)
     if protocol is not None:  # this project's extension: the full protocol action
         doc["protocol"] = protocol.to_json_dict()
-    doc.update(_commit_metadata(commit_info, commit_point))
+    doc.update(_commit_metadata(m, commit_info, commit_point))
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -431,7 +436,11 @@ def state_manifest_avro(
     doc["protocol"] = json.dumps(protocol.to_json_dict(), separators=(",", ":")) if protocol is not None else None
     buf = io.BytesIO()
     fastavro.writer(
-        buf, _PARSED_STATE_SCHEMA, [doc], metadata=_commit_metadata(commit_info, commit_point), **_codec_options(config)
+        buf,
+        _PARSED_STATE_SCHEMA,
+        [doc],
+        metadata=_commit_metadata(m, commit_info, commit_point),
+        **_codec_options(config),
     )
     return buf.getvalue()
 
@@ -473,9 +482,11 @@ def build_compacted_state(
     metadata: MetadataAction,
     registry: dict[str, str],
     config: LogConfig,
+    streaming_txns: TxnMap | None = None,
 ) -> StateManifest:
     """State ``version`` with every live file rewritten into fresh manifests (written here) and
-    no tombstones; the state manifest itself is written by ``put_state``."""
+    no tombstones; the state manifest itself is written by ``put_state``. ``streaming_txns``:
+    the streaming transaction map at ``version``, recorded with the state."""
     now = int(time.time() * 1000)
     registry = dict(registry)
     files = _dedupe_doc_mappings(files, registry)
@@ -498,6 +509,7 @@ def build_compacted_state(
         tombstones=frozenset(),
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
+        streaming_txns_json=encode_txns(streaming_txns) if streaming_txns else None,
     )
 
 
@@ -545,9 +557,11 @@ def build_incremental_state(
     registry: dict[str, str],
     config: LogConfig,
     force_compaction: bool = False,
+    streaming_txns: TxnMap | None = None,
 ) -> StateManifest:
     """State of the last of ``versions``, built on ``base`` (the state just before them); its new
-    manifests are written here, the state manifest itself by ``put_state``."""
+    manifests are written here, the state manifest itself by ``put_state``. ``streaming_txns``:
+    the streaming transaction map at the last version, recorded with the state."""
     target = versions[-1][0]
     delta = _net_changes(versions)
     registry = {**base.schema_registry, **registry}
@@ -556,7 +570,7 @@ def build_incremental_state(
         for path in delta.removed:
             live.pop(path, None)
         live.update({p: a for p, (a, _) in delta.added.items()})
-        return build_compacted_state(store, target, live.values(), metadata, registry, config)
+        return build_compacted_state(store, target, live.values(), metadata, registry, config, streaming_txns)
     now = int(time.time() * 1000)
     infos = list(base.manifests)
     added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
@@ -576,4 +590,5 @@ def build_incremental_state(
         tombstones=base.tombstones | frozenset(delta.removed),
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
+        streaming_txns_json=encode_txns(streaming_txns) if streaming_txns else None,
     )

@@ -34,6 +34,7 @@ from typing import Any
 
 from executor_lib.errors import (
     AmbiguousWriteError,
+    BatchAlreadyCommittedError,
     CommitConflictError,
     CommitFailedError,
     ConfigError,
@@ -61,6 +62,7 @@ from executor_lib.log.state_writer import (
     build_incremental_state,
     put_state,
 )
+from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, advance, txns_of
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -211,7 +213,7 @@ class TransactionLog:
 
     def list_files(self, predicates: Sequence[Any] = (), version: int | None = None) -> FileListing:
         """Files that may hold rows matching all ``predicates`` (a conjunction of
-        ``log.pruning.Eq/In/Range`` on partition and statistics columns).
+        ``filters.Term/TermIn/Between`` on partition and statistics columns).
 
         On an Avro state, manifests whose partition bounds cannot match are not read at all;
         then each file is checked against its partition values and min/max statistics.
@@ -298,17 +300,27 @@ class TransactionLog:
         operation: str = "WRITE",
         operation_parameters: dict[str, str] | None = None,
         fail_on_concurrent_add: bool = False,
+        streaming_txn: StreamingTxn | None = None,
     ) -> int:
         """Append one version holding ``actions``; returns its number.
 
         ``read_version`` is the version the transaction read (default: the latest at
         call time, i.e. a blind append). Raises CommitConflictError when a commit after
         ``read_version`` conflicts, CommitFailedError when retries are exhausted.
+
+        ``streaming_txn``: the streaming micro-batch these actions are (``commit_streaming_batch``):
+        its adds are tagged with it, and BatchAlreadyCommittedError is raised, with nothing written,
+        if the table at the head, or a version committed while this commit retries, already holds
+        that application's batch or a later one.
         """
         actions = list(actions)
+        if streaming_txn is not None:
+            actions = _tagged(actions, streaming_txn)
         _validate_static(actions, self.store.root_uri)
         head = self._refresh_head()
         check_writable(head.protocol, self.uri)
+        if streaming_txn is not None:
+            self._check_new_batch(streaming_txn, head)
         if read_version is None:
             read_version = head.version
         elif read_version > head.version:
@@ -330,6 +342,8 @@ class TransactionLog:
                     return v
                 if v not in winners:
                     winners[v] = self._read_winner(v, read_version, failures)
+                    if streaming_txn is not None:
+                        _check_winner_txn(streaming_txn, v, winners[v], self.uri)
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
             final = self._finalize(actions, head)
             check_writable(head.protocol, self.uri)
@@ -472,15 +486,17 @@ class TransactionLog:
             raise CorruptLogError(f"{self.uri}: no metaData action at version {head.version}")
         registry = registry_from_configuration(metadata.configuration)
         base = read_state_manifest(self.store, head.version)
+        txns = advance(self._txns_through(head.version, base), [(version, final)])
         if base is not None:
-            return build_incremental_state(self.store, base, [(version, final)], metadata, registry, self.config), (
-                protocol
+            built = build_incremental_state(
+                self.store, base, [(version, final)], metadata, registry, self.config, streaming_txns=txns
             )
+            return built, protocol
         snap = self.snapshot(head.version)
         state = replay(snap.state, [(version, final)])
         registry = {**snap.schema_registry, **registry}
         files = state.files.values()
-        return build_compacted_state(self.store, version, files, metadata, registry, self.config), protocol
+        return build_compacted_state(self.store, version, files, metadata, registry, self.config, txns), protocol
 
     def _attempt_landed(self, version: int, attempt: _Attempt) -> bool:
         """Whether an earlier attempt's write holds ``version``: the same version-file bytes (they
@@ -770,16 +786,20 @@ class TransactionLog:
             except ObjectNotFoundError:
                 versions = None
         protocol, metadata = _latest_protocol_and_metadata(versions or [], base)
+        if base is not None and base.written_here and versions is not None:
+            txns = advance(base.streaming_txns(), versions)
+        else:
+            txns = self._txns_through(version, None, known)
         if base is None or versions is None or protocol is None or metadata is None or not versions:
             snap = self.snapshot(version)
             protocol = snap.protocol
             manifest = build_compacted_state(
-                self.store, version, snap.files, snap.metadata, dict(snap.schema_registry), self.config
+                self.store, version, snap.files, snap.metadata, dict(snap.schema_registry), self.config, txns
             )
         else:
             registry = registry_from_configuration(metadata.configuration)
             manifest = build_incremental_state(
-                self.store, base, versions, metadata, registry, self.config, force_compaction
+                self.store, base, versions, metadata, registry, self.config, force_compaction, txns
             )
         try:
             won = put_state(self.store, manifest, protocol, self.config, commit_info=commit_info)
@@ -787,6 +807,84 @@ class TransactionLog:
             won = False
         checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(manifest))
         return manifest, won
+
+    # --- streaming transactions --------------------------------------------------------------
+
+    def commit_streaming_batch(
+        self,
+        actions: Iterable[Action],
+        txn: StreamingTxn,
+        *,
+        operation_parameters: dict[str, str] | None = None,
+    ) -> int | None:
+        """Commit one streaming micro-batch exactly once: its version, or None if the table already
+        holds this application's batch ``txn.batch_id`` or a later one (nothing is written then).
+
+        Needs a table with Avro state (the map of transactions lives there, PROTOCOL.md §5)."""
+        head = self._refresh_head()
+        if not self._uses_avro_state(head.protocol):
+            raise ConfigError(
+                f"{self.uri}: streaming writes need the Avro state format (protocol v4, spark.indextables.state."
+                "format=avro), which records the streaming transaction identifiers; run CHECKPOINT "
+                "INDEXTABLES (indextables checkpoint) to upgrade the table"
+            )
+        params = {**(operation_parameters or {}), "appId": txn.app_id, "batchId": str(txn.batch_id)}
+        try:
+            return self.commit(actions, operation="STREAMING UPDATE", operation_parameters=params, streaming_txn=txn)
+        except BatchAlreadyCommittedError as e:
+            log.info("%s", e)
+            return None
+
+    def streaming_txns(self, version: int | None = None) -> dict[str, TxnRecord]:
+        """``appId -> the last streaming batch committed`` at ``version`` (default: latest)."""
+        target = self.latest_version() if version is None else version
+        return self._txns_through(target, None)
+
+    def _check_new_batch(self, txn: StreamingTxn, head: _Head) -> None:
+        known = self._txns_through(head.version, None).get(txn.app_id)
+        if known is not None and known.batch_id >= txn.batch_id:
+            raise BatchAlreadyCommittedError(
+                f"{self.uri}: streaming batch {txn.batch_id} of {txn.app_id!r} is already committed (version "
+                f"{known.version} holds batch {known.batch_id}); skipped"
+            )
+
+    def _txns_through(
+        self, version: int, state: StateManifest | None, known: Mapping[int, list[Action]] | None = None
+    ) -> dict[str, TxnRecord]:
+        """The streaming transaction map at ``version``: the newest state at or before it that this
+        project wrote (``state``, if the caller read that of ``version`` already), advanced by the
+        version files after it (``known``: ones the caller holds). Versions without a version file after
+        that state were committed as states by another implementation and hold no transaction of ours."""
+        base = state if state is not None and state.state_version == version and state.written_here else None
+        if base is None:
+            base = self._newest_own_state(version)
+        start = base.state_version + 1 if base is not None else 1
+        known = known or {}
+        versions = []
+        for v in range(start, version + 1):
+            if v in known:
+                versions.append((v, known[v]))
+                continue
+            try:
+                versions.append((v, read_version_actions(self.store, v)))
+            except ObjectNotFoundError:
+                continue
+        return advance(base.streaming_txns() if base is not None else {}, versions)
+
+    def _newest_own_state(self, version: int) -> StateManifest | None:
+        """The newest state at or before ``version`` written by this project (None if none is retained).
+        Usually ``version`` or the one before (every commit writes one); older ones only on tables that
+        other implementations also commit to, or where a state write failed."""
+        for v in range(version, max(version - 3, 0), -1):
+            manifest = read_state_manifest(self.store, v)
+            if manifest is not None and manifest.written_here:
+                return manifest
+        listing = self._loader.listing(version)
+        for v in sorted((s for s in listing.states if s <= version - 3), reverse=True):
+            manifest = read_state_manifest(self.store, v)
+            if manifest is not None and manifest.written_here:
+                return manifest
+        return None
 
     def _newest_state_before(self, version: int) -> StateManifest | None:
         """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
@@ -815,6 +913,29 @@ def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
             elif isinstance(a, MetadataAction):
                 metadata = a
     return _Head(head.version + len(versions), protocol, metadata)
+
+
+def _tagged(actions: list[Action], txn: StreamingTxn) -> list[Action]:
+    """The adds marked with the streaming transaction's split tag (PROTOCOL.md §5)."""
+    out: list[Action] = []
+    for a in actions:
+        if isinstance(a, AddAction):
+            a = dataclasses.replace(a, split_tags=frozenset(a.split_tags or ()) | {txn.tag})
+        out.append(a)
+    if not any(isinstance(a, AddAction) for a in out):
+        raise InvalidActionError(f"streaming batch {txn.batch_id} of {txn.app_id!r}: a batch commit needs adds")
+    return out
+
+
+def _check_winner_txn(txn: StreamingTxn, version: int, actions: Sequence[Action], uri: str) -> None:
+    """A version committed while this batch's commit retried holds the same application's batch (a
+    restarted query racing its predecessor): this batch is committed there (or superseded)."""
+    found = txns_of(actions).get(txn.app_id)
+    if found is not None and found >= txn.batch_id:
+        raise BatchAlreadyCommittedError(
+            f"{uri}: streaming batch {txn.batch_id} of {txn.app_id!r} was committed concurrently (version {version} "
+            f"holds batch {found}); skipped"
+        )
 
 
 def _v4_protocol(current: ProtocolAction | None) -> ProtocolAction:
