@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -56,22 +55,19 @@ def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> d
 @contextlib.contextmanager
 def local_session(workdir: str | None, prefix: str) -> Iterator[tuple[Any, Path]]:
     """A local[2] classic session with the plugin installed and its split cache under the work
-    directory (``workdir``, or a temporary one removed afterwards): the Spark benchmarks' setting."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
+    directory (``workdir``, or a temporary one removed afterwards): the Spark benchmarks' setting,
+    without Spark's start-up noise on stderr (``harness.local_spark``)."""
     import connect_plugin
+    from harness.local_spark import quiet_local_session
 
     work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
     os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
+    spark = quiet_local_session({
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "4g",
+    })  # fmt: skip
     connect_plugin.install(spark)
     try:
         yield spark, work

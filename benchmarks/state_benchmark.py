@@ -33,8 +33,8 @@ from typing import Any
 import pyarrow as pa
 
 import executor_lib
-from executor_lib.actions import AddAction
-from executor_lib.log.pruning import Eq
+from executor_lib.filters import Term
+from executor_lib.protocol.actions import AddAction
 from executor_lib.storage import open_store
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("message", pa.string())])
@@ -126,7 +126,7 @@ def pruning(root: Path, files: int = 10_000) -> dict[str, Any]:
     for batch in by_day.values():
         log.commit(batch)
     day = sorted(by_day)[42]
-    listing = executor_lib.open_log(uri).list_files([Eq("day", day)])
+    listing = executor_lib.open_log(uri).list_files([Term("day", day)])
     return {
         "liveFiles": len(adds),
         "partitions": len(by_day),

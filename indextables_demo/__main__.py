@@ -19,7 +19,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -120,7 +119,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     signal.signal(signal.SIGTERM, _on_sigterm)
     work = Path(tempfile.mkdtemp(prefix="indextables-demo-"))
     table = args.table or str(work / "logs")
@@ -132,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.remote:
             url, ui = args.remote, None
         else:
-            from harness.connect_server import ConnectServer
+            from executor_lib.spark.connect_server import ConnectServer
 
             print(f"starting a local Spark Connect server ({args.master}) ...")
             server = ConnectServer(master=args.master, conf=SERVER_CONF).start()

@@ -1,5 +1,5 @@
 """Spark sessions for the data-source tests: a classic local session, and a Spark Connect
-session on a local Connect server (``harness.connect_server``, a separate JVM with its own
+session on a local Connect server (``executor_lib.spark.connect_server``, a separate JVM with its own
 Python workers, as on a cluster).
 
 Both live in the test process: the Connect session is a pure gRPC client
@@ -50,7 +50,7 @@ def connect_spark() -> Iterator[Any]:
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
     import connect_plugin
-    from harness.connect_server import ConnectServer
+    from executor_lib.spark.connect_server import ConnectServer
 
     conf = {k: v for k, v in _CONF.items() if k != "spark.driver.memory"}
     with ConnectServer("local[2]", conf={**conf, "spark.driver.memory": "1g"}) as server:

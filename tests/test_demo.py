@@ -108,3 +108,33 @@ def test_report_end_lines_are_pasteable_and_explain_only_what_applies(tmp_path: 
     report.rows, report.purge_candidates = 2_000_000, 3
     text = report.format()
     assert "the ratios grow" not in text and "24-hour" not in text and "3 files to delete" in text
+
+
+# What a new user's first run must not show on stderr (issue 22): tool banners and Spark's noise.
+TOOL_NOISE = (
+    "editable install",  # setuptools' compat-mode banner
+    "SetuptoolsDeprecationWarning",
+    "does not yet fully support pandas",  # PySpark with pandas >= 3
+    "FutureWarning",
+    "UserWarning",
+    "Using incubator modules",
+    "NativeCodeLoader",
+    "resolves to a loopback",
+    "replaced a statically registered",
+    "log4j",
+)
+
+
+def test_the_demo_command_prints_a_report_and_nothing_on_stderr(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "INDEXTABLES_DEMO_TABLE")}
+    argv = [sys.executable, "-m", "indextables_demo", "--rows", "2000", "--days", "1", "--repeat", "1", "--no-baseline"]
+    done = subprocess.run(argv, cwd=Path(__file__).resolve().parents[1], env={**env, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True, timeout=280, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "IndexTables demo: report" in done.stdout and "2,000 rows" in done.stdout
+    assert [n for n in TOOL_NOISE if n.lower() in done.stderr.lower()] == [], done.stderr
+    assert done.stderr == ""
