@@ -1,8 +1,10 @@
-"""``python -m harness up|down|status [--run-dir DIR] [--workers N] [--backend process|docker]``.
+"""``python -m harness up|down|status|images [--run-dir DIR] [--workers N] [--backend process|docker]``.
 
-``up`` starts S3, a Spark master, N workers and a Spark Connect server on 127.0.0.1 and prints
-their endpoints; ``status`` prints what runs (exit 1 if anything recorded is down); ``down``
-stops exactly the processes ``up`` recorded in ``DIR/cluster.json``.
+``up`` starts S3, a Spark master, N workers and a Spark Connect server (processes on 127.0.0.1,
+or containers with ``--backend docker``) and prints their endpoints; ``status`` prints what runs
+(exit 1 if anything recorded is down); ``down`` stops exactly what ``up`` recorded in
+``DIR/cluster.json`` (whichever backend started it); ``images`` builds or reuses the docker
+backend's images and prints their tags and what building took.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import sys
 from typing import Any
 
 from harness.cluster import ClusterError, ProcessCluster
-from harness.docker_cluster import DockerCluster, DockerUnavailableError
+from harness.docker_cluster import DockerCluster, DockerUnavailableError, attach_cluster
+from harness.docker_images import ensure_images
 
 DEFAULT_RUN_DIR = ".harness"
 
 
 def _cluster(args: argparse.Namespace, attach: bool) -> Any:
+    if attach:
+        return attach_cluster(args.run_dir)
     if args.backend == "docker":
         return DockerCluster(args.run_dir, workers=args.workers)
-    if attach:
-        return ProcessCluster.attach(args.run_dir)
     return ProcessCluster(args.run_dir, workers=args.workers)
 
 
@@ -30,20 +33,34 @@ def _print_endpoints(info: Any) -> None:
     print(f"Spark Connect : {info.connect_url}")
     print(f"Spark master  : {info.master_url}  (UI {info.master_ui})")
     print(f"S3 endpoint   : {info.s3_endpoint}  bucket {info.bucket}  (credentials testing/testing)")
-    print(f"run directory : {info.run_dir}  (logs/, pids/, cache/worker-N/)")
+    if info.backend == "docker":
+        print(f"containers    : {' '.join(info.containers.values())}  (network {info.network})")
+        print(f"run directory : {info.run_dir}  (cluster.json; worker caches are the volumes {' '.join(info.volumes)})")
+    else:
+        print(f"run directory : {info.run_dir}  (logs/, pids/, cache/worker-N/)")
+
+
+def _images() -> int:
+    images = ensure_images()
+    built = ", ".join(f"{name} {s:.0f}s" for name, s in images.seconds.items()) or "nothing (all reused)"
+    print(f"base  {images.base}\nnode  {images.node}\ns3    {images.s3}\nbuilt {built}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("action", choices=["up", "down", "status", "images"])
     parser.add_argument("--run-dir", default=DEFAULT_RUN_DIR, help="logs, pid files, caches")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--backend", choices=["process", "docker"], default="process")
+    parser.add_argument("--backend", choices=["process", "docker"], default="process",
+                        help="for up; status and down use the backend that started the cluster")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     try:
+        if args.action == "images":
+            return _images()
         if args.action == "up":
             _print_endpoints(_cluster(args, attach=False).up())
             return 0
@@ -62,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _status_text(status: dict[str, Any]) -> str:
     alive = ", ".join(f"{name}={'up' if ok else 'DOWN'}" for name, ok in status["alive"].items())
-    return (f"processes: {alive or 'none'}\nworkers registered: {status['alive_workers']}/{status['workers']}\n"
+    return (f"{status['backend']} backend: {alive or 'nothing'}\n"
+            f"workers registered: {status['alive_workers']}/{status['workers']}\n"
             f"connect {status['connect_url']} listening={status['connect_listening']}")  # fmt: skip
 
 

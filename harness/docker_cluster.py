@@ -1,66 +1,301 @@
-"""The docker backend: the same topology as ``harness.cluster`` from ``docker/compose.yaml``
-(MinIO instead of moto). Needs a running Docker engine; without one every call raises
-``DockerUnavailableError`` with the reason, and the tests that need it skip."""
+"""The docker backend: the topology of ``harness.cluster`` as containers, driven with the docker CLI.
+
+``DockerCluster(run_dir, workers=2).up()`` builds or reuses the images (``harness.docker_images``)
+and starts, on one user-defined bridge network of its own:
+
+* ``s3``: moto's server with the lock patch (the S3 image), bucket ``indextables``;
+* ``master``: a Spark standalone master;
+* ``worker-1`` .. ``worker-N``: Spark workers, each with its own named volume mounted at
+  ``/cache`` as its split cache (standing in for its NVMe disk);
+* ``connect``: a Spark Connect server driving that master (the Spark driver runs in it).
+
+Node containers bind-mount ``run_dir/exchange`` at ``/exchange`` (where the container stress
+workload leaves its reports). Containers reach each other by these names; the host reaches S3,
+the master, its UI and Connect through ports published on 127.0.0.1 only (free ports, so several
+clusters can coexist), which ``ClusterInfo`` records like the process backend's. Every
+container, the network and the volumes carry the label ``indextables.cluster=<id>``; ``down()``
+removes everything with that label, so nothing is left behind even after a failed ``up``.
+``cluster.json`` in ``run_dir`` records the endpoints, container names and host pids; ``attach`` re-opens it.
+
+Faults only containers give (used by ``harness.container_stress``): ``kill`` (``docker kill``:
+SIGKILL to every process in it), ``restart`` after a kill, ``disconnect``/``connect`` a container
+from the network (its S3 becomes unreachable), ``pause``/``unpause`` (a frozen S3).
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import hashlib
+import json
+import urllib.request
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import ClusterInfo
+from executor_lib.spark.connect_server import free_port
+from harness.cluster import BUCKET, CREDENTIALS, ClusterError, ClusterInfo, _all_pids, _parent_pid, _wait
+from harness.docker_images import DockerUnavailableError, docker, docker_available, ensure_images
 
-COMPOSE_FILE = Path(__file__).resolve().parent.parent / "docker" / "compose.yaml"
+__all__ = ["DockerCluster", "DockerUnavailableError", "docker_available"]
 
-
-class DockerUnavailableError(RuntimeError):
-    """No docker client, or no engine answering it."""
-
-
-def docker_available() -> str | None:
-    """``None`` when a Docker engine answers, else why not."""
-    if shutil.which("docker") is None:
-        return "no docker client on PATH"
-    done = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
-                          capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
-    if done.returncode != 0:
-        return f"no Docker engine answers `docker info`: {(done.stderr or done.stdout).strip()[:300]}"
-    return None
+LABEL = "indextables.cluster"
+CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+NODE_ENV = {
+    **CREDENTIALS,
+    "AWS_ENDPOINT_URL_S3": "http://s3:9000",
+    "INDEXTABLES_S3_PATH_STYLE": "true",
+    "SPARK_NO_DAEMONIZE": "1",
+}
 
 
 class DockerCluster:
-    def __init__(self, run_dir: str | Path, workers: int = 2) -> None:
-        self.run_dir = Path(run_dir).resolve()
-        self.workers = workers
+    """The docker backend; the same ``up``/``status``/``down``/``executor_pids`` as ``ProcessCluster``."""
 
-    def _compose(self, *args: str) -> str:
+    def __init__(self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g") -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.worker_cores = worker_cores
+        self.worker_memory = worker_memory
+        self.id = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
+        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, backend="docker", network=f"{self.id}-net")
+        self.images: dict[str, str] = {}
+
+    # -- names ----------------------------------------------------------------------------------
+    def container(self, node: str) -> str:
+        """The container name of ``node`` (``s3``, ``master``, ``worker-N``, ``connect``)."""
+        return f"{self.id}-{node}"
+
+    def _exchange(self) -> Path:
+        path = self.run_dir / "exchange"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def state_file(self) -> Path:
+        return self.run_dir / "cluster.json"
+
+    def _save(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps(asdict(self.info), indent=2))
+
+    # -- up -------------------------------------------------------------------------------------
+    def up(self, timeout_s: float = 300.0) -> ClusterInfo:
+        if self.state_file.exists() and self._labelled("ps", "-a"):
+            raise ClusterError(f"a docker cluster already runs from {self.run_dir} (python -m harness down)")
+        images = ensure_images()
+        self.images = {"node": images.node, "s3": images.s3}
+        try:
+            docker("network", "create", "--label", f"{LABEL}={self.id}", self.info.network)
+            self._start_s3(timeout_s)
+            self._start_master(timeout_s)
+            for i in range(1, self.info.workers + 1):
+                self._start_worker(i)
+            _wait(lambda: self.alive_workers() >= self.info.workers, timeout_s,
+                  f"{self.info.workers} workers registered at {self.info.master_ui}")  # fmt: skip
+            self._start_connect(timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return self.info
+
+    def _run(self, node: str, image: str, command: list[str], ports: dict[int, int] | None = None,
+             env: dict[str, str] | None = None, volumes: dict[str, str] | None = None) -> None:  # fmt: skip
+        args = ["run", "--detach", "--init", "--name", self.container(node), "--hostname", node,
+                "--label", f"{LABEL}={self.id}", "--network", self.info.network, "--network-alias", node]  # fmt: skip
+        for host_port, port in (ports or {}).items():
+            args += ["--publish", f"127.0.0.1:{host_port}:{port}"]
+        for key, value in {**NODE_ENV, **(env or {})}.items():
+            args += ["--env", f"{key}={value}"]
+        if image == self.images["node"]:  # the stress workload's reports (harness.container_stress)
+            volumes = {**(volumes or {}), str(self._exchange()): "/exchange"}
+        for volume, mount in (volumes or {}).items():
+            args += ["--volume", f"{volume}:{mount}"]
+        docker(*args, image, *command, timeout=120)
+        self.info.containers[node] = self.container(node)
+        self.info.pids[node] = self.host_pid(node)
+        self._save()
+
+    def _start_s3(self, timeout_s: float) -> None:
+        port = free_port()
+        self.info.s3_endpoint = f"http://127.0.0.1:{port}"
+        self._run("s3", self.images["s3"], [], ports={port: 9000})
+        _wait(lambda: "READY" in self.logs("s3"), timeout_s, f"the S3 server in {self.container('s3')}")
+        _wait(self._create_bucket, 60, f"bucket {BUCKET} at {self.info.s3_endpoint}")
+
+    def _create_bucket(self) -> bool:
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        s3 = boto3.client("s3", endpoint_url=self.info.s3_endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        try:
+            s3.create_bucket(Bucket=BUCKET)
+        except (BotoCoreError, ClientError):
+            return False
+        return True
+
+    def _start_master(self, timeout_s: float) -> None:
+        port, ui = free_port(), free_port()
+        self.info.master_url = f"spark://127.0.0.1:{port}"
+        self.info.master_ui = f"http://127.0.0.1:{ui}"
+        command = ["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master",
+                   "--host", "master", "--port", "7077", "--webui-port", "8080"]  # fmt: skip
+        self._run("master", self.images["node"], command, ports={port: 7077, ui: 8080})
+        _wait(lambda: self.master_status() is not None, timeout_s, f"master UI {self.info.master_ui}")
+
+    def _start_worker(self, i: int) -> None:
+        node, volume = f"worker-{i}", f"{self.id}-cache-{i}"
+        docker("volume", "create", "--label", f"{LABEL}={self.id}", volume)
+        self.info.volumes.append(volume)
+        command = ["/opt/spark/bin/spark-class", "org.apache.spark.deploy.worker.Worker", "--host", node, "--cores",
+                   str(self.worker_cores), "--memory", self.worker_memory, "spark://master:7077"]  # fmt: skip
+        self._run(node, self.images["node"], command, volumes={volume: "/cache"})
+        mount = docker("volume", "inspect", "--format", "{{.Mountpoint}}", volume).stdout.strip()
+        self.info.cache_dirs.append(mount)
+        self._save()
+
+    def _start_connect(self, timeout_s: float) -> None:
+        port = free_port()
+        conf = {
+            "spark.cores.max": str(self.info.workers * self.worker_cores), "spark.executor.cores": "1",
+            "spark.executor.memory": "768m", "spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "4",
+            "spark.driver.host": "connect", "spark.driver.bindAddress": "0.0.0.0",
+            "spark.connect.grpc.binding.port": "15002",
+            "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
+        }  # fmt: skip
+        command = ["/opt/spark/bin/spark-submit", "--class", CONNECT_CLASS, "--master", "spark://master:7077"]
+        for key, value in conf.items():
+            command += ["--conf", f"{key}={value}"]
+        self._run("connect", self.images["node"], [*command, "spark-internal"], ports={port: 15002})
+        self.info.connect_url = f"sc://127.0.0.1:{port}"
+        self._save()
+        _wait(self.connect_listening, timeout_s, f"Spark Connect in {self.container('connect')} (docker logs)")
+
+    # -- status ---------------------------------------------------------------------------------
+    def logs(self, node: str) -> str:
+        done = docker("logs", "--tail", "200", self.container(node), check=False, timeout=60)
+        return done.stdout + done.stderr
+
+    def host_pid(self, node: str) -> int:
+        """The host pid of the container's init process (0 when it does not run)."""
+        done = docker("inspect", "--format", "{{.State.Pid}}", self.container(node), check=False, timeout=60)
+        return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+    def running(self) -> dict[str, bool]:
+        names = set(self._labelled("ps", filters=["status=running"]))
+        return {node: name in names for node, name in self.info.containers.items()}
+
+    def master_status(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{self.info.master_ui}/json/", timeout=2) as response:
+                return dict(json.loads(response.read()))
+        except (OSError, ValueError):
+            return None
+
+    def alive_workers(self) -> int:
+        return int((self.master_status() or {}).get("aliveworkers", 0))
+
+    def connect_listening(self) -> bool:
+        """Whether the Connect server accepts connections inside its container (the published
+        port always accepts: docker's proxy answers even before the server listens)."""
+        probe = "import socket; socket.create_connection(('127.0.0.1', 15002), timeout=2)"
+        return docker("exec", self.container("connect"), "python", "-c", probe, check=False, timeout=30).returncode == 0
+
+    def status(self) -> dict[str, Any]:
+        alive = self.running()
+        return {**asdict(self.info), "alive": alive, "alive_workers": self.alive_workers(),
+                "connect_listening": alive.get("connect", False) and self.connect_listening()}  # fmt: skip
+
+    def executor_pids(self) -> list[int]:
+        """Host pids of the executor JVMs in the worker containers (as root, ``os.kill`` reaches them)."""
+        roots = {self.host_pid(n) for n in self.info.containers if n.startswith("worker-")} - {0}
+        pids = _all_pids()
+        workers = [p for p in pids if _parent_pid(p) in roots]  # the Worker JVM under the container's init
+        return [p for p in pids if _parent_pid(p) in workers and _is_executor(p)]
+
+    # -- faults ---------------------------------------------------------------------------------
+    def kill(self, node: str) -> None:
+        """``docker kill``: SIGKILL to every process of the container at once."""
+        docker("kill", self.container(node), timeout=60)
+
+    def restart(self, node: str) -> None:
+        """Start a killed container again (same command, network, volume)."""
+        docker("start", self.container(node), timeout=120)
+        self.info.pids[node] = self.host_pid(node)
+        self._save()
+
+    def disconnect(self, node: str) -> None:
+        docker("network", "disconnect", "--force", self.info.network, self.container(node), timeout=60)
+
+    def connect(self, node: str) -> None:
+        docker("network", "connect", "--alias", node, self.info.network, self.container(node), timeout=60)
+
+    def pause(self, node: str) -> None:
+        docker("pause", self.container(node), timeout=60)
+
+    def unpause(self, node: str) -> None:
+        docker("unpause", self.container(node), timeout=60)
+
+    def exec_detached(self, node: str, command: list[str], env: dict[str, str] | None = None) -> None:
+        """Start ``command`` in the running container ``node`` and return at once."""
+        args = ["exec", "--detach"]
+        for key, value in (env or {}).items():
+            args += ["--env", f"{key}={value}"]
+        docker(*args, self.container(node), *command, timeout=60)
+
+    # -- down -----------------------------------------------------------------------------------
+    def _labelled(self, *kind: str, filters: list[str] | None = None) -> list[str]:
+        args = [*kind, "--filter", f"label={LABEL}={self.id}"]
+        for f in filters or []:
+            args += ["--filter", f]
+        fmt = "{{.Name}}" if kind[0] in ("network", "volume") else "{{.Names}}"
+        return docker(*args, "--format", fmt, timeout=60).stdout.split()
+
+    def leftovers(self) -> list[str]:
+        """Containers, networks and volumes of this cluster that still exist."""
+        return [*self._labelled("ps", "-a"), *self._labelled("network", "ls"), *self._labelled("volume", "ls")]
+
+    def down(self) -> list[str]:
+        """Remove every container, the network and the volumes labelled with this cluster's id."""
         reason = docker_available()
         if reason:
             raise DockerUnavailableError(reason)
-        cmd = ["docker", "compose", "-f", str(COMPOSE_FILE), *args]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            raise DockerUnavailableError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-2000:]}")
-        return done.stdout
+        containers = self._labelled("ps", "-a")
+        running = set(self._labelled("ps", filters=["status=running"]))
+        paused = [c for c in containers if c not in running]
+        if paused:  # a paused container cannot be removed; an exited one just says so
+            docker("unpause", *paused, check=False, timeout=60)
+        if containers:
+            docker("rm", "--force", "--volumes", *containers, timeout=300)
+        for network in self._labelled("network", "ls"):
+            docker("network", "rm", network, timeout=60)
+        volumes = self._labelled("volume", "ls")
+        if volumes:
+            docker("volume", "rm", "--force", *volumes, timeout=120)
+        self.info.pids.clear()
+        if self.run_dir.exists():
+            self._save()
+        prefix = f"{self.id}-"
+        return [c.removeprefix(prefix) for c in containers if c in running]
 
-    def up(self) -> ClusterInfo:
-        self._compose("up", "-d", "--build", "--wait", "--scale", f"worker={self.workers}")
-        return self.info()
+    @classmethod
+    def attach(cls, run_dir: str | Path) -> DockerCluster:
+        info = ClusterInfo.load(run_dir)
+        cluster = cls(run_dir, workers=info.workers)
+        cluster.info = info
+        return cluster
 
-    def info(self) -> ClusterInfo:
-        return ClusterInfo(
-            run_dir=str(self.run_dir), workers=self.workers, s3_endpoint="http://127.0.0.1:9000",
-            master_url="spark://127.0.0.1:7077", master_ui="http://127.0.0.1:8080",
-            connect_url="sc://127.0.0.1:15002",
-        )  # fmt: skip
 
-    def status(self) -> dict[str, Any]:
-        running = self._compose("ps", "--services", "--status", "running").split()
-        return {"alive": {name: name in running for name in ("minio", "master", "worker", "connect")},
-                "alive_workers": running.count("worker"), "workers": self.workers,
-                "connect_url": self.info().connect_url, "connect_listening": "connect" in running}  # fmt: skip
+def _is_executor(pid: int) -> bool:
+    try:
+        return b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
-    def down(self) -> list[str]:
-        self._compose("down", "--remove-orphans")
-        return ["minio", "master", "worker", "connect"]
+
+def attach_cluster(run_dir: str | Path) -> Any:
+    """The cluster recorded in ``run_dir/cluster.json``, of whichever backend started it."""
+    from harness.cluster import ProcessCluster
+
+    state = Path(run_dir).resolve() / "cluster.json"
+    if state.exists() and json.loads(state.read_text()).get("backend") == "docker":
+        return DockerCluster.attach(run_dir)
+    return ProcessCluster.attach(run_dir)

@@ -132,22 +132,37 @@ def _upload(log: Any, tag: str, rows: int, splits: int) -> list[Any]:
 
 
 def _process(role: str, cfg: StressConfig, barrier: Any, stop: Any, out: str, arg: int) -> None:
-    """Entry point of every stress process; writes its report as JSON to ``out``."""
+    """Entry point of every stress process; writes its report as JSON to ``out`` — after every
+    acknowledged commit and phase change too (``_flush``), so a process killed from outside
+    leaves what it was told and what it was doing. ``done`` is set at the end."""
     report: dict[str, Any] = {"role": role, "out": out, "acks": [], "errors": [], "conflicts": 0, "attempted": 0}
     log = faults = None
     try:
         uri = cfg.table_b if role in ("overwriter", "appender_b", "killed") else cfg.table_a
         log, faults = _open(uri, cfg.storage, 0.0 if role == "killed" else cfg.fault_rate, cfg.seed * 1000 + arg)
+        report["_faults"], report["_log"] = faults, log
         barrier.wait(timeout=300)
         ROLES[role](log, cfg, stop, report, arg)
     except BaseException as e:  # reported to the parent, which fails the run
         report["errors"].append(f"{role}: {type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}")
     finally:
-        if faults is not None:
-            report["faults"] = dict(faults.counts)
-        if log is not None:
-            report["commit_stats"] = dict(log.commit_stats)
-        Path(out).write_text(json.dumps(report))
+        report["done"] = True
+        _flush(report)
+
+
+def _flush(report: dict[str, Any], phase: str | None = None) -> None:
+    """Write ``report`` (with the fault counts and commit stats so far) atomically to its file."""
+    if phase is not None:
+        report["phase"] = phase
+    faults, log = report.get("_faults"), report.get("_log")
+    if faults is not None:
+        report["faults"] = dict(faults.counts)
+    if log is not None:
+        report["commit_stats"] = dict(log.commit_stats)
+    out = Path(report["out"])
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps({k: v for k, v in report.items() if not k.startswith("_")}))
+    os.replace(tmp, out)
 
 
 def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
@@ -157,12 +172,15 @@ def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
         report["attempted"] += 1
         adds: list[Any] = []
         try:
+            _flush(report, "uploading")
             adds = _upload(log, f"w{arg}-{k}", cfg.rows_per_split, 2)
+            _flush(report, "committing")
             version = log.commit(adds)
         except (CommitFailedError, StorageError) as e:  # faults beyond every retry: not acknowledged
             _abandon(report, adds, e)
             continue
         report["acks"].append([version, [a.path for a in adds], sum(a.num_records or 0 for a in adds)])
+        _flush(report, "committed")
 
 
 def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
@@ -181,10 +199,13 @@ def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: 
         report["attempted"] += 1
         merged = []
         try:
+            _flush(report, "merging")
             mappings = {a.path: snap.doc_mapping(a) for a in sources}
             merged = [merge_splits(log.store, sources, snap.arrow_schema(), mappings, cache)]
+            _flush(report, "committing")
             log.commit([*removes_of(sources, data_change=False), *merged], read_version=snap.version, operation="MERGE")
             report["merges"] = report.get("merges", 0) + 1
+            _flush(report, "committed")
         except CommitConflictError:
             report["conflicts"] += 1  # another merge took one of the sources first: expected
             _abandon(report, merged, None)
@@ -265,8 +286,7 @@ def _killed(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
     """Upload two splits, record them, then die before committing (SIGKILL: no cleanup runs)."""
     adds = _upload(log, "killed", cfg.rows_per_split, 2)
     report["orphans"] = [a.path for a in adds]
-    report["faults"] = {}
-    Path(report["out"]).write_text(json.dumps(report))
+    _flush(report, "killed")
     os.kill(os.getpid(), signal.SIGKILL)
 
 

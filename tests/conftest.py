@@ -70,6 +70,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """Tests marked ``docker`` need an engine (``bash scripts/docker-engine.sh``): without one they
+    skip, except in CI (``CI`` set), where they fail, since CI starts one before running them."""
+    from harness.docker_images import docker_available
+
+    reason = docker_available()
+    if reason and os.environ.get("CI"):
+        pytest.fail(f"docker tests in CI: {reason}")
+    if reason:
+        pytest.skip(f"docker backend: {reason}")
+
+
+@pytest.fixture(scope="session")
 def moto_server() -> SharedS3:
     """The run's lock-patched moto server on 127.0.0.1, with the test bucket."""
     return SharedS3(os.environ[SHARED_S3_ENV])

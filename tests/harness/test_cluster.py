@@ -1,7 +1,8 @@
 """The multi-node cluster from ``python -m harness``: up, status, a client with only the Spark
 Connect client writing and reading through it, executors killed during a write and a read,
-and down stopping exactly what up started (the ``cluster`` fixture). One test uses it, so one
-cluster per run (a cluster is 5 JVMs; one per xdist worker would not fit CI's 2 cores)."""
+and down stopping exactly what up started (the ``cluster`` fixture). The same body runs on the
+process backend and on the docker backend (``-m docker``: containers, run by CI after the main
+suite). One test uses it, so one cluster per backend and run (a cluster is 5 JVMs)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from typing import Any
 import pytest
 
 from harness.client_env import client_env_vars, ensure_client_env
-from harness.cluster import ProcessCluster, pid_alive
-from harness.docker_cluster import docker_available
+from harness.cluster import pid_alive
+from harness.docker_cluster import attach_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_DIR = REPO / ".cache" / "thin-client"
@@ -51,7 +52,7 @@ def remote_session(url: str) -> Any:
     return spark
 
 
-def kill_an_executor_while(job: Any, cluster: ProcessCluster, after_s: float) -> int:
+def kill_an_executor_while(job: Any, cluster: Any, after_s: float) -> int:
     """Run ``job`` in a thread, SIGKILL one executor JVM while it runs; returns the killed pid."""
     outcome: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: outcome.update(result=_call(job)))
@@ -74,14 +75,19 @@ def _call(job: Any) -> tuple[Any, BaseException | None]:
         return None, e
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
-    """A 2-worker cluster brought up and down with ``python -m harness`` (the same code users run);
-    teardown checks that ``down`` left none of the recorded processes alive."""
+@pytest.fixture(params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A 2-worker cluster of either backend brought up and down with ``python -m harness`` (the
+    same code users run); teardown checks that ``down`` left nothing running (for docker: no
+    container, network or volume of the cluster)."""
+    backend = request.param
+    if backend == "docker":
+        request.getfixturevalue("docker_engine")
     run_dir = tmp_path / "cluster"
-    up = harness_cli("up", "--run-dir", str(run_dir), "--workers", "2", timeout=600)
+    up = harness_cli("up", "--backend", backend, "--run-dir", str(run_dir), "--workers", "2", timeout=1800)
     assert up.returncode == 0, up.stderr[-4000:]
-    started = ProcessCluster.attach(run_dir)
+    started = attach_cluster(run_dir)
+    assert started.info.backend == backend
     assert started.info.connect_url in up.stdout and started.info.s3_endpoint in up.stdout
     pids = dict(started.info.pids)
     try:
@@ -93,11 +99,13 @@ def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
     while time.monotonic() < deadline and any(pid_alive(p) for p in pids.values()):
         time.sleep(0.5)
     assert not [name for name, pid in pids.items() if pid_alive(pid)], "down left processes running"
+    if backend == "docker":
+        assert started.leftovers() == [], "down left containers, networks or volumes"
     assert harness_cli("status", "--run-dir", str(run_dir)).returncode == 1
 
 
 @pytest.mark.timeout(1500)
-def test_cluster_client_write_and_executor_loss(cluster: ProcessCluster) -> None:
+def test_cluster_client_write_and_executor_loss(cluster: Any) -> None:
     status = harness_cli("status", "--run-dir", str(cluster.run_dir), "--json")
     assert status.returncode == 0, status.stdout
     assert json.loads(status.stdout)["alive_workers"] == 2
@@ -116,7 +124,7 @@ def test_cluster_client_write_and_executor_loss(cluster: ProcessCluster) -> None
     spark.stop()
 
 
-def _executor_killed_during_write(spark: Any, cluster: ProcessCluster) -> None:
+def _executor_killed_during_write(spark: Any, cluster: Any) -> None:
     import connect_plugin
     from connect_plugin.table import IndexTable
 
@@ -131,7 +139,7 @@ def _executor_killed_during_write(spark: Any, cluster: ProcessCluster) -> None:
     assert len(writes) == 1, f"one job, one commit: {writes}"
 
 
-def _executor_killed_during_read(spark: Any, cluster: ProcessCluster) -> None:
+def _executor_killed_during_read(spark: Any, cluster: Any) -> None:
     path = f"s3://{cluster.info.bucket}/tables/executor-loss"
     df = spark.read.format("indextables").option("spark.indextables.read.maxSplitsPerPartition", "1").load(path)
     counted: dict[str, int] = {}
@@ -149,16 +157,3 @@ def test_harness_cli_names_what_is_wrong(tmp_path: Path) -> None:
     assert status.returncode == 2 and "no cluster.json" in status.stderr
     bad = harness_cli("up", "--workers", "0", "--run-dir", str(tmp_path))
     assert bad.returncode == 2 and "--workers must be at least 1" in bad.stderr
-
-
-def test_docker_backend(tmp_path: Path) -> None:
-    reason = docker_available()
-    if reason:
-        pytest.skip(f"docker backend: {reason} (the process backend runs the same cluster tests)")
-    up = harness_cli("up", "--backend", "docker", "--run-dir", str(tmp_path), timeout=1800)
-    try:
-        assert up.returncode == 0, up.stderr[-4000:]
-        out = thin_client_job("sc://127.0.0.1:15002", "s3://indextables/tables/docker", 10_000)
-        assert out["count"] == 10_000 and out["hits"] == 1_000
-    finally:
-        harness_cli("down", "--backend", "docker", "--run-dir", str(tmp_path))
