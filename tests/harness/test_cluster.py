@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,18 @@ def remote_session(url: str) -> Any:
     return spark
 
 
-def kill_an_executor_while(job: Any, cluster: Any, after_s: float) -> int:
-    """Run ``job`` in a thread, SIGKILL one executor JVM while it runs; returns the killed pid."""
+def kill_an_executor_while(job: Any, cluster: Any, started: Callable[[], bool], timeout_s: float = 300) -> int:
+    """Run ``job`` in a thread and SIGKILL one executor JVM as soon as ``started()`` says the job's
+    tasks are under way (an event, not a fixed sleep: a fast machine finishes a job before a
+    sleep ends); returns the killed pid."""
     outcome: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: outcome.update(result=_call(job)))
     thread.start()
-    time.sleep(after_s)
+    deadline = time.monotonic() + timeout_s
+    while not started():
+        assert thread.is_alive(), f"the job ended before its tasks were seen under way: {outcome.get('result')}"
+        assert time.monotonic() < deadline, f"the job's tasks were not seen under way within {timeout_s:.0f}s"
+        time.sleep(0.05)
     executors = cluster.executor_pids()
     assert executors, "no executor JVM under the workers"
     assert thread.is_alive(), "the job finished before an executor could be killed: make it bigger"
@@ -66,6 +72,38 @@ def kill_an_executor_while(job: Any, cluster: Any, after_s: float) -> int:
     error = outcome["result"][1]
     assert error is None, f"the job failed after one executor was killed: {error}"
     return executors[0]
+
+
+def splits_uploaded(cluster: Any, prefix: str) -> Callable[[], bool]:
+    """True once a task of a write has uploaded its first split under ``prefix`` in the bucket."""
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=cluster.info.s3_endpoint, region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+
+    def any_split() -> bool:
+        listed = s3.list_objects_v2(Bucket=cluster.info.bucket, Prefix=prefix)
+        return any(o["Key"].endswith(".split") for o in listed.get("Contents", []))
+
+    return any_split
+
+
+def splits_opened(cluster: Any) -> Callable[[], bool]:
+    """True once a task of a read has asked a worker's split cache for a split (its hit and miss
+    counters in ``stats.json`` moved)."""
+
+    def lookups() -> int:
+        total = 0
+        for directory in cluster.info.cache_dirs:
+            try:
+                stats = json.loads((Path(directory) / "stats.json").read_text())
+            except (OSError, ValueError):
+                continue
+            total += int(stats.get("hits", 0)) + int(stats.get("misses", 0))
+        return total
+
+    before = lookups()
+    return lambda: lookups() > before
 
 
 def _call(job: Any) -> tuple[Any, BaseException | None]:
@@ -119,9 +157,11 @@ def test_cluster_client_write_and_executor_loss(cluster: Any) -> None:
     assert any(any(Path(d).rglob("*.split")) for d in cluster.info.cache_dirs), "no worker cached a split"
 
     spark = remote_session(cluster.info.connect_url)
-    _executor_killed_during_write(spark, cluster)
-    _executor_killed_during_read(spark, cluster)
-    spark.stop()
+    try:
+        _executor_killed_during_write(spark, cluster)
+        _executor_killed_during_read(spark, cluster)
+    finally:
+        spark.stop()  # before the cluster goes: a live client retries against a dead server at exit
 
 
 def _executor_killed_during_write(spark: Any, cluster: Any) -> None:
@@ -131,7 +171,8 @@ def _executor_killed_during_write(spark: Any, cluster: Any) -> None:
     path = f"s3://{cluster.info.bucket}/tables/executor-loss"
     rows = 1_200_000
     df = spark.range(0, rows, 1, 8).selectExpr("id", "concat('line ', cast(id % 1000 as string)) as message")
-    kill_an_executor_while(lambda: connect_plugin.write(df, path), cluster, after_s=8)
+    kill_an_executor_while(lambda: connect_plugin.write(df, path), cluster,
+                           splits_uploaded(cluster, "tables/executor-loss/"))
     table = IndexTable.for_path(spark, path)
     assert table.to_df().count() == rows
     assert table.count("message:'line 7'") == rows // 1000
@@ -148,7 +189,7 @@ def _executor_killed_during_read(spark: Any, cluster: Any) -> None:
         row = df.selectExpr("sum(id) as s", "count(*) as n").collect()[0]
         counted.update(rows=row["n"], total=row["s"])
 
-    kill_an_executor_while(job, cluster, after_s=3)
+    kill_an_executor_while(job, cluster, splits_opened(cluster))
     assert counted == {"rows": 1_200_000, "total": 1_200_000 * (1_200_000 - 1) // 2}
 
 
