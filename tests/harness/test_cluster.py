@@ -171,8 +171,9 @@ def _executor_killed_during_write(spark: Any, cluster: Any) -> None:
     path = f"s3://{cluster.info.bucket}/tables/executor-loss"
     rows = 1_200_000
     df = spark.range(0, rows, 1, 8).selectExpr("id", "concat('line ', cast(id % 1000 as string)) as message")
-    kill_an_executor_while(lambda: connect_plugin.write(df, path), cluster,
-                           splits_uploaded(cluster, "tables/executor-loss/"))
+    kill_an_executor_while(
+        lambda: connect_plugin.write(df, path), cluster, splits_uploaded(cluster, "tables/executor-loss/")
+    )
     table = IndexTable.for_path(spark, path)
     assert table.to_df().count() == rows
     assert table.count("message:'line 7'") == rows // 1000
