@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ class DockerCluster:
         port = free_port()
         self.info.s3_endpoint = f"http://127.0.0.1:{port}"
         self._run("s3", self.images["s3"], [], ports={port: 9000})
-        _wait(lambda: "READY" in self.logs("s3"), timeout_s, f"the S3 server in {self.container('s3')}")
+        self._wait_node("s3", lambda: "READY" in self.logs("s3"), timeout_s, "the S3 server")
         _wait(self._create_bucket, 60, f"bucket {BUCKET} at {self.info.s3_endpoint}")
 
     def _create_bucket(self) -> bool:
@@ -139,7 +140,7 @@ class DockerCluster:
         command = ["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master",
                    "--host", "master", "--port", "7077", "--webui-port", "8080"]  # fmt: skip
         self._run("master", self.images["node"], command, ports={port: 7077, ui: 8080})
-        _wait(lambda: self.master_status() is not None, timeout_s, f"master UI {self.info.master_ui}")
+        self._wait_node("master", lambda: self.master_status() is not None, timeout_s, "the master UI")
 
     def _start_worker(self, i: int) -> None:
         node, volume = f"worker-{i}", f"{self.id}-cache-{i}"
@@ -167,7 +168,20 @@ class DockerCluster:
         self._run("connect", self.images["node"], [*command, "spark-internal"], ports={port: 15002})
         self.info.connect_url = f"sc://127.0.0.1:{port}"
         self._save()
-        _wait(self.connect_listening, timeout_s, f"Spark Connect in {self.container('connect')} (docker logs)")
+        self._wait_node("connect", self.connect_listening, timeout_s, "Spark Connect")
+
+    def _wait_node(self, node: str, ready: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Wait until ``ready()``; a container that exits meanwhile fails at once, with its log."""
+
+        def ready_or_exited() -> bool:
+            if ready():
+                return True
+            if self.host_pid(node) == 0:
+                raise ClusterError(f"{what} in container {self.container(node)}: the container exited; "
+                                   f"the end of its log:\n{self.logs(node)[-3000:]}")  # fmt: skip
+            return False
+
+        _wait(ready_or_exited, timeout_s, f"{what} in container {self.container(node)}")
 
     # -- status ---------------------------------------------------------------------------------
     def logs(self, node: str) -> str:

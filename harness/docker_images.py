@@ -39,9 +39,11 @@ BASE_PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "procps")
 # Besides pyproject's dependencies and its spark and s3 extras: moto for the S3 image and the
 # build backend for installing this project offline.
 EXTRA_WHEELS = ("moto[server]>=5.0.20", "setuptools>=77", "wheel")
-# What the Dockerfiles copy from the repository (the .dockerignore allow-list says the same).
+# What the Dockerfiles copy from the repository (the .dockerignore allow-list says the same;
+# tests/harness/test_docker_images.py checks the three agree).
 IMAGE_SOURCES = ("pyproject.toml", "README.md", "PROTOCOL.md", "pyspark_indextables.py", "executor_lib",
-                 "connect_plugin", "harness", "docker/Dockerfile", "docker/Dockerfile.s3")  # fmt: skip
+                 "connect_plugin", "indextables_contract", "harness",
+                 "docker/Dockerfile", "docker/Dockerfile.s3")  # fmt: skip
 
 
 class DockerUnavailableError(RuntimeError):

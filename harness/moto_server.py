@@ -10,6 +10,9 @@ self-test that proves the log-level checker detects lost commits on unpatched mo
 Run: ``python -m harness.moto_server --port 0 [--host 0.0.0.0] [--unpatched] [--widen-ms 5] [--detached]``; it
 prints ``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT (and, unless
 ``--detached``, when the process that started it exits).
+
+It needs only moto and the standard library at import time: the docker backend's S3 image
+(``docker/Dockerfile.s3``) holds moto and ``harness/`` but not ``executor_lib``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,6 @@ import sys
 import threading
 import time
 from typing import Any
-
-from executor_lib.spark.connect_server import free_port
 
 _LOCKED_HANDLERS = ("put_object", "copy_object", "_key_response_post", "delete_object")
 
@@ -98,6 +99,8 @@ class MotoServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> MotoServerProcess:
+        from executor_lib.spark.connect_server import free_port  # not at the top: see the module docstring
+
         cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(free_port())]
         if not self.patched:
             cmd.append("--unpatched")
@@ -142,8 +145,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
     parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     args = parser.parse_args(argv)
+    if not args.port:
+        from executor_lib.spark.connect_server import free_port  # not at the top: see the module docstring
+
+        args.port = free_port()
     serve(
-        args.port or free_port(),
+        args.port,
         patched=not args.unpatched,
         widen_ms=args.widen_ms,
         detached=args.detached,

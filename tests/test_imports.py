@@ -206,7 +206,9 @@ def test_shipped_code_never_imports_test_support() -> None:
     """The demo and the library are installed without the test harness: they must not import it."""
     offenders = []
     for package in SHIPPED:
-        paths = [REPO_ROOT / f"{package}.py"] if package == "pyspark_indextables" else (REPO_ROOT / package).rglob("*.py")
+        paths = (
+            [REPO_ROOT / f"{package}.py"] if package == "pyspark_indextables" else (REPO_ROOT / package).rglob("*.py")
+        )
         for path in paths:
             for node in _imports(ast.parse(path.read_text(), str(path))):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -310,3 +312,11 @@ def test_the_log_reads_without_cavro(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     decoder, base, files = json.loads(done.stdout)
     assert (decoder, base.startswith("state-v"), [tuple(f) for f in files]) == ("fastavro", True, expected)
+
+
+def test_the_s3_image_server_runs_without_executor_lib() -> None:
+    """The docker backend's S3 image holds moto and ``harness/`` only (docker/Dockerfile.s3)."""
+    done = _run_blocked(("executor_lib", "pyarrow", "tantivy", "pyspark"), "import runpy, sys; "
+                        "sys.argv = ['moto_server', '--help']; runpy.run_module('harness.moto_server', run_name='__main__')")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "--unpatched" in done.stdout

@@ -38,7 +38,8 @@ def thin_client_job(url: str, path: str, rows: int) -> dict[str, Any]:
         [str(python), str(Path(__file__).with_name("thin_client_job.py")), url, path, str(rows)],
         cwd=CLIENT_DIR, env=client_env_vars(CLIENT_DIR), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
+    python_lines = [line for line in done.stderr.splitlines() if not line.lstrip().startswith("at ")]
+    assert done.returncode == 0, "\n".join(python_lines)[-4000:]  # without the JVM frames that bury the error
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
