@@ -36,6 +36,7 @@ merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
 merge_opt: _TARGET _SIZE SIZE                         -> target_size
          | _MAX _DEST _SPLITS INT                     -> max_dest
          | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
+         | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
 purge: _PURGE _INDEXTABLE target purge_opt*
 purge_opt: _OLDER _THAN duration                       -> older_than
          | _TRANSACTION _LOG _RETENTION duration       -> log_retention
@@ -117,6 +118,8 @@ _SIZE: /size\b/i
 _MAX: /max\b/i
 _DEST: /dest\b/i
 _SOURCE: /source\b/i
+_SORT: /sort\b/i
+_BY: /by\b/i
 _PER: /per\b/i
 _PURGE: /purge\b/i
 _INDEXTABLE: /indextable\b/i
@@ -433,13 +436,16 @@ def is_indextables_statement(text: str) -> bool:
     return bool(_COMMAND_START.match(code) or _INDEX_OPERATOR_USE.search(code))
 
 
+_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run")
+
+
 def _where(tree: Any, text: str) -> dict[str, Any] | None:
     """The WHERE of a maintenance command: partition predicates only, no function calls."""
     for child in tree.children:
         if (
             hasattr(child, "data")
             and child.data not in ("target", "merge_opt", "purge_opt", "dry")
-            and not str(child.data).startswith(("target_size", "max_", "older_than", "log_retention", "dry_run"))
+            and not str(child.data).startswith(_OPTION_RULES)
         ):
             result = _to_filter(child, text)
             if _has(result, "spark"):
@@ -489,6 +495,7 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
             target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else "5G",
             max_dest_splits=int(opts["max_dest"].children[0]) if "max_dest" in opts else None,
             max_source_splits_per_merge=int(opts["max_sources"].children[0]) if "max_sources" in opts else None,
+            sort_key=_name(str(opts["sort_by"].children[0])) if "sort_by" in opts else None,
         )
     raise IndexTablesSQLError(f"unsupported statement: {text!r}")
 

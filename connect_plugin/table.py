@@ -154,12 +154,26 @@ class IndexTable:
         target_size: str | int = "5G",
         max_dest_splits: int | None = None,
         max_source_splits_per_merge: int | None = None,
+        sort_key: str | None = None,
     ) -> Any:
-        """Merge small splits per partition (one commit for all merges); returns the merged splits."""
+        """Merge small splits per partition (one commit for all merges); returns the merged splits.
+
+        With ``sort_key`` (or the session's ``spark.indextables.merge.sortKey``) the merge keeps the
+        key's ranges apart (PROTOCOL.md, "Merge policy sorted by a key"): fresh splits and the sorted
+        splits they overlap are rewritten sorted by the key and cut at ``target_size``, so a range
+        query on the key reads few splits.
+
+        Raises:
+            ConfigError (on the cluster, at plan time): a sort key that is not a data column with
+            statistics (numbers, strings, dates, timestamps).
+
+        Example:
+            >>> IndexTable.for_path(spark, "s3://bucket/logs").merge_splits(target_size="512M", sort_key="ts")
+        """
         merge_id = uuid.uuid4().hex
         plan = self._command(
             "merge_plan", filter=None if where is None else json.dumps(_where(where)), targetSize=target_size,
-            maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge,
+            maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge, sortKey=sort_key,
         )  # fmt: skip
         opts = _options(self.spark, self.options)
         plan.write.format(FORMAT).mode("append").options(**opts, command="merge", mergeId=merge_id).save(self.path)

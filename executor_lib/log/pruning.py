@@ -130,6 +130,12 @@ def _stats_bounds(add: AddAction, column: str, cmp: _Comparator) -> tuple[Any, A
     return low, high
 
 
+def stats_bounds(add: AddAction, column: str, spark_type: str | None) -> tuple[Any, Any]:
+    """The file's (minimum, maximum) of ``column`` as comparable keys (numbers for numeric types);
+    None where a statistic is missing or unparsable."""
+    return _stats_bounds(add, column, _Comparator(spark_type))
+
+
 def file_may_match(
     add: AddAction, predicates: Sequence[filters.Filter], types: Mapping[str, str], partition_columns: Iterable[str]
 ) -> bool:

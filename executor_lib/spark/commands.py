@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 
 from executor_lib import filters as F
 from executor_lib.errors import ConfigError
+from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 
@@ -38,7 +39,8 @@ SCHEMAS: dict[str, str] = {
     "purge": "kind string, path string, sizeBytes long, dryRun boolean",
     "truncate_time_travel": "kind string, path string, sizeBytes long, dryRun boolean",
     "drop_partitions": "path string, partitionValues string, numRecords long, sizeBytes long, version long",
-    "merge_plan": "mergeGroup int, partitionValues string, sources string, sourceBytes long, readVersion long",
+    "merge_plan": "mergeGroup int, partitionValues string, sources string, sourceBytes long, readVersion long, "
+    "sortKey string, targetBytes long",
     "merge_result": "version long, mergedSplit string, partitionValues string, numRecords long, sizeBytes long, "
     "numSourceSplits long",
     "prewarm": "path string, sizeBytes long, host string, footerOnly boolean",
@@ -53,10 +55,14 @@ SCHEMAS: dict[str, str] = {
 
 COMMAND_KEYS = (
     "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
-    "maxDestSplits", "maxSourceSplitsPerMerge", "mergeId", "footerOnly", "tasks", "versionAsOf", "aggregations",
+    "maxDestSplits", "maxSourceSplitsPerMerge", "sortKey", "mergeId", "footerOnly", "tasks", "versionAsOf",
+    "aggregations",
     "plan", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",
 )  # fmt: skip
+# Spark types a merge sort key may have: those split statistics (min/max) are kept for.
+SORTABLE_TYPES = frozenset({"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp",
+                            "timestamp_ntz"})  # fmt: skip
 _CACHE_COMMANDS = ("describe_cache", "flush_cache")
 
 
@@ -149,22 +155,44 @@ class CommandReader(DataSourceReader):
         return [None]
 
     def _plan_merges(self) -> list[Any]:
-        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES, plan_merges
+        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES, plan_merges, plan_sorted_merges
 
         snapshot = self._log().snapshot()
         files = _matching_files(snapshot, self._where(snapshot))
-        groups = plan_merges(
-            files,
-            snapshot.doc_mapping,
-            O.parse_size("targetSize", self.options["targetSize"]) if "targetSize" in self.options
-            else DEFAULT_TARGET_BYTES,
-            O.parse_positive_int("maxDestSplits", self.options["maxDestSplits"]) if "maxDestSplits" in self.options
-            else None,
-            O.parse_positive_int("maxSourceSplitsPerMerge", self.options["maxSourceSplitsPerMerge"])
-            if "maxSourceSplitsPerMerge" in self.options else None,
-        )  # fmt: skip
+        target = (O.parse_size("targetSize", self.options["targetSize"]) if "targetSize" in self.options
+                  else DEFAULT_TARGET_BYTES)  # fmt: skip
+        max_dest = (O.parse_positive_int("maxDestSplits", self.options["maxDestSplits"])
+                    if "maxDestSplits" in self.options else None)  # fmt: skip
+        sort_key = self._sort_key(snapshot)
+        if sort_key is not None:
+            key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
+            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest)
+        else:
+            groups = plan_merges(
+                files, snapshot.doc_mapping, target, max_dest,
+                O.parse_positive_int("maxSourceSplitsPerMerge", self.options["maxSourceSplitsPerMerge"])
+                if "maxSourceSplitsPerMerge" in self.options else None,
+            )  # fmt: skip
         version = snapshot.version
-        return [(i, g.partition_values, [a.path for a in g.sources], g.size, version) for i, g in enumerate(groups)]
+        return [(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
+                for i, g in enumerate(groups)]  # fmt: skip
+
+    def _sort_key(self, snapshot: Any) -> str | None:
+        """The ``sortKey`` option (or ``spark.indextables.merge.sortKey``): a data column with statistics."""
+        option = "sortKey" if "sortKey" in self.options else "spark.indextables.merge.sortKey"
+        name = str(self.options.get(option, "")).strip()
+        if not name:
+            return None
+        types = column_types(snapshot.metadata.schema_string)
+        column = next((c for c in types if c.lower() == name.lower()), None)
+        data_columns = [c for c in types if c not in snapshot.partition_columns]
+        if column is None or column not in data_columns:
+            raise ConfigError(f"merge: option {option}={name!r} must name a data column of the table "
+                              f"(data columns: {data_columns})")  # fmt: skip
+        if types[column] not in SORTABLE_TYPES:
+            raise ConfigError(f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
+                              f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)")  # fmt: skip
+        return column
 
     def _plan_group_aggregate(self) -> list[Any]:
         """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
@@ -300,8 +328,8 @@ class CommandReader(DataSourceReader):
             yield a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, version
 
     def _run_merge_plan(self, payload: Any) -> Iterator[tuple[Any, ...]]:
-        group, partition_values, sources, size, version = payload
-        yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version
+        group, partition_values, sources, size, version, sort_key, target = payload
+        yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version, sort_key, target
 
     def _run_merge_result(self, _: Any) -> Iterator[tuple[Any, ...]]:
 
@@ -507,7 +535,7 @@ class MergeWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MergeCommitMessage:
         from executor_lib.spark.datasource import _delete_quietly, _split_cache
-        from executor_lib.splits.publish import merge_splits
+        from executor_lib.splits.publish import merge_splits, merge_splits_sorted
 
         message = MergeCommitMessage()
         txlog = self._log()
@@ -523,10 +551,15 @@ class MergeWriter(DataSourceArrowWriter):
                     live = {a.path: a for a in snap.files}
                     sources = [live[p] for p in json.loads(row["sources"])]
                     mappings = {a.path: snap.doc_mapping(a) for a in sources}
-                    merged = merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache)
+                    if row.get("sortKey"):
+                        sort_key, target = row["sortKey"], int(row["targetBytes"])
+                        message.added += merge_splits_sorted(
+                            txlog.store, sources, snap.arrow_schema(), mappings, cache, sort_key, target
+                        )
+                    else:
+                        message.added.append(merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache))
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)
                     message.removed += sources
-                    message.added.append(merged)
         except BaseException:
             _delete_quietly(txlog.store, [a.path for a in message.added])
             raise

@@ -29,7 +29,11 @@ _STORAGE_KEYS = (
     "multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout",
 )  # fmt: skip
 _CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize")
-_COMMON_KEYS = ("path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS))
+# spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
+# writes accept it, as they carry every session setting).
+_COMMON_KEYS = (
+    "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
+)  # fmt: skip
 
 WRITE_KEYS = (
     *_COMMON_KEYS,

@@ -19,18 +19,23 @@ Where segments cannot be combined (Tantivy schemas or index settings differ, a s
 deletes or appears twice, or the merged index would hold more than ``MAX_SEGMENTS``
 segments), the rows are indexed again through ``SplitBuilder``'s bulk path; splits with index-only
 columns (whose values are not stored) cannot be indexed again, so they are always combined.
+
+``sort_and_cut`` is the other kind of merge (level 1 of a sort key, ``splits.merge_plan``): the
+rows are sorted by the key with Arrow and indexed again into several splits, cut where the key
+changes.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.bundle import write_bundle
@@ -138,3 +143,45 @@ def _reindex(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path)
         builder.close()
         raise
     return builder.finish()
+
+
+def sort_and_cut(
+    sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path, sort_key: str, rows_per_split: int
+) -> Iterator[WrittenSplit]:
+    """The rows of ``sources`` sorted by ``sort_key`` (nulls last), indexed into consecutive splits
+    of about ``rows_per_split`` rows, each cut moved forward past a run of equal keys so that no
+    key value is in two splits. Splits are yielded one at a time (the caller uploads each)."""
+    index_only = [f.name for f in mapping.fields if not f.stored]
+    if index_only:
+        raise ConfigError(f"merge sorted by {sort_key!r}: the rows cannot be indexed again: columns {index_only} "
+                          "are index-only (their values are not stored)")  # fmt: skip
+    columns = [f.name for f in mapping.fields]
+    if sort_key not in columns:
+        raise ConfigError(f"merge sorted by {sort_key!r}: no such data column (columns: {columns})")
+    schema = sources[0].rows.select(columns).schema
+    table = pa.concat_tables([s.rows.select(columns).cast(schema) for s in sources])
+    order = pc.sort_indices(table, sort_keys=[(sort_key, "ascending")], null_placement="at_end")
+    table = table.take(order)
+    keys = table.column(sort_key)
+    start = 0
+    while start < table.num_rows:
+        end = _cut_after_run(keys, min(start + rows_per_split, table.num_rows))
+        builder = SplitBuilder(mapping, out_dir)
+        try:
+            builder.add(table.slice(start, end - start))
+        except BaseException:
+            builder.close()
+            raise
+        yield builder.finish()
+        start = end
+
+
+def _cut_after_run(keys: pa.ChunkedArray, cut: int) -> int:
+    """``cut`` moved forward past the rows whose key equals the key just before it (sorted keys)."""
+    if cut >= len(keys) or cut == 0:
+        return cut
+    before = keys[cut - 1]
+    if not before.is_valid:  # nulls are last: the rest are nulls too
+        return len(keys)
+    equal = pc.equal(keys.slice(cut), before)  # sorted: the equal keys come first
+    return cut + int(pc.sum(pc.fill_null(equal, False)).as_py() or 0)

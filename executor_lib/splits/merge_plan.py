@@ -5,6 +5,25 @@ below ``skip_fraction`` of the target size are packed, smallest first, into grou
 stays within the target size; a group needs at least two splits and at most
 ``max_sources_per_merge``. At most ``max_dest_splits`` groups are planned, largest savings
 (most sources) first. Splits already close to the target are left alone.
+
+With a sort key (``plan_sorted_merges``, MERGE SPLITS ... SORT BY, ``spark.indextables.merge.sortKey``)
+the policy is an LSM's over that key's range (as in ``shared/reference/004``'s key spaces):
+
+* **level 1** splits are those a sorted merge wrote (tag ``indextables.sortKey`` = the key): within
+  a partition and doc mapping they cover non-overlapping ranges of the key, each about the target
+  size, so a range query on the key prunes by min/max statistics to the few splits it needs;
+* **level 0** splits are everything else (fresh writes and micro-batches; their ranges overlap);
+* a merge takes every level-0 split of a bucket plus the level-1 splits whose range overlaps the
+  level-0 splits' hull (from the lowest minimum to the highest maximum), sorts their rows by the
+  key and cuts them into level-1 splits of the target size at key changes (never inside a run of
+  equal keys), so level 1 stays non-overlapping. It runs when a bucket has at least two level-0
+  splits, or one that overlaps level 1.
+
+Write amplification: a row is rewritten once when it leaves level 0, and again only when a later
+merge's level-0 hull overlaps its level-1 split. For keys that grow with time (event timestamps),
+new rows overlap at most the newest level-1 split, so a row is rewritten about twice in all; keys
+spread uniformly over the whole range rewrite the bucket's level 1 on each merge (the price of
+non-overlapping ranges: merge less often, with more level-0 splits at a time).
 """
 
 from __future__ import annotations
@@ -14,16 +33,19 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from executor_lib.errors import ConfigError
+from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
 
 DEFAULT_TARGET_BYTES = 5 * 1024**3
 SKIP_FRACTION = 0.9
+SORT_KEY_TAG = "indextables.sortKey"  # on splits a sorted merge wrote: their level-1 key
 
 
 @dataclass(frozen=True)
 class MergeGroup:
     partition_values: dict[str, str | None]
     sources: tuple[AddAction, ...]
+    sort_key: str | None = None  # set: rows are sorted by it and cut into level-1 splits
 
     @property
     def size(self) -> int:
@@ -67,3 +89,48 @@ def _pack(adds: Sequence[AddAction], target: int, max_sources: int | None) -> li
     if len(current) >= 2:
         groups.append(MergeGroup(dict(current[0].partition_values), tuple(current)))
     return groups
+
+
+def level_of(add: AddAction, sort_key: str) -> int:
+    """1 for a split a merge sorted by ``sort_key`` wrote, else 0."""
+    return 1 if (add.tags or {}).get(SORT_KEY_TAG) == sort_key else 0
+
+
+def plan_sorted_merges(
+    files: Iterable[AddAction],
+    doc_mapping: Callable[[AddAction], str | None],
+    sort_key: str,
+    key_type: str | None,
+    max_dest_splits: int | None = None,
+) -> list[MergeGroup]:
+    """The LSM policy of the module docstring: per partition and doc mapping, at most one group
+    (level 0 plus the overlapping level 1), largest first; ``key_type`` is the key's Spark type."""
+    buckets: dict[tuple[object, ...], list[AddAction]] = defaultdict(list)
+    for add in files:
+        buckets[(tuple(sorted(add.partition_values.items())), doc_mapping(add))].append(add)
+    groups = []
+    for _, adds in sorted(buckets.items(), key=lambda kv: str(kv[0])):
+        sources = _level0_and_overlapping_level1(adds, sort_key, key_type)
+        if sources:
+            groups.append(MergeGroup(dict(sources[0].partition_values), tuple(sources), sort_key))
+    groups.sort(key=lambda g: (-len(g.sources), g.size))
+    return groups[:max_dest_splits] if max_dest_splits is not None else groups
+
+
+def _level0_and_overlapping_level1(adds: Sequence[AddAction], sort_key: str, key_type: str | None) -> list[AddAction]:
+    level0 = sorted((a for a in adds if level_of(a, sort_key) == 0), key=lambda a: a.path)
+    if not level0:
+        return []
+    bounds = [stats_bounds(a, sort_key, key_type) for a in level0]
+    lows = [low for low, _ in bounds if low is not None]
+    highs = [high for _, high in bounds if high is not None]
+    overlapping = []
+    if lows and highs:
+        hull_low, hull_high = min(lows), max(highs)
+        for add in sorted((a for a in adds if level_of(a, sort_key) == 1), key=lambda a: a.path):
+            low, high = stats_bounds(add, sort_key, key_type)
+            if low is None or high is None or (low <= hull_high and high >= hull_low):
+                overlapping.append(add)
+    if len(level0) < 2 and not overlapping:
+        return []
+    return [*level0, *overlapping]

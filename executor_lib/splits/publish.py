@@ -5,7 +5,8 @@ under ``<partition path>/splits/split-<uuid>.split`` and returns the ``AddAction
 commit records (``upload_split`` does the second half for a split already written).
 ``merge_splits`` turns N splits of one partition into one with all their rows, combining
 their Tantivy segments (``splits.merge``): statistics are recomputed and ``numMergeOps`` is
-one more than the largest input's.
+one more than the largest input's. ``merge_splits_sorted`` turns them into level-1 splits of a
+sort key (``splits.merge_plan``): rows sorted by the key, cut at the target size, tagged.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.merge import MergeSource, merge_sources
+from executor_lib.splits.merge import MergeSource, merge_sources, sort_and_cut
+from executor_lib.splits.merge_plan import SORT_KEY_TAG
 from executor_lib.splits.table_search import load_split
 from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
@@ -52,6 +54,7 @@ def upload_split(
     written: WrittenSplit,
     partition_values: Mapping[str, str | None] | None = None,
     num_merge_ops: int | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> AddAction:
     """Upload a written split under its partition's ``splits/`` directory and describe it as an add."""
     partition_values = dict(partition_values or {})
@@ -73,6 +76,7 @@ def upload_split(
         uncompressed_size_bytes=written.uncompressed_size,
         num_merge_ops=num_merge_ops,
         doc_mapping_json=written.doc_mapping_json,
+        tags=dict(tags) if tags else None,
     )
 
 
@@ -84,6 +88,45 @@ def merge_splits(
     cache: SplitCache,
 ) -> AddAction:
     """One split holding every row of ``sources`` (all of one partition and one doc mapping)."""
+    mapping_json = _one_mapping(sources, doc_mappings)
+    inputs = _merge_inputs(store, sources, arrow_schema, mapping_json, cache)
+    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
+        written = merge_sources(inputs, DocMapping.from_json(mapping_json), Path(tmp))
+        return upload_split(store, written, sources[0].partition_values, _merged_ops(sources))
+
+
+def merge_splits_sorted(
+    store: ObjectStore,
+    sources: Sequence[AddAction],
+    arrow_schema: pa.Schema,
+    doc_mappings: Mapping[str, str | None],
+    cache: SplitCache,
+    sort_key: str,
+    target_bytes: int,
+) -> list[AddAction]:
+    """The rows of ``sources`` sorted by ``sort_key`` as level-1 splits of about ``target_bytes``
+    each, cut only where the key changes and tagged ``indextables.sortKey``. Memory: the group's
+    rows as Arrow, once."""
+    mapping_json = _one_mapping(sources, doc_mappings)
+    inputs = _merge_inputs(store, sources, arrow_schema, mapping_json, cache)
+    rows = sum(i.rows.num_rows for i in inputs)
+    rows_per_split = max(1, target_bytes * rows // max(1, sum(a.size for a in sources)))
+    mapping = DocMapping.from_json(mapping_json)
+    uploaded: list[AddAction] = []
+    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
+        try:
+            for written in sort_and_cut(inputs, mapping, Path(tmp), sort_key, rows_per_split):
+                tags = {SORT_KEY_TAG: sort_key}
+                uploaded.append(upload_split(store, written, sources[0].partition_values, _merged_ops(sources), tags))
+                written.path.unlink(missing_ok=True)
+        except BaseException:
+            for add in uploaded:
+                store.delete(add.path)
+            raise
+    return uploaded
+
+
+def _one_mapping(sources: Sequence[AddAction], doc_mappings: Mapping[str, str | None]) -> str:
     if len(sources) < 2:
         raise ConfigError("a merge needs at least two splits")
     partitions = {tuple(sorted(a.partition_values.items())) for a in sources}
@@ -93,11 +136,18 @@ def merge_splits(
     if len(mappings) != 1 or None in mappings:
         raise ConfigError("splits with different (or unknown) doc mappings cannot be merged")
     mapping_json: Any = mappings.pop()
+    return str(mapping_json)
+
+
+def _merge_inputs(
+    store: ObjectStore, sources: Sequence[AddAction], arrow_schema: pa.Schema, mapping_json: str, cache: SplitCache
+) -> list[MergeSource]:
     inputs = []
     for add in sources:
         searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
         inputs.append(MergeSource(searcher.index_dir, searcher.rows, searcher.row_offsets))
-    merged_ops = max(a.num_merge_ops or 0 for a in sources) + 1
-    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
-        written = merge_sources(inputs, DocMapping.from_json(mapping_json), Path(tmp))
-        return upload_split(store, written, sources[0].partition_values, merged_ops)
+    return inputs
+
+
+def _merged_ops(sources: Sequence[AddAction]) -> int:
+    return max(a.num_merge_ops or 0 for a in sources) + 1
