@@ -1,12 +1,14 @@
-"""``python -m bench``: the state, split, Spark and ingest benchmarks in one run, one table of ratios.
+"""``python -m bench``: the state, split, Spark, ingest, analytics and compaction benchmarks in one run,
+one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark,ingest,analytics] [--ingest-rows N]
-                   [--analytics-rows N] [--out bench-results.json]
+    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction] [--ingest-rows N]
+                   [--analytics-rows N] [--compaction-rows N] [--out bench-results.json]
                     [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
 with ``contains``/``rlike``; for ingest, Parquet and raw tantivy-py writes and indexing the
-rows a merge combines); the table shows measured value, baseline, ratio, the goal set for
+rows a merge combines; for compaction, the same day of micro-batches unmerged and size-tiered
+merged); the table shows measured value, baseline, ratio, the goal set for
 it and whether it was met. Nothing is asserted: timings on a shared machine are noisy.
 """
 
@@ -35,12 +37,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--spark-rows", type=int, default=None, help="rows of the Spark dataset")
     p.add_argument("--ingest-rows", type=int, default=None, help="rows of the ingest (write and merge) benchmark")
     p.add_argument("--analytics-rows", type=int, default=None, help="rows of the analytics (SELECT pushdown) benchmark")
+    p.add_argument("--compaction-rows", type=int, default=None, help="rows of the compaction (sorted merge) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows"):
+    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows", "compaction_rows"):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
@@ -62,6 +65,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["ingest_rows"] = args.ingest_rows
     if args.analytics_rows:
         overrides["analytics_rows"] = args.analytics_rows
+    if args.compaction_rows:
+        overrides["compaction_rows"] = args.compaction_rows
     return dataclasses.replace(sizes, **overrides)
 
 
@@ -72,6 +77,8 @@ def _value(v: float, unit: str) -> str:
         return f"{v / 1e6:.2f}M rows/s"
     if unit == "B":
         return f"{int(v):,} B"
+    if unit == "x":
+        return f"{v:.2f}x"
     return f"{int(v):,} {unit}"
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest", "analytics")
+SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction")
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,13 @@ class Sizes:
     ingest_repeat: int = 2
     analytics_rows: int = 5_000_000
     analytics_repeat: int = 3
+    compaction_rows: int = 1_000_000
+    compaction_batches: int = 48
+    compaction_repeat: int = 3
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
-QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1)
+QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1, 96_000, 16, 1)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "spark": lambda: _spark_run(sizes),
         "ingest": lambda: _ingest_run(sizes),
         "analytics": lambda: _analytics_run(sizes),
+        "compaction": lambda: _compaction_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -104,10 +108,32 @@ def _analytics_run(sizes: Sizes) -> dict[str, Any]:
     return analytics_benchmark.run(sizes.analytics_rows, sizes.analytics_repeat)
 
 
+def _compaction_run(sizes: Sizes) -> dict[str, Any]:
+    from benchmarks import compaction_benchmark
+
+    return compaction_benchmark.run(sizes.compaction_rows, sizes.compaction_batches, sizes.compaction_repeat)
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
     runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios,
-               "analytics": analytics_ratios}  # fmt: skip
+               "analytics": analytics_ratios, "compaction": compaction_ratios}  # fmt: skip
     return runners[name](results)
+
+
+def compaction_ratios(r: dict[str, Any]) -> list[Ratio]:
+    fresh, ordered, tiered = r["fresh"], r["sorted"], r["size_tiered"]
+    day = f"a day of {r['batches']} micro-batches, {r['rows']:,} rows"
+    return [
+        _ratio("compaction", f"one-hour range query ({day}): after MERGE SPLITS SORT BY ts vs unmerged",
+               ordered["seconds"], fresh["seconds"], "s", r["speedup_vs_fresh"], (">=", 1)),
+        _ratio("compaction", "splits the one-hour query needs: sorted-merged / unmerged",
+               ordered["splits_needed"], fresh["splits_needed"], "splits",
+               ordered["splits_needed"] / max(1, fresh["splits_needed"]), ("<=", 0.5)),
+        _ratio("compaction", "one-hour range query: sorted merge vs size-tiered merge (one split)",
+               ordered["seconds"], tiered["seconds"], "s", r["speedup_vs_size_tiered"]),
+        _ratio("compaction", "write amplification of the sorted policy (rows merges wrote / rows, 2 merges)",
+               r["write_amplification"], 1.0, "x", r["write_amplification"], ("<=", 2)),
+    ]  # fmt: skip
 
 
 def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:

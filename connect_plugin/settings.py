@@ -9,19 +9,23 @@ from typing import Any
 
 # Table names: ``spark.indextables.table.<name>`` = the table's path (see ``connect_plugin.session``).
 TABLE_NAME_PREFIX = "spark.indextables.table."
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def session_options(spark: Any) -> dict[str, str]:
-    """The session's ``spark.indextables.*`` settings (table names excluded)."""
+    """The session's ``spark.indextables.*`` settings (table names excluded), and its time zone as
+    ``sessionTimeZone``."""
     get_all = getattr(spark.conf, "getAll", None)
     if get_all is None:
         return {}
-    items = get_all() if callable(get_all) else get_all
-    return {
-        k: v
-        for k, v in dict(items).items()
-        if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
+    items = dict(get_all() if callable(get_all) else get_all)
+    options = {
+        k: v for k, v in items.items() if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
     }
+    time_zone = items.get(SESSION_TIME_ZONE) or spark.conf.get(SESSION_TIME_ZONE, None)
+    if time_zone:
+        options["sessionTimeZone"] = str(time_zone)  # timestamp literals without an offset are in this zone
+    return options
 
 
 def _options(spark: Any, options: Mapping[str, Any] | None) -> dict[str, str]:

@@ -62,3 +62,18 @@ def test_bench_analytics_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFi
         assert name in printed
     doc = json.loads(out.read_text())
     assert {r["goal"] for r in doc["ratios"]} >= {">= 3", ">= 1", "<= 0.1"}
+
+
+def test_bench_compaction_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
+    and the other size-tiered (it stops if the one-hour query's answers differ) and prints its goals."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "compaction", "--compaction-rows", "16000", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == []
+    r = doc["results"]["compaction"]
+    assert r["fresh"]["count"] == r["sorted"]["count"] == r["size_tiered"]["count"] > 0
+    assert r["sorted"]["splits_needed"] < r["fresh"]["splits_needed"]
+    assert 1.0 <= r["write_amplification"] <= 2.0
+    printed = capsys.readouterr().out
+    assert "after MERGE SPLITS SORT BY ts vs unmerged" in printed and "write amplification" in printed

@@ -108,6 +108,7 @@ class CommandReader(DataSourceReader):
     def __init__(self, raw_options: Mapping[str, str]) -> None:
         self.name = command_name(raw_options)
         self.options = _options(raw_options, self.name)
+        self.time_zone = self.options.get("sessionTimeZone")  # of timestamp literals without an offset
         if self.name in _CACHE_COMMANDS:
             self.path = ""
         else:
@@ -219,7 +220,7 @@ class CommandReader(DataSourceReader):
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
         self.options["plan"] = agg.to_json()
-        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema)
+        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
         if unknown:
@@ -399,7 +400,7 @@ class CommandReader(DataSourceReader):
             return
         agg = AggregatePlan.from_json(self.options["plan"])
         schema = spark_json_to_arrow(self.table_schema)
-        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema)
+        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)
         merged: Partials = {}

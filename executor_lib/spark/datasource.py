@@ -278,7 +278,7 @@ class IndexTablesReader(DataSourceReader):
         found = O.query_filters(self.options)
         if "filter" in self.options:
             where = F.resolve_columns(O.parse_filter(self.options["filter"]), table_arrow.names)
-            found.append(_typed(where, table_arrow))
+            found.append(_typed(where, table_arrow, self.options.get("sessionTimeZone")))
         for f in [*found, *self.match.values()]:
             unknown = sorted(F.columns_of(f) - set(table_arrow.names))
             if unknown:
@@ -446,8 +446,10 @@ def _spark_filter_columns(f: Filter) -> set[str]:
     return columns
 
 
-def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
-    """Comparison values converted to the column's type (ISO strings for dates/timestamps from JSON)."""
+def _typed(f: F.Filter, schema: pa.Schema, time_zone: str | None = None) -> F.Filter:
+    """Comparison values converted to the column's type (ISO strings for dates/timestamps from JSON).
+    A timestamp string without a zone offset (``'2024-05-01 12:00:00'``, ``'2024-05-01'``) is a wall
+    time in ``time_zone`` (the session's ``spark.sql.session.timeZone``, as Spark reads it; UTC if unknown)."""
 
     def convert(column: str, value: Any) -> Any:
         if column not in schema.names:
@@ -455,12 +457,22 @@ def _typed(f: F.Filter, schema: pa.Schema) -> F.Filter:
         t = schema.field(column).type
         if isinstance(value, str) and (pa.types.is_temporal(t)):
             try:
-                return pa.scalar(value).cast(t).as_py()
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                return _temporal_scalar(value, t, time_zone or "UTC").as_py()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
                 raise ConfigError(f"filter on {column!r}: {value!r} is not a valid {t}") from e
         return value
 
     return F.map_values(f, convert)
+
+
+def _temporal_scalar(value: str, t: pa.DataType, time_zone: str) -> pa.Scalar:
+    try:
+        return pa.scalar(value).cast(t)
+    except pa.ArrowInvalid:
+        if not (pa.types.is_timestamp(t) and t.tz is not None):
+            raise
+    wall = pa.array([value]).cast(pa.timestamp(t.unit))  # no offset: a wall time in the session's zone
+    return pc.assume_timezone(wall, time_zone)[0].cast(t)
 
 
 def _check_query_kind(query: F.QueryString, mapping: Any) -> None:

@@ -30,9 +30,11 @@ _STORAGE_KEYS = (
 )  # fmt: skip
 _CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize")
 # spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
-# writes accept it, as they carry every session setting).
+# writes accept it, as they carry every session setting). sessionTimeZone: the client session's
+# spark.sql.session.timeZone, the zone of timestamp literals without an offset in filter trees.
 _COMMON_KEYS = (
     "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
+    "sessionTimeZone",
 )  # fmt: skip
 
 WRITE_KEYS = (

@@ -160,7 +160,7 @@ def sort_and_cut(
         raise ConfigError(f"merge sorted by {sort_key!r}: no such data column (columns: {columns})")
     schema = sources[0].rows.select(columns).schema
     table = pa.concat_tables([s.rows.select(columns).cast(schema) for s in sources])
-    order = pc.sort_indices(table, sort_keys=[(sort_key, "ascending")], null_placement="at_end")
+    order = pc.sort_indices(table, sort_keys=[(sort_key, "ascending")])  # nulls last (Arrow's default)
     table = table.take(order)
     keys = table.column(sort_key)
     start = 0

@@ -183,7 +183,9 @@ def test_count_star_opens_no_split(spark: Any, tables: dict[str, Any], tmp_path:
         split.unlink()  # only the transaction log is left: a split opened would fail the query
     target = f"indextables.`{copy}`"
     assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 600
-    by_region = connect_plugin.sql(spark, f"SELECT region, count(*) AS n FROM {target} WHERE region = 'eu' GROUP BY region")
+    by_region = connect_plugin.sql(
+        spark, f"SELECT region, count(*) AS n FROM {target} WHERE region = 'eu' GROUP BY region"
+    )
     expected = spark.read.parquet(tables["pq"]).where("region = 'eu'").count()
     assert [tuple(r) for r in by_region.collect()] == [("eu", expected)]
     assert "no split opened" in explain(spark, f"SELECT count(*) FROM {target}")
@@ -206,3 +208,37 @@ def test_table_names_and_statements_without_tables(spark: Any, tables: dict[str,
     assert sorted(r.id for r in rows) == [10000, 10001, 10002]
     assert connect_plugin.sql(spark, "SELECT 1 AS one").collect()[0].one == 1
     assert plan_statement(spark, "SELECT 'indexquery' AS x FROM range(1)") is None
+
+
+@pytest.mark.parametrize("time_zone", ["UTC", "America/New_York"])
+def test_timestamp_literals_without_an_offset_are_in_the_session_time_zone(
+    spark: Any, tmp_path: Path, time_zone: str
+) -> None:
+    """As Spark reads ``ts >= '2024-01-01 10:00:00'``: a wall time in ``spark.sql.session.timeZone``,
+    also where the filter is pushed to the executors as a filter tree (pushed aggregates, GROUP BY)."""
+    from tests.spark.test_datasource import SCHEMA as LOG_SCHEMA
+    from tests.spark.test_datasource import log_rows
+
+    it, pq = str(tmp_path / "it"), str(tmp_path / "pq")
+    df = spark.createDataFrame(log_rows(400), LOG_SCHEMA)
+    connect_plugin.write(df, it, options={"spark.indextables.indexing.typemap.msg": "text"})
+    df.write.parquet(pq)
+    statements = [
+        "SELECT count(*) FROM {t} WHERE ts >= '2024-01-01 02:00:00' AND ts < '2024-01-01 03:00:00'",
+        "SELECT level, count(*), max(score) FROM {t} WHERE ts < '2024-01-01T03:30:00' GROUP BY level",
+        "SELECT count(*) FROM {t} WHERE ts >= '2024-01-01' AND msg indexquery 'timeout'",
+        "SELECT id FROM {t} WHERE ts BETWEEN '2024-01-01 02:00:00' AND '2024-01-01 02:30:00'",
+    ]
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", time_zone)
+    try:
+        for statement in statements:
+            got = connect_plugin.sql(spark, statement.format(t=f"indextables.`{it}`")).collect()
+            spark_sql = statement.format(t=f"parquet.`{pq}`").replace(
+                "msg indexquery 'timeout'", "msg LIKE '%timeout%'"
+            )
+            want = spark.sql(spark_sql).collect()
+            assert _normal(got) == _normal(want), statement
+            assert _normal(want) not in ([], [(0,)]), f"the statement selects nothing: {statement}"
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
