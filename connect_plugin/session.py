@@ -6,6 +6,8 @@ Re-exported by ``connect_plugin``; nothing here imports tantivy or touches stora
 from __future__ import annotations
 
 import json
+import re
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -125,13 +127,59 @@ def write(
 
     ``partition_by`` is passed as the ``partitionBy`` option: Spark 4.3 refuses
     ``DataFrameWriter.partitionBy`` for Python data sources.
+
+    With ``spark.indextables.mergeOnWrite.enabled=true`` (a session setting or an option), the
+    write is followed by MERGE SPLITS of the partitions that have at least
+    ``spark.indextables.mergeOnWrite.minSplitsToMerge`` (default 10) small (or, with
+    ``spark.indextables.merge.sortKey``, level-0) splits, to ``mergeOnWrite.targetSize`` (default 5G).
+    The data is committed before the merge starts: a merge that fails (a conflict with another
+    writer, say) is logged as a warning and left to the next write, never raised.
+
+    Example:
+        >>> connect_plugin.write(df, "s3://bucket/logs", partition_by=["day"],
+        ...                      options={"spark.indextables.mergeOnWrite.enabled": "true"})
     """
     if mode not in ("append", "overwrite"):
         raise ValueError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
+    merge = _merge_on_write_settings(path, opts)  # checked before anything is written
     df.write.format(FORMAT).mode(mode).options(**opts).save(path)
+    if merge is not None:
+        _merge_on_write(df.sparkSession, path, options, merge)
+
+
+MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
+_SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
+
+
+def _merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any] | None:
+    """The merge_splits arguments of merge-on-write, or None when it is off; ValueError for a bad setting
+    (as for a bad ``mode``: the client raises before anything runs)."""
+    enabled = opts.get(MERGE_ON_WRITE + "enabled", "false").strip().lower()
+    if enabled not in ("true", "false"):
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
+    target = opts.get(MERGE_ON_WRITE + "targetSize", "5G")
+    if not _SIZE.match(target):
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
+    minimum = opts.get(MERGE_ON_WRITE + "minSplitsToMerge", "10").strip()
+    if not minimum.isdigit() or int(minimum) < 1:
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
+    if enabled == "false":
+        return None
+    sort_key = opts.get("spark.indextables.merge.sortKey") or None
+    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": int(minimum)}
+
+
+def _merge_on_write(spark: Any, path: str, options: Mapping[str, Any] | None, merge: dict[str, Any]) -> None:
+    from connect_plugin.table import IndexTable
+
+    try:
+        IndexTable.for_path(spark, path, options).merge_splits(**merge)
+    except Exception as e:  # the write is committed; the next write's merge tries again
+        warnings.warn(f"merge on write {path}: the data is committed, the merge failed and is left to the next "
+                      f"write: {e}", stacklevel=3)  # fmt: skip
 
 
 def write_stream(

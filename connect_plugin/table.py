@@ -155,8 +155,10 @@ class IndexTable:
         max_dest_splits: int | None = None,
         max_source_splits_per_merge: int | None = None,
         sort_key: str | None = None,
+        min_splits_to_merge: int | None = None,
     ) -> Any:
         """Merge small splits per partition (one commit for all merges); returns the merged splits.
+        A partition with fewer than ``min_splits_to_merge`` candidates (default 2) is left alone.
 
         With ``sort_key`` (or the session's ``spark.indextables.merge.sortKey``) the merge keeps the
         key's ranges apart (PROTOCOL.md, "Merge policy sorted by a key"): fresh splits and the sorted
@@ -174,6 +176,7 @@ class IndexTable:
         plan = self._command(
             "merge_plan", filter=None if where is None else json.dumps(_where(where)), targetSize=target_size,
             maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge, sortKey=sort_key,
+            minSplitsToMerge=min_splits_to_merge,
         )  # fmt: skip
         opts = _options(self.spark, self.options)
         plan.write.format(FORMAT).mode("append").options(**opts, command="merge", mergeId=merge_id).save(self.path)

@@ -55,9 +55,8 @@ SCHEMAS: dict[str, str] = {
 
 COMMAND_KEYS = (
     "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
-    "maxDestSplits", "maxSourceSplitsPerMerge", "sortKey", "mergeId", "footerOnly", "tasks", "versionAsOf",
-    "aggregations",
-    "plan", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
+    "maxDestSplits", "maxSourceSplitsPerMerge", "sortKey", "minSplitsToMerge", "mergeId", "footerOnly", "tasks",
+    "versionAsOf", "aggregations", "plan", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",
 )  # fmt: skip
 # Spark types a merge sort key may have: those split statistics (min/max) are kept for.
@@ -164,15 +163,17 @@ class CommandReader(DataSourceReader):
                   else DEFAULT_TARGET_BYTES)  # fmt: skip
         max_dest = (O.parse_positive_int("maxDestSplits", self.options["maxDestSplits"])
                     if "maxDestSplits" in self.options else None)  # fmt: skip
+        min_splits = (O.parse_positive_int("minSplitsToMerge", self.options["minSplitsToMerge"])
+                      if "minSplitsToMerge" in self.options else 2)  # fmt: skip
         sort_key = self._sort_key(snapshot)
         if sort_key is not None:
             key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
-            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest)
+            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest, min_splits)
         else:
             groups = plan_merges(
                 files, snapshot.doc_mapping, target, max_dest,
                 O.parse_positive_int("maxSourceSplitsPerMerge", self.options["maxSourceSplitsPerMerge"])
-                if "maxSourceSplitsPerMerge" in self.options else None,
+                if "maxSourceSplitsPerMerge" in self.options else None, min_splits,
             )  # fmt: skip
         version = snapshot.version
         return [(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)

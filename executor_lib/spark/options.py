@@ -30,11 +30,13 @@ _STORAGE_KEYS = (
 )  # fmt: skip
 _CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize")
 # spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
-# writes accept it, as they carry every session setting). sessionTimeZone: the client session's
+# writes accept it, as they carry every session setting; so do the mergeOnWrite settings, which the
+# client acts on after a write: connect_plugin.session.write). sessionTimeZone: the client session's
 # spark.sql.session.timeZone, the zone of timestamp literals without an offset in filter trees.
 _COMMON_KEYS = (
     "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
-    "sessionTimeZone",
+    "sessionTimeZone", "spark.indextables.mergeOnWrite.enabled", "spark.indextables.mergeOnWrite.targetSize",
+    "spark.indextables.mergeOnWrite.minSplitsToMerge",
 )  # fmt: skip
 
 WRITE_KEYS = (
@@ -107,8 +109,20 @@ def canonical_options(
                 )
             out[prefixes[prefix] + column] = value
             continue
+        if _session_wide(lower):
+            continue  # a session setting for another kind of operation (a write's, at a read): not ours
         raise ConfigError(f"{what}: unknown option {key!r}")
     return out
+
+
+def _session_wide(lower_key: str) -> bool:
+    """Whether the key is a ``spark.indextables.*`` setting some read, write or command knows: clients
+    hand every session setting to every operation, so each ignores those of the others."""
+    if not lower_key.startswith(PREFIX):
+        return False
+    keys = {k.lower() for k in (*WRITE_KEYS, *READ_KEYS)}
+    prefixes = tuple(p.lower() for p in (*WRITE_COLUMN_PREFIXES, *READ_COLUMN_PREFIXES))
+    return lower_key in keys or lower_key.startswith(prefixes)
 
 
 def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -58,7 +58,10 @@ def plan_merges(
     target_bytes: int = DEFAULT_TARGET_BYTES,
     max_dest_splits: int | None = None,
     max_sources_per_merge: int | None = None,
+    min_splits: int = 2,
 ) -> list[MergeGroup]:
+    """Size-tiered groups (module docstring); a bucket with fewer than ``min_splits`` splits below the
+    target is left alone (``spark.indextables.mergeOnWrite.minSplitsToMerge``)."""
     if target_bytes <= 0:
         raise ConfigError(f"merge: target size must be positive, got {target_bytes}")
     if max_sources_per_merge is not None and max_sources_per_merge < 2:
@@ -69,7 +72,8 @@ def plan_merges(
             buckets[(tuple(sorted(add.partition_values.items())), doc_mapping(add))].append(add)
     groups: list[MergeGroup] = []
     for _, adds in sorted(buckets.items(), key=lambda kv: str(kv[0])):
-        groups += _pack(sorted(adds, key=lambda a: (a.size, a.path)), target_bytes, max_sources_per_merge)
+        if len(adds) >= min_splits:
+            groups += _pack(sorted(adds, key=lambda a: (a.size, a.path)), target_bytes, max_sources_per_merge)
     groups.sort(key=lambda g: (-len(g.sources), g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
 
@@ -102,24 +106,29 @@ def plan_sorted_merges(
     sort_key: str,
     key_type: str | None,
     max_dest_splits: int | None = None,
+    min_splits: int = 2,
 ) -> list[MergeGroup]:
     """The LSM policy of the module docstring: per partition and doc mapping, at most one group
-    (level 0 plus the overlapping level 1), largest first; ``key_type`` is the key's Spark type."""
+    (level 0 plus the overlapping level 1), largest first; ``key_type`` is the key's Spark type. A
+    bucket with fewer than ``min_splits`` level-0 splits waits (unless one overlaps level 1 and
+    ``min_splits`` is at most 2, the on-demand default)."""
     buckets: dict[tuple[object, ...], list[AddAction]] = defaultdict(list)
     for add in files:
         buckets[(tuple(sorted(add.partition_values.items())), doc_mapping(add))].append(add)
     groups = []
     for _, adds in sorted(buckets.items(), key=lambda kv: str(kv[0])):
-        sources = _level0_and_overlapping_level1(adds, sort_key, key_type)
+        sources = _level0_and_overlapping_level1(adds, sort_key, key_type, min_splits)
         if sources:
             groups.append(MergeGroup(dict(sources[0].partition_values), tuple(sources), sort_key))
     groups.sort(key=lambda g: (-len(g.sources), g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
 
 
-def _level0_and_overlapping_level1(adds: Sequence[AddAction], sort_key: str, key_type: str | None) -> list[AddAction]:
+def _level0_and_overlapping_level1(
+    adds: Sequence[AddAction], sort_key: str, key_type: str | None, min_splits: int
+) -> list[AddAction]:
     level0 = sorted((a for a in adds if level_of(a, sort_key) == 0), key=lambda a: a.path)
-    if not level0:
+    if not level0 or (min_splits > 2 and len(level0) < min_splits):
         return []
     bounds = [stats_bounds(a, sort_key, key_type) for a in level0]
     lows = [low for low, _ in bounds if low is not None]

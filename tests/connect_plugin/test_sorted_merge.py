@@ -125,3 +125,43 @@ def test_a_bad_sort_key_is_named_before_anything_is_written(spark: Any, tmp_path
     assert error_class_in(str(raised.value)) is ConfigError, str(raised.value)[:2000]
     assert named in str(raised.value) and f"sortKey={key!r}" in str(raised.value)
     assert open_log(path).snapshot().version == version
+
+
+def test_merge_on_write_merges_once_enough_splits_wait(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    settings = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
+                "spark.indextables.mergeOnWrite.targetSize": "10M"}  # fmt: skip
+    rows = log_rows(ROWS)
+    batches = [spark.createDataFrame(rows[k::3], SCHEMA).coalesce(1) for k in range(3)]
+    for conf, value in {**settings, "spark.indextables.merge.sortKey": "ts"}.items():
+        spark.conf.set(conf, value)
+    try:
+        connect_plugin.write(batches[0], path, options=TEXT_OPTS)
+        connect_plugin.write(batches[1], path, options=TEXT_OPTS)
+        assert len(open_log(path).snapshot().files) == 2  # fewer than 3 level-0 splits: no merge yet
+        connect_plugin.write(batches[2], path, options=TEXT_OPTS)
+    finally:
+        for conf in (*settings, "spark.indextables.merge.sortKey"):
+            spark.conf.unset(conf)
+    files = open_log(path).snapshot().files
+    assert [(a.tags or {}).get(SORT_KEY_TAG) for a in files] == ["ts"]
+    assert [e.operation for e in open_log(path).history()][:2] == ["MERGE SPLITS", "WRITE"]
+    assert all_rows(spark, path) == sorted(tuple(r) for r in spark.createDataFrame(rows, SCHEMA).collect())
+
+    # As write options, without a sort key: a size-tiered merge.
+    for batch in batches:
+        connect_plugin.write(batch, path, options={**TEXT_OPTS, **settings})
+    files = open_log(path).snapshot().files  # the second write made 3 small splits: merged; the third waits
+    assert sorted(a.num_merge_ops or 0 for a in files) == [0, 2] and all(not a.tags for a in files)
+    assert len(all_rows(spark, path)) == 2 * ROWS
+
+
+def test_a_bad_merge_on_write_setting_is_refused_before_the_write(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    df = spark.createDataFrame(log_rows(10), SCHEMA)
+    bad = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "0"}
+    with pytest.raises(ValueError, match=r"mergeOnWrite\.minSplitsToMerge must be a positive integer, not '0'"):
+        connect_plugin.write(df, str(path), options=bad)
+    with pytest.raises(ValueError, match=r"mergeOnWrite\.enabled must be true or false, not 'yes please'"):
+        connect_plugin.write(df, str(path), options={"spark.indextables.mergeOnWrite.enabled": "yes please"})
+    assert not path.exists()

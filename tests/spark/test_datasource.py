@@ -13,6 +13,7 @@ import pytest
 
 import connect_plugin
 import executor_lib
+from connect_plugin.table import IndexTable
 from tests.conftest import COMPAT_ROOT
 
 UTC = datetime.timezone.utc
@@ -219,6 +220,29 @@ def test_bad_write_options_fail_before_anything_is_written(
         write(make_df(spark, 3), table, **options)
     assert message in _error_text(excinfo)
     assert not table.exists() or not any(table.rglob("*.split"))
+
+
+def test_session_settings_of_other_operations_are_ignored_and_typos_are_not(spark: Any, tmp_path: Path) -> None:
+    """Clients hand every ``spark.indextables.*`` session setting to every read, write and command:
+    each ignores the others' settings (a write's typemap at a read), but not a key nobody knows."""
+    table = tmp_path / "t"
+    write(make_df(spark, 6), table, **TEXT_OPTS)
+    session = {"spark.indextables.indexing.typemap.msg": "text", "spark.indextables.indexWriter.heapSize": "64M",
+               "spark.indextables.read.maxSplitsPerPartition": "1"}  # fmt: skip
+    for key, value in session.items():
+        spark.conf.set(key, value)
+    try:
+        assert connect_plugin.read(spark, str(table)).count() == 6
+        assert IndexTable.for_path(spark, str(table)).history().count() >= 1  # a command
+        connect_plugin.write(make_df(spark, 2, start=6), str(table))
+        assert connect_plugin.read(spark, str(table)).count() == 8
+        spark.conf.set("spark.indextables.read.maxSplitsPerPartitoin", "1")
+        with pytest.raises(Exception) as excinfo:
+            connect_plugin.read(spark, str(table)).count()
+        assert "unknown option 'spark.indextables.read.maxsplitsperpartitoin'" in _error_text(excinfo).lower()
+    finally:
+        for key in (*session, "spark.indextables.read.maxSplitsPerPartitoin"):
+            spark.conf.unset(key)
 
 
 def test_unindexable_type_and_schema_mismatch(spark: Any, tmp_path: Path) -> None:
