@@ -6,11 +6,10 @@ Re-exported by ``connect_plugin``; nothing here imports tantivy or touches stora
 from __future__ import annotations
 
 import json
-import re
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge_on_write_settings
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 
 FORMAT = "indextables"
@@ -144,42 +143,10 @@ def write(
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
-    merge = _merge_on_write_settings(path, opts)  # checked before anything is written
+    merge = merge_on_write_settings(path, opts)  # checked before anything is written
     df.write.format(FORMAT).mode(mode).options(**opts).save(path)
     if merge is not None:
-        _merge_on_write(df.sparkSession, path, options, merge)
-
-
-MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
-_SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
-
-
-def _merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any] | None:
-    """The merge_splits arguments of merge-on-write, or None when it is off; ValueError for a bad setting
-    (as for a bad ``mode``: the client raises before anything runs)."""
-    enabled = opts.get(MERGE_ON_WRITE + "enabled", "false").strip().lower()
-    if enabled not in ("true", "false"):
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
-    target = opts.get(MERGE_ON_WRITE + "targetSize", "5G")
-    if not _SIZE.match(target):
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
-    minimum = opts.get(MERGE_ON_WRITE + "minSplitsToMerge", "10").strip()
-    if not minimum.isdigit() or int(minimum) < 1:
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
-    if enabled == "false":
-        return None
-    sort_key = opts.get("spark.indextables.merge.sortKey") or None
-    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": int(minimum)}
-
-
-def _merge_on_write(spark: Any, path: str, options: Mapping[str, Any] | None, merge: dict[str, Any]) -> None:
-    from connect_plugin.table import IndexTable
-
-    try:
-        IndexTable.for_path(spark, path, options).merge_splits(**merge)
-    except Exception as e:  # the write is committed; the next write's merge tries again
-        warnings.warn(f"merge on write {path}: the data is committed, the merge failed and is left to the next "
-                      f"write: {e}", stacklevel=3)  # fmt: skip
+        merge_after_write(df.sparkSession, path, options, merge)
 
 
 def write_stream(
@@ -195,17 +162,25 @@ def write_stream(
     """Start a streaming query that appends each micro-batch of ``df`` to the table at ``path`` as one
     version, exactly once across restarts from ``checkpoint_location``; returns the StreamingQuery
     (``stop()``, ``awaitTermination()``, ``status``). ``trigger``: ``DataStreamWriter.trigger`` keywords,
-    e.g. ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``."""
+    e.g. ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
+
+    With ``spark.indextables.mergeOnWrite.enabled=true`` a thread of this client merges the table
+    while the query runs (``connect_plugin.merge_on_write.StreamMerger``): after new micro-batches,
+    at most every ``mergeOnWrite.streamIntervalSeconds`` (default 30), with the settings of ``write``."""
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
+    merge = merge_on_write_settings(path, opts)
     writer = df.writeStream.format(FORMAT).outputMode("append").options(**opts)
     writer = writer.option("checkpointLocation", checkpoint_location)
     if trigger:
         writer = writer.trigger(**dict(trigger))
     if query_name is not None:
         writer = writer.queryName(query_name)
-    return writer.start(path)
+    query = writer.start(path)
+    if merge is not None:
+        StreamMerger(df.sparkSession, path, options, merge, query).start()
+    return query
 
 
 def read_stream(

@@ -36,7 +36,7 @@ _CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache
 _COMMON_KEYS = (
     "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
     "sessionTimeZone", "spark.indextables.mergeOnWrite.enabled", "spark.indextables.mergeOnWrite.targetSize",
-    "spark.indextables.mergeOnWrite.minSplitsToMerge",
+    "spark.indextables.mergeOnWrite.minSplitsToMerge", "spark.indextables.mergeOnWrite.streamIntervalSeconds",
 )  # fmt: skip
 
 WRITE_KEYS = (

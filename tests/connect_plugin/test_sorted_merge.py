@@ -15,7 +15,7 @@ import pytest
 import connect_plugin
 from connect_plugin.table import IndexTable
 from executor_lib import filters as F
-from executor_lib.errors import ConfigError, error_class_in
+from executor_lib.errors import ConfigError, TableNotFoundError, error_class_in
 from executor_lib.log.pruning import prune_files
 from executor_lib.log.tables import open_log
 from executor_lib.splits.merge_plan import SORT_KEY_TAG
@@ -165,3 +165,41 @@ def test_a_bad_merge_on_write_setting_is_refused_before_the_write(spark: Any, tm
     with pytest.raises(ValueError, match=r"mergeOnWrite\.enabled must be true or false, not 'yes please'"):
         connect_plugin.write(df, str(path), options={"spark.indextables.mergeOnWrite.enabled": "yes please"})
     assert not path.exists()
+
+
+def merge_versions(path: str) -> list[int]:
+    """Versions of the table made by MERGE SPLITS (none while the table does not exist yet)."""
+    try:
+        return [e.version for e in open_log(path).history() if e.operation == "MERGE SPLITS"]
+    except TableNotFoundError:
+        return []
+
+
+def test_merge_on_write_merges_a_running_stream(spark: Any, tmp_path: Path) -> None:
+    """A stream of one-file micro-batches with merge-on-write sorted by id: the client's merger
+    thread merges while the query runs; every input row is in the table exactly once."""
+    import time
+
+    from tests.spark.test_streaming import INPUT_SCHEMA, expected_ids, put_file, table_ids
+
+    source, table, checkpoint = tmp_path / "in", tmp_path / "t", tmp_path / "ck"
+    for i in range(8):
+        put_file(source, i)
+    settings = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
+                "spark.indextables.mergeOnWrite.streamIntervalSeconds": "1", "spark.indextables.merge.sortKey": "id"}  # fmt: skip
+    df = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+    query = connect_plugin.write_stream(df, str(table), checkpoint_location=str(checkpoint),
+                                        trigger={"processingTime": "0 seconds"}, options=settings)  # fmt: skip
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            progress = query.lastProgress
+            merges = merge_versions(str(table))
+            if progress and int(progress["batchId"]) >= 7 and merges:
+                break
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    assert merges, "no merge ran while the stream did"
+    assert table_ids(spark, table) == expected_ids(range(8))
+    assert any((a.tags or {}).get(SORT_KEY_TAG) == "id" for a in open_log(str(table)).snapshot().files)

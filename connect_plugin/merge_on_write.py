@@ -1,0 +1,122 @@
+"""Merge on write: MERGE SPLITS run by the client after its writes (``spark.indextables.mergeOnWrite.*``).
+
+IndexTables4Spark merges in the background after writes (its AsyncMergeOnWriteManager). Here the
+client that wrote runs the merge through the same session, so it needs nothing on the cluster:
+
+* after ``connect_plugin.write`` commits, ``merge_after_write`` runs MERGE SPLITS in the same call;
+* while a ``connect_plugin.write_stream`` query runs, a ``StreamMerger`` thread of this client
+  merges after new micro-batches, at most every ``streamIntervalSeconds``.
+
+Either way the data is committed first: a merge that fails (a conflict with another writer, the
+session going away) is a warning, and the next one tries again. Which splits a merge takes is the
+cluster's plan (``minSplitsToMerge`` small splits, or level-0 splits with
+``spark.indextables.merge.sortKey``; PROTOCOL.md §15 and §16).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
+_SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
+
+
+def merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any] | None:
+    """The ``merge_splits`` arguments of merge-on-write (plus ``interval_s`` for streams), or None when
+    it is off.
+
+    Raises:
+        ValueError: a setting that is not valid, named with its value (checked before anything is
+        written, also when merge-on-write is off).
+    """
+
+    def setting(name: str, default: str) -> str:
+        return str(opts.get(MERGE_ON_WRITE + name, default)).strip()
+
+    enabled = setting("enabled", "false").lower()
+    if enabled not in ("true", "false"):
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
+    target = setting("targetSize", "5G")
+    if not _SIZE.match(target):
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
+    minimum = setting("minSplitsToMerge", "10")
+    if not minimum.isdigit() or int(minimum) < 1:
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
+    interval = setting("streamIntervalSeconds", "30")
+    if not re.fullmatch(r"\d+(\.\d*)?", interval):
+        raise ValueError(f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, "
+                         f"not {interval!r}")  # fmt: skip
+    if enabled == "false":
+        return None
+    sort_key = opts.get("spark.indextables.merge.sortKey") or None
+    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": int(minimum),
+            "interval_s": float(interval)}  # fmt: skip
+
+
+def merge_after_write(spark: Any, path: str, options: Mapping[str, Any] | None, merge: Mapping[str, Any]) -> bool:
+    """MERGE SPLITS with the merge-on-write settings; False (and a warning) if it failed."""
+    from connect_plugin.table import IndexTable
+
+    arguments = {k: v for k, v in merge.items() if k != "interval_s"}
+    try:
+        IndexTable.for_path(spark, path, options).merge_splits(**arguments)
+    except Exception as e:  # the data is committed; the next merge tries again
+        warnings.warn(f"merge on write {path}: the data is committed, the merge failed and is left to the next "
+                      f"one: {e}", stacklevel=3)  # fmt: skip
+        return False
+    return True
+
+
+class StreamMerger:
+    """A daemon thread that merges the table of a running streaming query after new micro-batches
+    (its ``lastProgress`` batch id moved), at most every ``interval_s`` seconds, until the query stops.
+
+    A classic session's thread needs the session as its JVM thread's active session (the data
+    source lookup of the merge's write resolves against it), so it runs as PySpark's
+    ``InheritableThread`` and sets it; a Spark Connect session needs neither.
+    """
+
+    def __init__(
+        self, spark: Any, path: str, options: Mapping[str, Any] | None, merge: Mapping[str, Any], query: Any
+    ) -> None:
+        self.spark, self.path, self.options, self.merge, self.query = spark, path, options, merge, query
+        self.merges = 0  # merge runs that succeeded (tests and the curious read it)
+        self.thread = self._thread(self._run)
+
+    def start(self) -> StreamMerger:
+        self.thread.start()
+        return self
+
+    def _thread(self, target: Any) -> threading.Thread:
+        if type(self.spark).__module__.startswith("pyspark.sql.connect"):
+            return threading.Thread(target=target, name=f"indextables-merge-on-write {self.path}", daemon=True)
+        from pyspark import InheritableThread
+
+        spark = self.spark
+
+        def with_session() -> None:
+            spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+            target()
+
+        thread = InheritableThread(target=with_session)
+        thread.daemon = True
+        return thread
+
+    def _run(self) -> None:
+        merged_through = -1
+        stopped = threading.Event()
+        while not stopped.wait(float(self.merge["interval_s"])):
+            try:
+                if not self.query.isActive:
+                    return
+                progress = self.query.lastProgress
+            except Exception:  # the session went away with the query
+                return
+            batch = int(progress["batchId"]) if progress else -1
+            if batch > merged_through and merge_after_write(self.spark, self.path, self.options, self.merge):
+                merged_through = batch
+                self.merges += 1
