@@ -29,12 +29,11 @@ from connect_plugin.session import (
     read_stream,
     register_table,
     resolve_table,
-    write,
-    write_stream,
 )
 from connect_plugin.settings import session_options
 from connect_plugin.sql import explain, sql
 from connect_plugin.table import IndexTable
+from connect_plugin.writes import write, write_stream
 
 __all__ = [
     "FORMAT",

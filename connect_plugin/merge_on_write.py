@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
@@ -57,13 +57,12 @@ def merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any
             "interval_s": float(interval)}  # fmt: skip
 
 
-def merge_after_write(spark: Any, path: str, options: Mapping[str, Any] | None, merge: Mapping[str, Any]) -> bool:
-    """MERGE SPLITS with the merge-on-write settings; False (and a warning) if it failed."""
-    from connect_plugin.table import IndexTable
-
+def merge_after_write(merge_splits: Callable[..., Any], path: str, merge: Mapping[str, Any]) -> bool:
+    """``merge_splits`` (the table's ``IndexTable.merge_splits``) with the merge-on-write settings;
+    False (and a warning) if it failed."""
     arguments = {k: v for k, v in merge.items() if k != "interval_s"}
     try:
-        IndexTable.for_path(spark, path, options).merge_splits(**arguments)
+        merge_splits(**arguments)
     except Exception as e:  # the data is committed; the next merge tries again
         warnings.warn(f"merge on write {path}: the data is committed, the merge failed and is left to the next "
                       f"one: {e}", stacklevel=3)  # fmt: skip
@@ -81,9 +80,9 @@ class StreamMerger:
     """
 
     def __init__(
-        self, spark: Any, path: str, options: Mapping[str, Any] | None, merge: Mapping[str, Any], query: Any
+        self, spark: Any, merge_splits: Callable[..., Any], path: str, merge: Mapping[str, Any], query: Any
     ) -> None:
-        self.spark, self.path, self.options, self.merge, self.query = spark, path, options, merge, query
+        self.spark, self.merge_splits, self.path, self.merge, self.query = spark, merge_splits, path, merge, query
         self.merges = 0  # merge runs that succeeded (tests and the curious read it)
         self.thread = self._thread(self._run)
 
@@ -117,6 +116,6 @@ class StreamMerger:
             except Exception:  # the session went away with the query
                 return
             batch = int(progress["batchId"]) if progress else -1
-            if batch > merged_through and merge_after_write(self.spark, self.path, self.options, self.merge):
+            if batch > merged_through and merge_after_write(self.merge_splits, self.path, self.merge):
                 merged_through = batch
                 self.merges += 1

@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge_on_write_settings
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 
 FORMAT = "indextables"
@@ -112,75 +111,6 @@ def read(
         options=options_tuple(extra),
     )
     return read.dataframe(spark)
-
-
-def write(
-    df: Any,
-    path: str,
-    *,
-    mode: str = "append",
-    partition_by: Iterable[str] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> None:
-    """Write ``df`` to the table at ``path`` (created on first write) in one commit.
-
-    ``partition_by`` is passed as the ``partitionBy`` option: Spark 4.3 refuses
-    ``DataFrameWriter.partitionBy`` for Python data sources.
-
-    With ``spark.indextables.mergeOnWrite.enabled=true`` (a session setting or an option), the
-    write is followed by MERGE SPLITS of the partitions that have at least
-    ``spark.indextables.mergeOnWrite.minSplitsToMerge`` (default 10) small (or, with
-    ``spark.indextables.merge.sortKey``, level-0) splits, to ``mergeOnWrite.targetSize`` (default 5G).
-    The data is committed before the merge starts: a merge that fails (a conflict with another
-    writer, say) is logged as a warning and left to the next write, never raised.
-
-    Example:
-        >>> connect_plugin.write(df, "s3://bucket/logs", partition_by=["day"],
-        ...                      options={"spark.indextables.mergeOnWrite.enabled": "true"})
-    """
-    if mode not in ("append", "overwrite"):
-        raise ValueError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
-    opts = _options(df.sparkSession, options)
-    if partition_by is not None:
-        opts["partitionBy"] = ",".join(partition_by)
-    merge = merge_on_write_settings(path, opts)  # checked before anything is written
-    df.write.format(FORMAT).mode(mode).options(**opts).save(path)
-    if merge is not None:
-        merge_after_write(df.sparkSession, path, options, merge)
-
-
-def write_stream(
-    df: Any,
-    path: str,
-    *,
-    checkpoint_location: str,
-    trigger: Mapping[str, Any] | None = None,
-    partition_by: Iterable[str] | None = None,
-    query_name: str | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> Any:
-    """Start a streaming query that appends each micro-batch of ``df`` to the table at ``path`` as one
-    version, exactly once across restarts from ``checkpoint_location``; returns the StreamingQuery
-    (``stop()``, ``awaitTermination()``, ``status``). ``trigger``: ``DataStreamWriter.trigger`` keywords,
-    e.g. ``{"availableNow": True}`` or ``{"processingTime": "10 seconds"}``.
-
-    With ``spark.indextables.mergeOnWrite.enabled=true`` a thread of this client merges the table
-    while the query runs (``connect_plugin.merge_on_write.StreamMerger``): after new micro-batches,
-    at most every ``mergeOnWrite.streamIntervalSeconds`` (default 30), with the settings of ``write``."""
-    opts = _options(df.sparkSession, options)
-    if partition_by is not None:
-        opts["partitionBy"] = ",".join(partition_by)
-    merge = merge_on_write_settings(path, opts)
-    writer = df.writeStream.format(FORMAT).outputMode("append").options(**opts)
-    writer = writer.option("checkpointLocation", checkpoint_location)
-    if trigger:
-        writer = writer.trigger(**dict(trigger))
-    if query_name is not None:
-        writer = writer.queryName(query_name)
-    query = writer.start(path)
-    if merge is not None:
-        StreamMerger(df.sparkSession, path, options, merge, query).start()
-    return query
 
 
 def read_stream(
