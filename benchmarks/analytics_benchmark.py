@@ -13,8 +13,6 @@ through a Python data source cannot be faster than it. A timing is the best of `
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from collections.abc import Iterator
@@ -112,16 +110,9 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--workdir", default=None, help="keep the tables here (default: a temporary directory)")
-    parser.add_argument("--out", default="bench-analytics.json")
-    args = parser.parse_args(argv)
-    results = run(args.rows, args.repeat, args.workdir)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print_results(results)
-    return 0
+    from benchmarks.cli import benchmark_main
+
+    return benchmark_main(argv, __doc__, run, print_results, "bench-analytics.json")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,7 @@ merge seconds, and the sorted policy's write amplification (rows the merges wrot
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -142,18 +140,9 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--batches", type=int, default=48)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default="bench-compaction.json")
-    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
-    args = parser.parse_args(argv)
-    results = run(args.rows, args.batches, args.repeat, args.workdir)
-    print_results(results)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"numbers written to {args.out}")
-    return 0
+    from benchmarks.cli import benchmark_main
+
+    return benchmark_main(argv, __doc__, run, print_results, "bench-compaction.json")
 
 
 if __name__ == "__main__":

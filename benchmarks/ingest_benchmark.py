@@ -16,8 +16,6 @@ A timing is the best of ``--repeat`` runs (the machine may be shared).
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -106,18 +104,9 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--splits", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--out", default="bench-ingest.json")
-    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
-    args = parser.parse_args(argv)
-    results = run(args.rows, args.splits, args.repeat, args.workdir)
-    print_results(results)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"numbers written to {args.out}")
-    return 0
+    from benchmarks.cli import benchmark_main
+
+    return benchmark_main(argv, __doc__, run, print_results, "bench-ingest.json")
 
 
 if __name__ == "__main__":

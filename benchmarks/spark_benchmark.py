@@ -12,9 +12,7 @@ Prints the ratios and writes all numbers as JSON. A timing is the best of ``--re
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -133,17 +131,9 @@ def print_results(results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default="bench-spark.json")
-    parser.add_argument("--workdir", default=None, help="where the tables are written (default: a temp dir)")
-    args = parser.parse_args(argv)
-    results = run(args.rows, args.repeat, args.workdir)
-    print_results(results)
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"numbers written to {args.out}")
-    return 0
+    from benchmarks.cli import benchmark_main
+
+    return benchmark_main(argv, __doc__, run, print_results, "bench-spark.json")
 
 
 if __name__ == "__main__":
