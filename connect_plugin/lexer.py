@@ -97,5 +97,3 @@ def _unescape(m: re.Match[str]) -> str:
     if octal:
         return chr(int(octal, 8))
     return _SPARK_ESCAPES.get(char, char)
-
-

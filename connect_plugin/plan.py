@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
+from indextables_contract.commands import Command, GroupAggregate
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -112,9 +113,7 @@ class AggregateRead:
     result: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)  # filled by run()
 
     def command(self, spark: SparkSession) -> DataFrame:
-        opts = _session_options(spark, dict(self.options))
-        opts.update(command="group_aggregate", plan=self.plan.to_json())
-        return spark.read.format(FORMAT).options(**opts).load(self.path)
+        return command_frame(spark, GroupAggregate(plan=self.plan.to_json()), dict(self.options), self.path)
 
     def run(self, spark: SparkSession) -> DataFrame | None:
         """The aggregate's result as a small DataFrame; None if a measure's type is one this path does
@@ -143,7 +142,7 @@ class AggregateRead:
         out = self._ordered(out)
         if self.limit is not None:
             out = out[: self.limit]
-        return spark.createDataFrame(out, schema)
+        return local_frame(spark, out, schema)
 
     def _schema(self, table: StructType) -> StructType | None:
         from pyspark.sql.types import StructField, StructType
@@ -208,6 +207,40 @@ class AggregateRead:
             )  # fmt: skip
             lines.append(f"  answered from: {how}")
         return "\n".join(lines)
+
+
+def command_frame(
+    spark: SparkSession, command: Command, options: Mapping[str, Any] | None = None, path: str = ""
+) -> DataFrame:
+    """The read that runs ``command`` on the cluster (with the session's and ``options``' settings).
+
+    The result schema comes from the contract, so Spark does not ask a Python worker for it.
+    """
+    opts = _session_options(spark, options)
+    opts.update(command.to_options())
+    reader = spark.read.format(FORMAT).schema(command.RESULT).options(**opts)
+    return reader.load(path) if path else reader.load()
+
+
+def local_frame(spark: SparkSession, rows: Sequence[tuple[Any, ...]], schema: StructType) -> DataFrame:
+    """A DataFrame of a few rows computed here, as an Arrow local relation: Spark runs no Python worker
+    to read it back (``createDataFrame`` of a list in a classic session costs a job with one, about
+    0.1 s). Values are converted to Spark's internal form first (``toInternal``), so a naive
+    ``datetime`` means what it means to ``createDataFrame``."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    columns = []
+    for i, f in enumerate(schema.fields):
+        values = [row[i] for row in rows]
+        if isinstance(f.dataType, (TimestampType, TimestampNTZType)):
+            micros = pa.array([None if v is None else f.dataType.toInternal(v) for v in values], pa.int64())
+            columns.append(micros.cast(arrow_schema.field(i).type))
+        else:
+            columns.append(pa.array(values, arrow_schema.field(i).type))
+    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow_schema), schema)
 
 
 def _struct(schema_json: str) -> StructType:

@@ -24,6 +24,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import AggregateRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
+from indextables_contract import commands as C
 from indextables_contract.aggregate import AggregatePlan, Measure
 
 GRAMMAR = r"""
@@ -168,6 +169,7 @@ _TIMESTAMP: /timestamp\b/i
 %ignore WS
 """
 
+
 class IndexTablesSQLError(ValueError):
     """A statement that does not parse, with the position that stopped the parser."""
 
@@ -186,6 +188,8 @@ _INDEX_OPERATOR_USE = re.compile(
     r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
     re.IGNORECASE,
 )
+
+
 def _like_filter(column: str, pattern: str) -> dict[str, Any]:
     """SQL LIKE as a filter: 'abc%' -> prefix, '%abc%' -> contains, otherwise an anchored regex."""
     if "_" not in pattern and "\\" not in pattern:
@@ -455,13 +459,14 @@ def _where(tree: Any, text: str) -> dict[str, Any] | None:
 
 
 def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
-    from connect_plugin.table import IndexTable, _cache_command
+    from connect_plugin.plan import command_frame
+    from connect_plugin.table import IndexTable, _run_once
 
     kind = tree.data
     if kind == "describe_cache":
-        return _cache_command(spark, "describe_cache", 1, options)
+        return _run_once(command_frame(spark, C.DescribeCache(), options))
     if kind == "flush_cache":
-        return _cache_command(spark, "flush_cache", 1, options)
+        return _run_once(command_frame(spark, C.FlushCache(), options))
     if kind == "select":
         plan = _simple_select(spark, tree, text, lex(text)[1], options)
         if plan is None:

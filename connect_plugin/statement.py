@@ -220,7 +220,7 @@ def _owner(use: OperatorUse, refs: list[TableRef], text: str, code: str) -> int:
         if len(owners) == 1:
             return owners[0]
         raise StatementError(
-            f"{text[use.start:use.end]!r}: {use.qualifier!r} names no IndexTables table of the statement "
+            f"{text[use.start : use.end]!r}: {use.qualifier!r} names no IndexTables table of the statement "
             f"(tables: {[r.alias or r.path for r in refs]})"
         )
     ref_scopes = [_scopes(code, r.start)[0] for r in refs]
@@ -231,7 +231,7 @@ def _owner(use: OperatorUse, refs: list[TableRef], text: str, code: str) -> int:
         if owners:
             break
     raise StatementError(
-        f"{text[use.start:use.end]!r}: its query block reads several IndexTables tables; qualify the column "
+        f"{text[use.start : use.end]!r}: its query block reads several IndexTables tables; qualify the column "
         "with its table's alias (t.col indexquery '...')"
     )
 

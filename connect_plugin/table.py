@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from connect_plugin import session as _plugin
-from connect_plugin.settings import _option_text, _options
+from connect_plugin.plan import command_frame, local_frame
+from connect_plugin.settings import _options
+from indextables_contract import commands as C
 
 FORMAT = "indextables"
 
@@ -110,43 +112,39 @@ class IndexTable:
             {"op": "query", "query": query, "column": None} if isinstance(query, str) else query
         )
         rows = self._command(
-            "aggregate", aggregations=json.dumps(aggregations), filter=None if where is None else json.dumps(where)
+            C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else json.dumps(where))
         ).collect()
         return merge_results(aggregations, [json.loads(r["result"]) for r in rows])
 
     # -- commands --
 
-    def _command(self, name: str, **options: Any) -> Any:
-        opts = _options(self.spark, self.options)
-        opts["command"] = name
-        opts.update({k: _option_text(v) for k, v in options.items() if v is not None})
-        return self.spark.read.format(FORMAT).options(**opts).load(self.path)
+    def _command(self, command: C.Command) -> Any:
+        return command_frame(self.spark, command, self.options, self.path)
 
     def history(self, limit: int | None = None) -> Any:
-        return self._command("history", limit=limit)
+        return self._command(C.History(limit=limit))
 
     def describe_state(self) -> Any:
-        return self._command("describe_state")
+        return self._command(C.DescribeState())
 
     def checkpoint(self) -> Any:
-        return self._command("checkpoint")
+        return self._command(C.Checkpoint())
 
     def purge(
         self, older_than_hours: float = 168, tx_log_retention_hours: float | None = None, dry_run: bool = False
     ) -> Any:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
         orphaned manifests; ``dry_run`` lists them only."""
-        df = self._command(
-            "purge", retentionHours=older_than_hours, txLogRetentionHours=tx_log_retention_hours, dryRun=dry_run
-        )
-        return _run_once(df)
+        purge = C.Purge(retention_hours=older_than_hours, tx_log_retention_hours=tx_log_retention_hours,
+                        dry_run=dry_run)  # fmt: skip
+        return _run_once(self._command(purge))
 
     def truncate_time_travel(self, dry_run: bool = False) -> Any:
-        return _run_once(self._command("truncate_time_travel", dryRun=dry_run))
+        return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
     def drop_partitions(self, where: Mapping[str, Any] | str) -> Any:
         """Remove every file of the partitions matching ``where`` (a filter tree, or SQL text on partition columns)."""
-        return _run_once(self._command("drop_partitions", filter=json.dumps(_where(where))))
+        return _run_once(self._command(C.DropPartitions(filter=json.dumps(_where(where)))))
 
     def merge_splits(
         self,
@@ -172,33 +170,28 @@ class IndexTable:
         Example:
             >>> IndexTable.for_path(spark, "s3://bucket/logs").merge_splits(target_size="512M", sort_key="ts")
         """
-        merge_id = uuid.uuid4().hex
+        merge = C.Merge(merge_id=uuid.uuid4().hex)
         plan = self._command(
-            "merge_plan", filter=None if where is None else json.dumps(_where(where)), targetSize=target_size,
-            maxDestSplits=max_dest_splits, maxSourceSplitsPerMerge=max_source_splits_per_merge, sortKey=sort_key,
-            minSplitsToMerge=min_splits_to_merge,
+            C.MergePlan(
+                filter=None if where is None else json.dumps(_where(where)),
+                target_size=None if target_size is None else str(target_size), max_dest_splits=max_dest_splits,
+                max_source_splits_per_merge=max_source_splits_per_merge, sort_key=sort_key,
+                min_splits_to_merge=min_splits_to_merge,
+            )
         )  # fmt: skip
         opts = _options(self.spark, self.options)
-        plan.write.format(FORMAT).mode("append").options(**opts, command="merge", mergeId=merge_id).save(self.path)
-        return _run_once(self._command("merge_result", mergeId=merge_id))
+        plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
+        return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 
     def prewarm(self, where: Mapping[str, Any] | str | None = None, footer_only: bool = False) -> Any:
-        return _run_once(
-            self._command(
-                "prewarm", filter=None if where is None else json.dumps(_where(where)), footerOnly=footer_only
-            )
-        )
+        where_json = None if where is None else json.dumps(_where(where))
+        return _run_once(self._command(C.Prewarm(filter=where_json, footer_only=footer_only)))
 
     def describe_cache(self, tasks: int = 1) -> Any:
-        return _cache_command(self.spark, "describe_cache", tasks, self.options)
+        return _run_once(command_frame(self.spark, C.DescribeCache(tasks=tasks), self.options))
 
     def flush_cache(self, tasks: int = 1) -> Any:
-        return _cache_command(self.spark, "flush_cache", tasks, self.options)
-
-
-def _cache_command(spark: Any, name: str, tasks: int, options: Mapping[str, Any] | None = None) -> Any:
-    opts = _options(spark, options)
-    return _run_once(spark.read.format(FORMAT).options(**opts, command=name, tasks=str(tasks)).load())
+        return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
 
 
 def _where(where: Mapping[str, Any] | str) -> Mapping[str, Any]:
@@ -213,5 +206,4 @@ def _where(where: Mapping[str, Any] | str) -> Mapping[str, Any]:
 def _run_once(df: Any) -> Any:
     """Run a command with side effects exactly once and return its result rows as a DataFrame
     (re-evaluating the read would run the command again)."""
-    rows = df.collect()
-    return df.sparkSession.createDataFrame(rows, df.schema)
+    return local_frame(df.sparkSession, df.collect(), df.schema)

@@ -14,11 +14,12 @@ makes it fail with a conflict; concurrent appends commute).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,69 +31,43 @@ from executor_lib.errors import ConfigError
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
+from indextables_contract import commands as C
 
-SCHEMAS: dict[str, str] = {
-    "history": "version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
-    "numRemovedFiles long, numAddedRecords long, source string",
-    "describe_state": "property string, value string",
-    "checkpoint": "version long, format string, stateDir string, numFiles long",
-    "purge": "kind string, path string, sizeBytes long, dryRun boolean",
-    "truncate_time_travel": "kind string, path string, sizeBytes long, dryRun boolean",
-    "drop_partitions": "path string, partitionValues string, numRecords long, sizeBytes long, version long",
-    "merge_plan": "mergeGroup int, partitionValues string, sources string, sourceBytes long, readVersion long, "
-    "sortKey string, targetBytes long",
-    "merge_result": "version long, mergedSplit string, partitionValues string, numRecords long, sizeBytes long, "
-    "numSourceSplits long",
-    "prewarm": "path string, sizeBytes long, host string, footerOnly boolean",
-    "aggregate": "path string, result string",
-    "group_aggregate": "partials string, tableSchema string, splits long, indexSplits long, rowSplits long, "
-    "fromLog boolean",
-    "describe_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
-    "hits long, misses long, bytesDownloaded long",
-    "flush_cache": "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
-    "hits long, misses long, bytesDownloaded long",
-}
-
+# Options a command read may carry beyond its arguments (a pinned version; the read settings of
+# a pushed aggregate's tasks).
 COMMAND_KEYS = (
-    "command", "limit", "dryRun", "retentionHours", "txLogRetentionHours", "filter", "targetSize",
-    "maxDestSplits", "maxSourceSplitsPerMerge", "sortKey", "minSplitsToMerge", "mergeId", "footerOnly", "tasks",
-    "versionAsOf", "aggregations", "plan", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
+    *C.option_keys(), "versionAsOf", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",
 )  # fmt: skip
+# The commitInfo operation parameter that records a merge's id: the Merge command's option name.
+MERGE_ID_PARAMETER = C.option_key("merge_id")
 # Spark types a merge sort key may have: those split statistics (min/max) are kept for.
 SORTABLE_TYPES = frozenset({"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp",
                             "timestamp_ntz"})  # fmt: skip
-_CACHE_COMMANDS = ("describe_cache", "flush_cache")
 
 
 def command_schema(raw_options: Mapping[str, str]) -> str:
     """The command's result schema (DDL: no JVM is needed to parse it in a Python worker)."""
-    return SCHEMAS[command_name(raw_options)]
+    return _command_class(raw_options).RESULT
 
 
-def command_name(raw_options: Mapping[str, str]) -> str:
-    lower = {k.lower(): v for k, v in raw_options.items()}
-    name = str(lower.get("command", "")).strip().lower()
-    if name not in SCHEMAS:
-        raise ConfigError(f"unknown command {name!r} (commands: {sorted(SCHEMAS)})")
-    return name
+def _command_class(raw_options: Mapping[str, str]) -> type[C.Command]:
+    try:
+        return C.COMMANDS[C.command_name(raw_options)]
+    except C.CommandError as e:
+        raise ConfigError(str(e)) from e
+
+
+def decode(raw_options: Mapping[str, str]) -> C.Command:
+    """The typed command the options carry; ConfigError naming the option that is wrong."""
+    try:
+        return C.decode_command(raw_options)
+    except C.CommandError as e:
+        raise ConfigError(str(e)) from e
 
 
 def _options(raw: Mapping[str, str], name: str) -> dict[str, str]:
     return O.canonical_options(raw, (*O.READ_KEYS, *COMMAND_KEYS), (), (), f"command {name}")
-
-
-def _bool(options: Mapping[str, str], key: str) -> bool:
-    return str(options.get(key, "false")).strip().lower() in ("true", "1", "yes")
-
-
-def _hours(options: Mapping[str, str], key: str) -> float | None:
-    if key not in options:
-        return None
-    try:
-        return float(options[key])
-    except ValueError as e:
-        raise ConfigError(f"option {key}={options[key]!r}: expected a number of hours") from e
 
 
 class CommandPartition(InputPartition):
@@ -105,16 +80,19 @@ class CommandReader(DataSourceReader):
     """Plans a command on the driver side; runs it in tasks."""
 
     def __init__(self, raw_options: Mapping[str, str]) -> None:
-        self.name = command_name(raw_options)
+        self.command = decode(raw_options)
+        if self.command.WRITE:
+            raise ConfigError(f"command {self.command.NAME} is written, not read (write merge_plan rows with it)")
+        self.name = self.command.NAME
         self.options = _options(raw_options, self.name)
         self.time_zone = self.options.get("sessionTimeZone")  # of timestamp literals without an offset
-        if self.name in _CACHE_COMMANDS:
+        if isinstance(self.command, C.TABLELESS):
             self.path = ""
         else:
             self.path = str(raw_options.get("path") or "")
             if not self.path:
                 raise ConfigError(f"command {self.name}: no table path")
-            if self.name != "group_aggregate":  # (its plan loads the snapshot, which raises it)
+            if not isinstance(self.command, C.GroupAggregate):  # (its plan loads the snapshot, which raises it)
                 self._log().latest_version()  # TableNotFoundError before any task runs
         self.plan: list[Any] = self._plan()
 
@@ -124,11 +102,12 @@ class CommandReader(DataSourceReader):
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
     def _where(self, snapshot: Any) -> F.Filter | None:
-        if "filter" not in self.options:
+        text = getattr(self.command, "filter", None)
+        if text is None:
             return None
-        where = O.parse_filter(self.options["filter"])
+        where = O.parse_filter(text)
         unknown = sorted(F.columns_of(where) - set(snapshot.partition_columns))
-        if unknown and self.name in ("drop_partitions", "merge_plan"):
+        if unknown and isinstance(self.command, (C.DropPartitions, C.MergePlan)):
             raise ConfigError(
                 f"{self.name} {self.path}: the predicate may name partition columns only "
                 f"{list(snapshot.partition_columns)}, not {unknown}"
@@ -137,52 +116,47 @@ class CommandReader(DataSourceReader):
 
     def _plan(self) -> list[Any]:
         """Per-task payloads (planned here, on the driver side)."""
-        if self.name in _CACHE_COMMANDS:
-            return list(range(O.parse_positive_int("tasks", self.options.get("tasks", "1"))))
-        if self.name == "merge_plan":
-            return self._plan_merges()
-        if self.name == "aggregate":
-            if "aggregations" not in self.options:
-                raise ConfigError("aggregate: option aggregations (an Elasticsearch-style JSON object) is required")
+        cmd = self.command
+        if isinstance(cmd, C.TABLELESS):
+            return list(range(cmd.tasks))
+        if isinstance(cmd, C.MergePlan):
+            return self._plan_merges(cmd)
+        if isinstance(cmd, C.Aggregate):
             snapshot = self._log().snapshot()
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
-        if self.name == "group_aggregate":
-            return self._plan_group_aggregate()
-        if self.name == "prewarm":
+        if isinstance(cmd, C.GroupAggregate):
+            return self._plan_group_aggregate(cmd)
+        if isinstance(cmd, C.Prewarm):
             snapshot = self._log().snapshot()
             files = _matching_files(snapshot, self._where(snapshot))
             return [[f] for f in sorted(files, key=lambda a: a.path)] or []
         return [None]
 
-    def _plan_merges(self) -> list[Any]:
+    def _plan_merges(self, cmd: C.MergePlan) -> list[Any]:
         from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES, plan_merges, plan_sorted_merges
 
         snapshot = self._log().snapshot()
         files = _matching_files(snapshot, self._where(snapshot))
-        target = (O.parse_size("targetSize", self.options["targetSize"]) if "targetSize" in self.options
-                  else DEFAULT_TARGET_BYTES)  # fmt: skip
-        max_dest = (O.parse_positive_int("maxDestSplits", self.options["maxDestSplits"])
-                    if "maxDestSplits" in self.options else None)  # fmt: skip
-        min_splits = (O.parse_positive_int("minSplitsToMerge", self.options["minSplitsToMerge"])
-                      if "minSplitsToMerge" in self.options else 2)  # fmt: skip
-        sort_key = self._sort_key(snapshot)
+        target = DEFAULT_TARGET_BYTES
+        if cmd.target_size is not None:
+            target = O.parse_size(C.option_key("target_size"), cmd.target_size)
+        min_splits = cmd.min_splits_to_merge or 2
+        sort_key = self._sort_key(snapshot, cmd)
         if sort_key is not None:
             key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
-            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest, min_splits)
+            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, cmd.max_dest_splits,
+                                        min_splits)  # fmt: skip
         else:
-            groups = plan_merges(
-                files, snapshot.doc_mapping, target, max_dest,
-                O.parse_positive_int("maxSourceSplitsPerMerge", self.options["maxSourceSplitsPerMerge"])
-                if "maxSourceSplitsPerMerge" in self.options else None, min_splits,
-            )  # fmt: skip
+            groups = plan_merges(files, snapshot.doc_mapping, target, cmd.max_dest_splits,
+                                 cmd.max_source_splits_per_merge, min_splits)  # fmt: skip
         version = snapshot.version
         return [(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
                 for i, g in enumerate(groups)]  # fmt: skip
 
-    def _sort_key(self, snapshot: Any) -> str | None:
+    def _sort_key(self, snapshot: Any, cmd: C.MergePlan) -> str | None:
         """The ``sortKey`` option (or ``spark.indextables.merge.sortKey``): a data column with statistics."""
-        option = "sortKey" if "sortKey" in self.options else "spark.indextables.merge.sortKey"
-        name = str(self.options.get(option, "")).strip()
+        option = C.option_key("sort_key") if cmd.sort_key is not None else "spark.indextables.merge.sortKey"
+        name = str(cmd.sort_key if cmd.sort_key is not None else self.options.get(option, "")).strip()
         if not name:
             return None
         types = column_types(snapshot.metadata.schema_string)
@@ -196,7 +170,7 @@ class CommandReader(DataSourceReader):
                               f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)")  # fmt: skip
         return column
 
-    def _plan_group_aggregate(self) -> list[Any]:
+    def _plan_group_aggregate(self, cmd: C.GroupAggregate) -> list[Any]:
         """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
         (``count(*)`` only, filters and groups on partition columns only), else ``("splits", [...])``."""
         from executor_lib.log.pruning import prune_files
@@ -211,16 +185,14 @@ class CommandReader(DataSourceReader):
         )  # fmt: skip
         from indextables_contract.aggregate import AggregatePlan, AggregatePlanError, partials_to_json
 
-        if "plan" not in self.options:
-            raise ConfigError("group_aggregate: option plan (an aggregate plan as JSON) is required")
         try:
-            agg = AggregatePlan.from_json(self.options["plan"])
+            agg = AggregatePlan.from_json(cmd.plan)
         except AggregatePlanError as e:
             raise ConfigError(f"group_aggregate {self.path}: {e}") from e
         snapshot = _pinned_snapshot(self.path, self.options)
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
-        self.options["plan"] = agg.to_json()
+        self.command = dataclasses.replace(cmd, plan=agg.to_json())  # the tasks' plan
         where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
@@ -254,19 +226,17 @@ class CommandReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         if not isinstance(partition, CommandPartition):
             return  # nothing was planned: Spark reads one default partition
-        run = getattr(self, f"_run_{self.name}")
-        yield from run(partition.payload)
+        yield from HANDLERS[type(self.command)](self, self.command, partition.payload)
 
     # -- the commands (in a task) --
 
-    def _run_history(self, _: Any) -> Iterator[tuple[Any, ...]]:
-        limit = O.parse_positive_int("limit", self.options["limit"]) if "limit" in self.options else None
-        for e in self._log().history(limit):
+    def _run_history(self, cmd: C.History, _: Any) -> Iterator[tuple[Any, ...]]:
+        for e in self._log().history(cmd.limit):
             ts = None if e.timestamp_ms is None else _utc(e.timestamp_ms)
             yield (e.version, ts, e.operation, e.txn_id, e.num_added_files, e.num_removed_files,
                    e.num_added_records, e.source)  # fmt: skip
 
-    def _run_describe_state(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_describe_state(self, cmd: C.DescribeState, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.log.describe import describe_json
 
         doc = describe_json(self._log().snapshot())
@@ -274,7 +244,7 @@ class CommandReader(DataSourceReader):
         for key, value in doc.items():
             yield key, value if isinstance(value, str) else json.dumps(value)
 
-    def _run_checkpoint(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_checkpoint(self, cmd: C.Checkpoint, _: Any) -> Iterator[tuple[Any, ...]]:
         txlog = self._log()
         info = txlog.checkpoint()
         yield (
@@ -284,23 +254,19 @@ class CommandReader(DataSourceReader):
             len(txlog.snapshot().files),
         )
 
-    def _run_purge(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_purge(self, cmd: C.Purge, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.log.purge import purge_table
 
-        dry = _bool(self.options, "dryRun")
-        report = purge_table(
-            self._log(), _hours(self.options, "retentionHours") or 168.0, _hours(self.options, "txLogRetentionHours"),
-            dry_run=dry,
-        )  # fmt: skip
+        dry = cmd.dry_run
+        hours = cmd.retention_hours if cmd.retention_hours is not None else 168.0
+        report = purge_table(self._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
         for kind, key, size in report.rows():
             yield kind, key, size, dry
 
-    def _run_truncate_time_travel(self, _: Any) -> Iterator[tuple[Any, ...]]:
-        import dataclasses
-
+    def _run_truncate_time_travel(self, cmd: C.TruncateTimeTravel, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.log.cleanup import cleanup_log
 
-        dry = _bool(self.options, "dryRun")
+        dry = cmd.dry_run
         txlog = self._log()
         if not dry:
             txlog.checkpoint()
@@ -315,11 +281,11 @@ class CommandReader(DataSourceReader):
         for kind, key, size in rows:
             yield kind, key, size, dry
 
-    def _run_drop_partitions(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_drop_partitions(self, cmd: C.DropPartitions, _: Any) -> Iterator[tuple[Any, ...]]:
         txlog = self._log()
         snapshot = txlog.snapshot()
         where = self._where(snapshot)
-        if where is None:
+        if where is None:  # (the filter argument is required: only a tree of nothing gets here)
             raise ConfigError(f"drop_partitions {self.path}: a WHERE predicate on partition columns is required")
         doomed = _matching_files(snapshot, where)
         if not doomed:
@@ -329,20 +295,17 @@ class CommandReader(DataSourceReader):
         for a in doomed:
             yield a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, version
 
-    def _run_merge_plan(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_merge_plan(self, cmd: C.MergePlan, payload: Any) -> Iterator[tuple[Any, ...]]:
         group, partition_values, sources, size, version, sort_key, target = payload
         yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version, sort_key, target
 
-    def _run_merge_result(self, _: Any) -> Iterator[tuple[Any, ...]]:
-
-        merge_id = self.options.get("mergeId")
-        if not merge_id:
-            raise ConfigError("merge_result: option mergeId is required")
+    def _run_merge_result(self, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
+        merge_id = cmd.merge_id
         txlog = self._log()
         latest = txlog.latest_version()
         for v in range(latest, max(-1, latest - 200), -1):
             info = txlog.commit_info(v)
-            if info is None or (info.operation_parameters or {}).get("mergeId") != merge_id:
+            if info is None or (info.operation_parameters or {}).get(MERGE_ID_PARAMETER) != merge_id:
                 continue
             actions = txlog.version_actions(v)
             removed = sum(1 for a in actions if isinstance(a, RemoveAction))
@@ -351,28 +314,28 @@ class CommandReader(DataSourceReader):
                     yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
             return
 
-    def _run_prewarm(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_prewarm(self, cmd: C.Prewarm, payload: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
         from executor_lib.storage import open_store
 
-        footer_only = _bool(self.options, "footerOnly")
+        footer_only = cmd.footer_only
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)
         for add in payload:
             cache.prewarm(store, add, footer_only=footer_only)
             yield add.path, add.size, socket.gethostname(), footer_only
 
-    def _run_aggregate(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
         from executor_lib.spark.datasource import _split_cache
         from executor_lib.splits.pushdown import plan
         from executor_lib.splits.table_search import open_searcher
         from executor_lib.storage import open_store
 
-        request = json.loads(self.options["aggregations"])
+        request = json.loads(cmd.aggregations)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = _split_cache(self.options)
-        where = O.parse_filter(self.options["filter"]) if "filter" in self.options else None
+        where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         for add, mapping in payload:
             searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping, add.size)
@@ -386,7 +349,7 @@ class CommandReader(DataSourceReader):
                 query = filter_plan.index
             yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
 
-    def _run_group_aggregate(self, payload: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_group_aggregate(self, cmd: C.GroupAggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
         from executor_lib.spark.datasource import _partition_constants, _split_cache, _typed
         from executor_lib.splits.group_aggregate import aggregate_split
@@ -399,7 +362,7 @@ class CommandReader(DataSourceReader):
         if kind == "log":
             yield body, self.table_schema, 0, 0, 0, True
             return
-        agg = AggregatePlan.from_json(self.options["plan"])
+        agg = AggregatePlan.from_json(cmd.plan)
         schema = spark_json_to_arrow(self.table_schema)
         where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
@@ -414,17 +377,35 @@ class CommandReader(DataSourceReader):
             routes[route] += 1
         yield partials_to_json(merged), self.table_schema, len(body), routes["index"], routes["rows"], False
 
-    def _run_describe_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_describe_cache(self, cmd: C.DescribeCache, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
 
         yield _cache_row(_split_cache(self.options).describe())
 
-    def _run_flush_cache(self, _: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_flush_cache(self, cmd: C.FlushCache, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.spark.datasource import _split_cache
 
         cache = _split_cache(self.options)
         cache.flush()
         yield _cache_row(cache.describe())
+
+
+# One handler per read command (tests/spark/test_command_contract.py checks both sides agree).
+HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tuple[Any, ...]]]] = {
+    C.History: CommandReader._run_history,
+    C.DescribeState: CommandReader._run_describe_state,
+    C.Checkpoint: CommandReader._run_checkpoint,
+    C.Purge: CommandReader._run_purge,
+    C.TruncateTimeTravel: CommandReader._run_truncate_time_travel,
+    C.DropPartitions: CommandReader._run_drop_partitions,
+    C.MergePlan: CommandReader._run_merge_plan,
+    C.MergeResult: CommandReader._run_merge_result,
+    C.Prewarm: CommandReader._run_prewarm,
+    C.Aggregate: CommandReader._run_aggregate,
+    C.GroupAggregate: CommandReader._run_group_aggregate,
+    C.DescribeCache: CommandReader._run_describe_cache,
+    C.FlushCache: CommandReader._run_flush_cache,
+}
 
 
 def split_request(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -526,9 +507,10 @@ class MergeWriter(DataSourceArrowWriter):
     """Writing ``merge_plan`` rows merges each group on an executor; commit is one version."""
 
     def __init__(self, raw_options: Mapping[str, str]) -> None:
-        self.options = _options(raw_options, "merge")
+        self.options = _options(raw_options, C.Merge.NAME)
         self.path = str(raw_options.get("path") or "")
-        self.merge_id = self.options.get("mergeId") or uuid.uuid4().hex
+        command = decode(raw_options)
+        self.merge_id = (command.merge_id if isinstance(command, C.Merge) else None) or uuid.uuid4().hex
 
     def _log(self) -> Any:
         from executor_lib.log.tables import open_log
@@ -577,7 +559,7 @@ class MergeWriter(DataSourceArrowWriter):
         try:
             txlog.commit(
                 [*removes, *adds], read_version=min(m.read_version for m in merged), operation="MERGE SPLITS",
-                operation_parameters={"mergeId": self.merge_id, "numSourceSplits": str(len(removes)),
+                operation_parameters={MERGE_ID_PARAMETER: self.merge_id, "numSourceSplits": str(len(removes)),
                                       "numMergedSplits": str(len(adds))},
             )  # fmt: skip
         except Exception:
@@ -597,7 +579,8 @@ def command_reader(raw_options: Mapping[str, str]) -> CommandReader:
 
 
 def command_writer(raw_options: Mapping[str, str]) -> MergeWriter:
-    name = str({k.lower(): v for k, v in raw_options.items()}.get("command", "")).strip().lower()
-    if name != "merge":
-        raise ConfigError(f"command {name!r} cannot be written (write merge_plan rows with command=merge)")
+    cls = _command_class(raw_options)
+    if cls is not C.Merge:
+        raise ConfigError(f"command {cls.NAME!r} cannot be written (write {C.MergePlan.NAME} rows with "
+                          f"command={C.Merge.NAME})")  # fmt: skip
     return MergeWriter(raw_options)

@@ -151,7 +151,9 @@ class IndexTablesDataSource(DataSource):
 
 
 def _is_command(options: Mapping[str, Any]) -> bool:
-    return any(k.lower() == "command" for k in options)
+    from indextables_contract.commands import COMMAND_OPTION
+
+    return any(k.lower() == COMMAND_OPTION for k in options)
 
 
 def _pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:

@@ -228,6 +228,9 @@ def test_timestamp_literals_without_an_offset_are_in_the_session_time_zone(
         "SELECT level, count(*), max(score) FROM {t} WHERE ts < '2024-01-01T03:30:00' GROUP BY level",
         "SELECT count(*) FROM {t} WHERE ts >= '2024-01-01' AND msg indexquery 'timeout'",
         "SELECT id FROM {t} WHERE ts BETWEEN '2024-01-01 02:00:00' AND '2024-01-01 02:30:00'",
+        # timestamps in a pushed aggregate's result (built here as an Arrow local relation)
+        "SELECT level, min(ts), max(ts), count(*) FROM {t} WHERE ts < '2024-01-01 04:00:00' GROUP BY level",
+        "SELECT ts, count(*) FROM {t} WHERE id < 5 GROUP BY ts",
     ]
     previous = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", time_zone)
@@ -240,5 +243,8 @@ def test_timestamp_literals_without_an_offset_are_in_the_session_time_zone(
             want = spark.sql(spark_sql).collect()
             assert _normal(got) == _normal(want), statement
             assert _normal(want) not in ([], [(0,)]), f"the statement selects nothing: {statement}"
+            if "(ts)" in statement or "GROUP BY ts" in statement:
+                plan = explain(spark, statement.format(t=f"indextables.`{it}`"))
+                assert "(pushed to the executors)" in plan, plan
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)

@@ -1,0 +1,324 @@
+"""The maintenance commands: their names, typed arguments and result schemas, written down once.
+
+A command is a read of the ``indextables`` data source whose options are the command's
+arguments (``command=<name>`` plus one option per argument, camelCase); the executors answer
+with rows of the command's fixed result schema (Spark DDL). MERGE SPLITS is a read of
+``MergePlan`` rows written back with ``Merge`` (a write), then a ``MergeResult`` read. The client
+(``connect_plugin``) builds the dataclasses below and sends ``to_options()``; the executors
+(``executor_lib.spark.commands``) decode them with ``decode_command`` and dispatch on the class.
+Nothing else spells a command name or an argument's option key.
+
+    cmd = Purge(retention_hours=24.0, dry_run=True)
+    cmd.to_options()   # {'command': 'purge', 'retentionHours': '24.0', 'dryRun': 'true'}
+    decode_command(cmd.to_options()) == cmd   # True
+
+Standard library only: the thin client (no JVM, no tantivy) and the executors both import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+COMMAND_OPTION = "command"
+
+
+class CommandError(ValueError):
+    """A command that does not decode: unknown name, a missing or malformed argument (named)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """Base of every command: ``NAME`` on the wire, ``RESULT`` the result schema (Spark DDL; empty
+    for a write). Fields are the arguments; a field ``dry_run`` travels as the option ``dryRun``."""
+
+    NAME: ClassVar[str] = ""
+    RESULT: ClassVar[str] = ""
+    WRITE: ClassVar[bool] = False  # written to (``Merge``) instead of read from
+
+    def __post_init__(self) -> None:
+        for name, kind in _field_kinds(type(self)).items():
+            _check(self.NAME, name, kind, getattr(self, name))
+
+    def to_options(self) -> dict[str, str]:
+        """The Spark options of this command (arguments left at None are not sent)."""
+        out = {COMMAND_OPTION: self.NAME}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[option_key(f.name)] = _text(value)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_options(), sort_keys=True)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> Command:
+        """This command from Spark options (keys case-insensitive; options of other kinds ignored).
+
+        Raises:
+            CommandError: an argument that is missing (required) or does not parse, named.
+        """
+        lower = {str(k).lower(): v for k, v in options.items()}
+        kinds = _field_kinds(cls)
+        args: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            key = option_key(f.name)
+            raw = lower.get(key.lower())
+            if raw is not None:
+                args[f.name] = _parse(cls.NAME, key, kinds[f.name], raw)
+        try:
+            return cls(**args)
+        except TypeError as e:  # a required argument missing
+            missing = [option_key(f.name) for f in dataclasses.fields(cls) if f.name not in args and _required(f)]
+            what = f"option {missing[0]} is" if len(missing) == 1 else f"options {', '.join(missing)} are"
+            raise CommandError(f"command {cls.NAME}: {what} required") from e
+
+
+# -- the commands -------------------------------------------------------------------------------
+
+_FILE_ROWS = "kind string, path string, sizeBytes long, dryRun boolean"
+_CACHE_ROWS = ("host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
+               "hits long, misses long, bytesDownloaded long")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class History(Command):
+    """Commits, newest first (at most ``limit``)."""
+
+    NAME: ClassVar[str] = "history"
+    RESULT: ClassVar[str] = ("version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
+                             "numRemovedFiles long, numAddedRecords long, source string")  # fmt: skip
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class DescribeState(Command):
+    """The table's state as property/value rows (version, files, records, schema, ...)."""
+
+    NAME: ClassVar[str] = "describe_state"
+    RESULT: ClassVar[str] = "property string, value string"
+
+
+@dataclass(frozen=True)
+class Checkpoint(Command):
+    """Write a checkpoint (a compacted state) of the latest version."""
+
+    NAME: ClassVar[str] = "checkpoint"
+    RESULT: ClassVar[str] = "version long, format string, stateDir string, numFiles long"
+
+
+@dataclass(frozen=True)
+class Purge(Command):
+    """Delete split files no retained version needs, old log files and orphaned manifests."""
+
+    NAME: ClassVar[str] = "purge"
+    RESULT: ClassVar[str] = _FILE_ROWS
+    retention_hours: float | None = None  # of split files (the executors' default: 168)
+    tx_log_retention_hours: float | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class TruncateTimeTravel(Command):
+    """Drop all history but the latest version (checkpoint first)."""
+
+    NAME: ClassVar[str] = "truncate_time_travel"
+    RESULT: ClassVar[str] = _FILE_ROWS
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class DropPartitions(Command):
+    """Remove every file of the partitions matching ``filter`` (a filter tree as JSON, partition columns only)."""
+
+    NAME: ClassVar[str] = "drop_partitions"
+    RESULT: ClassVar[str] = "path string, partitionValues string, numRecords long, sizeBytes long, version long"
+    filter: str
+
+
+@dataclass(frozen=True)
+class MergePlan(Command):
+    """One row per merge group (see PROTOCOL.md, MERGE SPLITS); written back with ``Merge``."""
+
+    NAME: ClassVar[str] = "merge_plan"
+    RESULT: ClassVar[str] = ("mergeGroup int, partitionValues string, sources string, sourceBytes long, "
+                             "readVersion long, sortKey string, targetBytes long")  # fmt: skip
+    filter: str | None = None
+    target_size: str | None = None  # bytes, or with a unit: "512M", "5G"
+    max_dest_splits: int | None = None
+    max_source_splits_per_merge: int | None = None
+    sort_key: str | None = None
+    min_splits_to_merge: int | None = None
+
+
+@dataclass(frozen=True)
+class Merge(Command):
+    """Writing ``MergePlan`` rows merges each group on an executor and commits all of them in one version."""
+
+    NAME: ClassVar[str] = "merge"
+    WRITE: ClassVar[bool] = True
+    merge_id: str | None = None
+
+
+@dataclass(frozen=True)
+class MergeResult(Command):
+    """The splits a ``Merge`` with this ``merge_id`` committed."""
+
+    NAME: ClassVar[str] = "merge_result"
+    RESULT: ClassVar[str] = ("version long, mergedSplit string, partitionValues string, numRecords long, "
+                             "sizeBytes long, numSourceSplits long")  # fmt: skip
+    merge_id: str
+
+
+@dataclass(frozen=True)
+class Prewarm(Command):
+    """Copy the splits matching ``filter`` (partition columns) into the executors' split caches."""
+
+    NAME: ClassVar[str] = "prewarm"
+    RESULT: ClassVar[str] = "path string, sizeBytes long, host string, footerOnly boolean"
+    filter: str | None = None
+    footer_only: bool = False
+
+
+@dataclass(frozen=True)
+class Aggregate(Command):
+    """Elasticsearch-style ``aggregations`` (JSON) per split, over the rows matching ``filter``."""
+
+    NAME: ClassVar[str] = "aggregate"
+    RESULT: ClassVar[str] = "path string, result string"
+    aggregations: str
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupAggregate(Command):
+    """A pushed ``GROUP BY``: ``plan`` is an ``indextables_contract.aggregate.AggregatePlan`` as JSON."""
+
+    NAME: ClassVar[str] = "group_aggregate"
+    RESULT: ClassVar[str] = ("partials string, tableSchema string, splits long, indexSplits long, rowSplits long, "
+                             "fromLog boolean")  # fmt: skip
+    plan: str
+
+
+@dataclass(frozen=True)
+class DescribeCache(Command):
+    """The split cache of the executors that run ``tasks`` tasks (no table)."""
+
+    NAME: ClassVar[str] = "describe_cache"
+    RESULT: ClassVar[str] = _CACHE_ROWS
+    tasks: int = 1
+
+
+@dataclass(frozen=True)
+class FlushCache(Command):
+    """Empty the split caches of the executors that run ``tasks`` tasks (no table)."""
+
+    NAME: ClassVar[str] = "flush_cache"
+    RESULT: ClassVar[str] = _CACHE_ROWS
+    tasks: int = 1
+
+
+COMMANDS: dict[str, type[Command]] = {
+    c.NAME: c
+    for c in (History, DescribeState, Checkpoint, Purge, TruncateTimeTravel, DropPartitions, MergePlan, Merge,
+              MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache)
+}  # fmt: skip
+TABLELESS = (DescribeCache, FlushCache)  # commands that name no table
+
+
+def decode_command(options: Mapping[str, Any]) -> Command:
+    """The command the options carry (``command=<name>`` and its arguments).
+
+    Raises:
+        CommandError: no or an unknown command name, or a bad argument (named).
+
+    Example:
+        >>> decode_command({"command": "history", "limit": "5"})
+        History(limit=5)
+    """
+    name = command_name(options)
+    return COMMANDS[name].from_options(options)
+
+
+def command_name(options: Mapping[str, Any]) -> str:
+    """The ``command`` option, checked against the known commands."""
+    raw = next((v for k, v in options.items() if str(k).lower() == COMMAND_OPTION), "")
+    name = str(raw or "").strip().lower()
+    if name not in COMMANDS:
+        raise CommandError(f"unknown command {name!r} (commands: {sorted(COMMANDS)})")
+    return name
+
+
+def option_keys() -> tuple[str, ...]:
+    """Every option key a command may carry (``command`` and each argument's key)."""
+    keys = {COMMAND_OPTION}
+    for cls in COMMANDS.values():
+        keys.update(option_key(f.name) for f in dataclasses.fields(cls))
+    return tuple(sorted(keys))
+
+
+def option_key(field_name: str) -> str:
+    """``max_dest_splits`` -> ``maxDestSplits``."""
+    head, *rest = field_name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+# -- argument codecs ----------------------------------------------------------------------------
+
+_KINDS = (bool, int, float, str)
+
+
+def _field_kinds(cls: type[Command]) -> dict[str, type]:
+    hints = typing.get_type_hints(cls)
+    out: dict[str, type] = {}
+    for f in dataclasses.fields(cls):
+        kinds = [k for k in typing.get_args(hints[f.name]) or (hints[f.name],) if k in _KINDS]
+        out[f.name] = kinds[0]
+    return out
+
+
+def _required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _check(command: str, name: str, kind: type, value: Any) -> None:
+    if value is None:
+        return
+    key = option_key(name)
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise CommandError(f"command {command}: option {key}={value!r}: expected {kind.__name__}")
+    if kind is int and value < 1:
+        raise CommandError(f"command {command}: option {key}={value!r}: expected a positive integer")
+    if kind is float and not (math.isfinite(value) and value >= 0):
+        raise CommandError(f"command {command}: option {key}={value!r}: expected a finite number >= 0")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _parse(command: str, key: str, kind: type, raw: Any) -> Any:
+    text = str(raw).strip()
+    if kind is str:
+        return str(raw)
+    if kind is bool:
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise CommandError(f"command {command}: option {key}={raw!r}: expected true or false")
+    try:
+        return kind(text)
+    except ValueError as e:
+        raise CommandError(f"command {command}: option {key}={raw!r}: expected {kind.__name__}") from e
