@@ -99,9 +99,9 @@ def _merge_sorted(spark: Any, path: str) -> float:
 
 def _query(spark: Any, path: str, repeat: int) -> dict[str, Any]:
     """The one-hour query, best of ``repeat``; with the splits it needs of the table's total."""
-    from executor_lib import filters as F
     from executor_lib.log.pruning import prune_files
     from executor_lib.log.tables import open_log
+    from indextables_contract import filters as F
 
     snap = open_log(path).snapshot()
     window = F.Between("ts", "2024-05-01T12:00:00+00:00", "2024-05-01T13:00:00+00:00")

@@ -33,9 +33,9 @@ from typing import Any
 import pyarrow as pa
 
 import executor_lib
-from executor_lib.filters import Term
 from executor_lib.protocol.actions import AddAction
 from executor_lib.storage import open_store
+from indextables_contract.filters import Term
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string()), ("message", pa.string())])
 COLD_SNIPPET = (

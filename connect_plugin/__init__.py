@@ -6,7 +6,7 @@ storage credentials; the cluster, where ``executor_lib`` is installed, does the 
     import connect_plugin
     connect_plugin.install(spark)                  # once per session
     df = connect_plugin.read(spark, "s3://bucket/logs", columns=["ts", "msg"], limit=100,
-                             filter={"op": "query", "query": "error", "column": "msg"})
+                             filter="msg indexquery 'error' AND level = 'ERROR'")
     connect_plugin.write(df, "s3://bucket/logs", mode="append", partition_by=["date"])
     q = connect_plugin.write_stream(stream_df, "s3://bucket/logs", checkpoint_location="s3://bucket/ck/logs")
     changes = connect_plugin.read_stream(spark, "s3://bucket/logs", starting_version="latest")

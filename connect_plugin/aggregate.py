@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from indextables_contract.errors import QueryError
+
 _METRICS = ("sum", "min", "max", "avg", "value_count", "stats", "count")
 _BUCKETS = ("terms", "histogram", "date_histogram", "range")
 
@@ -25,7 +27,7 @@ def merge_results(request: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]
         elif kind in _BUCKETS:
             out[name] = _merge_buckets(kind, spec, pieces)
         else:
-            raise ValueError(f"aggregation {name!r}: unsupported kind {kind!r} (supported: {_METRICS + _BUCKETS})")
+            raise QueryError(f"aggregation {name!r}: unsupported kind {kind!r} (supported: {_METRICS + _BUCKETS})")
     return out
 
 

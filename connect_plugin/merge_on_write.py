@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from indextables_contract.errors import ConfigError
+
 MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
 _SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
 
@@ -30,7 +32,7 @@ def merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any
     it is off.
 
     Raises:
-        ValueError: a setting that is not valid, named with its value (checked before anything is
+        ConfigError: a setting that is not valid, named with its value (checked before anything is
         written, also when merge-on-write is off).
     """
 
@@ -39,16 +41,16 @@ def merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any
 
     enabled = setting("enabled", "false").lower()
     if enabled not in ("true", "false"):
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
+        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
     target = setting("targetSize", "5G")
     if not _SIZE.match(target):
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
+        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
     minimum = setting("minSplitsToMerge", "10")
     if not minimum.isdigit() or int(minimum) < 1:
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
+        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
     interval = setting("streamIntervalSeconds", "30")
     if not re.fullmatch(r"\d+(\.\d*)?", interval):
-        raise ValueError(f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, "
+        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, "
                          f"not {interval!r}")  # fmt: skip
     if enabled == "false":
         return None

@@ -5,11 +5,13 @@ Re-exported by ``connect_plugin``; nothing here imports tantivy or touches stora
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
+from connect_plugin.where import Where, to_filter
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError, UnknownTableError
 
 FORMAT = "indextables"
 
@@ -37,7 +39,7 @@ def install(spark: Any) -> None:
             spark.conf.set(key, value)
         except Exception as e:
             if "planCache" not in key:
-                raise RuntimeError(f"connect_plugin.install: cannot set {key}={value}: {e}") from e
+                raise ConfigError(f"connect_plugin.install: cannot set {key}={value}: {e}") from e
     import importlib.util
 
     if importlib.util.find_spec("pyspark_indextables") is not None:
@@ -53,10 +55,6 @@ def install(spark: Any) -> None:
 # (``register_table``, ``SET``) or for every session in the cluster's spark-defaults.conf.
 # Spark 4.3's catalog cannot hold a Python data source table (``CREATE TABLE ... USING
 # indextables LOCATION ...`` keeps neither the location nor the options), hence this registry.
-
-
-class UnknownTableError(LookupError):
-    """A table name that no ``spark.indextables.table.<name>`` setting defines."""
 
 
 def register_table(spark: Any, name: str, path: str) -> None:
@@ -85,16 +83,30 @@ def read(
     *,
     columns: Iterable[str] | None = None,
     limit: int | None = None,
-    filter: Mapping[str, Any] | None = None,
+    filter: Where | None = None,
     version_as_of: int | None = None,
     timestamp_as_of: str | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Any:
     """A fresh DataFrame over the table at ``path``.
 
-    ``columns``, ``limit`` and ``filter`` (the JSON filter tree of the ``filter`` option; may mix
-    Tantivy queries with comparisons under and/or/not) are pushed to the executors; the
-    result equals reading everything and applying them in Spark.
+    ``columns``, ``limit`` and ``filter`` are pushed to the executors; the result equals reading
+    everything and applying them in Spark.
+
+    Args:
+        spark: a classic or Spark Connect session.
+        path: the table's root (``s3://bucket/t``, ``/data/t``).
+        columns: the columns to read (default: all).
+        limit: at most this many rows.
+        filter: a row condition: filter tree nodes (``indextables_contract.filters``, which may mix
+            Tantivy queries with comparisons under And/Or/Not), their JSON form, or SQL predicate text.
+        version_as_of / timestamp_as_of: time travel to a version or a point in time.
+        options: data source options (storage settings...), over the session's ``spark.indextables.*``.
+
+    Raises:
+        FilterError / IndexTablesSQLError: a malformed filter (on the client, before anything runs).
+
+    Example: ``read(spark, "s3://b/logs", columns=["ts", "msg"], filter=F.QueryString("timeout", "msg"))``
     """
     from connect_plugin.plan import TableRead, options_tuple
 
@@ -106,7 +118,7 @@ def read(
     read = TableRead(
         path,
         columns=None if columns is None else tuple(columns),
-        filter=None if filter is None else json.dumps(filter),
+        filter=None if filter is None else F.to_text(to_filter(filter)),
         limit=limit,
         options=options_tuple(extra),
     )

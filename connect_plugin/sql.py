@@ -14,354 +14,32 @@ Syntax errors name the line and column.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
+from connect_plugin.grammar import (
+    COMMAND_START,
+    INDEX_OPERATOR_USE,
+    MEASURE_ITEM,
+    NAME_PATTERN,
+    STATEMENT_PARSER,
+    IndexTablesSQLError,
+    SparkCondition,
+    contains_node,
+    duration_hours,
+    parse_with,
+    split_spark_part,
+    to_predicate,
+    unquote_name,
+)
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import AggregateRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from indextables_contract import commands as C
+from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
-
-GRAMMAR = r"""
-?start: command
-
-?command: merge | purge | checkpoint | truncate | drop | prewarm
-        | describe_state | describe_log | describe_cache | flush_cache | select
-
-merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
-merge_opt: _TARGET _SIZE SIZE                         -> target_size
-         | _MAX _DEST _SPLITS INT                     -> max_dest
-         | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
-         | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
-purge: _PURGE _INDEXTABLE target purge_opt*
-purge_opt: _OLDER _THAN duration                       -> older_than
-         | _TRANSACTION _LOG _RETENTION duration       -> log_retention
-         | _DRY _RUN                                   -> dry_run
-duration: NUMBER UNIT
-checkpoint: _CHECKPOINT _INDEXTABLES target
-truncate: _TRUNCATE _INDEXTABLES _TIME _TRAVEL target [dry]
-dry: _DRY _RUN
-drop: _DROP _INDEXTABLES _PARTITIONS _FROM target _WHERE predicate
-prewarm: _PREWARM _INDEXTABLES _CACHE target [_WHERE predicate]
-describe_state: _DESCRIBE _INDEXTABLES _STATE target
-describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
-describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
-flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
-
-select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
-
-// a quoted or back-quoted path, indextables.`path`, or a table name (spark.indextables.table.<name>)
-target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED | TABLE_NAME
-
-?predicate: or_expr
-?or_expr: and_expr (_OR and_expr)*
-?and_expr: not_expr (_AND not_expr)*
-?not_expr: _NOT not_expr -> not_
-         | atom
-?atom: "(" predicate ")"
-     | column OP literal                              -> compare
-     | column [NEG] _IN "(" literal ("," literal)* ")" -> in_
-     | column _IS [NEG] _NULL                         -> is_null
-     | column [NEG] _LIKE STRING                      -> like
-     | column _BETWEEN literal _AND literal           -> between
-     | column _INDEXQUERY STRING                      -> indexquery
-     | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
-     | column _TEXTSEARCH STRING                      -> textsearch
-     | column _FIELDMATCH STRING                      -> fieldmatch
-     | spark_pred
-// A predicate over function calls or arithmetic is evaluated by Spark on the rows the index returns.
-spark_pred: call OP value
-          | column OP call
-          | arith OP (value | arith)
-          | value OP arith
-          | call [NEG] _IN "(" value ("," value)* ")"
-          | call _IS [NEG] _NULL
-          | call [NEG] _LIKE STRING
-          | call _BETWEEN value _AND value
-          | call
-call: FUNC "(" [(value | arith) ("," (value | arith))*] ")"
-arith: value (ARITH value)+
-?value: call | column | literal
-column: [_QUALIFIER] (NAME | BACKQUOTED)
-_QUALIFIER: /([a-z_][a-z0-9_]*|`([^`]|``)+`)\s*\.\s*(?=[a-z_`])/i
-?literal: STRING -> string
-        | NUMBER -> number
-        | _TRUE -> true
-        | _FALSE -> false
-        | _DATE STRING -> string
-        | _TIMESTAMP STRING -> string
-
-OP: "=" | "==" | "!=" | "<>" | "<=" | ">=" | "<" | ">"
-ARITH: "+" | "-" | "*" | "/" | "%"
-SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
-UNIT: /days?|hours?/i
-ALIAS.-1: /(?!(where|as)\b)[a-z_][a-z0-9_]*/i
-PROJECTION: /.+?(?=\s+from\s)/is
-TABLE_NAME.-2: /(?!(where|as|indextables)\b)[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*/i
-TAIL: /(group|order|limit|having)\b.*/is
-NAME.-1: /[a-z_][a-z0-9_]*/i
-FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
-BACKQUOTED: /`([^`]|``)+`/
-STRING: /[rR]'[^']*'|[rR]"[^"]*"|'([^'\\]|\\.|'')*'|"([^"\\]|\\.|"")*"/
-NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
-INT: /\d+/
-
-_MERGE: /merge\b/i
-_SPLITS: /splits\b/i
-_WHERE: /where\b/i
-_TARGET: /target\b/i
-_SIZE: /size\b/i
-_MAX: /max\b/i
-_DEST: /dest\b/i
-_SOURCE: /source\b/i
-_SORT: /sort\b/i
-_BY: /by\b/i
-_PER: /per\b/i
-_PURGE: /purge\b/i
-_INDEXTABLE: /indextable\b/i
-_INDEXTABLES: /indextables\b/i
-_OLDER: /older\b/i
-_THAN: /than\b/i
-_TRANSACTION: /transaction\b/i
-_LOG: /log\b/i
-_RETENTION: /retention\b/i
-_DRY: /dry\b/i
-_RUN: /run\b/i
-_CHECKPOINT: /checkpoint\b/i
-_TRUNCATE: /truncate\b/i
-_TIME: /time\b/i
-_TRAVEL: /travel\b/i
-_DROP: /drop\b/i
-_PARTITIONS: /partitions\b/i
-_FROM: /from\b/i
-_PREWARM: /prewarm\b/i
-_CACHE: /cache\b/i
-_DESCRIBE: /describe\b/i
-_STATE: /state\b/i
-_DISK: /disk\b/i
-_FLUSH: /flush\b/i
-_SELECT: /select\b/i
-_AS: /as\b/i
-_OR: /or\b/i
-_AND: /and\b/i
-_NOT: /not\b/i
-NEG: /not\b/i
-_IN: /in\b/i
-_IS: /is\b/i
-_NULL: /null\b/i
-_LIKE: /like\b/i
-_BETWEEN: /between\b/i
-_INDEXQUERY: /indexquery\b/i
-_INDEXQUERYALL: /indexqueryall\b/i
-_TEXTSEARCH: /textsearch\b/i
-_FIELDMATCH: /fieldmatch\b/i
-_TRUE: /true\b/i
-_FALSE: /false\b/i
-_DATE: /date\b/i
-_TIMESTAMP: /timestamp\b/i
-
-%import common.WS
-%ignore WS
-"""
-
-
-class IndexTablesSQLError(ValueError):
-    """A statement that does not parse, with the position that stopped the parser."""
-
-
-_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
-_PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
-
-_COMMAND_START = re.compile(
-    r"^\s*(merge\s+splits|purge\s+indextable|checkpoint\s+indextables|truncate\s+indextables|drop\s+indextables"
-    r"|prewarm\s+indextables|describe\s+indextables|flush\s+indextables)\b",
-    re.IGNORECASE,
-)
-# A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
-# operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
-_INDEX_OPERATOR_USE = re.compile(
-    r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
-    re.IGNORECASE,
-)
-
-
-def _like_filter(column: str, pattern: str) -> dict[str, Any]:
-    """SQL LIKE as a filter: 'abc%' -> prefix, '%abc%' -> contains, otherwise an anchored regex."""
-    if "_" not in pattern and "\\" not in pattern:
-        inner = pattern.strip("%")
-        if "%" not in inner:
-            if pattern == inner:
-                return {"op": "term", "column": column, "value": inner}
-            if pattern == inner + "%":
-                return {"op": "prefix", "column": column, "value": inner}
-            if pattern == "%" + inner + "%":
-                return {"op": "contains", "column": column, "value": inner}
-    regex = "(?s)" + "".join(".*" if c == "%" else "." if c == "_" else _regex_literal(c) for c in pattern)
-    return {"op": "regex", "column": column, "value": regex}
-
-
-def _regex_literal(c: str) -> str:
-    return "\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c
-
-
-def _has(node: Any, op: str) -> bool:
-    if not isinstance(node, dict):
-        return False
-    return node.get("op") == op or any(_has(c, op) for c in node.get("children", [node.get("child")]))
-
-
-@v_args(inline=True)
-class _ToFilter(Transformer):
-    """Predicate parse tree -> the JSON filter tree of the ``filter`` read option.
-
-    A predicate over function calls or arithmetic becomes ``{"op": "spark", "sql": <its text>}``, and so does any
-    AND/OR/NOT whose parts have no index operator: Spark evaluates those on the rows read.
-    """
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def _spark(self, meta: Any) -> dict[str, Any]:
-        return {"op": "spark", "sql": self.text[meta.start_pos : meta.end_pos]}
-
-    def _combine(self, meta: Any, node: dict[str, Any], children: list[Any]) -> dict[str, Any]:
-        if not any(_has(c, "spark") for c in children):
-            return node
-        if not any(_has(c, "query") for c in children):
-            return self._spark(meta)
-        if node["op"] != "and":
-            raise IndexTablesSQLError(
-                f"at line {meta.line}, column {meta.column}: a predicate with function calls can be combined "
-                f"with indexquery/textsearch/fieldmatch only through AND at the top of the WHERE clause"
-            )
-        return node
-
-    @v_args(meta=True)
-    def spark_pred(self, meta: Any, children: list[Any]) -> dict[str, Any]:
-        return self._spark(meta)
-
-    def call(self, *args: Any) -> None:
-        return None
-
-    def arith(self, *args: Any) -> None:
-        return None
-
-    def column(self, *tokens: Token | None) -> str:  # a qualifier (t.col) names the one table: dropped
-        token = str(tokens[-1])
-        return unquote(token) if token.startswith("`") else token
-
-    def string(self, token: Token) -> str:
-        return unquote(str(token))
-
-    def number(self, token: Token) -> int | float:
-        text = str(token)
-        return float(text) if any(c in text for c in ".eE") else int(text)
-
-    def true(self) -> bool:
-        return True
-
-    def false(self) -> bool:
-        return False
-
-    @v_args(meta=True)
-    def or_expr(self, meta: Any, children: list[Any]) -> dict[str, Any]:
-        return self._combine(meta, {"op": "or", "children": list(children)}, children)
-
-    @v_args(meta=True)
-    def and_expr(self, meta: Any, children: list[Any]) -> dict[str, Any]:
-        return self._combine(meta, {"op": "and", "children": list(children)}, children)
-
-    @v_args(meta=True)
-    def not_(self, meta: Any, children: list[Any]) -> dict[str, Any]:
-        return self._combine(meta, {"op": "not", "child": children[0]}, children)
-
-    def compare(self, column: str, op: Token, value: Any) -> dict[str, Any]:
-        o = str(op)
-        if o in ("=", "=="):
-            return {"op": "term", "column": column, "value": value}
-        if o in ("!=", "<>"):
-            return {"op": "not", "child": {"op": "term", "column": column, "value": value}}
-        bound = "lower" if o.startswith(">") else "upper"
-        inclusive = o.endswith("=")
-        key = "lowerInclusive" if bound == "lower" else "upperInclusive"
-        return {"op": "range", "column": column, bound: value, key: inclusive}
-
-    def in_(self, column: str, negated: Any, *values: Any) -> dict[str, Any]:
-        f = {"op": "in", "column": column, "values": list(values)}
-        return {"op": "not", "child": f} if negated is not None else f
-
-    def is_null(self, column: str, negated: Any) -> dict[str, Any]:
-        exists = {"op": "exists", "column": column}
-        return exists if negated is not None else {"op": "not", "child": exists}
-
-    def like(self, column: str, negated: Any, pattern: Token) -> dict[str, Any]:
-        f = _like_filter(column, unquote(str(pattern)))
-        return {"op": "not", "child": f} if negated is not None else f
-
-    def between(self, column: str, low: Any, high: Any) -> dict[str, Any]:
-        return {"op": "range", "column": column, "lower": low, "upper": high}
-
-    def indexquery(self, column: str, query: Token) -> dict[str, Any]:
-        if column.lower() == "_indexall":
-            return {"op": "query", "query": unquote(str(query)), "column": None}
-        return {"op": "query", "query": unquote(str(query)), "column": column}
-
-    def indexqueryall(self, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": unquote(str(query)), "column": None}
-
-    def textsearch(self, column: str, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": unquote(str(query)), "column": column, "kind": "text"}
-
-    def fieldmatch(self, column: str, query: Token) -> dict[str, Any]:
-        return {"op": "query", "query": unquote(str(query)), "column": column, "kind": "exact"}
-
-
-def _parse(parser: Lark, text: str) -> Any:
-    try:
-        return parser.parse(text)
-    except UnexpectedInput as e:
-        if e.line < 0:  # the statement ended too early
-            lines = text.split("\n")
-            raise IndexTablesSQLError(
-                f"syntax error at line {len(lines)}, column {len(lines[-1]) + 1}: the statement ends too early"
-            ) from None
-        context = e.get_context(text, span=30).rstrip()
-        raise IndexTablesSQLError(f"syntax error at line {e.line}, column {e.column}:\n{context}") from None
-
-
-def _to_filter(tree: Any, text: str) -> dict[str, Any]:
-    try:
-        result: dict[str, Any] = _ToFilter(text).transform(tree)
-    except VisitError as e:
-        raise IndexTablesSQLError(f"{text!r}: {e.orig_exc}") from e
-    return result
-
-
-def parse_predicate(text: str) -> dict[str, Any]:
-    """A SQL predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, index operators, AND/OR/NOT) as a filter
-    tree; parts over function calls are ``{"op": "spark", "sql": ...}`` nodes (see ``split_spark_part``)."""
-    return _to_filter(_parse(_PREDICATE_PARSER, text), text)
-
-
-def split_spark_part(where: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """(filter tree for the indexed read, SQL condition Spark applies to its rows) of a WHERE tree."""
-    conjuncts = _conjuncts(where)
-    spark = [c["sql"] for c in conjuncts if c["op"] == "spark"]
-    index = [c for c in conjuncts if c["op"] != "spark"]
-    tree = None if not index else index[0] if len(index) == 1 else {"op": "and", "children": index}
-    return tree, (" AND ".join(f"({s})" for s in spark) or None)
-
-
-def _conjuncts(node: dict[str, Any]) -> list[dict[str, Any]]:
-    if node["op"] == "and":
-        return [c for child in node["children"] for c in _conjuncts(child)]
-    return [node]
 
 
 def _target(spark: Any, tree: Any) -> str:
@@ -372,11 +50,6 @@ def _target(spark: Any, tree: Any) -> str:
 
         return resolve_table(spark, str(token))
     return unquote(str(token))
-
-
-def _duration_hours(tree: Any) -> float:
-    number, unit = tree.children
-    return float(number) * (24 if str(unit).lower().startswith("day") else 1)
 
 
 def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
@@ -409,17 +82,18 @@ def plan_statement(spark: Any, text: str, options: dict[str, Any] | None = None)
     command, or None (a statement that names no IndexTables table: Spark's own)."""
     parse_text, code = lex(text)
     options = options or {}
-    if _COMMAND_START.match(code):
-        tree = _parse(_PARSER, parse_text)
+    if COMMAND_START.match(code):
+        tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
     refs = find_table_refs(spark, parse_text, code)
     if not refs:
-        if _INDEX_OPERATOR_USE.search(code):  # e.g. an unknown table name: the grammar names the problem
-            return _simple_select(spark, _parse(_PARSER, parse_text), parse_text, code, options) or _no_table(text)
+        if INDEX_OPERATOR_USE.search(code):  # e.g. an unknown table name: the grammar names the problem
+            tree = parse_with(STATEMENT_PARSER, parse_text)
+            return _simple_select(spark, tree, parse_text, code, options) or _no_table(text)
         return None
     if len(refs) == 1:
         try:
-            tree = _PARSER.parse(parse_text)
+            tree = STATEMENT_PARSER.parse(parse_text)
         except UnexpectedInput:
             tree = None
         if tree is not None and tree.data == "select":
@@ -437,13 +111,13 @@ def is_indextables_statement(text: str) -> bool:
     """An IndexTables command, or a statement that uses an index operator — outside string literals,
     comments and back-quoted names (``SELECT 'textsearch' AS x`` is Spark's)."""
     code = lex(text)[1]
-    return bool(_COMMAND_START.match(code) or _INDEX_OPERATOR_USE.search(code))
+    return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
 _OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run")
 
 
-def _where(tree: Any, text: str) -> dict[str, Any] | None:
+def _where(tree: Any, text: str) -> F.Filter | None:
     """The WHERE of a maintenance command: partition predicates only, no function calls."""
     for child in tree.children:
         if (
@@ -451,8 +125,8 @@ def _where(tree: Any, text: str) -> dict[str, Any] | None:
             and child.data not in ("target", "merge_opt", "purge_opt", "dry")
             and not str(child.data).startswith(_OPTION_RULES)
         ):
-            result = _to_filter(child, text)
-            if _has(result, "spark"):
+            result = to_predicate(child, text)
+            if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
                 raise IndexTablesSQLError(f"{text!r}: function calls are not supported in the WHERE of {tree.data}")
             return result
     return None
@@ -484,14 +158,15 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
         return table.truncate_time_travel(dry_run=any(hasattr(c, "data") and c.data == "dry" for c in tree.children))
     if kind == "drop":
         where = _where(tree, text)
-        assert where is not None
+        if where is None:  # the grammar requires a WHERE
+            raise IndexTablesSQLError(f"{text!r}: DROP INDEXTABLES PARTITIONS needs a WHERE clause")
         return table.drop_partitions(where)
     if kind == "prewarm":
         return table.prewarm(_where(tree, text))
     if kind == "purge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
-        older = _duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
-        log = _duration_hours(opts["log_retention"].children[0]) if "log_retention" in opts else None
+        older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
+        log = duration_hours(opts["log_retention"].children[0]) if "log_retention" in opts else None
         return table.purge(older_than_hours=older, tx_log_retention_hours=log, dry_run="dry_run" in opts)
     if kind == "merge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
@@ -500,7 +175,7 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
             target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else "5G",
             max_dest_splits=int(opts["max_dest"].children[0]) if "max_dest" in opts else None,
             max_source_splits_per_merge=int(opts["max_sources"].children[0]) if "max_sources" in opts else None,
-            sort_key=_name(str(opts["sort_by"].children[0])) if "sort_by" in opts else None,
+            sort_key=unquote_name(str(opts["sort_by"].children[0])) if "sort_by" in opts else None,
         )
     raise IndexTablesSQLError(f"unsupported statement: {text!r}")
 
@@ -513,7 +188,7 @@ def _simple_select(spark: Any, tree: Any, text: str, code: str, options: dict[st
     then runs the statement)."""
     projection, target, alias, where_tree, tail = tree.children
     try:
-        where = _to_filter(where_tree, text) if where_tree is not None else None
+        where = to_predicate(where_tree, text) if where_tree is not None else None
     except IndexTablesSQLError:
         return None  # function calls under OR with index operators: match columns handle it
     index_tree, spark_condition = split_spark_part(where) if where is not None else (None, None)
@@ -521,7 +196,7 @@ def _simple_select(spark: Any, tree: Any, text: str, code: str, options: dict[st
     if alias is None and target.children[-1].type == "TABLE_NAME":  # `name.col` keeps resolving
         alias = str(target.children[-1]).split(".")[-1]
     opts = options_tuple(options)
-    filter_json = None if index_tree is None else json.dumps(index_tree)
+    filter_json = None if index_tree is None else F.to_text(index_tree)
     tail_text = None if tail is None else str(tail)
     if spark_condition is None:
         shape = aggregate_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
@@ -565,21 +240,15 @@ def _select_over_view(
 
 # --- the aggregate shape: SELECT g..., f(x)... GROUP BY g... [ORDER BY ...] [LIMIT n] --------------
 
-_NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
-_MEASURE_ITEM = re.compile(
-    rf"^\s*(count|sum|avg|min|max)\s*\(\s*(\*|1|{_NAME})\s*\)(?:\s+(?:as\s+)?({_NAME}))?\s*$", re.IGNORECASE
+_COLUMN_ITEM = re.compile(
+    rf"^\s*(?:{NAME_PATTERN}\s*\.\s*)?({NAME_PATTERN})(?:\s+(?:as\s+)?({NAME_PATTERN}))?\s*$", re.IGNORECASE
 )
-_COLUMN_ITEM = re.compile(rf"^\s*(?:{_NAME}\s*\.\s*)?({_NAME})(?:\s+(?:as\s+)?({_NAME}))?\s*$", re.IGNORECASE)
 _AGG_TAIL = re.compile(
     r"^(?:group\s+by\s+(?P<group>.+?))?(?:\s*\border\s+by\s+(?P<order>.+?))?(?:\s*\blimit\s+(?P<limit>\d+))?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
 _ORDER_ITEM = re.compile(r"^\s*(.+?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s*$", re.IGNORECASE | re.DOTALL)
 _KEYWORDS = frozenset({"from", "where", "as", "group", "order", "limit", "having", "distinct"})
-
-
-def _name(token: str) -> str:
-    return unquote(token) if token.startswith("`") else token
 
 
 def _split_commas(text: str, code: str) -> list[str]:
@@ -607,28 +276,28 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
             if not 1 <= int(g) <= len(items) or (m := _COLUMN_ITEM.match(items[int(g) - 1])) is None:
                 return None
             g = m.group(1)
-        if not re.fullmatch(_NAME, g):
+        if not re.fullmatch(NAME_PATTERN, g):
             return None
-        group_by.append(_name(g))
+        group_by.append(unquote_name(g))
     measures: list[Measure] = []
     outputs: list[OutputColumn] = []
     expressions: list[str] = []
     lowered = [g.lower() for g in group_by]
     for item in items:
         expressions.append(re.sub(r"\s+", "", item.split(" as ")[0].split(" AS ")[0]).lower())
-        if (m := _MEASURE_ITEM.match(item)) is not None:
+        if (m := MEASURE_ITEM.match(item)) is not None:
             func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
-            column = None if arg in ("*", "1") else _name(arg)
+            column = None if arg in ("*", "1") else unquote_name(arg)
             if column is None and func != "count":
                 return None
             measures.append(Measure(func, column))
             default = "count(1)" if column is None else f"{func}({column})"
-            outputs.append(OutputColumn(_name(alias) if alias else default, measure=len(measures) - 1))
-        elif (m := _COLUMN_ITEM.match(item)) is not None and _name(m.group(1)).lower() in lowered:
+            outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
+        elif (m := _COLUMN_ITEM.match(item)) is not None and unquote_name(m.group(1)).lower() in lowered:
             if m.group(1).lower() in _KEYWORDS or (m.group(2) or "").lower() in _KEYWORDS:
                 return None
-            column, alias = _name(m.group(1)), m.group(2)
-            outputs.append(OutputColumn(_name(alias) if alias else column, group=lowered.index(column.lower())))
+            column, alias = unquote_name(m.group(1)), m.group(2)
+            outputs.append(OutputColumn(unquote_name(alias) if alias else column, group=lowered.index(column.lower())))
         else:
             return None
     if not measures:
@@ -638,14 +307,6 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
         return None
     limit = int(tail_match["limit"]) if tail_match["limit"] else None
     return AggregatePlan(tuple(group_by), tuple(measures)), tuple(outputs), order, limit
-
-
-def parse_measure(text: str) -> Measure:
-    """``count(*)``, ``count(col)``, ``sum(col)``, ``avg(col)``, ``min(col)`` or ``max(col)`` as a Measure."""
-    m = _MEASURE_ITEM.match(text)
-    if m is None or m.group(3) is not None or (m.group(2) in ("*", "1") and m.group(1).lower() != "count"):
-        raise IndexTablesSQLError(f"measure {text!r}: expected count(*) or count/sum/avg/min/max(<column>)")
-    return Measure(m.group(1).lower(), None if m.group(2) in ("*", "1") else _name(m.group(2)))
 
 
 def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list[str]) -> tuple[OrderKey, ...] | None:
@@ -658,7 +319,7 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
         if m is None:
             return None
         expr = m.group(1).strip()
-        plain = _name(expr).lower() if re.fullmatch(_NAME, expr) else None
+        plain = unquote_name(expr).lower() if re.fullmatch(NAME_PATTERN, expr) else None
         compact = re.sub(r"\s+", "", expr).lower()
         if expr.isdigit() and 1 <= int(expr) <= len(outputs):
             index = int(expr) - 1

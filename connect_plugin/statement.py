@@ -14,7 +14,6 @@ The single-table fast path (filters, LIMIT and aggregates pushed) is ``connect_p
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -23,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from connect_plugin.lexer import unquote
 from connect_plugin.plan import AggregateRead, TableRead
+from indextables_contract import filters as F
+from indextables_contract.errors import StatementError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,10 +50,6 @@ _NOT_ALIAS = frozenset((
     "cluster", "distribute", "sort", "qualify", "semi", "anti", "offset", "for", "select", "from",
 ))  # fmt: skip
 _KINDS = {"indexquery": None, "textsearch": "text", "fieldmatch": "exact"}
-
-
-class StatementError(ValueError):
-    """A statement whose index operators cannot be placed on one of its tables."""
 
 
 @dataclass(frozen=True)
@@ -195,10 +192,7 @@ def plan_general(
     for n, use in enumerate(uses):
         i = _owner(use, refs, text, code)
         name = f"__indextables_match_{n}"
-        tree = {"op": "query", "query": use.query, "column": use.column}
-        if use.kind is not None:
-            tree["kind"] = use.kind
-        matches[i].append((name, json.dumps(tree)))
+        matches[i].append((name, F.to_text(F.QueryString(use.query, use.column, use.kind))))
         replacements.append((use.start, use.end, f"{use.qualifier}.{name}" if use.qualifier else name))
     required = names_in(text, code)
     plan = StatementPlan(sql=None)

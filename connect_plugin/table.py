@@ -18,9 +18,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from connect_plugin import session as _plugin
+from connect_plugin.grammar import IndexTablesSQLError, parse_measure
 from connect_plugin.plan import command_frame, local_frame
 from connect_plugin.settings import _options
+from connect_plugin.where import Where
+from connect_plugin.where import to_filter as _where
 from indextables_contract import commands as C
+from indextables_contract import filters as F
 
 FORMAT = "indextables"
 
@@ -47,7 +51,7 @@ class IndexTable:
     def to_df(
         self,
         columns: Iterable[str] | None = None,
-        filter: Mapping[str, Any] | str | None = None,
+        filter: Where | None = None,
         limit: int | None = None,
         version_as_of: int | None = None,
         timestamp_as_of: str | None = None,
@@ -63,7 +67,7 @@ class IndexTable:
         )  # fmt: skip
 
     def group_by(
-        self, columns: Iterable[str], measures: Mapping[str, str], where: Mapping[str, Any] | str | None = None
+        self, columns: Iterable[str], measures: Mapping[str, str], where: Where | None = None
     ) -> Any:
         """``SELECT columns..., measures... [WHERE where] GROUP BY columns`` run on the executors (Tantivy
         aggregations where the index answers exactly, Arrow otherwise) — the plan ``sql`` pushes.
@@ -72,14 +76,13 @@ class IndexTable:
         ``max(col)``. Example: ``t.group_by(["level"], {"n": "count(*)", "p50": "avg(latency)"})``
         """
         from connect_plugin.plan import AggregateRead, OutputColumn, options_tuple
-        from connect_plugin.sql import IndexTablesSQLError, parse_measure
         from indextables_contract.aggregate import AggregatePlan
 
         group = tuple(columns)
         parsed = [parse_measure(text) for text in measures.values()]
         outputs = [OutputColumn(c, group=i) for i, c in enumerate(group)]
         outputs += [OutputColumn(name, measure=i) for i, name in enumerate(measures)]
-        filter_json = None if where is None else json.dumps(_where(where))
+        filter_json = None if where is None else F.to_text(_where(where))
         plan = AggregateRead(self.path, AggregatePlan(group, tuple(parsed), filter_json), tuple(outputs),
                              options=options_tuple(self.options))  # fmt: skip
         df = plan.run(self.spark)
@@ -92,27 +95,25 @@ class IndexTable:
         """Rows matching a Tantivy query over every text field (``field:term`` syntax works too)."""
         return _plugin.read(
             self.spark, self.path, columns=columns, limit=limit,
-            filter={"op": "query", "query": query, "column": None}, options=self.options,
+            filter=F.QueryString(query), options=self.options,
         )  # fmt: skip
 
     def count(self, query: str | None = None) -> int:
         """Rows matching a Tantivy query (all rows: from the transaction log, opening no split)."""
-        where = None if query is None else {"op": "query", "query": query, "column": None}
+        where = None if query is None else F.QueryString(query)
         return int(self.group_by([], {"n": "count(*)"}, where=where).collect()[0][0])
 
     def aggregate(
-        self, aggregations: Mapping[str, Any], query: str | Mapping[str, Any] | None = None
+        self, aggregations: Mapping[str, Any], query: str | F.Filter | Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats; terms, histogram,
         date_histogram, range with sub-aggregations) over the rows matching ``query`` (a Tantivy
         query string over all fields, or a filter tree), computed by Tantivy on the executors."""
         from connect_plugin.aggregate import merge_results
 
-        where: Mapping[str, Any] | None = (
-            {"op": "query", "query": query, "column": None} if isinstance(query, str) else query
-        )
+        where = None if query is None else F.QueryString(query) if isinstance(query, str) else _where(query)
         rows = self._command(
-            C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else json.dumps(where))
+            C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else F.to_text(where))
         ).collect()
         return merge_results(aggregations, [json.loads(r["result"]) for r in rows])
 
@@ -142,13 +143,13 @@ class IndexTable:
     def truncate_time_travel(self, dry_run: bool = False) -> Any:
         return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
-    def drop_partitions(self, where: Mapping[str, Any] | str) -> Any:
+    def drop_partitions(self, where: Where) -> Any:
         """Remove every file of the partitions matching ``where`` (a filter tree, or SQL text on partition columns)."""
-        return _run_once(self._command(C.DropPartitions(filter=json.dumps(_where(where)))))
+        return _run_once(self._command(C.DropPartitions(filter=F.to_text(_where(where)))))
 
     def merge_splits(
         self,
-        where: Mapping[str, Any] | str | None = None,
+        where: Where | None = None,
         target_size: str | int = "5G",
         max_dest_splits: int | None = None,
         max_source_splits_per_merge: int | None = None,
@@ -173,7 +174,7 @@ class IndexTable:
         merge = C.Merge(merge_id=uuid.uuid4().hex)
         plan = self._command(
             C.MergePlan(
-                filter=None if where is None else json.dumps(_where(where)),
+                filter=None if where is None else F.to_text(_where(where)),
                 target_size=None if target_size is None else str(target_size), max_dest_splits=max_dest_splits,
                 max_source_splits_per_merge=max_source_splits_per_merge, sort_key=sort_key,
                 min_splits_to_merge=min_splits_to_merge,
@@ -183,8 +184,8 @@ class IndexTable:
         plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 
-    def prewarm(self, where: Mapping[str, Any] | str | None = None, footer_only: bool = False) -> Any:
-        where_json = None if where is None else json.dumps(_where(where))
+    def prewarm(self, where: Where | None = None, footer_only: bool = False) -> Any:
+        where_json = None if where is None else F.to_text(_where(where))
         return _run_once(self._command(C.Prewarm(filter=where_json, footer_only=footer_only)))
 
     def describe_cache(self, tasks: int = 1) -> Any:
@@ -192,15 +193,6 @@ class IndexTable:
 
     def flush_cache(self, tasks: int = 1) -> Any:
         return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
-
-
-def _where(where: Mapping[str, Any] | str) -> Mapping[str, Any]:
-    """A filter tree as given, or parsed from SQL predicate text."""
-    if isinstance(where, str):
-        from connect_plugin.sql import parse_predicate
-
-        return parse_predicate(where)
-    return where
 
 
 def _run_once(df: Any) -> Any:

@@ -10,6 +10,7 @@ from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge
 from connect_plugin.session import FORMAT
 from connect_plugin.settings import _options
 from connect_plugin.table import IndexTable
+from indextables_contract.errors import ConfigError
 
 
 def write(
@@ -37,7 +38,7 @@ def write(
         ...                      options={"spark.indextables.mergeOnWrite.enabled": "true"})
     """
     if mode not in ("append", "overwrite"):
-        raise ValueError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
+        raise ConfigError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)

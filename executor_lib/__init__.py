@@ -5,7 +5,8 @@ part of the package (``import executor_lib.protocol.actions``) pulls in only tha
 its standard-library dependencies, never pyarrow, fastavro or tantivy. Entry points::
 
     import executor_lib
-    from executor_lib import AddAction, filters
+    from executor_lib import AddAction
+    from indextables_contract import filters
 
     log = executor_lib.create_table("s3://bucket/t", schema, partition_columns=["date"], endpoint_url=...)
     log = executor_lib.open_log("/data/t")
@@ -17,7 +18,7 @@ its standard-library dependencies, never pyarrow, fastavro or tantivy. Entry poi
 Keyword options are storage options (``endpoint_url``, ``region``, ``access_key_id``, ...,
 or their ``spark.indextables.*`` names) and log settings (``spark.indextables.checkpoint.interval``,
 ``spark.indextables.transaction.retry.maxAttempts``, ...). Errors are the classes of
-``executor_lib.errors``; the common ones are importable from here too.
+``indextables_contract.errors``; the common ones are importable from here too.
 """
 
 from __future__ import annotations
@@ -51,22 +52,22 @@ _PUBLIC = {
     "SplitCache": "executor_lib.cache.split_cache",
     "default_cache": "executor_lib.cache.split_cache",
     # errors
-    "IndexTablesError": "executor_lib.errors",
-    "CommitConflictError": "executor_lib.errors",
-    "ConfigError": "executor_lib.errors",
-    "FilterError": "executor_lib.errors",
-    "ProtocolError": "executor_lib.errors",
-    "QueryError": "executor_lib.errors",
-    "StorageError": "executor_lib.errors",
-    "TableAlreadyExistsError": "executor_lib.errors",
-    "TableNotFoundError": "executor_lib.errors",
-    "VersionNotFoundError": "executor_lib.errors",
+    "IndexTablesError": "indextables_contract.errors",
+    "CommitConflictError": "indextables_contract.errors",
+    "ConfigError": "indextables_contract.errors",
+    "FilterError": "indextables_contract.errors",
+    "ProtocolError": "indextables_contract.errors",
+    "QueryError": "indextables_contract.errors",
+    "StorageError": "indextables_contract.errors",
+    "TableAlreadyExistsError": "indextables_contract.errors",
+    "TableNotFoundError": "indextables_contract.errors",
+    "VersionNotFoundError": "indextables_contract.errors",
 }
 
 # Importable from the root before the public names above were chosen; not documented, kept so
 # that existing imports keep working. New code imports them from their modules.
 _COMPAT = {
-    "ObjectNotFoundError": "executor_lib.errors",
+    "ObjectNotFoundError": "indextables_contract.errors",
     "split_options": "executor_lib.log.config",
     "list_log": "executor_lib.log.snapshot",
     "V3_TABLE_PROTOCOL": "executor_lib.log.tables",
@@ -113,18 +114,6 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from executor_lib.cache.split_cache import SplitCache, default_cache
-    from executor_lib.errors import (
-        CommitConflictError,
-        ConfigError,
-        FilterError,
-        IndexTablesError,
-        ProtocolError,
-        QueryError,
-        StorageError,
-        TableAlreadyExistsError,
-        TableNotFoundError,
-        VersionNotFoundError,
-    )
     from executor_lib.log.snapshot import Snapshot
     from executor_lib.log.tables import create_table, open_log
     from executor_lib.log.transaction_log import HistoryEntry, TransactionLog
@@ -140,6 +129,18 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
     from executor_lib.splits.doc_mapping import DocMapping, mapping_for
     from executor_lib.splits.publish import write_and_upload
     from executor_lib.splits.table_search import search_table
+    from indextables_contract.errors import (
+        CommitConflictError,
+        ConfigError,
+        FilterError,
+        IndexTablesError,
+        ProtocolError,
+        QueryError,
+        StorageError,
+        TableAlreadyExistsError,
+        TableNotFoundError,
+        VersionNotFoundError,
+    )
 
 
 def __getattr__(name: str) -> Any:

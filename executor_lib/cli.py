@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executor_lib.errors import IndexTablesError
 from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
+from indextables_contract.errors import IndexTablesError
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from executor_lib.errors import ConfigError
+from indextables_contract.errors import ConfigError
 
 _SIMPLE_TO_SPARK: list[tuple[Any, str]] = [
     (pa.types.is_boolean, "boolean"),

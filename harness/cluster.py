@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from executor_lib.errors import ConnectServerError
 from executor_lib.spark.connect_server import ConnectServer, free_port, port_open
+from indextables_contract.errors import ConnectServerError
 
 BUCKET = "indextables"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}

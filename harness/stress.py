@@ -166,7 +166,7 @@ def _flush(report: dict[str, Any], phase: str | None = None) -> None:
 
 
 def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
-    from executor_lib.errors import CommitFailedError, StorageError
+    from indextables_contract.errors import CommitFailedError, StorageError
 
     for k in range(cfg.commits_per_writer):
         report["attempted"] += 1
@@ -185,9 +185,9 @@ def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
 
 def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
     from executor_lib.cache.split_cache import SplitCache
-    from executor_lib.errors import CommitConflictError, CommitFailedError, StorageError
     from executor_lib.protocol.actions import removes_of
     from executor_lib.splits.publish import merge_splits
+    from indextables_contract.errors import CommitConflictError, CommitFailedError, StorageError
 
     cache = SplitCache(Path(tempfile.mkdtemp(prefix="stress-merge-cache-")))
     while not stop.is_set():
@@ -222,7 +222,7 @@ def _abandon(report: dict[str, Any], uploaded: list[Any], error: BaseException |
 
 
 def _checkpoint(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
-    from executor_lib.errors import StorageError
+    from indextables_contract.errors import StorageError
 
     while not stop.wait(0.4):
         report["attempted"] += 1
@@ -234,7 +234,7 @@ def _checkpoint(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], 
 
 def _read(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
     from executor_lib.cache.split_cache import SplitCache
-    from executor_lib.errors import StorageError
+    from indextables_contract.errors import StorageError
 
     cache = SplitCache(Path(tempfile.mkdtemp(prefix="stress-read-cache-")))
     unit = 2 * cfg.rows_per_split
@@ -259,8 +259,8 @@ def _read(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: i
 
 
 def _overwrite(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
-    from executor_lib.errors import CommitConflictError, CommitFailedError, StorageError
     from executor_lib.protocol.actions import removes_of
+    from indextables_contract.errors import CommitConflictError, CommitFailedError, StorageError
 
     for k in range(max(2, cfg.commits_per_writer // 2)):
         report["attempted"] += 1
@@ -308,7 +308,7 @@ def _count_rows(store: Any, snap: Any, cache: Any) -> int:
 def ensure_tables(cfg: StressConfig) -> None:
     """Create A (if no other run did) and B; a concurrent creator of A is fine."""
     import executor_lib
-    from executor_lib.errors import TableAlreadyExistsError
+    from indextables_contract.errors import TableAlreadyExistsError
 
     for uri in (cfg.table_a, cfg.table_b):
         with contextlib.suppress(TableAlreadyExistsError):
@@ -415,7 +415,7 @@ def _data_commits(report: LogReport) -> int:
 
 
 def _exists(store: Any, key: str) -> bool:
-    from executor_lib.errors import ObjectNotFoundError
+    from indextables_contract.errors import ObjectNotFoundError
 
     try:
         store.head(key)

@@ -2,7 +2,10 @@
 
 What one side builds and the other runs is defined here once, as frozen dataclasses with one
 JSON codec each, in the standard library only: the thin client (no JVM, no tantivy) and the
-executors both import it: the maintenance commands (``indextables_contract.commands``: names, typed
-arguments, result schemas) and the aggregate plan (``indextables_contract.aggregate``):
-what a pushed ``GROUP BY`` asks of each split and how per-split partial results merge.
+executors both import it (PROTOCOL.md §17):
+
+- ``commands``: the maintenance commands: names, typed arguments, result schemas;
+- ``filters``: the filter tree of reads, commands and aggregates;
+- ``aggregate``: what a pushed ``GROUP BY`` asks of each split and how partial results merge;
+- ``errors``: the one exception hierarchy both sides raise, each class with a stable code.
 """

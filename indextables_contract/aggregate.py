@@ -22,11 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from indextables_contract.errors import AggregatePlanError
+
 FUNCTIONS = ("count", "sum", "avg", "min", "max")
-
-
-class AggregatePlanError(ValueError):
-    """An aggregate plan that does not decode or names an unknown function."""
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from indextables_contract.errors import CommandError
+
 COMMAND_OPTION = "command"
-
-
-class CommandError(ValueError):
-    """A command that does not decode: unknown name, a missing or malformed argument (named)."""
 
 
 @dataclass(frozen=True)

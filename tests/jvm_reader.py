@@ -26,9 +26,9 @@ from typing import Any
 
 import fastavro
 
-from executor_lib.errors import ObjectAlreadyExistsError, ObjectNotFoundError
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import ObjectAlreadyExistsError, ObjectNotFoundError
 
 COMPAT_ROOT = Path(__file__).resolve().parent.parent.parent / "shared" / "compat" / "indextables_spark_v0.5.4"
 LOG = "_transaction_log"

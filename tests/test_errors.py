@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from executor_lib import errors
-from executor_lib.errors import (
+from indextables_contract import errors
+from indextables_contract.errors import (
     CommitConflictError,
     ConfigError,
     FilterError,
@@ -52,9 +52,9 @@ def test_error_class_in_reads_a_traceback_as_spark_quotes_it() -> None:
     text = (
         "[PYTHON_DATA_SOURCE_ERROR] Failed to initialize Python data source reader: Traceback (most recent call last):\n"
         '  File "executor_lib/spark/options.py", line 178, in parse_filter\n'
-        "executor_lib.errors.FilterError: [INDEXTABLES_FILTER] option filter: unknown op 'nope'\n"
+        "indextables_contract.errors.FilterError: [INDEXTABLES_FILTER] option filter: unknown op 'nope'\n"
         "\nThe above exception was the direct cause of the following exception:\n\n"
-        "executor_lib.errors.ConfigError: [INDEXTABLES_CONFIG] read: [INDEXTABLES_FILTER] quoted\n"
+        "indextables_contract.errors.ConfigError: [INDEXTABLES_CONFIG] read: [INDEXTABLES_FILTER] quoted\n"
         " SQLSTATE: 38000"
     )
     assert error_class_in(text) is ConfigError  # the last raised; a quoted code is not a raise

@@ -24,16 +24,13 @@ import pytest
 import executor_lib
 from tests.conftest import REPO_ROOT
 
-PACKAGES = ("executor_lib", "connect_plugin", "indextables_demo")
+PACKAGES = ("executor_lib", "connect_plugin", "indextables_contract", "indextables_demo")
 SHIPPED = (*PACKAGES, "pyspark_indextables")
 TEST_SUPPORT = ("harness", "tests")
 
 # Cycles that are known and being removed elsewhere. Each entry must still exist (the test fails
 # when one is gone, so that it is deleted from here) and no other cycle may appear.
 ALLOWED_CYCLES = {
-    # The SQL front end runs commands through IndexTable (sql._run), and IndexTable parses predicate and
-    # measure text with the SQL grammar (function-level imports both ways); the grammar could move to its own module.
-    frozenset({"connect_plugin.sql", "connect_plugin.table"}),
     # Issue 21 (the data source split into reader and writer modules): commands uses helpers
     # of datasource (_split_cache, _delete_quietly, _typed...), datasource dispatches to commands.
     # The streaming reader/writer reuse the batch ones, which datasource's hooks dispatch to.
@@ -168,7 +165,7 @@ def test_the_graph_sees_function_level_and_relative_imports_but_not_type_checkin
     assert "executor_lib.log.describe" in graph["executor_lib.spark.commands"]  # imported inside a method
     assert "executor_lib.log.snapshot" not in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
     assert graph["executor_lib"] == set()  # the root imports its names lazily
-    assert "executor_lib.filters" in graph["executor_lib.log.pruning"]  # `from executor_lib import filters`
+    assert "indextables_contract.filters" in graph["executor_lib.log.pruning"]  # `from indextables_contract import filters`
 
 
 def test_no_import_cycles_between_modules() -> None:
@@ -200,6 +197,18 @@ def test_executor_lib_subpackages_import_one_way() -> None:
             )
     found = cycles(layers)
     assert not found, [_describe(c, layers) for c in found]
+
+
+def test_the_contract_imports_only_itself() -> None:
+    """The contract sits below both sides: the thin client and the executors import it, it imports
+    neither (nor anything but the standard library, which the blocked-import test checks)."""
+    graph = import_graph()
+    outside = {
+        module: sorted(t for t in targets if not t.startswith("indextables_contract"))
+        for module, targets in graph.items()
+        if module.startswith("indextables_contract")
+    }
+    assert not {m: t for m, t in outside.items() if t}, outside
 
 
 def test_shipped_code_never_imports_test_support() -> None:
@@ -253,8 +262,10 @@ def test_the_blocker_blocks() -> None:
     "module",
     [
         "executor_lib",
-        "executor_lib.errors",
-        "executor_lib.filters",
+        "indextables_contract.errors",
+        "indextables_contract.filters",
+        "indextables_contract.commands",
+        "indextables_contract.aggregate",
         "executor_lib.protocol.actions",
         "executor_lib.protocol.files",
         "executor_lib.protocol.bundle",

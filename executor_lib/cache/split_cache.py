@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor_lib.errors import CorruptSplitError
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, parse_footer
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import CorruptSplitError
 
 DATA_FILE = "data.split"
 _STATS = "stats.json"

@@ -24,8 +24,8 @@ from typing import Any, cast
 
 import fastavro
 
-from executor_lib.errors import ConfigError
 from executor_lib.log.manifest_integrity import check_snappy_crc
+from indextables_contract.errors import ConfigError
 
 try:
     import cavro

@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor_lib.errors import CorruptLogError, MissingLogFileError, ObjectNotFoundError, UnsupportedProtocolError
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
@@ -31,6 +30,12 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import (
+    CorruptLogError,
+    MissingLogFileError,
+    ObjectNotFoundError,
+    UnsupportedProtocolError,
+)
 
 # ``_manifest.avro`` first: the name every deployed implementation reads and writes (and the commit
 # point of IndexTables4Spark 0.5.x); ``_manifest.json`` is this project's older, non-JVM layout.

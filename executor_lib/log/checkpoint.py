@@ -20,13 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.errors import (
-    AmbiguousWriteError,
-    CorruptLogError,
-    MissingLogFileError,
-    ObjectAlreadyExistsError,
-    ObjectNotFoundError,
-)
 from executor_lib.log.config import LogConfig
 from executor_lib.log.state import TableState
 from executor_lib.protocol.actions import Action, actions_from_ndjson, actions_to_ndjson
@@ -41,6 +34,13 @@ from executor_lib.protocol.files import (
 )
 from executor_lib.protocol.schema_registry import configuration_with_registry, renormalize
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import (
+    AmbiguousWriteError,
+    CorruptLogError,
+    MissingLogFileError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+)
 
 FORMAT_JSON = "json"
 FORMAT_JSON_MULTIPART = "json-multipart"

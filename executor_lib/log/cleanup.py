@@ -29,12 +29,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from executor_lib.errors import InvalidPathError
 from executor_lib.log.avro_state import StateManifest, read_state_manifest, resolve_manifest_path
 from executor_lib.log.config import LogConfig
 from executor_lib.log.snapshot import list_log
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir, version_name
 from executor_lib.storage.base import ObjectStore, table_key
+from indextables_contract.errors import InvalidPathError
 
 _HOUR_MS = 3600 * 1000
 

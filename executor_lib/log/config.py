@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.errors import ConfigError
+from indextables_contract.errors import ConfigError
 
 _PREFIX = "spark.indextables."
 

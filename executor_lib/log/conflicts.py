@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from executor_lib.errors import CommitConflictError
 from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction, RemoveAction
 from executor_lib.protocol.schema_registry import without_registry
+from indextables_contract.errors import CommitConflictError
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ import re
 import struct
 import zlib
 
-from executor_lib.errors import CorruptLogError, ObjectNotFoundError
 from executor_lib.storage.base import ObjectStore
 from executor_lib.storage.local import LocalStore
+from indextables_contract.errors import CorruptLogError, ObjectNotFoundError
 
 CONTENT_ADDRESSED_NAME = re.compile(r"manifest-([0-9a-f]{16})\.avro")
 HADOOP_CRC_MAGIC = b"crc\x00"

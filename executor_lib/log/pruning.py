@@ -1,6 +1,6 @@
 """Data skipping: which files (or manifests) may hold rows matching simple predicates.
 
-Predicates are a conjunction of filters (``executor_lib.filters``: ``Term``, ``TermIn``,
+Predicates are a conjunction of filters (``indextables_contract.filters``: ``Term``, ``TermIn``,
 ``Between``...) on partition columns (compared with the file's ``partitionValues``) or data
 columns (compared with its ``minValues``/``maxValues`` statistics). ``And``/``Or`` combine,
 ``Prefix`` is judged as a range; ``Not``, query strings, regexes, ``Contains`` and ``Exists``
@@ -19,9 +19,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from executor_lib import filters
-from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
+from indextables_contract import filters
+from indextables_contract.errors import ConfigError
 
 STATS_TRUNCATION_LENGTH = 32
 _NUMERIC_TYPES = {"byte", "short", "integer", "long", "float", "double"}
@@ -61,7 +61,7 @@ def _check_predicates(predicates: Sequence[filters.Filter], types: Mapping[str, 
         elif isinstance(p, filters.Not):
             _check_predicates((p.child,), types)
         elif not isinstance(p, _LEAVES):
-            raise ConfigError(f"unsupported predicate {p!r}: use the filters of executor_lib.filters")
+            raise ConfigError(f"unsupported predicate {p!r}: use the filters of indextables_contract.filters")
         elif getattr(p, "column", None) is not None and p.column not in types:
             raise ConfigError(f"predicate on unknown column {p.column!r} (columns: {sorted(types)})")
 

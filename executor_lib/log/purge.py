@@ -25,12 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor_lib.errors import ConfigError, IndexTablesError, InvalidPathError
 from executor_lib.log.cleanup import CleanupReport, cleanup_log
 from executor_lib.log.snapshot import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.files import LOG_DIR, version_name
 from executor_lib.storage.base import ObjectStore, table_key
+from indextables_contract.errors import ConfigError, IndexTablesError, InvalidPathError
 
 MIN_RETENTION_HOURS = 24.0
 _HOUR_MS = 3600 * 1000

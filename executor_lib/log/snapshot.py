@@ -17,15 +17,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from executor_lib.errors import (
-    CorruptLogError,
-    MissingLogFileError,
-    ObjectNotFoundError,
-    TableNotFoundError,
-    UnknownActionError,
-    UnsupportedProtocolError,
-    VersionNotFoundError,
-)
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
@@ -50,6 +41,15 @@ from executor_lib.protocol.files import (
 )
 from executor_lib.protocol.schema_registry import registry_from_configuration
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import (
+    CorruptLogError,
+    MissingLogFileError,
+    ObjectNotFoundError,
+    TableNotFoundError,
+    UnknownActionError,
+    UnsupportedProtocolError,
+    VersionNotFoundError,
+)
 
 # What this code can read and write.
 READER_VERSION = 4

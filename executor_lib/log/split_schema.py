@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from executor_lib.errors import InvalidActionError
+from indextables_contract.errors import InvalidActionError
 
 # Spark type name -> doc mapping types a column of that type may be indexed as.
 _INTEGERS = frozenset({"i64"})

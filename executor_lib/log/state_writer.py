@@ -32,7 +32,6 @@ from typing import Any
 
 import fastavro
 
-from executor_lib.errors import ObjectAlreadyExistsError
 from executor_lib.log.avro_state import (
     COMMIT_INFO_KEY,
     COMMIT_POINT_KEY,
@@ -56,6 +55,7 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
+from indextables_contract.errors import ObjectAlreadyExistsError
 
 STATE_FORMAT_VERSION = 1
 STATE_MANIFEST_NAMES = {"json": "_manifest.json", "avro": "_manifest.avro"}

@@ -22,8 +22,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from executor_lib.errors import CorruptLogError, InvalidActionError
 from executor_lib.protocol.actions import Action, AddAction
+from indextables_contract.errors import CorruptLogError, InvalidActionError
 
 TAG_PREFIX = "indextables.streamingTxn:"
 METADATA_KEY = "indextables.streamingTxns"

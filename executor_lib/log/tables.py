@@ -13,12 +13,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from executor_lib.errors import (
-    ConfigError,
-    ObjectNotFoundError,
-    StorageError,
-    TableAlreadyExistsError,
-)
 from executor_lib.log.config import split_options
 from executor_lib.log.snapshot import list_log
 from executor_lib.log.transaction_log import TransactionLog
@@ -33,6 +27,12 @@ from executor_lib.protocol.actions import (
 from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
 from executor_lib.storage import open_store
 from executor_lib.storage.base import redact_uri
+from indextables_contract.errors import (
+    ConfigError,
+    ObjectNotFoundError,
+    StorageError,
+    TableAlreadyExistsError,
+)
 
 # Tables created by this code: protocol v4 (Avro state) by default, v3 with state.format=json.
 V3_TABLE_PROTOCOL = ProtocolAction(

@@ -32,22 +32,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.errors import (
-    AmbiguousWriteError,
-    BatchAlreadyCommittedError,
-    CommitConflictError,
-    CommitFailedError,
-    ConfigError,
-    CorruptLogError,
-    IndexTablesError,
-    InvalidActionError,
-    InvalidPathError,
-    MissingLogFileError,
-    ObjectAlreadyExistsError,
-    ObjectNotFoundError,
-    StorageError,
-    VersionNotFoundError,
-)
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest, read_state_files, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
@@ -81,6 +65,22 @@ from executor_lib.protocol.schema_registry import (
     registry_from_configuration,
 )
 from executor_lib.storage.base import ObjectStore, table_key
+from indextables_contract.errors import (
+    AmbiguousWriteError,
+    BatchAlreadyCommittedError,
+    CommitConflictError,
+    CommitFailedError,
+    ConfigError,
+    CorruptLogError,
+    IndexTablesError,
+    InvalidActionError,
+    InvalidPathError,
+    MissingLogFileError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    StorageError,
+    VersionNotFoundError,
+)
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, cast
 
-from executor_lib.errors import CorruptLogError, UnknownActionError
+from indextables_contract.errors import CorruptLogError, UnknownActionError
 
 T = TypeVar("T", bound="_ActionBase")
 

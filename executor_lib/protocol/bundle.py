@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from executor_lib.errors import CorruptSplitError
+from indextables_contract.errors import CorruptSplitError
 
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1

@@ -20,7 +20,7 @@ import re
 import zlib
 from typing import Any
 
-from executor_lib.errors import CorruptLogError
+from indextables_contract.errors import CorruptLogError
 
 LOG_DIR = "_transaction_log"
 LAST_CHECKPOINT = "_last_checkpoint"

@@ -26,12 +26,12 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
 
-from executor_lib import filters as F
-from executor_lib.errors import ConfigError
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 from indextables_contract import commands as C
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError
 
 # Options a command read may carry beyond its arguments (a pinned version; the read settings of
 # a pushed aggregate's tasks).

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from executor_lib.errors import ConnectServerError
+from indextables_contract.errors import ConnectServerError
 
 
 def free_port() -> int:

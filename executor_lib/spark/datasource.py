@@ -56,10 +56,16 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BooleanType, StructType
 
-from executor_lib import filters as F
-from executor_lib.errors import ConfigError, IndexTablesError, StorageError, TableAlreadyExistsError, TableNotFoundError
 from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.spark import options as O
+from indextables_contract import filters as F
+from indextables_contract.errors import (
+    ConfigError,
+    IndexTablesError,
+    StorageError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 
 log = logging.getLogger(__name__)
 

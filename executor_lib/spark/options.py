@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from executor_lib import filters as F
-from executor_lib.errors import ConfigError, FilterError
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError, FilterError
 
 PREFIX = "spark.indextables."
 

@@ -30,7 +30,6 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStream
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from executor_lib.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
 from executor_lib.protocol.actions import AddAction, MetadataAction, RemoveAction
 from executor_lib.spark import options as O
 from executor_lib.spark.datasource import (
@@ -42,6 +41,7 @@ from executor_lib.spark.datasource import (
     _open_log,
     _require_path,
 )
+from indextables_contract.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
 
 log = logging.getLogger(__name__)
 

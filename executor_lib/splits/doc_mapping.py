@@ -32,8 +32,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from executor_lib.errors import ConfigError
 from executor_lib.table_schema import check_indexable, column_name_problem
+from indextables_contract.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
 RECORD_OPTIONS = ("position", "freq", "basic")

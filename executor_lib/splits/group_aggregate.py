@@ -24,11 +24,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from executor_lib import filters as F
 from executor_lib.splits.doc_mapping import FieldMapping
 from executor_lib.splits.pushdown import FilterPlan, plan
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.table_search import scan_split
+from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, ColumnPartial, GroupPartial, Partials
 
 EXACT_FLOAT_INTEGERS = 2**53

@@ -37,7 +37,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.errors import ConfigError
 from executor_lib.protocol.bundle import write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
@@ -50,6 +49,7 @@ from executor_lib.splits.writer import (
     _stats,
     in_columnar_copy,
 )
+from indextables_contract.errors import ConfigError
 
 MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead
 

@@ -32,9 +32,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from executor_lib.errors import ConfigError
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
+from indextables_contract.errors import ConfigError
 
 DEFAULT_TARGET_BYTES = 5 * 1024**3
 SKIP_FRACTION = 0.9

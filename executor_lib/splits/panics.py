@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from executor_lib.errors import IndexEngineError
+from indextables_contract.errors import IndexEngineError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.cache.split_cache import SplitCache
-from executor_lib.errors import ConfigError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.merge import MergeSource, merge_sources, sort_and_cut
@@ -28,6 +27,7 @@ from executor_lib.splits.merge_plan import SORT_KEY_TAG
 from executor_lib.splits.table_search import load_split
 from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import ConfigError
 
 
 def partition_path(partition_values: Mapping[str, str | None]) -> str:

@@ -30,9 +30,9 @@ from enum import Enum
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib import filters as F
-from executor_lib.errors import ConfigError
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError
 
 ROW_ID_COLUMN = "__row"
 

@@ -25,8 +25,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib import filters
-from executor_lib.errors import CorruptSplitError, QueryError
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
@@ -41,6 +39,8 @@ from executor_lib.splits.writer import (
     tantivy_schema,
     write_split,
 )
+from indextables_contract import filters
+from indextables_contract.errors import CorruptSplitError, QueryError
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,

@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from executor_lib import filters
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
-from executor_lib.errors import ConfigError, CorruptLogError, CorruptSplitError, QueryError, SplitSchemaError
 from executor_lib.log.snapshot import Snapshot
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.storage.base import ObjectStore
+from indextables_contract import filters
+from indextables_contract.errors import ConfigError, CorruptLogError, CorruptSplitError, QueryError, SplitSchemaError
 
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
 _OPEN_LOCK = threading.Lock()

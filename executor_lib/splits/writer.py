@@ -29,10 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.errors import InvalidDataError
 from executor_lib.protocol.bundle import BundleFooter, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
+from indextables_contract.errors import InvalidDataError
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"

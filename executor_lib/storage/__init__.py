@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from executor_lib.errors import ConfigError
 from executor_lib.storage.base import ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
+from indextables_contract.errors import ConfigError
 
 __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from executor_lib.errors import InvalidPathError
+from indextables_contract.errors import InvalidPathError
 
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
@@ -174,7 +174,7 @@ class ObjectStore(abc.ABC):
         """Size and modification time of ``key``; ObjectNotFoundError if missing."""
 
     def exists(self, key: str) -> bool:
-        from executor_lib.errors import ObjectNotFoundError
+        from indextables_contract.errors import ObjectNotFoundError
 
         try:
             self.head(key)

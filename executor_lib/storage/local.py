@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from executor_lib.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from executor_lib.storage.base import ObjectInfo, ObjectStore
+from indextables_contract.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 
 _TMP_MARKER = ".tmp-"
 

@@ -21,14 +21,14 @@ import botocore.config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from executor_lib.errors import (
+from executor_lib.storage.base import ObjectInfo, ObjectStore
+from indextables_contract.errors import (
     AmbiguousWriteError,
     ConfigError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StorageError,
 )
-from executor_lib.storage.base import ObjectInfo, ObjectStore
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.errors import CorruptSplitError
 from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
 from executor_lib.splits.table_search import search_table
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import CorruptSplitError
 
 DATA = pa.table({"id": pa.array(range(50), pa.int64()), "tag": [f"t{i % 5}" for i in range(50)]})
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.errors import CorruptSplitError, FilterError, QueryError, TableNotFoundError, error_class_in
+from indextables_contract.errors import CorruptSplitError, FilterError, QueryError, TableNotFoundError, error_class_in
 
 
 def one_split_table(path: Path) -> executor_lib.AddAction:

@@ -14,11 +14,11 @@ import pytest
 
 import connect_plugin
 from connect_plugin.table import IndexTable
-from executor_lib import filters as F
-from executor_lib.errors import ConfigError, TableNotFoundError, error_class_in
 from executor_lib.log.pruning import prune_files
 from executor_lib.log.tables import open_log
 from executor_lib.splits.merge_plan import SORT_KEY_TAG
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError, TableNotFoundError, error_class_in
 from tests.spark.test_datasource import SCHEMA, TEXT_OPTS, log_rows
 
 ROWS = 1200
@@ -160,9 +160,9 @@ def test_a_bad_merge_on_write_setting_is_refused_before_the_write(spark: Any, tm
     path = tmp_path / "t"
     df = spark.createDataFrame(log_rows(10), SCHEMA)
     bad = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "0"}
-    with pytest.raises(ValueError, match=r"mergeOnWrite\.minSplitsToMerge must be a positive integer, not '0'"):
+    with pytest.raises(ConfigError, match=r"mergeOnWrite\.minSplitsToMerge must be a positive integer, not '0'"):
         connect_plugin.write(df, str(path), options=bad)
-    with pytest.raises(ValueError, match=r"mergeOnWrite\.enabled must be true or false, not 'yes please'"):
+    with pytest.raises(ConfigError, match=r"mergeOnWrite\.enabled must be true or false, not 'yes please'"):
         connect_plugin.write(df, str(path), options={"spark.indextables.mergeOnWrite.enabled": "yes please"})
     assert not path.exists()
 

@@ -9,36 +9,41 @@ import pytest
 
 import connect_plugin
 import executor_lib
-from connect_plugin.sql import IndexTablesSQLError, is_indextables_statement, parse_predicate, split_spark_part, sql
+from connect_plugin.grammar import IndexTablesSQLError, parse_predicate, split_spark_part
+from connect_plugin.sql import is_indextables_statement, sql
+from indextables_contract import filters as F
 from tests.spark.test_datasource import TEXT_OPTS, ids, log_rows, make_df
 
 
 def test_predicates_become_filter_trees() -> None:
     tree = parse_predicate("day = '2024-01-01' AND (n >= 5 OR msg indexquery 'a AND b') AND NOT lvl IN ('x', 'y')")
-    assert tree == {"op": "and", "children": [
-        {"op": "term", "column": "day", "value": "2024-01-01"},
-        {"op": "or", "children": [{"op": "range", "column": "n", "lower": 5, "lowerInclusive": True},
-                                  {"op": "query", "query": "a AND b", "column": "msg"}]},
-        {"op": "not", "child": {"op": "in", "column": "lvl", "values": ["x", "y"]}},
-    ]}  # fmt: skip
-    assert parse_predicate("s LIKE 'ab%'") == {"op": "prefix", "column": "s", "value": "ab"}
-    assert parse_predicate("s LIKE '%ab%'") == {"op": "contains", "column": "s", "value": "ab"}
-    assert parse_predicate("s LIKE 'a_c%'")["op"] == "regex"
-    assert parse_predicate("_indexall indexquery 'x'") == {"op": "query", "query": "x", "column": None}
-    assert parse_predicate("indexqueryall('x y')") == {"op": "query", "query": "x y", "column": None}
-    assert parse_predicate("m textsearch 'x'")["kind"] == "text"
-    assert parse_predicate("n BETWEEN 1 AND 2.5") == {"op": "range", "column": "n", "lower": 1, "upper": 2.5}
-    assert parse_predicate("x IS NULL") == {"op": "not", "child": {"op": "exists", "column": "x"}}
+    assert tree == F.And((
+        F.Term("day", "2024-01-01"),
+        F.Or((F.Between("n", lower=5), F.QueryString("a AND b", "msg"))),
+        F.Not(F.TermIn("lvl", ("x", "y"))),
+    ))  # fmt: skip
+    assert parse_predicate("s LIKE 'ab%'") == F.Prefix("s", "ab")
+    assert parse_predicate("s LIKE '%ab%'") == F.Contains("s", "ab")
+    assert parse_predicate("s LIKE 'a_c%'") == F.Regex("s", "(?s)a.c.*")
+    assert parse_predicate("s LIKE 'a.b'") == F.Term("s", "a.b")
+    assert parse_predicate("_indexall indexquery 'x'") == F.QueryString("x")
+    assert parse_predicate("indexqueryall('x y')") == F.QueryString("x y")
+    assert parse_predicate("m textsearch 'x'") == F.QueryString("x", "m", "text")
+    assert parse_predicate("m fieldmatch 'x'") == F.QueryString("x", "m", "exact")
+    assert parse_predicate("n BETWEEN 1 AND 2.5") == F.Between("n", 1, 2.5)
+    assert parse_predicate("n < 3") == F.Between("n", upper=3, upper_inclusive=False)
+    assert parse_predicate("x IS NULL") == F.Not(F.Exists("x"))
+    assert parse_predicate("x IS NOT NULL") == F.Exists("x")
 
 
 def test_function_calls_become_spark_conditions() -> None:
     tree = parse_predicate("msg indexquery 'a' AND (length(msg) > 3 OR id = 2) AND lower(level) IN ('x')")
     assert split_spark_part(tree) == (
-        {"op": "query", "query": "a", "column": "msg"},
+        F.QueryString("a", "msg"),
         "(length(msg) > 3 OR id = 2) AND (lower(level) IN ('x'))",
     )
     assert split_spark_part(parse_predicate("indexqueryall('x') AND day = '1'"))[1] is None
-    assert parse_predicate("NOT (id = 1)") == {"op": "not", "child": {"op": "term", "column": "id", "value": 1}}
+    assert parse_predicate("NOT (id = 1)") == F.Not(F.Term("id", 1))
     with pytest.raises(IndexTablesSQLError, match="column 1: a predicate with function calls can be combined"):
         parse_predicate("msg indexquery 'a' OR lower(x) = 'y'")
 
@@ -164,12 +169,9 @@ def test_only_real_uses_of_the_index_operators_are_ours(text: str, ours: bool) -
 
 def test_quoting_follows_sparks_lexer() -> None:
     tree = parse_predicate("`a``b` = 'it''s' AND `c` = \"d\\\"q\" AND m indexquery r'x\\d' AND n = 'a\\tb\\u0041\\101'")
-    assert tree["children"] == [
-        {"op": "term", "column": "a`b", "value": "it's"},
-        {"op": "term", "column": "c", "value": 'd"q'},
-        {"op": "query", "query": "x\\d", "column": "m"},
-        {"op": "term", "column": "n", "value": "a\tbAA"},
-    ]
+    assert tree == F.And((
+        F.Term("a`b", "it's"), F.Term("c", 'd"q'), F.QueryString("x\\d", "m"), F.Term("n", "a\tbAA"),
+    ))  # fmt: skip
 
 
 LITERALS = [r"'a''b'", r"'a\nb'", r"'a\'b'", '"d""q"', r'"d\"q"', r"r'a\nb'", r"'a\%b\_c'", r"'\u0041\101'",

@@ -12,7 +12,7 @@ import pytest
 import connect_plugin
 import executor_lib
 from connect_plugin.table import IndexTable
-from executor_lib.errors import CommitConflictError, error_class_in
+from indextables_contract.errors import CommitConflictError, error_class_in
 from tests.spark.test_datasource import TEXT_OPTS, ids, make_df
 
 

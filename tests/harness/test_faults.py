@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from executor_lib.errors import StorageError
 from executor_lib.storage import open_store
 from harness.faults import FaultInjector
+from indextables_contract.errors import StorageError
 from tests.conftest import BUCKET, s3_options
 
 

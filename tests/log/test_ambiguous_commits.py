@@ -11,12 +11,12 @@ from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
 from botocore.httpsession import URLLib3Session
 
 import executor_lib
-from executor_lib.errors import AmbiguousWriteError, ObjectAlreadyExistsError, StorageError
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
 from harness.log_checker import check_log
+from indextables_contract.errors import AmbiguousWriteError, CommitFailedError, ObjectAlreadyExistsError, StorageError
 from tests.conftest import BUCKET, s3_options
 from tests.log.helpers import add, make_table
 
@@ -113,7 +113,7 @@ def test_storage_that_never_recovers_fails_cleanly(tmp_path: Path) -> None:
     make_table(uri, {})
     config = LogConfig(retry_max_attempts=3, retry_base_delay_ms=1)
     log = TransactionLog(FlakyLocalStore(Path(uri), VERSION_1, "fail-before-write", times=99), config)
-    with pytest.raises(executor_lib.errors.CommitFailedError, match=r"3 failed writes .*disk hiccup") as err:
+    with pytest.raises(CommitFailedError, match=r"3 failed writes .*disk hiccup") as err:
         log.commit([add()])
     assert isinstance(err.value.__cause__, StorageError)
     assert check_log(uri).versions == [0]

@@ -11,10 +11,10 @@ from typing import Any
 import fastavro
 import pytest
 
-from executor_lib.errors import ConfigError, CorruptLogError
 from executor_lib.log import avro_records
 from executor_lib.log.avro_records import DECODER_ENV, AvroRecords, default_decoder
 from executor_lib.log.avro_state import decode_manifest
+from indextables_contract.errors import ConfigError, CorruptLogError
 from tests.log.test_avro_state import FILE_ENTRY_SCHEMA, avro_bytes, entry
 
 DECODERS = ["cavro", "fastavro"]

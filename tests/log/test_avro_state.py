@@ -11,10 +11,10 @@ import fastavro
 import pytest
 
 import executor_lib
-from executor_lib.errors import CorruptLogError, MissingLogFileError
 from executor_lib.protocol.actions import actions_to_ndjson
 from executor_lib.protocol.files import encode_log_bytes
 from executor_lib.storage import open_store
+from indextables_contract.errors import CorruptLogError, MissingLogFileError
 from tests.log.helpers import SCHEMA
 
 STATE_SCHEMA = {

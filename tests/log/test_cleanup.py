@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.errors import VersionNotFoundError
 from executor_lib.protocol.actions import RemoveAction
 from executor_lib.storage import open_store
+from indextables_contract.errors import VersionNotFoundError
 from tests.log.helpers import add, make_table
 
 Table = tuple[str, dict[str, Any]]

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.errors import CommitConflictError
 from executor_lib.storage import open_store
 from harness.log_checker import check_log, live_files_from_version_files, lost_commits
 from harness.moto_server import MotoServerProcess
+from indextables_contract.errors import CommitConflictError
 from tests.conftest import BUCKET, s3_options
 from tests.log.helpers import add, make_table
 

@@ -17,11 +17,11 @@ import fastavro
 import pytest
 
 import executor_lib
-from executor_lib.errors import CorruptLogError, MissingLogFileError
 from executor_lib.log import avro_state
 from executor_lib.log.manifest_cache import DiskManifestCache, ManifestCache
 from executor_lib.log.manifest_integrity import check_hadoop_crc
 from executor_lib.storage import open_store
+from indextables_contract.errors import CorruptLogError, MissingLogFileError
 from tests.log.helpers import add, make_table
 
 MANIFESTS = "_transaction_log/manifests"

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.errors import ConfigError
-from executor_lib.filters import Between, Term, TermIn, ge, gt, le, lt
 from executor_lib.log.pruning import bounds_may_match
 from executor_lib.protocol.actions import AddAction
+from indextables_contract.errors import ConfigError
+from indextables_contract.filters import Between, Term, TermIn, ge, gt, le, lt
 from tests.conftest import COMPAT_ROOT
 
 
@@ -140,7 +140,7 @@ def test_numeric_partitions_are_not_pruned_by_string_ordered_manifest_bounds(tmp
 
 
 def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() -> None:
-    from executor_lib import filters as f
+    from indextables_contract import filters as f
 
     snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
 

@@ -12,10 +12,10 @@ import fastavro
 import pytest
 
 import executor_lib
-from executor_lib.errors import UnsupportedProtocolError
 from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.protocol.actions import RemoveAction
 from executor_lib.storage import open_store
+from indextables_contract.errors import UnsupportedProtocolError
 from tests.conftest import COMPAT_ROOT
 from tests.log.helpers import add, make_table
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.errors import ConfigError, CorruptLogError, InvalidActionError
 from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, decode, parse_tag
 from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage import open_store
+from indextables_contract.errors import ConfigError, CorruptLogError, InvalidActionError
 from tests.jvm_reader import Jvm05Committer, jvm_read
 from tests.log.helpers import add, make_table
 

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.errors import (
+from executor_lib.protocol.actions import MetadataAction, ProtocolAction, RemoveAction, actions_to_ndjson
+from executor_lib.protocol.files import encode_log_bytes
+from executor_lib.storage import open_store
+from indextables_contract.errors import (
     CommitConflictError,
     InvalidActionError,
     MissingLogFileError,
@@ -20,9 +23,6 @@ from executor_lib.errors import (
     UnsupportedProtocolError,
     VersionNotFoundError,
 )
-from executor_lib.protocol.actions import MetadataAction, ProtocolAction, RemoveAction, actions_to_ndjson
-from executor_lib.protocol.files import encode_log_bytes
-from executor_lib.storage import open_store
 from tests.log.helpers import SCHEMA, add, make_table
 
 Table = tuple[str, dict[str, Any]]

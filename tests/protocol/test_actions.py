@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from executor_lib.errors import CorruptLogError
 from executor_lib.protocol.actions import (
     AddAction,
     MetadataAction,
@@ -17,6 +16,7 @@ from executor_lib.protocol.actions import (
     actions_from_ndjson,
     actions_to_ndjson,
 )
+from indextables_contract.errors import CorruptLogError
 
 SPEC_ADD_FIELDS = {
     "path",

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from executor_lib.errors import CorruptLogError
 from executor_lib.protocol.files import (
     checkpoint_part_file,
     decode_log_bytes,
@@ -19,6 +18,7 @@ from executor_lib.protocol.files import (
     state_dir,
     version_file,
 )
+from indextables_contract.errors import CorruptLogError
 
 PAYLOAD = b'{"protocol":{"minReaderVersion":1,"minWriterVersion":1}}\n'
 

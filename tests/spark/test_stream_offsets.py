@@ -11,10 +11,10 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
 
 import executor_lib
-from executor_lib.errors import ConfigError, StreamingReadError
 from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.spark.datasource import IndexTablesDataSource
 from executor_lib.spark.streaming import IndexTablesStreamReader, IndexTablesStreamWriter
+from indextables_contract.errors import ConfigError, StreamingReadError
 from tests.log.helpers import add, make_table
 
 

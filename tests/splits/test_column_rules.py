@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.errors import ConfigError, IndexEngineError
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, mapping_for
 from executor_lib.splits.panics import no_panic
 from executor_lib.splits.writer import write_split
+from indextables_contract.errors import ConfigError, IndexEngineError
 
 BAD_NAMES = {
     "__row": "is reserved",

@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib import filters as F
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.group_aggregate import aggregate_split
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.writer import write_split
+from indextables_contract import filters as F
 from indextables_contract.aggregate import (
     AggregatePlan,
     Measure,

@@ -12,13 +12,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib import filters as F
-from executor_lib.errors import FilterError
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.pushdown import FilterPlan, Support, leaf_support, plan
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.table_search import scan_split
 from executor_lib.splits.writer import write_split
+from indextables_contract import filters as F
+from indextables_contract.errors import FilterError
 
 UTC = datetime.timezone.utc
 SCHEMA = pa.schema(

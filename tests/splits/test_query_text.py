@@ -5,11 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from executor_lib.errors import QueryError
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query_text import locate
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.writer import write_split
+from indextables_contract.errors import QueryError
 
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "title": ["red fox", "blue fox"], "tag": ["a", "b"]})
 
@@ -63,6 +63,6 @@ def test_bare_ranges_in_a_column_query_are_scoped_to_the_column() -> None:
 
 
 def test_a_column_query_with_a_bare_range_runs(searcher: SplitSearcher) -> None:
-    from executor_lib import filters
+    from indextables_contract import filters
 
     assert searcher.count(filters.QueryString("[2 TO 9]", "id")) == 1

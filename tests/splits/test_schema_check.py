@@ -15,12 +15,12 @@ import pytest
 
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
-from executor_lib.errors import InvalidActionError, SplitSchemaError
 from executor_lib.protocol.actions import actions_to_ndjson
 from executor_lib.protocol.files import LOG_DIR, version_file
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
 from executor_lib.splits.table_search import search_table
+from indextables_contract.errors import InvalidActionError, SplitSchemaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
 GOOD = pa.table({"id": [1], "msg": ["a"]})

@@ -13,7 +13,6 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.doc_mapping import mapping_for
@@ -21,6 +20,7 @@ from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.table_search import search_table
 from executor_lib.splits.writer import write_split
 from executor_lib.storage import open_store
+from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
 from tests.conftest import COMPAT_ROOT
 
 TABLES = sorted(p.name for p in COMPAT_ROOT.iterdir()) if COMPAT_ROOT.is_dir() else []
@@ -217,7 +217,7 @@ def test_aggregations_on_fast_fields(split: SplitSearcher) -> None:
 
 
 def test_structured_filters(split: SplitSearcher) -> None:
-    from executor_lib import filters as f
+    from indextables_contract import filters as f
 
     def ids(flt: f.Filter) -> list[int]:
         return sorted(split.search(flt, ["id"]).column("id").to_pylist())
@@ -249,7 +249,7 @@ def test_structured_filters(split: SplitSearcher) -> None:
 def test_nulls_dates_and_binary_columns(tmp_path: Path) -> None:
     import datetime
 
-    from executor_lib import filters as f
+    from indextables_contract import filters as f
 
     rows = pa.table(
         {
@@ -290,8 +290,8 @@ def test_json_fields_and_date_histograms(tmp_path: Path) -> None:
 
 
 def test_ip_columns_answer_address_queries_and_keep_their_strings(tmp_path: Path) -> None:
-    from executor_lib import filters as f
     from executor_lib.splits.pushdown import Support, leaf_support
+    from indextables_contract import filters as f
 
     rows = pa.table(
         {
@@ -326,7 +326,7 @@ def test_ip_columns_answer_address_queries_and_keep_their_strings(tmp_path: Path
 
 
 def test_a_bad_ip_value_is_named_before_anything_is_written(tmp_path: Path) -> None:
-    from executor_lib.errors import InvalidDataError
+    from indextables_contract.errors import InvalidDataError
 
     rows = pa.table({"ip": ["10.0.0.1", "not-an-ip"]})
     mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.ip": "ip"})
@@ -374,8 +374,8 @@ def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None
     down the row-dict path."""
     import datetime
 
-    from executor_lib import filters as f
     from executor_lib.splits.writer import json_documents
+    from indextables_contract import filters as f
 
     utc = datetime.timezone.utc
     strings = ['say "hi"', "back\\slash", "new\nline\ttab\x01ctl", "ünïcødé 😀", None, "", "plain"]
@@ -478,10 +478,10 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
     """A merge copies the sources' segments (no re-indexing) and records each segment's row offset: every
     query answers exactly as on the concatenated rows, including merges of merged splits and sources with
     several segments."""
-    from executor_lib import filters as f
     from executor_lib.protocol.bundle import read_footer
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.writer import SEGMENTS_MEMBER
+    from indextables_contract import filters as f
 
     mapping = mapping_for(DATA.schema, OPTIONS)
     big = pa.concat_tables([DATA] * 500).set_column(0, "id", pa.array(range(10_000), pa.int64()))
@@ -518,7 +518,7 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
 
 
 def _matches(row: dict[str, Any], query: Any) -> bool:
-    from executor_lib import filters as f
+    from indextables_contract import filters as f
 
     if query is None:
         return True
@@ -535,12 +535,12 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     """A store-only text column is not indexed (not in the Tantivy index; its values come from the
     columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
     answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
-    from executor_lib import filters as f
     from executor_lib.protocol.bundle import read_member
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.pushdown import FilterPlan
     from executor_lib.splits.table_search import scan_split
     from executor_lib.splits.writer import COLUMNS_MEMBER
+    from indextables_contract import filters as f
 
     options = {
         **OPTIONS,
@@ -560,7 +560,7 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     with pytest.raises(QueryError, match="'title' is not an indexed field"):
         from executor_lib.splits.searcher import check_query
 
-        check_query(executor_lib.filters.QueryString("red", "title"), mapping)
+        check_query(f.QueryString("red", "title"), mapping)
     with pytest.raises(QueryError, match=r"columns \['tag'\] are index-only"):
         scan_split(searcher, FilterPlan(None, f.Prefix("tag", "t")), ["id"])
     rows = scan_split(searcher, FilterPlan(f.Term("tag", "t2"), f.Contains("title", "blue")), ["id", "tag"])

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from executor_lib.errors import ConfigError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import ConfigError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 
 
 @pytest.fixture

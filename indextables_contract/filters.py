@@ -1,5 +1,9 @@
-"""Structured filters (what Spark filter pushdown produces): one vocabulary for data skipping
-and for search. Standard library only.
+"""The filter tree: one vocabulary for data skipping, for search and for the client/cluster contract.
+
+The client (``connect_plugin``: SQL WHERE clauses, ``filter=`` arguments) builds these nodes and
+sends their JSON form (``to_json``) as the ``filter`` read option or a command's ``filter``
+argument; the executors decode it (``from_json``, which names the malformed part) and turn
+Spark's pushed filters into the same nodes. Standard library only.
 
 ``log.pruning`` uses a filter tree to skip files and manifests by partition values and
 min/max statistics (anything it cannot judge keeps the file); ``splits.searcher`` compiles
@@ -11,10 +15,12 @@ field) is a ``QueryError`` naming the column, so the caller can keep that predic
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.errors import FilterError
+from indextables_contract.errors import FilterError
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,7 @@ class Not:
 
 
 Filter = Term | TermIn | Between | Prefix | Contains | Regex | Exists | QueryString | And | Or | Not
+FILTER_TYPES = (Term, TermIn, Between, Prefix, Contains, Regex, Exists, QueryString, And, Or, Not)
 
 
 def gt(column: str, value: Any) -> Between:
@@ -176,11 +183,17 @@ def to_json(f: Filter) -> dict[str, Any]:
         return {"op": "term", "column": f.column, "value": _json_value(f.value)}
     if isinstance(f, TermIn):
         return {"op": "in", "column": f.column, "values": [_json_value(v) for v in f.values]}
-    if isinstance(f, Between):
-        return {
-            "op": "range", "column": f.column, "lower": _json_value(f.lower), "upper": _json_value(f.upper),
-            "lowerInclusive": f.lower_inclusive, "upperInclusive": f.upper_inclusive,
-        }  # fmt: skip
+    if isinstance(f, Between):  # open bounds and default (inclusive) flags are left out
+        out: dict[str, Any] = {"op": "range", "column": f.column}
+        if f.lower is not None:
+            out["lower"] = _json_value(f.lower)
+            if not f.lower_inclusive:
+                out["lowerInclusive"] = False
+        if f.upper is not None:
+            out["upper"] = _json_value(f.upper)
+            if not f.upper_inclusive:
+                out["upperInclusive"] = False
+        return out
     if isinstance(f, Prefix):
         return {"op": "prefix", "column": f.column, "value": f.prefix}
     if isinstance(f, Contains):
@@ -189,10 +202,25 @@ def to_json(f: Filter) -> dict[str, Any]:
         return {"op": "regex", "column": f.column, "value": f.pattern}
     if isinstance(f, Exists):
         return {"op": "exists", "column": f.column}
-    out: dict[str, Any] = {"op": "query", "query": f.query, "column": f.column}
+    query: dict[str, Any] = {"op": "query", "query": f.query, "column": f.column}
     if f.kind is not None:
-        out["kind"] = f.kind
-    return out
+        query["kind"] = f.kind
+    return query
+
+
+def to_text(f: Filter) -> str:
+    """The JSON form as compact text with sorted keys (the value of a ``filter`` option)."""
+    return json.dumps(to_json(f), sort_keys=True, separators=(",", ":"))
+
+
+def as_filter(tree: Filter | Mapping[str, Any], where: str = "filter") -> Filter:
+    """A filter tree given as nodes or in its JSON form, checked; ``FilterError`` names a malformed part.
+
+    Example: ``as_filter({"op": "term", "column": "level", "value": "ERROR"}) == Term("level", "ERROR")``
+    """
+    if isinstance(tree, FILTER_TYPES):
+        return tree
+    return from_json(tree, where)
 
 
 def _json_value(value: Any) -> Any:

@@ -7,7 +7,9 @@ Each class has a stable ``code`` (``INDEXTABLES_COMMIT_CONFLICT``...) that start
 Spark's way (``[INDEXTABLES_COMMIT_CONFLICT] s3://b/t: ...``), so an error raised in a Spark
 executor still names its class and code when it reaches a Spark Connect client as text;
 ``error_class_in(text)`` finds the class again. Codes never change once released; a new
-class gets a new code. Standard library only.
+class gets a new code. It is part of the client/cluster contract: the thin client
+(``connect_plugin``) and the executors (``executor_lib``) raise these same classes. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -99,8 +101,43 @@ class QueryError(IndexTablesError):
     code = "INDEXTABLES_QUERY"
 
 
+# --- the client's input (also ValueError/LookupError, as Python code checking arguments expects) ---
+
+
+class CommandError(ConfigError, ValueError):
+    """A command that does not decode (``indextables_contract.commands``): an unknown name, a missing
+    or malformed argument (named)."""
+
+    code = "INDEXTABLES_COMMAND_ARGUMENT"
+
+
+class AggregatePlanError(QueryError, ValueError):
+    """An aggregate plan (``indextables_contract.aggregate``) that does not decode or names an unknown function."""
+
+    code = "INDEXTABLES_AGGREGATE_PLAN"
+
+
+class IndexTablesSQLError(QueryError, ValueError):
+    """A statement or predicate that does not parse (the position that stopped the parser is named),
+    or uses a construct where it is not supported."""
+
+    code = "INDEXTABLES_SQL"
+
+
+class StatementError(IndexTablesSQLError):
+    """A statement whose index operators cannot be placed on one of its tables."""
+
+    code = "INDEXTABLES_SQL_STATEMENT"
+
+
+class UnknownTableError(ConfigError, LookupError):
+    """A table name that no ``spark.indextables.table.<name>`` setting defines."""
+
+    code = "INDEXTABLES_UNKNOWN_TABLE"
+
+
 class FilterError(QueryError):
-    """A filter tree (the JSON form of ``executor_lib.filters``) that is malformed: an unknown op,
+    """A filter tree (the JSON form of ``indextables_contract.filters``) that is malformed: an unknown op,
     a missing or mistyped field. The message names the part (``filter.or[0]``)."""
 
     code = "INDEXTABLES_FILTER"

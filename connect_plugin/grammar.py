@@ -1,0 +1,412 @@
+"""The IndexTables SQL grammar and what its parts mean, for the client (no Spark here).
+
+``GRAMMAR`` (lark) covers the IndexTables commands, the single-table SELECT and SQL predicates;
+``parse_predicate`` turns a predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, the index operators
+``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch``, AND/OR/NOT) into contract filter
+nodes (``indextables_contract.filters``), keeping parts over function calls or arithmetic as
+``SparkCondition`` text for Spark; ``parse_measure`` reads ``count(*)``/``sum(col)``... Syntax errors
+(``IndexTablesSQLError``) name the line and column. ``connect_plugin.sql`` plans statements with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput, VisitError
+
+from connect_plugin.lexer import unquote
+from indextables_contract import filters as F
+from indextables_contract.aggregate import Measure
+from indextables_contract.errors import IndexTablesSQLError
+
+GRAMMAR = r"""
+?start: command
+
+?command: merge | purge | checkpoint | truncate | drop | prewarm
+        | describe_state | describe_log | describe_cache | flush_cache | select
+
+merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
+merge_opt: _TARGET _SIZE SIZE                         -> target_size
+         | _MAX _DEST _SPLITS INT                     -> max_dest
+         | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
+         | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
+purge: _PURGE _INDEXTABLE target purge_opt*
+purge_opt: _OLDER _THAN duration                       -> older_than
+         | _TRANSACTION _LOG _RETENTION duration       -> log_retention
+         | _DRY _RUN                                   -> dry_run
+duration: NUMBER UNIT
+checkpoint: _CHECKPOINT _INDEXTABLES target
+truncate: _TRUNCATE _INDEXTABLES _TIME _TRAVEL target [dry]
+dry: _DRY _RUN
+drop: _DROP _INDEXTABLES _PARTITIONS _FROM target _WHERE predicate
+prewarm: _PREWARM _INDEXTABLES _CACHE target [_WHERE predicate]
+describe_state: _DESCRIBE _INDEXTABLES _STATE target
+describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
+describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
+flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
+
+select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
+
+// a quoted or back-quoted path, indextables.`path`, or a table name (spark.indextables.table.<name>)
+target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED | TABLE_NAME
+
+?predicate: or_expr
+?or_expr: and_expr (_OR and_expr)*
+?and_expr: not_expr (_AND not_expr)*
+?not_expr: _NOT not_expr -> not_
+         | atom
+?atom: "(" predicate ")"
+     | column OP literal                              -> compare
+     | column [NEG] _IN "(" literal ("," literal)* ")" -> in_
+     | column _IS [NEG] _NULL                         -> is_null
+     | column [NEG] _LIKE STRING                      -> like
+     | column _BETWEEN literal _AND literal           -> between
+     | column _INDEXQUERY STRING                      -> indexquery
+     | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
+     | column _TEXTSEARCH STRING                      -> textsearch
+     | column _FIELDMATCH STRING                      -> fieldmatch
+     | spark_pred
+// A predicate over function calls or arithmetic is evaluated by Spark on the rows the index returns.
+spark_pred: call OP value
+          | column OP call
+          | arith OP (value | arith)
+          | value OP arith
+          | call [NEG] _IN "(" value ("," value)* ")"
+          | call _IS [NEG] _NULL
+          | call [NEG] _LIKE STRING
+          | call _BETWEEN value _AND value
+          | call
+call: FUNC "(" [(value | arith) ("," (value | arith))*] ")"
+arith: value (ARITH value)+
+?value: call | column | literal
+column: [_QUALIFIER] (NAME | BACKQUOTED)
+_QUALIFIER: /([a-z_][a-z0-9_]*|`([^`]|``)+`)\s*\.\s*(?=[a-z_`])/i
+?literal: STRING -> string
+        | NUMBER -> number
+        | _TRUE -> true
+        | _FALSE -> false
+        | _DATE STRING -> string
+        | _TIMESTAMP STRING -> string
+
+OP: "=" | "==" | "!=" | "<>" | "<=" | ">=" | "<" | ">"
+ARITH: "+" | "-" | "*" | "/" | "%"
+SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
+UNIT: /days?|hours?/i
+ALIAS.-1: /(?!(where|as)\b)[a-z_][a-z0-9_]*/i
+PROJECTION: /.+?(?=\s+from\s)/is
+TABLE_NAME.-2: /(?!(where|as|indextables)\b)[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*/i
+TAIL: /(group|order|limit|having)\b.*/is
+NAME.-1: /[a-z_][a-z0-9_]*/i
+FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
+BACKQUOTED: /`([^`]|``)+`/
+STRING: /[rR]'[^']*'|[rR]"[^"]*"|'([^'\\]|\\.|'')*'|"([^"\\]|\\.|"")*"/
+NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
+INT: /\d+/
+
+_MERGE: /merge\b/i
+_SPLITS: /splits\b/i
+_WHERE: /where\b/i
+_TARGET: /target\b/i
+_SIZE: /size\b/i
+_MAX: /max\b/i
+_DEST: /dest\b/i
+_SOURCE: /source\b/i
+_SORT: /sort\b/i
+_BY: /by\b/i
+_PER: /per\b/i
+_PURGE: /purge\b/i
+_INDEXTABLE: /indextable\b/i
+_INDEXTABLES: /indextables\b/i
+_OLDER: /older\b/i
+_THAN: /than\b/i
+_TRANSACTION: /transaction\b/i
+_LOG: /log\b/i
+_RETENTION: /retention\b/i
+_DRY: /dry\b/i
+_RUN: /run\b/i
+_CHECKPOINT: /checkpoint\b/i
+_TRUNCATE: /truncate\b/i
+_TIME: /time\b/i
+_TRAVEL: /travel\b/i
+_DROP: /drop\b/i
+_PARTITIONS: /partitions\b/i
+_FROM: /from\b/i
+_PREWARM: /prewarm\b/i
+_CACHE: /cache\b/i
+_DESCRIBE: /describe\b/i
+_STATE: /state\b/i
+_DISK: /disk\b/i
+_FLUSH: /flush\b/i
+_SELECT: /select\b/i
+_AS: /as\b/i
+_OR: /or\b/i
+_AND: /and\b/i
+_NOT: /not\b/i
+NEG: /not\b/i
+_IN: /in\b/i
+_IS: /is\b/i
+_NULL: /null\b/i
+_LIKE: /like\b/i
+_BETWEEN: /between\b/i
+_INDEXQUERY: /indexquery\b/i
+_INDEXQUERYALL: /indexqueryall\b/i
+_TEXTSEARCH: /textsearch\b/i
+_FIELDMATCH: /fieldmatch\b/i
+_TRUE: /true\b/i
+_FALSE: /false\b/i
+_DATE: /date\b/i
+_TIMESTAMP: /timestamp\b/i
+
+%import common.WS
+%ignore WS
+"""
+
+
+STATEMENT_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
+PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
+
+COMMAND_START = re.compile(
+    r"^\s*(merge\s+splits|purge\s+indextable|checkpoint\s+indextables|truncate\s+indextables|drop\s+indextables"
+    r"|prewarm\s+indextables|describe\s+indextables|flush\s+indextables)\b",
+    re.IGNORECASE,
+)
+# A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
+# operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
+INDEX_OPERATOR_USE = re.compile(
+    r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class SparkCondition:
+    """A predicate the index cannot answer (function calls, arithmetic): its SQL text, which Spark
+    evaluates on the rows read. Client-side only: it never travels in a filter tree."""
+
+    sql: str
+
+
+@dataclass(frozen=True)
+class PartlyIndexed:
+    """An AND of index filters and ``SparkCondition``s, split by ``split_spark_part``."""
+
+    children: tuple[Predicate, ...]
+
+
+Predicate = F.Filter | SparkCondition | PartlyIndexed
+
+
+def _like_filter(column: str, pattern: str) -> F.Filter:
+    """SQL LIKE as a filter: 'abc%' -> prefix, '%abc%' -> contains, otherwise an anchored regex."""
+    if "_" not in pattern and "\\" not in pattern:
+        inner = pattern.strip("%")
+        if "%" not in inner:
+            if pattern == inner:
+                return F.Term(column, inner)
+            if pattern == inner + "%":
+                return F.Prefix(column, inner)
+            if pattern == "%" + inner + "%":
+                return F.Contains(column, inner)
+    parts = (".*" if c == "%" else "." if c == "_" else F.regex_escape(c) for c in pattern)
+    return F.Regex(column, "(?s)" + "".join(parts))
+
+
+def contains_node(node: Predicate, kind: type) -> bool:
+    """Whether ``node`` or a node under it is a ``kind``."""
+    if isinstance(node, kind):
+        return True
+    if isinstance(node, (F.And, F.Or, PartlyIndexed)):
+        return any(contains_node(c, kind) for c in node.children)
+    return isinstance(node, F.Not) and contains_node(node.child, kind)
+
+
+@v_args(inline=True)
+class _ToFilter(Transformer):
+    """Predicate parse tree -> the filter tree of the ``filter`` read option.
+
+    A predicate over function calls or arithmetic becomes a ``SparkCondition`` (its text), and so does any
+    AND/OR/NOT whose parts have no index operator: Spark evaluates those on the rows read.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def _spark(self, meta: Any) -> SparkCondition:
+        return SparkCondition(self.text[meta.start_pos : meta.end_pos])
+
+    def _combine(self, meta: Any, op: str, children: list[Predicate]) -> Predicate:
+        if not any(contains_node(c, SparkCondition) for c in children):
+            filters = tuple(c for c in children if isinstance(c, F.FILTER_TYPES))
+            return F.And(filters) if op == "and" else F.Or(filters) if op == "or" else F.Not(filters[0])
+        if not any(contains_node(c, F.QueryString) for c in children):
+            return self._spark(meta)
+        if op != "and":
+            raise IndexTablesSQLError(
+                f"at line {meta.line}, column {meta.column}: a predicate with function calls can be combined "
+                f"with indexquery/textsearch/fieldmatch only through AND at the top of the WHERE clause"
+            )
+        return PartlyIndexed(tuple(children))
+
+    @v_args(meta=True)
+    def spark_pred(self, meta: Any, children: list[Any]) -> SparkCondition:
+        return self._spark(meta)
+
+    def call(self, *args: Any) -> None:
+        return None
+
+    def arith(self, *args: Any) -> None:
+        return None
+
+    def column(self, *tokens: Token | None) -> str:  # a qualifier (t.col) names the one table: dropped
+        token = str(tokens[-1])
+        return unquote(token) if token.startswith("`") else token
+
+    def string(self, token: Token) -> str:
+        return unquote(str(token))
+
+    def number(self, token: Token) -> int | float:
+        text = str(token)
+        return float(text) if any(c in text for c in ".eE") else int(text)
+
+    def true(self) -> bool:
+        return True
+
+    def false(self) -> bool:
+        return False
+
+    @v_args(meta=True)
+    def or_expr(self, meta: Any, children: list[Predicate]) -> Predicate:
+        return self._combine(meta, "or", children)
+
+    @v_args(meta=True)
+    def and_expr(self, meta: Any, children: list[Predicate]) -> Predicate:
+        return self._combine(meta, "and", children)
+
+    @v_args(meta=True)
+    def not_(self, meta: Any, children: list[Predicate]) -> Predicate:
+        return self._combine(meta, "not", children)
+
+    def compare(self, column: str, op: Token, value: Any) -> F.Filter:
+        o = str(op)
+        if o in ("=", "=="):
+            return F.Term(column, value)
+        if o in ("!=", "<>"):
+            return F.Not(F.Term(column, value))
+        return {">": F.gt, ">=": F.ge, "<": F.lt, "<=": F.le}[o](column, value)
+
+    def in_(self, column: str, negated: Any, *values: Any) -> F.Filter:
+        f = F.TermIn(column, tuple(values))
+        return F.Not(f) if negated is not None else f
+
+    def is_null(self, column: str, negated: Any) -> F.Filter:
+        exists = F.Exists(column)
+        return exists if negated is not None else F.Not(exists)
+
+    def like(self, column: str, negated: Any, pattern: Token) -> F.Filter:
+        f = _like_filter(column, unquote(str(pattern)))
+        return F.Not(f) if negated is not None else f
+
+    def between(self, column: str, low: Any, high: Any) -> F.Filter:
+        return F.Between(column, low, high)
+
+    def indexquery(self, column: str, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)), None if column.lower() == "_indexall" else column)
+
+    def indexqueryall(self, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)))
+
+    def textsearch(self, column: str, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)), column, "text")
+
+    def fieldmatch(self, column: str, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)), column, "exact")
+
+
+def parse_with(parser: Lark, text: str) -> Any:
+    try:
+        return parser.parse(text)
+    except UnexpectedInput as e:
+        if e.line < 0:  # the statement ended too early
+            lines = text.split("\n")
+            raise IndexTablesSQLError(
+                f"syntax error at line {len(lines)}, column {len(lines[-1]) + 1}: the statement ends too early"
+            ) from None
+        context = e.get_context(text, span=30).rstrip()
+        raise IndexTablesSQLError(f"syntax error at line {e.line}, column {e.column}:\n{context}") from None
+
+
+def to_predicate(tree: Any, text: str) -> Predicate:
+    try:
+        result: Predicate = _ToFilter(text).transform(tree)
+    except VisitError as e:
+        raise IndexTablesSQLError(f"{text!r}: {e.orig_exc}") from e
+    return result
+
+
+def parse_predicate(text: str) -> Predicate:
+    """A SQL predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, index operators, AND/OR/NOT) as a filter
+    tree; parts over function calls are ``SparkCondition``s (see ``split_spark_part``).
+
+    Example: ``parse_predicate("level = 'ERROR' AND latency > 100")`` is
+    ``And((Term("level", "ERROR"), Between("latency", lower=100, lower_inclusive=False)))``.
+    """
+    return to_predicate(parse_with(PREDICATE_PARSER, text), text)
+
+
+def index_filter(text: str) -> F.Filter:
+    """A predicate the index answers entirely (no function calls or arithmetic), as a filter tree.
+
+    Raises:
+        IndexTablesSQLError: the text does not parse, or a part of it needs Spark to evaluate it.
+    """
+    tree = parse_predicate(text)
+    if not isinstance(tree, F.FILTER_TYPES):
+        raise IndexTablesSQLError(
+            f"{text!r}: function calls and arithmetic are not supported here; use comparisons, IN, IS NULL, "
+            f"LIKE, BETWEEN and the index operators"
+        )
+    return tree
+
+
+def split_spark_part(where: Predicate) -> tuple[F.Filter | None, str | None]:
+    """(filter tree for the indexed read, SQL condition Spark applies to its rows) of a WHERE tree."""
+    conjuncts = _conjuncts(where)
+    spark = [c.sql for c in conjuncts if isinstance(c, SparkCondition)]
+    index = [c for c in conjuncts if isinstance(c, F.FILTER_TYPES)]
+    tree = None if not index else index[0] if len(index) == 1 else F.And(tuple(index))
+    return tree, (" AND ".join(f"({s})" for s in spark) or None)
+
+
+def _conjuncts(node: Predicate) -> list[Predicate]:
+    if isinstance(node, (F.And, PartlyIndexed)):
+        return [c for child in node.children for c in _conjuncts(child)]
+    return [node]
+
+
+def duration_hours(tree: Any) -> float:
+    number, unit = tree.children
+    return float(number) * (24 if str(unit).lower().startswith("day") else 1)
+
+
+# --- measures: count(*), sum(col)... ---------------------------------------------------------
+
+NAME_PATTERN = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
+MEASURE_ITEM = re.compile(
+    rf"^\s*(count|sum|avg|min|max)\s*\(\s*(\*|1|{NAME_PATTERN})\s*\)(?:\s+(?:as\s+)?({NAME_PATTERN}))?\s*$",
+    re.IGNORECASE,
+)
+
+def unquote_name(token: str) -> str:
+    return unquote(token) if token.startswith("`") else token
+
+
+def parse_measure(text: str) -> Measure:
+    """``count(*)``, ``count(col)``, ``sum(col)``, ``avg(col)``, ``min(col)`` or ``max(col)`` as a Measure."""
+    m = MEASURE_ITEM.match(text)
+    if m is None or m.group(3) is not None or (m.group(2) in ("*", "1") and m.group(1).lower() != "count"):
+        raise IndexTablesSQLError(f"measure {text!r}: expected count(*) or count/sum/avg/min/max(<column>)")
+    return Measure(m.group(1).lower(), None if m.group(2) in ("*", "1") else unquote_name(m.group(2)))
