@@ -30,12 +30,7 @@ TEST_SUPPORT = ("harness", "tests")
 
 # Cycles that are known and being removed elsewhere. Each entry must still exist (the test fails
 # when one is gone, so that it is deleted from here) and no other cycle may appear.
-ALLOWED_CYCLES = {
-    # Issue 21 (the data source split into reader and writer modules): commands uses helpers
-    # of datasource (_split_cache, _delete_quietly, _typed...), datasource dispatches to commands.
-    # The streaming reader/writer reuse the batch ones, which datasource's hooks dispatch to.
-    frozenset({"executor_lib.spark.commands", "executor_lib.spark.datasource", "executor_lib.spark.streaming"}),
-}
+ALLOWED_CYCLES: set[frozenset[str]] = set()
 
 # Heavy third-party packages: none may be imported to use the protocol layer.
 HEAVY = ("fastavro", "pyarrow", "tantivy", "boto3", "botocore", "pyspark", "cavro", "lark", "cramjam")

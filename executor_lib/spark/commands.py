@@ -29,6 +29,20 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
+from executor_lib.spark.common import (
+    delete_quietly,
+    node_split_cache,
+    partition_constants,
+    pinned_snapshot,
+    typed_filter,
+)
+from executor_lib.spark.reader import (
+    DEFAULT_PARTITION_BYTES,
+    DEFAULT_SPLITS_PER_PARTITION,
+    group_files,
+    prunable,
+    query_strings,
+)
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError
@@ -174,26 +188,17 @@ class CommandReader(DataSourceReader):
         """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
         (``count(*)`` only, filters and groups on partition columns only), else ``("splits", [...])``."""
         from executor_lib.log.pruning import prune_files
-        from executor_lib.spark.datasource import (
-            DEFAULT_PARTITION_BYTES,
-            DEFAULT_SPLITS_PER_PARTITION,
-            _pinned_snapshot,
-            _query_strings,
-            _typed,
-            group_files,
-            prunable,
-        )  # fmt: skip
         from indextables_contract.aggregate import AggregatePlan, AggregatePlanError, partials_to_json
 
         try:
             agg = AggregatePlan.from_json(cmd.plan)
         except AggregatePlanError as e:
             raise ConfigError(f"group_aggregate {self.path}: {e}") from e
-        snapshot = _pinned_snapshot(self.path, self.options)
+        snapshot = pinned_snapshot(self.path, self.options)
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
         self.command = dataclasses.replace(cmd, plan=agg.to_json())  # the tasks' plan
-        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
         if unknown:
@@ -205,7 +210,7 @@ class CommandReader(DataSourceReader):
         if (
             agg.counts_only()
             and on_partitions(agg.group_by)
-            and (where is None or (on_partitions(F.columns_of(where)) and not _query_strings(where)))
+            and (where is None or (on_partitions(F.columns_of(where)) and not query_strings(where)))
             and all(a.num_records is not None for a in files)
         ):
             return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
@@ -315,26 +320,24 @@ class CommandReader(DataSourceReader):
             return
 
     def _run_prewarm(self, cmd: C.Prewarm, payload: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.spark.datasource import _split_cache
         from executor_lib.storage import open_store
 
         footer_only = cmd.footer_only
         store = open_store(self.path, **O.storage_and_log_options(self.options))
-        cache = _split_cache(self.options)
+        cache = node_split_cache(self.options)
         for add in payload:
             cache.prewarm(store, add, footer_only=footer_only)
             yield add.path, add.size, socket.gethostname(), footer_only
 
     def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
-        from executor_lib.spark.datasource import _split_cache
         from executor_lib.splits.pushdown import plan
         from executor_lib.splits.table_search import open_searcher
         from executor_lib.storage import open_store
 
         request = json.loads(cmd.aggregations)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
-        cache = _split_cache(self.options)
+        cache = node_split_cache(self.options)
         where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         for add, mapping in payload:
@@ -351,7 +354,6 @@ class CommandReader(DataSourceReader):
 
     def _run_group_aggregate(self, cmd: C.GroupAggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
-        from executor_lib.spark.datasource import _partition_constants, _split_cache, _typed
         from executor_lib.splits.group_aggregate import aggregate_split
         from executor_lib.splits.table_search import open_searcher
         from executor_lib.storage import open_store
@@ -364,28 +366,26 @@ class CommandReader(DataSourceReader):
             return
         agg = AggregatePlan.from_json(cmd.plan)
         schema = spark_json_to_arrow(self.table_schema)
-        where = None if agg.filter is None else _typed(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
-        cache = _split_cache(self.options)
+        cache = node_split_cache(self.options)
         merged: Partials = {}
         routes = {"index": 0, "rows": 0}
         for add, mapping in body:
             searcher = open_searcher(cache, store, add.path, schema, mapping, add.size)
-            constants = _partition_constants(add.partition_values, self.partition_columns, schema)
+            constants = partition_constants(add.partition_values, self.partition_columns, schema)
             partials, route = aggregate_split(searcher, agg, where, schema, constants)
             merge_into(merged, partials)
             routes[route] += 1
         yield partials_to_json(merged), self.table_schema, len(body), routes["index"], routes["rows"], False
 
     def _run_describe_cache(self, cmd: C.DescribeCache, _: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.spark.datasource import _split_cache
 
-        yield _cache_row(_split_cache(self.options).describe())
+        yield _cache_row(node_split_cache(self.options).describe())
 
     def _run_flush_cache(self, cmd: C.FlushCache, _: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.spark.datasource import _split_cache
 
-        cache = _split_cache(self.options)
+        cache = node_split_cache(self.options)
         cache.flush()
         yield _cache_row(cache.describe())
 
@@ -446,13 +446,12 @@ def _resolve_names(agg: Any, columns: list[str]) -> Any:
 
 def _log_counts(snapshot: Any, where: F.Filter | None, group_by: tuple[str, ...]) -> Any:
     """``count(*)`` per group of partition values, from the files' record counts: no split is opened."""
-    from executor_lib.spark.datasource import _partition_constants
     from indextables_contract.aggregate import count_partials
 
     schema = snapshot.arrow_schema()
     counts: dict[tuple[Any, ...], int] = {}
     for add in _matching_files(snapshot, where):
-        constants = _partition_constants(add.partition_values, list(group_by), schema)
+        constants = partition_constants(add.partition_values, list(group_by), schema)
         key = tuple(constants[c].as_py() for c in group_by)
         counts[key] = counts.get(key, 0) + int(add.num_records or 0)
     return count_partials(counts)
@@ -475,17 +474,16 @@ def _matching_files(snapshot: Any, where: F.Filter | None) -> list[AddAction]:
     files = snapshot.files
     if where is None:
         return list(files)
-    from executor_lib.spark.datasource import _partition_constants, _typed
     from executor_lib.splits.pushdown import residual_mask
 
     schema = snapshot.arrow_schema()
-    where = _typed(where, schema)
+    where = typed_filter(where, schema)
     partition_columns = list(snapshot.partition_columns)
     if not files:
         return []
     columns: dict[str, list[Any]] = {c: [] for c in partition_columns}
     for add in files:
-        constants = _partition_constants(add.partition_values, partition_columns, schema)
+        constants = partition_constants(add.partition_values, partition_columns, schema)
         for c in partition_columns:
             columns[c].append(constants[c])
     table = pa.table({c: pa.array([s.as_py() for s in columns[c]], schema.field(c).type) for c in partition_columns})
@@ -518,12 +516,11 @@ class MergeWriter(DataSourceArrowWriter):
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MergeCommitMessage:
-        from executor_lib.spark.datasource import _delete_quietly, _split_cache
         from executor_lib.splits.publish import merge_splits, merge_splits_sorted
 
         message = MergeCommitMessage()
         txlog = self._log()
-        cache = _split_cache(self.options)
+        cache = node_split_cache(self.options)
         snapshots: dict[int, Any] = {}
         try:
             for batch in iterator:
@@ -545,7 +542,7 @@ class MergeWriter(DataSourceArrowWriter):
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)
                     message.removed += sources
         except BaseException:
-            _delete_quietly(txlog.store, [a.path for a in message.added])
+            delete_quietly(txlog.store, [a.path for a in message.added])
             raise
         return message
 
@@ -567,11 +564,10 @@ class MergeWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        from executor_lib.spark.datasource import _delete_quietly
 
         added = [a.path for m in messages if isinstance(m, MergeCommitMessage) for a in m.added]
         if added:
-            _delete_quietly(self._log().store, added)
+            delete_quietly(self._log().store, added)
 
 
 def command_reader(raw_options: Mapping[str, str]) -> CommandReader:

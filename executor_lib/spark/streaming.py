@@ -32,15 +32,9 @@ from pyspark.sql.types import StructType
 
 from executor_lib.protocol.actions import AddAction, MetadataAction, RemoveAction
 from executor_lib.spark import options as O
-from executor_lib.spark.datasource import (
-    IndexTablesCommitMessage,
-    IndexTablesPartition,
-    IndexTablesReader,
-    IndexTablesWriter,
-    SplitRef,
-    _open_log,
-    _require_path,
-)
+from executor_lib.spark.common import open_table_log, require_path
+from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader, SplitRef
+from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
 from indextables_contract.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
 
 log = logging.getLogger(__name__)
@@ -63,7 +57,7 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
 
     def __init__(self, raw_options: dict[str, str], schema: StructType, overwrite: bool) -> None:
         stream, options = O.split_keys(raw_options, O.STREAM_WRITE_KEYS)
-        path = _require_path(options, "writeStream")
+        path = require_path(options, "writeStream")
         if overwrite:
             raise ConfigError(
                 f"writeStream {path}: only the append output mode is supported "
@@ -282,7 +276,7 @@ class IndexTablesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _txlog(self) -> Any:
         if self._log is None:
-            self._log = _open_log(self.path, self.rows.options)
+            self._log = open_table_log(self.path, self.rows.options)
         return self._log
 
     def _walk(

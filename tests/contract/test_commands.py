@@ -103,7 +103,7 @@ def test_no_command_name_or_argument_key_is_spelled_outside_the_contract() -> No
     # argument keys that only a command uses (limit/filter are also read options, spelled by the reads)
     keys = {k for k in C.option_keys() if any(ch.isupper() for ch in k)} - result_columns
     sides = [*sorted((ROOT / "connect_plugin").glob("*.py")), ROOT / "executor_lib/spark/commands.py",
-             ROOT / "executor_lib/spark/datasource.py"]  # fmt: skip
+             *(ROOT / "executor_lib/spark" / m for m in ("datasource.py", "reader.py", "writer.py", "common.py"))]  # fmt: skip
     found = {str(p.relative_to(ROOT)): set(_string_constants(p) & (names | keys | {C.COMMAND_OPTION}))
              for p in sides}  # fmt: skip
     # the same words in other namespaces: the SQL grammar's rule names (statement kinds), and the

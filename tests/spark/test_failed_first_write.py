@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from executor_lib.spark.datasource import IndexTablesCommitMessage, IndexTablesWriter
+from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.publish import write_and_upload
 from executor_lib.storage import open_store

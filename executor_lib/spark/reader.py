@@ -1,0 +1,310 @@
+"""The batch reader of ``format("indextables")``.
+
+* ``IndexTablesReader.pushFilters`` / ``partitions`` plan the read on the driver side: one pinned
+  snapshot, Spark's filters converted to contract filter trees, partitions and min/max statistics
+  pruned, splits grouped into input partitions.
+* ``IndexTablesReader.read`` runs on executors: splits come through the node's split cache and are
+  searched with Tantivy; rows leave as Arrow batches.
+
+Everything kept on the reader is plain picklable data; stores and caches are opened where used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceReader, EqualNullSafe, EqualTo, Filter, InputPartition
+from pyspark.sql.types import StructType
+
+from executor_lib.protocol.actions import AddAction
+from executor_lib.spark import options as O
+from executor_lib.spark.common import (
+    node_split_cache,
+    open_table_log,
+    parsed_option,
+    partition_constants,
+    pinned_snapshot,
+    require_path,
+    typed_filter,
+)
+from executor_lib.spark.spark_filters import spark_filter_columns, spark_filter_to_filter
+from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+DEFAULT_PARTITION_BYTES = 256 << 20
+
+
+DEFAULT_SPLITS_PER_PARTITION = 64
+
+
+@dataclass(frozen=True)
+class SplitRef:
+    path: str
+    partition_values: dict[str, str | None]
+    doc_mapping: str | None
+    size: int
+
+
+class IndexTablesPartition(InputPartition):
+    def __init__(self, splits: list[SplitRef]) -> None:
+        super().__init__(None)
+        self.splits = splits
+
+
+class IndexTablesReader(DataSourceReader):
+    """Plans on the driver side (pinned snapshot, pushdown, pruning); reads splits on executors."""
+
+    def __init__(self, raw_options: dict[str, str], schema: StructType) -> None:
+        path = require_path(raw_options, "read")
+        snapshot = pinned_snapshot(path, raw_options)
+        self.path = path
+        self.version: int = snapshot.version
+        self.schema_string: str = snapshot.metadata.schema_string
+        self.partition_columns: tuple[str, ...] = tuple(snapshot.partition_columns)
+        table_arrow = snapshot.arrow_schema()
+        self.table_arrow_schema: pa.Schema = table_arrow
+        self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
+        self.match: dict[str, F.Filter] = (
+            O.parse_match_columns(self.options["matchColumns"]) if "matchColumns" in self.options else {}
+        )
+        self.columns: list[str] = [f.name for f in schema.fields]
+        self.read_schema_json: str = schema.json()
+        unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
+        if unknown:
+            raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
+        self.limit: int | None = parsed_option(self.options, "limit", O.parse_positive_int)
+        self.partition_bytes: int = parsed_option(
+            self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
+        )
+        self.splits_per_partition: int = parsed_option(
+            self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
+            DEFAULT_SPLITS_PER_PARTITION,
+        )  # fmt: skip
+        self._snapshot: Any = snapshot
+        self._mappings = self._doc_mappings(snapshot)
+        self.option_filters = self._option_filters(table_arrow)
+        self.pushed: list[F.Filter] = []  # answered on executors (exactly, or as a superset Spark re-checks)
+        self.pruning: list[F.Filter] = []  # used to skip files only
+
+    # -- planning (driver side) --
+
+    @staticmethod
+    def _doc_mappings(snapshot: Any) -> list[Any]:
+        """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
+        from executor_lib.splits.doc_mapping import DocMapping
+
+        texts = {snapshot.doc_mapping(a) for a in snapshot.files}
+        if None in texts:
+            return []
+        try:
+            return [DocMapping.from_json(t) for t in texts if t is not None]
+        except ConfigError:
+            return []
+
+    def _option_filters(self, table_arrow: pa.Schema) -> list[F.Filter]:
+        from executor_lib.splits.searcher import check_query
+
+        found = O.query_filters(self.options)
+        if "filter" in self.options:
+            where = F.resolve_columns(O.parse_filter(self.options["filter"]), table_arrow.names)
+            found.append(typed_filter(where, table_arrow, self.options.get("sessionTimeZone")))
+        for f in [*found, *self.match.values()]:
+            unknown = sorted(F.columns_of(f) - set(table_arrow.names))
+            if unknown:
+                raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
+            for query in query_strings(f):
+                for mapping in self._mappings:
+                    _check_query_kind(query, mapping)
+                    check_query(query, mapping)
+        return found
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        from executor_lib.splits.pushdown import plan
+
+        for spark_filter in filters:
+            matched = self._match_filter(spark_filter)
+            if matched is not None:  # WHERE <match column>: the index answers it exactly
+                self.pushed.append(matched)
+                continue
+            converted = spark_filter_to_filter(spark_filter)
+            if converted is None:
+                self._check_not_index_only(spark_filter_columns(spark_filter), spark_filter)
+                yield spark_filter
+                continue
+            converted = typed_filter(converted, self.table_arrow_schema)
+            columns = F.columns_of(converted)
+            if self._prunable(columns):
+                self.pruning.append(converted)
+            if columns & set(self.partition_columns) or not self._mappings:
+                yield spark_filter
+                continue
+            planned = plan(converted, self._mappings, self.table_arrow_schema)
+            if planned.index is None or planned.residual is not None:
+                self._check_not_index_only(columns, spark_filter)
+            if planned.index is None:
+                yield spark_filter
+                continue
+            self.pushed.append(converted)
+            if planned.residual is not None:
+                yield spark_filter  # a superset: Spark checks it again
+
+    def _match_filter(self, spark_filter: Filter) -> F.Filter | None:
+        """The filter of a match column that ``spark_filter`` requires to be true, if it does."""
+        attribute = tuple(getattr(spark_filter, "attribute", ()))
+        if len(attribute) == 1 and attribute[0] in self.match and isinstance(spark_filter, (EqualTo, EqualNullSafe)):
+            return self.match[attribute[0]] if spark_filter.value is True else None
+        return None
+
+    def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
+        """Spark (or the rows) would check this filter on values an index-only column does not store."""
+        index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
+        named = sorted(columns & index_only)
+        if named:
+            raise ConfigError(
+                f"read {self.path}: filter {spark_filter!r} cannot be answered: columns {named} are index-only "
+                "(spark.indextables.indexing.indexonly); their values are not stored (they read as null), so only "
+                "filters the index answers exactly (equality, IN, ranges, indexquery) can use them"
+            )
+
+    def _prunable(self, columns: set[str]) -> bool:
+        return prunable(columns, self.partition_columns, self.table_arrow_schema)
+
+    def partitions(self) -> list[IndexTablesPartition]:
+        from executor_lib.log.pruning import prune_files
+
+        snapshot = (
+            self._snapshot
+            if self._snapshot is not None
+            else open_table_log(self.path, self.options).snapshot(version=self.version)
+        )
+        predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
+        files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
+        groups = group_files(files, self.partition_bytes, self.splits_per_partition)
+        mapping = snapshot.doc_mapping
+        refs = [[SplitRef(a.path, dict(a.partition_values), mapping(a), a.size) for a in g] for g in groups]
+        return [IndexTablesPartition(g) for g in refs]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_snapshot"] = None  # holds a store client; executors do not need it
+        return state
+
+    # -- executors --
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from executor_lib.splits.pushdown import FilterPlan, plan
+        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
+        from executor_lib.storage import open_store
+
+        if not isinstance(partition, IndexTablesPartition):
+            return  # no split to read: Spark reads one default partition
+        target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = node_split_cache(self.options)
+        wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
+        remaining = self.limit
+        for split in partition.splits:
+            if remaining is not None and remaining <= 0:
+                return
+            searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)
+            where = f"split {store.uri_of(split.path)} of table {self.path}"
+            data_columns = [c for c in self.columns if c not in self.match]
+            check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
+            constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+            filter_plan = FilterPlan(None, None)
+            if wanted is not None:
+                filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
+            rows = scan_split(searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match))
+            if self.match:
+                rows = _with_match_columns(rows, searcher, self.match)
+            if remaining is not None:
+                remaining -= rows.num_rows
+            if rows.num_rows:
+                yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
+
+
+def _with_match_columns(rows: pa.Table, searcher: Any, match: Mapping[str, F.Filter]) -> pa.Table:
+    """``rows`` (with their row ids last) with a boolean column per match filter, row ids dropped."""
+    from executor_lib.splits.pushdown import ROW_ID_COLUMN, residual_mask
+
+    for name, f in match.items():
+        mask = pc.fill_null(residual_mask(f, rows, lambda q: searcher.row_ids(q)), False)
+        rows = rows.append_column(pa.field(name, pa.bool_(), nullable=False), mask)
+    return rows.drop_columns([ROW_ID_COLUMN])
+
+
+def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Schema) -> bool:
+    """Whether min/max statistics may prune files for a filter on ``columns``: partition values and
+    numeric/string statistics are compared; date, timestamp and boolean data columns are not (their
+    string forms differ between writers)."""
+    for c in columns:
+        if c in partition_columns:
+            continue
+        t = schema.field(c).type
+        if pa.types.is_temporal(t) or pa.types.is_boolean(t):
+            return False
+    return True
+
+
+def group_files(files: Sequence[AddAction], partition_bytes: int, splits_per_partition: int) -> list[list[AddAction]]:
+    """Files in (partition values, path) order, cut into task groups of about ``partition_bytes``
+    and at most ``splits_per_partition`` files."""
+    ordered = sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))
+    groups: list[list[AddAction]] = []
+    current: list[AddAction] = []
+    current_bytes = 0
+    for add in ordered:
+        current.append(add)
+        current_bytes += add.size
+        if current_bytes >= partition_bytes or len(current) >= splits_per_partition:
+            groups.append(current)
+            current, current_bytes = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _check_query_kind(query: F.QueryString, mapping: Any) -> None:
+    """``textsearch`` needs a tokenized text field, ``fieldmatch`` an exact (string) field."""
+    if query.kind is None or query.column is None:
+        return
+    field = mapping.field(query.column)
+    exact = field is not None and field.type == "text" and field.tokenizer == "raw"
+    tokenized = field is not None and field.type in ("text", "json") and not exact
+    if query.kind == "text" and not tokenized:
+        raise ConfigError(
+            f"textsearch on {query.column!r}: it is not a tokenized text field (use fieldmatch or indexquery, "
+            "or index it with spark.indextables.indexing.typemap." + query.column + "=text)"
+        )
+    if query.kind == "exact" and not exact:
+        raise ConfigError(f"fieldmatch on {query.column!r}: it is not an exact string field (use textsearch)")
+
+
+def query_strings(f: F.Filter) -> list[F.QueryString]:
+    if isinstance(f, F.QueryString):
+        return [f]
+    if isinstance(f, (F.And, F.Or)):
+        return [q for c in f.children for q in query_strings(c)]
+    if isinstance(f, F.Not):
+        return query_strings(f.child)
+    return []
+
+
+def _conform(rows: pa.Table, target: pa.Schema, where: str) -> pa.Table:
+    """Exactly the Arrow schema Spark expects (types, nullability, field order); SplitSchemaError
+    naming the split (``where``) if a column cannot take the table's type."""
+    from executor_lib.splits.table_search import conform_rows
+
+    rows = conform_rows(rows.select(target.names), target, where)
+    return pa.Table.from_arrays(rows.columns, schema=target)

@@ -1,0 +1,339 @@
+"""The batch writer of ``format("indextables")``.
+
+* ``IndexTablesWriter`` is built beside the driver, before any task: options, schemas, doc mappings
+  and the table's protocol are checked there, so bad input fails the job before anything is written.
+* ``IndexTablesWriter.write`` runs on executors: Arrow batches become splits (at most
+  ``MAX_OPEN_SPLITS`` open per task, one per partition value), uploaded in the background.
+* ``commit`` / ``abort`` run on the driver side: one version with all the adds (and, for overwrite,
+  removes of every live file), or deletion of the uploaded splits.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from executor_lib.protocol.actions import AddAction, removes_of
+from executor_lib.spark import options as O
+from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
+from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
+
+log = logging.getLogger(__name__)
+
+
+DEFAULT_TARGET_RECORDS = 1_000_000
+
+
+MAX_OPEN_SPLITS = 4  # splits a write task indexes at once (one per partition value), each with its own heap
+
+
+@dataclass
+class IndexTablesCommitMessage(WriterCommitMessage):
+    adds: list[AddAction] = field(default_factory=list)
+
+
+class IndexTablesWriter(DataSourceArrowWriter):
+    """Executors index their rows into splits and upload them; the driver side commits one version."""
+
+    def __init__(self, raw_options: dict[str, str], schema: StructType, overwrite: bool) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from executor_lib.splits.doc_mapping import DocMapping, mapping_for
+
+        self.path = require_path(raw_options, "write")
+        self.overwrite = overwrite
+        self.arrow_schema: pa.Schema = _plain_types(to_arrow_schema(schema, timezone="UTC"))
+        names = self.arrow_schema.names
+        self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
+        requested = parsed_option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
+        existing = self._existing_table()
+        self.writer_version: int | None = (  # the table's minWriterVersion (None: no table, or legacy)
+            existing.protocol.min_writer_version if existing is not None and existing.protocol is not None else None
+        )
+        if existing is not None:
+            self._check_compatible(existing, requested)
+            self.partition_columns = list(existing.partition_columns)
+        else:
+            self.partition_columns = requested or []
+        indexing = {k: v for k, v in self.options.items() if k.startswith("spark.indextables.indexing.")}
+        inherited = self._inherited_mapping(existing) if existing is not None and not indexing else None
+        if inherited is None:
+            inherited = mapping_for(self.arrow_schema, indexing, self.partition_columns).to_json()
+        self.mapping_json: str = inherited
+        DocMapping.from_json(self.mapping_json)
+        self.target_records: int = parsed_option(
+            self.options, "spark.indextables.optimizeWrite.targetRecordsPerSplit", O.parse_positive_int,
+            DEFAULT_TARGET_RECORDS,
+        )  # fmt: skip
+        self.target_bytes: int | None = parsed_option(
+            self.options, "spark.indextables.autoSize.targetSplitSize", O.parse_size
+        )
+        self.heap_bytes: int | None = parsed_option(
+            self.options, "spark.indextables.indexWriter.heapSize", O.parse_size
+        )
+        self.threads: int | None = parsed_option(
+            self.options, "spark.indextables.indexWriter.threads", O.parse_positive_int
+        )
+
+    # -- driver side, before any task --
+
+    def _existing_table(self) -> Any:
+        try:
+            return open_table_log(self.path, self.options).snapshot()
+        except TableNotFoundError:
+            return None
+
+    def _check_compatible(self, snapshot: Any, requested: list[str] | None) -> None:
+        table = snapshot.arrow_schema()
+        mine = [(f.name, _plain_type(f.type)) for f in self.arrow_schema]
+        theirs = [(f.name, _plain_type(f.type)) for f in table]
+        if mine != theirs:
+            raise ConfigError(
+                f"write {self.path}: the data's schema {_describe(mine)} does not match the table's {_describe(theirs)}"
+            )
+        if requested is not None and list(requested) != list(snapshot.partition_columns):
+            raise ConfigError(
+                f"write {self.path}: partitionBy {requested} differs from the table's partition columns "
+                f"{list(snapshot.partition_columns)}"
+            )
+
+    def _inherited_mapping(self, snapshot: Any) -> str | None:
+        """Appends without indexing options keep the doc mapping of the table's newest split."""
+        files = snapshot.files
+        if not files:
+            return None
+        newest = max(files, key=lambda a: (a.modification_time, a.path))
+        text = snapshot.doc_mapping(newest)
+        if text is None:
+            return None
+        from executor_lib.splits.doc_mapping import DocMapping
+
+        try:
+            mapping = DocMapping.from_json(text)
+        except ConfigError:
+            return None
+        data_columns = [c for c in self.arrow_schema.names if c not in snapshot.partition_columns]
+        return text if sorted(f.name for f in mapping.fields) == sorted(data_columns) else None
+
+    # -- executors --
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> IndexTablesCommitMessage:
+        """Rows stream into one ``SplitBuilder`` per partition value (at most ``MAX_OPEN_SPLITS`` at once);
+        a full split is uploaded on a background thread while the next one is indexed."""
+        from executor_lib.splits.doc_mapping import DocMapping
+        from executor_lib.storage import open_store
+
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        mapping = DocMapping.from_json(self.mapping_json)
+        threads = self.threads or _task_cores()
+        with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp, _Uploads(store) as uploads:
+            builders: dict[tuple[Any, ...], Any] = {}
+            try:
+                for batch in iterator:
+                    table = pa.Table.from_batches([batch]).cast(self.arrow_schema)
+                    for key, part in _split_by_partition(table, self.partition_columns):
+                        builder = builders.get(key)
+                        if builder is None:
+                            if len(builders) >= MAX_OPEN_SPLITS:  # the fullest split goes, bounding memory
+                                fullest = max(builders, key=lambda k: builders[k].num_rows)
+                                uploads.submit(self._values(fullest), builders.pop(fullest).finish())
+                            builder = builders[key] = self._builder(mapping, Path(tmp), threads)
+                        builder.add(part)
+                        if builder.num_rows >= self.target_records or (
+                            self.target_bytes is not None and builder.nbytes >= self.target_bytes
+                        ):
+                            uploads.submit(self._values(key), builders.pop(key).finish())
+                for key in list(builders):
+                    uploads.submit(self._values(key), builders.pop(key).finish())
+                return IndexTablesCommitMessage(uploads.wait())
+            except BaseException:
+                for builder in builders.values():
+                    builder.close()
+                delete_quietly(store, [a.path for a in uploads.wait(quiet=True)])
+                raise
+
+    def _builder(self, mapping: Any, tmp: Path, threads: int) -> Any:
+        from executor_lib.splits.writer import SplitBuilder
+
+        return SplitBuilder(mapping, tmp, self.heap_bytes, threads)
+
+    def _values(self, key: tuple[Any, ...]) -> dict[str, str | None]:
+        return dict(zip(self.partition_columns, (_partition_string(v) for v in key), strict=True))
+
+    # -- driver side, after the tasks --
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
+        self.commit_adds(adds, self._commit_write)
+
+    def _commit_write(self, txlog: Any, adds: list[AddAction]) -> None:
+        if self.overwrite:
+            snapshot = txlog.snapshot()
+            removes = removes_of(snapshot.files, data_change=True)
+            txlog.commit(
+                [*removes, *adds], read_version=snapshot.version, operation="WRITE",
+                operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
+            )  # fmt: skip
+        elif adds:
+            txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
+
+    def commit_adds(self, adds: list[AddAction], commit: Callable[[Any, list[AddAction]], Any]) -> Any:
+        """Open the table (creating it on the first write) and run ``commit(txlog, adds)``; its result.
+        If the commit fails, the uploaded splits are deleted and a version 0 created here is undone."""
+        from executor_lib import create_table
+
+        options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
+        created: str | None = None  # the metaData id of the version 0 this write created
+        try:
+            txlog = open_table_log(self.path, self.options)
+        except TableNotFoundError:
+            try:
+                txlog = create_table(self.path, self.arrow_schema, self.partition_columns, **options)
+                created = txlog.snapshot().metadata.id
+            except TableAlreadyExistsError:
+                txlog = open_table_log(self.path, self.options)
+        try:
+            return commit(txlog, adds)
+        except IndexTablesError:
+            self._delete_uploaded(adds)
+            if created is not None:
+                _undo_create(txlog, created)
+            raise
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
+        self._delete_uploaded(adds)
+
+    def _delete_uploaded(self, adds: list[AddAction]) -> None:
+        if not adds:
+            return
+        from executor_lib.storage import open_store
+
+        delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+
+
+def _undo_create(txlog: Any, metadata_id: str) -> None:
+    """A first write whose data commit failed leaves no empty table behind: the version 0 it created
+    is deleted while it is still the table's only version and still its own (same metaData id).
+    Best effort: a failure here is logged, and the failed write's error is what the user sees."""
+    from executor_lib.protocol.files import LOG_DIR, version_file
+
+    try:
+        snapshot = txlog.snapshot()
+        if snapshot.version == 0 and snapshot.metadata.id == metadata_id and not snapshot.files:
+            txlog.store.delete(f"{LOG_DIR}/{version_file(0)}")
+            txlog.store.remove_empty_dir(f"{LOG_DIR}/")
+            txlog.store.remove_empty_dir("")
+    except IndexTablesError as e:
+        log.warning("%s: could not remove the empty version 0 of a failed first write: %s", txlog.uri, e)
+
+
+def _task_cores() -> int:
+    """The cores Spark gave this task (``spark.task.cpus``): Tantivy's indexing threads."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    try:
+        return max(1, int(context.cpus())) if context is not None else 1
+    except (AttributeError, TypeError, ValueError):
+        return 1
+
+
+class _Uploads:
+    """Uploads written splits on one background thread, in order, deleting each local file once uploaded."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indextables-upload")
+        self.futures: list[Future[AddAction]] = []
+
+    def __enter__(self) -> _Uploads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True)
+
+    def submit(self, partition_values: dict[str, str | None], written: Any) -> None:
+        self.futures.append(self.pool.submit(self._upload, partition_values, written))
+
+    def _upload(self, partition_values: dict[str, str | None], written: Any) -> AddAction:
+        from executor_lib.splits.publish import upload_split
+
+        try:
+            return upload_split(self.store, written, partition_values)
+        finally:
+            written.path.unlink(missing_ok=True)
+
+    def wait(self, quiet: bool = False) -> list[AddAction]:
+        """Every add, in submission order; raises the first upload error (``quiet``: skips failed ones)."""
+        adds = []
+        for future in self.futures:
+            if quiet and future.exception() is not None:
+                continue
+            adds.append(future.result())
+        return adds
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC" if t.tz else None)
+    return t
+
+
+def _plain_types(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, _plain_type(f.type), f.nullable) for f in schema])
+
+
+def _describe(fields: list[tuple[str, pa.DataType]]) -> str:
+    return "(" + ", ".join(f"{n} {t}" for n, t in fields) + ")"
+
+
+def _partition_string(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
+    return str(value)
+
+
+def _split_by_partition(table: pa.Table, columns: Sequence[str]) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:
+    """(partition key, rows) for each distinct combination of ``columns`` (vectorized: one sort)."""
+    if not columns:
+        yield (), table
+        return
+    if table.num_rows == 0:
+        return
+    ordered = table.sort_by([(c, "ascending") for c in columns])
+    keys = ordered.select(list(columns))
+    change = None
+    for c in columns:
+        col = keys.column(c).combine_chunks()
+        if len(col) < 2:
+            break
+        prev, nxt = col.slice(0, len(col) - 1), col.slice(1)
+        differs = pc.fill_null(pc.not_equal(prev, nxt), True)
+        nulls_differ = pc.xor(pc.is_null(prev), pc.is_null(nxt))
+        both_null = pc.and_(pc.is_null(prev), pc.is_null(nxt))
+        differs = pc.if_else(both_null, False, pc.or_(differs, nulls_differ))
+        change = differs if change is None else pc.or_(change, differs)
+    starts = [0] + ([i + 1 for i in pc.indices_nonzero(change).to_pylist()] if change is not None else [])
+    ends = [*starts[1:], ordered.num_rows]
+    first_rows = keys.take(pa.array(starts)).to_pylist()
+    for start, end, key_row in zip(starts, ends, first_rows, strict=True):
+        yield tuple(key_row[c] for c in columns), ordered.slice(start, end - start)
