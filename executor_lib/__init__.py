@@ -34,7 +34,7 @@ _PUBLIC = {
     "create_table": "executor_lib.log.tables",
     "open_log": "executor_lib.log.tables",
     "TransactionLog": "executor_lib.log.transaction_log",
-    "HistoryEntry": "executor_lib.log.transaction_log",
+    "HistoryEntry": "executor_lib.log.history",
     "Snapshot": "executor_lib.log.snapshot",
     # log records
     "Action": "executor_lib.protocol.actions",
@@ -114,9 +114,10 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     from executor_lib.cache.split_cache import SplitCache, default_cache
+    from executor_lib.log.history import HistoryEntry
     from executor_lib.log.snapshot import Snapshot
     from executor_lib.log.tables import create_table, open_log
-    from executor_lib.log.transaction_log import HistoryEntry, TransactionLog
+    from executor_lib.log.transaction_log import TransactionLog
     from executor_lib.protocol.actions import (
         Action,
         AddAction,

@@ -1,4 +1,6 @@
-"""The transaction log of one table: snapshots, commits with optimistic concurrency, history.
+"""The transaction log of one table: snapshots and commits with optimistic concurrency.
+
+History is read by ``log.history``; checkpoints and cleanup live in ``log.maintenance``.
 
 Commit protocol (see PROTOCOL.md, "Commits"):
 
@@ -33,10 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.log import checkpoint as checkpoints
+from executor_lib.log import maintenance
 from executor_lib.log.avro_state import StateManifest, read_state_files, read_state_manifest
-from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
+from executor_lib.log.cleanup import CleanupReport
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
+from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
+from executor_lib.log.maintenance import state_checkpoint_info, uses_avro_state
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
 from executor_lib.log.split_schema import check_split_schema
 from executor_lib.log.state import replay
@@ -109,32 +114,6 @@ class _Attempt:
     body: bytes | None = None
     txn_id: str | None = None
     state: StateManifest | None = None
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    version: int
-    timestamp_ms: int | None
-    operation: str | None
-    txn_id: str | None
-    num_added_files: int
-    num_removed_files: int
-    num_added_records: int
-    source: str  # "version file" or "state" (a version only recorded as Avro state)
-    num_files: int | None = None  # live files after this version (known for state-only versions)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "timestamp": self.timestamp_ms,
-            "operation": self.operation,
-            "txnId": self.txn_id,
-            "numAddedFiles": self.num_added_files,
-            "numRemovedFiles": self.num_removed_files,
-            "numAddedRecords": self.num_added_records,
-            "source": self.source,
-            "numFiles": self.num_files,
-        }
 
 
 @dataclass(frozen=True)
@@ -228,57 +207,11 @@ class TransactionLog:
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Commits newest first: one entry per retained version file or state-only version."""
-        listing = list_log(self.store)
-        entries: list[HistoryEntry] = []
-        for v in sorted(set(listing.versions) | listing.states, reverse=True):
-            if limit is not None and len(entries) >= limit:
-                break
-            entries.append(self._history_entry(v, listing.versions.get(v)))
-        return entries
-
-    def _history_entry(self, version: int, modified_ms: int | None) -> HistoryEntry:
-        if modified_ms is None:
-            manifest = read_state_manifest(self.store, version)
-            info = manifest.commit_info() if manifest else None
-            return HistoryEntry(
-                version,
-                info.timestamp if info else manifest.created_at if manifest else None,
-                info.operation if info else None,
-                info.txn_id if info else None,
-                0,
-                0,
-                0,
-                "state",
-                num_files=manifest.num_files if manifest else None,
-            )
-        actions = read_version_actions(self.store, version)
-        info = self.commit_info(version, actions)
-        adds = [a for a in actions if isinstance(a, AddAction)]
-        return HistoryEntry(
-            version=version,
-            timestamp_ms=info.timestamp if info else modified_ms,
-            operation=info.operation if info else _guess_operation(actions),
-            txn_id=info.txn_id if info else None,
-            num_added_files=len(adds),
-            num_removed_files=sum(isinstance(a, RemoveAction) for a in actions),
-            num_added_records=sum(a.num_records or 0 for a in adds),
-            source="version file",
-        )
+        return read_history(self.store, limit)
 
     def commit_info(self, version: int, actions: Sequence[Action] | None = None) -> CommitInfoAction | None:
-        """The commitInfo of ``version``: its version file's line (``transaction.commitInfo.enabled``),
-        else the one recorded with its state; None if neither exists (e.g. a JVM-written version).
-        ``actions``: the version file's actions, if the caller read them already."""
-        if actions is None:
-            try:
-                actions = read_version_actions(self.store, version)
-            except ObjectNotFoundError:
-                actions = []
-        info = next((a for a in actions if isinstance(a, CommitInfoAction)), None)
-        if info is not None:
-            return info
-        manifest = read_state_manifest(self.store, version)
-        return manifest.commit_info() if manifest is not None else None
+        """The commitInfo of ``version`` (see ``log.history.commit_info_of``)."""
+        return commit_info_of(self.store, version, actions)
 
     def version_actions(self, version: int) -> list[Action]:
         """What ``version`` did: its version file's actions, or for a version committed as a state only
@@ -686,71 +619,25 @@ class TransactionLog:
             config = self.config
             at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
             if state is not None:
-                checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(state))
+                checkpoints.write_last_checkpoint_if_newer(self.store, state_checkpoint_info(state))
             if self._uses_avro_state(protocol):
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
-                    self._expire_after_checkpoint(version)
+                    maintenance.expire_after_checkpoint_quietly(self, version)
             elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
-                self._write_json_checkpoint(self.snapshot(version))
+                maintenance.write_json_checkpoint(self, self.snapshot(version))
         except Exception as e:  # the commit landed; a missing checkpoint only costs read speed
             log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
 
     def _uses_avro_state(self, protocol: ProtocolAction | None) -> bool:
-        return self.config.state_format == "avro" and protocol is not None and protocol.min_writer_version >= 4
+        return uses_avro_state(self.config, protocol)
 
     def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
-        """Consolidate the state at ``version`` (default: latest).
-
-        With ``state.format=avro`` (default): a v3 table is first upgraded to protocol v4
-        (one commit), then the Avro state of the latest version is written compacted, if
-        it does not exist yet. With ``state.format=json``: a JSON checkpoint.
-        """
-        snap = self.snapshot(version)
-        check_writable(snap.protocol, self.uri)
-        if self.config.state_format != "avro":
-            return self._write_json_checkpoint(snap)
-        if not self._uses_avro_state(snap.protocol):
-            if version is not None:
-                raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
-            self.commit([_v4_protocol(snap.protocol)], operation="UPGRADE PROTOCOL", read_version=snap.version)
-            return self._last_state_info()
-        existing = read_state_manifest(self.store, snap.version)
-        manifest = existing or self.write_state(snap.version, force_compaction=True)
-        info = _state_checkpoint_info(manifest)
-        checkpoints.write_last_checkpoint_if_newer(self.store, info)
-        self._expire_after_checkpoint(snap.version)
-        return info
-
-    def _write_json_checkpoint(self, snap: Snapshot) -> checkpoints.LastCheckpoint:
-        written = checkpoints.write_checkpoint(self.store, snap.state, self.config)
-        self._expire_after_checkpoint(snap.version)
-        return written
-
-    def _expire_after_checkpoint(self, version: int) -> None:
-        """The cleanup every checkpoint ends with (``log.cleanup.expire_after_checkpoint``); its
-        failure is logged, not raised: the checkpoint is written, and the next one tries again."""
-        if not self.config.checkpoint_cleanup_enabled:
-            return
-        try:
-            report = expire_after_checkpoint(self.store, self.config, version)
-        except IndexTablesError as e:
-            log.warning("%s: cleanup after the checkpoint at version %d failed: %s", self.uri, version, e)
-            return
-        if report.deleted_states or report.deleted_version_files:
-            log.info(
-                "%s: after the checkpoint at version %d, deleted %d expired states and %d version files",
-                self.uri, version, len(report.deleted_states), len(report.deleted_version_files),
-            )  # fmt: skip
+        """Consolidate the state at ``version`` (default: latest); see ``log.maintenance.checkpoint``."""
+        return maintenance.checkpoint(self, version)
 
     def cleanup(self, dry_run: bool = False) -> CleanupReport:
         """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
-        check_writable(self.snapshot().protocol, self.uri)
-        return cleanup_log(self.store, self.config, dry_run=dry_run)
-
-    def _last_state_info(self) -> checkpoints.LastCheckpoint:
-        version = self.latest_version()
-        manifest = read_state_manifest(self.store, version) or self.write_state(version)
-        return _state_checkpoint_info(manifest)
+        return maintenance.cleanup(self, dry_run)
 
     def write_state(
         self,
@@ -805,7 +692,7 @@ class TransactionLog:
             won = put_state(self.store, manifest, protocol, self.config, commit_info=commit_info)
         except AmbiguousWriteError:
             won = False
-        checkpoints.write_last_checkpoint_if_newer(self.store, _state_checkpoint_info(manifest))
+        checkpoints.write_last_checkpoint_if_newer(self.store, state_checkpoint_info(manifest))
         return manifest, won
 
     # --- streaming transactions --------------------------------------------------------------
@@ -938,17 +825,6 @@ def _check_winner_txn(txn: StreamingTxn, version: int, actions: Sequence[Action]
         )
 
 
-def _v4_protocol(current: ProtocolAction | None) -> ProtocolAction:
-    reader = set(current.reader_features or ()) if current else set()
-    writer = set(current.writer_features or ()) if current else set()
-    return ProtocolAction(
-        min_reader_version=max(4, current.min_reader_version if current else 4),
-        min_writer_version=max(4, current.min_writer_version if current else 4),
-        reader_features=frozenset(reader | {"avroState"}),
-        writer_features=frozenset(writer | {"avroState"}),
-    )
-
-
 def _latest_protocol_and_metadata(
     versions: Sequence[tuple[int, Sequence[Action]]], base: StateManifest | None
 ) -> tuple[ProtocolAction | None, MetadataAction | None]:
@@ -964,31 +840,6 @@ def _latest_protocol_and_metadata(
         protocol = protocol or base.protocol()
         metadata = metadata or base.metadata()
     return protocol, metadata
-
-
-def _state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoint:
-    return checkpoints.LastCheckpoint(
-        version=manifest.state_version,
-        size=manifest.num_files,
-        size_in_bytes=manifest.total_bytes,
-        num_files=manifest.num_files,
-        created_time=manifest.created_at,
-        format=checkpoints.FORMAT_AVRO_STATE,
-        state_dir=state_dir(manifest.state_version),
-    )
-
-
-def _guess_operation(actions: Sequence[Action]) -> str | None:
-    kinds = {type(a) for a in actions}
-    if MetadataAction in kinds and ProtocolAction in kinds:
-        return "CREATE TABLE"
-    if AddAction in kinds and RemoveAction in kinds:
-        return "REPLACE"
-    if AddAction in kinds:
-        return "WRITE"
-    if RemoveAction in kinds:
-        return "DELETE"
-    return None
 
 
 def _validate_static(actions: list[Action], root_uri: str) -> None:

@@ -1,0 +1,115 @@
+"""Log maintenance: checkpoints and cleanup, beside the commit loop of ``TransactionLog``, never inside one.
+
+A checkpoint consolidates the state of a version: on an Avro-state table (protocol v4,
+``state.format=avro``) it writes the compacted state (upgrading a v3 table to v4 first, one
+commit); otherwise a JSON checkpoint. Every checkpoint ends with the cleanup of what expired
+(``log.cleanup.expire_after_checkpoint``), whose failure is logged, not raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from executor_lib.log import checkpoint as checkpoints
+from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
+from executor_lib.log.config import LogConfig
+from executor_lib.log.snapshot import Snapshot, check_writable
+from executor_lib.protocol.actions import ProtocolAction
+from executor_lib.protocol.files import state_dir
+from indextables_contract.errors import IndexTablesError, InvalidActionError
+
+if TYPE_CHECKING:
+    from executor_lib.log.transaction_log import TransactionLog
+
+log = logging.getLogger(__name__)
+
+
+def uses_avro_state(config: LogConfig, protocol: ProtocolAction | None) -> bool:
+    """Whether the table keeps Avro state: ``state.format=avro`` on a protocol v4 table."""
+    return config.state_format == "avro" and protocol is not None and protocol.min_writer_version >= 4
+
+
+def checkpoint(txlog: TransactionLog, version: int | None = None) -> checkpoints.LastCheckpoint:
+    """Consolidate the state at ``version`` (default: latest).
+
+    With ``state.format=avro`` (default): a v3 table is first upgraded to protocol v4
+    (one commit), then the Avro state of the latest version is written compacted, if
+    it does not exist yet. With ``state.format=json``: a JSON checkpoint.
+    """
+    snap = txlog.snapshot(version)
+    check_writable(snap.protocol, txlog.uri)
+    if txlog.config.state_format != "avro":
+        return write_json_checkpoint(txlog, snap)
+    if not uses_avro_state(txlog.config, snap.protocol):
+        if version is not None:
+            raise InvalidActionError("upgrading a table to the Avro state format needs the latest version")
+        txlog.commit([v4_protocol(snap.protocol)], operation="UPGRADE PROTOCOL", read_version=snap.version)
+        return _last_state_info(txlog)
+    existing = read_state_manifest(txlog.store, snap.version)
+    manifest = existing or txlog.write_state(snap.version, force_compaction=True)
+    info = state_checkpoint_info(manifest)
+    checkpoints.write_last_checkpoint_if_newer(txlog.store, info)
+    expire_after_checkpoint_quietly(txlog, snap.version)
+    return info
+
+
+def write_json_checkpoint(txlog: TransactionLog, snap: Snapshot) -> checkpoints.LastCheckpoint:
+    written = checkpoints.write_checkpoint(txlog.store, snap.state, txlog.config)
+    expire_after_checkpoint_quietly(txlog, snap.version)
+    return written
+
+
+def expire_after_checkpoint_quietly(txlog: TransactionLog, version: int) -> None:
+    """The cleanup every checkpoint ends with (``log.cleanup.expire_after_checkpoint``); its
+    failure is logged, not raised: the checkpoint is written, and the next one tries again."""
+    if not txlog.config.checkpoint_cleanup_enabled:
+        return
+    try:
+        report = expire_after_checkpoint(txlog.store, txlog.config, version)
+    except IndexTablesError as e:
+        log.warning("%s: cleanup after the checkpoint at version %d failed: %s", txlog.uri, version, e)
+        return
+    if report.deleted_states or report.deleted_version_files:
+        log.info(
+            "%s: after the checkpoint at version %d, deleted %d expired states and %d version files",
+            txlog.uri, version, len(report.deleted_states), len(report.deleted_version_files),
+        )  # fmt: skip
+
+
+def cleanup(txlog: TransactionLog, dry_run: bool = False) -> CleanupReport:
+    """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
+    check_writable(txlog.snapshot().protocol, txlog.uri)
+    return cleanup_log(txlog.store, txlog.config, dry_run=dry_run)
+
+
+def _last_state_info(txlog: TransactionLog) -> checkpoints.LastCheckpoint:
+    version = txlog.latest_version()
+    manifest = read_state_manifest(txlog.store, version) or txlog.write_state(version)
+    return state_checkpoint_info(manifest)
+
+
+def v4_protocol(current: ProtocolAction | None) -> ProtocolAction:
+    """``current`` raised to protocol v4 with the ``avroState`` feature."""
+    reader = set(current.reader_features or ()) if current else set()
+    writer = set(current.writer_features or ()) if current else set()
+    return ProtocolAction(
+        min_reader_version=max(4, current.min_reader_version if current else 4),
+        min_writer_version=max(4, current.min_writer_version if current else 4),
+        reader_features=frozenset(reader | {"avroState"}),
+        writer_features=frozenset(writer | {"avroState"}),
+    )
+
+
+def state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoint:
+    """The ``_last_checkpoint`` hint that points at an Avro state."""
+    return checkpoints.LastCheckpoint(
+        version=manifest.state_version,
+        size=manifest.num_files,
+        size_in_bytes=manifest.total_bytes,
+        num_files=manifest.num_files,
+        created_time=manifest.created_at,
+        format=checkpoints.FORMAT_AVRO_STATE,
+        state_dir=state_dir(manifest.state_version),
+    )
