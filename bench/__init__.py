@@ -1,7 +1,7 @@
-"""One benchmark run for the whole project: ``python -m bench`` (see ``bench.__main__``).
+"""The project's benchmarks: ``python -m bench`` runs them all (see ``bench.__main__``).
 
-Runs ``benchmarks/state_benchmark.py``, ``split_benchmark.py`` and ``spark_benchmark.py``
-through their ``run()`` functions, prints one table of ratios against the baselines measured
-in the same run, writes JSON, and with ``--png DIR`` draws bar charts (matplotlib, optional
-extra ``bench``).
+Each benchmark is a module with a ``run()`` function and its own command line
+(``python -m bench.<name>_benchmark``: state, split, spark, ingest, analytics, compaction);
+``bench.suite`` runs them together and turns their results into ratios against the baselines
+measured in the same run, ``bench.charts`` draws them (``--png DIR``, optional extra ``bench``).
 """

@@ -79,37 +79,37 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
 
 
 def _state_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import state_benchmark
+    from bench import state_benchmark
 
     return state_benchmark.run(sizes.state_sizes, sizes.state_cold_runs, sizes.state_pruning_files)
 
 
 def _split_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import split_benchmark
+    from bench import split_benchmark
 
     return split_benchmark.run(sizes.split_rows, sizes.split_index_rows)
 
 
 def _spark_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import spark_benchmark
+    from bench import spark_benchmark
 
     return spark_benchmark.run(sizes.spark_rows, sizes.spark_repeat)
 
 
 def _ingest_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import ingest_benchmark
+    from bench import ingest_benchmark
 
     return ingest_benchmark.run(sizes.ingest_rows, sizes.ingest_splits, sizes.ingest_repeat)
 
 
 def _analytics_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import analytics_benchmark
+    from bench import analytics_benchmark
 
     return analytics_benchmark.run(sizes.analytics_rows, sizes.analytics_repeat)
 
 
 def _compaction_run(sizes: Sizes) -> dict[str, Any]:
-    from benchmarks import compaction_benchmark
+    from bench import compaction_benchmark
 
     return compaction_benchmark.run(sizes.compaction_rows, sizes.compaction_batches, sizes.compaction_repeat)
 
@@ -149,7 +149,7 @@ def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
 
 
 def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
-    from benchmarks.analytics_benchmark import GOALS
+    from bench.analytics_benchmark import GOALS
 
     rows = []
     for name, q in r["queries"].items():

@@ -1,4 +1,4 @@
-"""The benchmarks' local session (``benchmarks.spark_benchmark.local_session``, built by
+"""The benchmarks' local session (``bench.spark_benchmark.local_session``, built by
 ``harness.local_spark.quiet_local_session``) in a process of its own, as ``python -m bench`` has it
 (the JVM settings apply only to the JVM a process starts): none of Spark's start-up noise on
 stderr, while a real log4j warning and a Python worker's error still show."""
@@ -27,7 +27,7 @@ SPARK_NOISE = (
 
 JOB = textwrap.dedent("""
     import sys
-    from benchmarks.spark_benchmark import local_session
+    from bench.spark_benchmark import local_session
 
     def job(spark):
         spark.range(3).write.mode("overwrite").format("indextables").save(sys.argv[1])

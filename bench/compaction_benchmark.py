@@ -1,6 +1,6 @@
 """Compaction benchmark: a day of streamed logs, a one-hour range query before and after merging.
 
-    .venv/bin/python -m benchmarks.compaction_benchmark [--rows 1000000] [--batches 48] [--repeat 3] [--out FILE]
+    .venv/bin/python -m bench.compaction_benchmark [--rows 1000000] [--batches 48] [--repeat 3] [--out FILE]
 
 On one local[2] classic session: ``--batches`` micro-batches over one day (every 30 minutes for 48),
 each one append of its window's rows plus 5% late rows from up to six hours earlier (log shippers
@@ -31,7 +31,7 @@ LATE_FRACTION, LATE_SECONDS = 0.05, 6 * 3600
 
 def run(rows: int = 1_000_000, batches: int = 48, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
-    from benchmarks.spark_benchmark import local_session
+    from bench.spark_benchmark import local_session
 
     with local_session(workdir, "indextables-compaction-") as (spark, work):
         return _measure(spark, rows, batches, repeat, work)
@@ -140,7 +140,7 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.cli import benchmark_main
+    from bench.cli import benchmark_main
 
     return benchmark_main(argv, __doc__, run, print_results, "bench-compaction.json")
 

@@ -19,7 +19,7 @@ def benchmark_main(
     print_results: Callable[[dict[str, Any]], None],
     out: str,
 ) -> int:
-    """``python -m benchmarks.<name>``: parse, run, print, write ``--out`` (default ``out``); returns 0."""
+    """``python -m bench.<name>``: parse, run, print, write ``--out`` (default ``out``); returns 0."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     sizes = {name: p.default for name, p in inspect.signature(run).parameters.items() if name != "workdir"}
     for name, default in sizes.items():

@@ -1,6 +1,6 @@
 """Split engine benchmark: indexing throughput, Arrow materialization, cold vs warm queries.
 
-Run: ``.venv/bin/python benchmarks/split_benchmark.py [--rows 1000000] [--out split_benchmark.json]``
+Run: ``.venv/bin/python -m bench.split_benchmark [--rows 1000000] [--out split_benchmark.json]``
 
 * indexing: ``write_split`` (Tantivy index + columnar copy + bundle) against raw ``tantivy``
   indexing of the same documents with the same schema and one thread (the baseline, same run);

@@ -1,6 +1,6 @@
 """Ingest benchmark: indexed writes and merges against Parquet and raw tantivy-py, one run, same rows.
 
-    .venv/bin/python -m benchmarks.ingest_benchmark [--rows 1000000] [--splits 8] [--repeat 2] [--out FILE]
+    .venv/bin/python -m bench.ingest_benchmark [--rows 1000000] [--splits 8] [--repeat 2] [--out FILE]
 
 On one local[2] classic session, the demo corpus of Zipf log rows (message as ``text``; id,
 timestamp, day, level, service, host, trace id, latency), cached in 2 partitions:
@@ -36,7 +36,7 @@ def _best(repeat: int, fn: Callable[[], Any]) -> float:
 
 def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
     """Seconds for tantivy-py to index ``rows`` (an Arrow table) from Python dicts made beforehand."""
-    from benchmarks.split_benchmark import index_documents
+    from bench.split_benchmark import index_documents
     from executor_lib.splits.doc_mapping import mapping_for
     from executor_lib.splits.writer import _index_ready, tantivy_schema
 
@@ -49,7 +49,7 @@ def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
 
 def run(rows: int = 1_000_000, splits: int = 8, repeat: int = 2, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
-    from benchmarks.spark_benchmark import local_session
+    from bench.spark_benchmark import local_session
 
     with local_session(workdir, "indextables-ingest-") as (spark, work):
         return _measure(spark, rows, splits, repeat, work)
@@ -104,7 +104,7 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.cli import benchmark_main
+    from bench.cli import benchmark_main
 
     return benchmark_main(argv, __doc__, run, print_results, "bench-ingest.json")
 

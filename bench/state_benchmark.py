@@ -1,6 +1,6 @@
 """Snapshot-load benchmark: Avro state (protocol v4) vs JSON checkpoint (v3), measured side by side.
 
-Run: ``.venv/bin/python benchmarks/state_benchmark.py [--sizes 10000 100000] [--out bench.json]``
+Run: ``.venv/bin/python -m bench.state_benchmark [--sizes 10000 100000] [--out bench.json]``
 
 For each size it builds two local tables with the same live files — one with Avro state,
 one with a JSON checkpoint — and reports:

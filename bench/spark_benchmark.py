@@ -1,7 +1,7 @@
 """Spark benchmark: format("indextables") against what a user would do without it (Parquet +
 ``contains``/``rlike``), on one generated log-like dataset, in one run.
 
-    .venv/bin/python -m benchmarks.spark_benchmark [--rows 5000000] [--out bench-spark.json]
+    .venv/bin/python -m bench.spark_benchmark [--rows 5000000] [--out bench-spark.json]
 
 Measures, each against its Parquet baseline measured in the same run:
 * write throughput (rows/s) of ``format("indextables")`` vs ``format("parquet")``;
@@ -131,7 +131,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.cli import benchmark_main
+    from bench.cli import benchmark_main
 
     return benchmark_main(argv, __doc__, run, print_results, "bench-spark.json")
 

@@ -1,6 +1,6 @@
 """Analytics benchmark: SELECTs through ``connect_plugin.sql`` against Spark over the same rows as Parquet.
 
-    .venv/bin/python -m benchmarks.analytics_benchmark [--rows 5000000] [--out bench-analytics.json]
+    .venv/bin/python -m bench.analytics_benchmark [--rows 5000000] [--out bench-analytics.json]
 
 On one local[2] classic session, the demo corpus (Zipf log rows, partitioned by ``day``; message
 as ``text``) is written as IndexTables and as Parquet; then, each against its Parquet twin and
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.spark_benchmark import _best
+from bench.spark_benchmark import _best
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
 QUERIES = {  # name: (IndexTables statement, Parquet statement), {t} = the table
@@ -67,7 +67,7 @@ def trivial_source() -> Any:
 
 def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
-    from benchmarks.spark_benchmark import local_session
+    from bench.spark_benchmark import local_session
 
     with local_session(workdir, "indextables-analytics-") as (spark, work):
         return _measure(spark, rows, repeat, work)
@@ -110,7 +110,7 @@ def print_results(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.cli import benchmark_main
+    from bench.cli import benchmark_main
 
     return benchmark_main(argv, __doc__, run, print_results, "bench-analytics.json")
 

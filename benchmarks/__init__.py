@@ -1,1 +1,0 @@
-"""The benchmarks of the earlier milestones; `python -m bench` runs them together (see bench/)."""
