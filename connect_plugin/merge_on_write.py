@@ -19,9 +19,12 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from indextables_contract.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
 _SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
@@ -82,7 +85,7 @@ class StreamMerger:
     """
 
     def __init__(
-        self, spark: Any, merge_splits: Callable[..., Any], path: str, merge: Mapping[str, Any], query: Any
+        self, spark: SparkSession, merge_splits: Callable[..., Any], path: str, merge: Mapping[str, Any], query: Any
     ) -> None:
         self.spark, self.merge_splits, self.path, self.merge, self.query = spark, merge_splits, path, merge, query
         self.merges = 0  # merge runs that succeeded (tests and the curious read it)
@@ -97,7 +100,7 @@ class StreamMerger:
             return threading.Thread(target=target, name=f"indextables-merge-on-write {self.path}", daemon=True)
         from pyspark import InheritableThread
 
-        spark = self.spark
+        spark: Any = self.spark  # a classic session here: its JVM handles are not in the shared type
 
         def with_session() -> None:
             spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)

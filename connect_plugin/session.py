@@ -6,12 +6,15 @@ Re-exported by ``connect_plugin``; nothing here imports tantivy or touches stora
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, UnknownTableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 FORMAT = "indextables"
 
@@ -24,7 +27,7 @@ SESSION_CONF = {
 }
 
 
-def install(spark: Any) -> None:
+def install(spark: SparkSession) -> None:
     """Make ``format("indextables")`` usable in ``spark`` and set the configuration it relies on.
 
     The cluster package registers the data source statically (module ``pyspark_indextables``,
@@ -57,12 +60,12 @@ def install(spark: Any) -> None:
 # indextables LOCATION ...`` keeps neither the location nor the options), hence this registry.
 
 
-def register_table(spark: Any, name: str, path: str) -> None:
+def register_table(spark: SparkSession, name: str, path: str) -> None:
     """Name the table at ``path`` for this session: ``sql(spark, "MERGE SPLITS <name>")`` etc."""
     spark.conf.set(TABLE_NAME_PREFIX + name, path)
 
 
-def resolve_table(spark: Any, name: str) -> str:
+def resolve_table(spark: SparkSession, name: str) -> str:
     """The path a table name stands for (UnknownTableError, naming the setting, if none)."""
     key = TABLE_NAME_PREFIX + name
     try:
@@ -78,7 +81,7 @@ def resolve_table(spark: Any, name: str) -> str:
 
 
 def read(
-    spark: Any,
+    spark: SparkSession,
     path: str,
     *,
     columns: Iterable[str] | None = None,
@@ -87,7 +90,7 @@ def read(
     version_as_of: int | None = None,
     timestamp_as_of: str | None = None,
     options: Mapping[str, Any] | None = None,
-) -> Any:
+) -> DataFrame:
     """A fresh DataFrame over the table at ``path``.
 
     ``columns``, ``limit`` and ``filter`` are pushed to the executors; the result equals reading
@@ -126,7 +129,7 @@ def read(
 
 
 def read_stream(
-    spark: Any,
+    spark: SparkSession,
     path: str,
     *,
     starting_version: int | str | None = None,

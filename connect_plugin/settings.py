@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # Table names: ``spark.indextables.table.<name>`` = the table's path (see ``connect_plugin.session``).
 TABLE_NAME_PREFIX = "spark.indextables.table."
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
-def session_options(spark: Any) -> dict[str, str]:
+def session_options(spark: SparkSession) -> dict[str, str]:
     """The session's ``spark.indextables.*`` settings (table names excluded), and its time zone as
     ``sessionTimeZone``."""
     get_all = getattr(spark.conf, "getAll", None)
@@ -28,7 +31,7 @@ def session_options(spark: Any) -> dict[str, str]:
     return options
 
 
-def _options(spark: Any, options: Mapping[str, Any] | None) -> dict[str, str]:
+def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
     merged = session_options(spark)
     merged.update({k: _option_text(v) for k, v in (options or {}).items()})
     return merged

@@ -15,7 +15,7 @@ Syntax errors name the line and column.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lark.exceptions import UnexpectedInput
 
@@ -41,8 +41,11 @@ from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-def _target(spark: Any, tree: Any) -> str:
+
+def _target(spark: SparkSession, tree: Any) -> str:
     """The path a target names: a (back-)quoted path as written, a table name through the session."""
     token = tree.children[-1]
     if token.type == "TABLE_NAME":
@@ -52,7 +55,7 @@ def _target(spark: Any, tree: Any) -> str:
     return unquote(str(token))
 
 
-def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
+def sql(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> DataFrame:
     """Run one statement: an IndexTables command, a SELECT over IndexTables tables (pushed down as
     far as it goes: see ``explain``), or anything else via ``spark.sql``."""
     plan = plan_statement(spark, text, options)
@@ -63,7 +66,7 @@ def sql(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
     return plan()
 
 
-def explain(spark: Any, text: str, options: dict[str, Any] | None = None) -> str:
+def explain(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> str:
     """What running ``text`` would push to each table read: columns, the filter tree (the index
     answers it first, the rest is checked on the rows), limit, a pushed aggregate and, for an
     aggregate, how the executors answered it (running it: its result is small)."""
@@ -77,7 +80,7 @@ def explain(spark: Any, text: str, options: dict[str, Any] | None = None) -> str
     return plan.explain()
 
 
-def plan_statement(spark: Any, text: str, options: dict[str, Any] | None = None) -> Any:
+def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> Any:
     """A ``StatementPlan`` for a SELECT over IndexTables tables, a callable running an IndexTables
     command, or None (a statement that names no IndexTables table: Spark's own)."""
     parse_text, code = lex(text)
@@ -132,7 +135,7 @@ def _where(tree: Any, text: str) -> F.Filter | None:
     return None
 
 
-def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
+def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> Any:
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once
 
@@ -180,7 +183,9 @@ def _run(spark: Any, tree: Any, text: str, options: dict[str, Any]) -> Any:
     raise IndexTablesSQLError(f"unsupported statement: {text!r}")
 
 
-def _simple_select(spark: Any, tree: Any, text: str, code: str, options: dict[str, Any]) -> StatementPlan | None:
+def _simple_select(
+    spark: SparkSession, tree: Any, text: str, code: str, options: dict[str, Any]
+) -> StatementPlan | None:
     """``SELECT ... FROM <one table> [alias] [WHERE ...] [GROUP BY / ORDER BY / LIMIT]``: the WHERE
     travels as the read's filter tree (top-level AND parts over function calls stay with Spark),
     a LIMIT over plain columns stops each task, and count/sum/avg/min/max with GROUP BY on

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_plugin import session as _plugin
 from connect_plugin.grammar import IndexTablesSQLError, parse_measure
@@ -26,23 +26,26 @@ from connect_plugin.where import to_filter as _where
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
 FORMAT = "indextables"
 
 
 class IndexTable:
-    def __init__(self, spark: Any, path: str, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any] | None = None) -> None:
         self.spark = spark
         self.path = path
         self.options = dict(options or {})
 
     @classmethod
-    def for_path(cls, spark: Any, path: str, options: Mapping[str, Any] | None = None) -> IndexTable:
+    def for_path(cls, spark: SparkSession, path: str, options: Mapping[str, Any] | None = None) -> IndexTable:
         """The table at ``path``; ``options`` (storage settings, ...) go with every read and command."""
         _plugin.install(spark)
         return cls(spark, path, options)
 
     @classmethod
-    def for_name(cls, spark: Any, name: str, options: Mapping[str, Any] | None = None) -> IndexTable:
+    def for_name(cls, spark: SparkSession, name: str, options: Mapping[str, Any] | None = None) -> IndexTable:
         """The table a name stands for (``spark.indextables.table.<name>``, see ``register_table``)."""
         return cls.for_path(spark, _plugin.resolve_table(spark, name), options)
 
@@ -55,7 +58,7 @@ class IndexTable:
         limit: int | None = None,
         version_as_of: int | None = None,
         timestamp_as_of: str | None = None,
-    ) -> Any:
+    ) -> DataFrame:
         """The table's rows as a DataFrame: only ``columns``, only rows matching ``filter`` (a filter tree,
         or SQL predicate text as in a WHERE clause), at most ``limit`` — all pushed to the executors.
 
@@ -68,7 +71,7 @@ class IndexTable:
 
     def group_by(
         self, columns: Iterable[str], measures: Mapping[str, str], where: Where | None = None
-    ) -> Any:
+    ) -> DataFrame:
         """``SELECT columns..., measures... [WHERE where] GROUP BY columns`` run on the executors (Tantivy
         aggregations where the index answers exactly, Arrow otherwise) — the plan ``sql`` pushes.
 
@@ -91,7 +94,7 @@ class IndexTable:
             raise IndexTablesSQLError(f"group_by on {self.path}: {wanted} cannot be typed as Spark does")
         return df
 
-    def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> Any:
+    def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> DataFrame:
         """Rows matching a Tantivy query over every text field (``field:term`` syntax works too)."""
         return _plugin.read(
             self.spark, self.path, columns=columns, limit=limit,
@@ -119,31 +122,31 @@ class IndexTable:
 
     # -- commands --
 
-    def _command(self, command: C.Command) -> Any:
+    def _command(self, command: C.Command) -> DataFrame:
         return command_frame(self.spark, command, self.options, self.path)
 
-    def history(self, limit: int | None = None) -> Any:
+    def history(self, limit: int | None = None) -> DataFrame:
         return self._command(C.History(limit=limit))
 
-    def describe_state(self) -> Any:
+    def describe_state(self) -> DataFrame:
         return self._command(C.DescribeState())
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> DataFrame:
         return self._command(C.Checkpoint())
 
     def purge(
         self, older_than_hours: float = 168, tx_log_retention_hours: float | None = None, dry_run: bool = False
-    ) -> Any:
+    ) -> DataFrame:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
         orphaned manifests; ``dry_run`` lists them only."""
         purge = C.Purge(retention_hours=older_than_hours, tx_log_retention_hours=tx_log_retention_hours,
                         dry_run=dry_run)  # fmt: skip
         return _run_once(self._command(purge))
 
-    def truncate_time_travel(self, dry_run: bool = False) -> Any:
+    def truncate_time_travel(self, dry_run: bool = False) -> DataFrame:
         return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
-    def drop_partitions(self, where: Where) -> Any:
+    def drop_partitions(self, where: Where) -> DataFrame:
         """Remove every file of the partitions matching ``where`` (a filter tree, or SQL text on partition columns)."""
         return _run_once(self._command(C.DropPartitions(filter=F.to_text(_where(where)))))
 
@@ -155,7 +158,7 @@ class IndexTable:
         max_source_splits_per_merge: int | None = None,
         sort_key: str | None = None,
         min_splits_to_merge: int | None = None,
-    ) -> Any:
+    ) -> DataFrame:
         """Merge small splits per partition (one commit for all merges); returns the merged splits.
         A partition with fewer than ``min_splits_to_merge`` candidates (default 2) is left alone.
 
@@ -184,18 +187,18 @@ class IndexTable:
         plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 
-    def prewarm(self, where: Where | None = None, footer_only: bool = False) -> Any:
+    def prewarm(self, where: Where | None = None, footer_only: bool = False) -> DataFrame:
         where_json = None if where is None else F.to_text(_where(where))
         return _run_once(self._command(C.Prewarm(filter=where_json, footer_only=footer_only)))
 
-    def describe_cache(self, tasks: int = 1) -> Any:
+    def describe_cache(self, tasks: int = 1) -> DataFrame:
         return _run_once(command_frame(self.spark, C.DescribeCache(tasks=tasks), self.options))
 
-    def flush_cache(self, tasks: int = 1) -> Any:
+    def flush_cache(self, tasks: int = 1) -> DataFrame:
         return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
 
 
-def _run_once(df: Any) -> Any:
+def _run_once(df: DataFrame) -> DataFrame:
     """Run a command with side effects exactly once and return its result rows as a DataFrame
     (re-evaluating the read would run the command again)."""
     return local_frame(df.sparkSession, df.collect(), df.schema)

@@ -4,7 +4,7 @@ micro-batch, exactly once), each followed by merge-on-write when it is on (``con
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge_on_write_settings
 from connect_plugin.session import FORMAT
@@ -12,9 +12,12 @@ from connect_plugin.settings import _options
 from connect_plugin.table import IndexTable
 from indextables_contract.errors import ConfigError
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 
 def write(
-    df: Any,
+    df: DataFrame,
     path: str,
     *,
     mode: str = "append",
@@ -49,7 +52,7 @@ def write(
 
 
 def write_stream(
-    df: Any,
+    df: DataFrame,
     path: str,
     *,
     checkpoint_location: str,
