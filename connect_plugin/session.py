@@ -35,6 +35,12 @@ def install(spark: SparkSession) -> None:
     here but ``executor_lib`` is, the class is registered explicitly (registering over the static
     registration makes Spark warn on every session).
 
+    Args:
+        spark: a classic or Spark Connect session.
+
+    Raises:
+        ConfigError: a session setting the data source relies on cannot be set.
+
     Example: ``connect_plugin.install(spark)`` once, before the first read or write.
     """
     for key, value in SESSION_CONF.items():
@@ -61,12 +67,27 @@ def install(spark: SparkSession) -> None:
 
 
 def register_table(spark: SparkSession, name: str, path: str) -> None:
-    """Name the table at ``path`` for this session: ``sql(spark, "MERGE SPLITS <name>")`` etc."""
+    """Name the table at ``path`` for this session (the setting ``spark.indextables.table.<name>``), so
+    that statements and ``IndexTable.for_name`` can use the name.
+
+    Args:
+        spark: the session.
+        name: the table's name in statements (``SELECT ... FROM logs``).
+        path: the table's root.
+
+    Example: ``register_table(spark, "logs", "s3://b/logs"); sql(spark, "SELECT count(*) FROM logs")``
+    """
     spark.conf.set(TABLE_NAME_PREFIX + name, path)
 
 
 def resolve_table(spark: SparkSession, name: str) -> str:
-    """The path a table name stands for (UnknownTableError, naming the setting, if none)."""
+    """The path a table name stands for.
+
+    Raises:
+        UnknownTableError: no ``spark.indextables.table.<name>`` setting defines it (the message names it).
+
+    Example: ``resolve_table(spark, "logs") == "s3://b/logs"`` after ``register_table``.
+    """
     key = TABLE_NAME_PREFIX + name
     try:
         path = spark.conf.get(key, None)
@@ -140,7 +161,22 @@ def read_stream(
 ) -> Any:
     """A streaming DataFrame of the rows appended to the table at ``path``: first every live row (unless
     ``starting_version``: a version or ``"latest"``), then the splits each new version adds with
-    ``dataChange=true`` (merges are not re-emitted)."""
+    ``dataChange=true`` (merges are not re-emitted).
+
+    Args:
+        spark: the session.
+        path: the table's root.
+        starting_version: the first version to emit, or ``"latest"`` (only what comes next).
+        max_files_per_trigger: at most this many splits per micro-batch.
+        ignore_deletes / ignore_changes: go on past versions that removed data (overwrite, drop
+            partitions) instead of failing on them (Delta's options).
+        options: data source options over the session's ``spark.indextables.*``.
+
+    Raises:
+        StreamingReadError (when the query runs): a version that removed data, without the options above.
+
+    Example: ``read_stream(spark, "s3://b/logs", starting_version="latest").writeStream.format("console").start()``
+    """
     opts = _options(spark, options)
     if starting_version is not None:
         opts["startingVersion"] = str(starting_version)

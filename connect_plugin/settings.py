@@ -17,7 +17,10 @@ SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 def session_options(spark: SparkSession) -> dict[str, str]:
     """The session's ``spark.indextables.*`` settings (table names excluded), and its time zone as
-    ``sessionTimeZone``."""
+    ``sessionTimeZone``: what ``read``, ``write`` and the commands add to their options.
+
+    Example: ``session_options(spark)["spark.indextables.indexWriter.heapSize"]`` after setting it.
+    """
     get_all = getattr(spark.conf, "getAll", None)
     if get_all is None:
         return {}

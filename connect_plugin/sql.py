@@ -57,7 +57,19 @@ def _target(spark: SparkSession, tree: Any) -> str:
 
 def sql(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> DataFrame:
     """Run one statement: an IndexTables command, a SELECT over IndexTables tables (pushed down as
-    far as it goes: see ``explain``), or anything else via ``spark.sql``."""
+    far as it goes: see ``explain``), or anything else via ``spark.sql``.
+
+    Args:
+        spark: the session.
+        text: the statement. Tables are ``indextables.`<path>```, a quoted path or a registered name.
+        options: data source options for every table read (over the session's ``spark.indextables.*``).
+
+    Raises:
+        IndexTablesSQLError: a statement that does not parse (line and column named), or an index
+            operator in a place no table read can answer it.
+
+    Example: ``sql(spark, "SELECT level, count(*) FROM logs WHERE msg indexquery 'timeout' GROUP BY level")``
+    """
     plan = plan_statement(spark, text, options)
     if plan is None:
         return spark.sql(text)
@@ -69,7 +81,13 @@ def sql(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -
 def explain(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> str:
     """What running ``text`` would push to each table read: columns, the filter tree (the index
     answers it first, the rest is checked on the rows), limit, a pushed aggregate and, for an
-    aggregate, how the executors answered it (running it: its result is small)."""
+    aggregate, how the executors answered it (running it: its result is small).
+
+    Raises:
+        IndexTablesSQLError: as ``sql``.
+
+    Example: ``print(explain(spark, "SELECT id FROM logs WHERE id < 10 LIMIT 5"))``
+    """
     plan = plan_statement(spark, text, options)
     if plan is None:
         return "no IndexTables table: Spark runs the statement as it is"

@@ -33,6 +33,13 @@ FORMAT = "indextables"
 
 
 class IndexTable:
+    """One table: its reads (pushed to the executors), pushed aggregates and maintenance commands.
+    Each method builds Spark work that runs on the cluster; the commands' results are DataFrames
+    with the schemas of ``indextables_contract.commands``.
+
+    Example: ``IndexTable.for_path(spark, "s3://b/logs").search("message:timeout", limit=10).show()``
+    """
+
     def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any] | None = None) -> None:
         self.spark = spark
         self.path = path
@@ -40,13 +47,22 @@ class IndexTable:
 
     @classmethod
     def for_path(cls, spark: SparkSession, path: str, options: Mapping[str, Any] | None = None) -> IndexTable:
-        """The table at ``path``; ``options`` (storage settings, ...) go with every read and command."""
+        """The table at ``path``; ``options`` (storage settings, ...) go with every read and command.
+
+        Example: ``t = IndexTable.for_path(spark, "s3://b/logs", {"spark.indextables.aws.region": "eu-west-1"})``
+        """
         _plugin.install(spark)
         return cls(spark, path, options)
 
     @classmethod
     def for_name(cls, spark: SparkSession, name: str, options: Mapping[str, Any] | None = None) -> IndexTable:
-        """The table a name stands for (``spark.indextables.table.<name>``, see ``register_table``)."""
+        """The table a name stands for (``spark.indextables.table.<name>``, see ``register_table``).
+
+        Raises:
+            UnknownTableError: the name is not defined.
+
+        Example: ``IndexTable.for_name(spark, "logs").count()``
+        """
         return cls.for_path(spark, _plugin.resolve_table(spark, name), options)
 
     # -- data --
@@ -95,14 +111,23 @@ class IndexTable:
         return df
 
     def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> DataFrame:
-        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too)."""
+        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too).
+
+        Raises:
+            QueryError (when the query runs): a query the table's fields cannot answer.
+
+        Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
+        """
         return _plugin.read(
             self.spark, self.path, columns=columns, limit=limit,
             filter=F.QueryString(query), options=self.options,
         )  # fmt: skip
 
     def count(self, query: str | None = None) -> int:
-        """Rows matching a Tantivy query (all rows: from the transaction log, opening no split)."""
+        """Rows matching a Tantivy query (all rows: from the transaction log, opening no split).
+
+        Example: ``t.count()``, ``t.count("message:timeout")``
+        """
         where = None if query is None else F.QueryString(query)
         return int(self.group_by([], {"n": "count(*)"}, where=where).collect()[0][0])
 
@@ -111,7 +136,13 @@ class IndexTable:
     ) -> dict[str, Any]:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats; terms, histogram,
         date_histogram, range with sub-aggregations) over the rows matching ``query`` (a Tantivy
-        query string over all fields, or a filter tree), computed by Tantivy on the executors."""
+        query string over all fields, or a filter tree), computed by Tantivy on the executors.
+
+        Raises:
+            QueryError: an aggregation kind this client cannot merge.
+
+        Example: ``t.aggregate({"by_level": {"terms": {"field": "level"}}}, query="message:timeout")``
+        """
         from connect_plugin.aggregate import merge_results
 
         where = None if query is None else F.QueryString(query) if isinstance(query, str) else _where(query)
@@ -126,28 +157,55 @@ class IndexTable:
         return command_frame(self.spark, command, self.options, self.path)
 
     def history(self, limit: int | None = None) -> DataFrame:
+        """The commits, newest first (``DESCRIBE INDEXTABLES TRANSACTION LOG``). Example: ``t.history(5).show()``"""
         return self._command(C.History(limit=limit))
 
     def describe_state(self) -> DataFrame:
+        """The latest version's state as property/value rows (``DESCRIBE INDEXTABLES STATE``).
+
+        Example: ``dict(t.describe_state().collect())["numRecords"]``
+        """
         return self._command(C.DescribeState())
 
     def checkpoint(self) -> DataFrame:
+        """Consolidate the latest state (Avro state or JSON checkpoint) and clean up what expired.
+
+        Example: ``t.checkpoint().collect()[0]["version"]``
+        """
         return self._command(C.Checkpoint())
 
     def purge(
         self, older_than_hours: float = 168, tx_log_retention_hours: float | None = None, dry_run: bool = False
     ) -> DataFrame:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
-        orphaned manifests; ``dry_run`` lists them only."""
+        orphaned manifests; ``dry_run`` lists them only.
+
+        Raises:
+            ConfigError: a retention that is negative or not finite (on the client, before anything runs).
+
+        Example: ``t.purge(older_than_hours=72, dry_run=True).show()``
+        """
         purge = C.Purge(retention_hours=older_than_hours, tx_log_retention_hours=tx_log_retention_hours,
                         dry_run=dry_run)  # fmt: skip
         return _run_once(self._command(purge))
 
     def truncate_time_travel(self, dry_run: bool = False) -> DataFrame:
+        """Checkpoint the latest version and delete the log files of every earlier one: time travel
+        to them is no longer possible. Example: ``t.truncate_time_travel(dry_run=True).show()``"""
         return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
     def drop_partitions(self, where: Where) -> DataFrame:
-        """Remove every file of the partitions matching ``where`` (a filter tree, or SQL text on partition columns)."""
+        """Remove every file of the partitions matching ``where`` in one commit (the files stay for time
+        travel until PURGE).
+
+        Args:
+            where: a condition on partition columns (filter nodes, their JSON form, or SQL text).
+
+        Raises:
+            ConfigError (on the cluster, at plan time): a condition on a column that is not a partition column.
+
+        Example: ``t.drop_partitions("day < '2024-01-01'")``
+        """
         return _run_once(self._command(C.DropPartitions(filter=F.to_text(_where(where)))))
 
     def merge_splits(
@@ -188,13 +246,17 @@ class IndexTable:
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 
     def prewarm(self, where: Where | None = None, footer_only: bool = False) -> DataFrame:
+        """Copy the splits of the partitions matching ``where`` (default: all) into the executors' split
+        caches, so the first queries do not wait for storage. Example: ``t.prewarm("day = '2024-05-01'")``"""
         where_json = None if where is None else F.to_text(_where(where))
         return _run_once(self._command(C.Prewarm(filter=where_json, footer_only=footer_only)))
 
     def describe_cache(self, tasks: int = 1) -> DataFrame:
+        """The split cache of the executors ``tasks`` tasks land on. Example: ``t.describe_cache(tasks=4).show()``"""
         return _run_once(command_frame(self.spark, C.DescribeCache(tasks=tasks), self.options))
 
     def flush_cache(self, tasks: int = 1) -> DataFrame:
+        """Empty the split cache of the executors ``tasks`` tasks land on. Example: ``t.flush_cache()``"""
         return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
 
 

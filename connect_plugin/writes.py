@@ -4,7 +4,7 @@ micro-batch, exactly once), each followed by merge-on-write when it is on (``con
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge_on_write_settings
 from connect_plugin.session import FORMAT
@@ -20,11 +20,21 @@ def write(
     df: DataFrame,
     path: str,
     *,
-    mode: str = "append",
+    mode: Literal["append", "overwrite"] = "append",
     partition_by: Iterable[str] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> None:
     """Write ``df`` to the table at ``path`` (created on first write) in one commit.
+
+    Args:
+        df: the rows (column names and types become the table's schema on the first write).
+        path: the table's root.
+        mode: ``"append"`` or ``"overwrite"`` (every live file removed in the same commit).
+        partition_by: partition columns (first write only).
+        options: data source options (indexing, storage...) over the session's ``spark.indextables.*``.
+
+    Raises:
+        ConfigError: a bad mode, option or merge-on-write setting (before anything is written).
 
     ``partition_by`` is passed as the ``partitionBy`` option: Spark 4.3 refuses
     ``DataFrameWriter.partitionBy`` for Python data sources.
@@ -68,7 +78,15 @@ def write_stream(
 
     With ``spark.indextables.mergeOnWrite.enabled=true`` a thread of this client merges the table
     while the query runs (``connect_plugin.merge_on_write.StreamMerger``): after new micro-batches,
-    at most every ``mergeOnWrite.streamIntervalSeconds`` (default 30), with the settings of ``write``."""
+    at most every ``mergeOnWrite.streamIntervalSeconds`` (default 30), with the settings of ``write``.
+
+    Raises:
+        ConfigError: a bad option or merge-on-write setting (before the query starts).
+
+    Example:
+        >>> q = connect_plugin.write_stream(events, "s3://b/logs", checkpoint_location="s3://b/ck/logs",
+        ...                                 trigger={"processingTime": "10 seconds"})
+    """
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
