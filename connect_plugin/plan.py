@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
 from indextables_contract.commands import Command, GroupAggregate
+from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,24 +48,14 @@ class TableRead:
     path: str
     columns: tuple[str, ...] | None = None
     required: tuple[str, ...] | None = None
-    filter: str | None = None  # JSON filter tree
+    filter: F.Filter | None = None
     limit: int | None = None
-    match: tuple[tuple[str, str], ...] = ()  # (boolean column, JSON filter tree)
+    match: tuple[tuple[str, F.Filter], ...] = ()  # (boolean column, the rows it is true for)
     options: tuple[tuple[str, str], ...] = ()
 
     def read_options(self, spark: SparkSession) -> dict[str, str]:
-        opts = _session_options(spark, dict(self.options))
-        if self.columns is not None:
-            opts["columns"] = ",".join(self.columns)
-        if self.required is not None:
-            opts["requiredColumns"] = json.dumps(list(self.required))
-        if self.filter is not None:
-            opts["filter"] = self.filter
-        if self.limit is not None:
-            opts["limit"] = str(self.limit)
-        if self.match:
-            opts["matchColumns"] = json.dumps({name: json.loads(tree) for name, tree in self.match})
-        return opts
+        plan = ReadPlan(self.columns, self.required, self.filter, self.limit, self.match)
+        return {**_session_options(spark, dict(self.options)), **plan.to_options()}
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
         """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``)."""
@@ -77,9 +69,10 @@ class TableRead:
             else "the table's columns among: " + ", ".join(sorted(set(self.required), key=str.lower))
         )  # fmt: skip
         lines = [f"read {self.path}", f"  columns: {columns}"]
-        lines.append(f"  filter (index first, the rest on the rows): {self.filter or 'none'}")
+        shown = "none" if self.filter is None else F.to_text(self.filter)
+        lines.append(f"  filter (index first, the rest on the rows): {shown}")
         for name, tree in self.match:
-            lines.append(f"  match column {name}: {tree}")
+            lines.append(f"  match column {name}: {F.to_text(tree)}")
         lines.append(f"  limit per task: {self.limit if self.limit is not None else 'none'}")
         return "\n".join(lines)
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
-from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, UnknownTableError
 
 if TYPE_CHECKING:
@@ -142,7 +141,7 @@ def read(
     read = TableRead(
         path,
         columns=None if columns is None else tuple(columns),
-        filter=None if filter is None else F.to_text(to_filter(filter)),
+        filter=None if filter is None else to_filter(filter),
         limit=limit,
         options=options_tuple(extra),
     )

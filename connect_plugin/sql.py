@@ -228,12 +228,12 @@ def _simple_select(
             pushed = AggregateRead(path, AggregatePlan(agg_plan.group_by, agg_plan.measures, filter_json), outputs,
                                    order, limit, opts)  # fmt: skip
             return StatementPlan(None, aggregate=pushed, fallback=_select_over_view(
-                path, str(projection), alias, filter_json, None, tail_text, text, code, opts))  # fmt: skip
+                path, str(projection), alias, index_tree, None, tail_text, text, code, opts))  # fmt: skip
     if where_tree is not None:  # the pushed WHERE needs no column in Spark: only what Spark evaluates
         start, end = where_tree.meta.start_pos, where_tree.meta.end_pos
         code = code[:start] + " " * (end - start) + code[end:] + " " + lex(spark_condition or "")[1]
         text = text[:start] + " " * (end - start) + text[end:] + " " + (spark_condition or "")
-    return _select_over_view(path, str(projection), alias, filter_json, spark_condition, tail_text, text, code, opts)
+    return _select_over_view(path, str(projection), alias, index_tree, spark_condition, tail_text, text, code, opts)
 
 
 _LIMIT_ONLY = re.compile(r"^limit\s+(\d+)\s*$", re.IGNORECASE)
@@ -242,7 +242,7 @@ _PLAIN_PROJECTION = re.compile(r"^\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?)(\s*,\s*(\*
 
 
 def _select_over_view(
-    path: str, projection: str, alias: Any, filter_json: str | None, spark_condition: str | None,
+    path: str, projection: str, alias: Any, index_tree: F.Filter | None, spark_condition: str | None,
     tail: str | None, text: str, code: str, opts: tuple[tuple[str, str], ...],
 ) -> StatementPlan:  # fmt: skip
     limit = None
@@ -250,7 +250,7 @@ def _select_over_view(
     if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
         limit = int(m.group(1))
     view = view_name()
-    read = TableRead(path, required=names_in(text, code), filter=filter_json, limit=limit, options=opts)
+    read = TableRead(path, required=names_in(text, code), filter=index_tree, limit=limit, options=opts)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"

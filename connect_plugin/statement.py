@@ -187,12 +187,12 @@ def plan_general(
     from connect_plugin.plan import options_tuple
 
     uses = find_operator_uses(text, code)
-    matches: dict[int, list[tuple[str, str]]] = {i: [] for i in range(len(refs))}
+    matches: dict[int, list[tuple[str, F.Filter]]] = {i: [] for i in range(len(refs))}
     replacements: list[tuple[int, int, str]] = []
     for n, use in enumerate(uses):
         i = _owner(use, refs, text, code)
         name = f"__indextables_match_{n}"
-        matches[i].append((name, F.to_text(F.QueryString(use.query, use.column, use.kind))))
+        matches[i].append((name, F.QueryString(use.query, use.column, use.kind)))
         replacements.append((use.start, use.end, f"{use.qualifier}.{name}" if use.qualifier else name))
     required = names_in(text, code)
     plan = StatementPlan(sql=None)

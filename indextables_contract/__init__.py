@@ -6,6 +6,7 @@ executors both import it (PROTOCOL.md §17):
 
 - ``commands``: the maintenance commands: names, typed arguments, result schemas;
 - ``filters``: the filter tree of reads, commands and aggregates;
+- ``read``: what a client pushes into one indexed read (columns, filter, limit, match columns);
 - ``aggregate``: what a pushed ``GROUP BY`` asks of each split and how partial results merge;
 - ``errors``: the one exception hierarchy both sides raise, each class with a stable code.
 """

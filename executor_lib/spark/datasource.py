@@ -29,6 +29,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
 from executor_lib.spark.reader import IndexTablesReader
 from executor_lib.spark.writer import IndexTablesWriter
+from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
 
 NAME = "indextables"
@@ -60,13 +61,13 @@ class IndexTablesDataSource(DataSource):
         table_fields = json.loads(snapshot.metadata.schema_string)["fields"]
         table_columns = [f["name"] for f in table_fields]
         opts = O.canonical_options(options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_columns, "read")
-        columns = O.parse_columns("columns", opts["columns"], table_columns) if "columns" in opts else None
-        if "requiredColumns" in opts:
+        columns = O.parse_columns(R.COLUMNS, opts[R.COLUMNS], table_columns) if R.COLUMNS in opts else None
+        if R.REQUIRED_COLUMNS in opts:
             types = {f["name"]: f["type"] for f in table_fields if isinstance(f["type"], str)}
-            required = O.required_columns(opts["requiredColumns"], table_columns, types)
+            required = O.required_columns(opts[R.REQUIRED_COLUMNS], table_columns, types)
             columns = [c for c in (columns or table_columns) if c in required]
         schema = _spark_schema(snapshot.metadata.schema_string, columns)
-        for name in O.parse_match_columns(opts["matchColumns"]) if "matchColumns" in opts else {}:
+        for name in O.parse_match_columns(opts[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in opts else {}:
             if name in table_columns:
                 raise ConfigError(f"read {path}: match column {name!r} is a column of the table")
             schema = schema.add(name, BooleanType(), nullable=False)

@@ -18,6 +18,7 @@ from typing import Any
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, FilterError
+from indextables_contract.read import KEYS as READ_PLAN_KEYS
 
 PREFIX = "spark.indextables."
 
@@ -61,11 +62,7 @@ READ_KEYS = (
     *_COMMON_KEYS,
     "versionAsOf",
     "timestampAsOf",
-    "columns",
-    "requiredColumns",
-    "matchColumns",
-    "limit",
-    "filter",
+    *READ_PLAN_KEYS,  # what a client's ReadPlan pushes (indextables_contract.read)
     "indexqueryall",
     "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",

@@ -35,6 +35,7 @@ from executor_lib.spark.common import (
 )
 from executor_lib.spark.spark_filters import spark_filter_columns, spark_filter_to_filter
 from indextables_contract import filters as F
+from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -74,14 +75,14 @@ class IndexTablesReader(DataSourceReader):
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
         self.match: dict[str, F.Filter] = (
-            O.parse_match_columns(self.options["matchColumns"]) if "matchColumns" in self.options else {}
+            O.parse_match_columns(self.options[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in self.options else {}
         )
         self.columns: list[str] = [f.name for f in schema.fields]
         self.read_schema_json: str = schema.json()
         unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
-        self.limit: int | None = parsed_option(self.options, "limit", O.parse_positive_int)
+        self.limit: int | None = parsed_option(self.options, R.LIMIT, O.parse_positive_int)
         self.partition_bytes: int = parsed_option(
             self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
         )
@@ -114,8 +115,8 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib.splits.searcher import check_query
 
         found = O.query_filters(self.options)
-        if "filter" in self.options:
-            where = F.resolve_columns(O.parse_filter(self.options["filter"]), table_arrow.names)
+        if R.FILTER in self.options:
+            where = F.resolve_columns(O.parse_filter(self.options[R.FILTER]), table_arrow.names)
             found.append(typed_filter(where, table_arrow, self.options.get("sessionTimeZone")))
         for f in [*found, *self.match.values()]:
             unknown = sorted(F.columns_of(f) - set(table_arrow.names))
