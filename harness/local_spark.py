@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -52,13 +53,35 @@ def quiet_local_session(conf: dict[str, str], master: str = "local[2]") -> Any:
         from pyspark.java_gateway import launch_gateway
 
         spark_conf = SparkConf().setMaster(master).setAll(list(settings.items()))
-        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE})
+        gateway = _retrying_launch(lambda: launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE}))
         forward_stderr(gateway.proc.stderr)
         SparkContext(conf=spark_conf, gateway=gateway)
     builder = SparkSession.builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def get_or_create_retrying(builder: Any, attempts: int = 3) -> Any:
+    """``builder.getOrCreate()``, trying again when the JVM exits before it starts (PySpark's
+    ``JAVA_GATEWAY_EXITED``). The full test suite saw this twice on a busy 2-core machine: the
+    launching ``spark-submit`` exited silently with nothing on stderr (cause not found; a signal
+    from another process is suspected), and the next launch in the same process worked."""
+    return _retrying_launch(builder.getOrCreate, attempts)
+
+
+def _retrying_launch(launch: Callable[[], Any], attempts: int = 3) -> Any:
+    from pyspark.errors import PySparkRuntimeError
+
+    for attempt in range(1, attempts):
+        try:
+            return launch()
+        except PySparkRuntimeError as e:
+            if "JAVA_GATEWAY_EXITED" not in str(e):
+                raise
+            print(f"spark-submit exited before the JVM started (attempt {attempt}); starting it again",
+                  file=sys.stderr)  # fmt: skip
+    return launch()
 
 
 def forward_stderr(pipe: IO[bytes]) -> threading.Thread:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from harness.local_spark import get_or_create_retrying
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("INDEXTABLES_CACHE_DIR", tempfile.mkdtemp(prefix="indextables-test-split-cache-"))
 
@@ -39,7 +41,7 @@ def classic_spark() -> Iterator[Any]:
     builder = SparkSession.builder.master("local[2]")
     for key, value in _CONF.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = get_or_create_retrying(builder)
     connect_plugin.install(spark)
     yield spark
     spark.stop()
