@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.spark_benchmark import _best
+from bench.spark_benchmark import _best, floor_seconds
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
 QUERIES = {  # name: (IndexTables statement, Parquet statement), {t} = the table
@@ -43,28 +42,6 @@ def _normal(rows: list[Any]) -> list[tuple[Any, ...]]:
                   key=repr)  # fmt: skip
 
 
-def trivial_source() -> Any:
-    """A Python data source returning one row and doing nothing else: PySpark's floor."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader
-
-    class TrivialReader(DataSourceReader):
-        def read(self, partition: Any) -> Iterator[tuple[int]]:
-            yield (1,)
-
-    class TrivialSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "indextables_bench_trivial"
-
-        def schema(self) -> str:
-            return "x long"
-
-        def reader(self, schema: Any) -> DataSourceReader:
-            return TrivialReader()
-
-    return TrivialSource
-
-
 def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
     from bench.spark_benchmark import local_session
@@ -82,8 +59,7 @@ def _measure(spark: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
     data.write.mode("overwrite").partitionBy("day").parquet(pq)
     connect_plugin.write(data, it, mode="overwrite", partition_by=["day"], options=OPTIONS)
     spark.read.parquet(pq).createOrReplaceTempView("analytics_parquet")
-    spark.dataSource.register(trivial_source())
-    floor, _ = _best(repeat + 2, lambda: spark.read.format("indextables_bench_trivial").load().collect())
+    floor = floor_seconds(spark, repeat + 2)
     results: dict[str, Any] = {"rows": rows, "floor_s": floor, "queries": {}}
     table = f"indextables.`{it}`"
     connect_plugin.sql(spark, QUERIES["selective search (rows)"][0].format(t=table)).collect()  # warm the cache

@@ -36,9 +36,9 @@ FORMAT = "indextables"
 
 
 def _session_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
-    from connect_plugin.settings import _options
+    from connect_plugin.settings import read_options
 
-    return _options(spark, options)
+    return read_options(spark, options)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,15 @@ command of the client carries (Spark does not hand session settings to Python da
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from indextables_contract.read import PARALLELISM
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,6 +43,49 @@ def session_options(spark: SparkSession) -> dict[str, str]:
 def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
     merged = session_options(spark)
     merged.update({k: _option_text(v) for k, v in (options or {}).items()})
+    return merged
+
+
+# How long a Connect session's measured parallelism is reused (executors come and go).
+PARALLELISM_TTL_S = 300.0
+_parallelism_by_session: dict[str, tuple[float, int]] = {}
+
+
+def cluster_parallelism(spark: SparkSession) -> int | None:
+    """How many tasks the session's cluster runs at once (Spark's default parallelism), or None if
+    it cannot tell. Reads and commands send it (``spark.indextables.read.parallelism``) so that the
+    executors plan an index query as one wave of tasks.
+
+    A classic session asks its SparkContext. A Connect client has none: it reads the number of
+    slices Spark plans for ``spark.range(1)`` (the default parallelism) from the plan's explain text,
+    an analysis call that runs no job, and reuses it for ``PARALLELISM_TTL_S`` seconds.
+
+    Example: ``cluster_parallelism(spark)`` is 2 on ``local[2]``.
+    """
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return int(spark.sparkContext.defaultParallelism)
+    key = str(getattr(spark, "session_id", id(spark)))
+    seen = _parallelism_by_session.get(key)
+    now = time.monotonic()
+    if seen is not None and now - seen[0] < PARALLELISM_TTL_S:
+        return seen[1]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        spark.range(1).explain()
+    found = re.search(r"\bsplits=(\d+)", text.getvalue())
+    if found is None:
+        return None
+    _parallelism_by_session[key] = (now, int(found.group(1)))
+    return int(found.group(1))
+
+
+def read_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
+    """``_options`` for a read or a command: also the cluster's parallelism, unless set."""
+    merged = _options(spark, options)
+    if PARALLELISM not in merged:
+        slots = cluster_parallelism(spark)
+        if slots:
+            merged[PARALLELISM] = str(slots)
     return merged
 
 

@@ -25,6 +25,10 @@ FILTER = "filter"
 LIMIT = "limit"
 MATCH_COLUMNS = "matchColumns"
 KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS)
+# A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
+# once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
+# a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
+PARALLELISM = "spark.indextables.read.parallelism"
 
 
 @dataclass(frozen=True)

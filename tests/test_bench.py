@@ -1,4 +1,4 @@
-"""``python -m bench`` at a tiny size: the state benchmark only (no timings are asserted)."""
+"""``python -m bench`` at tiny sizes, one benchmark at a time (no timings are asserted)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ def test_bench_analytics_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFi
         assert name in printed
     doc = json.loads(out.read_text())
     assert {r["goal"] for r in doc["ratios"]} >= {">= 3", ">= 1", "<= 0.1"}
+
+
+def test_bench_spark_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Spark suite checks that the index and Parquet count the same rows (it stops otherwise) and
+    prints the selective query's distance to PySpark's floor with its goal."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "spark", "--spark-rows", "20000", "--out", str(out)]) == 0
+    assert "trivial-query floor" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == [] and doc["results"]["spark"]["selective_0.1pct"]["rows"] == 20
+    assert {r["goal"] for r in doc["ratios"]} >= {">= 10", "<= 0.1"}
 
 
 def test_bench_compaction_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

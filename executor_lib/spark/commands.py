@@ -32,6 +32,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     delete_quietly,
     node_split_cache,
+    parsed_option,
     partition_constants,
     pinned_snapshot,
     typed_filter,
@@ -39,20 +40,18 @@ from executor_lib.spark.common import (
 from executor_lib.spark.reader import (
     DEFAULT_PARTITION_BYTES,
     DEFAULT_SPLITS_PER_PARTITION,
-    group_files,
+    plan_tasks,
     prunable,
     query_strings,
 )
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError
+from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 
 # Options a command read may carry beyond its arguments (a pinned version; the read settings of
 # a pushed aggregate's tasks).
-COMMAND_KEYS = (
-    *C.option_keys(), "versionAsOf", "timestampAsOf", "spark.indextables.read.targetPartitionBytes",
-    "spark.indextables.read.maxSplitsPerPartition",
-)  # fmt: skip
+COMMAND_KEYS = (*C.option_keys(), "versionAsOf", "timestampAsOf")
 # The commitInfo operation parameter that records a merge's id: the Merge command's option name.
 MERGE_ID_PARAMETER = C.option_key("merge_id")
 # Spark types a merge sort key may have: those split statistics (min/max) are kept for.
@@ -216,12 +215,14 @@ class CommandReader(DataSourceReader):
             return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
         if where is not None and prunable(F.columns_of(where), partition_columns, schema):
             files = prune_files(files, [where], snapshot.metadata.schema_string, partition_columns)
-        groups = group_files(
+        groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
             files,
-            O.parse_size("targetPartitionBytes", self.options["spark.indextables.read.targetPartitionBytes"])
-            if "spark.indextables.read.targetPartitionBytes" in self.options else DEFAULT_PARTITION_BYTES,
-            O.parse_positive_int("maxSplitsPerPartition", self.options["spark.indextables.read.maxSplitsPerPartition"])
-            if "spark.indextables.read.maxSplitsPerPartition" in self.options else DEFAULT_SPLITS_PER_PARTITION,
+            parsed_option(self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size,
+                          DEFAULT_PARTITION_BYTES),
+            parsed_option(self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
+                          DEFAULT_SPLITS_PER_PARTITION),
+            parsed_option(self.options, READ_PARALLELISM, O.parse_positive_int),
+            light=True,
         )  # fmt: skip
         return [("splits", [(a, snapshot.doc_mapping(a)) for a in g]) for g in groups] or [("splits", [])]
 

@@ -19,6 +19,7 @@ from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, FilterError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
+from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 
 PREFIX = "spark.indextables."
 
@@ -66,6 +67,7 @@ READ_KEYS = (
     "indexqueryall",
     "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",
+    READ_PARALLELISM,  # the cluster's task slots, sent by the client (indextables_contract.read)
 )
 READ_COLUMN_PREFIXES = ("indexquery.",)
 

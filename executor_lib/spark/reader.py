@@ -90,6 +90,7 @@ class IndexTablesReader(DataSourceReader):
             self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
             DEFAULT_SPLITS_PER_PARTITION,
         )  # fmt: skip
+        self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
         self._snapshot: Any = snapshot
         self._mappings = self._doc_mappings(snapshot)
         self.option_filters = self._option_filters(table_arrow)
@@ -189,10 +190,18 @@ class IndexTablesReader(DataSourceReader):
         )
         predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
         files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
-        groups = group_files(files, self.partition_bytes, self.splits_per_partition)
+        groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         mapping = snapshot.doc_mapping
         refs = [[SplitRef(a.path, dict(a.partition_values), mapping(a), a.size) for a in g] for g in groups]
         return [IndexTablesPartition(g) for g in refs]
+
+    def _light(self) -> bool:
+        """Whether each split is read in part: an index query narrows the rows, or a LIMIT stops early."""
+        from executor_lib.splits.pushdown import plan
+
+        if self.limit is not None or self.pushed:  # pushed filters have an index part
+            return True
+        return any(plan(f, self._mappings, self.table_arrow_schema).index is not None for f in self.option_filters)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -258,22 +267,70 @@ def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Sch
     return True
 
 
-def group_files(files: Sequence[AddAction], partition_bytes: int, splits_per_partition: int) -> list[list[AddAction]]:
-    """Files in (partition values, path) order, cut into task groups of about ``partition_bytes``
-    and at most ``splits_per_partition`` files."""
+# What opening a split costs, in bytes read (as Spark's ``spark.sql.files.openCostInBytes``).
+OPEN_COST_BYTES = 4 << 20
+
+
+def plan_tasks(
+    files: Sequence[AddAction],
+    partition_bytes: int,
+    splits_per_partition: int,
+    parallelism: int | None = None,
+    light: bool = False,
+) -> list[list[AddAction]]:
+    """The splits each read task takes (every group at most ``splits_per_partition`` splits).
+
+    A Spark task of a Python data source costs tens of milliseconds before it reads anything, while
+    an index query, a LIMIT or a per-split aggregate reads a small part of each split. So:
+
+    * ``light`` reads with a known ``parallelism`` (the cluster's task slots) run as one wave: that
+      many groups (fewer if there are fewer splits), balanced by size;
+    * scans cut the splits, in (partition values, path) order, into groups of about
+      ``partition_bytes`` — less where the table is small, so that every slot gets work (Spark's
+      rule for files: at most the table's bytes over ``parallelism``, at least one split's open cost).
+
+    Example: 32 splits of 56 MB, parallelism 2: an index query runs 2 tasks of 16 splits, a scan 7
+    tasks of about 256 MB.
+    """
     ordered = sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))
+    if not ordered:
+        return []
+    if light and parallelism:
+        groups = max(min(parallelism, len(ordered)), -(-len(ordered) // splits_per_partition))
+        return _balanced(ordered, groups, splits_per_partition)
+    target = partition_bytes
+    if parallelism:
+        total = sum(a.size + OPEN_COST_BYTES for a in ordered)
+        target = min(partition_bytes, max(OPEN_COST_BYTES, total // parallelism))
+    return _consecutive(ordered, target, splits_per_partition)
+
+
+def _consecutive(files: Sequence[AddAction], target_bytes: int, most: int) -> list[list[AddAction]]:
     groups: list[list[AddAction]] = []
     current: list[AddAction] = []
     current_bytes = 0
-    for add in ordered:
+    for add in files:
         current.append(add)
-        current_bytes += add.size
-        if current_bytes >= partition_bytes or len(current) >= splits_per_partition:
+        current_bytes += add.size + OPEN_COST_BYTES
+        if current_bytes >= target_bytes or len(current) >= most:
             groups.append(current)
             current, current_bytes = [], 0
     if current:
         groups.append(current)
     return groups
+
+
+def _balanced(files: Sequence[AddAction], count: int, most: int) -> list[list[AddAction]]:
+    """``files`` in ``count`` groups of about equal bytes (largest first, each to the lightest group
+    with room), each kept in ``files``' order."""
+    position = {id(a): i for i, a in enumerate(files)}
+    groups: list[list[AddAction]] = [[] for _ in range(count)]
+    load = [0] * count
+    for add in sorted(files, key=lambda a: -a.size):
+        lightest = min((g for g in range(count) if len(groups[g]) < most), key=lambda g: (load[g], len(groups[g])))
+        groups[lightest].append(add)
+        load[lightest] += add.size + OPEN_COST_BYTES
+    return [sorted(g, key=lambda a: position[id(a)]) for g in groups if g]
 
 
 def _check_query_kind(query: F.QueryString, mapping: Any) -> None:

@@ -1,0 +1,117 @@
+"""How a read's splits become Spark tasks: an index query, a LIMIT or a pushed aggregate runs as one
+wave of tasks (the cluster's parallelism, which the client sends); a scan is cut by bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.datasource import GreaterThan
+from pyspark.sql.types import StructType
+
+import connect_plugin
+import executor_lib
+from connect_plugin.settings import cluster_parallelism, read_options
+from executor_lib.protocol.actions import AddAction
+from executor_lib.spark.reader import OPEN_COST_BYTES, IndexTablesReader, plan_tasks
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.publish import write_and_upload
+from executor_lib.storage import open_store
+from indextables_contract import filters as F
+from indextables_contract.read import PARALLELISM
+
+MB = 1 << 20
+
+
+def add(path: str, size: int, day: str = "d1") -> AddAction:
+    return AddAction(path, {"day": day}, size, 0, True)
+
+
+def test_light_reads_run_one_wave_balanced_by_size() -> None:
+    files = [add(f"s{i:02}.split", (i % 4 + 1) * 50 * MB) for i in range(32)]
+    groups = plan_tasks(files, 256 * MB, 64, parallelism=2, light=True)
+    assert len(groups) == 2
+    assert sorted(a.path for g in groups for a in g) == sorted(a.path for a in files)
+    loads = [sum(a.size for a in g) for g in groups]
+    assert max(loads) - min(loads) <= 200 * MB  # no more than the largest split apart
+    for g in groups:  # each group keeps the table's order
+        assert [a.path for a in g] == sorted(a.path for a in g)
+
+
+def test_light_reads_keep_the_split_cap_and_never_make_empty_tasks() -> None:
+    files = [add(f"s{i:03}.split", MB) for i in range(100)]
+    groups = plan_tasks(files, 256 * MB, 16, parallelism=2, light=True)
+    assert len(groups) == 7 and max(len(g) for g in groups) <= 16  # ceil(100 / 16)
+    skewed = [add("big.split", 10_000 * MB)] + [add(f"s{i}.split", MB) for i in range(5)]
+    groups = plan_tasks(skewed, 256 * MB, 3, parallelism=2, light=True)
+    assert all(0 < len(g) <= 3 for g in groups) and sum(map(len, groups)) == 6
+    assert plan_tasks(files[:1], 256 * MB, 64, parallelism=8, light=True) == [files[:1]]
+    assert plan_tasks([], 256 * MB, 64, parallelism=8, light=True) == []
+
+
+def test_scans_are_cut_by_bytes_and_spread_over_the_slots_when_small() -> None:
+    files = [add(f"s{i:02}.split", 56 * MB) for i in range(32)]
+    by_bytes = plan_tasks(files, 256 * MB, 64, parallelism=2, light=False)
+    assert len(by_bytes) == 7 and all(sum(a.size + OPEN_COST_BYTES for a in g) >= 256 * MB for g in by_bytes[:-1])
+    small = files[:4]  # 224 MB: two slots get two splits each rather than one task taking all
+    assert [len(g) for g in plan_tasks(small, 256 * MB, 64, parallelism=2, light=False)] == [2, 2]
+    # Without the cluster's parallelism a light read is planned as a scan (bytes only).
+    assert plan_tasks(files, 256 * MB, 64, None, light=True) == plan_tasks(files, 256 * MB, 64, None, light=False)
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string()), ("day", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def eight_splits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("planning") / "t"
+    log = executor_lib.create_table(str(path), SCHEMA, ["day"])
+    mapping = mapping_for(SCHEMA, {"spark.indextables.indexing.typemap.msg": "text"}, ["day"])
+    store = open_store(str(path))
+    adds = []
+    for i in range(8):
+        rows = pa.table({"id": [i * 10 + j for j in range(10)], "msg": [f"word{j} common" for j in range(10)]})
+        adds.append(write_and_upload(store, rows, mapping, {"day": f"d{i % 2}"}))
+    log.commit(adds)
+    return path
+
+
+def reader(path: Path, **options: str) -> IndexTablesReader:
+    snap = executor_lib.open_log(str(path)).snapshot()
+    return IndexTablesReader(
+        {"path": str(path), **options}, StructType.fromJson(json.loads(snap.metadata.schema_string))
+    )
+
+
+def test_reader_plans_an_index_query_or_a_limit_as_one_wave(eight_splits: Path) -> None:
+    few_bytes = {"spark.indextables.read.targetPartitionBytes": "1", PARALLELISM: "3"}
+    assert len(reader(eight_splits, **few_bytes).partitions()) == 8  # a scan: one split per task here
+    assert len(reader(eight_splits, **few_bytes, **{"indexquery.msg": "word3"}).partitions()) == 3
+    assert len(reader(eight_splits, **few_bytes, limit="5").partitions()) == 3
+    tree = F.to_text(F.QueryString("common", "msg"))
+    assert len(reader(eight_splits, **few_bytes, filter=tree).partitions()) == 3
+    r = reader(eight_splits, **few_bytes)
+    assert list(r.pushFilters([GreaterThan(("id",), -1)])) == []
+    assert len(r.partitions()) == 3  # a pushed filter the index answers (no split pruned)
+    no_hint = {"spark.indextables.read.targetPartitionBytes": "1", "indexquery.msg": "word3"}
+    assert len(reader(eight_splits, **no_hint).partitions()) == 8  # no parallelism known: bytes alone
+
+
+def test_client_sends_the_cluster_parallelism(spark: Any) -> None:
+    """Both kinds of session find local[2]'s two slots (Connect: from the plan, without a job)."""
+    assert cluster_parallelism(spark) == 2
+    assert read_options(spark, None)[PARALLELISM] == "2"
+    assert read_options(spark, {PARALLELISM: "7"})[PARALLELISM] == "7"  # a user's setting wins
+
+
+def test_a_one_wave_read_returns_every_matching_row(spark: Any, eight_splits: Path) -> None:
+    rows = connect_plugin.read(spark, str(eight_splits), filter=F.QueryString("common", "msg")).collect()
+    assert sorted(r["id"] for r in rows) == list(range(80))
+    few = connect_plugin.read(spark, str(eight_splits), filter=F.QueryString("word3", "msg"), columns=["id"])
+    assert sorted(r["id"] for r in few.collect()) == [i * 10 + 3 for i in range(8)]
+    got = connect_plugin.sql(spark, f"SELECT day, count(*) AS n FROM indextables.`{eight_splits}` "
+                             "WHERE msg indexquery 'word3' GROUP BY day").collect()  # fmt: skip
+    assert sorted((r["day"], r["n"]) for r in got) == [("d0", 4), ("d1", 4)]
