@@ -1,11 +1,12 @@
 """Logical plans of reads over IndexTables tables: one machinery for the SQL front end
 (``connect_plugin.sql``), the table API (``IndexTable``) and ``explain``.
 
-* ``TableRead`` is one indexed read: the columns it returns (exact ``columns``, or the table's
-  columns among the names a statement uses, ``required``), the filter tree the executors apply
-  (the index answers what it can, the rest is checked on the rows), a LIMIT each task stops at,
-  and boolean *match columns* (whether each row matches an index query — how ``indexquery``
-  works anywhere in a statement, e.g. under OR or in a join).
+* ``TableRead`` is one indexed read: a table, its options and the contract's ``ReadPlan`` — the
+  columns it returns (exact ``columns``, or the table's columns among the names a statement uses,
+  ``required_columns``), the filter tree the executors apply (the index answers what it can, the
+  rest is checked on the rows), a LIMIT each task stops at, and boolean *match columns* (whether
+  each row matches an index query — how ``indexquery`` works anywhere in a statement, e.g. under
+  OR or in a join).
 * ``AggregateRead`` is a pushed ``GROUP BY``: the ``group_aggregate`` command runs an
   ``AggregatePlan`` (``indextables_contract.aggregate``) on every split — from the transaction
   log's record counts when only ``count(*)`` over partition values is asked, else with Tantivy
@@ -46,34 +47,30 @@ class TableRead:
     """One indexed read of the table at ``path`` (see the module docstring)."""
 
     path: str
-    columns: tuple[str, ...] | None = None
-    required: tuple[str, ...] | None = None
-    filter: F.Filter | None = None
-    limit: int | None = None
-    match: tuple[tuple[str, F.Filter], ...] = ()  # (boolean column, the rows it is true for)
+    plan: ReadPlan = field(default_factory=ReadPlan)
     options: tuple[tuple[str, str], ...] = ()
 
     def read_options(self, spark: SparkSession) -> dict[str, str]:
-        plan = ReadPlan(self.columns, self.required, self.filter, self.limit, self.match)
-        return {**_session_options(spark, dict(self.options)), **plan.to_options()}
+        return {**_session_options(spark, dict(self.options)), **self.plan.to_options()}
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
         """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``)."""
         df = spark.read.format(FORMAT).options(**self.read_options(spark)).load(self.path)
-        return df.limit(self.limit) if self.limit is not None else df
+        return df.limit(self.plan.limit) if self.plan.limit is not None else df
 
     def describe(self) -> str:
+        plan, required = self.plan, self.plan.required_columns
         columns = (
-            ", ".join(self.columns) if self.columns is not None
-            else "all" if self.required is None or "*" in self.required
-            else "the table's columns among: " + ", ".join(sorted(set(self.required), key=str.lower))
+            ", ".join(plan.columns) if plan.columns is not None
+            else "all" if required is None or "*" in required
+            else "the table's columns among: " + ", ".join(sorted(set(required), key=str.lower))
         )  # fmt: skip
         lines = [f"read {self.path}", f"  columns: {columns}"]
-        shown = "none" if self.filter is None else F.to_text(self.filter)
+        shown = "none" if plan.filter is None else F.to_text(plan.filter)
         lines.append(f"  filter (index first, the rest on the rows): {shown}")
-        for name, tree in self.match:
+        for name, tree in plan.match_columns:
             lines.append(f"  match column {name}: {F.to_text(tree)}")
-        lines.append(f"  limit per task: {self.limit if self.limit is not None else 'none'}")
+        lines.append(f"  limit per task: {plan.limit if plan.limit is not None else 'none'}")
         return "\n".join(lines)
 
 

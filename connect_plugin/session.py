@@ -132,19 +132,19 @@ def read(
     Example: ``read(spark, "s3://b/logs", columns=["ts", "msg"], filter=F.QueryString("timeout", "msg"))``
     """
     from connect_plugin.plan import TableRead, options_tuple
+    from indextables_contract.read import ReadPlan
 
     extra = dict(options or {})
     if version_as_of is not None:
         extra["versionAsOf"] = str(version_as_of)
     if timestamp_as_of is not None:
         extra["timestampAsOf"] = str(timestamp_as_of)
-    read = TableRead(
-        path,
+    plan = ReadPlan(
         columns=None if columns is None else tuple(columns),
         filter=None if filter is None else to_filter(filter),
         limit=limit,
-        options=options_tuple(extra),
     )
+    read = TableRead(path, plan, options_tuple(extra))
     return read.dataframe(spark)
 
 

@@ -40,6 +40,7 @@ from connect_plugin.statement import StatementPlan, find_table_refs, names_in, p
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
+from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -250,7 +251,7 @@ def _select_over_view(
     if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
         limit = int(m.group(1))
     view = view_name()
-    read = TableRead(path, required=names_in(text, code), filter=index_tree, limit=limit, options=opts)
+    read = TableRead(path, ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit), opts)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"

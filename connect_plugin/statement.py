@@ -24,6 +24,7 @@ from connect_plugin.lexer import unquote
 from connect_plugin.plan import AggregateRead, TableRead
 from indextables_contract import filters as F
 from indextables_contract.errors import StatementError
+from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -198,8 +199,8 @@ def plan_general(
     plan = StatementPlan(sql=None)
     for i, ref in enumerate(refs):
         view = view_name()
-        plan.reads.append((view, TableRead(ref.path, required=required, match=tuple(matches[i]),
-                                           options=options_tuple(options))))  # fmt: skip
+        read_plan = ReadPlan(required_columns=required, match_columns=tuple(matches[i]))
+        plan.reads.append((view, TableRead(ref.path, read_plan, options_tuple(options))))
         replacement = view if ref.has_alias or ref.alias is None else f"{view} AS {ref.alias}"
         replacements.append((ref.start, ref.end, replacement))
     plan.sql = _replace(text, replacements)

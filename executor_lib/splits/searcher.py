@@ -1,7 +1,8 @@
 """Searching one split: a Tantivy query string in, Arrow rows out.
 
 This project's splits carry a columnar copy of their rows: hits become row numbers through
-the ``__row`` fast field and the rows are taken from the copy in one vectorized ``take``.
+the ``__row`` fast field and the rows are taken from the copy (``take_rows``: a zero-copy slice
+for a run of rows, else a vectorized take from each record batch that holds some).
 
 Splits written by IndexTables4Spark have no columnar copy, and the ``tantivy`` Python
 package cannot run term or range queries on them (their term dictionaries are SSTables;
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
@@ -98,6 +100,39 @@ def _columns_member(footer: Any) -> str | None:
         if name in footer.files:
             return name
     return None
+
+
+def take_rows(rows: pa.Table, ids: pa.Array) -> pa.Table:
+    """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
+
+    A columnar copy is a table of many record batches, and Arrow's ``take`` over such a table first
+    joins each column's chunks: a query returning 20 rows of a split copied its whole message column
+    (1.2 ms a split; a scan's ``take`` of every row, 29 ms). Here a run of consecutive rows is a
+    zero-copy slice, and other ascending ids are taken from each batch that holds some of them.
+
+    Example: ``take_rows(searcher.rows, pa.array([3, 4, 5], pa.uint64()))`` is ``searcher.rows.slice(3, 3)``.
+    """
+    n = len(ids)
+    if n == 0:
+        return rows.slice(0, 0)
+    wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if n > 1 and not bool(np.all(wanted[1:] > wanted[:-1])):
+        return rows.take(ids)
+    if wanted[0] < 0 or wanted[-1] >= rows.num_rows:
+        return rows.take(ids)  # Arrow names the bad index
+    if wanted[-1] - wanted[0] == n - 1:
+        return rows.slice(int(wanted[0]), n)
+    batches = rows.to_batches()
+    if len(batches) <= 1:
+        return rows.take(ids)
+    starts = np.cumsum([0] + [b.num_rows for b in batches[:-1]])
+    bounds = np.searchsorted(wanted, np.append(starts, rows.num_rows))  # ids of batch c: bounds[c]:bounds[c+1]
+    parts = [
+        batches[c].take(pa.array(wanted[bounds[c] : bounds[c + 1]] - starts[c]))
+        for c in range(len(batches))
+        if bounds[c + 1] > bounds[c]
+    ]
+    return pa.Table.from_batches(parts, schema=rows.schema)
 
 
 class SplitSearcher:
@@ -348,5 +383,5 @@ class SplitSearcher:
             hits = self.searcher.search(self._query(query), n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
-        table = self.rows.take(self._rows_of([address for _, address in hits]))
+        table = take_rows(self.rows, self._rows_of([address for _, address in hits]))
         return table.select(list(columns)) if columns is not None else table

@@ -16,7 +16,7 @@ from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.log.snapshot import Snapshot
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
-from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.searcher import SplitSearcher, take_rows
 from executor_lib.storage.base import ObjectStore
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptLogError, CorruptSplitError, QueryError, SplitSchemaError
@@ -185,9 +185,9 @@ def scan_split(
     ids = searcher.row_ids(filter_plan.index, index_limit)
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is None:
-        rows = searcher.rows.select(data_columns).take(ids).append_column(ROW_ID_COLUMN, ids)
+        rows = take_rows(searcher.rows.select(data_columns), ids).append_column(ROW_ID_COLUMN, ids)
     else:
-        rows = _with_constants(searcher.rows.take(ids), constants).append_column(ROW_ID_COLUMN, ids)
+        rows = _with_constants(take_rows(searcher.rows, ids), constants).append_column(ROW_ID_COLUMN, ids)
         rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
         rows = rows.select([*data_columns, ROW_ID_COLUMN])
     if limit is not None and rows.num_rows > limit:

@@ -157,7 +157,7 @@ def test_names_and_types_are_sparks(spark: Any, tables: dict[str, Any]) -> None:
 def test_limit_reads_at_most_the_limit(spark: Any, tables: dict[str, Any]) -> None:
     text = f"SELECT id, level FROM indextables.`{tables['it']}` WHERE latency > 10 LIMIT 7"
     plan = plan_statement(spark, text)
-    assert plan.reads[0][1].limit == 7
+    assert plan.reads[0][1].plan.limit == 7
     rows = connect_plugin.sql(spark, text).collect()
     every = {r.id for r in connect_plugin.sql(spark, text.replace(" LIMIT 7", "")).collect()}
     assert len(rows) == 7 and {r.id for r in rows} <= every
