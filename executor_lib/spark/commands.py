@@ -37,6 +37,7 @@ from executor_lib.spark.common import (
     pinned_snapshot,
     typed_filter,
 )
+from executor_lib.spark.progress import TaskProgress, interval_seconds
 from executor_lib.spark.reader import (
     DEFAULT_PARTITION_BYTES,
     DEFAULT_SPLITS_PER_PARTITION,
@@ -510,6 +511,7 @@ class MergeWriter(DataSourceArrowWriter):
         self.path = str(raw_options.get("path") or "")
         command = decode(raw_options)
         self.merge_id = (command.merge_id if isinstance(command, C.Merge) else None) or uuid.uuid4().hex
+        self.progress_interval = interval_seconds(self.options)
 
     def _log(self) -> Any:
         from executor_lib.log.tables import open_log
@@ -520,6 +522,7 @@ class MergeWriter(DataSourceArrowWriter):
         from executor_lib.splits.publish import merge_splits, merge_splits_sorted
 
         message = MergeCommitMessage()
+        progress = TaskProgress(f"merge {self.path}", self.progress_interval, verb="merged")
         txlog = self._log()
         cache = node_split_cache(self.options)
         snapshots: dict[int, Any] = {}
@@ -535,13 +538,18 @@ class MergeWriter(DataSourceArrowWriter):
                     mappings = {a.path: snap.doc_mapping(a) for a in sources}
                     if row.get("sortKey"):
                         sort_key, target = row["sortKey"], int(row["targetBytes"])
-                        message.added += merge_splits_sorted(
+                        added = merge_splits_sorted(
                             txlog.store, sources, snap.arrow_schema(), mappings, cache, sort_key, target
                         )
                     else:
-                        message.added.append(merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache))
+                        added = [merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache)]
+                    message.added += added
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)
                     message.removed += sources
+                    for add in added:
+                        progress.uploaded(add.size)
+                    progress.indexed(sum(a.num_records or 0 for a in sources))
+            progress.done()
         except BaseException:
             delete_quietly(txlog.store, [a.path for a in message.added])
             raise

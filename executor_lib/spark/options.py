@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
+from executor_lib.spark.progress import INTERVAL_OPTION as PROGRESS_INTERVAL
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, FilterError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
@@ -39,6 +40,7 @@ _COMMON_KEYS = (
     "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
     "sessionTimeZone", "spark.indextables.mergeOnWrite.enabled", "spark.indextables.mergeOnWrite.targetSize",
     "spark.indextables.mergeOnWrite.minSplitsToMerge", "spark.indextables.mergeOnWrite.streamIntervalSeconds",
+    PROGRESS_INTERVAL,
 )  # fmt: skip
 
 WRITE_KEYS = (

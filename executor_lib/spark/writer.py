@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
+from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
         self.threads: int | None = parsed_option(
             self.options, "spark.indextables.indexWriter.threads", O.parse_positive_int
         )
+        self.progress_interval = interval_seconds(self.options)
 
     # -- driver side, before any task --
 
@@ -136,7 +138,8 @@ class IndexTablesWriter(DataSourceArrowWriter):
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         mapping = DocMapping.from_json(self.mapping_json)
         threads = self.threads or _task_cores()
-        with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp, _Uploads(store) as uploads:
+        progress = TaskProgress(f"write {self.path}", self.progress_interval)
+        with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp, _Uploads(store, progress) as uploads:
             builders: dict[tuple[Any, ...], Any] = {}
             try:
                 for batch in iterator:
@@ -149,13 +152,16 @@ class IndexTablesWriter(DataSourceArrowWriter):
                                 uploads.submit(self._values(fullest), builders.pop(fullest).finish())
                             builder = builders[key] = self._builder(mapping, Path(tmp), threads)
                         builder.add(part)
+                        progress.indexed(part.num_rows, len(builders))
                         if builder.num_rows >= self.target_records or (
                             self.target_bytes is not None and builder.nbytes >= self.target_bytes
                         ):
                             uploads.submit(self._values(key), builders.pop(key).finish())
                 for key in list(builders):
                     uploads.submit(self._values(key), builders.pop(key).finish())
-                return IndexTablesCommitMessage(uploads.wait())
+                adds = uploads.wait()
+                progress.done()
+                return IndexTablesCommitMessage(adds)
             except BaseException:
                 for builder in builders.values():
                     builder.close()
@@ -252,8 +258,9 @@ def _task_cores() -> int:
 class _Uploads:
     """Uploads written splits on one background thread, in order, deleting each local file once uploaded."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, progress: TaskProgress) -> None:
         self.store = store
+        self.progress = progress
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indextables-upload")
         self.futures: list[Future[AddAction]] = []
 
@@ -270,7 +277,9 @@ class _Uploads:
         from executor_lib.splits.publish import upload_split
 
         try:
-            return upload_split(self.store, written, partition_values)
+            add = upload_split(self.store, written, partition_values)
+            self.progress.uploaded(add.size)
+            return add
         finally:
             written.path.unlink(missing_ok=True)
 
