@@ -27,7 +27,8 @@ Out = Callable[[str], Any]
 
 WRITE_OPTIONS = {
     "spark.indextables.indexing.typemap.message": "text",
-    "spark.indextables.indexing.fastfields": "latency_ms",
+    # the columns the job aggregates and filters by: not the unique trace id, which costs indexing time as a fast field
+    "spark.indextables.indexing.fastfields": "ts,level,service,latency_ms",
 }
 
 
