@@ -95,6 +95,10 @@ class CountingStore:
         self.reads += 1
         return bytes(self.inner.read(key))
 
+    def get_file(self, key: str, local_path: str) -> int:
+        self.reads += 1
+        return int(self.inner.get_file(key, local_path))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

@@ -83,19 +83,22 @@ class SplitCache:
             if entry.exists():  # a copy of another size, and whatever was derived from it
                 shutil.rmtree(entry, ignore_errors=True)
                 self._count(evictions=1)
-            data = store.read(key)
-            if size is not None and len(data) != size:
-                raise CorruptSplitError(
-                    f"{uri}: the split is {len(data)} bytes but the transaction log's add action says {size}: "
-                    "the split was damaged or replaced"
-                )
             entry.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=entry, suffix=".part")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, split)
+            os.close(fd)
+            try:
+                downloaded = store.get_file(key, tmp)
+                if size is not None and downloaded != size:
+                    raise CorruptSplitError(
+                        f"{uri}: the split is {downloaded} bytes but the transaction log's add action says {size}: "
+                        "the split was damaged or replaced"
+                    )
+                os.replace(tmp, split)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
             (entry / "source.uri").write_text(uri)
-        self._count(misses=1, bytes_downloaded=len(data))
+        self._count(misses=1, bytes_downloaded=downloaded)
         self.evict(keep=entry)
         return CacheEntry(entry, split)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,32 +39,68 @@ class BundleFooter:
     footer_end: int
 
 
-def write_bundle(files: Mapping[str, bytes | Path], out: Path) -> BundleFooter:
-    """Write ``files`` (contents, or local files copied in chunks) as one split bundle to ``out``.
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``start`` to ``end`` of a local file: a member of another bundle, copied as it is."""
 
-    Returns its footer."""
+    path: Path
+    start: int
+    end: int
+
+
+def copy_range(source: int, dest: int, start: int, length: int) -> None:
+    """Copy ``length`` bytes at ``start`` of the file ``source`` to the current position of ``dest``
+    (file descriptors), in the kernel where it can (``copy_file_range``: no pass through Python's
+    memory; a reflink on file systems that share extents), else in chunks."""
+    done = 0
+    copy_file_range = getattr(os, "copy_file_range", None)
+    while copy_file_range is not None and done < length:
+        try:
+            n = copy_file_range(source, dest, length - done, start + done)
+        except OSError:  # EXDEV, ENOSYS, EINVAL on some file systems: copy the rest in chunks
+            break
+        if n == 0:
+            raise CorruptSplitError(f"copying a split member: the source ends {length - done} bytes early")
+        done += n
+    while done < length:
+        chunk = os.pread(source, min(_COPY_CHUNK, length - done), start + done)
+        if not chunk:
+            raise CorruptSplitError(f"copying a split member: the source ends {length - done} bytes early")
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(dest, view) :]
+        done += len(chunk)
+
+
+def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> BundleFooter:
+    """Write ``files`` (contents, local files, or ranges of local files, copied in the kernel) as
+    one split bundle to ``out``. Returns its footer."""
     offsets: dict[str, tuple[int, int]] = {}
     position = 0
-    with open(out, "wb") as f:
+    with open(out, "wb", buffering=0) as f:
         for name, data in files.items():
-            if isinstance(data, Path):
-                with open(data, "rb") as source:
-                    shutil.copyfileobj(source, f, _COPY_CHUNK)
-                length = f.tell() - position
-            else:
-                f.write(data)
+            if isinstance(data, bytes):
+                _write_all(f.fileno(), data)
                 length = len(data)
+            else:
+                part = data if isinstance(data, FileRange) else FileRange(data, 0, data.stat().st_size)
+                length = part.end - part.start
+                with open(part.path, "rb", buffering=0) as source:
+                    copy_range(source.fileno(), f.fileno(), part.start, length)
             offsets[name] = (position, position + length)
             position += length
         table = {"files": {n: {"start": s, "end": e} for n, (s, e) in offsets.items()}}
         header = _U32.pack(BUNDLE_MAGIC) + _U32.pack(BUNDLE_VERSION) + json.dumps(table).encode()
-        f.write(header)
-        f.write(_U32.pack(len(header)))
-        f.write(_U32.pack(0))  # empty hotcache
-        f.flush()
+        _write_all(f.fileno(), header + _U32.pack(len(header)) + _U32.pack(0))  # empty hotcache
         os.fsync(f.fileno())
     end = position + len(header) + 8
     return BundleFooter(offsets, position, end)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def footer_length_hint() -> int:
@@ -111,15 +146,15 @@ def read_footer(path: Path) -> BundleFooter:
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
     """Lay the index files of a local split out in ``dest`` (tantivy opens a directory)."""
     dest.mkdir(parents=True, exist_ok=True)
-    with open(path, "rb") as f:
+    size = path.stat().st_size
+    with open(path, "rb", buffering=0) as f:
         for name, (start, end) in footer.files.items():
             if "/" in name or name in ("", ".", ".."):
                 raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
-            f.seek(start)
-            data = f.read(end - start)
-            if len(data) != end - start:
+            if end > size:
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
-            (dest / name).write_bytes(data)
+            with open(dest / name, "wb", buffering=0) as out:
+                copy_range(f.fileno(), out.fileno(), start, end - start)
 
 
 def read_member(path: Path, footer: BundleFooter, name: str) -> bytes | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.protocol.bundle import write_bundle
+from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
+    COLUMNS_MEMBER,
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
     SEGMENTED_COLUMNS_MEMBER,
@@ -49,23 +50,65 @@ from executor_lib.splits.writer import (
     _stats,
     in_columnar_copy,
 )
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import ConfigError, CorruptSplitError
 
 MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead
 
 
 @dataclass(frozen=True)
 class MergeSource:
-    """One split to merge: its extracted index, its rows, and its segments' row offsets (None: all 0)."""
+    """One split to merge: its index files by name (``meta.json`` and each segment's files, as
+    local files or as ranges of the split bundle), its rows, and its segments' row offsets (None: all 0)."""
 
-    index_dir: Path
+    index_files: Mapping[str, Path | FileRange]
     rows: pa.Table
     row_offsets: dict[str, int] | None = None
+
+    @classmethod
+    def from_index_dir(cls, index_dir: Path, rows: pa.Table, row_offsets: dict[str, int] | None = None) -> MergeSource:
+        """A source whose index is laid out in a directory (a transcoded IndexTables4Spark split)."""
+        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, rows, row_offsets)
+
+    @classmethod
+    def from_bundle(cls, split: Path) -> MergeSource | None:
+        """A split of this project's format read in place: no index file is extracted, the merged
+        bundle copies the segments' byte ranges. None for a split without a columnar copy (an
+        IndexTables4Spark split, which has to be transcoded first). CorruptSplitError if its
+        parts do not agree."""
+        footer = read_footer(split)
+        member = next((m for m in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER) if m in footer.files), None)
+        if member is None:
+            return None
+        try:
+            start, end = footer.files[member]
+            mapped = pa.memory_map(str(split))  # the rows' buffers keep the mapping alive
+            mapped.seek(start)
+            rows = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+            offsets_json = read_member(split, footer, SEGMENTS_MEMBER)
+            offsets = None
+            if offsets_json is not None:
+                offsets = {str(k): int(v) for k, v in json.loads(offsets_json)["row_offsets"].items()}
+            meta = json.loads(read_member(split, footer, "meta.json") or b"null")
+            documents = sum(int(seg["max_doc"]) for seg in meta["segments"])
+        except (ValueError, KeyError, TypeError, OSError) as e:  # ArrowInvalid is a ValueError
+            raise CorruptSplitError(f"{split}: the split's parts do not read ({type(e).__name__}: {e})") from e
+        if documents != rows.num_rows:
+            raise CorruptSplitError(f"{split}: the index has {documents} documents, its columnar copy {rows.num_rows}")
+        files = {name: FileRange(split, s, e) for name, (s, e) in footer.files.items()}
+        return cls(files, rows, offsets)
+
+
+def _read(file: Path | FileRange) -> bytes:
+    if isinstance(file, Path):
+        return file.read_bytes()
+    with open(file.path, "rb") as f:
+        f.seek(file.start)
+        return f.read(file.end - file.start)
 
 
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
     """One split in ``out_dir`` holding every row of ``sources``, in source order."""
-    metas = [json.loads((s.index_dir / "meta.json").read_text()) for s in sources]
+    metas = [json.loads(_read(s.index_files["meta.json"])) for s in sources]
     index_only = [f.name for f in mapping.fields if not f.stored]
     if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
         return _combine(sources, metas, mapping, out_dir)
@@ -88,22 +131,22 @@ def _combinable(metas: list[dict[str, Any]], max_segments: int | None) -> bool:
     )
 
 
-def _segment_files(index_dir: Path, segment_id: str) -> list[Path]:
+def _segment_files(index_files: Mapping[str, Path | FileRange], segment_id: str) -> dict[str, Path | FileRange]:
     stem = segment_id.replace("-", "")
-    return sorted(p for p in index_dir.iterdir() if p.is_file() and p.name.split(".")[0] == stem)
+    return {name: file for name, file in sorted(index_files.items()) if name.split(".")[0] == stem}
 
 
 def _combine(
     sources: Sequence[MergeSource], metas: list[dict[str, Any]], mapping: DocMapping, out_dir: Path
 ) -> WrittenSplit:
-    files: dict[str, bytes | Path] = {}
+    files: dict[str, bytes | Path | FileRange] = {}
     offsets: dict[str, int] = {}
     base = 0
     for source, meta in zip(sources, metas, strict=True):
         for segment in meta["segments"]:
             segment_id = segment["segment_id"]
             offsets[segment_id] = base + (source.row_offsets or {}).get(segment_id, 0)
-            files.update({p.name: p for p in _segment_files(source.index_dir, segment_id)})
+            files.update(_segment_files(source.index_files, segment_id))
         base += source.rows.num_rows
     merged_meta = {
         "index_settings": metas[0].get("index_settings"),

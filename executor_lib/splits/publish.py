@@ -27,7 +27,7 @@ from executor_lib.splits.merge_plan import SORT_KEY_TAG
 from executor_lib.splits.table_search import load_split
 from executor_lib.splits.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import ConfigError, CorruptSplitError
 
 
 def partition_path(partition_values: Mapping[str, str | None]) -> str:
@@ -144,8 +144,16 @@ def _merge_inputs(
 ) -> list[MergeSource]:
     inputs = []
     for add in sources:
-        searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
-        inputs.append(MergeSource(searcher.index_dir, searcher.rows, searcher.row_offsets))
+        entry = cache.get(store, add.path, add.size)
+        try:
+            source = MergeSource.from_bundle(entry.split)
+        except CorruptSplitError as e:
+            cache.discard(store, add.path)
+            raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}; its cached copy was dropped") from e
+        if source is None:  # an IndexTables4Spark split: merged from its transcoded index
+            searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
+            source = MergeSource.from_index_dir(searcher.index_dir, searcher.rows, searcher.row_offsets)
+        inputs.append(source)
     return inputs
 
 

@@ -143,6 +143,15 @@ class ObjectStore(abc.ABC):
         with open(local_path, "rb") as f:
             self.put(key, f.read())
 
+    def get_file(self, key: str, local_path: str) -> int:
+        """Download ``key`` into the local file ``local_path`` (created or truncated); its size.
+        Backends stream large objects (a split never passes through memory whole) and copy local
+        files in the kernel."""
+        data = self.read(key)
+        with open(local_path, "wb") as f:
+            f.write(data)
+        return len(data)
+
     @abc.abstractmethod
     def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
         """Objects whose key starts with ``prefix`` and sorts after ``start_after``, in key order.

@@ -104,6 +104,17 @@ class LocalStore(ObjectStore):
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
 
+    def get_file(self, key: str, local_path: str) -> int:
+        try:
+            shutil.copyfile(self._path(key), local_path)  # sendfile: no copy through Python
+            return os.path.getsize(local_path)
+        except FileNotFoundError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
+        except IsADirectoryError as e:
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: is a directory", self.uri_of(key)) from e
+        except OSError as e:
+            raise StorageError(f"{self.uri_of(key)}: read failed: {e.strerror}", self.uri_of(key)) from e
+
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         target = self._path(key)
         try:

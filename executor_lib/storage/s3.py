@@ -192,6 +192,22 @@ class S3Store(ObjectStore):
         except boto3.exceptions.S3UploadFailedError as e:
             raise StorageError(f"{self.uri_of(key)}: upload failed: {type(e).__name__}", self.uri_of(key)) from e
 
+    def get_file(self, key: str, local_path: str) -> int:
+        """Download in ``multipart_chunksize`` ranges (bounded memory), above ``multipart_threshold``
+        bytes several at once."""
+        from boto3.s3.transfer import TransferConfig
+
+        config = TransferConfig(
+            multipart_threshold=self._options.multipart_threshold, multipart_chunksize=self._options.multipart_chunksize
+        )
+        try:
+            self.client.download_file(self._bucket, self._key(key), local_path, Config=config)
+        except (ClientError, BotoCoreError) as e:
+            raise self._fail(key, "read", e) from e
+        except boto3.exceptions.Boto3Error as e:  # s3transfer's RetriesExceededError, S3TransferFailedError
+            raise StorageError(f"{self.uri_of(key)}: download failed: {type(e).__name__}", self.uri_of(key)) from e
+        return os.path.getsize(local_path)
+
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         kwargs: dict[str, Any] = {
             "Bucket": self._bucket,

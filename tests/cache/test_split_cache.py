@@ -41,6 +41,10 @@ class CountingStore:
         self.reads += 1
         return self.inner.read_range(key, start, length)
 
+    def get_file(self, key: str, local_path: str) -> int:
+        self.reads += 1
+        return self.inner.get_file(key, local_path)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

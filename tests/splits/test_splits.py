@@ -216,6 +216,22 @@ def test_aggregations_on_fast_fields(split: SplitSearcher) -> None:
         split.aggregate({"x": {"max": {"field": "nope"}}})
 
 
+def test_fastfields_is_the_exact_list_of_fast_fields(tmp_path: Path) -> None:
+    """By default numbers and exact strings are fast (aggregates push down with no options);
+    ``fastfields`` names exactly the fast ones: it narrows (tag, score no longer fast) and widens
+    (the tokenized title becomes fast)."""
+    default = {f.name: f.fast for f in mapping_for(DATA.schema, OPTIONS).fields}
+    assert default == {"id": True, "title": False, "tag": True, "score": True}
+    narrowed = mapping_for(DATA.schema, {**OPTIONS, "spark.indextables.indexing.fastfields": "id, title"})
+    assert {f.name: f.fast for f in narrowed.fields} == {"id": True, "title": True, "tag": False, "score": False}
+    written = write_split(DATA, narrowed, tmp_path)
+    split = SplitSearcher(written.path, tmp_path / "work", DATA.schema, None)
+    assert split.aggregate({"total": {"sum": {"field": "id"}}})["total"]["value"] == sum(range(20))
+    with pytest.raises(QueryError, match="column 'tag' is not a fast field"):
+        split.aggregate({"t": {"terms": {"field": "tag"}}})
+    assert sorted(split.search("tag:t1", ["id"]).column("id").to_pylist()) == [1, 5, 9, 13, 17]  # still indexed
+
+
 def test_structured_filters(split: SplitSearcher) -> None:
     from indextables_contract import filters as f
 
@@ -494,7 +510,9 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
     assert sum(s.searcher.num_segments for s in searchers) > 4, "multi-threaded sources have several segments"
 
     def merge(inputs: list[SplitSearcher], name: str) -> SplitSearcher:
-        sources = [MergeSource(s.index_dir, s.rows, s.row_offsets) for s in inputs]
+        # the bundles read in place (what MERGE SPLITS does), or extracted index directories
+        sources = [MergeSource.from_bundle(s.split) if name != "m2" else
+                   MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets) for s in inputs]  # fmt: skip
         written = merge_sources(sources, mapping, tmp_path / name)
         assert SEGMENTS_MEMBER in read_footer(written.path).files, "segments were combined, not re-indexed"
         assert written.num_records == sum(s.num_docs for s in inputs)
@@ -511,10 +529,34 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
         assert merged.row_ids(query, limit=7).to_pylist() == expected[:7], "a limit keeps the first rows"
         assert merged.count(query) == len(expected)
     assert merged.aggregate({"s": {"stats": {"field": "id"}}})["s"]["sum"] == sum(range(10_000))
-    doubled = merge_sources([MergeSource(first.index_dir, first.rows, first.row_offsets)] * 2, mapping, tmp_path / "d")
+    doubled = merge_sources(
+        [MergeSource.from_index_dir(first.index_dir, first.rows, first.row_offsets)] * 2, mapping, tmp_path / "d"
+    )
     assert SEGMENTS_MEMBER not in read_footer(doubled.path).files, "the same segment twice: re-indexed instead"
     again = open_split(doubled, "d")
     assert again.count("tag:t1") == 2 * first.count("tag:t1") and again.num_docs == 2 * first.num_docs
+
+
+def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
+    """A split whose index and columnar copy disagree is not merged (its rows would be misnumbered):
+    CorruptSplitError names the split; MERGE SPLITS drops its cached copy (splits.publish)."""
+    from executor_lib.protocol.bundle import read_footer, read_member, write_bundle
+    from executor_lib.splits.merge import MergeSource
+    from executor_lib.splits.writer import COLUMNS_MEMBER
+
+    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path / "s")
+    footer = read_footer(written.path)
+    members: dict[str, Any] = {name: read_member(written.path, footer, name) for name in footer.files}
+    copy = pa.ipc.open_file(pa.py_buffer(members[COLUMNS_MEMBER])).read_all().slice(0, 19)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, copy.schema) as ipc:
+        ipc.write_table(copy)
+    members[COLUMNS_MEMBER] = sink.getvalue().to_pybytes()
+    bad = tmp_path / "bad.split"
+    write_bundle(members, bad)
+    with pytest.raises(CorruptSplitError, match=r"bad\.split: the index has 20 documents, its columnar copy 19"):
+        MergeSource.from_bundle(bad)
+    assert MergeSource.from_bundle(written.path).rows.num_rows == 20
 
 
 def _matches(row: dict[str, Any], query: Any) -> bool:
@@ -567,7 +609,9 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     assert rows.to_pylist() == [{"id": i, "tag": None} for i in (2, 6, 10, 14, 18)]
     other = SplitSearcher(write_split(DATA, mapping, tmp_path / "s2").path, tmp_path / "w2", DATA.schema, None)
     merged = merge_sources(
-        [MergeSource(s.index_dir, s.rows, s.row_offsets) for s in (searcher, other)], mapping, tmp_path / "m"
+        [MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets) for s in (searcher, other)],
+        mapping,
+        tmp_path / "m",
     )
     after = SplitSearcher(merged.path, tmp_path / "wm", DATA.schema, None)
     assert after.count("tag:t3") == 10 and after.search("tag:t3", ["tag"]).column("tag").null_count == 10

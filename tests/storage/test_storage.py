@@ -208,3 +208,20 @@ def test_put_file_streams_large_files(table: tuple[str, dict[str, Any]], tmp_pat
     assert store.head("splits/big.split").size == len(data)
     assert store.read_range("splits/big.split", 6 * 1024 * 1024, 16) == data[6 * 1024 * 1024 : 6 * 1024 * 1024 + 16]
     assert store.read("splits/big.split") == data
+
+
+def test_get_file_downloads_in_parts_and_names_a_missing_object(
+    table: tuple[str, dict[str, Any]], tmp_path: Any
+) -> None:
+    """The split cache downloads through ``get_file``: whole, in ranges on S3 (multipart), never through memory."""
+    uri, options = table
+    if options:
+        options = {**options, "multipart_threshold": 5 * 1024 * 1024, "multipart_chunksize": 5 * 1024 * 1024}
+    store = open_store(uri, **options)
+    data = bytes(range(256)) * (11 * 1024 * 1024 // 256)  # three ranges on S3
+    store.put("splits/big.split", data)
+    target = tmp_path / "copy.split"
+    assert store.get_file("splits/big.split", str(target)) == len(data)
+    assert target.read_bytes() == data
+    with pytest.raises(ObjectNotFoundError, match=r"splits/missing\.split"):
+        store.get_file("splits/missing.split", str(tmp_path / "missing"))
