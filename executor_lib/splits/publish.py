@@ -144,12 +144,19 @@ def _merge_inputs(
 ) -> list[MergeSource]:
     inputs = []
     for add in sources:
-        entry = cache.get(store, add.path, add.size)
-        try:
-            source = MergeSource.from_bundle(entry.split)
-        except CorruptSplitError as e:
-            cache.discard(store, add.path)
-            raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}; its cached copy was dropped") from e
+        in_place = store.local_path(add.path)  # a local table's split is read where it is, not copied
+        if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
+            try:
+                source = MergeSource.from_bundle(in_place)
+            except CorruptSplitError as e:
+                raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}") from e
+        else:
+            entry = cache.get(store, add.path, add.size)
+            try:
+                source = MergeSource.from_bundle(entry.split)
+            except CorruptSplitError as e:
+                cache.discard(store, add.path)
+                raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}; its cached copy was dropped") from e
         if source is None:  # an IndexTables4Spark split: merged from its transcoded index
             searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
             source = MergeSource.from_index_dir(searcher.index_dir, searcher.rows, searcher.row_offsets)

@@ -29,6 +29,7 @@ import abc
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from indextables_contract.errors import InvalidPathError
 
@@ -139,9 +140,15 @@ class ObjectStore(abc.ABC):
         """Create ``key`` atomically; raise ObjectAlreadyExistsError if it exists."""
 
     def put_file(self, key: str, local_path: str) -> None:
-        """Upload a local file to ``key`` (create or replace). Backends stream large files."""
+        """Upload a local file to ``key`` (create or replace). Backends stream large files; a local
+        store may take the file itself (a hard link), so the caller must not change it afterwards."""
         with open(local_path, "rb") as f:
             self.put(key, f.read())
+
+    def local_path(self, key: str) -> Path | None:
+        """The file holding ``key`` if this store is a local file system and it exists (read it in
+        place, never write it); None for remote stores."""
+        return None
 
     def get_file(self, key: str, local_path: str) -> int:
         """Download ``key`` into the local file ``local_path`` (created or truncated); its size.

@@ -98,11 +98,23 @@ class LocalStore(ObjectStore):
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
-            shutil.copyfile(local_path, tmp)
+            try:
+                os.link(local_path, tmp)  # same file system: the file itself, no copy (callers drop theirs)
+            except OSError:
+                shutil.copyfile(local_path, tmp)
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # the data is durable before its name is
+            finally:
+                os.close(fd)
             os.replace(tmp, target)
             _fsync_dir(target.parent)
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
+
+    def local_path(self, key: str) -> Path | None:
+        path = self._path(key)
+        return path if path.is_file() else None
 
     def get_file(self, key: str, local_path: str) -> int:
         try:

@@ -160,10 +160,11 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
     assert parts[0].path.startswith("day=2024-01-01/splits/split-") and parts[0].num_records == 5
     log.commit(parts)
     snap = log.snapshot()
-    merged = merge_splits(
-        store, snap.files, DATA.schema, {a.path: snap.doc_mapping(a) for a in snap.files}, SplitCache(tmp_path / "w")
-    )
+    cache = SplitCache(tmp_path / "w")
+    merged = merge_splits(store, snap.files, DATA.schema, {a.path: snap.doc_mapping(a) for a in snap.files}, cache)
     assert (merged.num_records, merged.num_merge_ops, merged.data_change) == (20, 1, False)
+    # a local table's splits are merged where they lie; an S3 table's through the node's split cache
+    assert cache.describe()["splitsCached"] == (0 if store.local_path(parts[0].path) else len(parts))
     assert (merged.min_values["id"], merged.max_values["id"]) == ("0", "19")
     log.commit([merged, *(RemoveAction(a.path, 1, data_change=False, partition_values=a.partition_values,
                                        size=a.size) for a in snap.files)])  # fmt: skip
