@@ -5,8 +5,9 @@
 
 Measures, each against its Parquet baseline measured in the same run:
 * write throughput (rows/s) of ``format("indextables")`` vs ``format("parquet")``;
-* a selective term query (about 0.1% of rows) — ``indexquery`` vs ``contains``/``rlike``;
-* a query returning about 10% of the rows;
+* a selective term query (about 0.1% of rows) — ``indexquery`` vs ``contains``/``rlike``, each
+  returning the matching rows' ids to the client (both sides must return the same ids);
+* a query matching about 10% of the rows (counted);
 * PySpark's floor: a query through a trivial Python data source (no query through a Python data
   source can be faster), and how far above it the selective query is.
 Goals (``python -m bench``): the selective query >= 10x Parquet (>= 30x from 20M rows:
@@ -124,6 +125,16 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
     results["write_s"] = {"parquet": t_pq, "indextables": t_it}
     results["write_rows_per_s"] = {"parquet": rows / t_pq, "indextables": rows / t_it}
 
+    # The selective search returns its rows' ids to the client (a search returning rows, as the
+    # floor's query returns its row; both sides must return the same ids); the broad one counts them.
+    def parquet_ids(expr: str) -> Callable[[], list[int]]:
+        return lambda: sorted(r.id for r in spark.read.parquet(pq).filter(expr).select("id").collect())
+
+    def index_ids(query: str) -> Callable[[], list[int]]:
+        return lambda: sorted(r.id for r in connect_plugin.read(
+            spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
+        ).collect())  # fmt: skip
+
     def parquet_count(expr: str) -> Callable[[], int]:
         return lambda: spark.read.parquet(pq).filter(expr).count()
 
@@ -135,23 +146,28 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
     connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
     results["floor_s"] = floor_seconds(spark, repeat + 2)
     queries = {
-        "selective_0.1pct": (index_count("needle"), parquet_count("message like '%needle%'"),
-                             parquet_count("message rlike 'needle'")),
+        "selective_0.1pct": (index_ids("needle"), parquet_ids("message like '%needle%'"),
+                             parquet_ids("message rlike 'needle'")),
         "broad_10pct": (index_count("timeout"), parquet_count("message like '%timeout%'"),
                         parquet_count("message rlike 'timeout'")),
     }  # fmt: skip
     for name, (ix, contains, rlike) in queries.items():
-        t_ix, n_ix = _best(repeat, ix)
-        t_c, n_c = _best(repeat, contains)
-        t_r, n_r = _best(repeat, rlike)
-        if not (n_ix == n_c == n_r):
-            raise SystemExit(f"{name}: row counts differ: indextables {n_ix}, contains {n_c}, rlike {n_r}")
+        t_ix, got = _best(repeat, ix)
+        t_c, by_contains = _best(repeat, contains)
+        t_r, by_rlike = _best(repeat, rlike)
+        if not (got == by_contains == by_rlike):
+            raise SystemExit(f"{name}: results differ: indextables {_size(got)}, contains {_size(by_contains)}, "
+                             f"rlike {_size(by_rlike)}")  # fmt: skip
         results[name] = {
-            "rows": n_ix, "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
+            "rows": _size(got), "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
             "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
             "over_floor_s": t_ix - results["floor_s"],
         }  # fmt: skip
     return results
+
+
+def _size(result: int | list[int]) -> int:
+    return result if isinstance(result, int) else len(result)
 
 
 def print_results(results: dict[str, Any]) -> None:

@@ -88,3 +88,19 @@ def test_bench_compaction_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureF
     assert 1.0 <= r["write_amplification"] <= 2.0
     printed = capsys.readouterr().out
     assert "after MERGE SPLITS SORT BY ts vs unmerged" in printed and "write amplification" in printed
+
+
+def test_bench_ingest_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ingest suite writes the same rows as Parquet, as IndexTables (default and narrowed fast
+    fields) and with raw tantivy-py, merges a table of several splits (it stops if rows are lost) and
+    prints its three goals."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "ingest", "--ingest-rows", "20000", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == []
+    r = doc["results"]["ingest"]
+    assert set(r["rows_per_s"]) == {"parquet", "indextables", "indextables_narrow_fast", "raw_tantivy"}
+    assert {r["goal"] for r in doc["ratios"]} >= {">= 0.8", ">= 0.25", ">= 3"}
+    names = [r["name"] for r in doc["ratios"]]
+    assert any("fastfields=ts,level,service,latency_ms" in n for n in names) and "MERGE SPLITS" in names[-1]
+    assert "goal" in capsys.readouterr().out
