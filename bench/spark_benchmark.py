@@ -37,12 +37,26 @@ def _best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def trivial_source() -> Any:
-    """A Python data source returning one row and doing nothing else: PySpark's floor."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader
+    """A Python data source doing no work: PySpark's floor. It returns one row, or with the option
+    ``rows`` that many ids from two tasks (one Arrow batch each)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class TrivialReader(DataSourceReader):
-        def read(self, partition: Any) -> Iterator[tuple[int]]:
-            yield (1,)
+        def __init__(self, rows: int | None) -> None:
+            self.rows = rows
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(0)] if self.rows is None else [InputPartition(0), InputPartition(1)]
+
+        def read(self, partition: Any) -> Iterator[Any]:
+            if self.rows is None:
+                yield (1,)
+                return
+            import pyarrow as pa
+
+            half = self.rows // 2
+            start, end = (0, half) if partition.value == 0 else (half, self.rows)
+            yield pa.record_batch([pa.array(range(start, end), pa.int64())], names=["x"])
 
     class TrivialSource(DataSource):
         @classmethod
@@ -53,16 +67,21 @@ def trivial_source() -> Any:
             return "x long"
 
         def reader(self, schema: Any) -> DataSourceReader:
-            return TrivialReader()
+            rows = self.options.get("rows")
+            return TrivialReader(None if rows is None else int(rows))
 
     return TrivialSource
 
 
-def floor_seconds(spark: Any, repeat: int) -> float:
-    """PySpark's floor: the best time of a query through a trivial Python data source (one row, no
-    work). No query through a Python data source can be faster; measured in the same run."""
+def floor_seconds(spark: Any, repeat: int, rows: int | None = None) -> float:
+    """PySpark's floor: the best time of a query through a trivial Python data source (one row, or
+    ``rows`` rows from two tasks, no work). No query through a Python data source returning as many
+    rows can be faster; measured in the same run."""
     spark.dataSource.register(trivial_source())
-    seconds, _ = _best(repeat, lambda: spark.read.format("indextables_bench_trivial").load().collect())
+    reader = spark.read.format("indextables_bench_trivial")
+    if rows is not None:
+        reader = reader.option("rows", str(rows))
+    seconds, _ = _best(repeat, lambda: reader.load().collect())
     return seconds
 
 
@@ -158,6 +177,8 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
         if not (got == by_contains == by_rlike):
             raise SystemExit(f"{name}: results differ: indextables {_size(got)}, contains {_size(by_contains)}, "
                              f"rlike {_size(by_rlike)}")  # fmt: skip
+        if name == "selective_0.1pct":  # the floor of returning as many rows
+            results["floor_same_rows_s"] = floor_seconds(spark, repeat + 2, rows=_size(got))
         results[name] = {
             "rows": _size(got), "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
             "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
@@ -172,7 +193,8 @@ def _size(result: int | list[int]) -> int:
 
 def print_results(results: dict[str, Any]) -> None:
     w = results["write_rows_per_s"]
-    print(f"rows: {results['rows']}; PySpark's floor (trivial Python data source query): {results['floor_s']:.3f}s")
+    print(f"rows: {results['rows']}; PySpark's floor (trivial Python data source query): {results['floor_s']:.3f}s, "
+          f"returning as many rows as the 0.1% query: {results['floor_same_rows_s']:.3f}s")  # fmt: skip
     print(f"write: indextables {w['indextables']:,.0f} rows/s, parquet {w['parquet']:,.0f} rows/s "
           f"(ratio {w['indextables'] / w['parquet']:.2f}x)")  # fmt: skip
     for name in ("selective_0.1pct", "broad_10pct"):
