@@ -53,15 +53,21 @@ class LocalStore(ObjectStore):
             raise InvalidPathError(f"{self._root}: key {key!r} escapes the store root", key)
         return self._root / key
 
-    def read(self, key: str) -> bytes:
+    @contextlib.contextmanager
+    def _reading(self, key: str) -> Iterator[None]:
+        """Errors of reading ``key`` as the storage contract's (a missing file, a directory, others)."""
         try:
-            return self._path(key).read_bytes()
+            yield
         except FileNotFoundError as e:
             raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
         except IsADirectoryError as e:
             raise ObjectNotFoundError(f"{self.uri_of(key)}: is a directory", self.uri_of(key)) from e
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: read failed: {e.strerror}", self.uri_of(key)) from e
+
+    def read(self, key: str) -> bytes:
+        with self._reading(key):
+            return self._path(key).read_bytes()
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:
@@ -117,15 +123,9 @@ class LocalStore(ObjectStore):
         return path if path.is_file() else None
 
     def get_file(self, key: str, local_path: str) -> int:
-        try:
+        with self._reading(key):
             shutil.copyfile(self._path(key), local_path)  # sendfile: no copy through Python
             return os.path.getsize(local_path)
-        except FileNotFoundError as e:
-            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such file", self.uri_of(key)) from e
-        except IsADirectoryError as e:
-            raise ObjectNotFoundError(f"{self.uri_of(key)}: is a directory", self.uri_of(key)) from e
-        except OSError as e:
-            raise StorageError(f"{self.uri_of(key)}: read failed: {e.strerror}", self.uri_of(key)) from e
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
         target = self._path(key)
