@@ -211,6 +211,10 @@ class IndexTablesReader(DataSourceReader):
     # -- executors --
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The rows of the partition's splits, small results of several splits sent as one batch."""
+        yield from coalesced(self._read_splits(partition), BATCH_ROWS)
+
+    def _read_splits(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from executor_lib.splits.pushdown import FilterPlan, plan
@@ -241,7 +245,35 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None:
                 remaining -= rows.num_rows
             if rows.num_rows:
-                yield from _conform(rows, target, where).to_batches(max_chunksize=65536)
+                yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
+
+
+BATCH_ROWS = 65_536  # rows of a batch a read task sends to Spark
+
+
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones joined into batches of up to about ``rows`` rows: each batch
+    a task sends is a round trip to the JVM (1-10 ms under load), and a selective search yields a few
+    rows per split. Holds at most ``rows`` rows back.
+
+    Example: ``coalesced(iter([b1, b2]), 65_536)`` yields one batch of ``b1``'s and ``b2``'s rows.
+    """
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if held and held + batch.num_rows > rows:
+            yield from _joined(pending)
+            pending, held = [], 0
+        pending.append(batch)
+        held += batch.num_rows
+    if pending:
+        yield from _joined(pending)
+
+
+def _joined(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if len(batches) == 1:
+        return batches
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()
 
 
 def _with_match_columns(rows: pa.Table, searcher: Any, match: Mapping[str, F.Filter]) -> pa.Table:

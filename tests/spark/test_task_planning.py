@@ -115,3 +115,22 @@ def test_a_one_wave_read_returns_every_matching_row(spark: Any, eight_splits: Pa
     got = connect_plugin.sql(spark, f"SELECT day, count(*) AS n FROM indextables.`{eight_splits}` "
                              "WHERE msg indexquery 'word3' GROUP BY day").collect()  # fmt: skip
     assert sorted((r["day"], r["n"]) for r in got) == [("d0", 4), ("d1", 4)]
+
+
+def test_a_read_task_sends_small_results_of_several_splits_as_one_batch() -> None:
+    """Each batch a task yields is a round trip to the JVM: a selective search's few rows per split
+    go out together, up to the batch size; large batches pass as they are; order and rows are kept."""
+    from executor_lib.spark.reader import coalesced
+
+    def batch(start: int, n: int) -> pa.RecordBatch:
+        return pa.record_batch([pa.array(range(start, start + n), pa.int64())], names=["id"])
+
+    small = [batch(i * 10, 10) for i in range(6)]
+    out = list(coalesced(iter(small), 25))
+    assert [b.num_rows for b in out] == [20, 20, 20]
+    assert [v for b in out for v in b.column(0).to_pylist()] == list(range(60))
+    big = [batch(0, 5), batch(5, 100), batch(105, 3), batch(108, 4)]
+    assert [b.num_rows for b in coalesced(iter(big), 25)] == [5, 100, 7]
+    assert list(coalesced(iter([]), 25)) == []
+    no_columns = [batch(0, 4).select([]), batch(4, 3).select([])]  # a count reads rows without columns
+    assert [b.num_rows for b in coalesced(iter(no_columns), 25)] == [7]
