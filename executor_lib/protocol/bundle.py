@@ -47,6 +47,12 @@ class FileRange:
     start: int
     end: int
 
+    def read_bytes(self) -> bytes:
+        """The range's bytes (as ``Path.read_bytes`` of a whole file)."""
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            return f.read(self.end - self.start)
+
 
 def copy_range(source: int, dest: int, start: int, length: int) -> None:
     """Copy ``length`` bytes at ``start`` of the file ``source`` to the current position of ``dest``

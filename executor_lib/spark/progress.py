@@ -40,14 +40,13 @@ def interval_seconds(options: Mapping[str, str]) -> float:
     value = options.get(INTERVAL_OPTION)
     if value is None:
         return DEFAULT_INTERVAL_SECONDS
+    problem = f"option {INTERVAL_OPTION}={value!r}: expected seconds (a number >= 0; 0 turns it off)"
     try:
         seconds = float(str(value).strip())
     except ValueError as e:
-        raise ConfigError(
-            f"option {INTERVAL_OPTION}={value!r}: expected seconds (a number >= 0; 0 turns it off)"
-        ) from e
+        raise ConfigError(problem) from e
     if not seconds >= 0:  # also refuses NaN
-        raise ConfigError(f"option {INTERVAL_OPTION}={value!r}: expected seconds (a number >= 0; 0 turns it off)")
+        raise ConfigError(problem)
     return seconds
 
 

@@ -98,17 +98,9 @@ class MergeSource:
         return cls(files, rows, offsets)
 
 
-def _read(file: Path | FileRange) -> bytes:
-    if isinstance(file, Path):
-        return file.read_bytes()
-    with open(file.path, "rb") as f:
-        f.seek(file.start)
-        return f.read(file.end - file.start)
-
-
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
     """One split in ``out_dir`` holding every row of ``sources``, in source order."""
-    metas = [json.loads(_read(s.index_files["meta.json"])) for s in sources]
+    metas = [json.loads(s.index_files["meta.json"].read_bytes()) for s in sources]
     index_only = [f.name for f in mapping.fields if not f.stored]
     if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
         return _combine(sources, metas, mapping, out_dir)

@@ -146,17 +146,16 @@ def _merge_inputs(
     for add in sources:
         in_place = store.local_path(add.path)  # a local table's split is read where it is, not copied
         if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
-            try:
-                source = MergeSource.from_bundle(in_place)
-            except CorruptSplitError as e:
-                raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}") from e
+            split, cached = in_place, False
         else:
-            entry = cache.get(store, add.path, add.size)
-            try:
-                source = MergeSource.from_bundle(entry.split)
-            except CorruptSplitError as e:
+            split, cached = cache.get(store, add.path, add.size).split, True
+        try:
+            source = MergeSource.from_bundle(split)
+        except CorruptSplitError as e:
+            if cached:
                 cache.discard(store, add.path)
-                raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}; its cached copy was dropped") from e
+            dropped = "; its cached copy was dropped" if cached else ""
+            raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}{dropped}") from e
         if source is None:  # an IndexTables4Spark split: merged from its transcoded index
             searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
             source = MergeSource.from_index_dir(searcher.index_dir, searcher.rows, searcher.row_offsets)

@@ -23,9 +23,10 @@ from indextables_contract.errors import InvalidPathError, ObjectAlreadyExistsErr
 _TMP_MARKER = ".tmp-"
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make a new directory entry durable (a crash must not lose an acknowledged commit)."""
-    fd = os.open(directory, os.O_RDONLY)
+def _fsync(path: Path) -> None:
+    """Make a file's data, or a directory's new entries, durable (a crash must not lose an
+    acknowledged commit)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -95,7 +96,7 @@ class LocalStore(ObjectStore):
         try:
             tmp = self._write_temp(target, data)
             os.replace(tmp, target)
-            _fsync_dir(target.parent)
+            _fsync(target.parent)
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
 
@@ -108,13 +109,9 @@ class LocalStore(ObjectStore):
                 os.link(local_path, tmp)  # same file system: the file itself, no copy (callers drop theirs)
             except OSError:
                 shutil.copyfile(local_path, tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # the data is durable before its name is
-            finally:
-                os.close(fd)
+            _fsync(tmp)  # the data is durable before its name is
             os.replace(tmp, target)
-            _fsync_dir(target.parent)
+            _fsync(target.parent)
         except OSError as e:
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
 
@@ -135,7 +132,7 @@ class LocalStore(ObjectStore):
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
         try:
             os.link(tmp, target)
-            _fsync_dir(target.parent)
+            _fsync(target.parent)
         except FileExistsError as e:
             raise ObjectAlreadyExistsError(f"{self.uri_of(key)}: already exists", self.uri_of(key)) from e
         except OSError as e:

@@ -180,11 +180,7 @@ class S3Store(ObjectStore):
     def put_file(self, key: str, local_path: str) -> None:
         """Upload a file; above ``multipart_threshold`` bytes as a multipart upload (never used for
         conditional writes: splits have unique names and need none)."""
-        from boto3.s3.transfer import TransferConfig
-
-        config = TransferConfig(
-            multipart_threshold=self._options.multipart_threshold, multipart_chunksize=self._options.multipart_chunksize
-        )
+        config = self._transfer_config()
         try:
             self.client.upload_file(local_path, self._bucket, self._key(key), Config=config)
         except (ClientError, BotoCoreError) as e:
@@ -192,14 +188,18 @@ class S3Store(ObjectStore):
         except boto3.exceptions.S3UploadFailedError as e:
             raise StorageError(f"{self.uri_of(key)}: upload failed: {type(e).__name__}", self.uri_of(key)) from e
 
+    def _transfer_config(self) -> Any:
+        """Whole-file transfers in ``multipart_chunksize`` parts above ``multipart_threshold`` bytes."""
+        from boto3.s3.transfer import TransferConfig
+
+        return TransferConfig(
+            multipart_threshold=self._options.multipart_threshold, multipart_chunksize=self._options.multipart_chunksize
+        )
+
     def get_file(self, key: str, local_path: str) -> int:
         """Download in ``multipart_chunksize`` ranges (bounded memory), above ``multipart_threshold``
         bytes several at once."""
-        from boto3.s3.transfer import TransferConfig
-
-        config = TransferConfig(
-            multipart_threshold=self._options.multipart_threshold, multipart_chunksize=self._options.multipart_chunksize
-        )
+        config = self._transfer_config()
         try:
             self.client.download_file(self._bucket, self._key(key), local_path, Config=config)
         except (ClientError, BotoCoreError) as e:
