@@ -146,29 +146,26 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
 
     # The selective search returns its rows' ids to the client (a search returning rows, as the
     # floor's query returns its row; both sides must return the same ids); the broad one counts them.
-    def parquet_ids(expr: str) -> Callable[[], list[int]]:
-        return lambda: sorted(r.id for r in spark.read.parquet(pq).filter(expr).select("id").collect())
+    def parquet(expr: str) -> Any:
+        return spark.read.parquet(pq).filter(expr).select("id")
 
-    def index_ids(query: str) -> Callable[[], list[int]]:
-        return lambda: sorted(r.id for r in connect_plugin.read(
-            spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
-        ).collect())  # fmt: skip
+    def indexed(query: str) -> Any:
+        return connect_plugin.read(spark, it, columns=["id"],
+                                   filter={"op": "query", "query": query, "column": "message"})  # fmt: skip
 
-    def parquet_count(expr: str) -> Callable[[], int]:
-        return lambda: spark.read.parquet(pq).filter(expr).count()
+    def ids(frame: Callable[[], Any]) -> Callable[[], list[int]]:
+        return lambda: sorted(r.id for r in frame().collect())
 
-    def index_count(query: str) -> Callable[[], int]:
-        return lambda: connect_plugin.read(
-            spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
-        ).count()
+    def count(frame: Callable[[], Any]) -> Callable[[], int]:
+        return lambda: int(frame().count())
 
     connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
     results["floor_s"] = floor_seconds(spark, repeat + 2)
     queries = {
-        "selective_0.1pct": (index_ids("needle"), parquet_ids("message like '%needle%'"),
-                             parquet_ids("message rlike 'needle'")),
-        "broad_10pct": (index_count("timeout"), parquet_count("message like '%timeout%'"),
-                        parquet_count("message rlike 'timeout'")),
+        "selective_0.1pct": (ids(lambda: indexed("needle")), ids(lambda: parquet("message like '%needle%'")),
+                             ids(lambda: parquet("message rlike 'needle'"))),
+        "broad_10pct": (count(lambda: indexed("timeout")), count(lambda: parquet("message like '%timeout%'")),
+                        count(lambda: parquet("message rlike 'timeout'"))),
     }  # fmt: skip
     for name, (ix, contains, rlike) in queries.items():
         t_ix, got = _best(repeat, ix)
