@@ -27,10 +27,7 @@ def session_options(spark: SparkSession) -> dict[str, str]:
 
     Example: ``session_options(spark)["spark.indextables.indexWriter.heapSize"]`` after setting it.
     """
-    get_all = getattr(spark.conf, "getAll", None)
-    if get_all is None:
-        return {}
-    items = dict(get_all() if callable(get_all) else get_all)
+    items = _all_settings(spark)
     options = {
         k: v for k, v in items.items() if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
     }
@@ -38,6 +35,26 @@ def session_options(spark: SparkSession) -> dict[str, str]:
     if time_zone:
         options["sessionTimeZone"] = str(time_zone)  # timestamp literals without an offset are in this zone
     return options
+
+
+_SEPARATOR = "\x1f"  # ASCII unit separator: in no setting's name or value
+
+
+def _all_settings(spark: SparkSession) -> dict[str, str]:
+    """Every setting of the session. A classic session's ``spark.conf.getAll`` turns the JVM's map
+    into a dict with a py4j call per setting (11 ms a read on local[2]); its names and its values
+    are fetched here as one string each (0.3 ms). Connect's ``getAll`` is one request already."""
+    jvm_session = getattr(spark, "_jsparkSession", None)
+    if jvm_session is not None:
+        settings = jvm_session.conf().getAll()  # a Scala Map: names and values iterate in one order
+        names = str(settings.keys().mkString(_SEPARATOR)).split(_SEPARATOR)
+        values = str(settings.values().mkString(_SEPARATOR)).split(_SEPARATOR)
+        if len(names) == len(values) == settings.size():
+            return dict(zip(names, values, strict=True))
+    get_all = getattr(spark.conf, "getAll", None)
+    if get_all is None:
+        return {}
+    return dict(get_all() if callable(get_all) else get_all)
 
 
 def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:

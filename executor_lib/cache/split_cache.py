@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class SplitCache:
         self._footers: OrderedDict[str, tuple[BundleFooter, int]] = OrderedDict()
         self._footer_bytes = 0
         self._lock = threading.Lock()
+        self._held_counts: dict[str, int] | None = None  # inside counted_once(): written at its end
         (directory / "splits").mkdir(parents=True, exist_ok=True)
 
     # --- L2 -----------------------------------------------------------------------------------
@@ -191,7 +193,36 @@ class SplitCache:
 
     # --- counters -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def counted_once(self) -> Iterator[None]:
+        """Counters of the calls inside are written to ``stats.json`` once, when the block ends: a
+        read task opens many splits, and each write is a lock, a read and a rename (0.25 ms).
+
+        Example: ``with cache.counted_once(): [cache.get(store, k) for k in keys]``.
+        """
+        with self._lock:
+            if self._held_counts is not None:  # already inside: the outer block writes them
+                outer = True
+            else:
+                outer, self._held_counts = False, {}
+        try:
+            yield
+        finally:
+            if not outer:
+                with self._lock:
+                    held, self._held_counts = self._held_counts or {}, None
+                if held:
+                    self._write_counts(held)
+
     def _count(self, **deltas: int) -> None:
+        with self._lock:
+            if self._held_counts is not None:
+                for name, delta in deltas.items():
+                    self._held_counts[name] = self._held_counts.get(name, 0) + delta
+                return
+        self._write_counts(deltas)
+
+    def _write_counts(self, deltas: Mapping[str, int]) -> None:
         path = self.directory / _STATS
         with exclusive_lock(self.directory / f"{_STATS}.lock"):
             try:

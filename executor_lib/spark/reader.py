@@ -217,8 +217,6 @@ class IndexTablesReader(DataSourceReader):
     def _read_splits(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
         from executor_lib.storage import open_store
 
         if not isinstance(partition, IndexTablesPartition):
@@ -226,9 +224,19 @@ class IndexTablesReader(DataSourceReader):
         target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
+        with cache.counted_once():
+            yield from self._search_splits(partition.splits, store, cache, target)
+
+    def _search_splits(
+        self, splits: Sequence[SplitRef], store: Any, cache: Any, target: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
+        from executor_lib.splits.pushdown import FilterPlan, plan
+        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
+
         wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
         remaining = self.limit
-        for split in partition.splits:
+        for split in splits:
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)

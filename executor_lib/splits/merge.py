@@ -45,6 +45,7 @@ from executor_lib.splits.writer import (
     FEED_BATCH_ROWS,
     SEGMENTED_COLUMNS_MEMBER,
     SEGMENTS_MEMBER,
+    ColumnarCopyWriter,
     SplitBuilder,
     WrittenSplit,
     _stats,
@@ -153,10 +154,14 @@ def _combine(
     try:
         stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
         schema = sources[0].rows.select(stored).schema
-        with pa.ipc.new_file(str(columns), schema) as ipc:
+        copy = ColumnarCopyWriter(columns, schema)
+        try:
             for source in sources:
                 for batch in source.rows.select(stored).cast(schema).to_batches(FEED_BATCH_ROWS):
-                    ipc.write_batch(batch)
+                    copy.write(batch)
+            copy.close()
+        finally:
+            copy.abandon()
         files[SEGMENTED_COLUMNS_MEMBER] = columns
         files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
         files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()

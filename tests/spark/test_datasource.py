@@ -364,6 +364,27 @@ def test_session_settings_reach_the_data_source(spark: Any, tmp_path: Path) -> N
     assert ids(connect_plugin.read(spark, str(table), options={"indexquery.msg": "timeout"})) == [0, 5]
 
 
+def test_session_options_are_exactly_the_sessions_indextables_settings(spark: Any) -> None:
+    """What every read, write and command carries: the session's spark.indextables.* settings (values
+    with any characters), not table names, and its time zone."""
+    settings = {
+        "spark.indextables.indexing.typemap.msg": "text",
+        "spark.indextables.test.value": "a, b -> c\nd=e (f)",
+        "spark.indextables.table.logs": "/data/logs",
+    }
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        options = connect_plugin.session_options(spark)
+    finally:
+        for name in settings:
+            spark.conf.unset(name)
+    mine = {k: v for k, v in options.items() if k.startswith("spark.indextables.")}
+    assert mine == {k: v for k, v in settings.items() if ".table." not in k}
+    assert options["sessionTimeZone"] == spark.conf.get("spark.sql.session.timeZone")
+    assert "spark.indextables.test.value" not in connect_plugin.session_options(spark)
+
+
 def test_empty_tables_and_pruned_reads_return_no_rows(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "empty"
     write(make_df(spark, 0), table)  # creates the table, no split

@@ -560,6 +560,41 @@ def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
     assert MergeSource.from_bundle(written.path).rows.num_rows == 20
 
 
+def test_the_columnar_copy_is_written_in_large_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows fed as Spark's small batches land in a columnar copy of few, large record batches (bounded in
+    rows and bytes), in a new split and in a merged one: a search takes its rows batch by batch."""
+    from executor_lib.splits import writer
+    from executor_lib.splits.merge import MergeSource, merge_sources
+    from executor_lib.splits.searcher import take_rows
+    from executor_lib.splits.writer import SplitBuilder
+
+    monkeypatch.setattr(writer, "COPY_BATCH_ROWS", 3_000)
+    rows = pa.concat_tables([DATA] * 500).set_column(0, "id", pa.array(range(10_000), pa.int64()))
+    mapping = mapping_for(DATA.schema, OPTIONS)
+
+    def built(name: str) -> SplitSearcher:
+        builder = SplitBuilder(mapping, tmp_path / name)
+        for batch in rows.to_batches(max_chunksize=100):
+            builder.add(batch)
+        return SplitSearcher(builder.finish().path, tmp_path / f"w-{name}", DATA.schema, None)
+
+    a, b = built("a"), built("b")
+    assert [len(x) for x in a.rows.to_batches()] == [3_000, 3_000, 3_000, 1_000], "100 batches of 100 rows"
+    assert a.rows.equals(rows)
+    ids = a.row_ids("tag:t1")
+    assert take_rows(a.rows, ids).equals(rows.take(ids)) and len(ids) == 2_500
+
+    # a merge joins its sources' batches up to the bounds: here 3/4 of the 10,000 rows' bytes
+    monkeypatch.setattr(writer, "COPY_BATCH_ROWS", 1 << 20)
+    monkeypatch.setattr(writer, "COPY_BATCH_BYTES", rows.nbytes * 3 // 4)
+    merged_split = merge_sources([MergeSource.from_bundle(a.split), MergeSource.from_bundle(b.split)], mapping,
+                                 tmp_path / "m")  # fmt: skip
+    merged = SplitSearcher(merged_split.path, tmp_path / "w-m", DATA.schema, None)
+    assert merged.rows.equals(pa.concat_tables([rows, rows]))
+    assert [len(x) for x in merged.rows.to_batches()] == [6_000, 7_000, 7_000]
+    assert merged.search("tag:t1", ["id"]).num_rows == 5_000
+
+
 def _matches(row: dict[str, Any], query: Any) -> bool:
     from indextables_contract import filters as f
 
