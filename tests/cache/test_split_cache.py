@@ -149,6 +149,30 @@ def test_lru_eviction_within_the_budget(tmp_path: Path) -> None:
     assert cache.describe()["hits"] == 1
 
 
+def test_counters_of_a_block_are_written_once_at_its_end(tmp_path: Path) -> None:
+    """``counted_once`` (a read task's splits): the counters change only when the outermost block ends,
+    by exactly what its calls counted, also when the block fails."""
+    uri = str(tmp_path / "t")
+    adds = make(uri, {}, splits=2)
+    store = open_store(uri)
+    cache = SplitCache(tmp_path / "cache")
+    other_process = SplitCache(tmp_path / "cache")  # reads only stats.json
+    with cache.counted_once():
+        for a in adds:
+            cache.get(store, a.path, a.size)
+        with cache.counted_once():
+            cache.get(store, adds[0].path, adds[0].size)
+        assert (other_process.describe()["misses"], other_process.describe()["hits"]) == (0, 0)
+    stats = other_process.describe()
+    assert (stats["misses"], stats["hits"], stats["bytes_downloaded"]) == (2, 1, sum(a.size for a in adds))
+    with pytest.raises(KeyError), cache.counted_once():
+        cache.get(store, adds[1].path, adds[1].size)
+        raise KeyError("the task failed")
+    assert other_process.describe()["hits"] == 2
+    cache.get(store, adds[1].path, adds[1].size)  # outside a block: written at once
+    assert other_process.describe()["hits"] == 3
+
+
 def test_eviction_while_another_process_churns_temporary_files(tmp_path: Path) -> None:
     """Another worker's temporary files (a download's .part, a transcoding's .tmp, a whole entry
     being evicted) come and go while this one sums the cache's size: that is not an error."""
