@@ -203,7 +203,7 @@ def print_results(results: dict[str, Any]) -> None:
         print(f"{name}: {r['rows']} rows; indextables {r['indextables_s']:.2f}s, parquet contains "
               f"{r['parquet_contains_s']:.2f}s ({r['speedup_vs_contains']:.1f}x), rlike {r['parquet_rlike_s']:.2f}s "
               f"({r['speedup_vs_rlike']:.1f}x); {r['over_floor_s']:+.3f}s over the floor"
-              + (f", {r['over_floor_same_rows_s']:+.3f}s over the same-rows floor (goal: +0.1s)"
+              + (f", {r['over_floor_same_rows_s']:+.3f}s over the same-rows floor"
                  if "over_floor_same_rows_s" in r else ""))  # fmt: skip
 
 

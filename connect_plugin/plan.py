@@ -20,13 +20,14 @@ Nothing here parses SQL, imports tantivy or touches storage.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
-from indextables_contract.commands import Command, GroupAggregate
+from indextables_contract.commands import RESULT_ROWS_METADATA, Command, GroupAggregate
 from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
@@ -105,15 +106,29 @@ class AggregateRead:
     def command(self, spark: SparkSession) -> DataFrame:
         return command_frame(spark, GroupAggregate(plan=self.plan.to_json()), dict(self.options), self.path)
 
+    def _result_rows(self, spark: SparkSession) -> tuple[list[Any], bool]:
+        """The command's rows. A ``count(*)`` asks for its answer at analysis (``GroupAggregate.request``):
+        when the transaction log's record counts answer it, Spark's analysis of the read returns the
+        rows in the schema and no job runs (about 0.1 s less, PySpark's floor for a query)."""
+        if not self.plan.counts_only():
+            return self.command(spark).collect(), False
+        command = GroupAggregate(plan=self.plan.to_json(), request=uuid.uuid4().hex)
+        frame = command_frame(spark, command, dict(self.options), self.path, schema_from_source=True)
+        answered = frame.schema.fields[0].metadata.get(RESULT_ROWS_METADATA)
+        if answered is None:
+            return frame.collect(), False
+        return [dict(zip(frame.schema.names, row, strict=True)) for row in json.loads(answered)], True
+
     def run(self, spark: SparkSession) -> DataFrame | None:
         """The aggregate's result as a small DataFrame; None if a measure's type is one this path does
         not type as Spark does (decimals, sums of non-numbers): the caller lets Spark aggregate then."""
-        rows = self.command(spark).collect()
+        rows, at_analysis = self._result_rows(spark)
         table = _struct(rows[0]["tableSchema"])
         schema = self._schema(table)
         self.result.update(
             splits=sum(r["splits"] for r in rows), index_splits=sum(r["indexSplits"] for r in rows),
             row_splits=sum(r["rowSplits"] for r in rows), from_log=any(r["fromLog"] for r in rows),
+            at_analysis=at_analysis,
         )  # fmt: skip
         if schema is None:
             return None
@@ -191,7 +206,9 @@ class AggregateRead:
         if self.result:
             r = self.result
             how = (
-                "the transaction log's record counts (no split opened)" if r["from_log"]
+                "the transaction log's record counts while Spark analysed the read (no split opened, no task ran)"
+                if r["at_analysis"]
+                else "the transaction log's record counts (no split opened)" if r["from_log"]
                 else f"{r['splits']} splits: {r['index_splits']} by Tantivy aggregations, {r['row_splits']} by Arrow "
                 "over their matching rows"
             )  # fmt: skip
@@ -200,15 +217,22 @@ class AggregateRead:
 
 
 def command_frame(
-    spark: SparkSession, command: Command, options: Mapping[str, Any] | None = None, path: str = ""
+    spark: SparkSession,
+    command: Command,
+    options: Mapping[str, Any] | None = None,
+    path: str = "",
+    schema_from_source: bool = False,
 ) -> DataFrame:
     """The read that runs ``command`` on the cluster (with the session's and ``options``' settings).
 
-    The result schema comes from the contract, so Spark does not ask a Python worker for it.
+    The result schema comes from the contract, so Spark does not ask a Python worker for it, unless
+    ``schema_from_source``: the data source's schema may then carry the result (see ``GroupAggregate``).
     """
     opts = _session_options(spark, options)
     opts.update(command.to_options())
-    reader = spark.read.format(FORMAT).schema(command.RESULT).options(**opts)
+    reader = spark.read.format(FORMAT).options(**opts)
+    if not schema_from_source:
+        reader = reader.schema(command.RESULT)
     return reader.load(path) if path else reader.load()
 
 

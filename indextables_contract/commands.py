@@ -194,14 +194,26 @@ class Aggregate(Command):
     filter: str | None = None
 
 
+# A read's schema field metadata key: the command's result rows, when Spark's analysis of the read
+# already answered it (a JSON list of rows, each a list of values in ``RESULT`` order).
+RESULT_ROWS_METADATA = "indextables.resultRows"
+
+
 @dataclass(frozen=True)
 class GroupAggregate(Command):
-    """A pushed ``GROUP BY``: ``plan`` is an ``indextables_contract.aggregate.AggregatePlan`` as JSON."""
+    """A pushed ``GROUP BY``: ``plan`` is an ``indextables_contract.aggregate.AggregatePlan`` as JSON.
+
+    ``request`` (a new id per call, so that no cached analysis answers) asks for the answer at
+    analysis: read without a schema, the data source's schema is ``RESULT`` and, when the
+    transaction log's record counts answer the plan, its first field's metadata holds the result
+    rows under ``RESULT_ROWS_METADATA``: the client has them without a Spark job. Otherwise the
+    read is collected as usual."""
 
     NAME: ClassVar[str] = "group_aggregate"
     RESULT: ClassVar[str] = ("partials string, tableSchema string, splits long, indexSplits long, rowSplits long, "
                              "fromLog boolean")  # fmt: skip
     plan: str
+    request: str | None = None
 
 
 @dataclass(frozen=True)

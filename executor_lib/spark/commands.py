@@ -60,9 +60,28 @@ SORTABLE_TYPES = frozenset({"byte", "short", "integer", "long", "float", "double
                             "timestamp_ntz"})  # fmt: skip
 
 
-def command_schema(raw_options: Mapping[str, str]) -> str:
-    """The command's result schema (DDL: no JVM is needed to parse it in a Python worker)."""
-    return _command_class(raw_options).RESULT
+def command_schema(raw_options: Mapping[str, str]) -> Any:
+    """The command's result schema (DDL: no JVM is needed to parse it in a Python worker). A
+    ``group_aggregate`` with a ``request`` that the transaction log answers carries its result rows
+    in the schema (``RESULT_ROWS_METADATA``): the client needs no Spark job for them."""
+    cls = _command_class(raw_options)
+    if cls is C.GroupAggregate and getattr(decode(raw_options), "request", None):
+        rows = CommandReader(raw_options).rows_at_analysis()
+        if rows is not None:
+            return _result_struct(cls.RESULT, {C.RESULT_ROWS_METADATA: json.dumps(rows)})
+    return cls.RESULT
+
+
+def _result_struct(ddl: str, metadata: Mapping[str, str]) -> Any:
+    """A result schema's DDL (names and simple types) as a StructType, ``metadata`` on its first field."""
+    from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+    types = {"string": StringType, "long": LongType, "int": IntegerType, "boolean": BooleanType, "double": DoubleType}
+    fields = []
+    for i, column in enumerate(ddl.split(",")):
+        name, type_name = column.split()
+        fields.append(StructField(name, types[type_name](), True, dict(metadata) if i == 0 else None))
+    return StructType(fields)
 
 
 def _command_class(raw_options: Mapping[str, str]) -> type[C.Command]:
@@ -354,6 +373,16 @@ class CommandReader(DataSourceReader):
                 query = filter_plan.index
             yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
 
+    def rows_at_analysis(self) -> list[tuple[Any, ...]] | None:
+        """The result rows when planning answered the command (a ``group_aggregate`` the transaction
+        log's record counts answer), else None: tasks must run."""
+        if isinstance(self.command, C.GroupAggregate) and len(self.plan) == 1 and self.plan[0][0] == "log":
+            return self._log_rows(self.plan[0][1])
+        return None
+
+    def _log_rows(self, partials: str) -> list[tuple[Any, ...]]:
+        return [(partials, self.table_schema, 0, 0, 0, True)]
+
     def _run_group_aggregate(self, cmd: C.GroupAggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
         from executor_lib.splits.group_aggregate import aggregate_split
@@ -364,7 +393,7 @@ class CommandReader(DataSourceReader):
 
         kind, body = payload
         if kind == "log":
-            yield body, self.table_schema, 0, 0, 0, True
+            yield from self._log_rows(body)
             return
         agg = AggregatePlan.from_json(cmd.plan)
         schema = spark_json_to_arrow(self.table_schema)

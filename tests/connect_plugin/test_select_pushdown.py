@@ -193,6 +193,42 @@ def test_count_star_opens_no_split(spark: Any, tables: dict[str, Any], tmp_path:
     assert "no split opened" in explain(spark, f"SELECT count(*) FROM {target}")
 
 
+def test_count_star_from_the_log_is_answered_at_analysis(spark: Any, tmp_path: Path) -> None:
+    """A ``count(*)`` the log answers comes from Spark's analysis of the read: no job runs (checked
+    where Spark can tell: classic sessions), and each statement is analysed anew, so it sees the
+    latest commit; a ``count(*)`` the log cannot answer runs its tasks."""
+    table = str(tmp_path / "t")
+    target = f"indextables.`{table}`"
+    rows = _rows(50, 3)
+    connect_plugin.write(spark.createDataFrame(rows, SCHEMA), table, partition_by=["region"],
+                         options={"spark.indextables.indexing.typemap.message": "text"})  # fmt: skip
+    assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 50
+    context = getattr(spark, "sparkContext", None) if not type(spark).__module__.startswith("pyspark.sql.connect") else None
+
+    def jobs(group: str) -> list[str]:
+        tracker = context.statusTracker()
+        return [f"job {j}: {tracker.getJobInfo(j)}" for j in tracker.getJobIdsForGroup(group)]
+
+    if context is not None:
+        context.setJobGroup("count-at-analysis", "count(*)")
+    assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 50
+    eu = sum(r[-1] == "eu" for r in rows)
+    by_region = f"SELECT count(*) FROM {target} WHERE region = 'eu'"
+    assert connect_plugin.sql(spark, by_region).collect()[0][0] == eu
+    if context is not None:
+        assert jobs("count-at-analysis") == []
+        context.setJobGroup("count-with-tasks", "count(*)")
+    api = sum(r[2] == "api" for r in rows)
+    assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target} WHERE service = 'api'").collect()[0][0] == api
+    if context is not None:
+        assert jobs("count-with-tasks") != []
+        context.setJobGroup("other", "other")
+    assert "no task ran" in explain(spark, f"SELECT count(*) FROM {target}")
+    assert "no task ran" not in explain(spark, f"SELECT count(*) FROM {target} WHERE service = 'api'")
+    connect_plugin.write(spark.createDataFrame(_rows(7, 4), SCHEMA), table, mode="append", partition_by=["region"])
+    assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 57
+
+
 def test_pushed_aggregate_ships_no_row(spark: Any, tables: dict[str, Any]) -> None:
     text = (f"SELECT service, count(*), avg(latency) FROM indextables.`{tables['it']}` "
             "WHERE message indexquery 'error' GROUP BY service")  # fmt: skip
