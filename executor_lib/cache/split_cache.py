@@ -9,7 +9,7 @@
   add action's footer offsets a footer costs one ranged read and no download.
 * **Counters** (hits, misses, bytes downloaded, evictions) are kept in ``stats.json`` in the
   cache directory, updated under a lock, so another process (``indextables cache describe``)
-  can read them.
+  can read them; a read task's counts are written once, when it ends (``counted_once``).
 
 Directory: ``INDEXTABLES_CACHE_DIR``, default ``<tmp>/indextables-split-cache-<uid>`` (a node's
 local disk). Budget: ``INDEXTABLES_CACHE_MAX_BYTES`` (default 10 GiB).
