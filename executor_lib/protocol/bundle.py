@@ -72,9 +72,7 @@ def copy_range(source: int, dest: int, start: int, length: int) -> None:
         chunk = os.pread(source, min(_COPY_CHUNK, length - done), start + done)
         if not chunk:
             raise CorruptSplitError(f"copying a split member: the source ends {length - done} bytes early")
-        view = memoryview(chunk)
-        while view:
-            view = view[os.write(dest, view) :]
+        _write_all(dest, chunk)
         done += len(chunk)
 
 

@@ -40,7 +40,6 @@ import pyarrow.compute as pc
 from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
-    COLUMNS_MEMBER,
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
     SEGMENTED_COLUMNS_MEMBER,
@@ -49,7 +48,9 @@ from executor_lib.splits.writer import (
     SplitBuilder,
     WrittenSplit,
     _stats,
+    columns_member,
     in_columnar_copy,
+    mapped_columns,
 )
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
@@ -77,14 +78,11 @@ class MergeSource:
         IndexTables4Spark split, which has to be transcoded first). CorruptSplitError if its
         parts do not agree."""
         footer = read_footer(split)
-        member = next((m for m in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER) if m in footer.files), None)
+        member = columns_member(footer)
         if member is None:
             return None
         try:
-            start, end = footer.files[member]
-            mapped = pa.memory_map(str(split))  # the rows' buffers keep the mapping alive
-            mapped.seek(start)
-            rows = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+            rows = mapped_columns(split, footer, member)
             offsets_json = read_member(split, footer, SEGMENTS_MEMBER)
             offsets = None
             if offsets_json is not None:

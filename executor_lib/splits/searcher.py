@@ -33,11 +33,11 @@ from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_text import explain, qualify_ranges
 from executor_lib.splits.writer import (
-    COLUMNS_MEMBER,
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
-    SEGMENTED_COLUMNS_MEMBER,
     SEGMENTS_MEMBER,
+    columns_member,
+    mapped_columns,
     tantivy_schema,
     write_split,
 )
@@ -94,14 +94,6 @@ def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schem
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def _columns_member(footer: Any) -> str | None:
-    """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
-    for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
-        if name in footer.files:
-            return name
-    return None
-
-
 def take_rows(rows: pa.Table, ids: pa.Array) -> pa.Table:
     """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
 
@@ -148,7 +140,7 @@ class SplitSearcher:
         # transcodes), under the cache entry's lock, and the others wait and reuse its result.
         work_dir.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(entry_lock(work_dir)):
-            if _columns_member(footer) is None:
+            if columns_member(footer) is None:
                 split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
             if not (index_dir / "meta.json").exists():
                 shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
@@ -156,16 +148,11 @@ class SplitSearcher:
                 extract_bundle(split, footer, tmp)
                 tmp.rename(index_dir)
         mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
-        columns_member = _columns_member(footer)
-        if columns_member is None or mapping_json is None:
+        member = columns_member(footer)
+        if member is None or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
-        # Zero-copy: the columnar copy is memory-mapped, so a query touches only the pages of
-        # the rows and columns it returns.
-        start, end = footer.files[columns_member]
-        mapped = pa.memory_map(str(split))
-        mapped.seek(start)
         self.mapping = DocMapping.from_json(mapping_json.decode())
-        copy = pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+        copy = mapped_columns(split, footer, member)
         self.index_only = [f.name for f in self.mapping.fields if not f.stored]
         self.rows = _with_index_only_nulls(copy, self.mapping, arrow_schema)
         try:

@@ -166,6 +166,23 @@ def json_documents(batch: pa.RecordBatch, first_row: int) -> pa.Array | None:
     return pc.binary_join_element_wise("{", body, "}", "")
 
 
+def columns_member(footer: BundleFooter) -> str | None:
+    """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
+    for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
+        if name in footer.files:
+            return name
+    return None
+
+
+def mapped_columns(split: Path, footer: BundleFooter, member: str) -> pa.Table:
+    """The columnar copy ``member`` of the local split, memory-mapped (zero-copy: a query touches only
+    the pages of the rows and columns it reads; the rows' buffers keep the mapping alive)."""
+    start, end = footer.files[member]
+    mapped = pa.memory_map(str(split))
+    mapped.seek(start)
+    return pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+
+
 # --- building one split ------------------------------------------------------------------------
 
 
