@@ -101,6 +101,16 @@ class QueryError(IndexTablesError):
     code = "INDEXTABLES_QUERY"
 
 
+class QuerySyntaxError(QueryError):
+    """Query text that is not a query of Tantivy's grammar; ``position`` is where reading stopped."""
+
+    code = "INDEXTABLES_QUERY_SYNTAX"
+
+    def __init__(self, message: str, position: int = 0) -> None:
+        super().__init__(message)
+        self.position = position
+
+
 # --- the client's input (also ValueError/LookupError, as Python code checking arguments expects) ---
 
 

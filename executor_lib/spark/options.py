@@ -49,6 +49,7 @@ WRITE_KEYS = (
     "spark.indextables.indexing.fastfields",
     "spark.indextables.indexing.storeonly",
     "spark.indextables.indexing.indexonly",
+    "spark.indextables.indexing.text.maxTokenLength",
     "spark.indextables.indexWriter.heapSize",
     "spark.indextables.indexWriter.threads",
     "spark.indextables.optimizeWrite.targetRecordsPerSplit",
@@ -59,6 +60,7 @@ WRITE_COLUMN_PREFIXES = (
     "spark.indextables.indexing.typemap.",
     "spark.indextables.indexing.tokenizer.",
     "spark.indextables.indexing.indexrecordoption.",
+    "spark.indextables.indexing.tokenLength.",
 )
 
 READ_KEYS = (

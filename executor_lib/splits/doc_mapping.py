@@ -23,7 +23,12 @@ IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``b
   string column a second term dictionary: a unique-per-row string (a trace id) takes about half
   of Tantivy's indexing time (indexed and fast), about a tenth as the fast field alone, so list
   only the columns you group or aggregate by;
-* ``storeonly`` / ``indexonly`` = comma-separated columns that are only stored / only indexed.
+* ``storeonly`` / ``indexonly`` = comma-separated columns that are only stored / only indexed;
+* ``text.maxTokenLength`` = the longest token (bytes) a tokenized column keeps, for every column,
+  and ``tokenLength.<col>`` for one: a number from 1 to 65530 or ``tantivy_max`` (65530),
+  ``default`` (255, the default, as IndexTables4Spark's), ``legacy`` (40, Tantivy's own), ``min``
+  (1). Longer tokens are not indexed (as the JVM does), and a query holding one is refused
+  (``splits.query_compile``). Recorded per field as ``max_token_length`` when not 255.
 
 No tantivy here: ``splits.writer`` turns a mapping into a Tantivy schema.
 """
@@ -41,6 +46,10 @@ from executor_lib.table_schema import check_indexable, column_name_problem
 from indextables_contract.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
+LIMITED_TOKENIZERS = ("default", "en_stem", "whitespace")  # the tokenizers that drop long tokens
+DEFAULT_MAX_TOKEN_LENGTH = 255
+# The JVM's named values of spark.indextables.indexing.text.maxTokenLength.
+NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min": 1}
 RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
 _PREFIX = "spark.indextables.indexing."
@@ -55,6 +64,7 @@ class FieldMapping:
     fast: bool = False
     tokenizer: str | None = None  # text and json fields
     record: str = "position"  # text and json fields: what the index records per term
+    max_token_length: int | None = None  # tokenized fields: the longest token kept, None = 255
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fast": self.fast, "indexed": self.indexed, "name": self.name, "stored": self.stored}
@@ -63,6 +73,8 @@ class FieldMapping:
             out["tokenizer"] = self.tokenizer
         if self.record != "position":
             out["record"] = self.record
+        if self.max_token_length is not None:
+            out["max_token_length"] = self.max_token_length
         return out
 
 
@@ -93,10 +105,11 @@ class DocMapping:
                     fast=bool(i.get("fast", False)),
                     tokenizer=i.get("tokenizer"),
                     record=i.get("record") or "position",
+                    max_token_length=_stored_token_length(i.get("max_token_length")),
                 )
                 for i in items
             )
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
             raise ConfigError(f"invalid doc mapping JSON: {e}") from e
         for f in fields:
             problem = column_name_problem(f.name)
@@ -107,6 +120,48 @@ class DocMapping:
             if f.record not in RECORD_OPTIONS:
                 raise ConfigError(f"doc mapping field {f.name!r}: unsupported record option {f.record!r}")
         return cls(fields)
+
+
+def _stored_token_length(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= NAMED_TOKEN_LENGTHS["tantivy_max"]:
+        raise ValueError(f"max_token_length {value!r} is not a number from 1 to {NAMED_TOKEN_LENGTHS['tantivy_max']}")
+    return None if value == DEFAULT_MAX_TOKEN_LENGTH else value
+
+
+def token_length_option(value: Any, key: str) -> int:
+    """A token length setting: a number from 1 to 65530 or a JVM name (``tantivy_max``, ``default``,
+    ``legacy``, ``min``); ConfigError naming ``key`` otherwise.
+
+    Example: ``token_length_option("legacy", "spark.indextables.indexing.text.maxTokenLength")`` is 40.
+    """
+    text = str(value).strip().lower()
+    if text in NAMED_TOKEN_LENGTHS:
+        return NAMED_TOKEN_LENGTHS[text]
+    try:
+        number = int(text)
+    except ValueError as e:
+        raise ConfigError(
+            f"option {key}={value!r}: expected a number of bytes or one of {list(NAMED_TOKEN_LENGTHS)}"
+        ) from e
+    if not 1 <= number <= NAMED_TOKEN_LENGTHS["tantivy_max"]:
+        raise ConfigError(f"option {key}={value!r}: must be between 1 and {NAMED_TOKEN_LENGTHS['tantivy_max']}")
+    return number
+
+
+def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None) -> int | None:
+    """The field's token length from the options (None: the default 255, or not a tokenized field)."""
+    per_column, table_wide = f"{_PREFIX}tokenLength.{column}", f"{_PREFIX}text.maxTokenLength"
+    key = per_column if per_column in options else table_wide
+    if key not in options:
+        return None
+    length = token_length_option(options[key], key)
+    if tokenizer not in LIMITED_TOKENIZERS:
+        if key == per_column:
+            raise ConfigError(f"option {key}: column {column!r} is not tokenized (tokenizer {tokenizer})")
+        return None
+    return None if length == DEFAULT_MAX_TOKEN_LENGTH else length
 
 
 def _columns_option(options: Mapping[str, Any], key: str, schema: pa.Schema) -> set[str]:
@@ -194,6 +249,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                 fast=fast and f.name not in store_only,
                 tokenizer=tokenizer,
                 record=record,
+                max_token_length=_token_length(options, f.name, tokenizer),
             )
         )
     return DocMapping(tuple(fields))

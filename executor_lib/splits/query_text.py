@@ -1,7 +1,4 @@
-"""Reading Tantivy query text: where a bad query goes wrong, and column-scoped range queries.
-
-``qualify_ranges`` lets a column query (``ip indexquery '[10.0.0.0 TO 10.255.255.255]'``) use a
-bare range: Tantivy's parser needs every range to name its field, so bare ranges get the column.
+"""Reading Tantivy query text: where a bad query goes wrong.
 
 Tantivy's query parser says only ``Syntax Error: <query>`` or ``Field does not exist: 'x'``.
 ``locate`` finds the place a user should look: the first closing bracket without an opener,
@@ -18,31 +15,6 @@ _PAIRS = {")": "(", "]": "[", "}": "{"}
 _OPERATOR = re.compile(r"(?<![\w.])(AND|OR|NOT)(?![\w.])")
 _FIELD_NAMED = re.compile(r"Field does not exist: '([^']+)'")
 _NO_POSITIONS = re.compile(r"field '([^']+)' does not have positions indexed")
-
-
-def _outside_quotes(query: str) -> list[bool]:
-    inside, escaped, out = False, False, []
-    for ch in query:
-        out.append(not inside)
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            inside = not inside
-    return out
-
-
-_BARE_RANGE = re.compile(r"(?<![\w.:\\])[\[{]")
-
-
-def qualify_ranges(query: str, field: str) -> str:
-    """``query`` with every range that names no field (``[a TO b]``, ``{a TO *}``) scoped to ``field``."""
-    outside = _outside_quotes(query)
-    starts = [m.start() for m in _BARE_RANGE.finditer(query) if outside[m.start()]]
-    for start in reversed(starts):
-        query = f"{query[:start]}{field}:{query[start:]}"
-    return query
 
 
 def _bracket_error(query: str) -> tuple[int, str] | None:

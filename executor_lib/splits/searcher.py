@@ -31,7 +31,8 @@ from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
-from executor_lib.splits.query_text import explain, qualify_ranges
+from executor_lib.splits.query_compile import compile_query
+from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
@@ -55,26 +56,12 @@ _RANGE_TYPES = {
 @guarded(lambda query, mapping: f"query {query.query!r}")
 def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
     """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs)."""
-    index = tantivy.Index(tantivy_schema(mapping))
+    index = register_analyzers(tantivy.Index(tantivy_schema(mapping)), mapping.fields)
     if query.column is not None:
         field = mapping.field(query.column)
         if field is None or not field.indexed:
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
-    parse_query_string(index, query, mapping.default_query_fields())
-
-
-@guarded(lambda index, query, default_fields: f"query {query.query!r}")
-def parse_query_string(index: Any, query: filters.QueryString, default_fields: list[str]) -> Any:
-    """A Tantivy query from query text: on ``query.column`` if set (bare ranges scoped to it), else on
-    ``default_fields``. QueryError names the query and where it goes wrong."""
-    text, fields = query.query, default_fields
-    if query.column is not None:
-        text, fields = qualify_ranges(query.query, query.column), [query.column]
-    try:
-        return index.parse_query(text, fields)
-    except ValueError as e:
-        as_parsed = f" (as {text!r})" if text != query.query else ""
-        raise QueryError(f"query {query.query!r}{as_parsed} {explain(text, str(e))}") from e
+    compile_query(index, mapping, query, mapping.default_query_fields())
 
 
 def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schema) -> pa.Table:
@@ -156,7 +143,7 @@ class SplitSearcher:
         self.index_only = [f.name for f in self.mapping.fields if not f.stored]
         self.rows = _with_index_only_nulls(copy, self.mapping, arrow_schema)
         try:
-            self.index = tantivy.Index.open(str(index_dir))
+            self.index = register_analyzers(tantivy.Index.open(str(index_dir)), self.mapping.fields)
         except (OSError, ValueError) as e:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
         self.searcher = self.index.searcher()
@@ -231,7 +218,7 @@ class SplitSearcher:
             return tantivy.Query.all_query()
         if not isinstance(query, str):
             return self._compile(query)
-        return parse_query_string(self.index, filters.QueryString(query), self.text_fields)
+        return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
 
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
@@ -250,7 +237,7 @@ class SplitSearcher:
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
-            return parse_query_string(self.index, f, self.text_fields)
+            return compile_query(self.index, self.mapping, f, self.text_fields)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
             occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
@@ -295,7 +282,7 @@ class SplitSearcher:
 
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
-        return int(self.searcher.search(self._query(query), 1, count=True).count)  # type: ignore[attr-defined]
+        return int(self.searcher.search(self._query(query), 1, count=True).count)
 
     @guarded(lambda self, *a, **k: f"aggregation on split {self.split}")
     def aggregate(self, aggregations: Mapping[str, Any], query: str | filters.Filter | None = None) -> dict[str, Any]:

@@ -32,6 +32,8 @@ import tantivy
 from executor_lib.protocol.bundle import BundleFooter, write_bundle
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.tokenizers import analyzer_name
+from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract.errors import InvalidDataError
 
 ROW_FIELD = "__row"
@@ -79,13 +81,14 @@ def tantivy_schema(mapping: DocMapping) -> Any:
             continue
         if f.type == "text":
             sb.add_text_field(
-                f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record,
-                fast=f.fast,
+                f.name, stored=f.stored, tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record, fast=f.fast,
             )  # fmt: skip
         elif f.type == "json":
             sb.add_json_field(
-                f.name, stored=f.stored, tokenizer_name=f.tokenizer or "default", index_option=f.record, fast=f.fast
-            )
+                f.name, stored=f.stored, tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record, fast=f.fast,
+            )  # fmt: skip
         elif f.type == "i64":
             sb.add_integer_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
         elif f.type == "u64":
@@ -259,7 +262,7 @@ class SplitBuilder:
         self.index_dir.mkdir()
         self.schema = tantivy_schema(mapping)
         threads = max(1, threads)
-        index = tantivy.Index(self.schema, path=str(self.index_dir))
+        index = register_analyzers(tantivy.Index(self.schema, path=str(self.index_dir)), mapping.fields)
         self.writer: Any = index.writer(writer_heap(heap_bytes, threads), threads)
         self.columns_path = self.work / COLUMNS_MEMBER
         self._copy: ColumnarCopyWriter | None = None

@@ -54,14 +54,6 @@ def test_an_error_without_a_findable_place_keeps_tantivys_words() -> None:
     assert locate("title:red", "something else went wrong") is None
 
 
-def test_bare_ranges_in_a_column_query_are_scoped_to_the_column() -> None:
-    from executor_lib.splits.query_text import qualify_ranges
-
-    assert qualify_ranges("[1 TO 5]", "id") == "id:[1 TO 5]"
-    assert qualify_ranges("{1 TO *} OR id:[7 TO 9]", "id") == "id:{1 TO *} OR id:[7 TO 9]"
-    assert qualify_ranges('"[not a range]" OR (x AND [a TO b])', "t") == '"[not a range]" OR (x AND t:[a TO b])'
-
-
 def test_a_column_query_with_a_bare_range_runs(searcher: SplitSearcher) -> None:
     from indextables_contract import filters
 

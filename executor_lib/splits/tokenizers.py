@@ -1,0 +1,100 @@
+"""The text analyzers of a split's fields, and the longest token they keep.
+
+Tantivy's own ``default``, ``en_stem`` and ``whitespace`` analyzers drop every token of 40 bytes or
+more, so a trace id, a hash or a long URL path was never found. IndexTables4Spark (through Quickwit)
+keeps tokens up to 255 bytes (``spark.indextables.indexing.text.maxTokenLength``, default 255) and
+drops longer ones; so does this project. Every Tantivy index this project opens or writes gets its
+analyzers from ``register``, so writing, searching and merging tokenize alike.
+
+The limit is per field: ``FieldMapping.max_token_length`` (None: 255, the JVM's default, recorded
+in the doc mapping only when it differs). A field with another limit uses the analyzer named
+``<tokenizer>_max<N>`` in the Tantivy schema. ``raw`` (exact strings) keeps values of any length.
+
+Splits written before this change were tokenized with Tantivy's 40-byte limit: their tokens of
+40..254 bytes are not in their index, so a query for one finds it only in newer splits (MERGE
+SPLITS does not re-tokenize).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import tantivy
+
+from executor_lib.splits.doc_mapping import DEFAULT_MAX_TOKEN_LENGTH, LIMITED_TOKENIZERS
+
+
+def analyzer_name(tokenizer: str, max_token_length: int | None) -> str:
+    """The analyzer name a field's Tantivy schema uses: the tokenizer's, or ``<tokenizer>_max<N>``."""
+    if tokenizer not in LIMITED_TOKENIZERS or max_token_length in (None, DEFAULT_MAX_TOKEN_LENGTH):
+        return tokenizer
+    return f"{tokenizer}_max{max_token_length}"
+
+
+def analyzer(tokenizer: str, max_token_length: int | None = None) -> Any:
+    """The Tantivy analyzer of ``tokenizer`` keeping tokens shorter than ``max_token_length`` bytes (255).
+
+    Example: ``analyzer("default").analyze("Hello World")`` is ``["hello", "world"]``.
+    """
+    limit = DEFAULT_MAX_TOKEN_LENGTH if max_token_length is None else max_token_length
+    if tokenizer == "raw":
+        return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw()).build()
+    if tokenizer == "whitespace":
+        whitespace = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+        return whitespace.filter(tantivy.Filter.remove_long(limit)).build()
+    builder = (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(limit))
+        .filter(tantivy.Filter.lowercase())
+    )
+    if tokenizer == "en_stem":
+        builder = builder.filter(tantivy.Filter.stemmer("english"))
+    return builder.build()
+
+
+def register(index: Any, fields: Iterable[Any] = ()) -> Any:
+    """Register on ``index`` the analyzers of this project (255-byte limit) and those ``fields``
+    (FieldMappings) name with other limits; returns ``index``."""
+    for tokenizer in LIMITED_TOKENIZERS:
+        index.register_tokenizer(tokenizer, analyzer(tokenizer))
+    for f in fields:
+        name = analyzer_name(f.tokenizer or "default", f.max_token_length)
+        if name not in LIMITED_TOKENIZERS and f.tokenizer in LIMITED_TOKENIZERS:
+            index.register_tokenizer(name, analyzer(f.tokenizer, f.max_token_length))
+    return index
+
+
+def lowercases(tokenizer: str) -> bool:
+    """Whether the tokenizer lowercases (Quickwit's normalizer of a wildcard's text: ``lowercase``)."""
+    return tokenizer in ("default", "en_stem")
+
+
+def splits_text(tokenizer: str, text: str) -> bool:
+    """Whether ``text`` would become more than one token (or none): a wildcard over it cannot match
+    one term. ``default``/``en_stem`` keep runs of letters and digits, ``whitespace`` splits on spaces."""
+    if tokenizer == "raw":
+        return False
+    if tokenizer == "whitespace":
+        return any(ch.isspace() for ch in text)
+    return any(not ch.isalnum() for ch in text)
+
+
+def long_tokens(tokenizer: str, text: str, max_token_length: int | None) -> list[str]:
+    """The tokens of ``text`` that ``tokenizer`` would drop for being too long (none for ``raw``)."""
+    if tokenizer not in LIMITED_TOKENIZERS:
+        return []
+    limit = DEFAULT_MAX_TOKEN_LENGTH if max_token_length is None else max_token_length
+    if tokenizer == "whitespace":
+        words = text.split()
+    else:
+        words, current = [], []
+        for ch in text:
+            if ch.isalnum():
+                current.append(ch)
+            elif current:
+                words.append("".join(current))
+                current = []
+        if current:
+            words.append("".join(current))
+    return [w for w in words if len(w.encode()) >= limit]
