@@ -82,8 +82,8 @@ spark_pred: call OP value
 call: FUNC "(" [(value | arith) ("," (value | arith))*] ")"
 arith: value (ARITH value)+
 ?value: call | column | literal
-column: [_QUALIFIER] (NAME | BACKQUOTED)
-_QUALIFIER: /([a-z_][a-z0-9_]*|`([^`]|``)+`)\s*\.\s*(?=[a-z_`])/i
+column: QUALIFIER* (NAME | BACKQUOTED)
+QUALIFIER: /([a-z_][a-z0-9_]*|`([^`]|``)+`)\s*\.\s*(?=[a-z_`])/i
 ?literal: STRING -> string
         | NUMBER -> number
         | _TRUE -> true
@@ -261,9 +261,11 @@ class _ToFilter(Transformer):
     def arith(self, *args: Any) -> None:
         return None
 
-    def column(self, *tokens: Token | None) -> str:  # a qualifier (t.col) names the one table: dropped
-        token = str(tokens[-1])
-        return unquote(token) if token.startswith("`") else token
+    def column(self, *tokens: Token | None) -> str:
+        """``user.name`` as written, qualifiers included: the executors resolve it against the table's
+        schema (a struct field or map key, or a leading table alias: ``t.id`` is ``id``)."""
+        parts = [str(t).strip().rstrip(".").strip() for t in tokens if t is not None]
+        return ".".join(unquote(p) if p.startswith("`") else p for p in parts)
 
     def string(self, token: Token) -> str:
         return unquote(str(token))

@@ -5,8 +5,9 @@ the rules a table's columns must follow to be indexable (``check_indexable``): c
 * **Names.** Not empty, not starting with ``-`` (Tantivy's field name rule), not the reserved
   ``__row`` (every split's hidden row-number field).
 * **Types.** A column becomes a Tantivy field: scalars map directly; nested values are indexed as
-  JSON objects, so a struct, or a list of structs, can be written, while a map or a list of
-  scalars (no JSON object to index) never can.
+  JSON fields, as IndexTables4Spark indexes them: a struct as an object, a map as an object with
+  its keys as text, a list of structs as objects, a list of scalars as ``{"_values": [...]}``
+  (``splits.writer.json_value``). A column of type null (it holds no value) cannot be written.
 """
 
 from __future__ import annotations
@@ -64,10 +65,8 @@ def column_name_problem(name: str) -> str | None:
 
 
 def _type_problem(t: pa.DataType) -> str | None:
-    if pa.types.is_map(t):
-        return "a map cannot be indexed (Tantivy indexes nested values as JSON objects; use a struct)"
-    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and not pa.types.is_struct(t.value_type):
-        return f"a list of {t.value_type} cannot be indexed (only a struct or a list of structs is a JSON object)"
+    if pa.types.is_map(t) and (pa.types.is_nested(t.key_type) or pa.types.is_binary(t.key_type)):
+        return f"a map with {t.key_type} keys cannot be indexed (JSON object keys are text: use scalar keys)"
     if pa.types.is_null(t):
         return "a column of type null cannot be indexed (it holds no value)"
     return None
@@ -150,3 +149,66 @@ def spark_json_to_arrow(schema_string: str) -> pa.Schema:
         return pa.schema([_arrow_field(f) for f in parsed["fields"]])
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ConfigError(f"invalid Spark schema JSON: {e}") from e
+
+
+# --- nested fields in filters (``user.name``, ``attrs.color``) -----------------------------------
+
+
+def nested_path(name: str, schema: pa.Schema) -> tuple[str, ...] | None:
+    """The column and the struct fields or map keys a filter's column name reaches (``("user",
+    "name")`` for ``user.name``), or None when it reaches nothing: a column of ``schema`` is itself.
+
+    Example: ``nested_path("user.name", pa.schema([("user", pa.struct([("name", pa.string())]))]))``
+    is ``("user", "name")``.
+    """
+    if name in schema.names:
+        return (name,)
+    top, _, rest = name.partition(".")
+    if not rest or top not in schema.names:
+        return None
+    walked = _walk(schema.field(top).type, rest.split("."), exact=True)
+    return None if walked is None else (top, *walked)
+
+
+def resolve_column(name: str, schema: pa.Schema) -> str:
+    """A filter's column name as ``schema`` spells it, as Spark resolves it: case-insensitively, a
+    dotted name into struct fields and map keys (``User.Name`` -> ``user.name``), and a leading
+    qualifier (the table's alias or name: ``t.id``) dropped. Names that reach nothing are kept for
+    the caller to report.
+
+    Example: ``resolve_column("t.ID", pa.schema([("id", pa.int64())]))`` is ``"id"``.
+    """
+    by_lower = {c.lower(): c for c in schema.names}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    parts = name.split(".")
+    top = by_lower.get(parts[0].lower())
+    if top is not None and len(parts) > 1:
+        walked = _walk(schema.field(top).type, parts[1:], exact=False)
+        if walked is not None:
+            return ".".join([top, *walked])
+    if len(parts) > 1:
+        rest = resolve_column(".".join(parts[1:]), schema)
+        if nested_path(rest, schema) is not None:
+            return rest
+    return name
+
+
+def _walk(t: pa.DataType, parts: list[str], exact: bool) -> list[str] | None:
+    out = []
+    for part in parts:
+        if pa.types.is_struct(t):
+            names = [t.field(i).name for i in range(t.num_fields)]
+            match = part if part in names else None
+            if match is None and not exact:
+                match = next((n for n in names if n.lower() == part.lower()), None)
+            if match is None:
+                return None
+            out.append(match)
+            t = t.field(names.index(match)).type
+        elif pa.types.is_map(t):
+            out.append(part)  # a key
+            t = t.item_type
+        else:
+            return None
+    return out

@@ -18,6 +18,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from indextables_contract.errors import FilterError
@@ -224,6 +225,8 @@ def as_filter(tree: Filter | Mapping[str, Any], where: str = "filter") -> Filter
 
 
 def _json_value(value: Any) -> Any:
+    if isinstance(value, Decimal):  # JSON has numbers; readers take fractional ones as decimals
+        return int(value) if value == value.to_integral_value() else float(value)
     return value.isoformat() if hasattr(value, "isoformat") else value
 
 

@@ -3,8 +3,12 @@ typing filter values by the table's schema, the node's split cache, partition co
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
+import zoneinfo
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.spark import options as O
+from executor_lib.table_schema import resolve_column
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, StorageError
 
@@ -48,9 +53,14 @@ def pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:
 
 
 def typed_filter(f: F.Filter, schema: pa.Schema, time_zone: str | None = None) -> F.Filter:
-    """Comparison values converted to the column's type (ISO strings for dates/timestamps from JSON).
+    """Column names resolved as Spark resolves them (``table_schema.resolve_column``: case, nested
+    fields, a table alias) and comparison values converted to the column's type (ISO strings for
+    dates/timestamps from JSON).
     A timestamp string without a zone offset (``'2024-05-01 12:00:00'``, ``'2024-05-01'``) is a wall
     time in ``time_zone`` (the session's ``spark.sql.session.timeZone``, as Spark reads it; UTC if unknown)."""
+
+    f = F.map_columns(f, lambda name: resolve_column(name, schema))
+    f = _dates_against_timestamps(f, schema, time_zone or "UTC")
 
     def convert(column: str, value: Any) -> Any:
         if column not in schema.names:
@@ -63,7 +73,151 @@ def typed_filter(f: F.Filter, schema: pa.Schema, time_zone: str | None = None) -
                 raise ConfigError(f"filter on {column!r}: {value!r} is not a valid {t}") from e
         return value
 
-    return F.map_values(f, convert)
+    return comparable_numbers(F.map_values(f, convert), schema)
+
+
+def _dates_against_timestamps(f: F.Filter, schema: pa.Schema, time_zone: str) -> F.Filter:
+    """A date column compared with a timestamp literal (``d > '2024-01-01 10:00'``), as Spark compares
+    them: the date as midnight of that day in the session's zone. So ``d > '2024-01-01 10:00'`` is
+    ``d >= 2024-01-02``, and ``d = '2024-01-01 10:00'`` holds for no row."""
+    if isinstance(f, (F.And, F.Or)):
+        return type(f)(tuple(_dates_against_timestamps(c, schema, time_zone) for c in f.children))
+    if isinstance(f, F.Not):
+        return F.Not(_dates_against_timestamps(f.child, schema, time_zone))
+    if not isinstance(f, (F.Term, F.TermIn, F.Between)) or f.column not in schema.names:
+        return f
+    if not pa.types.is_date(schema.field(f.column).type):
+        return f
+    if isinstance(f, F.Term):
+        wall = _wall_time(f.value, time_zone)
+        if wall is None:
+            return f
+        return F.Term(f.column, wall.date()) if wall.time() == datetime.time() else _never(f.column)
+    if isinstance(f, F.TermIn):
+        walls = [(v, _wall_time(v, time_zone)) for v in f.values]
+        return F.TermIn(f.column, tuple(
+            v if w is None else w.date() for v, w in walls if w is None or w.time() == datetime.time()
+        ))  # fmt: skip
+    lower, lower_inclusive, upper, upper_inclusive = f.lower, f.lower_inclusive, f.upper, f.upper_inclusive
+    wall = _wall_time(lower, time_zone)
+    if wall is not None:
+        midnight = wall.time() == datetime.time()
+        lower = wall.date() if midnight else wall.date() + datetime.timedelta(days=1)
+        lower_inclusive = lower_inclusive if midnight else True
+    wall = _wall_time(upper, time_zone)
+    if wall is not None:
+        upper, upper_inclusive = wall.date(), upper_inclusive if wall.time() == datetime.time() else True
+    return F.Between(f.column, lower, upper, lower_inclusive, upper_inclusive)
+
+
+def _wall_time(value: Any, time_zone: str) -> datetime.datetime | None:
+    """A timestamp literal (a string with a time, or a datetime) as a wall time in ``time_zone``; None
+    for anything else (a date, a date string: compared as dates)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) <= 10:
+            return None  # '2024-01-01': a date
+        try:
+            value = datetime.datetime.fromisoformat(text.replace(" ", "T", 1).replace("Z", "+00:00"))
+        except ValueError:
+            return None  # typed_filter names it
+    if not isinstance(value, datetime.datetime):
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(zoneinfo.ZoneInfo(time_zone)).replace(tzinfo=None)
+    return value
+
+
+NEVER_COLUMN_VALUE: tuple[Any, ...] = ()  # TermIn(column, ()) holds for no row (NOT of it: every non-null row)
+
+
+def comparable_numbers(f: F.Filter, schema: pa.Schema) -> F.Filter:
+    """Numeric literals put in terms of the column they compare with, as Spark compares them.
+
+    Spark compares an integer column with ``1.5`` or ``0.5`` by value (``x > 0.5`` is ``x >= 1``;
+    ``x = 1.5`` holds for no row), a decimal column with ``0`` as ``0.00``. Here, on an integer
+    column a fractional, infinite or NaN literal becomes the integer range or empty set that keeps
+    the same rows, so the index and the Arrow residual both get integers; on a float column a
+    ``Decimal`` becomes a float. Decimal columns keep the literal: Arrow compares mixed numbers
+    exactly (``residual_mask``).
+
+    Example: ``comparable_numbers(F.gt("n", 0.5), schema)`` is ``F.Between("n", 1, None, True, True)``
+    for an int64 column ``n``.
+    """
+    if isinstance(f, (F.And, F.Or)):
+        return type(f)(tuple(comparable_numbers(c, schema) for c in f.children))
+    if isinstance(f, F.Not):
+        return F.Not(comparable_numbers(f.child, schema))
+    if not isinstance(f, (F.Term, F.TermIn, F.Between)) or f.column not in schema.names:
+        return f
+    t = schema.field(f.column).type
+    if pa.types.is_floating(t):
+        return F.map_values(f, lambda _c, v: float(v) if isinstance(v, Decimal) else v)
+    if not pa.types.is_integer(t):
+        return f
+    if isinstance(f, F.Term):
+        whole = _whole(f.value)
+        return f if whole is _NOT_A_NUMBER else (F.Term(f.column, whole) if whole is not None else _never(f.column))
+    if isinstance(f, F.TermIn):
+        values = [_whole(v) for v in f.values]
+        if any(v is _NOT_A_NUMBER for v in values):
+            return f
+        return F.TermIn(f.column, tuple(v for v in values if v is not None))
+    return _integer_range(f, t)
+
+
+_NOT_A_NUMBER = object()
+
+
+def _never(column: str) -> F.Filter:
+    return F.TermIn(column, NEVER_COLUMN_VALUE)
+
+
+def _whole(value: Any) -> Any:
+    """An integral literal as an int; None when no integer equals it; _NOT_A_NUMBER for other values."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        return _NOT_A_NUMBER
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        return None
+    return int(value) if value == int(value) else None
+
+
+def _integer_range(f: F.Between, t: pa.DataType) -> F.Filter:
+    lowest, highest = _integer_bounds(t)
+    lower, lower_inclusive = f.lower, f.lower_inclusive
+    upper, upper_inclusive = f.upper, f.upper_inclusive
+    if lower is not None and _whole(lower) is not _NOT_A_NUMBER:
+        if isinstance(lower, (float, Decimal)) and math.isnan(lower):
+            return _never(f.column)  # Spark: NaN is above every number
+        if lower in (float("-inf"),) or (math.isfinite(lower) and lower < lowest):
+            lower = None
+        elif not math.isfinite(lower) or lower > highest:
+            return _never(f.column)
+        else:
+            whole = math.ceil(lower)
+            lower, lower_inclusive = (whole, lower_inclusive) if whole == lower else (whole, True)
+    if upper is not None and _whole(upper) is not _NOT_A_NUMBER:
+        if isinstance(upper, (float, Decimal)) and math.isnan(upper):
+            upper = None  # every number is below NaN
+        elif upper == float("-inf") or (math.isfinite(upper) and upper < lowest):
+            return _never(f.column)
+        elif not math.isfinite(upper) or upper > highest:
+            upper = None
+        else:
+            whole = math.floor(upper)
+            upper, upper_inclusive = (whole, upper_inclusive) if whole == upper else (whole, True)
+    if lower is None and upper is None:
+        return F.Exists(f.column)
+    return F.Between(f.column, lower, upper, lower_inclusive, upper_inclusive)
+
+
+def _integer_bounds(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    if pa.types.is_unsigned_integer(t):
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
 def _temporal_scalar(value: str, t: pa.DataType, time_zone: str) -> pa.Scalar:

@@ -13,6 +13,7 @@ import datetime
 import json
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
@@ -50,17 +51,27 @@ WRITE_KEYS = (
     "spark.indextables.indexing.storeonly",
     "spark.indextables.indexing.indexonly",
     "spark.indextables.indexing.text.maxTokenLength",
+    "spark.indextables.indexing.json.mode",
     "spark.indextables.indexWriter.heapSize",
     "spark.indextables.indexWriter.threads",
     "spark.indextables.optimizeWrite.targetRecordsPerSplit",
     "spark.indextables.autoSize.enabled",
     "spark.indextables.autoSize.targetSplitSize",
 )
+TOKEN_LENGTH_PREFIX = "spark.indextables.indexing.tokenLength."
+
+
+def _is_token_length(text: str) -> bool:
+    from executor_lib.splits.doc_mapping import NAMED_TOKEN_LENGTHS
+
+    return text.isdigit() or text in NAMED_TOKEN_LENGTHS
+
+
 WRITE_COLUMN_PREFIXES = (
     "spark.indextables.indexing.typemap.",
     "spark.indextables.indexing.tokenizer.",
     "spark.indextables.indexing.indexrecordoption.",
-    "spark.indextables.indexing.tokenLength.",
+    TOKEN_LENGTH_PREFIX,
 )
 
 READ_KEYS = (
@@ -105,6 +116,9 @@ def canonical_options(
         prefix = next((p for p in prefixes if lower.startswith(p)), None)
         if prefix is not None:
             column = column_names.get(lower[len(prefix) :])
+            if column is None and prefixes[prefix] == TOKEN_LENGTH_PREFIX and _is_token_length(lower[len(prefix) :]):
+                out[TOKEN_LENGTH_PREFIX + lower[len(prefix) :]] = value  # the JVM's list form: tokenLength.<N>=c1,c2
+                continue
             if column is None:
                 raise ConfigError(
                     f"{what} option {key}: column {key[len(prefix) :]!r} is not in the table (columns: "
@@ -243,9 +257,13 @@ def parse_match_columns(value: Any) -> dict[str, F.Filter]:
 
 
 def parse_filter(value: Any) -> F.Filter:
-    """The ``filter`` option (a filter tree's JSON form); FilterError names the option and the bad part."""
+    """The ``filter`` option (a filter tree's JSON form); FilterError names the option and the bad part.
+
+    A fractional number is read as a ``Decimal``, as Spark SQL reads ``2.5`` (an exact decimal
+    literal), so ``dec = 0.1`` on a decimal column compares exactly (``common.comparable_numbers``
+    makes it a float for float columns)."""
     try:
-        tree = json.loads(str(value))
+        tree = json.loads(str(value), parse_float=Decimal)
     except json.JSONDecodeError as e:
         raise FilterError(f"option filter: not JSON ({e})") from e
     try:

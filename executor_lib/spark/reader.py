@@ -34,6 +34,7 @@ from executor_lib.spark.common import (
     typed_filter,
 )
 from executor_lib.spark.spark_filters import spark_filter_columns, spark_filter_to_filter
+from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
@@ -117,16 +118,16 @@ class IndexTablesReader(DataSourceReader):
 
         found = O.query_filters(self.options)
         if R.FILTER in self.options:
-            where = F.resolve_columns(O.parse_filter(self.options[R.FILTER]), table_arrow.names)
+            where = O.parse_filter(self.options[R.FILTER])
             found.append(typed_filter(where, table_arrow, self.options.get("sessionTimeZone")))
         for f in [*found, *self.match.values()]:
-            unknown = sorted(F.columns_of(f) - set(table_arrow.names))
+            unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
             if unknown:
                 raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
             for query in query_strings(f):
                 for mapping in self._mappings:
                     _check_query_kind(query, mapping)
-                    check_query(query, mapping)
+                    check_query(query, mapping, table_arrow)
         return found
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -301,6 +302,8 @@ def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Sch
     for c in columns:
         if c in partition_columns:
             continue
+        if c not in schema.names:
+            return False  # a nested field (user.name): statistics are kept for top-level columns only
         t = schema.field(c).type
         if pa.types.is_temporal(t) or pa.types.is_boolean(t):
             return False

@@ -6,7 +6,8 @@ the schema registry), e.g. ``[{"name":"id","type":"i64","fast":true,"indexed":tr
 Defaults from the Arrow type: integers -> ``i64`` (unsigned -> ``u64``), floats -> ``f64``,
 bool -> ``bool``, string -> ``text`` with the ``raw`` tokenizer (exact match, what
 IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``bytes``
-(stored only), struct/map/list -> ``json``. Options (``spark.indextables.indexing.*``):
+(stored only), struct/map/list -> ``json`` (indexed as ``splits.writer.json_value`` builds it).
+Options (``spark.indextables.indexing.*``):
 
 * ``typemap.<col>`` = ``string`` | ``text`` | ``json`` | ``ip``: ``text`` tokenizes (default
   tokenizer); ``ip`` indexes a string column of IPv4/IPv6 addresses as Tantivy ``ip`` (term and
@@ -16,13 +17,17 @@ IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``b
   text or json column records per term (``basic``: documents only — smaller, but no phrase
   queries and no relevance by frequency; ``freq``: plus frequencies, still no phrases).
   Stored in the doc mapping as Quickwit's ``record`` key, only when not ``position``;
-* ``fastfields`` = comma-separated columns that get fast fields, exactly these (it narrows as
-  well as widens the default). By default numeric, bool, date, ip and exact-string columns are
-  fast, so aggregates push down on a table written with no options, and tokenized ``text``
-  columns are not. A fast field costs its column's values once more in each split, and a fast
-  string column a second term dictionary: a unique-per-row string (a trace id) takes about half
-  of Tantivy's indexing time (indexed and fast), about a tenth as the fast field alone, so list
-  only the columns you group or aggregate by;
+* ``fastfields`` = comma-separated columns that get fast fields, exactly these (it narrows as well
+  as widens the default). By default numeric, bool, date, ip and exact-string columns (and JSON
+  columns, see ``json.mode``) are fast, so aggregates push down on a table written with no
+  options, and tokenized ``text`` columns are not. A fast field costs its column's values once
+  more in each split, and a fast string column a second term dictionary: a unique-per-row string
+  (a trace id) takes about half of Tantivy's indexing time (indexed and fast), about a tenth as
+  the fast field alone, so list only the columns you group or aggregate by;
+* ``json.mode`` = ``full`` (default, as IndexTables4Spark's) | ``minimal``: whether JSON fields
+  (structs, maps, lists, ``typemap.<col>=json`` strings) are also fast fields, which range
+  queries on their numbers (``attrs.age:[30 TO 40]``) and aggregations need; ``fastfields``
+  overrides it per column;
 * ``storeonly`` / ``indexonly`` = comma-separated columns that are only stored / only indexed;
 * ``text.maxTokenLength`` = the longest token (bytes) a tokenized column keeps, for every column,
   and ``tokenLength.<col>`` for one: a number from 1 to 65530 or ``tantivy_max`` (65530),
@@ -46,6 +51,7 @@ from executor_lib.table_schema import check_indexable, column_name_problem
 from indextables_contract.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
+JSON_MODES = ("full", "minimal")  # json.mode: JSON fields fast (range queries, aggregates) or not
 LIMITED_TOKENIZERS = ("default", "en_stem", "whitespace")  # the tokenizers that drop long tokens
 DEFAULT_MAX_TOKEN_LENGTH = 255
 # The JVM's named values of spark.indextables.indexing.text.maxTokenLength.
@@ -151,12 +157,21 @@ def token_length_option(value: Any, key: str) -> int:
 
 
 def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None) -> int | None:
-    """The field's token length from the options (None: the default 255, or not a tokenized field)."""
+    """The field's token length from the options (None: the default 255, or not a tokenized field):
+    ``tokenLength.<col>=N``, else the JVM's list form ``tokenLength.<N>=c1,c2``, else
+    ``text.maxTokenLength``."""
     per_column, table_wide = f"{_PREFIX}tokenLength.{column}", f"{_PREFIX}text.maxTokenLength"
-    key = per_column if per_column in options else table_wide
+    listed = [
+        key for key, value in options.items()
+        if key.startswith(f"{_PREFIX}tokenLength.") and key != per_column
+        and column in {c.strip() for c in str(value).split(",")}
+    ]  # fmt: skip
+    key = per_column if per_column in options else (listed[0] if listed else table_wide)
     if key not in options:
         return None
-    length = token_length_option(options[key], key)
+    length = token_length_option(key.rsplit(".", 1)[1] if key in listed else options[key], key)
+    if key in listed:
+        key = per_column
     if tokenizer not in LIMITED_TOKENIZERS:
         if key == per_column:
             raise ConfigError(f"option {key}: column {column!r} is not tokenized (tokenizer {tokenizer})")
@@ -206,6 +221,9 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
     both = store_only & index_only
     if both:
         raise ConfigError(f"columns {sorted(both)} are both store-only and index-only")
+    json_mode = str(options.get(_PREFIX + "json.mode", "full")).strip().lower()
+    if json_mode not in JSON_MODES:
+        raise ConfigError(f"option {_PREFIX}json.mode={json_mode!r}: expected one of {list(JSON_MODES)}")
     fields = []
     for f in schema:
         if f.name in partition_columns:
@@ -236,6 +254,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
         record = _record_option(options, f.name, kind)
         if fast_listed is None:
             fast = kind in ("i64", "u64", "f64", "bool", "datetime", "ip") or tokenizer == "raw"
+            fast = fast or (kind == "json" and json_mode == "full")
         else:
             fast = f.name in fast_listed
         if kind == "bytes" and fast:

@@ -25,12 +25,14 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from enum import Enum
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError
 
@@ -201,13 +203,13 @@ def residual_mask(f: F.Filter, table: pa.Table, query_rows: QueryRows) -> pa.Chu
         return pc.invert(residual_mask(f.child, table, query_rows))
     if isinstance(f, F.QueryString):
         return pc.is_in(table.column(ROW_ID_COLUMN), value_set=query_rows(f))
-    column = table.column(f.column)
+    column = nested_column(table, f.column)
     if isinstance(f, F.Exists):
         return pc.is_valid(column)
     if isinstance(f, F.Term):
         return pc.equal(column, _scalar(f.value, column.type))
     if isinstance(f, F.TermIn):
-        values = pa.array([_scalar(v, column.type).as_py() for v in f.values], column.type)
+        values = pa.array(_set_values(f.values, column.type), column.type)
         return pc.if_else(pc.is_valid(column), pc.is_in(column, value_set=values), pa.scalar(None, pa.bool_()))
     if isinstance(f, F.Between):
         return _between_mask(f, column)
@@ -218,6 +220,26 @@ def residual_mask(f: F.Filter, table: pa.Table, query_rows: QueryRows) -> pa.Chu
     if isinstance(f, F.Regex):
         return pc.match_substring_regex(column, f"^(?:{f.pattern})$")
     raise ConfigError(f"unsupported filter {f!r}")
+
+
+def nested_column(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """The values a filter's column name reaches in ``table``: a column, or a struct field / map value
+    inside one (``user.name``, ``attrs.color``: null where the struct is null or the key absent)."""
+    path = nested_path(name, table.schema)
+    if path is None:
+        raise ConfigError(f"filter column {name!r} is not in the rows (columns: {table.column_names})")
+    values: pa.ChunkedArray = table.column(path[0])
+    for part in path[1:]:
+        t = values.type
+        if pa.types.is_struct(t):
+            values = pc.struct_field(values, [t.get_field_index(part)])
+        else:
+            try:
+                key = pa.scalar(part).cast(t.key_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise ConfigError(f"filter column {name!r}: {part!r} is not a key of {t}") from e
+            values = pc.map_lookup(values, key, "first")
+    return values
 
 
 def _between_mask(f: F.Between, column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -232,7 +254,34 @@ def _between_mask(f: F.Between, column: pa.ChunkedArray) -> pa.ChunkedArray:
     return mask
 
 
+def _is_number_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _set_values(values: Sequence[object], t: pa.DataType) -> list[object]:
+    """IN values as the column's type; a number the type cannot hold (``1.555`` for decimal(10,2))
+    equals no value of the column and is left out."""
+    out = []
+    for v in values:
+        if _is_number_type(t) and isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
+            exact = Decimal(repr(v)) if pa.types.is_decimal(t) and isinstance(v, float) else v
+            try:
+                out.append(pa.scalar(Decimal(exact) if pa.types.is_decimal(t) else v).cast(t).as_py())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+            if out[-1] != v:
+                out.pop()
+            continue
+        out.append(_scalar(v, t).as_py())
+    return out
+
+
 def _scalar(value: object, t: pa.DataType) -> pa.Scalar:
+    """``value`` as an Arrow scalar to compare with a column of type ``t``: cast to ``t``, except
+    that a number meets a number column as it is (Arrow compares them by value, as Spark does:
+    ``dec > 0`` on a decimal(10,2) column; casting 0 to decimal(10,2) would overflow)."""
+    if _is_number_type(t) and isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        return pa.scalar(value)
     try:
         return pa.scalar(value).cast(t) if not isinstance(value, pa.Scalar) else value.cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:

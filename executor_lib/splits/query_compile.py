@@ -21,14 +21,27 @@ the words ``config`` and ``1``; neither project supports fuzzy matching).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 import tantivy
 
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
-from executor_lib.splits.query_syntax import MUST, MUST_NOT, SHOULD, Boost, Clause, Leaf, Node, parse, wildcard_parts
+from executor_lib.splits.query_syntax import (
+    MUST,
+    MUST_NOT,
+    SHOULD,
+    Boost,
+    Clause,
+    Leaf,
+    Node,
+    parse,
+    wildcard_parts,
+    with_default_field,
+)
 from executor_lib.splits.query_text import explain
 from executor_lib.splits.tokenizers import analyzer, long_tokens, lowercases, splits_text
+from executor_lib.splits.writer import ARRAY_KEY
 from indextables_contract import filters
 from indextables_contract.errors import QueryError, QuerySyntaxError
 
@@ -42,8 +55,16 @@ def regex_escape(text: str) -> str:
     return "".join("\\" + ch if ch in _REGEX_META else ch for ch in text)
 
 
-def compile_query(index: Any, mapping: DocMapping, query: filters.QueryString, default_fields: list[str]) -> Any:
+def compile_query(
+    index: Any,
+    mapping: DocMapping,
+    query: filters.QueryString,
+    default_fields: list[str],
+    list_columns: Collection[str] = (),
+) -> Any:
     """The Tantivy query of ``query``: on ``query.column`` if set, else on ``default_fields``.
+    A column query on one of ``list_columns`` (lists of scalars, indexed as ``{"_values": [...]}``)
+    searches the list's values: ``tags indexquery 'red'`` is ``tags._values:red``.
 
     Raises QueryError naming the query and what is wrong with it (with the position for syntax).
 
@@ -55,6 +76,8 @@ def compile_query(index: Any, mapping: DocMapping, query: filters.QueryString, d
         tree = parse(query.query)
     except QuerySyntaxError as e:
         raise _syntax_error(index, query.query, fields, e) from e
+    if query.column is not None and query.column in list_columns:
+        tree = with_default_field(tree, f"{query.column}.{ARRAY_KEY}")
     return _Compiler(index, mapping, query.query, fields).node(tree)
 
 

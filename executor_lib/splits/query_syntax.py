@@ -316,7 +316,7 @@ class _Parser:
             group = self.group(after)
             if group is not None:
                 node, end = group
-                return _with_default_field(node, field), end
+                return with_default_field(node, field), end
             found = self.leaf_after_field(after)
             if found is None:
                 return None
@@ -431,12 +431,13 @@ def _interpret_escapes(raw: str) -> str:
     return "".join(out)
 
 
-def _with_default_field(node: Node, field: str) -> Node:
+def with_default_field(node: Node, field: str) -> Node:
+    """``node`` with ``field`` on every leaf that names none (as inside ``field:( ... )``)."""
     if isinstance(node, Leaf):
         return node.with_default_field(field)
     if isinstance(node, Boost):
-        return Boost(_with_default_field(node.child, field), node.boost)
-    return Clause(tuple((occur, _with_default_field(child, field)) for occur, child in node.children))
+        return Boost(with_default_field(node.child, field), node.boost)
+    return Clause(tuple((occur, with_default_field(child, field)) for occur, child in node.children))
 
 
 def _aggregate(leafs: list[tuple[str | None, str | None, Node]]) -> Node:

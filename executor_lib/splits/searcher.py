@@ -53,15 +53,24 @@ _RANGE_TYPES = {
 }
 
 
-@guarded(lambda query, mapping: f"query {query.query!r}")
-def check_query(query: filters.QueryString, mapping: DocMapping) -> None:
-    """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs)."""
+def list_columns(schema: pa.Schema | None) -> frozenset[str]:
+    """The columns holding lists of scalars (indexed as ``{"_values": [...]}``, see ``writer.json_value``)."""
+    if schema is None:
+        return frozenset()
+    lists = (f for f in schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type))
+    return frozenset(f.name for f in lists if not pa.types.is_struct(f.type.value_type))
+
+
+@guarded(lambda query, mapping, schema=None: f"query {query.query!r}")
+def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Schema | None = None) -> None:
+    """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs;
+    ``schema``, the table's, tells which columns are lists)."""
     index = register_analyzers(tantivy.Index(tantivy_schema(mapping)), mapping.fields)
     if query.column is not None:
         field = mapping.field(query.column)
         if field is None or not field.indexed:
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
-    compile_query(index, mapping, query, mapping.default_query_fields())
+    compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
 
 
 def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schema) -> pa.Table:
@@ -148,6 +157,7 @@ class SplitSearcher:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
         self.searcher = self.index.searcher()
         self.text_fields = self.mapping.default_query_fields()
+        self.list_columns = list_columns(arrow_schema)
         self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
         self._offsets_by_ordinal: list[int] | None = None
         segments = read_member(split, footer, SEGMENTS_MEMBER)
@@ -237,7 +247,7 @@ class SplitSearcher:
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
-            return compile_query(self.index, self.mapping, f, self.text_fields)
+            return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
             occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should

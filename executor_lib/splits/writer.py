@@ -169,6 +169,47 @@ def json_documents(batch: pa.RecordBatch, first_row: int) -> pa.Array | None:
     return pc.binary_join_element_wise("{", body, "}", "")
 
 
+ARRAY_KEY = "_values"  # a list indexed in a JSON field: {"_values": [...]} (IndexTables4Spark's wrapping)
+RAW_KEY = "_raw"  # a JSON-string value that is not JSON: {"_raw": text} (IndexTables4Spark's fallback)
+
+
+def _needs_json_conversion(t: pa.DataType) -> bool:
+    """Whether values of type ``t`` in a JSON field need ``json_value`` (maps, lists, JSON text)."""
+    if pa.types.is_struct(t):
+        return any(_needs_json_conversion(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return not pa.types.is_struct(t.value_type) or _needs_json_conversion(t.value_type)
+    return pa.types.is_map(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def json_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
+    """A column value (as ``to_pylist`` gives it) as the object a Tantivy JSON field indexes, as
+    IndexTables4Spark builds it: a map becomes an object with its keys as text, a list of scalars at
+    the top ``{"_values": [...]}`` (a list of structs stays a list of objects: Tantivy indexes each),
+    and a string (a column with ``typemap.<col>=json``) is parsed: an object as itself, any other
+    JSON value as ``{"_values": ...}``, text that is not JSON as ``{"_raw": text}``.
+
+    Example: ``json_value([("color", "red")], pa.map_(pa.string(), pa.string()))`` is ``{"color": "red"}``.
+    """
+    if value is None:
+        return None
+    if pa.types.is_map(t):
+        return {str(k): json_value(v, t.item_type, False) for k, v in value}
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return {f.name: json_value(value.get(f.name), f.type, False) for f in fields}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        items = [json_value(v, t.value_type, False) for v in value]
+        return {ARRAY_KEY: items} if top and not pa.types.is_struct(t.value_type) else items
+    if top and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {RAW_KEY: value}
+        return parsed if isinstance(parsed, dict) else {ARRAY_KEY: parsed if isinstance(parsed, list) else [parsed]}
+    return value
+
+
 def columns_member(footer: BundleFooter) -> str | None:
     """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
     for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
@@ -254,6 +295,8 @@ class SplitBuilder:
         self.columns = [f.name for f in mapping.fields]
         self.indexed_columns = [f.name for f in mapping.fields if in_index(f)]
         self.copied_columns = [f.name for f in mapping.fields if in_columnar_copy(f)]
+        self.json_fields = {f.name: f.type == "json" and in_index(f) for f in mapping.fields}
+        self.has_json_strings = False  # set from the first rows: a string column indexed as JSON
         self._extremes: list[pa.Table] = []
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -275,6 +318,10 @@ class SplitBuilder:
         data = rows.select(self.columns)
         if self._copy is None:
             self._copy = ColumnarCopyWriter(self.columns_path, data.select(self.copied_columns).schema)
+            self.has_json_strings = any(
+                self.json_fields.get(f.name) and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+                for f in data.schema
+            )
         copy = self._copy
         batches = data.to_batches(FEED_BATCH_ROWS) if isinstance(data, pa.Table) else [data]
         for batch in batches:
@@ -285,7 +332,7 @@ class SplitBuilder:
         if batch.num_rows == 0:
             return
         indexed = batch.select(self.indexed_columns)
-        documents = json_documents(indexed, self.num_rows)
+        documents = None if self.has_json_strings else json_documents(indexed, self.num_rows)
         if documents is None:
             self._add_dicts(indexed)
         else:
@@ -307,9 +354,15 @@ class SplitBuilder:
 
     def _add_dicts(self, batch: pa.RecordBatch) -> None:
         has_nulls = any(c.null_count for c in batch.columns)
+        converted = {
+            f.name: f.type for f in batch.schema if self.json_fields.get(f.name) and _needs_json_conversion(f.type)
+        }
         for row, doc in enumerate(_index_ready(batch).to_pylist(), self.num_rows):  # row dicts built by Arrow
             if has_nulls:
                 doc = {k: v for k, v in doc.items() if v is not None}
+            for name, arrow_type in converted.items():
+                if name in doc:
+                    doc[name] = json_value(doc[name], arrow_type)
             doc[ROW_FIELD] = row
             try:
                 self.writer.add_document(tantivy.Document.from_dict(doc, self.schema))

@@ -129,6 +129,73 @@ def test_indexquery_select_equals_spark_filtering(spark: Any, tmp_path: Path) ->
     assert executor_lib.open_log(str(table)).latest_version() == 1  # reads never write
 
 
+def test_wildcards_long_tokens_and_mixed_number_literals_through_sql(spark: Any, tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    table = tmp_path / "w"
+    trace = "trace" + "0123456789abcdef" * 12  # a 197-character token
+    rows = [
+        (1, "ConfigurationManager started", Decimal("0.00")),
+        (2, f"KafkaBroker id={trace}", Decimal("2.50")),
+        (3, "CONFIGURED the broker", Decimal("-1.25")),
+    ]
+    df = spark.createDataFrame(rows, "id long, msg string, dec decimal(10,2)")
+    connect_plugin.write(df, str(table), options={"spark.indextables.indexing.typemap.msg": "text"})
+
+    def ids_of(where: str) -> list[int]:
+        return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()]
+
+    assert ids_of("msg indexquery 'Config*'") == [1, 3]
+    assert ids_of("msg indexquery '*Broker*'") == [2, 3]
+    assert ids_of("msg indexquery 'Con?ig*' AND dec >= 0") == [1]
+    assert ids_of("indexqueryall('*configur*')") == [1, 3]
+    assert ids_of(f"msg indexquery '{trace}'") == [2]
+    assert ids_of("msg indexquery 'broker AND NOT kafkabroker'") == [3]
+    assert ids_of("dec > 0") == [2]
+    assert ids_of("dec = 2.5 OR id > 2.5") == [2, 3]
+    assert ids_of("id < 1.5") == [1]
+    assert ids_of("id IN (1.5, 2.0)") == [2]
+    count = sql(spark, f"SELECT count(*) AS n FROM indextables.`{table}` WHERE msg indexquery '*Configur*'")
+    assert count.collect()[0]["n"] == 2
+    with pytest.raises(Exception, match="fuzzy matching"):
+        ids_of("msg indexquery 'config~1'")
+
+
+def test_nested_columns_round_trip_and_answer_nested_queries(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "nested"
+    df = spark.createDataFrame(
+        [
+            (1, ("Alice", 31), ["red", "Blue"], {"color": "red", "size": "L"}, '{"one": "two", "n": 5}'),
+            (2, ("Bob", 45), ["green"], {"color": "blue"}, "[1, 2]"),
+            (3, None, None, {}, "not json"),
+        ],
+        "id long, user struct<name: string, age: int>, tags array<string>, attrs map<string,string>, js string",
+    )
+    connect_plugin.write(df, str(table), options={"spark.indextables.indexing.typemap.js": "json"})
+    back = connect_plugin.read(spark, str(table)).orderBy("id").collect()
+    assert [r.asDict(recursive=True) for r in back] == [r.asDict(recursive=True) for r in df.orderBy("id").collect()]
+
+    def ids_of(where: str) -> list[int]:
+        return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()]
+
+    assert ids_of("user.name = 'Alice'") == [1]
+    assert ids_of("user.age > 40 AND id > 0") == [2]
+    assert ids_of("attrs.color = 'blue'") == [2]
+    assert ids_of("tags indexquery 'blue'") == [1]
+    assert ids_of("tags indexquery 'gr*'") == [2]
+    assert ids_of("_indexall indexquery 'user.name:alice'") == [1]
+    assert ids_of("_indexall indexquery 'user.age:[30 TO 40]'") == [1]
+    assert ids_of("_indexall indexquery 'attrs.size:l'") == [1]
+    assert ids_of("_indexall indexquery 'js.one:two'") == [1]
+    assert ids_of("_indexall indexquery 'js._raw:json'") == [3]
+    assert ids_of("user.name = 'Alice' AND tags indexquery 'red'") == [1]
+    assert ids_of("attrs['color'] = 'blue' OR tags[0] = 'red'") == [1, 2]  # Spark evaluates these
+    aliased = sql(spark, f"SELECT t.id FROM indextables.`{table}` AS t WHERE t.user.name = 'Bob'").collect()
+    assert [r["id"] for r in aliased] == [2]
+    spark_side = connect_plugin.read(spark, str(table)).filter("user.name = 'Alice' OR attrs['color'] = 'blue'")
+    assert sorted(r["id"] for r in spark_side.collect()) == [1, 2]
+
+
 def test_tables_by_name(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "named"
     connect_plugin.write(make_df(spark, 12), str(table), options=TEXT_OPTS)

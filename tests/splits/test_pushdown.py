@@ -174,3 +174,66 @@ def test_tokenized_text_is_kept_out_of_the_index(tmp_path: Path, searcher: Split
     # equality on a tokenized column must use the rows (Tantivy would match tokens, not the value)
     filter_plan = plan(F.Term("msg", "alpha alpha line0"), [searcher.mapping], SCHEMA)
     assert filter_plan.index is None and filter_plan.residual is not None
+
+
+def test_literals_of_another_number_type_compare_as_spark_compares(tmp_path: Path) -> None:
+    """``dec > 0`` on a decimal column, ``n > 0.5`` / ``n = 1.5`` / ``n IN (1.5, 2.0)`` on an integer
+    column: by value, in the index and in the rows alike (issue 32, item 4)."""
+    from decimal import Decimal
+
+    from executor_lib.spark.common import typed_filter
+
+    schema = pa.schema([("n", pa.int64()), ("dec", pa.decimal128(10, 2)), ("f", pa.float64())])
+    rows = pa.table(
+        {"n": [0, 1, 2, None], "dec": [Decimal("0.00"), Decimal("2.50"), Decimal("-1.25"), None],
+         "f": [0.5, 1.0, 2.5, None]},
+        schema=schema,
+    )  # fmt: skip
+    mapping = mapping_for(schema, {})
+    searcher = SplitSearcher(write_split(rows, mapping, tmp_path / "o").path, tmp_path / "w", schema, None)
+    cases = [
+        (F.gt("dec", 0), [1]),
+        (F.Term("dec", Decimal("2.5")), [1]),
+        (F.TermIn("dec", (0, 1.555, Decimal("-1.25"))), [0, 2]),
+        (F.gt("n", 0.5), [1, 2]),
+        (F.Term("n", 1.5), []),
+        (F.Not(F.Term("n", 1.5)), [0, 1, 2]),
+        (F.Term("n", 1.0), [1]),
+        (F.TermIn("n", (1.5, 2.0)), [2]),
+        (F.lt("n", Decimal("1.5")), [0, 1]),
+        (F.gt("n", float("nan")), []),
+        (F.lt("n", float("inf")), [0, 1, 2]),
+        (F.gt("n", -1e30), [0, 1, 2]),
+        (F.Term("f", Decimal("2.5")), [2]),
+    ]
+    for f, expected in cases:
+        typed = typed_filter(f, schema)
+        out = scan_split(searcher, plan(typed, [mapping], schema), ["n"], row_ids=True)
+        assert sorted(out.column("__row").to_pylist()) == expected, f
+
+
+def test_filters_on_nested_fields_are_evaluated_on_the_rows(tmp_path: Path) -> None:
+    from executor_lib.spark.common import typed_filter
+
+    schema = pa.schema([
+        ("id", pa.int64()),
+        ("user", pa.struct([("name", pa.string()), ("age", pa.int32())])),
+        ("attrs", pa.map_(pa.string(), pa.string())),
+    ])  # fmt: skip
+    rows = pa.table(
+        {"id": [1, 2, 3], "user": [{"name": "Alice", "age": 31}, {"name": "Bob", "age": 45}, None],
+         "attrs": [[("color", "red")], [("color", "blue")], []]},
+        schema=schema,
+    )  # fmt: skip
+    mapping = mapping_for(schema, {})
+    searcher = SplitSearcher(write_split(rows, mapping, tmp_path / "o").path, tmp_path / "w", schema, None)
+    for f, expected in [
+        (F.Term("User.Name", "Alice"), [1]),
+        (F.Term("t.user.name", "Bob"), [2]),
+        (F.gt("user.age", 40), [2]),
+        (F.Not(F.Term("attrs.color", "red")), [2]),
+        (F.And((F.Term("attrs.color", "red"), F.QueryString("user.name:alice"))), [1]),
+    ]:
+        typed = typed_filter(f, schema)
+        out = scan_split(searcher, plan(typed, [mapping], schema), ["id"])
+        assert sorted(out.column("id").to_pylist()) == expected, f
