@@ -20,7 +20,7 @@ from typing import Any
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
-from executor_lib.log.manifest_integrity import verify_log_file
+from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
 from executor_lib.protocol.actions import (
     AddAction,
     CommitInfoAction,
@@ -204,6 +204,7 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
             continue
         source = store.uri_of(key)
         verify_log_file(store, key, data, source)
+        check_state_seal(data, name.endswith(".avro"), source)
         if name.endswith(".avro"):
             records, writer = _read_avro_records(data, source)
             if len(records) != 1:

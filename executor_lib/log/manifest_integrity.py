@@ -19,10 +19,14 @@ partition values. So a manifest's bytes are checked against whatever the writer 
 * **Entry count.** The state manifest records each manifest's ``numEntries``; the decoded
   record count must equal it (``avro_state``).
 
-State manifests (``state-v<N>/_manifest.avro`` / ``_manifest.json``) have fixed names, so
-only their ``.crc`` sidecar (JVM, local filesystem) and a snappy CRC can be checked; a
-changed byte in one written by this project or on an object store is detected only when it
-breaks the Avro/JSON structure or names a manifest that does not exist or does not match.
+* **State digest.** State manifests (``state-v<N>/_manifest.avro`` / ``_manifest.json``) have
+  fixed names. This project seals each one it writes with the SHA-256 of its own bytes, taken
+  with the digest's place holding 64 zeros: in the Avro container's file metadata (which every
+  Avro reader, the JVM's included, ignores) or as a key of the JSON object, beside
+  ``indextables.integrity = sha256-v1``. A reader checks the digest wherever it is present, and
+  a state carrying the marker but no digest is corrupt, so any one changed bit — in the record,
+  the schema in the header, the sync marker or the digest — is caught. States written before the
+  seal, and JVM states, carry neither (their ``.crc`` sidecar, where Hadoop wrote one, is checked).
 
 Every check runs over bytes already in memory (hashlib and zlib run at GB/s).
 """
@@ -109,3 +113,89 @@ def check_snappy_crc(decompressed: bytes | memoryview, stored: bytes, offset: in
     """Raise CorruptLogError unless a snappy block's stored big-endian CRC32 matches its content."""
     if len(stored) != 4 or zlib.crc32(decompressed) != int.from_bytes(stored, "big"):
         raise CorruptLogError(f"Avro block at byte {offset}: snappy CRC32 does not match the decompressed data")
+
+
+# --- state manifest seal -----------------------------------------------------------------------
+
+STATE_DIGEST_KEY = "indextables.sha256"
+STATE_INTEGRITY_KEY = "indextables.integrity"
+STATE_INTEGRITY = "sha256-v1"
+DIGEST_PLACEHOLDER = "0" * 64
+_JSON_DIGEST = re.compile(rb'"indextables\.sha256":"([^"]*)"')
+_AVRO_MAGIC = b"Obj\x01"
+
+
+def seal_state(data: bytes, avro: bool) -> bytes:
+    """``data`` (a state manifest written with ``DIGEST_PLACEHOLDER`` as its digest) with the digest set."""
+    start, end = _digest_span(data, avro, "a state manifest being written")
+    if start is None or end is None or data[start:end] != DIGEST_PLACEHOLDER.encode():
+        raise CorruptLogError("a state manifest being written has no digest placeholder")
+    return data[:start] + hashlib.sha256(data).hexdigest().encode() + data[end:]
+
+
+def check_state_seal(data: bytes, avro: bool, source: str) -> None:
+    """CorruptLogError naming ``source`` unless a sealed state manifest's bytes match their digest (or
+    the state is unsealed: written before the seal, or by IndexTables4Spark)."""
+    start, end = _digest_span(data, avro, source)
+    if start is None or end is None:
+        if STATE_INTEGRITY_KEY.encode() in data:
+            raise CorruptLogError(f"{source}: the state manifest is sealed ({STATE_INTEGRITY_KEY}) but has no digest")
+        return
+    stored = data[start:end]
+    actual = hashlib.sha256(data[:start] + DIGEST_PLACEHOLDER.encode() + data[end:]).hexdigest().encode()
+    if len(stored) != len(DIGEST_PLACEHOLDER) or stored != actual:
+        raise CorruptLogError(
+            f"{source}: the state manifest's bytes do not match its SHA-256 digest (the file is damaged; "
+            "readers fall back to an older state and the version files where those are retained)"
+        )
+
+
+def _digest_span(data: bytes, avro: bool, source: str) -> tuple[int | None, int | None]:
+    if not avro:
+        m = _JSON_DIGEST.search(data)
+        return (m.start(1), m.end(1)) if m else (None, None)
+    try:
+        header = avro_metadata_spans(data)
+    except ValueError as e:
+        raise CorruptLogError(f"{source}: the Avro header does not parse ({e})") from e
+    return header.get(STATE_DIGEST_KEY, (None, None))
+
+
+def avro_metadata_spans(data: bytes) -> dict[str, tuple[int, int]]:
+    """Each file-metadata key of an Avro container and the span of its value in ``data``.
+    ValueError if the header is malformed."""
+    if not data.startswith(_AVRO_MAGIC):
+        raise ValueError("no Avro magic")
+    pos, spans = len(_AVRO_MAGIC), dict[str, tuple[int, int]]()
+    while True:
+        count, pos = _avro_long(data, pos)
+        if count == 0:
+            return spans
+        if count < 0:
+            count = -count
+            _, pos = _avro_long(data, pos)  # the block's size in bytes
+        for _ in range(count):
+            key_length, pos = _avro_long(data, pos)
+            key_end = pos + key_length
+            if key_length < 0 or key_end > len(data):
+                raise ValueError("a metadata key runs past the file")
+            value_length, value_start = _avro_long(data, key_end)
+            value_end = value_start + value_length
+            if value_length < 0 or value_end > len(data):
+                raise ValueError("a metadata value runs past the file")
+            spans[data[pos:key_end].decode("utf-8", "replace")] = (value_start, value_end)
+            pos = value_end
+
+
+def _avro_long(data: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint at ``pos``: (value, position after it)."""
+    shift = result = 0
+    while True:
+        if not 0 <= pos < len(data) or shift > 63:
+            raise ValueError("a truncated or overlong number")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -66,6 +67,8 @@ SUPPORTED_READER_FEATURES = frozenset(
 )
 # Writers may also be asked for "checkpoint" (a writer-only feature of IndexTables4Spark).
 SUPPORTED_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {"checkpoint"}
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -339,17 +342,27 @@ class SnapshotLoader:
             + [(v, "checkpoint") for v in listing.checkpoints if v <= target],
             reverse=True,
         )
+        damaged: CorruptLogError | None = None  # the newest state that failed its checks
         for v, kind in candidates:
-            if kind == "checkpoint":
-                actions = read_checkpoint_actions(self.store, v)
-                return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}", None
-            manifest = avro_state.read_state_manifest(self.store, v)
+            if damaged is not None and any(x not in listing.versions for x in range(v + 1, target + 1)):
+                raise damaged  # an older base would need version files that are gone: not exact
+            try:  # a damaged checkpoint or state manifest: an older base, where that is exact
+                if kind == "checkpoint":
+                    actions = read_checkpoint_actions(self.store, v)
+                    return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}", None
+                manifest = avro_state.read_state_manifest(self.store, v)
+            except CorruptLogError as e:
+                log.warning("%s; reading from an older state and the version files after it", e)
+                damaged = damaged or e
+                continue
             if manifest is None:
                 continue  # state directory without a manifest: an unfinished write, not a commit
             state = self._state_from_avro(manifest, listing, predicates)
             return state, f"state-v{version_name(v)}", manifest
         if not listing.complete:
             raise _NeedFullListing()
+        if damaged is not None and any(x not in listing.versions for x in range(0, target + 1)):
+            raise damaged
         return EMPTY_STATE, "log", None
 
     def _state_from_avro(

@@ -42,6 +42,13 @@ from executor_lib.log.avro_state import (
     read_state_files,
 )
 from executor_lib.log.config import LogConfig
+from executor_lib.log.manifest_integrity import (
+    DIGEST_PLACEHOLDER,
+    STATE_DIGEST_KEY,
+    STATE_INTEGRITY,
+    STATE_INTEGRITY_KEY,
+    seal_state,
+)
 from executor_lib.log.streaming_txns import TxnMap
 from executor_lib.log.streaming_txns import encode as encode_txns
 from executor_lib.protocol.actions import (
@@ -397,9 +404,10 @@ def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
 
 def _commit_metadata(m: StateManifest, commit_info: CommitInfoAction | None, commit_point: bool) -> dict[str, str]:
     """Who wrote a state (file metadata every Avro reader ignores, and ``_manifest.json`` keys):
-    this project's engine; for the state a commit writes, that commit's commitInfo; whether
+    the seal's marker and digest place (``manifest_integrity.seal_state``); this project's engine;
+    for the state a commit writes, that commit's commitInfo; whether
     the state's put is the commit itself (no version file); and the streaming transaction map."""
-    meta = {ENGINE_KEY: ENGINE}
+    meta = {ENGINE_KEY: ENGINE, STATE_INTEGRITY_KEY: STATE_INTEGRITY, STATE_DIGEST_KEY: DIGEST_PLACEHOLDER}
     if m.streaming_txns_json:
         meta[STREAMING_TXNS_KEY] = m.streaming_txns_json
     if commit_info is not None:
@@ -419,7 +427,7 @@ def state_manifest_json(
     if protocol is not None:  # this project's extension: the full protocol action
         doc["protocol"] = protocol.to_json_dict()
     doc.update(_commit_metadata(m, commit_info, commit_point))
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return seal_state(json.dumps(doc, separators=(",", ":")).encode(), avro=False)
 
 
 def state_manifest_avro(
@@ -442,7 +450,7 @@ def state_manifest_avro(
         metadata=_commit_metadata(m, commit_info, commit_point),
         **_codec_options(config),
     )
-    return buf.getvalue()
+    return seal_state(buf.getvalue(), avro=True)
 
 
 def put_state(

@@ -418,7 +418,7 @@ class TransactionLog:
         if metadata is None:
             raise CorruptLogError(f"{self.uri}: no metaData action at version {head.version}")
         registry = registry_from_configuration(metadata.configuration)
-        base = read_state_manifest(self.store, head.version)
+        base = self._verified_state(head.version)  # a damaged base: the new state is built from the snapshot
         txns = advance(self._txns_through(head.version, base), [(version, final)])
         if base is not None:
             built = build_incremental_state(
@@ -758,17 +758,27 @@ class TransactionLog:
                 continue
         return advance(base.streaming_txns() if base is not None else {}, versions)
 
+    def _verified_state(self, version: int) -> StateManifest | None:
+        """The state manifest of ``version``, or None when there is none or it fails its checks (a
+        writer never builds a new state on a damaged one: it falls back to an older state, or to
+        the snapshot, whose load falls back exactly or fails)."""
+        try:
+            return read_state_manifest(self.store, version)
+        except CorruptLogError as e:
+            log.warning("%s; not building on it", e)
+            return None
+
     def _newest_own_state(self, version: int) -> StateManifest | None:
         """The newest state at or before ``version`` written by this project (None if none is retained).
         Usually ``version`` or the one before (every commit writes one); older ones only on tables that
         other implementations also commit to, or where a state write failed."""
         for v in range(version, max(version - 3, 0), -1):
-            manifest = read_state_manifest(self.store, v)
+            manifest = self._verified_state(v)
             if manifest is not None and manifest.written_here:
                 return manifest
         listing = self._loader.listing(version)
         for v in sorted((s for s in listing.states if s <= version - 3), reverse=True):
-            manifest = read_state_manifest(self.store, v)
+            manifest = self._verified_state(v)
             if manifest is not None and manifest.written_here:
                 return manifest
         return None
@@ -777,12 +787,12 @@ class TransactionLog:
         """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
         probe the last few directly before listing (a listing of all states grows with history)."""
         for v in range(version - 1, max(version - 4, 0), -1):
-            manifest = read_state_manifest(self.store, v)
+            manifest = self._verified_state(v)
             if manifest is not None:
                 return manifest
         listing = self._loader.listing(version - 1)
         for v in sorted((s for s in listing.states if s < version - 3), reverse=True)[:3]:
-            manifest = read_state_manifest(self.store, v)
+            manifest = self._verified_state(v)
             if manifest is not None:
                 return manifest
         return None

@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import errno
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,17 @@ from executor_lib.storage.base import ObjectInfo, ObjectStore
 from indextables_contract.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 
 _TMP_MARKER = ".tmp-"
+# The names of this store's temporary files, exactly: ".<name>.tmp-<32 hex>" (``_temp_path``). A live
+# file whose name merely contains ".tmp-" is neither hidden from listings nor swept as a leftover.
+_TMP_NAME = re.compile(r"\..+\.tmp-[0-9a-f]{32}")
+
+
+def _is_temp_name(name: str) -> bool:
+    return _TMP_NAME.fullmatch(name) is not None
+
+
+def _temp_path(target: Path) -> Path:
+    return target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
 
 
 def _fsync(path: Path) -> None:
@@ -84,7 +96,7 @@ class LocalStore(ObjectStore):
 
     def _write_temp(self, target: Path, data: bytes) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
+        tmp = _temp_path(target)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -104,7 +116,7 @@ class LocalStore(ObjectStore):
         target = self._path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.parent / f".{target.name}{_TMP_MARKER}{uuid.uuid4().hex}"
+            tmp = _temp_path(target)
             try:
                 os.link(local_path, tmp)  # same file system: the file itself, no copy (callers drop theirs)
             except OSError:
@@ -161,7 +173,7 @@ class LocalStore(ObjectStore):
         except OSError as e:
             raise StorageError(f"{directory}: listing failed: {e.strerror}", str(directory)) from e
         for entry in entries:
-            if _TMP_MARKER in entry.name:
+            if _is_temp_name(entry.name):
                 continue
             key = f"{dir_key}/{entry.name}" if dir_key else entry.name
             if entry.is_dir(follow_symlinks=False):
@@ -184,9 +196,9 @@ class LocalStore(ObjectStore):
         directory = self._path(base_dir)
         found: builtins.list[ObjectInfo] = []
         for dirpath, dirnames, names in os.walk(directory):
-            dirnames[:] = [d for d in dirnames if _TMP_MARKER not in d]
+            dirnames[:] = [d for d in dirnames if not _is_temp_name(d)]
             for name in names:
-                if _TMP_MARKER not in name:
+                if not _is_temp_name(name):
                     continue
                 path = Path(dirpath) / name
                 key = str(path.relative_to(self._root))

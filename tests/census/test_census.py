@@ -138,8 +138,10 @@ def _garbage(data: bytes) -> bytes:
 
 
 CORRUPTIONS = {"empty": _empty, "truncated": _truncate, "bitflip": _bitflip, "garbage": _garbage}
-# A hint file may be ignored: the reader then lists the log and must still read the right rows.
-HINTS = {"last-checkpoint", "last-checkpoint-avro"}
+# A hint file may be ignored: the reader then lists the log and must still read the right rows. So
+# may a damaged checkpoint or state manifest where the version files after an older base are all
+# retained (issue 33, hole 1): the reader falls back, exactly.
+HINTS = {"last-checkpoint", "last-checkpoint-avro", "checkpoint", "state-manifest"}
 KNOWN_HOLES = {
     # Tantivy's files carry CRC32 footers, but opening a split does not verify them, and a flip in the
     # data keeps the size the add records: not detected yet (issue 20, hole 5 covers size and open errors).

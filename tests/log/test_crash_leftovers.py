@@ -34,15 +34,18 @@ def _leftover(path: Path, age_s: float) -> Path:
     return path
 
 
+DEAD, LIVE = "d" * 32, "1" * 32  # the id part of the store's temporary names (LocalStore: 32 hex digits)
+
+
 def test_cleanup_and_purge_remove_old_temporary_files_only(tmp_path: Path) -> None:
     root = tmp_path / "t"
     log = executor_lib.create_table(str(root), SCHEMA)
     log.commit([write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(SCHEMA, {}))])
-    old_log = _leftover(root / "_transaction_log" / ".00000000000000000009.json.tmp-dead", 2 * 3600)
-    old_manifest = _leftover(root / "_transaction_log" / "manifests" / ".manifest-x.avro.tmp-dead", 2 * 3600)
-    young_log = _leftover(root / "_transaction_log" / ".00000000000000000002.json.tmp-live", 60)
-    old_split = _leftover(root / "splits" / ".split-x.split.tmp-dead", 8 * DAY)
-    young_split = _leftover(root / "splits" / ".split-y.split.tmp-live", 3600)
+    old_log = _leftover(root / "_transaction_log" / f".00000000000000000009.json.tmp-{DEAD}", 2 * 3600)
+    old_manifest = _leftover(root / "_transaction_log" / "manifests" / f".manifest-x.avro.tmp-{DEAD}", 2 * 3600)
+    young_log = _leftover(root / "_transaction_log" / f".00000000000000000002.json.tmp-{LIVE}", 60)
+    old_split = _leftover(root / "splits" / f".split-x.split.tmp-{DEAD}", 8 * DAY)
+    young_split = _leftover(root / "splits" / f".split-y.split.tmp-{LIVE}", 3600)
 
     dry = cleanup_log(log.store, log.config, dry_run=True)
     assert (
@@ -54,8 +57,8 @@ def test_cleanup_and_purge_remove_old_temporary_files_only(tmp_path: Path) -> No
     assert report.to_json()["deletedTemporaryFiles"] == dry.deleted_temporary
 
     purged = purge_table(log, retention_hours=168)
-    assert [k for k, _ in purged.deleted_temporary] == ["splits/.split-x.split.tmp-dead"]
-    assert ("temporary", "splits/.split-x.split.tmp-dead", len(b"half written")) in purged.rows()
+    assert [k for k, _ in purged.deleted_temporary] == [f"splits/.split-x.split.tmp-{DEAD}"]
+    assert ("temporary", f"splits/.split-x.split.tmp-{DEAD}", len(b"half written")) in purged.rows()
     assert not old_split.exists() and young_split.exists()
     assert log.snapshot().num_records == 1
 

@@ -1,0 +1,137 @@
+"""The second census's holes (issue 33), one test each that failed before its fix.
+
+* hole 1: a flipped bit in a state manifest changed the table silently (one made it read as empty,
+  and the next append wrote a state without the old files);
+* hole 2: a secret holding ``/`` or ``@`` in a URI was echoed in errors;
+* hole 4: a live split whose name holds ``.tmp-`` was hidden from listings and swept as a leftover;
+* hole 10: classifying an error's text was quadratic in a run of word characters.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import executor_lib
+from executor_lib.log.avro_state import read_state_manifest
+from executor_lib.protocol.files import LOG_DIR, state_dir
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.publish import write_and_upload
+from executor_lib.storage.base import redact_uri
+from indextables_contract import errors
+
+SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+FORMATS = {"avro": {}, "json": {"spark.indextables.state.manifestFormat": "json"}}
+
+
+def _table(root: Path, options: dict[str, str], commits: int = 3) -> executor_lib.TransactionLog:
+    log = executor_lib.create_table(str(root), SCHEMA, **options)
+    mapping = mapping_for(SCHEMA, {})
+    for i in range(commits):
+        log.commit([write_and_upload(log.store, pa.table({"id": [i], "msg": [f"row {i}"]}), mapping)])
+    return log
+
+
+def _state_file(root: Path, version: int) -> Path:
+    found = sorted((root / LOG_DIR / state_dir(version)).glob("_manifest.*"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_hole1_every_bit_flip_of_a_state_manifest_fails_loudly(tmp_path: Path, fmt: str) -> None:
+    log = _table(tmp_path / "t", FORMATS[fmt], commits=2)
+    path = _state_file(tmp_path / "t", 2)
+    data = path.read_bytes()
+    silent, kinds = 0, set()
+    for i in range(len(data)):
+        for bit in range(8):
+            flipped = bytearray(data)
+            flipped[i] ^= 1 << bit
+            path.write_bytes(bytes(flipped))
+            try:
+                read_state_manifest(log.store, 2)
+            except errors.IndexTablesError as e:
+                kinds.add(type(e).__name__)
+            else:
+                silent += 1
+    path.write_bytes(data)
+    assert silent == 0, f"{silent} of {len(data) * 8} single-bit flips of {path.name} went unnoticed"
+    assert kinds == {"CorruptLogError"}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_hole1_a_damaged_state_is_read_around_and_never_built_on(tmp_path: Path, fmt: str) -> None:
+    root = tmp_path / "t"
+    log = _table(root, FORMATS[fmt])
+    path = _state_file(root, 3)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+    fresh = executor_lib.open_log(str(root), **FORMATS[fmt])
+    assert sorted(a.path for a in fresh.snapshot().files) == sorted(a.path for a in log.snapshot(3).files)
+    assert len(fresh.snapshot().files) == 3  # exact: state 2 plus version file 3
+    mapping = mapping_for(SCHEMA, {})
+    fresh.commit([write_and_upload(fresh.store, pa.table({"id": [9], "msg": ["new"]}), mapping)])
+    after = executor_lib.open_log(str(root), **FORMATS[fmt]).snapshot()
+    assert after.version == 4 and len(after.files) == 4  # the old files survive the append
+    read_state_manifest(fresh.store, 4)  # the new state is sound
+
+
+def test_hole1_a_damaged_state_without_version_files_fails_closed(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _table(root, {})
+    (root / LOG_DIR / "00000000000000000003.json").unlink()
+    path = _state_file(root, 3)
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(errors.CorruptLogError, match=r"state-v0+3/_manifest.avro: .*SHA-256"):
+        executor_lib.open_log(str(root)).snapshot()
+
+
+_SECRET_ALPHABET = string.ascii_letters + string.digits + "/+=@:%-_.!*~$&"
+
+
+def test_hole2_no_random_secret_survives_redaction() -> None:
+    rng = random.Random(33)
+    for _ in range(1000):
+        secret = "".join(rng.choice(_SECRET_ALPHABET) for _ in range(rng.randint(8, 48)))
+        key = "AKIA" + "".join(rng.choice(string.ascii_uppercase) for _ in range(12))
+        uri = f"s3://{key}:{secret}@bucket/t/_transaction_log/_last_checkpoint"
+        for text in (uri, f"[INDEXTABLES_STORAGE] {uri}: read failed", f"open '{uri}' failed", f"{uri}\n{uri}"):
+            redacted = redact_uri(text)
+            assert secret not in redacted and key not in redacted, (secret, redacted)
+
+
+def test_hole2_a_secret_with_a_slash_is_not_echoed_by_open_log() -> None:
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    with pytest.raises(errors.IndexTablesError) as raised:
+        executor_lib.open_log(f"s3://AKIAIOSFODNN7EXAMPLE:{secret}@bucket/t")
+    assert "K7MDENG" not in str(raised.value) and "AKIAIOSFODNN7EXAMPLE" not in str(raised.value)
+
+
+def test_hole4_a_live_file_named_like_a_temporary_one_stays(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t", {}, commits=1)
+    live = tmp_path / "t" / "part.tmp-1.split"
+    live.write_bytes(b"x")
+    listed = {o.key for o in log.store.list("")}
+    assert "part.tmp-1.split" in listed
+    assert "part.tmp-1.split" not in {o.key for o in log.store.list_temporary("")}
+    leftover = tmp_path / "t" / f".part.split.tmp-{'0' * 32}"
+    leftover.write_bytes(b"y")
+    assert {o.key for o in log.store.list_temporary("")} == {leftover.name}
+    assert leftover.name not in {o.key for o in log.store.list("")}
+
+
+def test_hole10_classifying_a_huge_error_text_is_linear() -> None:
+    text = "a" * 1_000_000 + " QueryError: [INDEXTABLES_QUERY] x"
+    started = time.perf_counter()
+    assert errors.error_class_in(text) is errors.QueryError
+    assert errors.error_class_in("b" * 1_000_000) is None
+    assert time.perf_counter() - started < 5  # quadratic took hours at this size
