@@ -331,6 +331,8 @@ class _ToFilter(Transformer):
 def parse_with(parser: Lark, text: str) -> Any:
     try:
         return parser.parse(text)
+    except RecursionError:
+        raise IndexTablesSQLError("the statement nests too deeply (parentheses or NOT) to be read") from None
     except UnexpectedInput as e:
         if e.line < 0:  # the statement ended too early
             lines = text.split("\n")
@@ -346,6 +348,8 @@ def to_predicate(tree: Any, text: str) -> Predicate:
         result: Predicate = _ToFilter(text).transform(tree)
     except VisitError as e:
         raise IndexTablesSQLError(f"{text!r}: {e.orig_exc}") from e
+    except RecursionError:
+        raise IndexTablesSQLError("the predicate nests too deeply (parentheses or NOT) to be read") from None
     return result
 
 

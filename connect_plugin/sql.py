@@ -238,6 +238,15 @@ def _simple_select(
 
 
 _LIMIT_ONLY = re.compile(r"^limit\s+(\d+)\s*$", re.IGNORECASE)
+_SPARK_MAX_LIMIT = 2**31 - 1  # Spark's LIMIT is an int
+
+
+def _limit(digits: str) -> int:
+    """A LIMIT's value; IndexTablesSQLError above Spark's largest (a bare Py4JError otherwise)."""
+    limit = int(digits)
+    if limit > _SPARK_MAX_LIMIT:
+        raise IndexTablesSQLError(f"LIMIT {digits} is larger than Spark's largest limit ({_SPARK_MAX_LIMIT})")
+    return limit
 _PLAIN_PROJECTION = re.compile(r"^\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?)(\s*,\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?))*\s*$",
                                re.IGNORECASE)  # fmt: skip
 
@@ -249,7 +258,7 @@ def _select_over_view(
     limit = None
     m = _LIMIT_ONLY.match(tail) if tail is not None and spark_condition is None else None
     if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
-        limit = int(m.group(1))
+        limit = _limit(m.group(1))
     view = view_name()
     read = TableRead(path, ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit), opts)
     statement = f"SELECT {projection} FROM {view}"
@@ -329,7 +338,7 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
     order = _order_keys(tail_match["order"], outputs, expressions)
     if order is None:
         return None
-    limit = int(tail_match["limit"]) if tail_match["limit"] else None
+    limit = _limit(tail_match["limit"]) if tail_match["limit"] else None
     return AggregatePlan(tuple(group_by), tuple(measures)), tuple(outputs), order, limit
 
 

@@ -211,7 +211,10 @@ def to_json(f: Filter) -> dict[str, Any]:
 
 def to_text(f: Filter) -> str:
     """The JSON form as compact text with sorted keys (the value of a ``filter`` option)."""
-    return json.dumps(to_json(f), sort_keys=True, separators=(",", ":"))
+    try:
+        return json.dumps(to_json(f), sort_keys=True, separators=(",", ":"))
+    except RecursionError:
+        raise FilterError(f"the filter nests deeper than {MAX_DEPTH} levels") from None
 
 
 def as_filter(tree: Filter | Mapping[str, Any], where: str = "filter") -> Filter:
@@ -233,8 +236,13 @@ def _json_value(value: Any) -> Any:
 _OPS = {"and", "or", "not", "query", "term", "in", "range", "prefix", "contains", "regex", "exists"}
 
 
-def from_json(obj: Any, where: str = "filter") -> Filter:
+MAX_DEPTH = 256  # nesting a filter tree may have (AND/OR/NOT): deeper is refused, not a RecursionError
+
+
+def from_json(obj: Any, where: str = "filter", depth: int = 0) -> Filter:
     """Parse the JSON form; ``FilterError`` names the offending part (``where`` is its path)."""
+    if depth > MAX_DEPTH:
+        raise FilterError(f"{where[:80]}...: the filter nests deeper than {MAX_DEPTH} levels")
     if not isinstance(obj, dict) or not isinstance(obj.get("op"), str):
         raise FilterError(f"{where}: expected an object with an 'op', got {obj!r}")
     op = obj["op"]
@@ -245,10 +253,10 @@ def from_json(obj: Any, where: str = "filter") -> Filter:
             kids = obj["children"]
             if not isinstance(kids, list) or not kids:
                 raise FilterError(f"{where}: '{op}' needs a non-empty 'children' list")
-            children = tuple(from_json(c, f"{where}.{op}[{i}]") for i, c in enumerate(kids))
+            children = tuple(from_json(c, f"{where}.{op}[{i}]", depth + 1) for i, c in enumerate(kids))
             return And(children) if op == "and" else Or(children)
         if op == "not":
-            return Not(from_json(obj["child"], f"{where}.not"))
+            return Not(from_json(obj["child"], f"{where}.not", depth + 1))
         if op == "query":
             kind = obj.get("kind")
             if kind not in (None, "text", "exact"):

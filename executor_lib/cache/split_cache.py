@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -32,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
+from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, parse_footer
 from executor_lib.storage.base import ObjectStore
-from indextables_contract.errors import CorruptSplitError
+from indextables_contract.errors import ConfigError, CorruptSplitError
 
 DATA_FILE = "data.split"
 _STATS = "stats.json"
@@ -57,7 +59,7 @@ class SplitCache:
         self._footer_bytes = 0
         self._lock = threading.Lock()
         self._held_counts: dict[str, int] | None = None  # inside counted_once(): written at its end
-        (directory / "splits").mkdir(parents=True, exist_ok=True)
+        _open_cache_directory(directory)
 
     # --- L2 -----------------------------------------------------------------------------------
 
@@ -250,6 +252,38 @@ class SplitCache:
             **{name: int(stats.get(name, 0)) for name in _COUNTERS},
             "describedAt": int(time.time() * 1000),
         }
+
+
+_MARKER = ".indextables-split-cache"  # written in every split cache directory: flush empties only those
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}(\.lock)?")
+
+
+def _open_cache_directory(directory: Path) -> None:
+    """Create or check the cache directory: ConfigError naming it if another user could write to it,
+    or if it is not a split cache (a table, a directory of other files) — a flush would delete them."""
+    try:
+        reason = untrusted_reason(directory)
+        if reason is None and not (directory / _MARKER).exists():
+            if not _looks_like_a_cache(directory):
+                reason = f"not a split cache (no {_MARKER}, and it holds files a cache does not)"
+            else:
+                (directory / _MARKER).touch()
+        (directory / "splits").mkdir(exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"split cache directory {directory}: {e.strerror or e}") from e
+    if reason is not None:
+        raise ConfigError(
+            f"split cache directory {directory} is {reason}: refusing to use it (set INDEXTABLES_CACHE_DIR "
+            "or spark.indextables.cache.directoryPath to a directory of your own)"
+        )
+
+
+def _looks_like_a_cache(directory: Path) -> bool:
+    """A directory without the marker (made before it existed, or empty) that holds only what a cache holds."""
+    if (directory / "_transaction_log").exists():
+        return False
+    splits = directory / "splits"
+    return not splits.is_dir() or all(_ENTRY_NAME.fullmatch(p.name) for p in splits.iterdir())
 
 
 def default_cache() -> SplitCache:

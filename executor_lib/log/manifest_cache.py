@@ -36,6 +36,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
 from executor_lib.storage.base import ObjectInfo
 
@@ -156,11 +157,9 @@ class DiskManifestCache:
 
     def _ready(self) -> bool:
         try:
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            st = self.directory.stat()
+            return untrusted_reason(self.directory, private_reads=True) is None
         except OSError:
             return False
-        return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
 
     def get(self, uri: str) -> tuple[AddAction, ...] | None:
         path = self._path(uri)

@@ -21,16 +21,20 @@ from typing import Any
 
 from executor_lib.protocol.actions import AddAction
 from indextables_contract import filters
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import ConfigError, CorruptLogError
 
 STATS_TRUNCATION_LENGTH = 32
 _NUMERIC_TYPES = {"byte", "short", "integer", "long", "float", "double"}
 
 
 def column_types(schema_string: str) -> dict[str, str]:
-    """Top-level column name -> Spark type name (``"struct"`` etc. for nested types)."""
-    fields = json.loads(schema_string)["fields"]
-    return {f["name"]: f["type"] if isinstance(f["type"], str) else f["type"]["type"] for f in fields}
+    """Top-level column name -> Spark type name (``"struct"`` etc. for nested types); CorruptLogError
+    if the table's schema string is not a Spark schema."""
+    try:
+        fields = json.loads(schema_string)["fields"]
+        return {f["name"]: f["type"] if isinstance(f["type"], str) else f["type"]["type"] for f in fields}
+    except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
+        raise CorruptLogError(f"the table's schema is not a Spark schema ({type(e).__name__}: {e})") from e
 
 
 class _Comparator:
@@ -38,6 +42,10 @@ class _Comparator:
 
     def __init__(self, spark_type: str | None) -> None:
         self.numeric = spark_type in _NUMERIC_TYPES or (spark_type or "").startswith("decimal")
+        # A float column may hold NaN, which Spark orders above every number but which statistics
+        # leave out of a split's maximum (before issue 33 this project's did too): a maximum never
+        # bounds it.
+        self.may_hold_nan = spark_type in ("float", "double")
 
     def key(self, value: Any) -> Any:
         """A comparable key, or None when the value cannot be interpreted (then nothing is skipped)."""
@@ -85,6 +93,8 @@ def _may_match(p: filters.Filter, judge: Any) -> bool:
 
 def _interval_may_match(p: Any, low: Any, high: Any, cmp: _Comparator) -> bool:
     """May a value in [low, high] satisfy leaf ``p``? ``None`` bounds are unknown (unbounded)."""
+    if cmp.may_hold_nan:
+        high = None
     if isinstance(p, filters.Prefix):
         if cmp.numeric:
             return True

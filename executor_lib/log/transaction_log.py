@@ -69,7 +69,7 @@ from executor_lib.protocol.schema_registry import (
     doc_mapping_hash,
     registry_from_configuration,
 )
-from executor_lib.storage.base import ObjectStore, table_key
+from executor_lib.storage.base import ObjectStore, check_path_spelling, table_key
 from indextables_contract.errors import (
     AmbiguousWriteError,
     BatchAlreadyCommittedError,
@@ -874,6 +874,9 @@ def _validate_static(actions: list[Action], root_uri: str) -> None:
                 raise InvalidActionError(f"file {a.path!r} is added twice in one commit")
             if a.size < 0 or (a.num_records is not None and a.num_records < 0):
                 raise InvalidActionError(f"add {a.path!r}: size and numRecords must not be negative")
+            bad = [k for k, v in a.partition_values.items() if "\x00" in k or (v is not None and "\x00" in v)]
+            if bad:
+                raise InvalidActionError(f"add {a.path!r}: partition value of {bad[0]!r} holds a NUL byte")
             seen_add.add(key)
         elif isinstance(a, RemoveAction):
             seen_remove.add(key)
@@ -889,6 +892,7 @@ def _check_path(path: str, root_uri: str) -> str:
     """The storage key of an action's path (PROTOCOL.md §1); InvalidActionError for a malformed path or a
     full URI outside the table root (nothing outside the table is ever read or deleted through it)."""
     try:
+        check_path_spelling(path)
         return table_key(root_uri, path)
     except InvalidPathError as e:
         raise InvalidActionError(f"{root_uri}: {e}") from e

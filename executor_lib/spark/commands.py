@@ -139,6 +139,11 @@ class CommandReader(DataSourceReader):
         if text is None:
             return None
         where = O.parse_filter(text)
+        if query_strings(where):
+            raise ConfigError(
+                f"{self.name} {self.path}: the WHERE selects partitions, so it cannot use indexquery, textsearch "
+                f"or fieldmatch; name partition columns {list(snapshot.partition_columns)}"
+            )
         unknown = sorted(F.columns_of(where) - set(snapshot.partition_columns))
         if unknown and isinstance(self.command, (C.DropPartitions, C.MergePlan)):
             raise ConfigError(
@@ -353,7 +358,7 @@ class CommandReader(DataSourceReader):
     def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
         from executor_lib.splits.pushdown import plan
-        from executor_lib.splits.table_search import open_searcher
+        from executor_lib.splits.table_search import damage_of_split, open_searcher
         from executor_lib.storage import open_store
 
         request = json.loads(cmd.aggregations)
@@ -371,7 +376,9 @@ class CommandReader(DataSourceReader):
                         f"aggregate: the query {F.to_json(where)} is not answered exactly by the index of {add.path}"
                     )
                 query = filter_plan.index
-            yield add.path, json.dumps(searcher.aggregate(split_request(request), query))
+            with damage_of_split(cache, store, add.path):
+                result = searcher.aggregate(split_request(request), query)
+            yield add.path, json.dumps(result)
 
     def rows_at_analysis(self) -> list[tuple[Any, ...]] | None:
         """The result rows when planning answered the command (a ``group_aggregate`` the transaction
@@ -386,7 +393,7 @@ class CommandReader(DataSourceReader):
     def _run_group_aggregate(self, cmd: C.GroupAggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
         from executor_lib.splits.group_aggregate import aggregate_split
-        from executor_lib.splits.table_search import open_searcher
+        from executor_lib.splits.table_search import damage_of_split, open_searcher
         from executor_lib.storage import open_store
         from executor_lib.table_schema import spark_json_to_arrow
         from indextables_contract.aggregate import AggregatePlan, Partials, merge_into, partials_to_json
@@ -405,7 +412,8 @@ class CommandReader(DataSourceReader):
         for add, mapping in body:
             searcher = open_searcher(cache, store, add.path, schema, mapping, add.size)
             constants = partition_constants(add.partition_values, self.partition_columns, schema)
-            partials, route = aggregate_split(searcher, agg, where, schema, constants)
+            with damage_of_split(cache, store, add.path):
+                partials, route = aggregate_split(searcher, agg, where, schema, constants)
             merge_into(merged, partials)
             routes[route] += 1
         yield partials_to_json(merged), self.table_schema, len(body), routes["index"], routes["rows"], False

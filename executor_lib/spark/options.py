@@ -266,6 +266,8 @@ def parse_filter(value: Any) -> F.Filter:
         tree = json.loads(str(value), parse_float=Decimal)
     except json.JSONDecodeError as e:
         raise FilterError(f"option filter: not JSON ({e})") from e
+    except RecursionError:
+        raise FilterError(f"option filter: nests deeper than {F.MAX_DEPTH} levels") from None
     try:
         return F.from_json(tree)
     except FilterError as e:

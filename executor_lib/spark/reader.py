@@ -233,7 +233,7 @@ class IndexTablesReader(DataSourceReader):
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
         from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.table_search import check_split_columns, open_searcher, scan_split
+        from executor_lib.splits.table_search import check_split_columns, damage_of_split, open_searcher, scan_split
 
         wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
         remaining = self.limit
@@ -248,9 +248,10 @@ class IndexTablesReader(DataSourceReader):
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
                 filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
-            rows = scan_split(searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match))
-            if self.match:
-                rows = _with_match_columns(rows, searcher, self.match)
+            with damage_of_split(cache, store, split.path):
+                rows = scan_split(searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match))
+                if self.match:
+                    rows = _with_match_columns(rows, searcher, self.match)
             if remaining is not None:
                 remaining -= rows.num_rows
             if rows.num_rows:

@@ -98,16 +98,25 @@ def _floor_second(value: object) -> object:
     return value
 
 
+def _ceil_stored_second(value: object) -> object:
+    """The latest whole second the index may store for ``value``: Tantivy truncates toward the epoch, so
+    a sub-second time before 1970 (``1969-12-31 23:59:59.999999``) is stored as the next second."""
+    if isinstance(value, datetime.datetime) and value.microsecond:
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=value.tzinfo) if value.tzinfo else datetime.datetime(1970, 1, 1)
+        if value < epoch:
+            return value.replace(microsecond=0) + datetime.timedelta(seconds=1)
+    return _floor_second(value)
+
+
 def _widened(f: F.Filter) -> F.Filter:
     """A timestamp predicate as a range on whole seconds (what the index stores) that keeps every match."""
     if isinstance(f, F.Term):
-        v = _floor_second(f.value)
-        return F.Between(f.column, v, v)
+        return F.Between(f.column, _floor_second(f.value), _ceil_stored_second(f.value))
     if isinstance(f, F.TermIn):
         return F.Or(tuple(_widened(F.Term(f.column, v)) for v in f.values))
     if isinstance(f, F.Between):
         lower = _floor_second(f.lower) if f.lower is not None else None
-        upper = _floor_second(f.upper) if f.upper is not None else None
+        upper = _ceil_stored_second(f.upper) if f.upper is not None else None
         return F.Between(f.column, lower, upper, True, True)
     return f
 
@@ -140,7 +149,27 @@ def leaf_support(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema)
         support = Support.NONE
     if support is Support.NONE:
         return support, None
+    if t is not None and pa.types.is_floating(t) and isinstance(f, (F.Term, F.TermIn, F.Between)):
+        return _float_query(f, support)
     return support, (_widened(f) if support is Support.SUPERSET and _is_timestamp(t) else f)
+
+
+def _float_query(f: F.Term | F.TermIn | F.Between, support: Support) -> tuple[Support, F.Filter | None]:
+    """The index query of a comparison on a float field, as Spark compares: ``-0.0 = 0.0`` (the index
+    holds them as two terms, ordered -0.0 < 0.0), and a NaN bound is left to the rows."""
+    if isinstance(f, F.Between):
+        if _is_nan(f.lower) or _is_nan(f.upper):
+            return Support.NONE, None
+        lower, upper = f.lower, f.upper
+        if lower is not None and lower == 0:  # >= 0 takes -0.0 too; > 0 leaves both out
+            lower = -0.0 if f.lower_inclusive else 0.0
+        if upper is not None and upper == 0:  # <= 0 takes 0.0 too; < 0 leaves both out
+            upper = 0.0 if f.upper_inclusive else -0.0
+        return support, F.Between(f.column, lower, upper, f.lower_inclusive, f.upper_inclusive)
+    values = [f.value] if isinstance(f, F.Term) else list(f.values)
+    if any(v == 0 for v in values):
+        values = [v for v in values if v != 0] + [0.0, -0.0]
+    return support, (F.TermIn(f.column, tuple(values)) if len(values) > 1 else F.Term(f.column, values[0]))
 
 
 def _not_support(f: F.Not, mappings: Sequence[DocMapping], schema: pa.Schema) -> tuple[Support, F.Filter | None]:
@@ -207,10 +236,18 @@ def residual_mask(f: F.Filter, table: pa.Table, query_rows: QueryRows) -> pa.Chu
     if isinstance(f, F.Exists):
         return pc.is_valid(column)
     if isinstance(f, F.Term):
+        if pa.types.is_floating(column.type) and _is_nan(f.value):
+            return pc.is_nan(column)  # Spark: NaN = NaN
         return pc.equal(column, _scalar(f.value, column.type))
     if isinstance(f, F.TermIn):
         values = pa.array(_set_values(f.values, column.type), column.type)
-        return pc.if_else(pc.is_valid(column), pc.is_in(column, value_set=values), pa.scalar(None, pa.bool_()))
+        found = pc.is_in(column, value_set=values)
+        if pa.types.is_floating(column.type):  # Spark: NaN = NaN and -0.0 = 0.0 (a hash set says neither)
+            if any(_is_nan(v) for v in f.values):
+                found = pc.or_(found, pc.is_nan(column))
+            if any(isinstance(v, (int, float, Decimal)) and v == 0 for v in f.values):
+                found = pc.or_(found, pc.equal(column, pa.scalar(0.0, column.type)))
+        return pc.if_else(pc.is_valid(column), found, pa.scalar(None, pa.bool_()))
     if isinstance(f, F.Between):
         return _between_mask(f, column)
     if isinstance(f, F.Prefix):
@@ -246,12 +283,31 @@ def _between_mask(f: F.Between, column: pa.ChunkedArray) -> pa.ChunkedArray:
     # NULL stays NULL (not FALSE): NOT(x > 1) must drop a NULL x, as in SQL.
     mask = pc.if_else(pc.is_valid(column), True, pa.scalar(None, pa.bool_()))
     if f.lower is not None:
-        op = pc.greater_equal if f.lower_inclusive else pc.greater
-        mask = pc.and_kleene(mask, op(column, _scalar(f.lower, column.type)))
+        mask = pc.and_kleene(mask, _bound(column, f.lower, f.lower_inclusive, lower=True))
     if f.upper is not None:
-        op = pc.less_equal if f.upper_inclusive else pc.less
-        mask = pc.and_kleene(mask, op(column, _scalar(f.upper, column.type)))
+        mask = pc.and_kleene(mask, _bound(column, f.upper, f.upper_inclusive, lower=False))
     return mask
+
+
+def _bound(column: pa.ChunkedArray, value: object, inclusive: bool, lower: bool) -> pa.ChunkedArray:
+    """``column >[=] value`` (``lower``) or ``column <[=] value``, with Spark's NaN on float columns:
+    NaN is above every number and equal to itself (IEEE, and so Arrow, says every comparison with
+    NaN is false)."""
+    ops = {(True, True): pc.greater_equal, (True, False): pc.greater, (False, True): pc.less_equal}
+    op = ops.get((lower, inclusive), pc.less)
+    if not pa.types.is_floating(column.type):
+        return op(column, _scalar(value, column.type))
+    is_nan = pc.is_nan(column)
+    if _is_nan(value):
+        if lower:  # x >= NaN: only NaN; x > NaN: nothing
+            return is_nan if inclusive else pc.and_(is_nan, False)
+        return pc.or_(pc.invert(is_nan), inclusive)  # x < NaN: every number; x <= NaN: everything
+    compared = op(column, _scalar(value, column.type))
+    return pc.or_(compared, is_nan) if lower else compared  # NaN > any number; NaN < none
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, (float, Decimal)) and value != value
 
 
 def _is_number_type(t: pa.DataType) -> bool:

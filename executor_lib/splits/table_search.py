@@ -6,9 +6,10 @@ searched with ``SplitSearcher``; partition columns are added from the split's pa
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -19,7 +20,14 @@ from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import SplitSearcher, take_rows
 from executor_lib.storage.base import ObjectStore
 from indextables_contract import filters
-from indextables_contract.errors import ConfigError, CorruptLogError, CorruptSplitError, QueryError, SplitSchemaError
+from indextables_contract.errors import (
+    ConfigError,
+    CorruptLogError,
+    CorruptSplitError,
+    IndexEngineError,
+    QueryError,
+    SplitSchemaError,
+)
 
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
@@ -87,6 +95,24 @@ def _open(
         ) from e
 
 
+@contextlib.contextmanager
+def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterator[None]:
+    """Run work on one split; an error that means its bytes are damaged (Arrow or I/O errors, an index
+    out of range, a Tantivy failure) drops the split's cached copy, so a repaired split is fetched
+    again, and becomes CorruptSplitError naming the table's split. Query and option errors pass.
+
+    Example: ``with damage_of_split(cache, store, add.path): rows = scan_split(searcher, ...)``.
+    """
+    try:
+        yield
+    except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was "
+            "dropped"
+        ) from e
+
+
 def search_table(
     store: ObjectStore,
     snapshot: Snapshot,
@@ -113,7 +139,8 @@ def search_table(
         searcher = load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size)
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         check_split_columns(searcher, data_columns, where)
-        rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
+        with damage_of_split(cache, store, add.path):
+            rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
         for column in partition_columns:
             if column in wanted:
                 value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)

@@ -419,8 +419,17 @@ def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:
         col = batch.column(f.name)
         if _has_stats(col.type):
             result = pc.min_max(col)
-            columns[f.name] = pa.array([result["min"].as_py(), result["max"].as_py()], col.type)
+            high = result["max"].as_py()
+            if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+                high = float("nan")  # Spark orders NaN above every number: it is the maximum
+            columns[f.name] = pa.array([result["min"].as_py(), high], col.type)
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(2)})
+
+
+def _stat_text(value: Any) -> str:
+    if isinstance(value, float) and value != value:
+        return "NaN"  # as Java's Double.toString writes it (and parses it back)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
 def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[str, str]]:
@@ -433,9 +442,12 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
         t = col.type
         result = pc.min_max(col)
         low, high = result["min"].as_py(), result["max"].as_py()
+        if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
+            high = float("nan")
+            low = low if low is not None else high
         if low is None:
             continue
-        low_s, high_s = (v.isoformat() if hasattr(v, "isoformat") else str(v) for v in (low, high))
+        low_s, high_s = (_stat_text(v) for v in (low, high))
         if pa.types.is_string(t):
             low_s, high_s = low_s[:STATS_TRUNCATION_LENGTH], high_s[:STATS_TRUNCATION_LENGTH]
         mins[f.name], maxs[f.name] = low_s, high_s

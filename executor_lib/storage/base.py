@@ -96,6 +96,10 @@ def _userinfo_end(rest: str) -> int | None:
     return end
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
 def check_relative_key(path: str) -> None:
     """InvalidPathError unless ``path`` is a table-relative key: '/'-separated, no leading '/',
     no '\\', no empty, '.' or '..' segment."""
@@ -105,6 +109,28 @@ def check_relative_key(path: str) -> None:
             "no '..', '.' or empty segments, no '\\') or a full URI inside the table",
             redact_uri(path),
         )
+
+
+def check_path_spelling(path: str) -> None:
+    """InvalidPathError unless a path a commit names is in the one spelling every reader, PURGE and
+    cleanup agree on: no control character (NUL, newline...), no percent-escape (``splits%2Fx`` is
+    not ``splits/x``: a path is given as the file is named), and not a URI missing its ``//``
+    (``file:/abs/x`` would be read as a relative key). Checked at commit (``transaction_log``);
+    tables other writers made are read as they are."""
+    problem = _spelling_problem(path)
+    if problem is not None:
+        raise InvalidPathError(f"invalid file path {redact_uri(path)!r}: {problem}", redact_uri(path))
+
+
+def _spelling_problem(path: str) -> str | None:
+    if _CONTROL.search(path):
+        return "it holds a control character (NUL, newline...)"
+    if _PERCENT_ESCAPE.search(path):
+        return "it holds a percent-escape (%XX); give the path as the file is named"
+    first = path.split("/", 1)[0]
+    if "://" not in path and first.endswith(":") and len(first) > 1:
+        return f"{first!r} looks like a URI scheme without '//' (write {first}//...)"
+    return None
 
 
 def table_key(root_uri: str, path: str) -> str:

@@ -64,6 +64,8 @@ class LocalStore(ObjectStore):
         key = self.key_of(key)
         if key.startswith("/") or ".." in key.split("/"):
             raise InvalidPathError(f"{self._root}: key {key!r} escapes the store root", key)
+        if "\x00" in key:  # the OS refuses it with a bare ValueError
+            raise InvalidPathError(f"{self._root}: key {key!r} holds a NUL byte", key)
         return self._root / key
 
     @contextlib.contextmanager

@@ -3,12 +3,24 @@
 * hole 1: a flipped bit in a state manifest changed the table silently (one made it read as empty,
   and the next append wrote a state without the old files);
 * hole 2: a secret holding ``/`` or ``@`` in a URI was echoed in errors;
+* hole 3: an add path spelled ``file:/abs/...`` or percent-escaped was accepted at commit, unreadable
+  on read, and its live split deleted by PURGE;
 * hole 4: a live split whose name holds ``.tmp-`` was hidden from listings and swept as a leftover;
-* hole 10: classifying an error's text was quadratic in a run of word characters.
+* hole 7: a corrupt schema read through a pruned listing, a NUL byte in a path or a partition value
+  raised bare ``KeyError``/``ValueError`` (or was accepted, then made the table unreadable);
+* hole 8: a split found damaged while searching stayed in the split cache (a repaired split was
+  never fetched again), and the error was a bare ``ArrowIndexError``;
+* hole 9: the default split cache directory was used even when another user owned it or could
+  write to it (a planted split was served); ``cache flush --cache-dir <a table>`` deleted the
+  table's splits, and ``--cache-dir /dev/null`` was a traceback;
+* hole 10: classifying an error's text was quadratic in a run of word characters;
+* low: 2,000 nested ``NOT`` (SQL or filter JSON) was a ``RecursionError``, ``LIMIT 99999999999999999999``
+  a bare ``Py4JError``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import string
 import time
@@ -18,10 +30,13 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
+from executor_lib.cache.split_cache import SplitCache
+from executor_lib.cli import main as cli_main
 from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.publish import write_and_upload
+from executor_lib.splits.table_search import damage_of_split, search_table
 from executor_lib.storage.base import redact_uri
 from indextables_contract import errors
 
@@ -135,3 +150,103 @@ def test_hole10_classifying_a_huge_error_text_is_linear() -> None:
     assert errors.error_class_in(text) is errors.QueryError
     assert errors.error_class_in("b" * 1_000_000) is None
     assert time.perf_counter() - started < 5  # quadratic took hours at this size
+
+
+def test_hole8_a_split_found_damaged_while_searching_leaves_the_cache(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t", {}, commits=1)
+    cache = SplitCache(tmp_path / "cache")
+    assert search_table(log.store, log.snapshot(), "*", cache).num_rows == 1  # cached now
+    (add,) = log.snapshot().files
+    assert cache.describe()["splitsCached"] == 1
+    damaged = rf"{add.path}: the split cannot be searched \(ArrowIndexError"
+    with pytest.raises(errors.CorruptSplitError, match=damaged), damage_of_split(cache, log.store, add.path):
+        pa.table({"x": [1]}).take([5])  # what a damaged columnar copy raised
+    assert cache.describe()["splitsCached"] == 0  # fetched again next time
+    assert search_table(log.store, log.snapshot(), "*", cache).num_rows == 1
+    with pytest.raises(errors.QueryError), damage_of_split(cache, log.store, add.path):
+        raise errors.QueryError("a query error is not damage")
+    assert cache.describe()["splitsCached"] == 1
+
+
+def test_hole9_a_cache_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared-cache"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    with pytest.raises(errors.ConfigError, match=r"shared-cache is open to other users \(mode 0o777\)"):
+        SplitCache(shared)
+    if os.getuid() == 0:  # only root can give a directory away
+        planted = tmp_path / "planted"
+        planted.mkdir(mode=0o700)
+        os.chown(planted, 12345, 12345)
+        with pytest.raises(errors.ConfigError, match="owned by user id 12345"):
+            SplitCache(planted)
+    private = tmp_path / "private"
+    SplitCache(private)
+    assert private.stat().st_mode & 0o777 == 0o700
+
+
+def test_hole9_cache_flush_refuses_a_directory_that_is_not_a_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _table(tmp_path / "t", {}, commits=1)
+    before = sorted(p.name for p in (tmp_path / "t").rglob("*"))
+    assert cli_main(["cache", "flush", "--cache-dir", str(tmp_path / "t")]) != 0
+    assert "not a split cache" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "t").rglob("*")) == before
+    assert cli_main(["cache", "flush", "--cache-dir", "/dev/null"]) != 0
+    assert "split cache directory /dev/null" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spell", "problem"),
+    [
+        (lambda root, path: f"file:{root}/{path}", "looks like a URI scheme without '//'"),
+        (lambda root, path: path.replace("/", "%2F"), "percent-escape"),
+        (lambda root, path: path + "\x00", "control character"),
+    ],
+)
+def test_hole3_a_path_in_another_spelling_is_refused_at_commit(tmp_path: Path, spell: object, problem: str) -> None:
+    import dataclasses
+
+    root = tmp_path / "t"
+    log = _table(root, {}, commits=0)
+    add = write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(SCHEMA, {}))
+    before = sorted(p.name for p in (root / LOG_DIR).iterdir())
+    with pytest.raises(errors.InvalidActionError, match=problem):
+        log.commit([dataclasses.replace(add, path=spell(str(root), add.path))])  # type: ignore[operator]
+    assert sorted(p.name for p in (root / LOG_DIR).iterdir()) == before
+
+
+def test_hole7_bad_bytes_and_corrupt_schemas_raise_typed_errors(tmp_path: Path) -> None:
+    import dataclasses
+
+    from executor_lib.log.pruning import column_types
+
+    log = _table(tmp_path / "t", {}, commits=0)
+    with pytest.raises(errors.InvalidPathError, match="NUL"):
+        log.store.read("splits/a\x00b")
+    with pytest.raises(errors.CorruptLogError, match="not a Spark schema"):
+        column_types('{"no": "fields"}')
+    add = write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(SCHEMA, {}))
+    with pytest.raises(errors.InvalidActionError, match="NUL byte"):
+        log.commit([dataclasses.replace(add, partition_values={"day": "a\x00b"})])
+
+
+def test_low_deep_nesting_and_huge_limits_are_named() -> None:
+    from connect_plugin.grammar import IndexTablesSQLError, parse_predicate
+    from connect_plugin.sql import _limit
+    from executor_lib.spark.options import parse_filter
+    from indextables_contract import filters
+
+    with pytest.raises(IndexTablesSQLError, match="nests too deeply"):
+        parse_predicate("NOT " * 2000 + "a = 1")
+    deep: dict[str, object] = {"op": "term", "column": "a", "value": 1}
+    for _ in range(2000):
+        deep = {"op": "not", "child": deep}
+    with pytest.raises(errors.FilterError, match="nests deeper than 256"):
+        filters.from_json(deep)
+    with pytest.raises(errors.FilterError, match="nests deeper than 256"):
+        parse_filter('{"op": "not", "child": ' * 5000 + "{}" + "}" * 5000)
+    with pytest.raises(IndexTablesSQLError, match="LIMIT 99999999999999999999 is larger than Spark's largest"):
+        _limit("99999999999999999999")
+    assert _limit("2147483647") == 2147483647
