@@ -21,7 +21,6 @@ No tantivy here: this reads text only. ``QuerySyntaxError`` carries the position
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, replace
 
 from indextables_contract.errors import QuerySyntaxError
@@ -443,7 +442,8 @@ def with_default_field(node: Node, field: str) -> Node:
 def _aggregate(leafs: list[tuple[str | None, str | None, Node]]) -> Node:
     """Tantivy's ``aggregate_infallible_expressions``: AND binds tighter than OR."""
     clauses: list[list[tuple[str | None, Node]]] = []
-    for (operator, occur, node), (next_operator, _, _) in itertools.pairwise(leafs):
+    next_operators = [operator for operator, _, _ in leafs[1:]] + [None]
+    for (operator, occur, node), next_operator in zip(leafs, next_operators, strict=True):
         if operator == "AND":
             entry = (occur or MUST, node)
             if clauses:
@@ -456,17 +456,6 @@ def _aggregate(leafs: list[tuple[str | None, str | None, Node]]) -> Node:
             clauses.append([(SHOULD, Clause(((MUST_NOT, node),)))])
         else:
             clauses.append([(occur or default, node)])
-    operator, occur, node = leafs[-1]
-    if operator == "AND":
-        entry = (occur or MUST, node)
-        if clauses:
-            clauses[-1].append(entry)
-        else:
-            clauses.append([entry])
-    elif operator == "OR":
-        clauses.append([(SHOULD, Clause(((MUST_NOT, node),)))] if occur == MUST_NOT else [(occur or SHOULD, node)])
-    else:
-        clauses.append([(occur, node)])
     if len(clauses) == 1:
         only = clauses[0]
         if len(only) == 1 and only[0][0] != MUST_NOT:
