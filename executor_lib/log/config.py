@@ -47,6 +47,8 @@ class LogConfig:
     state_retention_versions: int = 2
     state_retention_hours: float = 168.0
     gc_min_manifest_age_hours: float = 1.0
+    # Below SAFE_MIN_MANIFEST_AGE_HOURS only when this says one writer at a time commits (issue 33, hole 5)
+    gc_allow_unsafe_min_manifest_age: bool = False
     tx_log_retention_hours: float = 720.0
 
     # option name (without "spark.indextables.") -> (field, parser)
@@ -67,7 +69,28 @@ class LogConfig:
             if not check(parsed):
                 raise ConfigError(f"option {name}={value!r}: value out of range")
             values[field_name] = parsed
-        return cls(**values)
+        config = cls(**values)
+        config.check_manifest_age()
+        return config
+
+    def check_manifest_age(self) -> None:
+        """ConfigError unless ``state.gc.minManifestAgeHours`` keeps concurrent writers safe: a writer
+        builds its new state on manifests it listed a moment ago, and a cleanup must not delete one
+        of them in between (the new state would name a missing manifest: the table unreadable while
+        appends are still acknowledged)."""
+        age = self.gc_min_manifest_age_hours
+        if age < SAFE_MIN_MANIFEST_AGE_HOURS and not self.gc_allow_unsafe_min_manifest_age:
+            raise ConfigError(
+                f"option {_PREFIX}state.gc.minManifestAgeHours={age:g}: below {SAFE_MIN_MANIFEST_AGE_HOURS:g} hours "
+                "a cleanup can delete a manifest that a concurrent writer's new state is about to reference, "
+                "which makes the table unreadable; only where one writer at a time commits, set "
+                f"{_PREFIX}state.gc.allowUnsafeMinManifestAge=true"
+            )
+
+
+# The least state.gc.minManifestAgeHours may be with concurrent writers: far above the time between a
+# writer listing a state's manifests and putting its new state (seconds; minutes with retries).
+SAFE_MIN_MANIFEST_AGE_HOURS = 0.25
 
 
 def _bool(value: Any) -> bool:
@@ -121,6 +144,7 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "state.retention.versions": ("state_retention_versions", int, _positive),
     "state.retention.hours": ("state_retention_hours", float, _non_negative),
     "state.gc.minManifestAgeHours": ("gc_min_manifest_age_hours", float, _non_negative),
+    "state.gc.allowUnsafeMinManifestAge": ("gc_allow_unsafe_min_manifest_age", _bool, lambda _: True),
     "purge.txLogRetentionHours": ("tx_log_retention_hours", float, _non_negative),
 }
 

@@ -6,6 +6,8 @@
 * hole 3: an add path spelled ``file:/abs/...`` or percent-escaped was accepted at commit, unreadable
   on read, and its live split deleted by PURGE;
 * hole 4: a live split whose name holds ``.tmp-`` was hidden from listings and swept as a leftover;
+* hole 5: ``state.gc.minManifestAgeHours=0`` was accepted, and a concurrent cleanup could then delete a
+  manifest another writer's new state referenced;
 * hole 7: a corrupt schema read through a pruned listing, a NUL byte in a path or a partition value
   raised bare ``KeyError``/``ValueError`` (or was accepted, then made the table unreadable);
 * hole 8: a split found damaged while searching stayed in the split cache (a repaired split was
@@ -250,3 +252,15 @@ def test_low_deep_nesting_and_huge_limits_are_named() -> None:
     with pytest.raises(IndexTablesSQLError, match="LIMIT 99999999999999999999 is larger than Spark's largest"):
         _limit("99999999999999999999")
     assert _limit("2147483647") == 2147483647
+
+
+def test_hole5_a_manifest_age_that_endangers_concurrent_writers_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(errors.ConfigError, match=r"minManifestAgeHours=0: below 0.25 hours .*allowUnsafeMinManifestAge"):
+        executor_lib.create_table(str(tmp_path / "t"), SCHEMA, **{"spark.indextables.state.gc.minManifestAgeHours": "0"})
+    assert not (tmp_path / "t").exists()  # refused before anything was written
+    executor_lib.create_table(str(tmp_path / "a"), SCHEMA, **{"spark.indextables.state.gc.minManifestAgeHours": "0.25"})
+    single_writer = {
+        "spark.indextables.state.gc.minManifestAgeHours": "0",
+        "spark.indextables.state.gc.allowUnsafeMinManifestAge": "true",
+    }
+    assert executor_lib.create_table(str(tmp_path / "b"), SCHEMA, **single_writer).config.gc_min_manifest_age_hours == 0

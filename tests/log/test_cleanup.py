@@ -20,6 +20,7 @@ LOG = "_transaction_log"
 NOW_RETENTION = {
     "spark.indextables.state.retention.hours": "0",
     "spark.indextables.state.gc.minManifestAgeHours": "0",
+    "spark.indextables.state.gc.allowUnsafeMinManifestAge": "true",  # these tests expire at once
 }
 
 

@@ -146,6 +146,7 @@ def test_parallel_appends_with_cleanup_after_every_checkpoint(
         "spark.indextables.state.retention.hours": "0",
         "spark.indextables.purge.txLogRetentionHours": "0",
         "spark.indextables.state.gc.minManifestAgeHours": str(2 / 3600),
+        "spark.indextables.state.gc.allowUnsafeMinManifestAge": "true",  # the race this test provokes
     }
     options = {**storage, **retention}
     make_table(uri, options)
