@@ -8,6 +8,7 @@ contains credentials.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import shlex
 import sys
@@ -23,11 +24,22 @@ from indextables_contract.errors import IndexTablesError
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:
+    """``-o key=value`` pairs. A key no log or storage setting has is an error naming the closest one
+    (the library ignores unknown ``spark.indextables.*`` keys, as Spark sessions pass every setting to
+    every operation, but a key typed on a command line is meant for this command)."""
+    from executor_lib.log.config import OPTION_NAMES
+    from executor_lib.storage import STORAGE_OPTION_NAMES
+
+    known = {f"spark.indextables.{name}" for name in OPTION_NAMES} | set(STORAGE_OPTION_NAMES)
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise SystemExit(f"indextables: option {pair!r} must look like key=value")
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise SystemExit(f"indextables: unknown option {key!r}{hint}")
         out[key] = value
     return out
 

@@ -43,6 +43,8 @@ _S3_FIELDS = {
     "connect_timeout",
     "read_timeout",
 }
+# Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
+STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES))
 
 
 def normalize_uri(uri: str) -> str:

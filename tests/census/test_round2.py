@@ -17,7 +17,7 @@
   table's splits, and ``--cache-dir /dev/null`` was a traceback;
 * hole 10: classifying an error's text was quadratic in a run of word characters;
 * low: 2,000 nested ``NOT`` (SQL or filter JSON) was a ``RecursionError``, ``LIMIT 99999999999999999999``
-  a bare ``Py4JError``.
+  a bare ``Py4JError``, and a misspelt ``-o spark.indextables.*`` option was ignored by the CLI.
 """
 
 from __future__ import annotations
@@ -264,3 +264,12 @@ def test_hole5_a_manifest_age_that_endangers_concurrent_writers_is_refused(tmp_p
         "spark.indextables.state.gc.allowUnsafeMinManifestAge": "true",
     }
     assert executor_lib.create_table(str(tmp_path / "b"), SCHEMA, **single_writer).config.gc_min_manifest_age_hours == 0
+
+
+def test_low_a_misspelt_cli_option_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _table(tmp_path / "t", {}, commits=1)
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["checkpoint", str(tmp_path / "t"), "-o", "spark.indextables.checkpoint.intreval=5"])
+    assert "did you mean spark.indextables.checkpoint.interval?" in str(exited.value)
+    assert cli_main(["checkpoint", str(tmp_path / "t"), "-o", "spark.indextables.checkpoint.interval=5"]) == 0
+    capsys.readouterr()
