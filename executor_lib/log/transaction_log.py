@@ -568,6 +568,16 @@ class TransactionLog:
             mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
             if effective is not None and mapping is not None:
                 check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, self.uri)
+        spelled_as_uri = [a for a in actions if isinstance(a, AddAction) and "://" in a.path]
+        if spelled_as_uri:  # rare: only then is the table's live list read for this check
+            live_keys = {table_key(self.uri, p): p for p in self.snapshot(read_version).state.files}
+            for a in spelled_as_uri:
+                existing = live_keys.get(table_key(self.uri, a.path))
+                if existing is not None and existing != a.path:
+                    raise InvalidActionError(
+                        f"add {a.path!r}: the file is already live as {existing!r} (one file, two spellings: its "
+                        "rows would be read twice)"
+                    )
         removed = [a.path for a in actions if isinstance(a, RemoveAction)]
         if removed:
             live = self.snapshot(read_version).state.files

@@ -6,6 +6,7 @@
 * hole 3: an add path spelled ``file:/abs/...`` or percent-escaped was accepted at commit, unreadable
   on read, and its live split deleted by PURGE;
 * hole 4: a live split whose name holds ``.tmp-`` was hidden from listings and swept as a leftover;
+* low: a split re-added as a full URI while live under its relative path was listed twice (rows doubled);
 * hole 5: ``state.gc.minManifestAgeHours=0`` was accepted, and a concurrent cleanup could then delete a
   manifest another writer's new state referenced;
 * hole 7: a corrupt schema read through a pruned listing, a NUL byte in a path or a partition value
@@ -273,3 +274,15 @@ def test_low_a_misspelt_cli_option_is_named(tmp_path: Path, capsys: pytest.Captu
     assert "did you mean spark.indextables.checkpoint.interval?" in str(exited.value)
     assert cli_main(["checkpoint", str(tmp_path / "t"), "-o", "spark.indextables.checkpoint.interval=5"]) == 0
     capsys.readouterr()
+
+
+def test_low_a_live_split_re_added_in_another_spelling_is_refused(tmp_path: Path) -> None:
+    import dataclasses
+
+    root = tmp_path / "t"
+    log = _table(root, {}, commits=1)
+    (live,) = log.snapshot().files
+    uri = f"{log.store.root_uri}/{live.path}"
+    with pytest.raises(errors.InvalidActionError, match="already live as"):
+        log.commit([dataclasses.replace(live, path=uri)])
+    assert len(executor_lib.open_log(str(root)).snapshot().files) == 1
