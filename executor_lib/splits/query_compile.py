@@ -48,6 +48,7 @@ from indextables_contract.errors import QueryError, QuerySyntaxError
 
 _OCCUR = {MUST: tantivy.Occur.Must, SHOULD: tantivy.Occur.Should, MUST_NOT: tantivy.Occur.MustNot}
 _FUZZY = re.compile(r"~\d+$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and return are spaces
 # Compiled queries by (doc mapping, query, default fields, list columns): splits of one doc mapping
 # have one Tantivy schema, so a task searching many splits reads and compiles a query once (a
 # wildcard's regex costs about 0.4 ms to build). Bounded; errors are not kept.
@@ -71,6 +72,9 @@ def compile_query(
     Example: ``compile_query(index, mapping, QueryString("Config*", "message"), [])`` is a regex
     query for ``config.*`` on ``message``.
     """
+    bad = _CONTROL.search(query.query)
+    if bad is not None:  # NUL and 0x01 are Tantivy's JSON path delimiters: it panics on them
+        raise QueryError(f"query {query.query!r}: control character {bad.group()!r} at position {bad.start()}")
     key = (mapping, query.query, query.column, tuple(default_fields), frozenset(list_columns))
     compiled = _COMPILED.get(key)
     if compiled is None:
@@ -154,6 +158,8 @@ class _Compiler:
             target = self.resolve(leaf.field) if leaf.field is not None else None
             if target is not None and target[1]:
                 return self.json_regex(leaf, *target)
+        if leaf.kind == "exists" and leaf.field is not None and self.resolve(leaf.field) is None:
+            raise self.fail(f"{leaf.field}:* names no field of the table")  # Tantivy would fail only at search
         return self.delegate(leaf)
 
     # -- fields --

@@ -292,7 +292,10 @@ class SplitSearcher:
 
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
-        return int(self.searcher.search(self._query(query), 1, count=True).count)
+        try:
+            return int(self.searcher.search(self._query(query), 1, count=True).count)
+        except ValueError as e:  # e.g. an exists query on a field the split lacks
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
 
     @guarded(lambda self, *a, **k: f"aggregation on split {self.split}")
     def aggregate(self, aggregations: Mapping[str, Any], query: str | filters.Filter | None = None) -> dict[str, Any]:
