@@ -196,6 +196,48 @@ def test_nested_columns_round_trip_and_answer_nested_queries(spark: Any, tmp_pat
     assert sorted(r["id"] for r in spark_side.collect()) == [1, 2]
 
 
+def test_the_jvms_indexquery_boolean_cases(spark: Any, tmp_path: Path) -> None:
+    """IndexTables4Spark's IndexQueryBooleanTest: index operators under SQL OR, AND and NOT, mixed with
+    plain predicates, and ``_indexall`` over several text columns."""
+    def table(name: str, rows: list[tuple[Any, ...]], schema: str) -> str:
+        path = str(tmp_path / name)
+        df = spark.createDataFrame(rows, schema)
+        text = {f"spark.indextables.indexing.typemap.{c}": "text" for c in ("url", "content", "tags") if c in df.columns}
+        connect_plugin.write(df, path, options=text)
+        return path
+
+    def ids_of(path: str, where: str) -> list[Any]:
+        return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{path}` WHERE {where} ORDER BY id").collect()]
+
+    urls = table("urls", [(1, "user1", "https://community.example.com/page"), (2, "user2", "https://curl.example.com/download"),
+                          (3, "user3", "https://other.example.com/page"), (4, "user1", "https://community.example.com/forum")],
+                 "id int, uid string, url string")  # fmt: skip
+    assert ids_of(urls, "url indexquery 'community OR curl'") == [1, 2, 4]
+    assert ids_of(urls, "(url indexquery 'community') OR (url indexquery 'curl')") == [1, 2, 4]
+    mixed = table("mixed", [(1, "user1", "CRITICAL", "https://one.example.com/page"),
+                            (2, "user1", "CLASS2", "https://two.example.com/download"),
+                            (3, "user1", "CLASS1", "https://two.example.com/page"),
+                            (4, "user1", "CLASS2", "https://one.example.com/forum"),
+                            (5, "user2", "CRITICAL", "https://three.example.com/page")],
+                  "id int, uid string, urgency string, url string")  # fmt: skip
+    where = ("uid = 'user1' AND ((urgency = 'CRITICAL' AND url indexquery 'one') "
+             "OR (urgency <> 'CLASS2' AND url indexquery 'two'))")  # fmt: skip
+    assert ids_of(mixed, where) == [1, 3]
+    nested = table("nested", [(1, "term1", "active", 10), (2, "term2", "inactive", 5), (3, "term1", "inactive", 8),
+                              (4, "term2", "active", 3), (5, "other", "active", 15)],
+                   "id int, content string, status string, priority int")  # fmt: skip
+    where = "((content indexquery 'term1') OR (content indexquery 'term2')) AND (status = 'active' OR priority > 5)"
+    assert ids_of(nested, where) == [1, 3, 4]
+    negated = table("negated", [(1, "excluded term here", "active"), (2, "good content", "active"),
+                                (3, "excluded term also", "inactive"), (4, "another good one", "active")],
+                    "id int, content string, status string")  # fmt: skip
+    assert ids_of(negated, "NOT (content indexquery 'excluded') AND status = 'active'") == [2, 4]
+    docs = table("docs", [("doc1", "apache spark", "distributed"), ("doc2", "machine learning", "spark"),
+                          ("doc3", "data engineering", "pipelines"), ("doc4", "streaming", "spark applications")],
+                 "id string, content string, tags string")  # fmt: skip
+    assert ids_of(docs, "_indexall indexquery 'spark'") == ["doc1", "doc2", "doc4"]
+
+
 def test_tables_by_name(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "named"
     connect_plugin.write(make_df(spark, 12), str(table), options=TEXT_OPTS)
