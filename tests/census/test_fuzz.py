@@ -109,7 +109,11 @@ def test_fuzzed_query_text_compiles_or_fails_typed(tmp_path: Path) -> None:
             _survives(lambda query=query: searcher.count(query), (errors.QueryError,), f"query {text!r} on {column}")
 
 
-def test_fuzzed_cli_flags_exit_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzzed_cli_flags_exit_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # junk arguments become relative paths (a cache directory named "x=y"): they land in tmp_path
+    monkeypatch.chdir(tmp_path)
     schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
     log = executor_lib.create_table(str(tmp_path / "t"), schema)
     log.commit([write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(schema, {}))])
