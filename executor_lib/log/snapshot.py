@@ -71,6 +71,11 @@ SUPPORTED_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {"checkpoint"}
 log = logging.getLogger(__name__)
 
 
+def _all_retained(listing: LogListing, first: int, last: int) -> bool:
+    """Whether the version files ``first``..``last`` are all listed (an exact replay is possible)."""
+    return all(v in listing.versions for v in range(first, last + 1))
+
+
 @dataclass
 class LogListing:
     """What one listing of ``_transaction_log/`` found (from ``start_after_version`` on)."""
@@ -344,7 +349,7 @@ class SnapshotLoader:
         )
         damaged: CorruptLogError | None = None  # the newest state that failed its checks
         for v, kind in candidates:
-            if damaged is not None and any(x not in listing.versions for x in range(v + 1, target + 1)):
+            if damaged is not None and not _all_retained(listing, v + 1, target):
                 raise damaged  # an older base would need version files that are gone: not exact
             try:  # a damaged checkpoint or state manifest: an older base, where that is exact
                 if kind == "checkpoint":
@@ -361,7 +366,7 @@ class SnapshotLoader:
             return state, f"state-v{version_name(v)}", manifest
         if not listing.complete:
             raise _NeedFullListing()
-        if damaged is not None and any(x not in listing.versions for x in range(0, target + 1)):
+        if damaged is not None and not _all_retained(listing, 0, target):
             raise damaged
         return EMPTY_STATE, "log", None
 

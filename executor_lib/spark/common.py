@@ -80,14 +80,22 @@ def _dates_against_timestamps(f: F.Filter, schema: pa.Schema, time_zone: str) ->
     """A date column compared with a timestamp literal (``d > '2024-01-01 10:00'``), as Spark compares
     them: the date as midnight of that day in the session's zone. So ``d > '2024-01-01 10:00'`` is
     ``d >= 2024-01-02``, and ``d = '2024-01-01 10:00'`` holds for no row."""
+    return _map_comparisons(f, schema, lambda c, t: _date_comparison(c, time_zone) if pa.types.is_date(t) else c)
+
+
+def _map_comparisons(f: F.Filter, schema: pa.Schema, change: Any) -> F.Filter:
+    """``f`` with each comparison (Term, TermIn, Between) on a top-level column replaced by
+    ``change(comparison, column type)``."""
     if isinstance(f, (F.And, F.Or)):
-        return type(f)(tuple(_dates_against_timestamps(c, schema, time_zone) for c in f.children))
+        return type(f)(tuple(_map_comparisons(c, schema, change) for c in f.children))
     if isinstance(f, F.Not):
-        return F.Not(_dates_against_timestamps(f.child, schema, time_zone))
+        return F.Not(_map_comparisons(f.child, schema, change))
     if not isinstance(f, (F.Term, F.TermIn, F.Between)) or f.column not in schema.names:
         return f
-    if not pa.types.is_date(schema.field(f.column).type):
-        return f
+    return change(f, schema.field(f.column).type)
+
+
+def _date_comparison(f: F.Term | F.TermIn | F.Between, time_zone: str) -> F.Filter:
     if isinstance(f, F.Term):
         wall = _wall_time(f.value, time_zone)
         if wall is None:
@@ -144,13 +152,10 @@ def comparable_numbers(f: F.Filter, schema: pa.Schema) -> F.Filter:
     Example: ``comparable_numbers(F.gt("n", 0.5), schema)`` is ``F.Between("n", 1, None, True, True)``
     for an int64 column ``n``.
     """
-    if isinstance(f, (F.And, F.Or)):
-        return type(f)(tuple(comparable_numbers(c, schema) for c in f.children))
-    if isinstance(f, F.Not):
-        return F.Not(comparable_numbers(f.child, schema))
-    if not isinstance(f, (F.Term, F.TermIn, F.Between)) or f.column not in schema.names:
-        return f
-    t = schema.field(f.column).type
+    return _map_comparisons(f, schema, _number_comparison)
+
+
+def _number_comparison(f: F.Term | F.TermIn | F.Between, t: pa.DataType) -> F.Filter:
     if pa.types.is_floating(t):
         return F.map_values(f, lambda _c, v: float(v) if isinstance(v, Decimal) else v)
     if not pa.types.is_integer(t):

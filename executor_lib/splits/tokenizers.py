@@ -17,12 +17,15 @@ SPLITS does not re-tokenize).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 import tantivy
 
 from executor_lib.splits.doc_mapping import DEFAULT_MAX_TOKEN_LENGTH, LIMITED_TOKENIZERS
+
+_ALNUM_RUN = re.compile(r"[^\W_]+")  # a run of letters and digits: a token of the simple tokenizer
 
 
 def analyzer_name(tokenizer: str, max_token_length: int | None) -> str:
@@ -85,16 +88,5 @@ def long_tokens(tokenizer: str, text: str, max_token_length: int | None) -> list
     if tokenizer not in LIMITED_TOKENIZERS:
         return []
     limit = DEFAULT_MAX_TOKEN_LENGTH if max_token_length is None else max_token_length
-    if tokenizer == "whitespace":
-        words = text.split()
-    else:
-        words, current = [], []
-        for ch in text:
-            if ch.isalnum():
-                current.append(ch)
-            elif current:
-                words.append("".join(current))
-                current = []
-        if current:
-            words.append("".join(current))
+    words = text.split() if tokenizer == "whitespace" else _ALNUM_RUN.findall(text)
     return [w for w in words if len(w.encode()) >= limit]

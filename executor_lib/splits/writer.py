@@ -418,12 +418,19 @@ def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:
     for f in mapping.fields:
         col = batch.column(f.name)
         if _has_stats(col.type):
-            result = pc.min_max(col)
-            high = result["max"].as_py()
-            if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
-                high = float("nan")  # Spark orders NaN above every number: it is the maximum
-            columns[f.name] = pa.array([result["min"].as_py(), high], col.type)
+            columns[f.name] = pa.array(list(_min_max(col)), col.type)
     return pa.table(columns) if columns else pa.table({"_": pa.nulls(2)})
+
+
+def _min_max(col: pa.Array | pa.ChunkedArray) -> tuple[Any, Any]:
+    """A column's minimum and maximum in Spark's order, where NaN is above every number (Arrow's
+    ``min_max`` leaves NaN out): a float column holding NaN has the maximum NaN."""
+    result = pc.min_max(col)
+    low, high = result["min"].as_py(), result["max"].as_py()
+    if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+        high = float("nan")
+        low = high if low is None else low
+    return low, high
 
 
 def _stat_text(value: Any) -> str:
@@ -440,11 +447,7 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
             continue
         col = table.column(f.name)
         t = col.type
-        result = pc.min_max(col)
-        low, high = result["min"].as_py(), result["max"].as_py()
-        if pa.types.is_floating(t) and pc.any(pc.is_nan(col)).as_py():
-            high = float("nan")
-            low = low if low is not None else high
+        low, high = _min_max(col)
         if low is None:
             continue
         low_s, high_s = (_stat_text(v) for v in (low, high))
