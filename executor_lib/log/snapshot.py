@@ -276,12 +276,17 @@ class SnapshotLoader:
             raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
         return latest
 
-    def load(self, version: int | None = None, predicates: Sequence[Any] = ()) -> Snapshot:
+    def load(self, version: int | None = None, predicates: Sequence[Any] = (), files: bool = True) -> Snapshot:
         """The snapshot at ``version`` (default latest).
 
         With ``predicates``, Avro manifests whose partition bounds cannot match are not read:
         the snapshot then holds only a superset of the matching files (``Snapshot.pruned``).
+        ``files=False``: the version, protocol and metadata only — an Avro state's manifests are not
+        read at all (what a commit needs to know of the head, at any table size); the snapshot's
+        files are then only those the version files after the state add (``Snapshot.pruned``).
         """
+        if not files:
+            predicates = _NO_FILES
         with _gc_paused():
             try:
                 return self._load_listed(self.listing(version), version, predicates)
@@ -388,7 +393,9 @@ class SnapshotLoader:
             )
         check_readable(protocol, self.store.root_uri)
         manifest_filter = None
-        if predicates:
+        if predicates is _NO_FILES:
+            manifest_filter = lambda info: False  # noqa: E731
+        elif predicates:
             from executor_lib.log.pruning import bounds_may_match, column_types
 
             types = column_types(metadata.schema_string)
@@ -491,6 +498,10 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+# The ``predicates`` of a head-only load (``SnapshotLoader.load(files=False)``): no manifest matches.
+_NO_FILES: Sequence[Any] = ("no files",)
 
 
 class _NeedFullListing(Exception):

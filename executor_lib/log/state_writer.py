@@ -11,10 +11,12 @@ B+1..N. Only the files those versions add go into a new manifest; removed paths 
 tombstones; every existing manifest is referenced, not rewritten — a commit costs
 O(files it adds or removes + manifests + tombstones), not O(table).
 
+Small manifests are merged, smallest first, when more than ``compaction.maxManifests`` are not
+full (a tiered merge: at most ~1.5 manifests of entries per commit, whatever the table's size).
 Compaction (all live files rewritten into fresh manifests, no tombstones) happens when
-tombstones exceed ``compaction.tombstoneThreshold`` of the entries, manifests exceed
-``compaction.maxManifests``, a removed file's size is unknown, a removed path is re-added,
-or it is forced. The state manifest is written with put-if-absent: if it already exists,
+tombstones exceed ``compaction.tombstoneThreshold`` of the entries, a removed file's size is
+unknown, a removed path is re-added, or it is forced — never because of the manifest count, so
+a compacted state cannot trigger the next compaction. The state manifest is written with put-if-absent: if it already exists,
 another writer derived the same version's state from the same log, which is equivalent.
 Manifests written by a writer that crashes before its state manifest are orphans that no
 state references (manifest GC collects them later).
@@ -483,6 +485,12 @@ def _metadata_json(metadata: MetadataAction) -> str:
     return json.dumps({"metaData": metadata.to_json_dict()}, separators=(",", ":"))
 
 
+def _partition_order(add: AddAction) -> tuple[list[tuple[str, str]], str]:
+    """Manifest order: clustered by partition, so that each manifest covers few partitions (tight
+    bounds prune well)."""
+    return sorted((k, v or "") for k, v in add.partition_values.items()), add.path
+
+
 def build_compacted_state(
     store: Any,
     version: int,
@@ -498,8 +506,7 @@ def build_compacted_state(
     now = int(time.time() * 1000)
     registry = dict(registry)
     files = _dedupe_doc_mappings(files, registry)
-    # clustered by partition so that each manifest covers few partitions (tight bounds prune well)
-    live = sorted(files, key=lambda a: (sorted((k, v or "") for k, v in a.partition_values.items()), a.path))
+    live = sorted(files, key=_partition_order)
     chunk = config.state_entries_per_manifest
     infos = tuple(
         write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
@@ -545,16 +552,71 @@ def _net_changes(versions: Sequence[tuple[int, Sequence[Action]]]) -> _Delta:
 
 
 def needs_compaction(base: StateManifest, delta: _Delta, config: LogConfig) -> bool:
+    """Whether the state after ``delta`` must be rewritten whole (``build_compacted_state``).
+
+    Only changes a full rewrite pays for once per a large share of the table trigger it: tombstones
+    above ``compaction.tombstoneThreshold`` of the entries, a large remove, a removed file of unknown
+    size, a path added again. The number of manifests never does (``_small_manifest_merges`` bounds
+    it at O(one manifest) per commit), so a freshly compacted state cannot trigger another compaction.
+    """
     tombstones = len(base.tombstones) + len(delta.removed)
     entries = sum(i.num_entries for i in base.manifests) + len(delta.added)
     return (
         (entries > 0 and tombstones / entries > config.compaction_tombstone_threshold)
-        or len(base.manifests) + 1 > config.compaction_max_manifests
         or len(delta.removed) >= config.compaction_large_remove_threshold
         or any(r.size is None for r in delta.removed.values())
         or any(path in base.tombstones for path in delta.added)
         or bool(delta.replaced)
     )
+
+
+def full_manifest_entries(config: LogConfig) -> int:
+    """Entries from which a manifest counts as full: half of ``state.entriesPerManifest``. Full
+    manifests are rewritten only by a compaction; smaller ones are merged with each other."""
+    return max(1, config.state_entries_per_manifest // 2)
+
+
+def _next_small_merge(infos: Sequence[ManifestInfo], config: LogConfig) -> list[ManifestInfo]:
+    """The manifests to merge next, or none: while more than ``compaction.maxManifests`` manifests are
+    not full, the smallest of them — at least two, at most half the limit, and no more entries than
+    one manifest holds beyond the first two. Smallest first makes it a tiered (LSM-style) merge: an
+    entry is rewritten about log_{maxManifests/2}(entriesPerManifest) times over its life, and one
+    merge reads and writes at most about 1.5 manifests' worth of entries, whatever the table's size."""
+    small = sorted((i for i in infos if i.num_entries < full_manifest_entries(config)), key=lambda i: i.num_entries)
+    if len(small) <= config.compaction_max_manifests:
+        return []
+    fanout = max(2, config.compaction_max_manifests // 2)
+    chosen, total = small[:2], small[0].num_entries + small[1].num_entries
+    for info in small[2:fanout]:
+        if total + info.num_entries > config.state_entries_per_manifest:
+            break
+        chosen.append(info)
+        total += info.num_entries
+    return chosen
+
+
+def _merge_small_manifests(
+    store: Any,
+    infos: list[ManifestInfo],
+    tombstones: frozenset[str],
+    version: int,
+    config: LogConfig,
+) -> tuple[list[ManifestInfo], frozenset[str]]:
+    """``infos`` with their small manifests merged (``_next_small_merge``) until few enough are left,
+    and ``tombstones`` without the paths whose entries a merge dropped."""
+    while merge := _next_small_merge(infos, config):
+        probe = StateManifest(state_version=version, source="", manifests=tuple(merge))
+        entries = list(read_state_files(store, probe, config.state_read_parallelism))
+        dropped = frozenset(a.path for a in entries if a.path in tombstones)
+        live = sorted((a for a in entries if a.path not in dropped), key=_partition_order)
+        now = int(time.time() * 1000)
+        chunk = config.state_entries_per_manifest
+        merged = [write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
+                  for i in range(0, len(live), chunk)]  # fmt: skip
+        chosen = {id(i) for i in merge}
+        infos = [i for i in infos if id(i) not in chosen] + merged
+        tombstones = tombstones - dropped
+    return infos, tombstones
 
 
 def build_incremental_state(
@@ -585,6 +647,7 @@ def build_incremental_state(
     entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
     chunk = config.state_entries_per_manifest
     infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
+    infos, tombstones = _merge_small_manifests(store, infos, base.tombstones | frozenset(delta.removed), target, config)
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())
     return StateManifest(
         state_version=target,
@@ -595,7 +658,7 @@ def build_incremental_state(
         total_bytes=base.total_bytes + sum(a.size for a, _ in delta.added.values()) - removed_bytes,
         protocol_version=4,
         manifests=tuple(infos),
-        tombstones=base.tombstones | frozenset(delta.removed),
+        tombstones=tombstones,
         schema_registry=registry,
         metadata_json=_metadata_json(metadata),
         streaming_txns_json=encode_txns(streaming_txns) if streaming_txns else None,

@@ -533,7 +533,8 @@ class TransactionLog:
                     return self._head
                 except ObjectNotFoundError:  # log retention deleted one meanwhile: load from its checkpoint
                     pass
-        snap = self._refresh_snapshot()
+        cached = self._snapshot
+        snap = self._refresh_snapshot() if cached is not None else self._loader.load(files=False)
         self._head = _Head(snap.version, snap.protocol, snap.state.metadata, self._committed_by_state(snap))
         return self._head
 

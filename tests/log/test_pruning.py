@@ -10,7 +10,7 @@ import pytest
 
 import executor_lib
 from executor_lib.log.pruning import bounds_may_match
-from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.actions import AddAction, RemoveAction
 from indextables_contract.errors import ConfigError
 from indextables_contract.filters import Between, Term, TermIn, ge, gt, le, lt
 from tests.conftest import COMPAT_ROOT
@@ -121,10 +121,13 @@ def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
     assert ranged.manifests_read == 2 and len(ranged.files) == 6
     # after compaction manifests are clustered by partition: 31 files, 6 per manifest
     compacting = {
-        "spark.indextables.state.compaction.maxManifests": "1",
         "spark.indextables.state.entriesPerManifest": "6",
+        "spark.indextables.state.compaction.tombstoneThreshold": "0",  # any remove compacts
     }
-    executor_lib.open_log(uri, **compacting).commit([add("2024-01-11")])
+    executor_lib.open_log(uri).commit([add("2024-01-11"), add("2024-01-11")])
+    extra = next(f for f in executor_lib.open_log(uri).snapshot().files if f.partition_values["date"] == "2024-01-11")
+    removal = RemoveAction(extra.path, 1, size=extra.size, partition_values=extra.partition_values)
+    executor_lib.open_log(uri, **compacting).commit([removal])
     compacted = executor_lib.open_log(uri).list_files([Term("date", "2024-01-04")])
     assert compacted.manifests_total == 6 and compacted.manifests_read <= 2
     assert len(compacted.files) == 3

@@ -12,8 +12,8 @@ import fastavro
 import pytest
 
 import executor_lib
-from executor_lib.log.avro_state import read_state_manifest
-from executor_lib.protocol.actions import RemoveAction
+from executor_lib.log.avro_state import read_state_files, read_state_manifest
+from executor_lib.protocol.actions import AddAction, RemoveAction
 from executor_lib.storage import open_store
 from indextables_contract.errors import UnsupportedProtocolError
 from tests.conftest import COMPAT_ROOT
@@ -107,14 +107,62 @@ def test_tombstones_then_compaction(table: Table) -> None:
     assert {f.path for f in snap.files} == {f.path for f in files[4:]}
 
 
-def test_manifest_count_triggers_compaction(table: Table) -> None:
+def test_small_manifests_merge_without_compaction(table: Table) -> None:
+    """Past ``maxManifests`` small manifests, the smallest are merged; full ones are never rewritten."""
     uri, options = table
-    log = make_table(uri, options, **{"spark.indextables.state.compaction.maxManifests": "4"})
-    for _ in range(6):
+    limits = {"spark.indextables.state.compaction.maxManifests": "4", "spark.indextables.state.entriesPerManifest": "8"}
+    log = make_table(uri, options, **limits)
+    log.commit([add() for _ in range(16)])  # two full manifests
+    full = {m.path for m in state(uri, options, 1).manifests}
+    for v in range(2, 42):
         log.commit([add()])
-    counts = [len(state(uri, options, v).manifests) for v in range(1, 7)]
-    assert counts == [1, 2, 3, 4, 1, 2]
-    assert len(executor_lib.open_log(uri, **options).snapshot().files) == 6
+        s = state(uri, options, v)
+        small = [m for m in s.manifests if m.num_entries < 4]
+        assert len(small) <= 4, f"version {v}: {len(small)} small manifests, limit 4"
+        assert full <= {m.path for m in s.manifests}, f"version {v} rewrote a full manifest"
+        assert sum(m.num_entries for m in s.manifests) == s.num_files == 16 + v - 1
+    merged = [m for m in state(uri, options, 41).manifests if m.path not in full]
+    assert any(m.num_entries >= 4 for m in merged)  # one-file manifests merged into bigger ones
+    assert len(executor_lib.open_log(uri, **options).snapshot().files) == 56
+
+
+def test_compacted_state_does_not_compact_again(table: Table) -> None:
+    """A compaction leaves more manifests than ``maxManifests`` when the table needs them; the next
+    commit references them all and writes only its own (the JVM's rule compacted again, forever)."""
+    uri, options = table
+    limits = {"spark.indextables.state.compaction.maxManifests": "3", "spark.indextables.state.entriesPerManifest": "4"}
+    log = make_table(uri, options, **limits)
+    log.commit([add() for _ in range(40)])
+    log.checkpoint()
+    compacted = state(uri, options, 1).manifests
+    assert len(compacted) == 10
+    log.commit([add()])
+    after = state(uri, options, 2).manifests
+    assert after[:10] == compacted and len(after) == 11 and after[10].num_entries == 1
+
+
+def test_merge_drops_tombstoned_entries(table: Table) -> None:
+    """Merging small manifests drops the entries of removed files, and with them their tombstones."""
+    uri, options = table
+    limits = {
+        "spark.indextables.state.compaction.maxManifests": "2",
+        "spark.indextables.state.entriesPerManifest": "100",
+        "spark.indextables.state.compaction.tombstoneThreshold": "0.9",
+    }
+    log = make_table(uri, options, **limits)
+    for _ in range(2):
+        log.commit([add()])
+    gone = next(f for f in log.snapshot().files if f.path in {e.path for e in _entries(uri, options, 1)})
+    log.commit([RemoveAction(gone.path, 1, size=gone.size, partition_values=gone.partition_values)])
+    assert state(uri, options, 3).tombstones == {gone.path}
+    log.commit([add()])  # three small manifests > 2: the two smallest (1 entry each) merge
+    s = state(uri, options, 4)
+    assert s.tombstones == frozenset() and len(s.manifests) == 2
+    assert s.num_files == len(log.snapshot().files) == 2 == sum(m.num_entries for m in s.manifests)
+
+
+def _entries(uri: str, options: dict[str, str], version: int) -> list[AddAction]:
+    return list(read_state_files(open_store(uri, **options), state(uri, options, version)))
 
 
 def test_entries_per_manifest_and_embedded_metadata(table: Table) -> None:
