@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from executor_lib.protocol.hotcache import build_hotcache
+from executor_lib.protocol.hotcache import HotCache, build_hotcache, parse_hotcache
 from indextables_contract.errors import CorruptSplitError
 
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
@@ -191,6 +191,21 @@ def read_footer(path: Path) -> BundleFooter:
                 break
             tail = os.pread(f.fileno(), needed, size - needed)
     return parse_footer(tail, size, str(path))
+
+
+def read_hotcache(path: Path) -> HotCache:
+    """The parsed hotcache of a local split.
+
+    Raises:
+        CorruptSplitError: the split is shorter than its hotcache says, or the hotcache does not
+            parse (``hotcache.parse_hotcache``); the message names ``path``.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        (length,) = _U32.unpack(os.pread(f.fileno(), 4, max(0, size - 4)).rjust(4, b"\0"))
+        if size < 4 + length:
+            raise CorruptSplitError(f"{path}: hotcache of {length} bytes does not fit in the {size}-byte split")
+        return parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), str(path))
 
 
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
