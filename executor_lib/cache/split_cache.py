@@ -177,8 +177,8 @@ class SplitCache:
             start = max(0, size - footer_length_hint())
             tail = store.read_range(add.path, start, size - start)
             for _ in range(3):  # a footer longer than the hint (many segments): read what it needs
-                needed = footer_length_needed(tail)
-                if needed <= len(tail) or needed > size:
+                needed = footer_length_needed(tail, size)
+                if needed <= len(tail):
                     break
                 tail = store.read_range(add.path, size - needed, needed)
         footer = parse_footer(tail, size, uri)

@@ -137,22 +137,23 @@ def footer_length_hint() -> int:
     return 64 * 1024
 
 
-def footer_length_needed(tail: bytes) -> int:
-    """How many bytes from the end of a split its footer (bundle metadata and hotcache) spans, as
-    far as the last ``len(tail)`` bytes tell: more than ``len(tail)`` means read that many and ask
-    again (at most three rounds); otherwise the footer is within ``tail``.
+def footer_length_needed(tail: bytes, file_size: int) -> int:
+    """How many bytes from the end of a split of ``file_size`` bytes its footer (bundle metadata
+    and hotcache) spans, as far as its last ``len(tail)`` bytes tell. More than ``len(tail)``
+    means: read that many and ask again (where the metadata's length is not in ``tail`` yet, the
+    answer adds ``footer_length_hint()`` for it, so a second read mostly suffices).
 
     Example:
-        >>> footer_length_needed(struct.pack("<I", 3000))  # a 3000-byte hotcache: read 3008 bytes
-        3008
+        >>> footer_length_needed(struct.pack("<II", 0, 3000), 10**6)  # a 3000-byte hotcache
+        68544
     """
-    if len(tail) < 4:
-        return 4
+    if len(tail) < 8:
+        return min(file_size, footer_length_hint())
     (hotcache_len,) = _U32.unpack(tail[-4:])
     if len(tail) < 8 + hotcache_len:
-        return 8 + hotcache_len
+        return min(file_size, 8 + hotcache_len + footer_length_hint())
     (header_len,) = _U32.unpack(tail[len(tail) - 8 - hotcache_len : len(tail) - 4 - hotcache_len])
-    return 8 + hotcache_len + header_len
+    return min(file_size, 8 + hotcache_len + header_len)
 
 
 def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
@@ -186,8 +187,8 @@ def read_footer(path: Path) -> BundleFooter:
     with open(path, "rb") as f:
         tail = os.pread(f.fileno(), min(size, footer_length_hint()), max(0, size - footer_length_hint()))
         for _ in range(3):
-            needed = footer_length_needed(tail)
-            if needed <= len(tail) or needed > size:
+            needed = footer_length_needed(tail, size)
+            if needed <= len(tail):
                 break
             tail = os.pread(f.fileno(), needed, size - needed)
     return parse_footer(tail, size, str(path))
