@@ -384,9 +384,9 @@ def choose_ranges(name: str, length: int, read: Callable[[int, int], bytes]) -> 
     - ``.store``: the skip index and the doc store footer; ``.fast``: the column dictionary and
       the columnar footer.
 
-    Not cached, though Quickwit would: whole FST term dictionaries (IndexTables4Spark's Tantivy
-    reads only SSTable dictionaries, PROTOCOL.md §15) and fieldnorms (a byte per document).
-    No range above ``MAX_RANGE_BYTES`` is cached. Where a layout does not parse as expected, the
+    Not cached, though Quickwit's tracing would record it: a whole FST term dictionary, which
+    ``TermDictionary::open`` reads (IndexTables4Spark's Tantivy refuses FST dictionaries anyway,
+    PROTOCOL.md §15). No range above ``MAX_RANGE_BYTES`` is cached. Where a layout does not parse as expected, the
     last ``SEGMENT_TAIL_BYTES`` are cached instead. A read the cache misses goes to the split
     itself, so a missing range costs a read, never a wrong answer. The real IndexTables4Spark
     splits cache the same shape (small files whole, footers and the indexes before them).
@@ -492,7 +492,8 @@ def build_hotcache(lengths: Mapping[str, int], read: Callable[[str, int, int], b
     """The hotcache of a split whose members have ``lengths``: every index file (``index_files``)
     listed with its length, the ranges of ``choose_ranges`` cached. Other members (this project's
     columnar copy and doc mapping, Quickwit's ``split_fields``) are not Tantivy files and are not
-    listed, as Quickwit lists none but the index's.
+    listed, as Quickwit lists none but the index's. A bundle without ``meta.json`` gets a valid
+    hotcache that lists nothing.
 
     Args:
         lengths: every member's name and byte length.
