@@ -35,7 +35,7 @@ from typing import Any
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
-from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, parse_footer
+from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, footer_length_needed, parse_footer
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
@@ -176,6 +176,11 @@ class SplitCache:
             size = store.head(add.path).size
             start = max(0, size - footer_length_hint())
             tail = store.read_range(add.path, start, size - start)
+            for _ in range(3):  # a footer longer than the hint (many segments): read what it needs
+                needed = footer_length_needed(tail, size)
+                if needed <= len(tail):
+                    break
+                tail = store.read_range(add.path, size - needed, needed)
         footer = parse_footer(tail, size, uri)
         with self._lock:
             self._footers[uri] = (footer, len(tail))

@@ -9,8 +9,12 @@ Layout (as IndexTables4Spark / tantivy4java write it)::
     [u32 LE: length of hotcache]
 
 ``footerStartOffset`` is where the magic starts and ``footerEndOffset`` the file size, so a
-reader fetches the whole footer with one ranged read. This project writes an empty
-hotcache (its readers do not use one).
+reader fetches the whole footer with one ranged read.
+
+The hotcache (``hotcache.py``: format, parser, and what is cached) is what Quickwit's
+``HotDirectory`` opens the index through: it lists the length of every Tantivy file of the
+split and caches the ranges Tantivy reads on open. ``write_bundle`` builds one for every split;
+this project's own readers do not use it (they read the bundle metadata and the members).
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from executor_lib.protocol.hotcache import HotCache, build_hotcache, parse_hotcache
 from indextables_contract.errors import CorruptSplitError
 
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
@@ -78,10 +83,16 @@ def copy_range(source: int, dest: int, start: int, length: int) -> None:
 
 def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> BundleFooter:
     """Write ``files`` (contents, local files, or ranges of local files, copied in the kernel) as
-    one split bundle to ``out``. Returns its footer."""
+    one split bundle to ``out``, with its hotcache (``hotcache.build_hotcache``: built from the
+    members' lengths and the few ranges it caches, read back from the written file). Returns
+    its footer.
+
+    Raises:
+        ValueError: ``files`` holds a ``meta.json`` that is not a Tantivy ``meta.json``.
+    """
     offsets: dict[str, tuple[int, int]] = {}
     position = 0
-    with open(out, "wb", buffering=0) as f:
+    with open(out, "wb+", buffering=0) as f:
         for name, data in files.items():
             if isinstance(data, bytes):
                 _write_all(f.fileno(), data)
@@ -93,12 +104,25 @@ def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> Bu
                     copy_range(source.fileno(), f.fileno(), part.start, length)
             offsets[name] = (position, position + length)
             position += length
+        hot = build_hotcache({n: e - s for n, (s, e) in offsets.items()}, _member_reader(f.fileno(), offsets))
         table = {"files": {n: {"start": s, "end": e} for n, (s, e) in offsets.items()}}
         header = _U32.pack(BUNDLE_MAGIC) + _U32.pack(BUNDLE_VERSION) + json.dumps(table).encode()
-        _write_all(f.fileno(), header + _U32.pack(len(header)) + _U32.pack(0))  # empty hotcache
+        _write_all(f.fileno(), header + _U32.pack(len(header)) + hot + _U32.pack(len(hot)))
         os.fsync(f.fileno())
-    end = position + len(header) + 8
+    end = position + len(header) + 4 + len(hot) + 4
     return BundleFooter(offsets, position, end)
+
+
+def _member_reader(fd: int, offsets: Mapping[str, tuple[int, int]]) -> Callable[[str, int, int], bytes]:
+    """``read(name, start, stop)`` over the members already written to ``fd``."""
+
+    def read(name: str, start: int, stop: int) -> bytes:
+        base, end = offsets[name]
+        if not 0 <= start <= stop <= end - base:
+            raise ValueError(f"{name}: range {start}..{stop} outside the member ({end - base} bytes)")
+        return os.pread(fd, stop - start, base + start)
+
+    return read
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -108,8 +132,28 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def footer_length_hint() -> int:
-    """How many tail bytes to fetch when footer offsets are unknown (footers are small)."""
+    """How many tail bytes to fetch first when footer offsets are unknown (footers are small;
+    ``footer_length_needed`` says whether a larger one needs more)."""
     return 64 * 1024
+
+
+def footer_length_needed(tail: bytes, file_size: int) -> int:
+    """How many bytes from the end of a split of ``file_size`` bytes its footer (bundle metadata
+    and hotcache) spans, as far as its last ``len(tail)`` bytes tell. More than ``len(tail)``
+    means: read that many and ask again (where the metadata's length is not in ``tail`` yet, the
+    answer adds ``footer_length_hint()`` for it, so a second read mostly suffices).
+
+    Example:
+        >>> footer_length_needed(struct.pack("<II", 0, 3000), 10**6)  # a 3000-byte hotcache
+        68544
+    """
+    if len(tail) < 8:
+        return min(file_size, footer_length_hint())
+    (hotcache_len,) = _U32.unpack(tail[-4:])
+    if len(tail) < 8 + hotcache_len:
+        return min(file_size, 8 + hotcache_len + footer_length_hint())
+    (header_len,) = _U32.unpack(tail[len(tail) - 8 - hotcache_len : len(tail) - 4 - hotcache_len])
+    return min(file_size, 8 + hotcache_len + header_len)
 
 
 def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
@@ -141,10 +185,28 @@ def read_footer(path: Path) -> BundleFooter:
     """The footer of a local split file."""
     size = path.stat().st_size
     with open(path, "rb") as f:
-        f.seek(max(0, size - footer_length_hint()))
-        tail = f.read()
-    footer = parse_footer(tail, size, str(path))
-    return footer
+        tail = os.pread(f.fileno(), min(size, footer_length_hint()), max(0, size - footer_length_hint()))
+        for _ in range(3):
+            needed = footer_length_needed(tail, size)
+            if needed <= len(tail):
+                break
+            tail = os.pread(f.fileno(), needed, size - needed)
+    return parse_footer(tail, size, str(path))
+
+
+def read_hotcache(path: Path) -> HotCache:
+    """The parsed hotcache of a local split.
+
+    Raises:
+        CorruptSplitError: the split is shorter than its hotcache says, or the hotcache does not
+            parse (``hotcache.parse_hotcache``); the message names ``path``.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        (length,) = _U32.unpack(os.pread(f.fileno(), 4, max(0, size - 4)).rjust(4, b"\0"))
+        if size < 4 + length:
+            raise CorruptSplitError(f"{path}: hotcache of {length} bytes does not fit in the {size}-byte split")
+        return parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), str(path))
 
 
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:

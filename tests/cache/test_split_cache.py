@@ -274,3 +274,16 @@ def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
     store.put(first.path, store.read(other.path))  # the path now holds the other split
     new = open_searcher(cache, store, first.path, schema, None, other.size)
     assert sorted(new.rows.column("id").to_pylist()) == list(range(10, 35))
+
+
+def test_a_footer_longer_than_the_hint_without_offsets_is_read_whole(tmp_path: Path) -> None:
+    from executor_lib.protocol.actions import AddAction
+    from executor_lib.protocol.bundle import write_bundle
+
+    meta = json.dumps({"segments": [], "padding": "x" * 100_000}).encode()  # cached whole: a 100 KB hotcache
+    (tmp_path / "t").mkdir()
+    written = write_bundle({"meta.json": meta, "data": b"abc"}, tmp_path / "t" / "big.split")
+    add = AddAction("big.split", {}, (tmp_path / "t" / "big.split").stat().st_size, 0, True)  # no footer offsets
+    store = CountingStore(open_store(str(tmp_path / "t")))
+    footer = SplitCache(tmp_path / "cache").footer(store, add)  # type: ignore[arg-type]
+    assert footer == written and store.reads == 2  # the 64 KiB hint, then the whole footer
