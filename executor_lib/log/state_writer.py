@@ -16,10 +16,12 @@ full (a tiered merge: at most ~1.5 manifests of entries per commit, whatever the
 Compaction (all live files rewritten into fresh manifests, no tombstones) happens when
 tombstones exceed ``compaction.tombstoneThreshold`` of the entries, a removed file's size is
 unknown, a removed path is re-added, or it is forced — never because of the manifest count, so
-a compacted state cannot trigger the next compaction. The state manifest is written with put-if-absent: if it already exists,
-another writer derived the same version's state from the same log, which is equivalent.
-Manifests written by a writer that crashes before its state manifest are orphans that no
-state references (manifest GC collects them later).
+a compacted state cannot trigger the next compaction.
+
+The state manifest is written with put-if-absent: if it already exists, another writer derived
+the same version's state from the same log, which is equivalent. Manifests written by a writer
+that crashes before its state manifest are orphans that no state references (manifest GC
+collects them later).
 """
 
 from __future__ import annotations
