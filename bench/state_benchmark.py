@@ -11,6 +11,12 @@ one with a JSON checkpoint — and reports:
   10 files (Avro manifests are immutable, so the process reuses the decoded ones);
 * bytes written to the log by that commit of 10 files (incremental: about equal at every size).
 
+At every size it also measures the log at scale (issue 40) on an Avro table of that many files in
+1,000 partitions, built by commits of at most 100,000 files: ten one-file commits in a row (the
+slowest and the median), one commit of a tenth of the table (at most 100,000 files), a warm snapshot
+after another writer's commit, and in a new process: the snapshot load, its memory (peak RSS
+held after the load) and a one-partition listing. JSON checkpoints are measured up to 200,000 files only.
+
 It also builds a table with 100 partitions and reports the files and manifests a
 partition-pruned listing reads. Ratios are against the JSON checkpoint measured in the same
 run; nothing is asserted (machines are noisy).
@@ -115,6 +121,54 @@ def warm_load(uri: str, state_format: str) -> tuple[float, int]:
     return best, written
 
 
+SCALE_SNIPPET = """
+import json, os, sys, time
+import executor_lib
+from indextables_contract.filters import Term
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+before = rss()
+t = time.perf_counter(); s = executor_lib.open_log(sys.argv[1]).snapshot(); load = time.perf_counter() - t
+grown = (rss() - before) / 1024
+day = s.files[0].partition_values["day"]; del s
+t = time.perf_counter(); listing = executor_lib.open_log(sys.argv[1]).list_files([Term("day", day)])
+print(json.dumps({"load_s": load, "rss_mb": grown / 1024, "listing_s": time.perf_counter() - t,
+                  "listing_files": len(listing.files), "manifests_read": listing.manifests_read,
+                  "manifests_total": listing.manifests_total}))
+"""
+SCALE_PARTITIONS = 1000
+SCALE_BATCH = 100_000
+JSON_MAX_FILES = 200_000  # JSON checkpoints are measured up to this size (beyond, only the Avro state)
+
+
+def scale(root: Path, n: int) -> dict[str, Any]:
+    """The log at ``n`` live files: commit and load times, memory, a one-partition listing."""
+    uri = str(root / f"scale-{n}")
+    executor_lib.create_table(uri, SCHEMA, ["day"])
+    for start in range(0, n, SCALE_BATCH):
+        executor_lib.open_log(uri).commit(make_adds(min(SCALE_BATCH, n - start), SCALE_PARTITIONS))
+    out: dict[str, Any] = {}
+    reader = executor_lib.open_log(uri)
+    reader.snapshot()
+    one_file = []
+    for _ in range(10):
+        start_t = time.perf_counter()
+        executor_lib.open_log(uri).commit(make_adds(1, SCALE_PARTITIONS))
+        one_file.append(time.perf_counter() - start_t)
+    out["one_file_commit_max_s"], out["one_file_commit_median_s"] = max(one_file), sorted(one_file)[5]
+    big = min(SCALE_BATCH, max(1, n // 10))
+    adds = make_adds(big, SCALE_PARTITIONS)
+    start_t = time.perf_counter()
+    executor_lib.open_log(uri).commit(adds)
+    out["big_commit_files"], out["big_commit_s"] = big, time.perf_counter() - start_t
+    start_t = time.perf_counter()
+    snap = reader.snapshot()  # the process held the version before 11 commits by another writer
+    out["warm_after_commits_s"] = time.perf_counter() - start_t
+    assert len(snap.files) == n + 10 + big, f"warm snapshot holds {len(snap.files)} files"
+    done = subprocess.run([sys.executable, "-c", SCALE_SNIPPET, uri], check=True, capture_output=True, text=True)
+    out.update(json.loads(done.stdout))
+    return out
+
+
 def pruning(root: Path, files: int = 10_000) -> dict[str, Any]:
     uri = str(root / "pruning")
     options: dict[str, Any] = {"spark.indextables.state.entriesPerManifest": "500"}
@@ -143,13 +197,16 @@ def run(sizes: Sequence[int] = (10_000, 100_000), cold_runs: int = 3, pruning_fi
         root = Path(tmp)
         for n in sizes:
             row: dict[str, Any] = {}
-            for fmt in ("json", "avro"):
-                uri = build(root, n, fmt)
-                row[f"{fmt}_cold_s"], row[f"{fmt}_cold_disk_cache_s"] = cold_load(uri, cold_runs, root / f"c-{fmt}-{n}")
-                row[f"{fmt}_warm_s"], row[f"{fmt}_commit_bytes"] = warm_load(uri, fmt)
-            row["warm_speedup"] = row["json_warm_s"] / row["avro_warm_s"]
-            row["cold_speedup"] = row["json_cold_s"] / row["avro_cold_s"]
-            row["cold_disk_cache_speedup"] = row["json_cold_disk_cache_s"] / row["avro_cold_disk_cache_s"]
+            if n <= JSON_MAX_FILES:
+                for fmt in ("json", "avro"):
+                    uri = build(root, n, fmt)
+                    cold = cold_load(uri, cold_runs, root / f"c-{fmt}-{n}")
+                    row[f"{fmt}_cold_s"], row[f"{fmt}_cold_disk_cache_s"] = cold
+                    row[f"{fmt}_warm_s"], row[f"{fmt}_commit_bytes"] = warm_load(uri, fmt)
+                row["warm_speedup"] = row["json_warm_s"] / row["avro_warm_s"]
+                row["cold_speedup"] = row["json_cold_s"] / row["avro_cold_s"]
+                row["cold_disk_cache_speedup"] = row["json_cold_disk_cache_s"] / row["avro_cold_disk_cache_s"]
+            row["scale"] = scale(root, n)
             results["sizes"][str(n)] = row
         results["pruning"] = pruning(root, pruning_files)
     return results
@@ -160,6 +217,8 @@ def print_results(results: dict[str, Any]) -> None:
               "json commit", "avro commit")  # fmt: skip
     print("{:>7} {:>10} {:>10} {:>6} {:>10} {:>6} {:>10} {:>10} {:>6} {:>12} {:>12}".format(*header))
     for n, r in results["sizes"].items():
+        if "json_cold_s" not in r:
+            continue
         print(f"{n:>7} {r['json_cold_s']:>9.3f}s {r['avro_cold_s']:>9.3f}s {r['cold_speedup']:>5.1f}x "
               f"{r['avro_cold_disk_cache_s']:>9.3f}s {r['json_cold_s'] / r['avro_cold_disk_cache_s']:>5.1f}x "
               f"{r['json_warm_s']:>9.3f}s {r['avro_warm_s']:>9.3f}s {r['warm_speedup']:>5.1f}x "
@@ -168,6 +227,15 @@ def print_results(results: dict[str, Any]) -> None:
         "cold: new process, empty manifest cache; cold*: new process, manifest disk cache warm; "
         "commit: bytes one 10-file commit writes to the log"
     )
+    print(f"{'files':>9} {'1-file commit max':>17} {'median':>8} {'big commit':>16} {'warm+11':>8} "
+          f"{'new-process load':>16} {'RSS':>7} {'1-partition listing':>19}")  # fmt: skip
+    for n, r in results["sizes"].items():
+        sc = r["scale"]
+        print(f"{int(n):>9} {sc['one_file_commit_max_s']:>16.3f}s {sc['one_file_commit_median_s']:>7.3f}s "
+              f"{sc['big_commit_s']:>7.2f}s/{sc['big_commit_files']:>7} {sc['warm_after_commits_s']:>7.3f}s "
+              f"{sc['load_s']:>15.2f}s {sc['rss_mb']:>5.0f}MB {sc['listing_s']:>18.3f}s")  # fmt: skip
+    print("warm+11: a process's snapshot refreshed after 11 commits by another writer; big commit: a tenth of "
+          "the table, at most 100,000 files; RSS: memory a new process holds after loading the snapshot")  # fmt: skip
     p = results["pruning"]
     print(
         f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "

@@ -179,10 +179,11 @@ def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
 
 def state_ratios(r: dict[str, Any]) -> list[Ratio]:
     sizes = sorted(r["sizes"], key=int)
-    small, big = sizes[0], sizes[-1]
+    with_json = [n for n in sizes if "json_cold_s" in r["sizes"][n]]
+    small, big = with_json[0], with_json[-1]
     b = r["sizes"][big]
     p = r["pruning"]
-    return [
+    rows = [
         _ratio("state", f"warm snapshot load, {int(big):,} files: Avro state vs JSON checkpoint",
                b["avro_warm_s"], b["json_warm_s"], "s", b["json_warm_s"] / b["avro_warm_s"], (">=", 10)),
         _ratio("state", f"cold load (new process), {int(big):,} files: Avro vs JSON",
@@ -196,6 +197,27 @@ def state_ratios(r: dict[str, Any]) -> list[Ratio]:
                p["manifestsRead"], p["manifestsTotal"], "manifests", p["manifestsRead"] / p["manifestsTotal"],
                ("<", 1)),
     ]  # fmt: skip
+    return rows + _scale_ratios(r)
+
+
+def _scale_ratios(r: dict[str, Any]) -> list[Ratio]:
+    """The log at the largest size against issue 40's targets, and the one-file commit's growth."""
+    sizes = sorted(r["sizes"], key=int)
+    first, last = r["sizes"][sizes[0]]["scale"], r["sizes"][sizes[-1]]["scale"]
+    n = f"{int(sizes[-1]):,} files"
+    targets = [
+        (f"slowest of ten one-file commits, {n}, vs 1 s target", last["one_file_commit_max_s"], 1.0, "s"),
+        (f"new-process snapshot load, {n}, vs 2 s target", last["load_s"], 2.0, "s"),
+        (f"warm snapshot after another writer's commits, {n}, vs 0.2 s target", last["warm_after_commits_s"], 0.2, "s"),
+        (f"one-partition listing (new process), {n}, vs 0.1 s target", last["listing_s"], 0.1, "s"),
+        (f"memory of a loaded snapshot, {n}, vs 300 MB target", last["rss_mb"], 300.0, "MB"),
+    ]
+    rows = [_ratio("state", name, measured, target, unit, measured / target, ("<=", 1), baseline_is_target=True)
+            for name, measured, target, unit in targets]  # fmt: skip
+    growth = last["one_file_commit_median_s"] / first["one_file_commit_median_s"]
+    rows.append(_ratio("state", f"one-file commit (median) at {n} vs {int(sizes[0]):,} files",
+                       last["one_file_commit_median_s"], first["one_file_commit_median_s"], "s", growth))  # fmt: skip
+    return rows
 
 
 def split_ratios(r: dict[str, Any]) -> list[Ratio]:

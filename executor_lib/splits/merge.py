@@ -38,13 +38,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
+from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
     SEGMENTED_COLUMNS_MEMBER,
     SEGMENTS_MEMBER,
-    ColumnarCopyWriter,
     SplitBuilder,
     WrittenSplit,
     _stats,
@@ -67,9 +67,12 @@ class MergeSource:
     row_offsets: dict[str, int] | None = None
 
     @classmethod
-    def from_index_dir(cls, index_dir: Path, rows: pa.Table, row_offsets: dict[str, int] | None = None) -> MergeSource:
+    def from_index_dir(
+        cls, index_dir: Path, rows: pa.Table | ColumnarCopy, row_offsets: dict[str, int] | None = None
+    ) -> MergeSource:
         """A source whose index is laid out in a directory (a transcoded IndexTables4Spark split)."""
-        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, rows, row_offsets)
+        table = rows.read_all() if isinstance(rows, ColumnarCopy) else rows
+        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, table, row_offsets)
 
     @classmethod
     def from_bundle(cls, split: Path) -> MergeSource | None:

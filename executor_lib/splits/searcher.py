@@ -29,6 +29,7 @@ import tantivy
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
+from executor_lib.splits.columnar_copy import ColumnarCopy
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_compile import compile_query
@@ -38,7 +39,6 @@ from executor_lib.splits.writer import (
     ROW_FIELD,
     SEGMENTS_MEMBER,
     columns_member,
-    mapped_columns,
     tantivy_schema,
     write_split,
 )
@@ -73,25 +73,21 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
     compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
 
 
-def _with_index_only_nulls(copy: pa.Table, mapping: DocMapping, schema: pa.Schema) -> pa.Table:
-    """The columnar copy with index-only columns (values not stored) as nulls, in the mapping's order."""
-    missing = [f.name for f in mapping.fields if f.name not in copy.column_names]
-    if not missing:
-        return copy
-    fields, columns = [], []
+def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> pa.Schema:
+    """The rows' schema: the copy's columns, and index-only columns (values not stored, read as
+    nulls), in the mapping's order."""
+    fields = []
     for f in mapping.fields:
-        if f.name in copy.column_names:
-            fields.append(copy.schema.field(f.name))
-            columns.append(copy.column(f.name))
+        if f.name in stored.names:
+            fields.append(stored.field(f.name))
         else:
-            t = schema.field(f.name).type if f.name in schema.names else pa.null()
-            fields.append(pa.field(f.name, t))
-            columns.append(pa.nulls(copy.num_rows, t))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+            fields.append(pa.field(f.name, schema.field(f.name).type if f.name in schema.names else pa.null()))
+    return pa.schema(fields)
 
 
-def take_rows(rows: pa.Table, ids: pa.Array) -> pa.Table:
+def take_rows(rows: pa.Table | ColumnarCopy, ids: pa.Array) -> pa.Table:
     """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
+    A ``ColumnarCopy`` reads only the batches holding ``ids``.
 
     A columnar copy is a table of many record batches, and Arrow's ``take`` over such a table first
     joins each column's chunks: a query returning 20 rows of a split copied its whole message column
@@ -100,6 +96,8 @@ def take_rows(rows: pa.Table, ids: pa.Array) -> pa.Table:
 
     Example: ``take_rows(searcher.rows, pa.array([3, 4, 5], pa.uint64()))`` is ``searcher.rows.slice(3, 3)``.
     """
+    if isinstance(rows, ColumnarCopy):
+        return rows.take(ids)
     n = len(ids)
     if n == 0:
         return rows.slice(0, 0)
@@ -148,9 +146,12 @@ class SplitSearcher:
         if member is None or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.mapping = DocMapping.from_json(mapping_json.decode())
-        copy = mapped_columns(split, footer, member)
+        try:
+            copy = ColumnarCopy.open(split, footer, member)
+            self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
+        except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
+            raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
         self.index_only = [f.name for f in self.mapping.fields if not f.stored]
-        self.rows = _with_index_only_nulls(copy, self.mapping, arrow_schema)
         try:
             self.index = register_analyzers(tantivy.Index.open(str(index_dir)), self.mapping.fields)
         except (OSError, ValueError) as e:

@@ -1,9 +1,10 @@
 """Split writer: Arrow rows -> one Tantivy index -> one ``.split`` bundle, plus its statistics.
 
 Besides the Tantivy files, the bundle holds a columnar copy of the rows
-(``indextables.columns.arrow``, Arrow IPC) and every document carries its row number in a
-fast field (``__row``): a search maps hits to row numbers through the fast field and takes
-the rows from the columnar copy, never going document by document through the doc store.
+(``indextables.columns.arrow``, zstd-compressed Arrow IPC, see ``columnar_copy``) and every
+document carries its row number in a fast field (``__row``): a search maps hits to row numbers
+through the fast field and takes the rows from the columnar copy, never going document by
+document through the doc store.
 
 ``SplitBuilder`` takes the rows batch by batch: each batch becomes one JSON document per row,
 built column-wise by Arrow compute (no per-row Python dicts), handed to Tantivy's
@@ -16,7 +17,6 @@ batch only.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import tempfile
@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import tantivy
 
 from executor_lib.protocol.bundle import BundleFooter, write_bundle
+from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.tokenizers import analyzer_name
@@ -45,9 +46,6 @@ STATS_TRUNCATION_LENGTH = 32
 _WRITER_HEAP = 256 * 1024 * 1024
 MIN_HEAP_PER_THREAD = 15_000_000  # Tantivy refuses less per indexing thread
 FEED_BATCH_ROWS = 65_536  # rows turned into Python strings at once
-# The columnar copy is written in record batches of up to this many rows / bytes (see ColumnarCopyWriter).
-COPY_BATCH_ROWS = 1 << 20
-COPY_BATCH_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -219,75 +217,20 @@ def columns_member(footer: BundleFooter) -> str | None:
 
 
 def mapped_columns(split: Path, footer: BundleFooter, member: str) -> pa.Table:
-    """The columnar copy ``member`` of the local split, memory-mapped (zero-copy: a query touches only
-    the pages of the rows and columns it reads; the rows' buffers keep the mapping alive)."""
-    start, end = footer.files[member]
-    mapped = pa.memory_map(str(split))
-    mapped.seek(start)
-    return pa.ipc.open_file(mapped.read_buffer(end - start)).read_all()
+    """Every row of the columnar copy ``member`` of the local split (a merge's input; a search reads
+    by batch through ``ColumnarCopy``)."""
+    return ColumnarCopy.open(split, footer, member).read_all()
 
 
 # --- building one split ------------------------------------------------------------------------
-
-
-class ColumnarCopyWriter:
-    """Writes a split's columnar copy (an Arrow IPC file) in record batches of up to
-    ``COPY_BATCH_ROWS`` rows and ``COPY_BATCH_BYTES`` bytes, whatever the size of the batches given.
-
-    A search takes its hits' rows batch by batch (``searcher.take_rows``): 2,000 hits in a 2M-row
-    copy written as Spark's 10K-row batches cost 2 ms a split (200 batches), in batches of 16 MB
-    about 0.15 ms. Memory: the batches held back and their concatenation, at most about twice
-    ``COPY_BATCH_BYTES`` plus one batch.
-
-    Example: ``w = ColumnarCopyWriter(path, schema); w.write(batch); w.close()``.
-    """
-
-    def __init__(self, path: Path, schema: pa.Schema) -> None:
-        self._ipc = pa.ipc.new_file(str(path), schema)
-        self._open = True
-        self._pending: list[pa.RecordBatch] = []
-        self._rows = 0
-        self._bytes = 0
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if self._pending and (
-            self._rows + batch.num_rows > COPY_BATCH_ROWS or self._bytes + batch.nbytes > COPY_BATCH_BYTES
-        ):
-            self._flush()
-        self._pending.append(batch)
-        self._rows += batch.num_rows
-        self._bytes += batch.nbytes
-
-    def _flush(self) -> None:
-        if len(self._pending) == 1:
-            self._ipc.write_batch(self._pending[0])
-        elif self._pending:
-            for batch in pa.Table.from_batches(self._pending).combine_chunks().to_batches():
-                self._ipc.write_batch(batch)
-        self._pending, self._rows, self._bytes = [], 0, 0
-
-    def close(self) -> None:
-        """Write what is held back and finish the file."""
-        if self._open:
-            self._flush()
-            self._open = False
-            self._ipc.close()
-
-    def abandon(self) -> None:
-        """Close the file without writing what is held back (the split is given up)."""
-        self._pending = []
-        if self._open:
-            self._open = False
-            with contextlib.suppress(OSError, pa.ArrowException):
-                self._ipc.close()
 
 
 class SplitBuilder:
     """Index rows batch by batch into one split; ``finish`` writes the bundle.
 
     Memory: one batch at a time in Python, Tantivy's heap (``heap_bytes``), and the columnar
-    copy streamed to a file in the work directory (up to ``COPY_BATCH_BYTES`` held back, see
-    ``ColumnarCopyWriter``). Index-only columns are indexed but left out
+    copy streamed to a file in the work directory (at most one copy batch held back, see
+    ``columnar_copy``). Index-only columns are indexed but left out
     of the columnar copy; store-only text and json columns go to the copy only."""
 
     def __init__(self, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1) -> None:

@@ -270,10 +270,10 @@ def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
     cache = SplitCache(tmp_path / "cache")
     schema = pa.schema([*DATA.schema])
     old = open_searcher(cache, store, first.path, schema, None, first.size)
-    assert sorted(old.rows.column("id").to_pylist()) == list(range(10))
+    assert sorted(old.rows.read_all().column("id").to_pylist()) == list(range(10))
     store.put(first.path, store.read(other.path))  # the path now holds the other split
     new = open_searcher(cache, store, first.path, schema, None, other.size)
-    assert sorted(new.rows.column("id").to_pylist()) == list(range(10, 35))
+    assert sorted(new.rows.read_all().column("id").to_pylist()) == list(range(10, 35))
 
 
 def test_a_footer_longer_than_the_hint_without_offsets_is_read_whole(tmp_path: Path) -> None:

@@ -468,6 +468,7 @@ python_peak = tracemalloc.get_traced_memory()[1]
 arrow_peak = pa.default_memory_pool().max_memory()
 searcher = SplitSearcher(written.path, Path(sys.argv[1]) / "work", make(0).schema, None)
 assert searcher.num_docs == rows and searcher.count("message:word7") == rows, searcher.num_docs
+assert searcher.rows.take(pa.array([rows - 1], pa.uint64())).column("id").to_pylist() == [rows - 1]
 print(python_peak, arrow_peak, written.path.stat().st_size)
 """
 
@@ -486,7 +487,7 @@ def test_a_large_write_stays_within_its_memory_bound(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     python_peak, arrow_peak, split_size = map(int, done.stdout.split())
-    assert split_size > 40_000_000, "the split holds every row (columnar copy and doc store)"
+    assert split_size > 5_000_000, "the split holds every row (compressed columnar copy and doc store)"
     assert python_peak < 40_000_000, f"Python objects peaked at {python_peak:,} bytes"
     assert arrow_peak < 40_000_000, f"Arrow buffers peaked at {arrow_peak:,} bytes"
 
@@ -521,7 +522,7 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
 
     first, second = merge(searchers[:2], "m1"), merge(searchers[2:], "m2")
     merged = merge([first, second], "m12")  # offsets of merged sources compose
-    assert merged.rows.column("id").to_pylist() == list(range(10_000))
+    assert merged.rows.read_all().column("id").to_pylist() == list(range(10_000))
     for query in ["title:red", "tag:t1", f.Between("id", 4_990, 5_010), f.TermIn("tag", ("t0", "t3")), None]:
         expected = [i for i in range(10_000) if _matches(big.slice(i, 1).to_pylist()[0], query)]
         found = merged.search(query, ["id"]).column("id").to_pylist()
@@ -560,15 +561,20 @@ def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
     assert MergeSource.from_bundle(written.path).rows.num_rows == 20
 
 
-def test_the_columnar_copy_is_written_in_large_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows fed as Spark's small batches land in a columnar copy of few, large record batches (bounded in
-    rows and bytes), in a new split and in a merged one: a search takes its rows batch by batch."""
-    from executor_lib.splits import writer
+def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows fed as Spark's small batches land in a columnar copy of zstd-compressed batches of one
+    fixed size (recorded in its schema), in a new split and in a merged one; searches take their
+    rows batch by batch."""
+    from executor_lib.protocol.bundle import read_footer
+    from executor_lib.splits import columnar_copy
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.searcher import take_rows
-    from executor_lib.splits.writer import SplitBuilder
+    from executor_lib.splits.writer import SplitBuilder, columns_member
 
-    monkeypatch.setattr(writer, "COPY_BATCH_ROWS", 3_000)
+    monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", 3_000)
+    monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
     rows = pa.concat_tables([DATA] * 500).set_column(0, "id", pa.array(range(10_000), pa.int64()))
     mapping = mapping_for(DATA.schema, OPTIONS)
 
@@ -578,20 +584,28 @@ def test_the_columnar_copy_is_written_in_large_batches(tmp_path: Path, monkeypat
             builder.add(batch)
         return SplitSearcher(builder.finish().path, tmp_path / f"w-{name}", DATA.schema, None)
 
+    def copy_batches(split: Path) -> tuple[list[int], bytes | None, int]:
+        footer = read_footer(split)
+        start, end = footer.files[columns_member(footer) or ""]
+        with pa.memory_map(str(split)) as mapped:
+            mapped.seek(start)
+            reader = pa.ipc.open_file(mapped.read_buffer(end - start))
+            sizes = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+            return sizes, (reader.schema.metadata or {}).get(b"indextables.batchRows"), end - start
+
     a, b = built("a"), built("b")
-    assert [len(x) for x in a.rows.to_batches()] == [3_000, 3_000, 3_000, 1_000], "100 batches of 100 rows"
-    assert a.rows.equals(rows)
+    sizes, recorded, member_bytes = copy_batches(a.split)
+    assert sizes == [3_000, 3_000, 3_000, 1_000] and recorded == b"3000", "100 batches of 100 rows"
+    assert member_bytes < rows.nbytes / 4, f"copy of {member_bytes} bytes: not compressed ({rows.nbytes} raw)"
+    assert a.rows.read_all().equals(rows)
     ids = a.row_ids("tag:t1")
     assert take_rows(a.rows, ids).equals(rows.take(ids)) and len(ids) == 2_500
 
-    # a merge joins its sources' batches up to the bounds: here 3/4 of the 10,000 rows' bytes
-    monkeypatch.setattr(writer, "COPY_BATCH_ROWS", 1 << 20)
-    monkeypatch.setattr(writer, "COPY_BATCH_BYTES", rows.nbytes * 3 // 4)
     merged_split = merge_sources([MergeSource.from_bundle(a.split), MergeSource.from_bundle(b.split)], mapping,
                                  tmp_path / "m")  # fmt: skip
     merged = SplitSearcher(merged_split.path, tmp_path / "w-m", DATA.schema, None)
-    assert merged.rows.equals(pa.concat_tables([rows, rows]))
-    assert [len(x) for x in merged.rows.to_batches()] == [6_000, 7_000, 7_000]
+    assert merged.rows.read_all().equals(pa.concat_tables([rows, rows]))
+    assert copy_batches(merged_split.path)[0] == [3_000] * 6 + [2_000]
     assert merged.search("tag:t1", ["id"]).num_rows == 5_000
 
 

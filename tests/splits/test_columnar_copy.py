@@ -1,0 +1,86 @@
+"""``columnar_copy``: a copy written in fixed compressed batches reads back equal to its rows, by
+batch (``take`` equals Arrow's ``take`` in every case), and copies written before compression
+(uncompressed, batches of any size) read the same way."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from executor_lib.splits import columnar_copy
+from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
+
+WANTED = [[], [0], [99], [3, 4, 5, 6, 7], list(range(100)), [0, 16, 32, 48, 99], [7, 3, 3, 99, 0], [5, 5, 7]]
+
+
+def rows(n: int = 100) -> pa.Table:
+    return pa.table({"id": pa.array(range(n), pa.int64()), "msg": [f"m{i}" if i % 4 else None for i in range(n)]})
+
+
+def written(tmp_path: Path, table: pa.Table, monkeypatch: pytest.MonkeyPatch, batch_rows: int = 16) -> ColumnarCopy:
+    monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
+    path = tmp_path / "copy.arrow"
+    writer = ColumnarCopyWriter(path, table.schema)
+    for batch in table.to_batches(max_chunksize=7):  # given in batches of another size
+        writer.write(batch)
+    writer.close()
+    return ColumnarCopy(pa.memory_map(str(path)).read_buffer(), str(path))
+
+
+def legacy(table: pa.Table, sizes: list[int]) -> ColumnarCopy:
+    """An uncompressed copy of batches of ``sizes`` rows, as written before compression."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as w:
+        start = 0
+        for size in sizes:
+            w.write_batch(table.slice(start, size).combine_chunks().to_batches()[0])
+            start += size
+    return ColumnarCopy(sink.getvalue(), "legacy")
+
+
+@pytest.mark.parametrize("wanted", WANTED, ids=["none", "first", "last", "run", "all", "sparse", "unsorted", "dups"])
+def test_take_equals_arrow_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wanted: list[int]) -> None:
+    table = rows()
+    ids = pa.array(wanted, pa.uint64())
+    for copy in (written(tmp_path, table, monkeypatch), legacy(table, [30, 1, 50, 19])):
+        assert copy.num_rows == 100
+        assert copy.take(ids).to_pylist() == table.take(ids).to_pylist(), copy.source
+        assert copy.select(["msg"]).take(ids).to_pylist() == table.select(["msg"]).take(ids).to_pylist()
+
+
+def test_random_takes_and_read_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = rows(1_000)
+    copy = written(tmp_path, table, monkeypatch, batch_rows=64)
+    assert copy.read_all().equals(table)
+    rng = random.Random(5)
+    for _ in range(50):
+        wanted = sorted(rng.sample(range(1_000), rng.randint(1, 40)))
+        ids = pa.array(wanted, pa.uint64())
+        assert copy.take(ids).equals(table.take(ids))
+
+
+def test_columns_the_copy_lacks_read_as_nulls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = written(tmp_path, rows(), monkeypatch).with_schema(
+        pa.schema([("id", pa.int64()), ("secret", pa.string()), ("msg", pa.string())])
+    )
+    got = copy.take(pa.array([1, 2], pa.uint64()))
+    assert got.column_names == ["id", "secret", "msg"] and got.column("secret").null_count == 2
+    assert copy.read_all().column("id").to_pylist() == list(range(100))
+
+
+def test_a_row_out_of_range_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(IndexError, match="row 100 is out of range"):
+        written(tmp_path, rows(), monkeypatch).take(pa.array([2, 100], pa.uint64()))
+
+
+def test_an_empty_copy(tmp_path: Path) -> None:
+    path = tmp_path / "empty.arrow"
+    writer = ColumnarCopyWriter(path, rows().schema)
+    writer.close()
+    copy = ColumnarCopy(pa.memory_map(str(path)).read_buffer(), str(path))
+    assert copy.num_rows == 0 and copy.read_all().num_rows == 0
+    assert copy.take(pa.array([], pa.uint64())).column_names == ["id", "msg"]
