@@ -26,6 +26,7 @@ exactly-once semantics make their objects self-identifying and read them back.
 from __future__ import annotations
 
 import abc
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -133,6 +134,14 @@ def _spelling_problem(path: str) -> str | None:
     return None
 
 
+_FILE = "file://"
+
+
+def _resolved(file_uri: str) -> str:
+    """A ``file://`` URI with every symbolic link on its path resolved (the part that exists)."""
+    return _FILE + os.path.realpath(file_uri[len(_FILE) :])
+
+
 def table_key(root_uri: str, path: str) -> str:
     """The store key of a file path of a table rooted at ``root_uri`` — the one rule commit, read
     and purge share (PROTOCOL.md §1).
@@ -141,6 +150,10 @@ def table_key(root_uri: str, path: str) -> str:
     inside the root (after mapping ``s3a://``/``s3n://`` to ``s3://``) is the key below the root;
     one outside the root, with credentials in it, or whose remainder is not a valid relative key
     raises InvalidPathError: such a file is never read, written or deleted through the table.
+    Local ``file://`` URIs are compared with symbolic links resolved when they differ as written
+    (a table opened through a link names one file two ways).
+
+    Example: ``table_key("s3://b/t", "s3a://b/t/splits/x.split")`` is ``"splits/x.split"``.
     """
     if "://" not in path:
         check_relative_key(path)
@@ -149,6 +162,10 @@ def table_key(root_uri: str, path: str) -> str:
         raise InvalidPathError(f"file URI {redact_uri(path)!r} carries credentials; not allowed in a table path")
     root = canonical_uri(root_uri) + "/"
     uri = _unalias(path)
+    if not uri.startswith(root) and uri.startswith(_FILE) and root.startswith(_FILE):
+        # One local file, two spellings: a table opened through a symbolic link (or a path through
+        # one) names its files by both. Compared resolved, so commit, read and PURGE agree.
+        uri, root = _resolved(uri), _resolved(root) + "/"
     if not uri.startswith(root) or len(uri) == len(root):
         raise InvalidPathError(f"file URI {path!r} lies outside the table {canonical_uri(root_uri)}", path)
     key = uri[len(root) :]

@@ -50,6 +50,7 @@ class LocalStore(ObjectStore):
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Path(os.path.abspath(root))
+        self._real_root = os.path.realpath(self._root)
 
     @property
     def root_uri(self) -> str:
@@ -67,6 +68,20 @@ class LocalStore(ObjectStore):
         if "\x00" in key:  # the OS refuses it with a bare ValueError
             raise InvalidPathError(f"{self._root}: key {key!r} holds a NUL byte", key)
         return self._root / key
+
+    def _changed_path(self, key: str) -> Path:
+        """``_path(key)`` for a write or a delete: InvalidPathError if a symbolic link on the way
+        leads outside the table (a partition directory linked elsewhere), so that no write lands
+        outside the table and no delete removes a file outside it."""
+        path = self._path(key)
+        real = os.path.realpath(path.parent)
+        if real != self._real_root and not real.startswith(self._real_root.rstrip(os.sep) + os.sep):
+            raise InvalidPathError(
+                f"{self._root}: key {key!r} leads outside the table through a symbolic link (to {real}); "
+                "nothing is written or deleted there",
+                key,
+            )
+        return path
 
     @contextlib.contextmanager
     def _reading(self, key: str) -> Iterator[None]:
@@ -106,7 +121,7 @@ class LocalStore(ObjectStore):
         return tmp
 
     def put(self, key: str, data: bytes) -> None:
-        target = self._path(key)
+        target = self._changed_path(key)
         try:
             tmp = self._write_temp(target, data)
             os.replace(tmp, target)
@@ -115,7 +130,7 @@ class LocalStore(ObjectStore):
             raise StorageError(f"{self.uri_of(key)}: write failed: {e.strerror}", self.uri_of(key)) from e
 
     def put_file(self, key: str, local_path: str) -> None:
-        target = self._path(key)
+        target = self._changed_path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = _temp_path(target)
@@ -139,7 +154,7 @@ class LocalStore(ObjectStore):
             return os.path.getsize(local_path)
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
-        target = self._path(key)
+        target = self._changed_path(key)
         try:
             tmp = self._write_temp(target, data)
         except OSError as e:
@@ -212,8 +227,9 @@ class LocalStore(ObjectStore):
         return iter(sorted(found, key=lambda o: o.key))
 
     def delete(self, key: str) -> None:
+        path = self._changed_path(key)
         try:
-            os.unlink(self._path(key))
+            os.unlink(path)
         except FileNotFoundError:
             pass
         except OSError as e:

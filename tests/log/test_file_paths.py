@@ -87,3 +87,45 @@ def test_table_key_is_the_one_rule() -> None:
         table_key(root, "s3://AKIAKEY:SECRET@bucket/tables/t/x.split")
     assert "SECRET" not in str(e.value) and "AKIAKEY" not in str(e.value)
     assert redact_uri("open s3://k:s@b/p failed") == "open s3://***@b/p failed"
+
+
+@pytest.mark.parametrize("committed_through", ["real", "link"])
+def test_a_table_reached_through_a_symbolic_link_keeps_its_uri_adds(tmp_path: Path, committed_through: str) -> None:
+    """One local table, two spellings of its root (a symbolic link to it): an add written as a full URI
+    through either spelling is the same file through the other. Before, PURGE through the other spelling
+    took it for a file outside the table and deleted the live split."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    first, other = (real, link) if committed_through == "real" else (link, real)
+    _, key = _table_with_uri_add((str(first), {}))
+    through_other = executor_lib.open_log(str(other))
+    (live,) = through_other.snapshot().files
+    assert table_key(through_other.store.root_uri, live.path) == key
+    report = purge_table(through_other, now_ms=EIGHT_DAYS_LATER_MS)
+    assert report.deleted_splits == [] and (real / key).exists()
+    with pytest.raises(InvalidActionError, match="already live as"):  # one file, one spelling
+        through_other.commit([dataclasses.replace(live, path=f"{through_other.store.root_uri}/{key}")])
+    cache = SplitCache(tmp_path / "cache")
+    assert sorted(search_table(through_other.store, through_other.snapshot(), "*", cache).column("id").to_pylist()) == [
+        1,
+        2,
+    ]
+
+
+def test_nothing_is_written_or_deleted_through_a_directory_linked_outside_the_table(tmp_path: Path) -> None:
+    """A partition directory that is a symbolic link to elsewhere: the split is not written there
+    (InvalidPathError names the key), and a file there is never deleted through the table."""
+    root, outside = tmp_path / "t", tmp_path / "elsewhere"
+    outside.mkdir()
+    log = executor_lib.create_table(str(root), SCHEMA)
+    (root / "day=x").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(InvalidPathError, match="leads outside the table through a symbolic link"):
+        log.store.put("day=x/splits/a.split", b"data")
+    assert list(outside.iterdir()) == []
+    (outside / "precious.split").write_bytes(b"keep")
+    with pytest.raises(InvalidPathError, match="leads outside the table"):
+        log.store.delete("day=x/precious.split")
+    assert (outside / "precious.split").read_bytes() == b"keep"
+    log.store.put("day=y/splits/b.split", b"inside")  # a real directory inside: written as always
+    assert (root / "day=y" / "splits" / "b.split").read_bytes() == b"inside"
