@@ -25,8 +25,12 @@ def session_options(spark: SparkSession) -> dict[str, str]:
     """The session's ``spark.indextables.*`` settings (table names excluded), and its time zone as
     ``sessionTimeZone``: what ``read``, ``write`` and the commands add to their options.
 
+    Every read, write and command takes its options from here first, so this is also where a classic
+    session becomes the calling thread's active one (``bind_to_this_thread``).
+
     Example: ``session_options(spark)["spark.indextables.indexWriter.heapSize"]`` after setting it.
     """
+    bind_to_this_thread(spark)
     items = _all_settings(spark)
     options = {
         k: v for k, v in items.items() if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
@@ -35,6 +39,19 @@ def session_options(spark: SparkSession) -> dict[str, str]:
     if time_zone:
         options["sessionTimeZone"] = str(time_zone)  # timestamp literals without an offset are in this zone
     return options
+
+
+def bind_to_this_thread(spark: SparkSession) -> None:
+    """Make a classic session the active session of the JVM thread serving this Python thread.
+
+    Spark looks Python data sources up in the *active* session (``SparkSession.active``), which is
+    per JVM thread; a Python thread other than the one that built the session is served by a JVM
+    thread with none, so ``format("indextables")`` was not found there (``DATA_SOURCE_NOT_FOUND``,
+    e.g. MERGE SPLITS from a worker thread). A Spark Connect session has no JVM here: nothing to do.
+    """
+    jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
+    if jvm is not None and jsession is not None:
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(jsession)
 
 
 _SEPARATOR = "\x1f"  # ASCII unit separator: in no setting's name or value

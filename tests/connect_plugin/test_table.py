@@ -247,3 +247,28 @@ def test_bad_command_input_is_named(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="not answered exactly by the index"):
         t.aggregate({"n": {"value_count": {"field": "id"}}}, query={"op": "contains", "column": "msg", "value": "x"})
     assert executor_lib.open_log(str(table)).latest_version() == 1  # nothing was committed
+
+
+def test_merge_and_reads_from_a_plain_thread(spark: Any, tmp_path: Path) -> None:
+    """A Python thread other than the session's (a scheduler's worker, merge-on-write's merger) runs
+    MERGE SPLITS and reads: in a classic session its JVM thread had no active session, so Spark did not
+    find the data source (DATA_SOURCE_NOT_FOUND)."""
+    path = str(tmp_path / "t")
+    for i in range(3):
+        connect_plugin.write(make_df(spark, 10, i * 10).coalesce(1), path, options=TEXT_OPTS)
+    out: dict[str, Any] = {}
+
+    def merge_and_count() -> None:
+        try:
+            out["merged"] = IndexTable.for_path(spark, path).merge_splits(target_size="100M").collect()
+            out["ids"] = ids(spark.read.format("indextables").load(path))
+        except Exception as e:  # reported below, with its message
+            out["error"] = e
+
+    worker = threading.Thread(target=merge_and_count)
+    worker.start()
+    worker.join()
+    assert "error" not in out, out.get("error")
+    assert len(out["merged"]) == 1 and out["merged"][0]["numSourceSplits"] == 3
+    assert out["ids"] == list(range(30))
+    assert len(executor_lib.open_log(path).snapshot().files) == 1
