@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from executor_lib.protocol.actions import (
     Action,
@@ -39,16 +40,26 @@ class TableState:
 EMPTY_STATE = TableState(version=-1, protocol=None, metadata=None)
 
 
+def _copied(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A new dict of ``mapping``: the C-level copy for a dict or a read-only view of one (``dict(view)``
+    iterates item by item: 0.46 s for a 1M-file state, against 0.026 s)."""
+    if isinstance(mapping, (dict, MappingProxyType)):
+        copied = mapping.copy()
+        if type(copied) is dict:
+            return copied
+    return dict(mapping)
+
+
 def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -> TableState:
     """Apply the actions of each ``(version, actions)`` in order on top of ``base``.
 
     ``base`` is not modified; the result shares no mutable structure with it.
     """
     protocol, metadata = base.protocol, base.metadata
-    files = dict(base.files)
-    tombstones = dict(base.tombstones)
-    skips = dict(base.skips)
-    registry = dict(base.schema_registry)
+    files = _copied(base.files)
+    tombstones = _copied(base.tombstones)
+    skips = _copied(base.skips)
+    registry = _copied(base.schema_registry)
     version = base.version
     for version, actions in versions:  # noqa: B007 - the last version is the result's
         for action in actions:

@@ -647,6 +647,7 @@ def build_incremental_state(
     infos = list(base.manifests)
     added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
     entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
+    entries.sort(key=lambda e: _partition_order(e[0]))  # a big commit's manifests cover few partitions each
     chunk = config.state_entries_per_manifest
     infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
     infos, tombstones = _merge_small_manifests(store, infos, base.tombstones | frozenset(delta.removed), target, config)
