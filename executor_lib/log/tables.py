@@ -69,7 +69,7 @@ def read_snapshot(uri: str, version: int | None = None, timestamp_ms: int | None
     one listing past that version (two LIST requests) plus the version files committed since.
     """
     config, storage_options = split_options(options)
-    log = TransactionLog(open_store(uri, **storage_options), config, snapshot_cache.SHARED)
+    log = TransactionLog(open_store(uri, shared_client=True, **storage_options), config, snapshot_cache.SHARED)
     return log.snapshot(version, timestamp_ms)
 
 

@@ -113,13 +113,43 @@ def shared_session() -> Any:
     return _SESSION[1]
 
 
+_SHARED_CLIENTS: dict[tuple[int, S3Options], Any] = {}
+
+
+def shared_client_for(options: S3Options) -> Any:
+    """One client per process and connection settings, for the stores of queries
+    (``open_store(..., shared_client=True)``): a repeated query reuses its open connections instead
+    of connecting again (on S3 a TLS handshake). Event hooks registered on it reach every such
+    store, so fault injection and tests use stores with clients of their own."""
+    key = (os.getpid(), options)
+    client = _SHARED_CLIENTS.get(key)
+    if client is None:
+        client = S3Store._make_client(options)
+        with _SESSION_LOCK:
+            client = _SHARED_CLIENTS.setdefault(key, client)
+    return client
+
+
 class S3Store(ObjectStore):
     """A bucket prefix on S3."""
 
-    def __init__(self, uri: str, options: S3Options | None = None, client: Any | None = None) -> None:
+    def __init__(
+        self, uri: str, options: S3Options | None = None, client: Any | None = None, shared_client: bool = False
+    ) -> None:
+        """``client``: the boto3 client to use; else one is made at the first request: the process's
+        client for these options with ``shared_client`` (``shared_client_for``: its connections stay
+        open between queries), otherwise a client of this store's own."""
         self._bucket, self._prefix = parse_s3_uri(uri)
         self._options = options or S3Options()
-        self.client = client or self._make_client(self._options)
+        self._client = client
+        self._shared_client = shared_client
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, made at first use (a read task that finds its splits cached makes none)."""
+        if self._client is None:
+            self._client = shared_client_for(self._options) if self._shared_client else self._make_client(self._options)
+        return self._client
 
     @staticmethod
     def _make_client(o: S3Options) -> Any:
