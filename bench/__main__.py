@@ -1,14 +1,15 @@
-"""``python -m bench``: the state, split, Spark, ingest, analytics and compaction benchmarks in one run,
-one table of ratios.
+"""``python -m bench``: the state, split, Spark, ingest, analytics, compaction and storage benchmarks in one
+run, one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction] [--ingest-rows N]
-                   [--analytics-rows N] [--compaction-rows N] [--out bench-results.json]
+    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction,storage] [--ingest-rows N]
+                   [--analytics-rows N] [--compaction-rows N] [--storage-rows N] [--out bench-results.json]
                     [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
 with ``contains``/``rlike``; for ingest, Parquet and raw tantivy-py writes and indexing the
 rows a merge combines; for compaction, the same day of micro-batches unmerged and size-tiered
-merged); the table shows measured value, baseline, ratio, the goal set for
+merged; for storage, a pyarrow scan of the same rows as Parquet on the same S3 server and the same table
+on local disk); the table shows measured value, baseline, ratio, the goal set for
 it and whether it was met. Nothing is asserted: timings on a shared machine are noisy.
 """
 
@@ -38,12 +39,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ingest-rows", type=int, default=None, help="rows of the ingest (write and merge) benchmark")
     p.add_argument("--analytics-rows", type=int, default=None, help="rows of the analytics (SELECT pushdown) benchmark")
     p.add_argument("--compaction-rows", type=int, default=None, help="rows of the compaction (sorted merge) benchmark")
+    p.add_argument("--storage-rows", type=int, default=None, help="rows of the storage (S3 vs Parquet) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows", "compaction_rows"):
+    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows", "compaction_rows", "storage_rows"):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
@@ -67,6 +69,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["analytics_rows"] = args.analytics_rows
     if args.compaction_rows:
         overrides["compaction_rows"] = args.compaction_rows
+    if args.storage_rows:
+        overrides["storage_rows"] = args.storage_rows
     return dataclasses.replace(sizes, **overrides)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction")
+SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage")
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,13 @@ class Sizes:
     compaction_rows: int = 1_000_000
     compaction_batches: int = 48
     compaction_repeat: int = 3
+    storage_rows: int = 300_000
+    storage_repeat: int = 5
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
-QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1, 96_000, 16, 1)
+QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1, 96_000, 16, 1,
+              storage_rows=30_000, storage_repeat=2)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "ingest": lambda: _ingest_run(sizes),
         "analytics": lambda: _analytics_run(sizes),
         "compaction": lambda: _compaction_run(sizes),
+        "storage": lambda: _storage_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -114,10 +118,45 @@ def _compaction_run(sizes: Sizes) -> dict[str, Any]:
     return compaction_benchmark.run(sizes.compaction_rows, sizes.compaction_batches, sizes.compaction_repeat)
 
 
+def _storage_run(sizes: Sizes) -> dict[str, Any]:
+    from bench import storage_benchmark
+
+    results = storage_benchmark.run(sizes.storage_rows, sizes.storage_repeat)
+    storage_benchmark.print_results(results)  # the per-member bytes and bytes moved, beyond the ratios
+    return results
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
     runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios,
-               "analytics": analytics_ratios, "compaction": compaction_ratios}  # fmt: skip
+               "analytics": analytics_ratios, "compaction": compaction_ratios, "storage": storage_ratios}  # fmt: skip
     return runners[name](results)
+
+
+def storage_ratios(r: dict[str, Any]) -> list[Ratio]:
+    b, w = r["bytes"], r["warm"]
+    rows = [
+        _ratio("storage", f"split bytes vs Parquet (pyarrow defaults), {r['rows']:,} rows",
+               b["split_bytes"], b["parquet_bytes"], "B", b["split_vs_parquet"], ("<=", 2)),
+    ]  # fmt: skip
+    for name, c in r["cold"].items():
+        goal = ("<=", 0.8) if name == "rare-word search" else None
+        short = name.replace("aggregate: ", "")
+        rows.append(
+            _ratio(
+                "storage",
+                f"cold {short}, S3: bytes moved vs the Parquet file",
+                c["bytes_moved"],
+                b["parquet_bytes"],
+                "B",
+                c["bytes_moved"] / b["parquet_bytes"],
+                goal,
+            )
+        )
+        rows.append(_ratio("storage", f"cold {short}, S3: vs a pyarrow scan of the Parquet object",
+                           c["seconds"], c["parquet_seconds"], "s", c["parquet_seconds"] / c["seconds"]))  # fmt: skip
+    rows.append(_ratio("storage", "warm rare-word search: seconds S3 is over local disk",
+                       w["s3_s"], w["local_s"], "s", w["s3_over_local_s"], ("<=", 0.05)))  # fmt: skip
+    return rows
 
 
 def compaction_ratios(r: dict[str, Any]) -> list[Ratio]:

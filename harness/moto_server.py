@@ -6,8 +6,12 @@ concurrent put-if-absent calls on one key can both succeed (see
 object-writing handlers with one shared lock, which makes check+write atomic as on
 real S3. ``widen_race_window(ms)`` inserts a delay between check and write — used by the
 self-test that proves the log-level checker detects lost commits on unpatched moto.
+``count_traffic()`` counts requests and response bytes by method, server side (so bytes every
+client moved are seen: Spark's Python workers, pyarrow's S3 filesystem); ``traffic(url)`` reads
+the counts and ``traffic(url, reset=True)`` zeroes them (``GET``/``DELETE /_indextables/traffic``).
 
-Run: ``python -m harness.moto_server --port 0 [--host 0.0.0.0] [--unpatched] [--widen-ms 5] [--detached]``; it
+Run: ``python -m harness.moto_server --port 0 [--host 0.0.0.0] [--unpatched] [--widen-ms 5] [--detached]
+[--count-traffic]``; it
 prints ``READY <port>`` on stdout when listening and stops on SIGTERM/SIGINT (and, unless
 ``--detached``, when the process that started it exits).
 
@@ -61,12 +65,69 @@ def widen_race_window(delay_ms: float) -> None:
     backend_cls.put_object = slow_put  # type: ignore[method-assign]
 
 
-def serve(port: int, patched: bool, widen_ms: float, detached: bool = False, host: str = "127.0.0.1") -> None:
+TRAFFIC_PATH = "/_indextables/traffic"
+
+
+def count_traffic() -> None:
+    """Count every request by method and the bytes of every response body (what clients downloaded),
+    answered as JSON at ``TRAFFIC_PATH`` (``GET``; ``DELETE`` resets the counts)."""
+    import json
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    lock = threading.Lock()
+    counts: dict[str, Any] = {"requests": {}, "bytes_out": 0}
+    original = DomainDispatcherApplication.__call__
+
+    def counted(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        method = str(environ.get("REQUEST_METHOD", ""))
+        if environ.get("PATH_INFO") == TRAFFIC_PATH:
+            with lock:
+                body = json.dumps(counts).encode()
+                if method == "DELETE":
+                    counts.update(requests={}, bytes_out=0)
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        with lock:
+            counts["requests"][method] = counts["requests"].get(method, 0) + 1
+        return _counting(original(self, environ, start_response), counts, lock)
+
+    DomainDispatcherApplication.__call__ = counted  # type: ignore[method-assign]
+
+
+def _counting(chunks: Any, counts: dict[str, Any], lock: threading.Lock) -> Any:
+    try:
+        for chunk in chunks:
+            with lock:
+                counts["bytes_out"] += len(chunk)
+            yield chunk
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def traffic(endpoint_url: str, reset: bool = False) -> dict[str, Any]:
+    """The counts of a server started with ``--count-traffic``: ``{"requests": {method: n}, "bytes_out": n}``
+    (those before the reset, with ``reset``)."""
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(endpoint_url + TRAFFIC_PATH, method="DELETE" if reset else "GET")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return dict(json.loads(response.read()))
+
+
+def serve(
+    port: int, patched: bool, widen_ms: float, detached: bool = False, host: str = "127.0.0.1", counted: bool = False
+) -> None:
     import logging
 
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    if counted:
+        count_traffic()
     if widen_ms > 0:
         widen_race_window(widen_ms)
     if patched:
@@ -88,9 +149,10 @@ def serve(port: int, patched: bool, widen_ms: float, detached: bool = False, hos
 class MotoServerProcess:
     """A moto server in a child process (so every test process can share one S3)."""
 
-    def __init__(self, patched: bool = True, widen_ms: float = 0.0) -> None:
+    def __init__(self, patched: bool = True, widen_ms: float = 0.0, count_traffic: bool = False) -> None:
         self.patched = patched
         self.widen_ms = widen_ms
+        self.count_traffic = count_traffic
         self.proc: subprocess.Popen[str] | None = None
         self.port: int | None = None
 
@@ -106,6 +168,8 @@ class MotoServerProcess:
             cmd.append("--unpatched")
         if self.widen_ms:
             cmd += ["--widen-ms", str(self.widen_ms)]
+        if self.count_traffic:
+            cmd.append("--count-traffic")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + timeout
@@ -144,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--unpatched", action="store_true", help="keep moto's non-atomic conditional writes")
     parser.add_argument("--widen-ms", type=float, default=0.0, help="delay between check and write")
     parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
+    parser.add_argument("--count-traffic", action="store_true", help=f"count requests and bytes (at {TRAFFIC_PATH})")
     args = parser.parse_args(argv)
     if not args.port:
         from executor_lib.spark.connect_server import free_port  # not at the top: see the module docstring
@@ -155,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         widen_ms=args.widen_ms,
         detached=args.detached,
         host=args.host,
+        counted=args.count_traffic,
     )
 
 

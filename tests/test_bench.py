@@ -104,3 +104,21 @@ def test_bench_ingest_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixtu
     names = [r["name"] for r in doc["ratios"]]
     assert any("fastfields=ts,level,service,latency_ms" in n for n in names) and "MERGE SPLITS" in names[-1]
     assert "goal" in capsys.readouterr().out
+
+
+def test_bench_storage_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The storage suite starts its own counting S3 server, checks that the index and the Parquet scan
+    give the same answers (it stops otherwise), and prints bytes per member, bytes moved cold and the
+    warm S3-over-local time with its goal."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "storage", "--storage-rows", "5000", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == []
+    r = doc["results"]["storage"]
+    assert r["bytes"]["split_bytes"] > 0 and r["bytes"]["parquet_bytes"] > 0 and "*.idx" in r["bytes"]["members"]
+    assert set(r["cold"]) == {"rare-word search", "phrase search", "aggregate: count per level"}
+    assert r["cold"]["rare-word search"]["result"] >= 3
+    assert all(c["bytes_moved"] > 0 and c["parquet_bytes_moved"] > 0 for c in r["cold"].values())
+    assert {r["goal"] for r in doc["ratios"]} >= {"<= 2", "<= 0.8", "<= 0.05"}
+    printed = capsys.readouterr().out
+    assert "split bytes per member" in printed and "warm rare-word search" in printed

@@ -14,6 +14,7 @@ import contextlib
 import gc
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -96,11 +97,15 @@ def list_log(store: ObjectStore, start_after_version: int | None = None) -> LogL
     if start_after_version is None:
         entries = store.list(f"{LOG_DIR}/", recursive=False)
     else:
+        # Two listings (version files and checkpoints; state directories), sent at once: on an
+        # object store each is a round trip, and this is what every repeated query pays.
         after = version_name(start_after_version)
-        entries = _chain(
-            store.list(f"{LOG_DIR}/0", start_after=f"{LOG_DIR}/{after}", recursive=False),
-            store.list(f"{LOG_DIR}/state-v", start_after=f"{LOG_DIR}/state-v{after}", recursive=False),
-        )
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            states = pool.submit(
+                lambda: list(store.list(f"{LOG_DIR}/state-v", start_after=f"{LOG_DIR}/state-v{after}", recursive=False))
+            )
+            files = list(store.list(f"{LOG_DIR}/0", start_after=f"{LOG_DIR}/{after}", recursive=False))
+            entries = _chain(files, states.result())
     for entry in entries:
         name = entry.name
         if entry.is_dir:

@@ -13,8 +13,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from executor_lib.log import snapshot_cache
 from executor_lib.log.config import split_options
-from executor_lib.log.snapshot import list_log
+from executor_lib.log.snapshot import Snapshot, list_log
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.protocol.actions import (
     ENGINE,
@@ -56,6 +57,20 @@ def open_log(uri: str, **options: Any) -> TransactionLog:
     log = TransactionLog(store, config)
     log.latest_version()  # raises TableNotFoundError with the path
     return log
+
+
+def read_snapshot(uri: str, version: int | None = None, timestamp_ms: int | None = None, **options: Any) -> Snapshot:
+    """The snapshot of the table at ``uri``: the latest, the one at ``version``, or the newest at or
+    before ``timestamp_ms``; TableNotFoundError if there is no table.
+
+    What a query plans on. Unlike ``open_log(uri).snapshot()`` it makes no separate existence check
+    (the load itself finds there is no table), and the latest snapshot starts from the newest this
+    process has built of the table (``log.snapshot_cache``): a repeated query on object storage costs
+    one listing past that version (two LIST requests) plus the version files committed since.
+    """
+    config, storage_options = split_options(options)
+    log = TransactionLog(open_store(uri, shared_client=True, **storage_options), config, snapshot_cache.SHARED)
+    return log.snapshot(version, timestamp_ms)
 
 
 def create_table(

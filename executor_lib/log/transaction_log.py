@@ -35,14 +35,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.log import checkpoint as checkpoints
-from executor_lib.log import maintenance
+from executor_lib.log import maintenance, snapshot_cache
 from executor_lib.log.avro_state import StateManifest, read_state_files, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.maintenance import state_checkpoint_info, uses_avro_state
-from executor_lib.log.snapshot import Snapshot, SnapshotLoader, check_writable, list_log, read_version_actions
+from executor_lib.log.snapshot import (
+    Snapshot,
+    SnapshotLoader,
+    check_readable,
+    check_writable,
+    list_log,
+    read_version_actions,
+)
 from executor_lib.log.split_schema import check_split_schema
 from executor_lib.log.state import replay
 from executor_lib.log.state_writer import (
@@ -129,9 +136,19 @@ class FileListing:
 class TransactionLog:
     """The ``_transaction_log/`` of one table."""
 
-    def __init__(self, store: ObjectStore, config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        config: LogConfig | None = None,
+        shared_snapshots: snapshot_cache.SnapshotCache | None = None,
+    ) -> None:
+        """``shared_snapshots``: a cache of snapshots shared with other log objects of the process
+        (``log.snapshot_cache.SHARED``, as queries use it): the latest snapshot is refreshed from the
+        newest one there and stored back. Without it, a new log object loads its first snapshot from
+        the checkpoint (and so re-reads and re-verifies the state)."""
         self.store = store
         self.config = config or LogConfig()
+        self._shared = shared_snapshots
         self._loader = SnapshotLoader(store, self.config)
         self._head: _Head | None = None
         self._snapshot: Snapshot | None = None
@@ -166,28 +183,35 @@ class TransactionLog:
         return snap
 
     def _refresh_snapshot(self) -> Snapshot:
-        """Latest snapshot, updated incrementally from the cached one when possible."""
-        cached = self._snapshot
+        """Latest snapshot, updated incrementally from the cached one when possible: this object's,
+        or with ``shared_snapshots`` the newest this process built of the table, so that a new log
+        object per query costs one listing past it (two LIST requests) plus the new version files."""
+        shared, identity = self._shared, self.store.cache_identity
+        cached = self._snapshot or (shared.get(identity) if shared is not None else None)
         if cached is not None:
             listing = list_log(self.store, cached.version)
             new = sorted(v for v in listing.versions if v > cached.version)
             latest = listing.latest
-            if latest == cached.version and cached.version in {
-                *listing.versions,
-                *listing.states,
-                *listing.checkpoints,
-            }:
+            current = snapshot_cache.still_current(cached, listing)
+            if current and latest == cached.version:
+                self._snapshot = cached
                 return cached
-            if latest > cached.version and new == list(range(cached.version + 1, latest + 1)):
+            if current and latest > cached.version and new == list(range(cached.version + 1, latest + 1)):
                 try:
-                    state = replay(cached.state, ((v, read_version_actions(self.store, v)) for v in new))
+                    versions = [(v, read_version_actions(self.store, v)) for v in new]
                 except ObjectNotFoundError:  # log retention got there first: load from its checkpoint
-                    pass
-                else:
+                    versions = []
+                if versions and snapshot_cache.same_table(cached, versions):
+                    state = replay(cached.state, versions)
+                    check_readable(state.protocol, self.uri)
                     base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
                     self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
+                    if shared is not None:
+                        shared.offer(identity, self._snapshot)
                     return self._snapshot
         self._snapshot = self._loader.load()
+        if shared is not None:
+            shared.offer(identity, self._snapshot)
         return self._snapshot
 
     def list_files(self, predicates: Sequence[Any] = (), version: int | None = None) -> FileListing:

@@ -41,6 +41,8 @@ def require_path(options: Mapping[str, Any], what: str) -> str:
 
 
 def pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:
+    """The snapshot a read plans on (``versionAsOf``/``timestampAsOf``, else the latest), refreshed
+    from the process's snapshot cache (``executor_lib.log.tables.read_snapshot``)."""
     lower = {k.lower(): v for k, v in raw_options.items()}
     opts = {k: v for k, v in raw_options.items() if k.lower() not in ("versionasof", "timestampasof")}
     version = O.parse_version(lower["versionasof"]) if "versionasof" in lower else None
@@ -49,7 +51,9 @@ def pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:
         raise ConfigError("read: give versionAsOf or timestampAsOf, not both")
     known = {k.lower(): k for k in O.READ_KEYS}
     storage = {known.get(k.lower(), k): v for k, v in opts.items()}
-    return open_table_log(path, storage).snapshot(version=version, timestamp_ms=timestamp)
+    from executor_lib.log.tables import read_snapshot
+
+    return read_snapshot(path, version, timestamp, **O.storage_and_log_options(storage))
 
 
 def typed_filter(f: F.Filter, schema: pa.Schema, time_zone: str | None = None) -> F.Filter:

@@ -223,7 +223,7 @@ class IndexTablesReader(DataSourceReader):
         if not isinstance(partition, IndexTablesPartition):
             return  # no split to read: Spark reads one default partition
         target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
-        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        store = open_store(self.path, shared_client=True, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         with cache.counted_once():
             yield from self._search_splits(partition.splits, store, cache, target)

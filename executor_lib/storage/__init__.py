@@ -93,7 +93,12 @@ def _convert(field: str, value: Any) -> Any:
 
 
 def open_store(uri: str, **options: Any) -> ObjectStore:
-    """The store rooted at ``uri`` (a local path, ``file://...`` or ``s3://bucket/prefix``)."""
+    """The store rooted at ``uri`` (a local path, ``file://...`` or ``s3://bucket/prefix``).
+
+    ``shared_client``: an S3 store uses the process's client for its options (what queries use:
+    connections stay open between them); otherwise a client of its own (hooks registered on it,
+    such as fault injection, stay on it)."""
+    shared_client = bool(options.pop("shared_client", False))
     uri = normalize_uri(uri)
     if redact_uri(uri) != uri:
         raise ConfigError(
@@ -103,7 +108,7 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
     if uri.startswith("s3://"):
         from executor_lib.storage.s3 import S3Store
 
-        return S3Store(uri, _s3_options(options))
+        return S3Store(uri, _s3_options(options), shared_client=shared_client)
     if "://" in uri and not uri.startswith("file://"):
         raise ConfigError(f"unsupported storage scheme in {redact_uri(uri)!r} (supported: local paths, file://, s3://)")
     path = uri[len("file://") :] if uri.startswith("file://") else uri

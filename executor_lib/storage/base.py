@@ -196,6 +196,12 @@ class ObjectStore(abc.ABC):
     def root_uri(self) -> str:
         """The URI this store is rooted at (no credentials in it)."""
 
+    @property
+    def cache_identity(self) -> str:
+        """What tells this store's objects apart from another store's in a process-wide cache (the
+        root URI; an S3 store adds its endpoint): two stores with one identity hold the same objects."""
+        return self.root_uri
+
     def uri_of(self, key: str) -> str:
         """The full URI of ``key``, for messages and for other tools."""
         return f"{self.root_uri.rstrip('/')}/{self.key_of(key)}" if key else self.root_uri
