@@ -382,6 +382,14 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
     )
 
 
+def _write_manifests(
+    store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig
+) -> list[ManifestInfo]:
+    """``entries`` written as manifests of ``state.entriesPerManifest`` entries each, in order."""
+    chunk = config.state_entries_per_manifest
+    return [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
+
+
 def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
     return {
         "formatVersion": m.format_version,
@@ -509,11 +517,7 @@ def build_compacted_state(
     registry = dict(registry)
     files = _dedupe_doc_mappings(files, registry)
     live = sorted(files, key=_partition_order)
-    chunk = config.state_entries_per_manifest
-    infos = tuple(
-        write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
-        for i in range(0, len(live), chunk)
-    )
+    infos = tuple(_write_manifests(store, [(a, version, now) for a in live], config))
     return StateManifest(
         state_version=version,
         source=f"{state_dir(version)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
@@ -612,9 +616,7 @@ def _merge_small_manifests(
         dropped = frozenset(a.path for a in entries if a.path in tombstones)
         live = sorted((a for a in entries if a.path not in dropped), key=_partition_order)
         now = int(time.time() * 1000)
-        chunk = config.state_entries_per_manifest
-        merged = [write_manifest(store, [(a, version, now) for a in live[i : i + chunk]], config)
-                  for i in range(0, len(live), chunk)]  # fmt: skip
+        merged = _write_manifests(store, [(a, version, now) for a in live], config)
         chosen = {id(i) for i in merge}
         infos = [i for i in infos if id(i) not in chosen] + merged
         tombstones = tombstones - dropped
@@ -648,8 +650,7 @@ def build_incremental_state(
     added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
     entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
     entries.sort(key=lambda e: _partition_order(e[0]))  # a big commit's manifests cover few partitions each
-    chunk = config.state_entries_per_manifest
-    infos += [write_manifest(store, entries[i : i + chunk], config) for i in range(0, len(entries), chunk)]
+    infos += _write_manifests(store, entries, config)
     infos, tombstones = _merge_small_manifests(store, infos, base.tombstones | frozenset(delta.removed), target, config)
     removed_bytes = sum(r.size or 0 for r in delta.removed.values())
     return StateManifest(
