@@ -1,0 +1,202 @@
+"""Term dictionaries (``splits/sstable_termdict.py``, ``splits/fst_termdict.py``, ``splits/fst.py``):
+the SSTable dictionaries of every real IndexTables4Spark split read and written again byte for
+byte, and the FST dictionaries of splits this project writes read and checked against tantivy."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from executor_lib.protocol.bundle import read_footer
+from executor_lib.splits.composite_file import parse_composite, split_footer
+from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.fst import FstError, build_map, read_map
+from executor_lib.splits.fst_termdict import fst_map_bytes, parse_fst_dictionary, read_fst_term_file
+from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.sstable_termdict import (
+    TermDictionary,
+    TermInfo,
+    encode_sstable,
+    encode_sstable_term_file,
+    parse_sstable,
+    read_sstable_term_file,
+)
+from executor_lib.splits.writer import write_split
+from indextables_contract.errors import CorruptSplitError
+from tests.conftest import COMPAT_ROOT
+
+REAL_SPLITS = sorted(COMPAT_ROOT.rglob("*.split")) if COMPAT_ROOT.is_dir() else []
+
+
+def _member(split: Path, suffix: str) -> tuple[str, bytes]:
+    footer = read_footer(split)
+    (name,) = [n for n in footer.files if n.endswith(suffix)]
+    start, end = footer.files[name]
+    with open(split, "rb") as f:
+        f.seek(start)
+        return name, f.read(end - start)
+
+
+def _num_docs(split: Path) -> int:
+    meta = json.loads(_member(split, "meta.json")[1])
+    return sum(s["max_doc"] for s in meta["segments"])
+
+
+def check_dictionary(d: TermDictionary, num_docs: int, where: str) -> None:
+    """Terms strictly increasing; each TermInfo's doc_freq in 1..num_docs; postings and positions
+    ranges contiguous and increasing (Tantivy writes a field's postings in term order)."""
+    assert d.terms == sorted(set(d.terms)), f"{where}: terms not strictly increasing"
+    previous = None
+    for term, info in zip(d.terms, d.infos, strict=True):
+        assert 1 <= info.doc_freq <= num_docs, f"{where}: {term!r} doc_freq {info.doc_freq} of {num_docs} docs"
+        assert info.postings_start < info.postings_end, f"{where}: {term!r} has no postings"
+        assert info.positions_start <= info.positions_end, f"{where}: {term!r} positions {info}"
+        if previous is not None:
+            assert info.postings_start == previous.postings_end, f"{where}: {term!r} postings do not follow"
+            assert info.positions_start == previous.positions_end, f"{where}: {term!r} positions do not follow"
+        previous = info
+
+
+# --- SSTable dictionaries of the real IndexTables4Spark splits -------------------------------------
+
+
+@pytest.mark.parametrize("split", REAL_SPLITS, ids=lambda p: str(p.relative_to(COMPAT_ROOT)))
+def test_every_real_sstable_term_file_reads_and_encodes_byte_identically(split: Path) -> None:
+    name, data = _member(split, ".term")
+    term_file = read_sstable_term_file(data, f"{split}:{name}")
+    assert term_file.fields, f"{split}: no term dictionaries"
+    num_docs = _num_docs(split)
+    for field, dictionary in term_file.fields.items():
+        check_dictionary(dictionary, num_docs, f"{split} field {field}")
+    assert encode_sstable_term_file(term_file) == data, f"{split}: re-encoded .term differs"
+    assert split_footer(data, name).crc_matches()
+
+
+def test_the_real_splits_cover_compressed_blocks() -> None:
+    """Two of the fixtures' dictionaries hold a zstd-compressed block: the byte-identical test above
+    covers the compression rule (payload > 2048 bytes, zstd level 3, kept when smaller)."""
+    compressed = 0
+    for split in REAL_SPLITS:
+        body = split_footer(_member(split, ".term")[1], str(split)).body
+        for piece in parse_composite(body, str(split)):
+            parsed = parse_sstable(piece.data)
+            compressed += sum(piece.data[b.start + 4] == 1 for b in parsed.blocks)
+    assert compressed >= 2
+
+
+# --- the writer beyond the fixtures: many blocks, a block index, long keys --------------------------
+
+
+def _synthetic(n: int, seed: int) -> TermDictionary:
+    rng = random.Random(seed)
+    terms = sorted({bytes(rng.choice(b"abcdefgh\xff\x00") for _ in range(rng.randint(0, 40))) for _ in range(n)})
+    infos = []
+    postings = positions = 7
+    for _ in terms:
+        p, q = rng.randint(1, 300), rng.choice([0, rng.randint(1, 5000)])
+        infos.append(TermInfo(rng.randint(1, 10_000), postings, postings + p, positions, positions + q))
+        postings, positions = postings + p, positions + q
+    return TermDictionary(terms, infos)
+
+
+@pytest.mark.parametrize("n", [0, 1, 300, 40_000])
+def test_multi_block_sstables_round_trip_with_a_consistent_block_index(n: int) -> None:
+    d = _synthetic(n, n)
+    data = encode_sstable(d)
+    parsed = parse_sstable(data)
+    assert parsed.dictionary == d
+    if parsed.index is None:
+        assert len(parsed.blocks) <= 1
+        return
+    assert [a for _, a in parsed.index] == parsed.blocks  # the block address store, decoded
+    for (key, _), following in zip(parsed.index, [*parsed.blocks[1:], None], strict=True):
+        last = d.terms[(following.first_ordinal if following else len(d.terms)) - 1]
+        assert last <= key, "an index key below its block's last term"
+        if following is not None:
+            assert key < d.terms[following.first_ordinal], "an index key reaches into the next block"
+
+
+def test_the_writer_refuses_what_an_sstable_cannot_hold() -> None:
+    with pytest.raises(ValueError, match="strictly increasing"):
+        encode_sstable(TermDictionary([b"b", b"a"], [TermInfo(1, 0, 1, 0, 0), TermInfo(1, 1, 2, 0, 0)]))
+    with pytest.raises(ValueError, match="do not follow"):
+        encode_sstable(TermDictionary([b"a", b"b"], [TermInfo(1, 0, 1, 0, 0), TermInfo(1, 5, 6, 0, 0)]))
+
+
+def test_damaged_dictionaries_are_named() -> None:
+    good = encode_sstable(_synthetic(300, 1))
+    with pytest.raises(CorruptSplitError, match="here: an FST term dictionary"):
+        parse_sstable(good[:-4] + b"\x01\x00\x00\x00", "here")
+    with pytest.raises(CorruptSplitError, match="here: SSTable"):
+        parse_sstable(good[:40] + good[60:], "here")
+    with pytest.raises(CorruptSplitError, match="here: an SSTable term dictionary, not an FST"):
+        parse_fst_dictionary(good, "here")
+
+
+# --- FST maps and the FST dictionaries of this project's splits -------------------------------------
+
+
+def test_fst_maps_round_trip_and_refuse_unsorted_keys() -> None:
+    rng = random.Random(3)
+    keys = sorted({bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(5000)})
+    items = [(k, rng.randrange(1 << rng.choice([1, 8, 20, 40, 63]))) for k in keys]
+    assert read_map(build_map(items)) == items
+    assert read_map(build_map([(b"", 5), (b"a", 0)])) == [(b"", 5), (b"a", 0)]
+    with pytest.raises(FstError, match="strictly increasing"):
+        build_map([(b"b", 0), (b"a", 1)])
+
+
+LOG_WORDS = [f"w{i:04d}{'x' * (i % 13)}" for i in range(3000)]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, pa.Schema]:
+    rng = random.Random(7)
+    n = 6000
+    rows = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "message": [" ".join(rng.choices(LOG_WORDS, k=6)) for _ in range(n)],
+            "level": [rng.choice(["INFO", "WARN", "ERROR"]) for _ in range(n)],
+            "latency": [rng.random() * 100 for _ in range(n)],
+        }
+    )
+    out = tmp_path_factory.mktemp("split")
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.message": "text"})
+    return write_split(rows, mapping, out).path, out / "work", rows.schema
+
+
+def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, Path, pa.Schema]) -> None:
+    """Every term the reader lists has the doc_freq tantivy reports for it, and every field's FST
+    is what ``fst.build_map`` builds from the listed terms, byte for byte."""
+    import tantivy
+
+    split, work, schema = written
+    name, data = _member(split, ".term")
+    term_file = read_fst_term_file(data, name)
+    searcher = SplitSearcher(split, work, schema, None)
+    index = searcher.index
+    meta = json.loads((searcher.index_dir / "meta.json").read_text())
+    schema_fields = {i: f["name"] for i, f in enumerate(meta["schema"])}
+    tantivy_searcher = index.searcher()
+    num_docs = tantivy_searcher.num_docs
+    checked = 0
+    for field, dictionary in term_file.fields.items():
+        check_dictionary(dictionary, num_docs, f"field {field}")
+        fname = schema_fields[field]
+        for term, info in list(zip(dictionary.terms, dictionary.infos, strict=True))[
+            :: max(1, len(dictionary.terms) // 300)
+        ]:
+            if fname in ("message", "level"):
+                query = tantivy.Query.term_query(index.schema, fname, term.decode())
+                assert tantivy_searcher.search(query, 1).count == info.doc_freq, (fname, term)
+                assert tantivy_searcher.doc_freq(fname, term.decode()) == info.doc_freq
+                checked += 1
+    assert checked > 300
+    for piece in parse_composite(split_footer(data, name).body, name):
+        items = [(t, i) for i, t in enumerate(term_file.fields[piece.field].terms)]
+        assert build_map(items) == fst_map_bytes(piece.data), f"field {piece.field}"
