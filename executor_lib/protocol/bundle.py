@@ -33,6 +33,9 @@ BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1
 _U32 = struct.Struct("<I")
 _COPY_CHUNK = 8 << 20
+# A member "<segment>.term.fst" holds the FST term dictionaries of "<segment>.term" (which holds
+# them as SSTables for IndexTables4Spark): extracted, it becomes "<segment>.term" (splits/term_convert.py).
+LOCAL_TERM_SUFFIX = ".term.fst"
 
 
 @dataclass(frozen=True)
@@ -210,7 +213,9 @@ def read_hotcache(path: Path) -> HotCache:
 
 
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
-    """Lay the index files of a local split out in ``dest`` (tantivy opens a directory)."""
+    """Lay the index files of a local split out in ``dest`` (tantivy opens a directory). A member
+    ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) is written as ``<segment>.term``, in place of
+    that member's SSTable dictionaries, which the ``tantivy`` package cannot read."""
     dest.mkdir(parents=True, exist_ok=True)
     size = path.stat().st_size
     with open(path, "rb", buffering=0) as f:
@@ -219,7 +224,10 @@ def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
                 raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
             if end > size:
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
-            with open(dest / name, "wb", buffering=0) as out:
+            if name + ".fst" in footer.files and name.endswith(".term"):
+                continue  # the SSTable version: its FST member is written under this name
+            local = name[: -len(".fst")] if name.endswith(LOCAL_TERM_SUFFIX) else name
+            with open(dest / local, "wb", buffering=0) as out:
                 copy_range(f.fileno(), out.fileno(), start, end - start)
 
 

@@ -43,6 +43,7 @@ META_JSON = "meta.json"
 MANAGED_JSON = ".managed.json"
 # A segment's files: <segment id>.<ext> (Tantivy's SegmentComponent), plus <id>.<opstamp>.del.
 SEGMENT_EXTENSIONS = ("idx", "pos", "term", "store", "fast", "fieldnorm")
+_SSTABLE_DICTIONARY = 2  # the dictionary type of an SSTable term dictionary (1: FST)
 # Files of at most this many bytes are cached whole (see ``choose_ranges``).
 WHOLE_FILE_MAX_BYTES = 1024
 # No single cached range is longer than this.
@@ -379,17 +380,19 @@ def choose_ranges(name: str, length: int, read: Callable[[int, int], bytes]) -> 
       file of at most ``WHOLE_FILE_MAX_BYTES``;
     - every segment file's Tantivy footer (JSON + u32 length + u32 magic 1337);
     - ``.idx .pos .term .fieldnorm`` (composite files): the composite footer (each field's
-      offset); per field, ``.idx`` its first 8 bytes (total token count) and ``.term`` its last 16
-      (dictionary type and FST footer);
+      offset); per field, ``.idx`` its first 8 bytes (total token count) and ``.term`` what
+      ``TermDictionary::open`` reads: of an SSTable dictionary its block index, footer and type
+      (as the JVM's splits cache), of an FST one its last 16 bytes (dictionary type and FST footer);
     - ``.store``: the skip index and the doc store footer; ``.fast``: the column dictionary and
       the columnar footer.
 
-    Not cached, though Quickwit's tracing would record it: a whole FST term dictionary, which
-    ``TermDictionary::open`` reads (IndexTables4Spark's Tantivy refuses FST dictionaries anyway,
-    PROTOCOL.md §15). No range above ``MAX_RANGE_BYTES`` is cached. Where a layout does not parse as expected, the
-    last ``SEGMENT_TAIL_BYTES`` are cached instead. A read the cache misses goes to the split
-    itself, so a missing range costs a read, never a wrong answer. The real IndexTables4Spark
-    splits cache the same shape (small files whole, footers and the indexes before them).
+    Not cached: a whole FST term dictionary, which ``TermDictionary::open`` of the ``tantivy``
+    package reads (IndexTables4Spark's Tantivy refuses FST dictionaries; splits written here give
+    it SSTable ones, ``splits/term_convert.py``). No range above ``MAX_RANGE_BYTES`` is cached.
+    Where a layout does not parse as expected, the last ``SEGMENT_TAIL_BYTES`` are cached instead.
+    A read the cache misses goes to the split itself, so a missing range costs a read, never a
+    wrong answer. The real IndexTables4Spark splits cache the same shape (small files whole,
+    footers and the indexes before them).
 
     Args:
         name: the file's name in the bundle.
@@ -439,8 +442,23 @@ def _composite_ranges(ext: str, body_end: int, read: Callable[[int, int], bytes]
         if ext == "idx":
             ranges.append((start, min(stop, start + 8)))
         elif ext == "term":
-            ranges.append((max(start, stop - 16), stop))
+            ranges.append(_term_dictionary_tail(start, stop, read))
     return ranges
+
+
+def _term_dictionary_tail(start: int, stop: int, read: Callable[[int, int], bytes]) -> tuple[int, int]:
+    """What ``TermDictionary::open`` reads of one field's dictionary (``start..stop`` of ``.term``):
+    for an SSTable (type 2 in its last 4 bytes) its block index, footer and type, from
+    ``index_offset`` (the u64 24 bytes before the end) on, as the JVM's splits cache; for an FST
+    the last 16 bytes (type and FST footer)."""
+    if stop - start < 24:
+        return max(start, stop - 16), stop
+    tail = read(stop - 24, stop)
+    (dict_type,) = struct.unpack("<I", tail[20:])
+    if dict_type != _SSTABLE_DICTIONARY:
+        return stop - 16, stop
+    (index_offset,) = struct.unpack("<Q", tail[:8])
+    return _checked(start + index_offset, stop, stop)
 
 
 def _composite_offsets(footer: bytes) -> list[int]:

@@ -23,7 +23,7 @@ dropped), which decides which equal nodes are shared and so the exact bytes.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 FST_VERSION = 2
 _EMPTY = 0  # the address of the empty final node
@@ -129,6 +129,19 @@ def read_map(data: bytes) -> list[tuple[bytes, int]]:
     Raises:
         FstError: not an FST of version 2, or nodes that do not decode.
     """
+    return list(iter_map(data))
+
+
+_NODE_CACHE_ENTRIES = 1 << 16
+
+
+def iter_map(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """The (key, value) pairs of an FST map, in key order, one at a time (memory: the path being
+    walked and a bounded cache of decoded nodes, not the keys).
+
+    Raises:
+        FstError: not an FST of version 2, or nodes that do not decode (raised when reached).
+    """
     if len(data) < 32:
         raise FstError(f"{len(data)} bytes, too short for an FST")
     version, _ = struct.unpack_from("<QQ", data, 0)
@@ -136,26 +149,35 @@ def read_map(data: bytes) -> list[tuple[bytes, int]]:
         raise FstError(f"FST version {version}, only {FST_VERSION} is read")
     count, root = struct.unpack_from("<QQ", data, len(data) - 16)
     body = data[: len(data) - 16]
-    out: list[tuple[bytes, int]] = []
+    nodes: dict[int, tuple[bool, int, list[tuple[int, int, int]]]] = {}
+    found = 0
     try:
         # depth-first, transitions in input order: keys come out sorted
         stack: list[tuple[bytes, int, int]] = [(b"", 0, root)]
         while stack:
             key, value, addr = stack.pop()
-            if addr != _EMPTY and not 16 <= addr < len(body):
-                raise FstError(f"node address {addr} outside the FST")
-            final, final_out, trans = _node(body, addr)
+            node = nodes.get(addr)
+            if node is None:
+                if addr != _EMPTY and not 16 <= addr < len(body):
+                    raise FstError(f"node address {addr} outside the FST")
+                if len(nodes) >= _NODE_CACHE_ENTRIES:
+                    nodes.clear()
+                node = nodes[addr] = _node(body, addr)
+            final, final_out, trans = node
             if final:
-                out.append((key, value + final_out))
+                found += 1
+                if found > count:
+                    raise FstError(f"more keys than the {count} the FST says")
+                yield key, value + final_out
             for inp, t_out, target in reversed(trans):
-                stack.append((key + bytes((inp,)), value + t_out, target))
-            if len(out) > count:
-                raise FstError(f"more keys than the {count} the FST says")
+                stack.append((key + _BYTES[inp], value + t_out, target))
     except IndexError as e:
         raise FstError(f"FST node out of bounds ({e})") from e
-    if len(out) != count:
-        raise FstError(f"the FST says {count} keys, holds {len(out)}")
-    return out
+    if found != count:
+        raise FstError(f"the FST says {count} keys, holds {found}")
+
+
+_BYTES = [bytes((b,)) for b in range(256)]
 
 
 # --- building --------------------------------------------------------------------------------------

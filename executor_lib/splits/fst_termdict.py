@@ -20,9 +20,10 @@ the next one's start.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 from executor_lib.splits.composite_file import parse_composite, split_footer
-from executor_lib.splits.fst import FstError, read_map
+from executor_lib.splits.fst import FstError, iter_map
 from executor_lib.splits.sstable_termdict import (
     DICT_TYPE_FST,
     DICT_TYPE_SSTABLE,
@@ -38,49 +39,58 @@ _META = struct.Struct("<QIQIQIBBB")  # 39 bytes
 _U32 = struct.Struct("<I")
 
 
-def _bits(data: bytes, addr: int, nbits: int) -> int:
-    byte = addr >> 3
-    window = int.from_bytes(data[byte : byte + 9].ljust(9, b"\0"), "little")
-    return (window >> (addr & 7)) & ((1 << nbits) - 1)
-
-
 def read_term_info_store(data: bytes) -> list[TermInfo]:
     """Every ``TermInfo`` of a ``TermInfoStore``, in term order.
 
     Raises:
         ValueError: the store's lengths do not fit its bytes.
     """
-    metas_len, num_terms = struct.unpack_from("<QQ", data, 0)
-    metas = data[16 : 16 + metas_len]
-    packed = data[16 + metas_len :]
-    if len(metas) != metas_len or metas_len != _META.size * -(-num_terms // TERM_INFO_BLOCK_LEN):
-        raise ValueError(f"{metas_len} bytes of block metas for {num_terms} terms")
-    out: list[TermInfo] = []
-    for block in range(0, metas_len, _META.size):
-        offset, doc_freq, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = _META.unpack_from(metas, block)
-        out.append(TermInfo(doc_freq, p_start, p_start + p_len, q_start, q_start + q_len))
-        count = min(TERM_INFO_BLOCK_LEN, num_terms - len(out) + 1) - 1
-        bits = packed[offset:]
-        nbits = df_bits + p_bits + q_bits
-        for i in range(count):
-            at = nbits * i
-            out.append(
-                TermInfo(
-                    _bits(bits, at + p_bits + q_bits, df_bits),
-                    p_start + _bits(bits, at, p_bits),
-                    p_start + _bits(bits, at + nbits, p_bits),
-                    q_start + _bits(bits, at + p_bits, q_bits),
-                    q_start + _bits(bits, at + p_bits + nbits, q_bits),
-                )
-            )
-    return out
+    return list(iter_term_infos(data))
 
 
-def parse_fst_dictionary(data: bytes, source: str = "term dictionary") -> TermDictionary:
-    """Read one field's FST term dictionary (a ``.term`` composite slice, dictionary type included).
+def iter_term_infos(data: bytes) -> Iterator[TermInfo]:
+    """The ``TermInfo``s of a ``TermInfoStore``, in term order, one at a time.
 
     Raises:
-        CorruptSplitError: not an FST dictionary, or bytes that do not parse; names ``source``.
+        ValueError: the store's lengths do not fit its bytes (raised before the first one).
+    """
+    metas_len, num_terms = struct.unpack_from("<QQ", data, 0)
+    metas = data[16 : 16 + metas_len]
+    packed = memoryview(data)[16 + metas_len :]
+    if len(metas) != metas_len or metas_len != _META.size * -(-num_terms // TERM_INFO_BLOCK_LEN):
+        raise ValueError(f"{metas_len} bytes of block metas for {num_terms} terms")
+    return _term_infos(metas, packed, num_terms)
+
+
+def _term_infos(metas: bytes, packed: memoryview, num_terms: int) -> Iterator[TermInfo]:
+    done = 0
+    for block in range(0, len(metas), _META.size):
+        offset, doc_freq, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = _META.unpack_from(metas, block)
+        yield TermInfo(doc_freq, p_start, p_start + p_len, q_start, q_start + q_len)
+        count = min(TERM_INFO_BLOCK_LEN, num_terms - done) - 1
+        done += count + 1
+        nbits = df_bits + p_bits + q_bits
+        # the block's bit-packed entries as one little-endian integer
+        end = offset + (nbits * count + p_bits + q_bits + 7) // 8
+        bits = int.from_bytes(packed[offset:end], "little")
+        p_mask, q_mask, df_mask = (1 << p_bits) - 1, (1 << q_bits) - 1, (1 << df_bits) - 1
+        p_now = p_start + (bits & p_mask)
+        q_now = q_start + ((bits >> p_bits) & q_mask)
+        for i in range(count):
+            at = nbits * i
+            p_next = p_start + ((bits >> (at + nbits)) & p_mask)
+            q_next = q_start + ((bits >> (at + nbits + p_bits)) & q_mask)
+            yield TermInfo((bits >> (at + p_bits + q_bits)) & df_mask, p_now, p_next, q_now, q_next)
+            p_now, q_now = p_next, q_next
+
+
+def iter_fst_dictionary(data: bytes, source: str = "term dictionary") -> Iterator[tuple[bytes, TermInfo]]:
+    """The (term, ``TermInfo``) pairs of one field's FST term dictionary (a ``.term`` composite
+    slice, dictionary type included), in term order, one at a time.
+
+    Raises:
+        CorruptSplitError: not an FST dictionary, or bytes that do not parse (possibly after some
+            pairs were yielded); names ``source``.
     """
     if len(data) < 16:
         raise CorruptSplitError(f"{source}: {len(data)} bytes, too short for a term dictionary")
@@ -95,14 +105,35 @@ def parse_fst_dictionary(data: bytes, source: str = "term dictionary") -> TermDi
     fst_end = len(main) - 12 - store_len
     if fst_end < 0:
         raise CorruptSplitError(f"{source}: term info store of {store_len} bytes does not fit")
+    return _pairs(main[:fst_end], main[fst_end : len(main) - 12], source)
+
+
+def _pairs(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermInfo]]:
     try:
-        items = read_map(main[:fst_end])
-        infos = read_term_info_store(main[fst_end : len(main) - 12])
+        infos = iter_term_infos(store)
+        ordinal = -1
+        for ordinal, ((term, value), info) in enumerate(zip(iter_map(fst), infos)):  # noqa: B905 (counted below)
+            if value != ordinal:
+                raise CorruptSplitError(f"{source}: the FST gives term {ordinal} the ordinal {value}")
+            yield term, info
+        if next(infos, None) is not None:
+            raise CorruptSplitError(f"{source}: more term infos than the FST's {ordinal + 1} terms")
     except (FstError, ValueError, IndexError, struct.error) as e:
         raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
-    if len(items) != len(infos) or any(n != i for i, (_, n) in enumerate(items)):
-        raise CorruptSplitError(f"{source}: the FST's ordinals do not number its {len(infos)} term infos")
-    return TermDictionary([k for k, _ in items], infos)
+
+
+def parse_fst_dictionary(data: bytes, source: str = "term dictionary") -> TermDictionary:
+    """Read one field's FST term dictionary (a ``.term`` composite slice, dictionary type included).
+
+    Raises:
+        CorruptSplitError: not an FST dictionary, or bytes that do not parse; names ``source``.
+    """
+    terms: list[bytes] = []
+    infos: list[TermInfo] = []
+    for term, info in iter_fst_dictionary(data, source):
+        terms.append(term)
+        infos.append(info)
+    return TermDictionary(terms, infos)
 
 
 def fst_map_bytes(data: bytes) -> bytes:

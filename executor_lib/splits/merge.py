@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
 from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.term_convert import FST_TERM_SUFFIX, with_sstable_terms
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
@@ -149,7 +150,10 @@ def _combine(
         "opstamp": max(int(m.get("opstamp", 0)) for m in metas),
     }
     files["meta.json"] = json.dumps(merged_meta, indent=2).encode()
-    files[".managed.json"] = json.dumps(sorted([*files, ".managed.json"])).encode()
+    tantivy_files = [n for n in files if not n.endswith(FST_TERM_SUFFIX)]
+    files[".managed.json"] = json.dumps(sorted([*tantivy_files, ".managed.json"])).encode()
+    # segments of splits written before SSTable .term members (or of a transcoded index) get them
+    files = with_sstable_terms(files, "merged split")
     out_dir.mkdir(parents=True, exist_ok=True)
     columns = out_dir / f"columns-{uuid.uuid4()}.arrow"
     try:

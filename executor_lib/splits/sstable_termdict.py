@@ -36,7 +36,7 @@ term ordinal, 128 blocks a group, bit-packed against a linear prediction.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -313,9 +313,18 @@ def encode_sstable(dictionary: TermDictionary, block_len: int = BLOCK_LEN) -> by
             the previous term's end (the SSTable stores lengths only), or terms and infos of
             different lengths.
     """
-    terms, infos = dictionary.terms, dictionary.infos
-    if len(terms) != len(infos):
-        raise ValueError(f"{len(terms)} terms, {len(infos)} term infos")
+    if len(dictionary.terms) != len(dictionary.infos):
+        raise ValueError(f"{len(dictionary.terms)} terms, {len(dictionary.infos)} term infos")
+    return encode_sstable_items(zip(dictionary.terms, dictionary.infos, strict=True), block_len)
+
+
+def encode_sstable_items(items: Iterable[tuple[bytes, TermInfo]], block_len: int = BLOCK_LEN) -> bytes:
+    """``encode_sstable`` of (term, ``TermInfo``) pairs taken one at a time (memory: one block, the
+    block index and the output).
+
+    Raises:
+        ValueError: as ``encode_sstable``.
+    """
     out = bytearray()
     index: list[tuple[bytes, BlockAddr]] = []
     deltas = bytearray()
@@ -323,7 +332,8 @@ def encode_sstable(dictionary: TermDictionary, block_len: int = BLOCK_LEN) -> by
     previous = b""
     first_of_block = 0
     last_key = b""
-    for ordinal, (key, info) in enumerate(zip(terms, infos, strict=True)):
+    ordinal = -1
+    for ordinal, (key, info) in enumerate(items):
         if ordinal > 0 and key <= last_key:
             raise ValueError(f"terms not strictly increasing at ordinal {ordinal}: {last_key!r} then {key!r}")
         if values and (
@@ -365,7 +375,7 @@ def encode_sstable(dictionary: TermDictionary, block_len: int = BLOCK_LEN) -> by
         fst_len = len(fst_bytes)
         out += fst_bytes
         out += _block_addr_store([a for _, a in index])
-    out += _U64.pack(fst_len) + _U64.pack(index_offset) + _U64.pack(len(terms)) + _U32.pack(SSTABLE_VERSION)
+    out += _U64.pack(fst_len) + _U64.pack(index_offset) + _U64.pack(ordinal + 1) + _U32.pack(SSTABLE_VERSION)
     out += _U32.pack(DICT_TYPE_SSTABLE)
     return bytes(out)
 

@@ -33,6 +33,7 @@ from executor_lib.protocol.bundle import BundleFooter, write_bundle
 from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.term_convert import with_sstable_terms
 from executor_lib.splits.tokenizers import analyzer_name
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract.errors import InvalidDataError
@@ -321,12 +322,13 @@ class SplitBuilder:
             self._copy.close()
             self.writer.commit()
             self.writer.wait_merging_threads()
-            files: dict[str, bytes | Path] = {
+            index_files: dict[str, bytes | Path] = {
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
+            path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
+            files = with_sstable_terms(index_files, str(path))  # SSTable .term for the JVM, FST kept
             files[COLUMNS_MEMBER] = self.columns_path
             files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
-            path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
             footer = write_bundle(files, path)
             mins, maxs = _stats(pa.concat_tables(self._extremes), self.mapping) if self._extremes else ({}, {})
         finally:

@@ -27,6 +27,8 @@ from executor_lib.protocol.hotcache import (
     index_files,
     parse_hotcache,
 )
+from executor_lib.splits.composite_file import parse_composite, split_footer
+from executor_lib.splits.sstable_termdict import dictionary_type
 from indextables_contract.errors import CorruptSplitError
 from tests.conftest import COMPAT_ROOT
 
@@ -78,13 +80,13 @@ def test_every_real_split_hotcache_parses_and_matches_its_bundle(split: Path) ->
 @pytest.mark.parametrize("split", REAL_SPLITS[:20], ids=lambda p: str(p.relative_to(COMPAT_ROOT)))
 def test_layout_rules_cover_what_real_splits_cache(split: Path) -> None:
     """``choose_ranges`` derives from Tantivy's file layouts what Quickwit recorded by tracing:
-    for the doc store, fast fields, postings, positions and fieldnorms of the real splits, every
-    byte they cache is in our ranges (``.term`` differs: their dictionaries are SSTables, ours FST)."""
+    for the doc store, fast fields, postings, positions, fieldnorms and (SSTable) term dictionaries
+    of the real splits, every byte they cache is in our ranges."""
     footer = read_footer(split)
     members = _members(split, footer)
     hot = read_hotcache(split)
     for name, cache in hot.slice_caches.items():
-        if name.rsplit(".", 1)[-1] not in ("store", "fast", "idx", "pos", "fieldnorm"):
+        if name.rsplit(".", 1)[-1] not in ("store", "fast", "idx", "pos", "fieldnorm", "term"):
             continue
         data = members[name]
         ours = _layout_only_ranges(name, data)
@@ -138,9 +140,17 @@ def _check_ours(split: Path) -> HotCache:
     footer = read_footer(split)
     for name in OUR_MEMBERS_NOT_LISTED:
         assert name not in hot.file_lengths, f"{split}: our member {name} is listed in the hotcache"
-    assert not set(footer.files) - set(hot.file_lengths) - set(OUR_MEMBERS_NOT_LISTED), (
+    fst_members = {n for n in footer.files if n.endswith(".term.fst")}  # splits/term_convert.py
+    assert not set(footer.files) - set(hot.file_lengths) - set(OUR_MEMBERS_NOT_LISTED) - fst_members, (
         f"{split}: members neither listed nor ours: {set(footer.files) - set(hot.file_lengths)}"
     )
+    members = _members(split, footer)
+    for name in hot.file_lengths:
+        if name.endswith(".term"):  # the JVM's Tantivy reads SSTable dictionaries only; the FST is kept beside
+            assert name + ".fst" in fst_members, f"{split}: {name} has no FST member beside it"
+            body = split_footer(members[name], name).body
+            for piece in parse_composite(body, name):
+                assert dictionary_type(piece.data) == 2, f"{split}: {name} field {piece.field} is not an SSTable"
     for name, cache in hot.slice_caches.items():
         if name in ("meta.json", ".managed.json"):
             assert cache.is_complete(), f"{split}: {name} is not cached whole"

@@ -176,7 +176,7 @@ def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, P
     import tantivy
 
     split, work, schema = written
-    name, data = _member(split, ".term")
+    name, data = _member(split, ".term.fst")  # the FST dictionaries Tantivy wrote (term_convert.py)
     term_file = read_fst_term_file(data, name)
     searcher = SplitSearcher(split, work, schema, None)
     index = searcher.index
