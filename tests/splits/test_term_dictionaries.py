@@ -200,3 +200,111 @@ def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, P
     for piece in parse_composite(split_footer(data, name).body, name):
         items = [(t, i) for i, t in enumerate(term_file.fields[piece.field].terms)]
         assert build_map(items) == fst_map_bytes(piece.data), f"field {piece.field}"
+
+
+# --- SSTable .term members of the splits this project writes (term_convert.py) ----------------------
+
+
+def _term_members(split: Path) -> dict[str, tuple[bytes, bytes | None]]:
+    """Per segment ``.term`` member: its bytes and those of its ``.term.fst`` member (or None)."""
+    footer = read_footer(split)
+    data = split.read_bytes()
+    out = {}
+    for name, (s, e) in footer.files.items():
+        if name.endswith(".term"):
+            fst = footer.files.get(name + ".fst")
+            out[name] = (data[s:e], data[fst[0] : fst[1]] if fst else None)
+    return out
+
+
+def check_sstable_terms(split: Path) -> int:
+    """Every segment's ``.term`` holds SSTable dictionaries with exactly the terms and TermInfos of
+    the FST dictionaries beside it; the hotcache lists the SSTable's length. Returns the term count."""
+    from executor_lib.protocol.bundle import read_hotcache
+
+    hot = read_hotcache(split)
+    terms = 0
+    members = _term_members(split)
+    assert members, f"{split}: no .term member"
+    for name, (sstable, fst) in members.items():
+        assert fst is not None, f"{split}: {name} has no .term.fst member"
+        ours = read_sstable_term_file(sstable, name)
+        theirs = read_fst_term_file(fst, name + ".fst")
+        assert list(ours.fields) == list(theirs.fields), f"{split}: {name} fields differ"
+        for field, dictionary in theirs.fields.items():
+            assert ours.fields[field] == dictionary, f"{split}: {name} field {field} differs from the FST"
+            terms += len(dictionary.terms)
+        assert split_footer(sstable, name).crc_matches()
+        assert ours.version == theirs.version
+        assert hot.file_lengths[name] == len(sstable)
+        assert name + ".fst" not in hot.file_lengths
+    return terms
+
+
+def test_written_splits_hold_sstable_terms_equal_to_their_fst(written: tuple[Path, Path, pa.Schema]) -> None:
+    assert check_sstable_terms(written[0]) > 6000
+
+
+def test_every_field_type_converts(tmp_path: Path) -> None:
+    """Text, raw strings, numbers, dates, bytes, booleans, IP addresses and JSON (several term types
+    in one field) all convert; the split still answers queries through the FST kept beside."""
+    import datetime
+
+    n = 500
+    rows = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "u": pa.array(range(n), pa.uint64()),
+            "f": [i / 3 for i in range(n)],
+            "ok": [i % 2 == 0 for i in range(n)],
+            "name": [f"name {i % 17}" for i in range(n)],
+            "text": [f"alpha beta{i % 31} gamma{i}" for i in range(n)],
+            "day": pa.array([datetime.date(2024, 1, 1 + i % 28) for i in range(n)], pa.date32()),
+            "at": pa.array([datetime.datetime(2024, 1, 1, i % 24) for i in range(n)], pa.timestamp("us")),
+            "blob": pa.array([bytes([i % 256, 7]) for i in range(n)], pa.binary()),
+            "ip": [f"10.0.{i % 4}.{i % 250}" for i in range(n)],
+            "attrs": pa.array([{"color": ("red", "blue")[i % 2], "size": i % 9} for i in range(n)]),
+        }
+    )
+    options = {"spark.indextables.indexing.typemap.text": "text", "spark.indextables.indexing.typemap.ip": "ip"}
+    split = write_split(rows, mapping_for(rows.schema, options), tmp_path).path
+    assert check_sstable_terms(split) > 2 * n
+    searcher = SplitSearcher(split, tmp_path / "work", rows.schema, None)
+    assert searcher.count("text:gamma7") == 1
+    assert searcher.count("text:beta3") == len(range(3, n, 31))
+    assert searcher.count("attrs.color:red") == n // 2
+    assert searcher.count('name:"name 5"') == len(range(5, n, 17))
+
+
+def _as_written_before(split: Path, out: Path) -> Path:
+    """The same split as written before SSTable members: FST dictionaries in ``<segment>.term``."""
+    from executor_lib.protocol.bundle import write_bundle
+
+    footer = read_footer(split)
+    data = split.read_bytes()
+    members = {n: data[s:e] for n, (s, e) in footer.files.items() if not n.endswith(".term.fst")}
+    for name, (_, fst) in _term_members(split).items():
+        assert fst is not None
+        members[name] = fst
+    write_bundle(members, out)
+    return out
+
+
+def test_splits_written_before_still_open_and_merges_convert_them(tmp_path: Path) -> None:
+    from executor_lib.splits.merge import MergeSource, merge_sources
+
+    rows = pa.table({"id": pa.array(range(300), pa.int64()), "msg": [f"hello w{i % 7} n{i}" for i in range(300)]})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.msg": "text"})
+    new = write_split(rows.slice(0, 150), mapping, tmp_path / "new").path
+    old = _as_written_before(write_split(rows.slice(150), mapping, tmp_path / "old").path, tmp_path / "old.split")
+    assert all(fst is None for _, fst in _term_members(old).values())
+    old_searcher = SplitSearcher(old, tmp_path / "w-old", rows.schema, None)
+    assert old_searcher.count("msg:w3") == len([i for i in range(150, 300) if i % 7 == 3])
+    sources = [MergeSource.from_bundle(p) for p in (new, old)]
+    assert all(s is not None for s in sources)
+    merged = merge_sources([s for s in sources if s is not None], mapping, tmp_path / "merged").path
+    assert len(_term_members(merged)) == 2  # the segments were combined, not indexed again
+    check_sstable_terms(merged)
+    searcher = SplitSearcher(merged, tmp_path / "w-merged", rows.schema, None)
+    assert searcher.count("msg:w3") == len([i for i in range(300) if i % 7 == 3])
+    assert searcher.search("msg:n299", ["id"]).column("id").to_pylist() == [299]
