@@ -117,8 +117,13 @@ def _node(data: bytes, addr: int) -> tuple[bool, int, list[tuple[int, int, int]]
     final_out = _uint(data, outs_end - ntrans * osize - osize, osize) if final and osize else 0
     trans = []
     for i in range(ntrans):
-        delta = _uint(data, addrs_end - (i + 1) * tsize, tsize)
-        out = _uint(data, outs_end - (i + 1) * osize, osize) if osize else 0
+        at = addrs_end - (i + 1) * tsize
+        delta = data[at] if tsize == 1 else int.from_bytes(data[at : at + tsize], "little")
+        if osize:
+            at = outs_end - (i + 1) * osize
+            out = data[at] if osize == 1 else int.from_bytes(data[at : at + osize], "little")
+        else:
+            out = 0
         trans.append((data[inputs_end - i - 1], out, _EMPTY if delta == _EMPTY else end - delta))
     return final, final_out, trans
 
@@ -178,6 +183,68 @@ def iter_map(data: bytes) -> Iterator[tuple[bytes, int]]:
 
 
 _BYTES = [bytes((b,)) for b in range(256)]
+
+
+def iter_map_shared(data: bytes) -> Iterator[tuple[bytes, int, int]]:
+    """``iter_map`` with, for each key, how many leading bytes it shares with the previous key (0
+    for the first): the depth of the node where the walk turned, which an SSTable writer needs
+    (``sstable_termdict.encode_sstable_shared``) and would otherwise compute key by key.
+
+    Raises:
+        FstError: as ``iter_map``.
+    """
+    if len(data) < 32:
+        raise FstError(f"{len(data)} bytes, too short for an FST")
+    version, _ = struct.unpack_from("<QQ", data, 0)
+    if version != FST_VERSION:
+        raise FstError(f"FST version {version}, only {FST_VERSION} is read")
+    count, root = struct.unpack_from("<QQ", data, len(data) - 16)
+    body = data[: len(data) - 16]
+    size = len(body)
+    nodes: dict[int, tuple[bool, int, list[tuple[int, int, int]]]] = {}
+    found = 0
+    shared = 0  # the shortest key prefix popped since the last key was yielded
+    byte = _BYTES
+    try:
+        stack: list[tuple[bytes, int, int]] = [(b"", 0, root)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            key, value, addr = pop()
+            depth = len(key) - 1
+            if depth < shared:
+                shared = max(depth, 0)
+            node = nodes.get(addr)
+            if node is None:
+                if addr != _EMPTY and not 16 <= addr < size:
+                    raise FstError(f"node address {addr} outside the FST")
+                if len(nodes) >= _NODE_CACHE_ENTRIES:
+                    nodes.clear()
+                node = nodes[addr] = _node(body, addr)
+            final, final_out, trans = node
+            while not final and len(trans) == 1:  # follow a chain without the stack
+                inp, t_out, addr = trans[0]
+                key += byte[inp]
+                value += t_out
+                node = nodes.get(addr)
+                if node is None:
+                    if addr != _EMPTY and not 16 <= addr < size:
+                        raise FstError(f"node address {addr} outside the FST")
+                    if len(nodes) >= _NODE_CACHE_ENTRIES:
+                        nodes.clear()
+                    node = nodes[addr] = _node(body, addr)
+                final, final_out, trans = node
+            if final:
+                found += 1
+                if found > count:
+                    raise FstError(f"more keys than the {count} the FST says")
+                yield key, value + final_out, shared
+                shared = len(key)
+            for inp, t_out, target in reversed(trans):
+                push((key + byte[inp], value + t_out, target))
+    except IndexError as e:
+        raise FstError(f"FST node out of bounds ({e})") from e
+    if found != count:
+        raise FstError(f"the FST says {count} keys, holds {found}")
 
 
 # --- building --------------------------------------------------------------------------------------

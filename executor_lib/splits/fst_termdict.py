@@ -23,7 +23,7 @@ import struct
 from collections.abc import Iterator
 
 from executor_lib.splits.composite_file import parse_composite, split_footer
-from executor_lib.splits.fst import FstError, iter_map
+from executor_lib.splits.fst import FstError, iter_map, iter_map_shared
 from executor_lib.splits.sstable_termdict import (
     DICT_TYPE_FST,
     DICT_TYPE_SSTABLE,
@@ -92,6 +92,12 @@ def iter_fst_dictionary(data: bytes, source: str = "term dictionary") -> Iterato
         CorruptSplitError: not an FST dictionary, or bytes that do not parse (possibly after some
             pairs were yielded); names ``source``.
     """
+    fst, store = _parts(data, source)
+    return _pairs(fst, store, source)
+
+
+def _parts(data: bytes, source: str) -> tuple[bytes, bytes]:
+    """The FST map and the ``TermInfoStore`` of one field's FST dictionary."""
     if len(data) < 16:
         raise CorruptSplitError(f"{source}: {len(data)} bytes, too short for a term dictionary")
     (dict_type,) = _U32.unpack_from(data, len(data) - 4)
@@ -105,7 +111,7 @@ def iter_fst_dictionary(data: bytes, source: str = "term dictionary") -> Iterato
     fst_end = len(main) - 12 - store_len
     if fst_end < 0:
         raise CorruptSplitError(f"{source}: term info store of {store_len} bytes does not fit")
-    return _pairs(main[:fst_end], main[fst_end : len(main) - 12], source)
+    return main[:fst_end], main[fst_end : len(main) - 12]
 
 
 def _pairs(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermInfo]]:
@@ -116,6 +122,31 @@ def _pairs(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermI
             if value != ordinal:
                 raise CorruptSplitError(f"{source}: the FST gives term {ordinal} the ordinal {value}")
             yield term, info
+        if next(infos, None) is not None:
+            raise CorruptSplitError(f"{source}: more term infos than the FST's {ordinal + 1} terms")
+    except (FstError, ValueError, IndexError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
+
+
+def iter_fst_dictionary_shared(data: bytes, source: str = "term dictionary") -> Iterator[tuple[bytes, TermInfo, int]]:
+    """``iter_fst_dictionary`` with each term's shared prefix length with the previous term
+    (``fst.iter_map_shared``), for ``sstable_termdict.encode_sstable_shared``.
+
+    Raises:
+        CorruptSplitError: as ``iter_fst_dictionary``.
+    """
+    fst, store = _parts(data, source)
+    return _triples(fst, store, source)
+
+
+def _triples(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermInfo, int]]:
+    try:
+        infos = iter_term_infos(store)
+        ordinal = -1
+        for ordinal, ((term, value, shared), info) in enumerate(zip(iter_map_shared(fst), infos)):  # noqa: B905
+            if value != ordinal:
+                raise CorruptSplitError(f"{source}: the FST gives term {ordinal} the ordinal {value}")
+            yield term, info, shared
         if next(infos, None) is not None:
             raise CorruptSplitError(f"{source}: more term infos than the FST's {ordinal + 1} terms")
     except (FstError, ValueError, IndexError, struct.error) as e:

@@ -325,6 +325,17 @@ def encode_sstable_items(items: Iterable[tuple[bytes, TermInfo]], block_len: int
     Raises:
         ValueError: as ``encode_sstable``.
     """
+    return encode_sstable_shared(((key, info, -1) for key, info in items), block_len)
+
+
+def encode_sstable_shared(items: Iterable[tuple[bytes, TermInfo, int]], block_len: int = BLOCK_LEN) -> bytes:
+    """``encode_sstable_items`` of (term, ``TermInfo``, shared) triples, ``shared`` being how many
+    leading bytes the term has in common with the previous one (as an FST walk knows it;
+    -1: unknown, computed here).
+
+    Raises:
+        ValueError: as ``encode_sstable``.
+    """
     out = bytearray()
     index: list[tuple[bytes, BlockAddr]] = []
     deltas = bytearray()
@@ -333,16 +344,23 @@ def encode_sstable_items(items: Iterable[tuple[bytes, TermInfo]], block_len: int
     first_of_block = 0
     last_key = b""
     ordinal = -1
-    for ordinal, (key, info) in enumerate(items):
+    last_info: TermInfo | None = None
+    for ordinal, (key, info, shared) in enumerate(items):
         if ordinal > 0 and key <= last_key:
             raise ValueError(f"terms not strictly increasing at ordinal {ordinal}: {last_key!r} then {key!r}")
-        if values and (
-            info.postings_start != values[-1].postings_end or info.positions_start != values[-1].positions_end
+        if last_info is not None and (
+            info[1] != last_info[2] or info[3] != last_info[4]  # postings_start, positions_start follow
         ):
             raise ValueError(f"term {ordinal}'s postings or positions do not follow the previous term's")
+        last_info = info
         if first_of_block == ordinal and index:
             index[-1] = (_shorten(index[-1][0], key), index[-1][1])
-        keep = _common_prefix(previous, key)
+        if not previous:
+            keep = 0
+        elif shared >= 0:
+            keep = shared
+        else:
+            keep = _common_prefix(previous, key)
         add = len(key) - keep
         if keep < 16 and add < 16:
             deltas.append(keep | (add << 4))
@@ -360,6 +378,7 @@ def encode_sstable_items(items: Iterable[tuple[bytes, TermInfo]], block_len: int
             first_of_block = ordinal + 1
             deltas.clear()
             values.clear()
+            last_info = None
             previous = b""
     if deltas:
         start = len(out)

@@ -5,6 +5,7 @@ byte, and the FST dictionaries of splits this project writes read and checked ag
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.composite_file import parse_composite, split_footer
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.fst import FstError, build_map, read_map
+from executor_lib.splits.fst import FstError, build_map, iter_map_shared, read_map
 from executor_lib.splits.fst_termdict import fst_map_bytes, parse_fst_dictionary, read_fst_term_file
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.sstable_termdict import (
@@ -145,6 +146,10 @@ def test_fst_maps_round_trip_and_refuse_unsorted_keys() -> None:
     keys = sorted({bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(5000)})
     items = [(k, rng.randrange(1 << rng.choice([1, 8, 20, 40, 63]))) for k in keys]
     assert read_map(build_map(items)) == items
+    shared = [len(os.path.commonprefix([a, b])) for a, b in zip([b"", *keys], keys, strict=False)]  # noqa: RUF071 (bytes)
+    assert [(k, v, n) for k, v, n in iter_map_shared(build_map(items))] == [
+        (k, v, n) for (k, v), n in zip(items, shared, strict=True)
+    ]
     assert read_map(build_map([(b"", 5), (b"a", 0)])) == [(b"", 5), (b"a", 0)]
     with pytest.raises(FstError, match="strictly increasing"):
         build_map([(b"b", 0), (b"a", 1)])
@@ -243,6 +248,9 @@ def check_sstable_terms(split: Path) -> int:
 
 def test_written_splits_hold_sstable_terms_equal_to_their_fst(written: tuple[Path, Path, pa.Schema]) -> None:
     assert check_sstable_terms(written[0]) > 6000
+    for sstable, fst in _term_members(written[0]).values():  # the streaming converter = the reader + writer
+        assert fst is not None
+        assert sstable == encode_sstable_term_file(read_fst_term_file(fst, "fst"))
 
 
 def test_every_field_type_converts(tmp_path: Path) -> None:
