@@ -19,6 +19,7 @@ from typing import Any
 
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
+from executor_lib.log.file_table import FileChunk
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
 from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
 from executor_lib.protocol.actions import (
@@ -244,8 +245,20 @@ def decode_manifest(data: bytes, source: str) -> tuple[AddAction, ...]:
         raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
 
 
-def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[tuple[AddAction, ...], str | None]:
-    """(entries, the manifest's cache key if it was decoded here rather than found in the cache).
+def decode_manifest_chunk(data: bytes, source: str) -> FileChunk:
+    """An Avro manifest's FileEntry records as one ``FileChunk`` (``decode_manifest``'s entries as
+    columns, built from the records without an object per entry)."""
+    try:
+        container = AvroRecords(data, default_decoder())
+        return FileChunk.from_records(list(container.records()), container.field_names, _FILE_ENTRY_ONLY_FIELDS)
+    except CorruptLogError as e:
+        raise CorruptLogError(f"{source}: {e}") from e
+    except Exception as e:  # fastavro raises many unrelated types on corrupt input
+        raise CorruptLogError(f"{source}: cannot decode Avro ({type(e).__name__}: {e})") from e
+
+
+def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tuple[FileChunk, str | None]:
+    """(entries as a chunk, the manifest's cache key if it was decoded here rather than found in the cache).
 
     The cache key is the manifest's URI with its current size and modification time, so a
     manifest deleted or replaced since it was cached is read (and checked) again. Fresh bytes
@@ -268,10 +281,10 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
     except ObjectNotFoundError as e:
         raise MissingLogFileError(f"{source}: manifest referenced by state version {version} is missing") from e
     verify_log_file(store, key, data, source)
-    return _check_count(decode_manifest(data, source), info, source), cache_key
+    return _check_count(decode_manifest_chunk(data, source), info, source), cache_key
 
 
-def _check_count(adds: tuple[AddAction, ...], info: ManifestInfo, source: str) -> tuple[AddAction, ...]:
+def _check_count(adds: FileChunk, info: ManifestInfo, source: str) -> FileChunk:
     """The state manifest's ``numEntries`` for this manifest must be its record count (0: not recorded)."""
     if info.num_entries and len(adds) != info.num_entries:
         raise CorruptLogError(
@@ -280,25 +293,34 @@ def _check_count(adds: tuple[AddAction, ...], info: ManifestInfo, source: str) -
     return adds
 
 
-def read_state_files(
+def read_state_chunks(
     store: ObjectStore,
     manifest: StateManifest,
     parallelism: int = 8,
     manifest_filter: Callable[[ManifestInfo], bool] | None = None,
-) -> Iterable[AddAction]:
-    """Live add actions of a state: manifest entries minus tombstones, manifests read in parallel.
-
-    ``manifest_filter`` skips whole manifests (partition pruning by their bounds).
-    """
+) -> list[FileChunk]:
+    """The entries of a state's manifests, a chunk per manifest, read in parallel — tombstoned paths
+    included: the state's live files are these minus ``manifest.tombstones`` (``read_state_files``).
+    ``manifest_filter`` skips whole manifests (partition pruning by their bounds)."""
     infos = tuple(i for i in manifest.manifests if manifest_filter is None or manifest_filter(i))
     if len(infos) <= 1 or parallelism <= 1:
         read = [_read_manifest(store, i, manifest.state_version) for i in infos]
     else:
         with ThreadPoolExecutor(max_workers=min(parallelism, len(infos))) as pool:
             read = list(pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos))
-    MANIFEST_CACHE.put_many([(uri, batch) for batch, uri in read if uri is not None])
+    MANIFEST_CACHE.put_many([(uri, chunk) for chunk, uri in read if uri is not None])
+    return [chunk for chunk, _ in read]
+
+
+def read_state_files(
+    store: ObjectStore,
+    manifest: StateManifest,
+    parallelism: int = 8,
+    manifest_filter: Callable[[ManifestInfo], bool] | None = None,
+) -> Iterable[AddAction]:
+    """Live add actions of a state: manifest entries minus tombstones."""
     tombstones = manifest.tombstones
-    for batch, _ in read:
-        for add in batch:
+    for chunk in read_state_chunks(store, manifest, parallelism, manifest_filter):
+        for add in chunk.all_actions():
             if add.path not in tombstones:
                 yield add

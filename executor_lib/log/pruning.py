@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from executor_lib.protocol.actions import AddAction
@@ -183,6 +183,23 @@ def bounds_may_match(
         return _interval_may_match(p, cmp.key(b.get("min")), cmp.key(b.get("max")), cmp)
 
     return all(_may_match(p, judge) for p in predicates)
+
+
+def partition_judge(
+    predicates: Sequence[filters.Filter], schema_string: str, partition_columns: Sequence[str]
+) -> Callable[[Mapping[str, str]], bool]:
+    """``keep(values)``: False only if no file with these partition values (column -> value; a
+    column left out: no value or null) can match ``predicates``, whatever its statistics — a
+    superset of ``prune_files``' answer, to be decided once per distinct partition."""
+    types = column_types(schema_string)
+    _check_predicates(predicates, types)
+    partition = list(partition_columns)
+
+    def keep(values: Mapping[str, str]) -> bool:
+        stand_in = AddAction(path="", partition_values=values, size=0, modification_time=0, data_change=False)
+        return file_may_match(stand_in, predicates, types, partition)
+
+    return keep
 
 
 def prune_files(

@@ -22,6 +22,7 @@ from typing import Any
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
+from executor_lib.log.file_table import LiveFiles
 from executor_lib.log.state import EMPTY_STATE, TableState, replay
 from executor_lib.protocol.actions import (
     Action,
@@ -230,20 +231,34 @@ class Snapshot:
 
     @property
     def num_records(self) -> int:
-        return sum(a.num_records or 0 for a in self._state.files.values())
+        files = self._state.files
+        if isinstance(files, LiveFiles):
+            return files.total("num_records")
+        return sum(a.num_records or 0 for a in files.values())
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(a.size for a in self._state.files.values())
+        files = self._state.files
+        if isinstance(files, LiveFiles):
+            return files.total("size")
+        return sum(a.size for a in files.values())
 
     def list_files(self, predicates: Sequence[Any] = ()) -> list[AddAction]:
-        """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``)."""
-        from executor_lib.log.pruning import prune_files
+        """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``).
+
+        On an Avro state's columnar files, partition predicates are judged once per distinct
+        combination of partition values and only the files they keep become objects.
+        """
+        from executor_lib.log.pruning import partition_judge, prune_files
 
         if not predicates:
             return self.files
         meta = self.metadata
-        return prune_files(self._state.files.values(), predicates, meta.schema_string, meta.partition_columns)
+        files: Iterable[AddAction] = self._state.files.values()
+        if isinstance(self._state.files, LiveFiles) and meta.partition_columns:
+            keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
+            files = self._state.files.select_partitions(keep, meta.partition_columns)
+        return prune_files(files, predicates, meta.schema_string, meta.partition_columns)
 
     def doc_mapping(self, add: AddAction) -> str | None:
         """The doc mapping JSON of a split: inline, or resolved through the schema registry."""
@@ -405,10 +420,8 @@ class SnapshotLoader:
 
             types = column_types(metadata.schema_string)
             manifest_filter = lambda info: bounds_may_match(info.partition_bounds, predicates, types)  # noqa: E731
-        files = list(
-            avro_state.read_state_files(
-                self.store, manifest, self.config.state_read_parallelism, manifest_filter=manifest_filter
-            )
+        chunks = avro_state.read_state_chunks(
+            self.store, manifest, self.config.state_read_parallelism, manifest_filter=manifest_filter
         )
         registry = dict(registry_from_configuration(metadata.configuration))
         registry.update(manifest.schema_registry)
@@ -416,7 +429,7 @@ class SnapshotLoader:
             version=manifest.state_version,
             protocol=protocol,
             metadata=metadata,
-            files=MappingProxyType({a.path: a for a in files}),
+            files=LiveFiles(chunks, manifest.tombstones),
             schema_registry=MappingProxyType(registry),
         )
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from executor_lib.log.file_table import LiveFiles
 from executor_lib.protocol.actions import (
     Action,
     AddAction,
@@ -56,7 +57,10 @@ def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -
     ``base`` is not modified; the result shares no mutable structure with it.
     """
     protocol, metadata = base.protocol, base.metadata
-    files = _copied(base.files)
+    columnar = base.files if isinstance(base.files, LiveFiles) else None
+    # On columnar files (an Avro state's) the changes go to an overlay; the chunks are shared, not copied.
+    files = _copied(columnar.added if columnar is not None else base.files)
+    shadowed = set(columnar.shadowed) if columnar is not None else set()
     tombstones = _copied(base.tombstones)
     skips = _copied(base.skips)
     registry = _copied(base.schema_registry)
@@ -65,9 +69,11 @@ def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -
         for action in actions:
             if isinstance(action, AddAction):
                 files[action.path] = action
+                shadowed.add(action.path)
                 tombstones.pop(action.path, None)
             elif isinstance(action, RemoveAction):
                 files.pop(action.path, None)
+                shadowed.add(action.path)
                 tombstones[action.path] = action
             elif isinstance(action, MetadataAction):
                 metadata = action
@@ -81,7 +87,7 @@ def replay(base: TableState, versions: Iterable[tuple[int, Iterable[Action]]]) -
         version=version,
         protocol=protocol,
         metadata=metadata,
-        files=MappingProxyType(files),
+        files=columnar.replaced(shadowed, files) if columnar is not None else MappingProxyType(files),
         tombstones=MappingProxyType(tombstones),
         skips=MappingProxyType(skips),
         schema_registry=MappingProxyType(registry),

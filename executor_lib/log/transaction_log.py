@@ -36,7 +36,7 @@ from typing import Any
 
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log import maintenance, snapshot_cache
-from executor_lib.log.avro_state import StateManifest, read_state_files, read_state_manifest
+from executor_lib.log.avro_state import StateManifest, read_state_chunks, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
@@ -413,7 +413,10 @@ class TransactionLog:
         removed = {a.path for a in final if isinstance(a, RemoveAction)}
         if not added and not removed:
             return False
-        live = {a.path for a in read_state_files(self.store, state, self.config.state_read_parallelism)}
+        listed: set[str] = set()
+        for chunk in read_state_chunks(self.store, state, self.config.state_read_parallelism):
+            listed.update(chunk.paths.to_pylist())
+        live = listed - state.tombstones
         return added <= live and not (removed & live)
 
     def _try_state_commit(

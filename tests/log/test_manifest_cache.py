@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import marshal
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+
+from executor_lib.log.file_table import FileChunk
 from executor_lib.log.manifest_cache import DiskManifestCache, ManifestCache
 from executor_lib.log.snapshot import SnapshotLoader
 from executor_lib.storage import open_store
@@ -30,14 +32,14 @@ def test_memory_then_disk_then_decode(tmp_path: Path) -> None:
         first = {f.path: f for f in loader.load().files}
         assert (cache.misses, cache.hits, cache.disk_hits) == (3, 0, 0)
         cache.flush()  # disk copies are written in the background
-        assert len(list((tmp_path / "cache").glob("*.marshal"))) == 3
+        assert len(list((tmp_path / "cache").glob("*.arrow"))) == 3
         assert {f.path: f for f in loader.load().files} == first
         assert cache.hits == 3
         cache.clear()  # a new process: memory empty, disk warm
         assert {f.path: f for f in loader.load().files} == first
         assert cache.disk_hits == 3
-        damages = iter([b"not marshal", marshal.dumps([{"path": "x"}]), marshal.dumps({"a": 1})[:-2]])
-        for p, damage in zip((tmp_path / "cache").glob("*.marshal"), damages, strict=True):
+        damages = iter([b"not arrow", _arrow_file(pa.table({"path": [1]})), _arrow_file(pa.table({"x": ["a"]}))[:-9]])
+        for p, damage in zip((tmp_path / "cache").glob("*.arrow"), damages, strict=True):
             p.write_bytes(damage)  # garbage, a foreign layout, a truncated file: misses, not errors
         cache.clear()
         assert {f.path: f for f in loader.load().files} == first
@@ -51,7 +53,7 @@ def test_shared_or_foreign_cache_directories_are_not_used(tmp_path: Path) -> Non
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o777)
     disk = DiskManifestCache(shared)
-    disk.put("s3://b/m.avro", (add(),))
+    disk.put("s3://b/m.avro", FileChunk.from_actions([add()]))
     assert list(shared.iterdir()) == []
     assert disk.get("s3://b/m.avro") is None
 
@@ -74,11 +76,11 @@ def test_a_forked_child_writes_its_own_disk_copies(tmp_path: Path) -> None:
     import multiprocessing
 
     cache = ManifestCache(disk=DiskManifestCache(tmp_path / "cache"))
-    cache.put("s3://b/parent.avro", (add(),))
+    cache.put("s3://b/parent.avro", FileChunk.from_actions([add()]))
     cache.flush()  # the parent's writer thread now exists
 
     def child() -> None:
-        cache.put("s3://b/child.avro", (add(), add()))
+        cache.put("s3://b/child.avro", FileChunk.from_actions([add(), add()]))
         cache.flush()
 
     process = multiprocessing.get_context("fork").Process(target=child, daemon=True)
@@ -91,3 +93,10 @@ def test_a_forked_child_writes_its_own_disk_copies(tmp_path: Path) -> None:
     fresh = DiskManifestCache(tmp_path / "cache")
     found = fresh.get("s3://b/child.avro")
     assert found is not None and len(found) == 2
+
+
+def _arrow_file(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

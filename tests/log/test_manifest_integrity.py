@@ -75,7 +75,7 @@ def test_every_sampled_bit_flip_in_a_manifest_is_detected_and_never_cached(
             executor_lib.open_log(uri).snapshot()
     path.write_bytes(original)
     fresh_cache.flush()
-    assert list((tmp_path / "manifest-cache").glob("*.marshal")) == []  # nothing damaged was cached
+    assert list((tmp_path / "manifest-cache").glob("*.arrow")) == []  # nothing damaged was cached
     assert snapshot_paths(uri, {}) == expected
 
 

@@ -1,0 +1,472 @@
+"""Live files as Arrow columns: what a snapshot of an Avro-state table holds instead of an object per file.
+
+A decoded manifest becomes a ``FileChunk``: one Arrow table whose rows are its add entries, one
+column per ``AddAction`` attribute that is set in some row (all-default columns are left out).
+Maps (``partitionValues``, ``tags``, ``minValues``, ``maxValues``) are ``map<string, string>``,
+string sets and tuples are ``list<string>``, unknown fields (``extra``) a JSON string. A row costs
+about 225 bytes (a million files: about 225 MB), against about 3 KB as a Python ``AddAction`` with
+its dicts; chunks are what the manifest caches keep (in memory, and on disk as Arrow IPC files).
+
+``LiveFiles`` is the ``Mapping[str, AddAction]`` a ``TableState`` holds for such a snapshot: the
+state's chunks (shared, immutable) plus an overlay of the version files replayed on top of them
+(paths shadowed, actions added). ``AddAction`` objects are built only for the rows a caller asks
+for: a lookup, the files of the partitions a predicate selects (``LiveFiles.select_partitions``),
+or an explicit walk over ``values()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from executor_lib.protocol.actions import AddAction
+from indextables_contract.errors import CorruptLogError
+
+_STRING, _INT, _BOOL = pa.string(), pa.int64(), pa.bool_()
+_MAP = pa.map_(pa.string(), pa.string())
+_LIST = pa.list_(pa.string())
+_EXTRA = "extra"
+
+_SCALAR_TYPES: dict[str, pa.DataType] = {}
+_MAP_ATTRS: list[str] = []
+_LIST_ATTRS: dict[str, type] = {}  # attribute -> the Python collection it holds (frozenset, tuple)
+for _f in dataclasses.fields(AddAction):
+    _t = str(_f.type).removesuffix(" | None")
+    if _f.name == _EXTRA:
+        continue
+    if _t.startswith("Mapping"):
+        _MAP_ATTRS.append(_f.name)
+    elif _t.startswith("frozenset"):
+        _LIST_ATTRS[_f.name] = frozenset
+    elif _t.startswith("tuple"):
+        _LIST_ATTRS[_f.name] = tuple
+    else:
+        _SCALAR_TYPES[_f.name] = {"str": _STRING, "int": _INT, "bool": _BOOL}[_t]
+_DEFAULTS: dict[str, Any] = {
+    f.name: (f.default if f.default is not dataclasses.MISSING else None)
+    for f in dataclasses.fields(AddAction)
+    if f.name != _EXTRA
+}
+COLUMN_TYPES: dict[str, pa.DataType] = {
+    **_SCALAR_TYPES,
+    **dict.fromkeys(_MAP_ATTRS, _MAP),
+    **dict.fromkeys(_LIST_ATTRS, _LIST),
+    _EXTRA: _STRING,
+}  # every column a chunk may have (dictionary-encoded columns: their value type)
+_ATTRIBUTE_NAMES = tuple(f.name for f in dataclasses.fields(AddAction))
+_REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(AddAction)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+_DICTIONARY_ENCODED = frozenset({"doc_mapping_ref", "companion_fast_field_mode"})  # few distinct values
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FileChunk:
+    """The add entries of one manifest (or of any batch of adds) as one Arrow table.
+
+    ``objects``: the actions themselves, for the rare chunk whose unknown fields JSON cannot hold
+    (then the table has no ``extra`` column and is not cached on disk).
+    """
+
+    table: pa.Table
+    objects: tuple[AddAction, ...] | None = None
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def paths(self) -> pa.ChunkedArray:
+        return self.table.column("path")
+
+    @classmethod
+    def from_actions(cls, adds: Sequence[AddAction]) -> FileChunk:
+        """The columns of ``adds``."""
+        attributes = [vars(a) for a in adds]
+        by_attribute = {name: [d[name] for d in attributes] for name in _ATTRIBUTE_NAMES} if adds else {}
+        return cls._from_columns(by_attribute, len(adds), lambda: tuple(adds))
+
+    @classmethod
+    def from_records(
+        cls, records: Sequence[Mapping[str, Any]], keys: Sequence[str], ignore: frozenset[str]
+    ) -> FileChunk:
+        """The columns of Avro ``FileEntry`` records that all have exactly ``keys`` (one file's writer
+        schema), without building an ``AddAction`` per record (the cold-load hot path); keys in
+        ``ignore`` are dropped, other unknown keys kept as each row's ``extra``. CorruptLogError if a
+        required field is null."""
+        lookups = [(k, attr) for k, attr, _ in AddAction._codec().lookups if k in keys]
+        unknown = [k for k in keys if k not in AddAction._codec().keys and k not in ignore]
+        wanted = [k for k, _ in lookups] + unknown
+        if not records or not wanted:
+            return cls._from_columns({}, len(records), lambda: ())
+        transposed = [[r[k] for r in records] for k in wanted]  # 2x faster than zip(*rows) here
+        by_attribute: dict[str, Sequence[Any]] = {attr: transposed[i] for i, (_, attr) in enumerate(lookups)}
+        for attr in _REQUIRED:
+            if attr in by_attribute and None in by_attribute[attr]:
+                raise CorruptLogError(f"'add' record lacks required field {attr!r}")
+        if unknown:
+            values = transposed[len(lookups) :]
+            by_attribute[_EXTRA] = [
+                {k: v for k, v in zip(unknown, row, strict=True) if v is not None} for row in zip(*values, strict=True)
+            ]
+        convert = AddAction.record_converter(keys, ignore)
+        return cls._from_columns(by_attribute, len(records), lambda: tuple(map(convert, records)))
+
+    @classmethod
+    def _from_columns(cls, by_attribute: Mapping[str, Sequence[Any]], n: int, objects: Any) -> FileChunk:
+        """The chunk of these attribute columns; ``objects()`` gives the actions themselves, kept only
+        when an ``extra`` field holds a value JSON cannot write (e.g. bytes of an unknown Avro field)."""
+        columns: dict[str, pa.Array] = {}
+        for name, arrow_type in _SCALAR_TYPES.items():
+            values = list(by_attribute.get(name, ()))
+            if name != "path" and (not values or _all_default(values, _DEFAULTS[name], n)):
+                continue
+            array = pa.array(values if values else [None] * n, arrow_type)
+            columns[name] = array.dictionary_encode() if name in _DICTIONARY_ENCODED else array
+        for name in _MAP_ATTRS:
+            maps = list(by_attribute.get(name, ()))
+            if name == "partition_values" or (maps and maps.count(None) != n):
+                columns[name] = _map_array(maps or [{}] * n)
+        for name, collection in _LIST_ATTRS.items():
+            lists = list(by_attribute.get(name, ()))
+            if lists and lists.count(None) != n:
+                order = sorted if collection is frozenset else list
+                values = [None if v is None else order(set(v) if collection is frozenset else v) for v in lists]
+                columns[name] = pa.array(values, _LIST)
+        extras = by_attribute.get(_EXTRA, ())
+        if any(extras):
+            try:
+                columns[_EXTRA] = pa.array([json.dumps(e) if e else None for e in extras], _STRING)
+            except (TypeError, ValueError):  # e.g. bytes from an unknown Avro field: keep the objects
+                return cls(pa.table(columns), objects())
+        return cls(pa.table(columns))
+
+    def all_actions(self) -> tuple[AddAction, ...]:
+        """``actions()`` of every row, kept for the chunks used last (``MATERIALIZED_BUDGET`` actions in
+        all), so repeated full listings of a table of moderate size cost nothing after the first."""
+        if self.objects is not None:
+            return self.objects
+        return _MATERIALIZED.get(self)
+
+    def actions(self, rows: pa.Array | None = None) -> list[AddAction]:
+        """``AddAction`` objects of all rows, or of the row indices ``rows``, in that order."""
+        if self.objects is not None:
+            return list(self.objects) if rows is None else [self.objects[i] for i in rows.to_pylist()]
+        table = self.table if rows is None else self.table.take(rows)
+        n = table.num_rows
+        present = set(table.column_names)
+        columns: list[Iterable[Any]] = []
+        for name in _ATTRIBUTE_NAMES:
+            if name not in present:
+                columns.append([{} for _ in range(n)] if name == _EXTRA else itertools.repeat(_DEFAULTS[name], n))
+                continue
+            column = table.column(name)
+            if name in _MAP_ATTRS:
+                columns.append(_map_values(column))
+            elif name in _LIST_ATTRS:
+                to_collection = _LIST_ATTRS[name]
+                columns.append([None if v is None else to_collection(v) for v in column.to_pylist()])
+            elif name == _EXTRA:
+                columns.append([json.loads(v) if v is not None else {} for v in column.to_pylist()])
+            else:
+                columns.append(column.to_pylist())
+        new, set_dict, names = object.__new__, object.__setattr__, _ATTRIBUTE_NAMES
+        out = []
+        for row in zip(*columns, strict=True):
+            add = new(AddAction)
+            set_dict(add, "__dict__", dict(zip(names, row, strict=True)))
+            out.append(add)
+        return out
+
+
+MATERIALIZED_BUDGET = 500_000  # AddAction objects kept by ``FileChunk.all_actions`` (about 3 KB each)
+
+
+class _MaterializedChunks:
+    """LRU of chunks' ``AddAction`` tuples, within ``MATERIALIZED_BUDGET`` actions."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[int, tuple[FileChunk, tuple[AddAction, ...]]] = OrderedDict()
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def get(self, chunk: FileChunk) -> tuple[AddAction, ...]:
+        key = id(chunk)  # the entry holds the chunk, so its id cannot be reused while cached
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found[1]
+        actions = tuple(chunk.actions())
+        if len(actions) > MATERIALIZED_BUDGET:
+            return actions
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = (chunk, actions)
+                self._count += len(actions)
+                while self._count > MATERIALIZED_BUDGET:
+                    _, (_, evicted) = self._items.popitem(last=False)
+                    self._count -= len(evicted)
+        return actions
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._count = 0
+
+
+_MATERIALIZED = _MaterializedChunks()
+
+
+def _all_default(values: list[Any], default: Any, n: int) -> bool:
+    if default is None:
+        return values.count(None) == n
+    return all(v == default for v in values)
+
+
+def _map_array(maps: Sequence[Mapping[str, Any] | None]) -> pa.Array:
+    """A ``map<string, string>`` array of ``maps`` (None: a null map); Arrow converts dicts itself,
+    2.5x faster than flattening them here."""
+    return pa.array(maps, _MAP)
+
+
+def _map_values(column: pa.ChunkedArray) -> list[dict[str, Any] | None]:
+    """The maps of a ``map<string, string>`` column as dicts (None for a null map), decoded from its
+    flat keys and items rather than through ``to_pylist`` (3x faster)."""
+    out: list[dict[str, Any] | None] = []
+    for chunk in column.chunks:
+        offsets = chunk.offsets.to_pylist()
+        keys = chunk.keys.to_pylist()
+        items = chunk.items.to_pylist()
+        valid = chunk.is_valid().to_pylist() if chunk.null_count else None
+        base = offsets[0]
+        for i in range(len(chunk)):
+            if valid is not None and not valid[i]:
+                out.append(None)
+                continue
+            start, stop = offsets[i] - base, offsets[i + 1] - base
+            out.append(dict(zip(keys[start:stop], items[start:stop], strict=True)))
+    return out
+
+
+class LiveFiles(Mapping[str, AddAction]):
+    """Path -> ``AddAction`` over Arrow chunks plus an overlay of later changes.
+
+    ``shadowed``: paths whose chunk rows no longer count (removed, or replaced by an entry of
+    ``added``); ``added``: actions added after the chunks, by path. Immutable: ``replaced`` builds
+    the next state's files without copying the chunks.
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[FileChunk],
+        shadowed: frozenset[str] = frozenset(),
+        added: Mapping[str, AddAction] | None = None,
+    ) -> None:
+        self.chunks = tuple(c for c in chunks if len(c))
+        self.shadowed = shadowed
+        self.added: Mapping[str, AddAction] = added or {}
+        self._length: int | None = None
+        self._index: dict[str, tuple[int, int]] | None = None
+        self._masks: dict[int, pa.Array | None] = {}  # chunk position -> live mask (see _live_mask)
+        self._shadowed_array: pa.Array | None = None
+
+    def replaced(self, shadowed: Iterable[str], added: Mapping[str, AddAction]) -> LiveFiles:
+        """These files with ``shadowed`` paths no longer live in the chunks, and ``added`` as the overlay."""
+        return LiveFiles(self.chunks, frozenset(shadowed), added)
+
+    # -- Mapping ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        if self._length is None:
+            rows = sum(len(c) for c in self.chunks)
+            self._length = rows - self._shadowed_rows() + len(self.added)
+        return self._length
+
+    def __iter__(self) -> Iterator[str]:
+        shadowed = self.shadowed
+        for chunk in self.chunks:
+            for path in chunk.paths.to_pylist():
+                if path not in shadowed:
+                    yield path
+        yield from self.added
+
+    def __contains__(self, path: object) -> bool:
+        if path in self.added:
+            return True
+        if not isinstance(path, str) or path in self.shadowed:
+            return False
+        return path in self._row_index()
+
+    def __getitem__(self, path: str) -> AddAction:
+        found = self.added.get(path)
+        if found is not None:
+            return found
+        if path in self.shadowed:
+            raise KeyError(path)
+        chunk, row = self._row_index()[path]
+        return self.chunks[chunk].actions(_int64s([row]))[0]
+
+    def values(self) -> Iterator[AddAction]:  # type: ignore[override]  # a lazy walk, chunk by chunk
+        """Every live file, built chunk by chunk (a million files: seconds; prefer a selection)."""
+        for chunk in self.chunks:
+            yield from self._live_actions(chunk)
+        yield from self.added.values()
+
+    def items(self) -> Iterator[tuple[str, AddAction]]:  # type: ignore[override]
+        for add in self.values():
+            yield add.path, add
+
+    # -- vectorized helpers ------------------------------------------------------------------------
+    def total(self, attribute: str) -> int:
+        """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
+        total = sum(a_value or 0 for a_value in (getattr(a, attribute) for a in self.added.values()))
+        for chunk in self.chunks:
+            if attribute not in chunk.table.column_names:
+                continue
+            live = self._live_mask(chunk)
+            column = chunk.table.column(attribute)
+            total += pc.sum(column if live is None else pc.filter(column, live)).as_py() or 0
+        return int(total)
+
+    def select_partitions(self, keep: Any, partition_columns: Sequence[str]) -> list[AddAction]:
+        """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
+        a column left out when the file has no value or a null for it); ``keep`` is called once per
+        distinct combination of values, and only the accepted rows become ``AddAction`` objects."""
+        out: list[AddAction] = []
+        for chunk in self.chunks:
+            mask = _partition_mask(chunk, keep, partition_columns)
+            live = self._live_mask(chunk)
+            if live is not None:
+                mask = pc.and_(mask, live)
+            rows = pc.indices_nonzero(mask)
+            if len(rows):
+                out.extend(chunk.actions(rows))
+        out.extend(a for a in self.added.values() if keep(_present(a.partition_values, partition_columns)))
+        return out
+
+    def _live_actions(self, chunk: FileChunk) -> Iterable[AddAction]:
+        actions = chunk.all_actions()
+        if self._live_mask(chunk) is None:
+            return actions
+        shadowed = self.shadowed
+        return [a for a in actions if a.path not in shadowed]
+
+    def _live_mask(self, chunk: FileChunk) -> pa.Array | None:
+        """True for the chunk's rows not shadowed; None when none is (computed once per chunk)."""
+        if not self.shadowed:
+            return None
+        key = id(chunk)  # the chunks are held by self: ids are stable
+        if key not in self._masks:
+            if self._shadowed_array is None:
+                self._shadowed_array = _strings(list(self.shadowed))
+            hit = pc.is_in(chunk.paths, value_set=self._shadowed_array)
+            self._masks[key] = pc.invert(hit) if pc.any(hit).as_py() else None
+        return self._masks[key]
+
+    def _shadowed_rows(self) -> int:
+        shadowed = 0
+        for chunk in self.chunks:
+            live = self._live_mask(chunk)
+            if live is not None:
+                shadowed += len(chunk) - int(pc.sum(live).as_py() or 0)
+        return shadowed
+
+    def _row_index(self) -> dict[str, tuple[int, int]]:
+        """Path -> (chunk, row), built on the first point lookup (then about 100 bytes a file)."""
+        if self._index is None:
+            index: dict[str, tuple[int, int]] = {}
+            for i, chunk in enumerate(self.chunks):
+                index.update((p, (i, row)) for row, p in enumerate(chunk.paths.to_pylist()))
+            self._index = index
+        return self._index
+
+
+def _present(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
+    return {c: v for c in columns if (v := values.get(c)) is not None}
+
+
+# Arrays the listing path needs are built from their buffers: ``pa.array`` and ``pa.scalar`` import
+# pandas on first use (0.5-1.5 s in a new process), which a partition listing must not pay.
+def _int64s(values: Any, valid: np.ndarray | None = None) -> pa.Array:
+    """An int64 array of ``values`` (null where ``valid`` is False)."""
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(_INT, len(data), [bitmap, pa.py_buffer(data)])
+
+
+def _numpy(array: pa.Array, dtype: Any) -> np.ndarray:
+    """The values of a null-free fixed-width array, viewed from its buffer."""
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * size)
+
+
+def _bools(values: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(_BOOL, len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
+
+
+def _strings(values: Sequence[str]) -> pa.Array:
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(_STRING, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def _map_lookup(column: pa.ChunkedArray, key: str) -> pa.Array:
+    """Each row's value for ``key`` in a ``map<string, string>`` column (null: no such key, a null
+    value, or a null map). Arrow's own ``map_lookup`` imports pandas on first use (about a second),
+    so this does it from the flat keys and items."""
+    maps = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    offsets = _numpy(maps.offsets, np.int32)  # into the full keys and items (a sliced array's start past 0)
+    first, last = int(offsets[0]), int(offsets[-1])
+    keys = maps.keys.slice(first, last - first)
+    counts = np.diff(offsets)
+    parents = np.repeat(np.arange(len(maps), dtype=np.int64), counts)  # the row of each key
+    matches = pc.equal(keys, _strings([key])[0])  # map keys are never null
+    hits = _numpy(pc.indices_nonzero(matches), np.uint64).astype(np.int64)
+    position = np.full(len(maps), -1, dtype=np.int64)
+    position[parents[hits][::-1]] = hits[::-1] + first  # reversed: the first occurrence is written last
+    return pc.take(maps.items, _int64s(position, valid=position >= 0))
+
+
+def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:
+    """True for the rows whose partition values ``keep`` accepts, asked once per distinct combination.
+
+    Each column's values are dictionary-encoded (null: one code past the dictionary); a row's
+    combination is then one integer in mixed radix, so distinct combinations and the final mask
+    are vectorized, and no joined string can make two combinations look alike.
+    """
+    if not columns or "partition_values" not in chunk.table.column_names:
+        return _bools(np.full(len(chunk), bool(keep({}))))
+    partition_values = chunk.table.column("partition_values")
+    key = np.zeros(len(chunk), dtype=np.int64)
+    dictionaries: list[list[str | None]] = []
+    for column in columns:
+        encoded = pc.dictionary_encode(_map_lookup(partition_values, column))
+        dictionary = [*encoded.dictionary.to_pylist(), None]
+        codes = _numpy(pc.fill_null(encoded.indices.cast(_INT), _int64s([len(dictionary) - 1])[0]), np.int64)
+        key = key * len(dictionary) + codes
+        dictionaries.append(dictionary)
+        if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
+            return _bools(np.array([bool(keep(_present(a.partition_values, columns))) for a in chunk.actions()]))
+    accepted = []
+    for combination in np.unique(key).tolist():
+        values_of: dict[str, str] = {}
+        rest = combination
+        for column, dictionary in zip(reversed(columns), reversed(dictionaries), strict=True):
+            rest, code = divmod(rest, len(dictionary))
+            if dictionary[code] is not None:
+                values_of[column] = dictionary[code]
+        if keep(values_of):
+            accepted.append(combination)
+    return _bools(np.isin(key, accepted))

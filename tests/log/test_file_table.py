@@ -1,0 +1,170 @@
+"""Live files as Arrow columns (``log/file_table.py``): exact round trips, the same answers as a dict of
+actions under replay, partition selection equal to per-file pruning, and the Avro-state snapshots built on them."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import uuid
+from pathlib import Path
+
+import pytest
+
+import executor_lib
+from executor_lib.log.avro_state import decode_manifest, decode_manifest_chunk
+from executor_lib.log.file_table import FileChunk, LiveFiles
+from executor_lib.log.pruning import partition_judge, prune_files
+from executor_lib.log.state import TableState, replay
+from executor_lib.protocol.actions import AddAction, RemoveAction
+from indextables_contract import filters
+from tests.conftest import COMPAT_ROOT
+from tests.log.helpers import add, make_table
+
+SCHEMA_STRING = (
+    '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+    '{"name":"day","type":"string","nullable":true,"metadata":{}},'
+    '{"name":"hour","type":"integer","nullable":true,"metadata":{}}]}'
+)
+
+
+def varied(i: int) -> AddAction:
+    """Adds exercising every kind of field: optional scalars, null/empty/None-valued maps, sets, extras."""
+    day = None if i % 7 == 0 else f"2024-01-{i % 5 + 1:02d}"
+    return AddAction(
+        path=f"day={day}/hour={i % 3}/split-{uuid.uuid4()}.split",
+        partition_values={"day": day, "hour": str(i % 3)} if i % 11 else {"hour": str(i % 3)},
+        size=1000 + i,
+        modification_time=1_700_000_000_000 + i,
+        data_change=bool(i % 2),
+        stats='{"numRecords": 3}' if i % 4 == 0 else None,
+        tags={"k": "v", "n": None} if i % 3 == 0 else ({} if i % 3 == 1 else None),  # type: ignore[dict-item]
+        min_values={"id": str(i)} if i % 5 else None,
+        max_values={"id": str(i + 9)} if i % 5 else None,
+        num_records=10 + i if i % 6 else None,
+        footer_start_offset=900 + i,
+        footer_end_offset=1000 + i,
+        has_footer_offsets=i % 2 == 0,
+        split_tags=frozenset({"a", f"t{i % 2}"}) if i % 4 == 1 else None,
+        doc_mapping_ref="ref-a" if i % 2 else "ref-b",
+        companion_source_files=("x.parquet", "y.parquet") if i == 5 else None,
+        extra={"futureField": [1, {"x": i}]} if i % 9 == 0 else {},
+    )
+
+
+def test_a_chunk_gives_back_exactly_the_actions_it_was_built_from() -> None:
+    adds = [varied(i) for i in range(60)]
+    back = FileChunk.from_actions(adds).actions()
+    assert back == adds
+    for original, copy in zip(adds, back, strict=True):
+        assert vars(copy) == vars(original)  # extra (compare=False) and every attribute included
+    assert back[1].extra == {} and back[1].extra is not back[2].extra  # each its own dict
+
+
+def test_unknown_fields_json_cannot_hold_keep_their_objects() -> None:
+    adds = [dataclasses.replace(add(), extra={"blob": b"\x00\x01"}), add()]
+    chunk = FileChunk.from_actions(adds)
+    assert chunk.objects is not None and "extra" not in chunk.table.column_names
+    assert chunk.actions() == adds and chunk.actions()[0].extra == {"blob": b"\x00\x01"}
+
+
+def _dict_state(adds: list[AddAction]) -> TableState:
+    return TableState(version=0, protocol=None, metadata=None, files={a.path: a for a in adds})
+
+
+def _columnar_state(adds: list[AddAction], tombstones: frozenset[str]) -> TableState:
+    chunks = [FileChunk.from_actions(adds[i : i + 17]) for i in range(0, len(adds), 17)]
+    return TableState(version=0, protocol=None, metadata=None, files=LiveFiles(chunks, tombstones))
+
+
+def test_replay_over_columnar_files_equals_replay_over_a_dict() -> None:
+    rng = random.Random(7)
+    adds = [varied(i) for i in range(100)]
+    tombstoned = frozenset(a.path for a in rng.sample(adds, 10))
+    model = _dict_state([a for a in adds if a.path not in tombstoned])
+    state = _columnar_state(adds, tombstoned)
+    paths = [a.path for a in adds]
+    for version in range(1, 6):
+        actions: list[AddAction | RemoveAction] = []
+        for _ in range(8):
+            path = rng.choice(paths)
+            if rng.random() < 0.5:
+                actions.append(RemoveAction(path=path))
+            else:  # re-added (a replacement) or new
+                path = path if rng.random() < 0.5 else f"new-{uuid.uuid4()}"
+                actions.append(dataclasses.replace(varied(rng.randrange(100)), path=path))
+                paths.append(path)
+        model = replay(model, [(version, actions)])
+        state = replay(state, [(version, actions)])
+        files = state.files
+        assert isinstance(files, LiveFiles)
+        assert len(files) == len(model.files)
+        assert sorted(files) == sorted(model.files)
+        assert sorted(files.values(), key=lambda a: a.path) == sorted(model.files.values(), key=lambda a: a.path)
+        for path in rng.sample(paths, 20):
+            assert (path in files) == (path in model.files)
+            assert files.get(path) == model.files.get(path)
+        assert files.total("size") == sum(a.size for a in model.files.values())
+        assert files.total("num_records") == sum(a.num_records or 0 for a in model.files.values())
+
+
+PREDICATES = [
+    [filters.Term("day", "2024-01-03")],
+    [filters.TermIn("hour", (0, 2))],
+    [filters.Between("hour", 1, None)],
+    [filters.Or((filters.Term("day", "2024-01-01"), filters.Term("id", 42)))],
+    [filters.Term("day", "2024-01-02"), filters.Between("id", 10, 30)],
+    [filters.Not(filters.Term("day", "2024-01-02"))],
+    [filters.Term("day", "nowhere")],
+]
+
+
+@pytest.mark.parametrize("predicates", PREDICATES, ids=[repr(p)[:60] for p in PREDICATES])
+def test_partition_selection_then_pruning_equals_pruning_every_file(predicates: list[filters.Filter]) -> None:
+    adds = [varied(i) for i in range(120)]
+    state = replay(_columnar_state(adds, frozenset({adds[3].path})), [(1, [varied(500), RemoveAction(adds[8].path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    every = list(files.values())
+    keep = partition_judge(predicates, SCHEMA_STRING, ["day", "hour"])
+    selected = files.select_partitions(keep, ["day", "hour"])
+    expected = prune_files(every, predicates, SCHEMA_STRING, ["day", "hour"])
+    assert {a.path for a in expected} <= {a.path for a in selected}  # a superset ...
+    assert prune_files(selected, predicates, SCHEMA_STRING, ["day", "hour"]) == expected  # ... pruned to the same
+
+
+def test_an_avro_state_snapshot_holds_columnar_files_and_lists_a_partition(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {"spark.indextables.state.entriesPerManifest": "40"})
+    days = [f"2024-02-{d:02d}" for d in range(1, 11)]
+    log.commit([add(days[i % 10], records=i + 1) for i in range(200)])
+    snap = executor_lib.open_log(uri).snapshot()
+    gone = snap.files[5]
+    log.commit([RemoveAction(gone.path)])
+    snap = executor_lib.open_log(uri).snapshot()
+    assert isinstance(snap.state.files, LiveFiles)
+    assert len(snap.files) == 199 and gone.path not in snap.state.files
+    assert snap.num_records == sum(range(1, 201)) - (gone.num_records or 0)
+    listed = snap.list_files([filters.Term("date", "2024-02-03")])
+    assert sorted(a.path for a in listed) == sorted(
+        a.path for a in snap.files if a.partition_values["date"] == "2024-02-03"
+    )
+    assert len(listed) == 20 - (gone.partition_values["date"] == "2024-02-03")
+
+
+def _manifests() -> list[Path]:
+    return sorted(p for p in COMPAT_ROOT.rglob("manifest-*.avro")) if COMPAT_ROOT.is_dir() else []
+
+
+def test_records_become_the_same_columns_as_their_actions(tmp_path: Path) -> None:
+    """The cold-load path (Avro records straight to columns) against the object path, on every
+    IndexTables4Spark manifest of the compat tables and on one this project writes."""
+    log = make_table(str(tmp_path / "t"), {})
+    log.commit([add(f"2024-03-0{i % 3 + 1}", records=i) for i in range(30)])
+    ours = sorted((tmp_path / "t" / "_transaction_log").rglob("*.avro"))
+    manifests = [p for p in ours if "_manifest" not in p.name] + _manifests()
+    assert len(manifests) > 1
+    for path in manifests:
+        data = path.read_bytes()
+        chunk = decode_manifest_chunk(data, str(path))
+        assert chunk.actions() == list(decode_manifest(data, str(path))), path
+        assert chunk.table.equals(FileChunk.from_actions(chunk.actions()).table), path
