@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lark.exceptions import UnexpectedInput
 
 from connect_plugin.grammar import (
+    BUCKET_FUNCTION,
+    BUCKET_ITEM,
     COMMAND_START,
     INDEX_OPERATOR_USE,
     MEASURE_ITEM,
@@ -29,13 +31,15 @@ from connect_plugin.grammar import (
     SparkCondition,
     contains_node,
     duration_hours,
+    parse_bucket_call,
     parse_with,
+    split_commas,
     split_spark_part,
     to_predicate,
     unquote_name,
 )
 from connect_plugin.lexer import lex, unquote
-from connect_plugin.plan import AggregateRead, OrderKey, OutputColumn, TableRead, options_tuple
+from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from indextables_contract import commands as C
 from indextables_contract import filters as F
@@ -222,6 +226,21 @@ def _simple_select(
     opts = options_tuple(options)
     filter_json = None if index_tree is None else F.to_text(index_tree)
     tail_text = None if tail is None else str(tail)
+    if BUCKET_FUNCTION.search(code[projection.start_pos : projection.end_pos]):
+        if spark_condition is not None:
+            raise IndexTablesSQLError(
+                f"{text!r}: beside a bucket function the WHERE must be answered by the index (no function calls "
+                f"or arithmetic: {spark_condition})"
+            )
+        bucket = bucket_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
+        if bucket is None:
+            raise IndexTablesSQLError(
+                f"{text!r}: a bucket function works as SELECT <function>(...) [AS name], count(*)/sum/avg/min/max"
+                f"(col)... FROM <table> [WHERE ...] GROUP BY <the same function call, its name or 1> "
+                f"[ORDER BY ...] [LIMIT n]"
+            )
+        call, measures, outputs, order, limit = bucket
+        return StatementPlan(None, aggregate=BucketRead(path, call, measures, outputs, index_tree, order, limit, opts))
     if spark_condition is None:
         shape = aggregate_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
         if shape is not None:
@@ -284,16 +303,7 @@ _ORDER_ITEM = re.compile(r"^\s*(.+?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last)
 _KEYWORDS = frozenset({"from", "where", "as", "group", "order", "limit", "having", "distinct"})
 
 
-def _split_commas(text: str, code: str) -> list[str]:
-    """``text`` cut at the commas outside parentheses (``code``: the same text, literals blanked)."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(code):
-        depth += (c == "(") - (c == ")")
-        if c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+_split_commas = split_commas
 
 
 def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> Any:
@@ -340,6 +350,57 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
         return None
     limit = _limit(tail_match["limit"]) if tail_match["limit"] else None
     return AggregatePlan(tuple(group_by), tuple(measures)), tuple(outputs), order, limit
+
+
+def bucket_shape(projection: str, projection_code: str, tail: str | None) -> Any:
+    """(BucketCall, measures, output columns, order keys, limit) of ``SELECT <bucket function> [AS n],
+    measures... GROUP BY <it>``, or None for any other shape."""
+    tail_match = _AGG_TAIL.match(tail or "")
+    if tail_match is None or not tail_match["group"]:
+        return None
+    call = None
+    measures: list[Measure] = []
+    outputs: list[OutputColumn] = []
+    expressions: list[str] = []
+    texts = _split_commas(projection, projection_code)
+    codes = _split_commas(projection_code, projection_code)
+    for item, item_code in zip(texts, codes, strict=True):
+        expressions.append(re.sub(r"\s+", "", item.split(" as ")[0].split(" AS ")[0]).lower())
+        if BUCKET_FUNCTION.search(item_code):
+            m = BUCKET_ITEM.match(item)
+            if m is None or call is not None:
+                return None
+            call = parse_bucket_call(m.group(1))
+            name = unquote_name(m.group(2)) if m.group(2) else " ".join(m.group(1).split())
+            outputs.append(OutputColumn(name, group=0))
+            expressions[-1] = re.sub(r"\s+", "", m.group(1)).lower()
+        elif (m := MEASURE_ITEM.match(item)) is not None:
+            func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
+            column = None if arg in ("*", "1") else unquote_name(arg)
+            if column is None and func != "count":
+                return None
+            measures.append(Measure(func, column))
+            default = "count(1)" if column is None else f"{func}({column})"
+            outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
+        else:
+            return None
+    group = tail_match["group"].strip()
+    if call is None or len(_split_commas(group, lex(group)[1])) != 1:
+        return None
+    key_index = next(i for i, o in enumerate(outputs) if o.group is not None)
+    if group.isdigit():
+        if int(group) != key_index + 1:
+            return None
+    elif BUCKET_FUNCTION.search(lex(group)[1]):
+        if parse_bucket_call(group) != call:
+            return None
+    elif unquote_name(group).lower() != outputs[key_index].name.lower():
+        return None
+    order = _order_keys(tail_match["order"], outputs, expressions)
+    if order is None:
+        return None
+    limit = _limit(tail_match["limit"]) if tail_match["limit"] else None
+    return call, tuple(measures), tuple(outputs), order, limit
 
 
 def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list[str]) -> tuple[OrderKey, ...] | None:
