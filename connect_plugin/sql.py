@@ -37,6 +37,7 @@ from connect_plugin.grammar import (
     split_spark_part,
     to_predicate,
     unquote_name,
+    unsupported_reason,
 )
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
@@ -109,6 +110,9 @@ def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | Non
     parse_text, code = lex(text)
     options = options or {}
     if COMMAND_START.match(code):
+        reason = unsupported_reason(code)
+        if reason is not None:
+            raise IndexTablesSQLError(f"{' '.join(text.split())[:80]!r} is not supported here: {reason}")
         tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
     refs = find_table_refs(spark, parse_text, code)
@@ -140,7 +144,8 @@ def is_indextables_statement(text: str) -> bool:
     return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
-_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run")
+_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run", "segments", "fields",
+                 "parallelism", "include_all")
 
 
 def _where(tree: Any, text: str) -> F.Filter | None:
@@ -158,15 +163,45 @@ def _where(tree: Any, text: str) -> F.Filter | None:
     return None
 
 
+def _children(tree: Any, rule: str) -> list[Any]:
+    return [c for c in tree.children if hasattr(c, "data") and c.data == rule]
+
+
 def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> Any:
+    from connect_plugin import command_outputs as out
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once
 
     kind = tree.data
     if kind == "describe_cache":
-        return _run_once(command_frame(spark, C.DescribeCache(), options))
+        return out.describe_disk_cache(spark, options)
     if kind == "flush_cache":
         return _run_once(command_frame(spark, C.FlushCache(), options))
+    if kind == "describe_storage":
+        return out.describe_storage_stats(spark, options)
+    if kind == "describe_environment":
+        return out.describe_environment(spark)
+    if kind == "describe_merge_jobs":
+        return out.describe_merge_jobs(spark)
+    if kind == "describe_prewarm_jobs":
+        return out.describe_prewarm_jobs(spark)
+    if kind == "flush_searcher":
+        return _run_once(command_frame(spark, C.FlushSearcherCache(), options))
+    if kind == "repair":
+        source, target = (unquote(str(t)) for t in tree.children)
+        return out.repair_log(spark, source, target, options)
+    if kind == "invalidate_log":
+        targets = _children(tree, "target")
+        table_path = _target(spark, targets[0]) if targets else None
+        return _run_once(command_frame(spark, C.InvalidateLogCache(table=table_path), options))
+    if kind == "wait_prewarm":
+        targets = _children(tree, "target")
+        job = _children(tree, "job_id")
+        timeout = _children(tree, "timeout")
+        return out.wait_prewarm_jobs(
+            spark, _target(spark, targets[0]) if targets else None,
+            unquote(str(job[0].children[0])) if job else None, int(timeout[0].children[0]) if timeout else None,
+        )  # fmt: skip
     if kind == "select":
         plan = _simple_select(spark, tree, text, lex(text)[1], options)
         if plan is None:
@@ -175,20 +210,31 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
     target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
     table = IndexTable.for_path(spark, _target(spark, target), options)
     if kind == "describe_state":
-        return table.describe_state()
+        return out.describe_state(table)
     if kind == "describe_log":
-        return table.history()
+        return _run_once(table._command(C.DescribeLog(include_all=bool(_children(tree, "include_all")))))
+    if kind == "describe_components":
+        where = _where(tree, text)
+        return table._command(C.ComponentSizes(filter=None if where is None else F.to_text(where)))
     if kind == "checkpoint":
-        return table.checkpoint()
+        return out.checkpoint(table)
     if kind == "truncate":
-        return table.truncate_time_travel(dry_run=any(hasattr(c, "data") and c.data == "dry" for c in tree.children))
+        return out.truncate_time_travel(table, dry_run=bool(_children(tree, "dry")))
     if kind == "drop":
         where = _where(tree, text)
         if where is None:  # the grammar requires a WHERE
             raise IndexTablesSQLError(f"{text!r}: DROP INDEXTABLES PARTITIONS needs a WHERE clause")
         return table.drop_partitions(where)
     if kind == "prewarm":
-        return table.prewarm(_where(tree, text))
+        segments = _children(tree, "segments")
+        fields = _children(tree, "fields")
+        parallelism = _children(tree, "parallelism")
+        return out.prewarm(
+            table, _where(tree, text),
+            [str(t) for t in segments[0].children] if segments else None,
+            [unquote_name(str(f.children[0])) for f in fields[0].children] if fields else None,
+            int(parallelism[0].children[0]) if parallelism else None,
+        )  # fmt: skip
     if kind == "purge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
         older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
