@@ -450,7 +450,7 @@ class CommandReader(DataSourceReader):
             base = manifest.state_version if manifest is not None else last.version if last is not None else None
             if base is not None:
                 at = txlog.snapshot(version=base)
-                where = txlog.store.uri_of(manifest.source if manifest is not None else f"{LOG_DIR}/{base}")
+                where = manifest.source if manifest is not None else txlog.store.uri_of(f"{LOG_DIR}/{base}")
                 for action in [at.protocol, at.metadata, *sorted(at.files, key=lambda a: a.path)]:
                     if action is not None:
                         yield _log_row(base, where, action, True)
@@ -610,7 +610,7 @@ def _log_counts(snapshot: Any, where: F.Filter | None, group_by: tuple[str, ...]
 
 def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
     return (socket.gethostname(), os.getpid(), d.get("directory"), d.get("maxBytes"), d.get("splitsCached"),
-            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytesDownloaded", 0))  # fmt: skip
+            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytes_downloaded", 0))  # fmt: skip
 
 
 def _worker() -> str:

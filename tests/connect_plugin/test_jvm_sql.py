@@ -10,6 +10,7 @@ tests/connect_plugin/test_sql.py runs the command path on both).
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,3 +118,367 @@ def test_star_searches_every_field(spark: Any, logs: tuple[str, str]) -> None:
         assert [r["id"] for r in got.collect()] == timeouts
     either = sql(spark, f"SELECT id FROM '{table}' WHERE * indexquery 'timeout' OR id = 1 ORDER BY id")
     assert [r["id"] for r in either.collect()] == sorted({*timeouts, 1})
+
+
+# --- the documented statements, one case per form -------------------------------------------------------
+
+EVENT_SCHEMA = ("id long, title string, content string, price double, quantity long, event_time timestamp, "
+                "region string, year string, date string")  # fmt: skip
+EVENT_OPTS = {"spark.indextables.indexing.typemap.content": "text", "spark.indextables.indexing.typemap.title": "text"}
+EVENT_PARTITIONS = ["region", "year", "date"]
+
+
+def _events(spark: Any, start: int, n: int) -> Any:
+    base = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    rows = []
+    for i in range(start, start + n):
+        date = ["2023-12-31", "2024-01-01"][i % 2]
+        rows.append((i, f"title {i}", f"content about item {i} " + ("error timeout" if i % 3 == 0 else "ok"),
+                     float(i * 7 % 150), i % 5, base + datetime.timedelta(hours=i), ["us-east", "us-west"][i // 2 % 2],
+                     date[:4], date))  # fmt: skip
+    return spark.createDataFrame(rows, EVENT_SCHEMA)
+
+
+def _write_events(spark: Any, path: str, start: int, n: int = 8) -> None:
+    connect_plugin.write(_events(spark, start, n), path, partition_by=EVENT_PARTITIONS, options=EVENT_OPTS)
+
+
+@pytest.fixture(scope="module")
+def events(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A partitioned table (region, year, date), two commits: 2 splits per partition; named ``my_table``
+    and ``my_catalog.my_database.my_table`` (how the docs name a table)."""
+    path = str(tmp_path_factory.mktemp("jvm-sql-events") / "events")
+    _write_events(spark, path, 0)
+    _write_events(spark, path, 8)
+    connect_plugin.register_table(spark, "my_table", path)
+    connect_plugin.register_table(spark, "my_catalog.my_database.my_table", path)
+    return path
+
+
+def _columns(df: Any) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+
+def _ddl(ddl: str) -> list[tuple[str, str]]:
+    names = {"long": "bigint", "boolean": "boolean", "string": "string", "int": "int", "double": "double",
+             "timestamp": "timestamp"}  # fmt: skip
+    return [(c.split()[0], names[c.split()[1]]) for c in ddl.split(", ")]
+
+
+def _ids(spark: Any, path: str) -> list[int]:
+    return sorted(r["id"] for r in connect_plugin.read(spark, path).select("id").collect())
+
+
+def _splits(path: str) -> int:
+    import executor_lib
+
+    return len(executor_lib.open_log(path).snapshot().files)
+
+
+def test_merge_splits_forms(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "merge")
+    _write_events(spark, path, 0)
+    statements = [
+        f"MERGE SPLITS '{path}' WHERE date = '2024-01-01' TARGET SIZE 100M",
+        f"MERGE SPLITS '{path}' TARGET SIZE 100M",
+        f"MERGE SPLITS '{path}' MAX DEST SPLITS 10",
+        f"MERGE SPLITS '{path}' MAX SOURCE SPLITS PER MERGE 500",
+        f"MERGE SPLITS '{path}' TARGET SIZE 1G MAX DEST SPLITS 5 MAX SOURCE SPLITS PER MERGE 100",
+    ]
+    for n, statement in enumerate(statements):
+        _write_events(spark, path, 100 + n * 8)  # a second split in every partition
+        before = _splits(path)
+        merged = sql(spark, statement).collect()
+        assert merged and _splits(path) < before, statement
+        if "WHERE" in statement:
+            assert {r["partitionValues"] for r in merged} <= {
+                json_dumps({"date": "2024-01-01", "region": r, "year": "2024"}) for r in ("us-east", "us-west")}
+    assert _ids(spark, path) == sorted([*range(8), *(100 + i for i in range(40))])
+
+
+def json_dumps(d: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(d, sort_keys=True)
+
+
+def test_purge_forms(spark: Any, tmp_path: Path) -> None:
+    import os
+    import time
+
+    path = tmp_path / "purge"
+    _write_events(spark, str(path), 0)
+    orphan = path / "region=us-east" / "orphan-0123.split"
+    orphan.write_bytes(b"x" * 10)
+    ten_days_ago = time.time() - 10 * 86400
+    os.utime(orphan, (ten_days_ago, ten_days_ago))
+    t = f"'{path}'"
+    for statement in (f"PURGE INDEXTABLE {t} DRY RUN", f"PURGE INDEXTABLE {t} OLDER THAN 14 DAYS DRY RUN",
+                      f"PURGE INDEXTABLE {t} OLDER THAN 168 HOURS DRY RUN"):  # fmt: skip
+        listed = sql(spark, statement).filter("kind = 'split'").collect()
+        assert orphan.exists()
+        assert [r["path"].endswith("orphan-0123.split") for r in listed] == ([] if "14 DAYS" in statement else [True])
+    assert sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 14 DAYS").filter("kind = 'split'").count() == 0
+    assert orphan.exists()  # younger than 14 days
+    assert sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 7 DAYS").filter("kind = 'split'").count() == 1
+    assert not orphan.exists()
+    orphan.write_bytes(b"x")
+    os.utime(orphan, (ten_days_ago, ten_days_ago))
+    done = sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 168 HOURS").filter("kind = 'split'").count()
+    assert done == 1 and not orphan.exists()
+    sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 7 DAYS TRANSACTION LOG RETENTION 30 DAYS").collect()
+    assert _ids(spark, str(path)) == list(range(8))
+
+
+DROP_ROWS = [  # (id, region, year, month, date): each DROP below removes exactly one row, in this order
+    (0, "us-east", "2023", 3, "2023-03-01"), (1, "us-west", "2024", 1, "2024-01-01"),
+    (2, "us-west", "2019", 5, "2019-05-01"), (3, "us-west", "2019", 6, "2019-06-01"),
+    (4, "us-east", "2022", 8, "2022-08-01"), (5, "us-west", "2022", 9, "2022-09-01"),
+    (6, "us-west", "2021", 10, "2021-10-01"), (7, "us-west", "2019", 11, "2019-11-01"),
+]  # fmt: skip
+
+
+def test_drop_partitions_forms(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "drop")
+    df = spark.createDataFrame(DROP_ROWS, "id long, region string, year string, month int, date string")
+    connect_plugin.write(df, path, partition_by=["region", "year", "month", "date"])
+    connect_plugin.register_table(spark, "drop_table", path)
+    t = f"'{path}'"
+    statements = [
+        (f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE year = '2023'", 0),
+        ("DROP INDEXTABLES PARTITIONS FROM drop_table WHERE date = '2024-01-01'", 1),
+        (f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE month < 6", 2),
+        (f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE month BETWEEN 1 AND 6", 3),
+        (f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE region = 'us-east' AND year > '2020'", 4),
+        (f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE year = '2022' OR year = '2023'", 5),
+        (f"DROP TANTIVY4SPARK PARTITIONS FROM {t} WHERE year > '2020'", 6),
+    ]
+    remaining = [r[0] for r in DROP_ROWS]
+    for statement, dropped in statements:
+        rows = sql(spark, statement).collect()
+        assert [r["numRecords"] for r in rows] == [1], statement
+        remaining.remove(dropped)
+        assert _ids(spark, path) == remaining, statement
+    with pytest.raises(Exception, match="partition columns only"):
+        sql(spark, f"DROP INDEXTABLES PARTITIONS FROM {t} WHERE id = 7")
+
+
+def test_checkpoint_compact_and_state(spark: Any, events: str) -> None:
+    from connect_plugin.command_outputs import CHECKPOINT_COLUMNS, STATE_COLUMNS
+
+    for statement in (f"CHECKPOINT INDEXTABLES '{events}'", "CHECKPOINT INDEXTABLES my_table",
+                      f"COMPACT INDEXTABLES '{events}'"):  # fmt: skip
+        df = sql(spark, statement)
+        assert _columns(df) == _ddl(CHECKPOINT_COLUMNS)
+        row = df.collect()[0]
+        assert (row["table_path"], row["status"], row["num_files"]) == (events, "SUCCESS", _splits(events))
+        state = sql(spark, f"DESCRIBE INDEXTABLES STATE '{events}'")
+        assert _columns(state) == _ddl(STATE_COLUMNS)
+        s = state.collect()[0]
+        assert (s["format"], s["version"], s["num_files"], s["num_tombstones"]) == (
+            "avro-state", row["checkpoint_version"], row["num_files"], 0)  # fmt: skip
+
+
+def test_truncate_time_travel_forms(spark: Any, tmp_path: Path) -> None:
+    import executor_lib
+    from connect_plugin.command_outputs import TRUNCATE_COLUMNS
+
+    path = str(tmp_path / "truncate")
+    for i in range(3):
+        _write_events(spark, path, i * 8)
+    dry = sql(spark, f"TRUNCATE INDEXTABLES TIME TRAVEL '{path}' DRY RUN")
+    assert _columns(dry) == _ddl(TRUNCATE_COLUMNS)
+    d = dry.collect()[0]
+    assert d["status"] == "DRY_RUN" and d["versions_deleted"] >= 3 and d["files_preserved"] == 24
+    assert executor_lib.open_log(path).history()[-1].version == 0  # nothing deleted yet
+    done = sql(spark, f"TRUNCATE INDEXTABLES TIME TRAVEL '{path}'").collect()[0]
+    assert done["status"] == "SUCCESS" and done["versions_deleted"] >= 3
+    # every version file but the table's creation (version 0, which this project never deletes) is gone
+    assert [e.version for e in executor_lib.open_log(path).history()] == [done["checkpoint_version"], 0]
+    assert _ids(spark, path) == list(range(24))
+
+
+def test_prewarm_forms(spark: Any, events: str) -> None:
+    from connect_plugin.command_outputs import PREWARM_COLUMNS
+
+    t = f"'{events}'"
+    cases = [
+        (f"PREWARM INDEXTABLES CACHE {t}", 16, "TERM_DICT,POSTINGS", "all"),
+        (f"PREWARM INDEXTABLES CACHE {t} FOR SEGMENTS (TERM_DICT, FAST_FIELD)", 16, "TERM_DICT,FAST_FIELD", "all"),
+        (f"PREWARM INDEXTABLES CACHE {t} ON FIELDS (title, content, event_time)", 16, "TERM_DICT,POSTINGS",
+         "title,content,event_time"),
+        (f"PREWARM INDEXTABLES CACHE {t} WHERE date >= '2024-01-01'", 8, "TERM_DICT,POSTINGS", "all"),
+        (f"PREWARM INDEXTABLES CACHE {t} WITH PERWORKER PARALLELISM OF 5", 16, "TERM_DICT,POSTINGS", "all"),
+        (f"PREWARM INDEXTABLES CACHE {t}\n  FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM)\n"
+         f"  ON FIELDS (title, content)\n  WITH PERWORKER PARALLELISM OF 4\n  WHERE region = 'us-east'", 8,
+         "TERM_DICT,FAST_FIELD,POSTINGS,FIELD_NORM", "title,content"),
+    ]  # fmt: skip
+    for statement, splits, segments, fields in cases:
+        df = sql(spark, statement)
+        assert _columns(df) == _ddl(PREWARM_COLUMNS)
+        rows = df.collect()
+        assert sum(r["splits_prewarmed"] for r in rows) == splits, statement
+        assert {(r["segments"], r["fields"], r["status"]) for r in rows} == {(segments, fields, "success")}
+    with pytest.raises(Exception, match=r"fields \['nope'\] are not columns"):
+        sql(spark, f"PREWARM INDEXTABLES CACHE {t} ON FIELDS (nope)")
+
+
+def test_describe_and_flush_caches(spark: Any, events: str) -> None:
+    from connect_plugin.command_outputs import DISK_CACHE_COLUMNS, STORAGE_STATS_COLUMNS
+
+    sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()
+    before = sql(spark, "DESCRIBE INDEXTABLES STORAGE STATS").collect()[0]
+    sql(spark, f"PREWARM INDEXTABLES CACHE '{events}'").collect()
+    disk = sql(spark, "DESCRIBE INDEXTABLES DISK CACHE")
+    assert _columns(disk) == _ddl(DISK_CACHE_COLUMNS)
+    assert disk.collect()[0]["splits_cached"] >= 16
+    stats = sql(spark, "DESCRIBE INDEXTABLES STORAGE STATS")
+    assert _columns(stats) == _ddl(STORAGE_STATS_COLUMNS)
+    after = stats.collect()[0]
+    assert after["bytes_fetched"] > before["bytes_fetched"] and after["requests"] >= before["requests"] + 16
+    searcher = sql(spark, "FLUSH INDEXTABLES SEARCHER CACHE")
+    assert _columns(searcher) == [("cache_type", "string"), ("status", "string"), ("cleared_entries", "bigint"),
+                                  ("message", "string")]  # fmt: skip
+    assert {r["status"] for r in searcher.collect()} == {"success"}
+    assert sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()[0]["splitsCached"] == 0
+    assert sql(spark, "DESCRIBE INDEXTABLES DISK CACHE").collect()[0]["splits_cached"] == 0
+    assert _ids(spark, events) == sorted(range(16))  # reads fetch again
+
+
+def test_invalidate_transaction_log_cache_forms(spark: Any, events: str) -> None:
+    expected = [("table_path", "string"), ("result", "string"), ("cache_hits_before", "bigint"),
+                ("cache_misses_before", "bigint"), ("hit_rate_before", "string")]  # fmt: skip
+    for statement, table in (("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE", "GLOBAL"),
+                             (f"INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR '{events}'", events),
+                             ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR my_table", events)):  # fmt: skip
+        df = sql(spark, statement)
+        assert _columns(df) == expected
+        assert [r["table_path"] for r in df.collect()] == [table]
+    assert _ids(spark, events) == sorted(range(16))
+
+
+def test_describe_transaction_log_forms(spark: Any, tmp_path: Path) -> None:
+    import executor_lib
+    from indextables_contract.commands import DescribeLog
+
+    path = str(tmp_path / "txlog")
+    for i in range(2):
+        _write_events(spark, path, i * 8)
+    connect_plugin.register_table(spark, "my_catalog.my_database.txlog", path)
+    everything = sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG '{path}' INCLUDE ALL")
+    assert _columns(everything) == _ddl(DescribeLog.RESULT) and len(everything.columns) == 47
+    rows = everything.collect()
+    assert {r["action_type"] for r in rows} == {"protocol", "metadata", "add"}
+    assert sum(1 for r in rows if r["action_type"] == "add") == 16 and not any(r["is_checkpoint"] for r in rows)
+    assert sum(r["num_records"] for r in rows if r["action_type"] == "add") == 16
+    executor_lib.open_log(path).checkpoint()
+    _write_events(spark, path, 16)
+    current = sql(spark, "DESCRIBE INDEXTABLES TRANSACTION LOG my_catalog.my_database.txlog").collect()
+    # from the latest state on (an Avro state is written with every commit here: it holds all 24 files)
+    adds = [r for r in current if r["action_type"] == "add"]
+    assert {r["path"] for r in adds} == {a.path for a in executor_lib.open_log(path).snapshot().files}
+    assert any(r["is_checkpoint"] for r in adds) and len(adds) == 24
+    plain = sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG '{path}'").collect()
+    assert len(plain) == len(current)
+
+
+def test_repair_transaction_log(spark: Any, tmp_path: Path) -> None:
+    import os
+
+    path = tmp_path / "repair"
+    for i in range(2):
+        _write_events(spark, str(path), i * 8)
+    lost = next(iter(sorted(path.rglob("*.split"))))
+    os.remove(lost)
+    target = tmp_path / "repair" / "_transaction_log_repaired"
+    df = sql(spark, f"REPAIR INDEXFILES TRANSACTION LOG '{path}/_transaction_log'\n  AT LOCATION '{target}'")
+    assert _columns(df) == [("source_path", "string"), ("target_path", "string"), ("source_version", "bigint"),
+                            ("total_splits", "int"), ("valid_splits", "int"), ("missing_splits", "int"),
+                            ("status", "string")]  # fmt: skip
+    row = df.collect()[0]
+    assert (row["total_splits"], row["valid_splits"], row["missing_splits"], row["status"]) == (16, 15, 1, "SUCCESS")
+    (path / "_transaction_log").rename(path / "_transaction_log_broken")
+    target.rename(path / "_transaction_log")
+    assert len(_ids(spark, str(path))) == 15  # readable, without the lost split
+
+
+def test_component_sizes_forms(spark: Any, events: str) -> None:
+    expected = [("split_path", "string"), ("partition_values", "string"), ("component_key", "string"),
+                ("size_bytes", "bigint"), ("component_type", "string"), ("field_name", "string")]  # fmt: skip
+    for statement, splits in ((f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}'", 16),
+                              ("DESCRIBE INDEXTABLES COMPONENT SIZES my_table", 16),
+                              (f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}' WHERE year = '2024'", 8)):  # fmt: skip
+        df = sql(spark, statement)
+        assert _columns(df) == expected
+        rows = df.collect()
+        assert len({r["split_path"] for r in rows}) == splits, statement
+        assert {"_term_total", "_postings_total", "_store"} <= {r["component_key"] for r in rows}
+        assert all(r["size_bytes"] > 0 for r in rows)
+
+
+def test_jobs_and_environment(spark: Any, events: str) -> None:
+    from connect_plugin.command_outputs import (
+        ENVIRONMENT_COLUMNS,
+        MERGE_JOBS_COLUMNS,
+        PREWARM_JOBS_COLUMNS,
+        REDACTED,
+        WAIT_COLUMNS,
+    )  # fmt: skip
+
+    spark.conf.set("spark.indextables.aws.secretKey", "very-secret")
+    try:
+        env = sql(spark, "DESCRIBE INDEXTABLES ENVIRONMENT")
+        assert _columns(env) == _ddl(ENVIRONMENT_COLUMNS)
+        props = {r["property_name"]: r["property_value"] for r in env.collect()}
+        assert props["spark.sql.session.timeZone"] == "UTC" and props["spark.indextables.aws.secretKey"] == REDACTED
+    finally:
+        spark.conf.unset("spark.indextables.aws.secretKey")
+    merge_jobs = sql(spark, "DESCRIBE INDEXTABLES MERGE JOBS")
+    assert _columns(merge_jobs) == _ddl(MERGE_JOBS_COLUMNS) and merge_jobs.count() == 0
+    prewarm_jobs = sql(spark, "DESCRIBE INDEXTABLES PREWARM JOBS")
+    assert _columns(prewarm_jobs) == _ddl(PREWARM_JOBS_COLUMNS) and prewarm_jobs.count() == 0
+    waits = [
+        ("WAIT FOR INDEXTABLES PREWARM JOBS", None, None),
+        (f"WAIT FOR INDEXTABLES PREWARM JOBS '{events}'", events, None),
+        ("WAIT FOR INDEXTABLES PREWARM JOBS my_table", events, None),
+        ("WAIT FOR INDEXTABLES PREWARM JOBS JOB 'abc-123-def-456'", None, "abc-123-def-456"),
+        ("WAIT FOR INDEXTABLES PREWARM JOBS TIMEOUT 300", None, None),
+        (f"WAIT FOR INDEXTABLES PREWARM JOBS '{events}' JOB 'job-123' TIMEOUT 1800", events, "job-123"),
+    ]
+    for statement, table, job in waits:
+        df = sql(spark, statement)
+        assert _columns(df) == _ddl(WAIT_COLUMNS)
+        assert [(r["table_path"], r["job_id"], r["status"]) for r in df.collect()] == [(table, job, "not_found")]
+
+
+def test_textsearch_over_a_named_table(spark: Any, events: str) -> None:
+    connect_plugin.register_table(spark, "events", events)
+    got = sql(spark, "SELECT * FROM events WHERE content TEXTSEARCH 'error timeout'").collect()
+    assert sorted(r["id"] for r in got) == [i for i in range(16) if i % 3 == 0]
+    assert sql(spark, "SELECT * FROM events WHERE content TEXTSEARCH 'connection timeout'").count() == len(got)
+
+
+# Documented statements that need what only the JVM (or a feature not built here yet) has: (statement, why).
+UNSUPPORTED = [
+    ("ENABLE INDEXTABLES PROFILER", "profiler"),
+    ("DISABLE INDEXTABLES PROFILER", "profiler"),
+    ("DESCRIBE INDEXTABLES PROFILER", "profiler"),
+    ("DESCRIBE INDEXTABLES PROFILER CACHE", "profiler"),
+    ("RESET INDEXTABLES PROFILER", "profiler"),
+    ("RESET INDEXTABLES PROFILER CACHE", "profiler"),
+    ("DESCRIBE INDEXTABLES DATA SKIPPING STATS", "not wired into its own SQL grammar"),
+    ("FLUSH INDEXTABLES DATA SKIPPING STATS", "not wired into its own SQL grammar"),
+    ("INVALIDATE INDEXTABLES DATA SKIPPING CACHE", "not wired into its own SQL grammar"),
+    ("BUILD INDEXTABLES COMPANION FOR DELTA '/d' AT LOCATION '/i'", "issue 35"),
+    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/d' SCHEMA SOURCE '/d/p.parquet' AT LOCATION '/i'", "issue 35"),
+    ("BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' CATALOG 'c' TYPE 'rest' WAREHOUSE '/w' AT LOCATION '/i'",
+     "issue 35"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("statement", "why"), UNSUPPORTED)
+def test_jvm_only_statements_fail_naming_why(spark: Any, statement: str, why: str) -> None:
+    from indextables_contract.errors import IndexTablesSQLError
+
+    with pytest.raises(IndexTablesSQLError, match=f"is not supported here: .*{why}"):
+        sql(spark, statement)
