@@ -29,7 +29,7 @@ GRAMMAR = r"""
 ?start: command
 
 ?command: merge | purge | checkpoint | truncate | drop | prewarm
-        | describe_state | describe_log | describe_cache | flush_cache | select
+        | describe_state | describe_transaction_log | describe_cache | flush_cache | select
         | describe_storage | describe_environment | describe_merge_jobs | describe_components
         | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair
 
@@ -53,7 +53,7 @@ prewarm_opt: _FOR _SEGMENTS "(" NAME ("," NAME)* ")"             -> segments
            | _WITH _PERWORKER _PARALLELISM _OF INT              -> parallelism
 field_name: NAME | BACKQUOTED
 describe_state: _DESCRIBE _INDEXTABLES _STATE target
-describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target [include_all]
+describe_transaction_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target [include_all]
 include_all: _INCLUDE _ALL
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
 describe_storage: _DESCRIBE _INDEXTABLES _STORAGE _STATS

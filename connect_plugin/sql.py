@@ -211,7 +211,7 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
     table = IndexTable.for_path(spark, _target(spark, target), options)
     if kind == "describe_state":
         return out.describe_state(table)
-    if kind == "describe_log":
+    if kind == "describe_transaction_log":
         return _run_once(table._command(C.DescribeLog(include_all=bool(_children(tree, "include_all")))))
     if kind == "describe_components":
         where = _where(tree, text)

@@ -482,3 +482,174 @@ def test_jvm_only_statements_fail_naming_why(spark: Any, statement: str, why: st
 
     with pytest.raises(IndexTablesSQLError, match=f"is not supported here: .*{why}"):
         sql(spark, statement)
+
+
+def test_results_as_temp_views(spark: Any, events: str) -> None:
+    """The docs query command results through temp views: plain Spark SQL over them."""
+    sql(spark, "DESCRIBE INDEXTABLES ENVIRONMENT").createOrReplaceTempView("env_props")
+    env = sql(spark, "SELECT * FROM env_props WHERE property_name LIKE 'spark.indextables%'").collect()
+    assert any(r["property_name"] == "spark.indextables.table.my_table" for r in env)
+    sql(spark, "DESCRIBE INDEXTABLES MERGE JOBS").createOrReplaceTempView("merge_jobs")
+    assert sql(spark, "SELECT COUNT(*) FROM merge_jobs WHERE status = 'RUNNING'").head()[0] == 0
+    sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG '{events}'").createOrReplaceTempView("txlog")
+    by_type = sql(spark, "SELECT version, action_type, COUNT(*) AS n FROM txlog GROUP BY version, action_type")
+    assert sum(r["n"] for r in by_type.collect() if r["action_type"] == "add") == 16
+    sql(spark, f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}'").createOrReplaceTempView("components")
+    sizes = sql(spark, "SELECT component_type, SUM(size_bytes) AS b FROM components GROUP BY component_type")
+    assert {"term", "postings", "store"} <= {r["component_type"] for r in sizes.collect()}
+
+
+def test_profiler_workflow_queries(spark: Any, tmp_path: Path) -> None:
+    """The queries of the profiler's example workflow (the profiler statements themselves are JVM-only)."""
+    path = str(tmp_path / "my_index")
+    rows = [(1, "example", "machine learning at scale", 4.0, "tech"), (2, "other", "cooking", 2.0, "food"),
+            (3, "example", "deep learning machines", 3.0, "tech")]  # fmt: skip
+    df = spark.createDataFrame(rows, "id long, title string, content string, score double, category string")
+    connect_plugin.write(df, path, options={"spark.indextables.indexing.typemap.content": "text"})
+    connect_plugin.register_table(spark, "my_index", path)
+    assert sorted(r["id"] for r in sql(spark, "SELECT * FROM my_index WHERE title = 'example' LIMIT 100").collect()) == [1, 3]
+    assert tuple(sql(spark, "SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'").head()) == (2, 3.5)
+    found = sql(spark, "SELECT * FROM my_index WHERE content indexquery 'machine learning'").collect()
+    assert sorted(r["id"] for r in found) == [1, 3]  # either word (the query parser's default OR)
+
+
+# --- the tally: every statement of IndexTables4Spark's reference docs ------------------------------------
+# One entry per statement in the docs' SQL blocks and spark.sql(...) calls (sql-commands.md, then
+# features.md), adapted to a placeholder table: (statement, the test above that runs its form here,
+# or why it cannot run here). Statements of the same form share a test.
+
+P = "'/t'"  # a table path
+RUNS = "runs"
+DOCUMENTED: list[tuple[str, str]] = [
+    # sql-commands.md: Merge Splits
+    (f"MERGE SPLITS {P} TARGET SIZE 100M", "test_merge_splits_forms"),
+    (f"MERGE SPLITS {P} MAX DEST SPLITS 10", "test_merge_splits_forms"),
+    (f"MERGE SPLITS {P} MAX SOURCE SPLITS PER MERGE 500", "test_merge_splits_forms"),
+    (f"MERGE SPLITS {P} WHERE date = '2024-01-01' TARGET SIZE 100M", "test_merge_splits_forms"),
+    (f"MERGE SPLITS {P} TARGET SIZE 1G MAX DEST SPLITS 5 MAX SOURCE SPLITS PER MERGE 100", "test_merge_splits_forms"),
+    # Purge
+    (f"PURGE INDEXTABLE {P} DRY RUN", "test_purge_forms"),
+    (f"PURGE INDEXTABLE {P} OLDER THAN 7 DAYS", "test_purge_forms"),
+    (f"PURGE INDEXTABLE {P} OLDER THAN 168 HOURS", "test_purge_forms"),
+    (f"PURGE INDEXTABLE {P} OLDER THAN 14 DAYS DRY RUN", "test_purge_forms"),
+    (f"PURGE INDEXTABLE {P} OLDER THAN 7 DAYS TRANSACTION LOG RETENTION 30 DAYS", "test_purge_forms"),
+    # Drop partitions, and its example workflow
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year = '2023'", "test_drop_partitions_forms"),
+    ("DROP INDEXTABLES PARTITIONS FROM my_table WHERE date = '2024-01-01'", "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year > '2020'", "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE month < 6", "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE month BETWEEN 1 AND 6", "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE region = 'us-east' AND year > '2020'",
+     "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year = '2022' OR year = '2023'", "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year < '2022'", "test_drop_partitions_forms"),
+    (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P} INCLUDE ALL", "test_describe_transaction_log_forms"),
+    (f"PURGE INDEXTABLE {P} OLDER THAN 7 DAYS", "test_purge_forms"),
+    # Checkpoint / Compact
+    (f"CHECKPOINT INDEXTABLES {P}", "test_checkpoint_compact_and_state"),
+    ("CHECKPOINT INDEXTABLES my_table", "test_checkpoint_compact_and_state"),
+    (f"COMPACT INDEXTABLES {P}", "test_checkpoint_compact_and_state"),
+    # Truncate time travel
+    (f"TRUNCATE INDEXTABLES TIME TRAVEL {P}", "test_truncate_time_travel_forms"),
+    (f"TRUNCATE INDEXTABLES TIME TRAVEL {P} DRY RUN", "test_truncate_time_travel_forms"),
+    # Prewarm
+    (f"PREWARM INDEXTABLES CACHE {P}", "test_prewarm_forms"),
+    (f"PREWARM INDEXTABLES CACHE {P} FOR SEGMENTS (TERM_DICT, FAST_FIELD)", "test_prewarm_forms"),
+    (f"PREWARM INDEXTABLES CACHE {P} ON FIELDS (title, content, event_time)", "test_prewarm_forms"),
+    (f"PREWARM INDEXTABLES CACHE {P} WHERE date >= '2024-01-01'", "test_prewarm_forms"),
+    (f"PREWARM INDEXTABLES CACHE {P} WITH PERWORKER PARALLELISM OF 5", "test_prewarm_forms"),
+    (f"PREWARM INDEXTABLES CACHE {P} FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM) ON FIELDS (title) "
+     "WITH PERWORKER PARALLELISM OF 4 WHERE region = 'us-east'", "test_prewarm_forms"),
+    # Describe state, and the JSON-to-Avro migration
+    (f"DESCRIBE INDEXTABLES STATE {P}", "test_checkpoint_compact_and_state"),
+    (f"DESCRIBE INDEXTABLES STATE {P}", "test_checkpoint_compact_and_state"),
+    (f"CHECKPOINT INDEXTABLES {P}", "test_checkpoint_compact_and_state"),
+    (f"DESCRIBE INDEXTABLES STATE {P}", "test_checkpoint_compact_and_state"),
+    # Disk cache, storage stats
+    ("DESCRIBE INDEXTABLES DISK CACHE", "test_describe_and_flush_caches"),
+    ("DESCRIBE INDEXTABLES STORAGE STATS", "test_describe_and_flush_caches"),
+    # Data skipping (documented as not wired into the JVM's grammar)
+    ("DESCRIBE INDEXTABLES DATA SKIPPING STATS", "JVM-only: not in IndexTables4Spark's own grammar; JVM scan planner"),
+    ("FLUSH INDEXTABLES DATA SKIPPING STATS", "JVM-only: not in IndexTables4Spark's own grammar; JVM scan planner"),
+    ("INVALIDATE INDEXTABLES DATA SKIPPING CACHE", "JVM-only: not in IndexTables4Spark's own grammar"),
+    # Environment (and the temp view over it)
+    ("DESCRIBE INDEXTABLES ENVIRONMENT", "test_jobs_and_environment"),
+    ("DESCRIBE INDEXTABLES ENVIRONMENT", "test_jobs_and_environment"),
+    ("SELECT * FROM env_props WHERE property_name LIKE 'spark.indextables%'", "test_results_as_temp_views"),
+    # Merge jobs (and the temp view over it)
+    ("DESCRIBE INDEXTABLES MERGE JOBS", "test_jobs_and_environment"),
+    ("DESCRIBE INDEXTABLES MERGE JOBS", "test_jobs_and_environment"),
+    ("SELECT COUNT(*) FROM merge_jobs WHERE status = 'RUNNING'", "test_results_as_temp_views"),
+    # Flush caches, invalidate the log cache
+    ("FLUSH INDEXTABLES DISK CACHE", "test_describe_and_flush_caches"),
+    ("FLUSH INDEXTABLES SEARCHER CACHE", "test_describe_and_flush_caches"),
+    ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE", "test_invalidate_transaction_log_cache_forms"),
+    (f"INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR {P}", "test_invalidate_transaction_log_cache_forms"),
+    ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR my_table", "test_invalidate_transaction_log_cache_forms"),
+    # Describe transaction log (and the temp view over it)
+    (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P}", "test_describe_transaction_log_forms"),
+    ("DESCRIBE INDEXTABLES TRANSACTION LOG my_catalog.my_database.my_table", "test_describe_transaction_log_forms"),
+    (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P} INCLUDE ALL", "test_describe_transaction_log_forms"),
+    (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P}", "test_describe_transaction_log_forms"),
+    ("SELECT version, action_type, COUNT(*) FROM txlog GROUP BY version, action_type", "test_results_as_temp_views"),
+    # Repair (and its post-repair workflow)
+    ("REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
+     "test_repair_transaction_log"),
+    ("REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
+     "test_repair_transaction_log"),
+    # Component sizes (and the temp view over it)
+    (f"DESCRIBE INDEXTABLES COMPONENT SIZES {P}", "test_component_sizes_forms"),
+    ("DESCRIBE INDEXTABLES COMPONENT SIZES my_table", "test_component_sizes_forms"),
+    (f"DESCRIBE INDEXTABLES COMPONENT SIZES {P} WHERE year = '2024'", "test_component_sizes_forms"),
+    (f"DESCRIBE INDEXTABLES COMPONENT SIZES {P}", "test_component_sizes_forms"),
+    ("SELECT component_type, SUM(size_bytes) FROM components GROUP BY component_type", "test_results_as_temp_views"),
+    # Prewarm jobs, wait for them
+    ("DESCRIBE INDEXTABLES PREWARM JOBS", "test_jobs_and_environment"),
+    ("WAIT FOR INDEXTABLES PREWARM JOBS", "test_jobs_and_environment"),
+    (f"WAIT FOR INDEXTABLES PREWARM JOBS {P}", "test_jobs_and_environment"),
+    ("WAIT FOR INDEXTABLES PREWARM JOBS my_table", "test_jobs_and_environment"),
+    ("WAIT FOR INDEXTABLES PREWARM JOBS JOB 'abc-123-def-456'", "test_jobs_and_environment"),
+    ("WAIT FOR INDEXTABLES PREWARM JOBS TIMEOUT 300", "test_jobs_and_environment"),
+    (f"WAIT FOR INDEXTABLES PREWARM JOBS {P} JOB 'job-123' TIMEOUT 1800", "test_jobs_and_environment"),
+    # Build companion (7 forms and the compact-string example)
+    *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "issue 35: companion indexes")
+      for kind in ("DELTA", "DELTA", "DELTA", "PARQUET", "ICEBERG", "ICEBERG", "ICEBERG", "ICEBERG")],
+    # FFI profiler, and its example workflow
+    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
+        "ENABLE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER",
+        "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER", "RESET INDEXTABLES PROFILER CACHE",
+        "ENABLE INDEXTABLES PROFILER")],
+    ("SELECT * FROM my_index WHERE title = 'example' LIMIT 100", "test_profiler_workflow_queries"),
+    ("SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'", "test_profiler_workflow_queries"),
+    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
+        "DESCRIBE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER")],
+    ("SELECT * FROM my_index WHERE content indexquery 'machine learning'", "test_profiler_workflow_queries"),
+    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
+        "DESCRIBE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER")],
+    # features.md: bucket aggregations
+    ("SELECT indextables_histogram(price, 50.0) AS b, COUNT(*), SUM(quantity) FROM t GROUP BY "
+     "indextables_histogram(price, 50.0)", "test_histogram_equals_aggregate_and_spark"),
+    ("SELECT indextables_date_histogram(event_time, '1d') AS d, COUNT(*) FROM t GROUP BY "
+     "indextables_date_histogram(event_time, '1d')", "test_date_histogram_equals_aggregate_and_spark"),
+    ("SELECT indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', 100.0, NULL) AS tier, "
+     "COUNT(*) FROM t GROUP BY indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', "
+     "100.0, NULL)", "test_range_equals_aggregate_and_spark"),
+    # features.md: companion indexes, the catalog, compact string indexing
+    *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "issue 35: companion indexes")
+      for kind in ("DELTA", "DELTA", "DELTA", "PARQUET", "ICEBERG")],
+    ("SELECT * FROM events WHERE message TEXTSEARCH 'connection timeout'", "test_textsearch_over_a_named_table"),
+    ("ALTER TABLE uc.production.users SET TBLPROPERTIES ('indextables.companion.indexroot' = 's3://b/i')",
+     "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
+    ("SELECT * FROM indextables.uc.production.users WHERE content indexquery 'machine learning'",
+     "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
+    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/src' AT LOCATION '/index'", "issue 35: companion indexes"),
+    ("SELECT * FROM logs WHERE message TEXTSEARCH 'error timeout'", "test_textsearch_over_a_named_table"),
+]  # fmt: skip
+
+
+def test_the_tally_of_documented_statements() -> None:
+    """How many documented statements run here, and that each names the test that runs its form (or a reason)."""
+    tests = {name for name in globals() if name.startswith("test_")}
+    running = [s for s, how in DOCUMENTED if how.startswith("test_")]
+    assert {how for _, how in DOCUMENTED if how.startswith("test_")} <= tests
+    assert (len(DOCUMENTED), len(running)) == (106, 75)
