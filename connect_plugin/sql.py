@@ -130,6 +130,11 @@ def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | Non
             simple = _simple_select(spark, tree, parse_text, code, options)
             if simple is not None:
                 return simple
+    if BUCKET_FUNCTION.search(code):
+        raise IndexTablesSQLError(
+            f"{' '.join(text.split())[:120]!r}: a bucket function (indextables_histogram, _date_histogram, _range) "
+            "works in SELECT <function>, <measures> FROM <one IndexTables table> [WHERE ...] GROUP BY <function>"
+        )
     return plan_general(spark, parse_text, code, refs, options)
 
 

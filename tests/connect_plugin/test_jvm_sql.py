@@ -105,6 +105,9 @@ def test_range_equals_aggregate_and_spark(spark: Any, logs: tuple[str, str]) -> 
     direct = IndexTable.for_path(spark, table).aggregate({"r": {"range": {"field": "score", "ranges": [
         {"key": "low", "to": 5.0}, {"key": "mid", "from": 5.0, "to": 10.0}, {"key": "high", "from": 10.0}]}}})
     assert {b["key"]: b["doc_count"] for b in direct["r"]["buckets"]} == {t: n for t, n, _ in expected}
+    with pytest.raises(Exception, match=r"a bucket function .* works in SELECT"):
+        sql(spark, f"SELECT indextables_range(score, 'a', 0, 6), count(*) FROM '{table}' JOIN '{table}' USING (id) "
+                   "GROUP BY 1")  # fmt: skip
     with pytest.raises(Exception, match="overlap"):
         sql(spark, f"SELECT tantivy4spark_range(score, 'a', 0, 6, 'b', 5, NULL), count(*) FROM '{table}' GROUP BY 1")
 
