@@ -81,3 +81,108 @@ def _merge_buckets(kind: str, spec: Mapping[str, Any], pieces: Sequence[Mapping[
     elif kind in ("histogram", "date_histogram"):
         buckets.sort(key=lambda b: b["key"])
     return {"buckets": buckets}
+
+
+# --- bucket functions in SQL (indextables_histogram / _date_histogram / _range) -------------------
+
+
+def bucket_request(call: Any, measures: Sequence[Any]) -> dict[str, Any]:
+    """The Tantivy aggregation request of ``SELECT <bucket call>, <measures> ... GROUP BY <bucket call>``:
+    one bucket aggregation named ``bucket`` with a ``stats`` sub-aggregation per measured column.
+
+    ``call`` is a ``connect_plugin.grammar.BucketCall``; ``measures`` are ``Measure``s. Splits return only
+    non-empty buckets (``bucket_rows`` fills the gaps where the call's ``min_doc_count`` is 0, over the
+    whole table's key range, as one Tantivy aggregation over all rows would)."""
+    if call.kind == "range":
+        ranges = []
+        for key, low, high in call.ranges:
+            r: dict[str, Any] = {"key": key}
+            if low is not None:
+                r["from"] = low
+            if high is not None:
+                r["to"] = high
+            ranges.append(r)
+        spec: dict[str, Any] = {"range": {"field": call.column, "ranges": ranges}}
+    elif call.kind == "histogram":
+        body: dict[str, Any] = {"field": call.column, "interval": call.interval, "min_doc_count": 1}
+        if call.offset is not None:
+            body["offset"] = call.offset
+        spec = {"histogram": body}
+    else:
+        body = {"field": call.column, "fixed_interval": call.interval, "min_doc_count": 1}
+        if call.offset is not None:
+            body["offset"] = call.offset
+        spec = {"date_histogram": body}
+    subs = {f"c_{column}": {"stats": {"field": column}} for column in _measured(measures)}
+    if subs:
+        spec["aggs"] = subs
+    return {"bucket": spec}
+
+
+def _measured(measures: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(m.column for m in measures if m.column is not None))
+
+
+def bucket_rows(call: Any, measures: Sequence[Any], result: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """(bucket key, measure values...) per bucket of a merged ``bucket_request`` result: a histogram's
+    key is its lower bound (a float), a date histogram's a UTC datetime, a range's its name (ranges in
+    the order the call names them, empty ones included, as Tantivy returns them)."""
+    import datetime
+
+    buckets = list(result["bucket"]["buckets"])
+    if call.kind == "range":
+        by_key = {b["key"]: b for b in buckets}
+        buckets = [by_key.get(key, {"key": key, "doc_count": 0}) for key, _, _ in call.ranges]
+    else:
+        buckets = _fill_gaps(call, buckets)
+    rows = []
+    for b in buckets:
+        if call.kind == "histogram":
+            key: Any = float(b["key"])
+        elif call.kind == "date_histogram":
+            key = datetime.datetime.fromtimestamp(float(b["key"]) / 1000, datetime.timezone.utc)
+        else:
+            key = b["key"]
+        values: list[Any] = []
+        for m in measures:
+            if m.column is None:
+                values.append(int(b["doc_count"]))
+                continue
+            stats = b.get(f"c_{m.column}") or {"count": 0}
+            n = int(stats.get("count") or 0)
+            if m.func == "count":
+                values.append(n)
+            elif n == 0:
+                values.append(None)
+            else:
+                values.append({"sum": stats.get("sum"), "avg": stats.get("avg"), "min": stats.get("min"),
+                               "max": stats.get("max")}[m.func])  # fmt: skip
+        rows.append((key, *values))
+    return rows
+
+
+def _fill_gaps(call: Any, buckets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Histogram buckets in key order; with ``min_doc_count`` 0 every bucket between the lowest and the
+    highest key (empty ones with doc_count 0), else those with at least ``min_doc_count`` rows."""
+    if call.kind == "histogram":
+        step: float = float(call.interval)
+        offset = float(call.offset or 0.0)
+    else:
+        step = float(call.interval_ms)
+        offset = float(_offset_ms(call.offset))
+    by_index = {round((float(b["key"]) - offset) / step): b for b in buckets}
+    if call.min_doc_count > 0 or not by_index:
+        kept = [b for b in buckets if int(b["doc_count"]) >= max(call.min_doc_count, 1)]
+        return sorted(kept, key=lambda b: float(b["key"]))
+    out = []
+    for n in range(min(by_index), max(by_index) + 1):
+        out.append(by_index.get(n) or {"key": offset + n * step, "doc_count": 0})
+    return out
+
+
+def _offset_ms(offset: str | None) -> int:
+    if not offset:
+        return 0
+    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    number = offset.rstrip("msdh")
+    return int(number) * units[offset[len(number) :]]

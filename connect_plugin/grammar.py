@@ -2,7 +2,8 @@
 
 ``GRAMMAR`` (lark) covers the IndexTables commands, the single-table SELECT and SQL predicates;
 ``parse_predicate`` turns a predicate (comparisons, IN, IS NULL, LIKE, BETWEEN, the index operators
-``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch``, AND/OR/NOT) into contract filter
+``indexquery`` / ``indexqueryall`` / ``textsearch`` / ``fieldmatch``, ``* indexquery '...'`` over every
+field, AND/OR/NOT) into contract filter
 nodes (``indextables_contract.filters``), keeping parts over function calls or arithmetic as
 ``SparkCondition`` text for Spark; ``parse_measure`` reads ``count(*)``/``sum(col)``... Syntax errors
 (``IndexTablesSQLError``) name the line and column. ``connect_plugin.sql`` plans statements with it.
@@ -10,6 +11,8 @@ nodes (``indextables_contract.filters``), keeping parts over function calls or a
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
-from connect_plugin.lexer import unquote
+from connect_plugin.lexer import lex, unquote
 from indextables_contract import filters as F
 from indextables_contract.aggregate import Measure
 from indextables_contract.errors import IndexTablesSQLError
@@ -26,27 +29,45 @@ GRAMMAR = r"""
 ?start: command
 
 ?command: merge | purge | checkpoint | truncate | drop | prewarm
-        | describe_state | describe_log | describe_cache | flush_cache | select
+        | describe_state | describe_transaction_log | describe_cache | flush_cache | select
+        | describe_storage | describe_environment | describe_merge_jobs | describe_components
+        | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair
 
 merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
 merge_opt: _TARGET _SIZE SIZE                         -> target_size
          | _MAX _DEST _SPLITS INT                     -> max_dest
          | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
          | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
-purge: _PURGE _INDEXTABLE target purge_opt*
+purge: _PURGE (_INDEXTABLE | _INDEXTABLES) target purge_opt*
 purge_opt: _OLDER _THAN duration                       -> older_than
          | _TRANSACTION _LOG _RETENTION duration       -> log_retention
          | _DRY _RUN                                   -> dry_run
 duration: NUMBER UNIT
-checkpoint: _CHECKPOINT _INDEXTABLES target
+checkpoint: (_CHECKPOINT | _COMPACT) _INDEXTABLES target
 truncate: _TRUNCATE _INDEXTABLES _TIME _TRAVEL target [dry]
 dry: _DRY _RUN
 drop: _DROP _INDEXTABLES _PARTITIONS _FROM target _WHERE predicate
-prewarm: _PREWARM _INDEXTABLES _CACHE target [_WHERE predicate]
+prewarm: _PREWARM _INDEXTABLES _CACHE target prewarm_opt* [_WHERE predicate] [_ASYNC _MODE]
+prewarm_opt: _FOR _SEGMENTS "(" NAME ("," NAME)* ")"             -> segments
+           | _ON _FIELDS "(" field_name ("," field_name)* ")"    -> fields
+           | _WITH _PERWORKER _PARALLELISM _OF INT              -> parallelism
+field_name: NAME | BACKQUOTED
 describe_state: _DESCRIBE _INDEXTABLES _STATE target
-describe_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target
+describe_transaction_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target [include_all]
+include_all: _INCLUDE _ALL
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
+describe_storage: _DESCRIBE _INDEXTABLES _STORAGE _STATS
+describe_environment: _DESCRIBE _INDEXTABLES _ENVIRONMENT
+describe_merge_jobs: _DESCRIBE _INDEXTABLES _MERGE _JOBS
+describe_prewarm_jobs: _DESCRIBE _INDEXTABLES _PREWARM _JOBS
+describe_components: _DESCRIBE _INDEXTABLES _COMPONENT _SIZES target [_WHERE predicate]
+wait_prewarm: _WAIT _FOR _INDEXTABLES _PREWARM _JOBS [target] [job_id] [timeout]
+job_id: _JOB STRING
+timeout: _TIMEOUT INT
 flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
+flush_searcher: _FLUSH _INDEXTABLES _SEARCHER _CACHE
+invalidate_log: _INVALIDATE _INDEXTABLES _TRANSACTION _LOG _CACHE [_FOR target]
+repair: _REPAIR _INDEXFILES _TRANSACTION _LOG STRING _AT _LOCATION STRING
 
 select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
@@ -65,6 +86,9 @@ target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED | TABLE_NAME
      | column [NEG] _LIKE STRING                      -> like
      | column _BETWEEN literal _AND literal           -> between
      | column _INDEXQUERY STRING                      -> indexquery
+     | "*" _INDEXQUERY STRING                         -> indexqueryall
+     | "*" _TEXTSEARCH STRING                         -> textsearch_all
+     | "*" _FIELDMATCH STRING                         -> fieldmatch_all
      | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
      | column _TEXTSEARCH STRING                      -> textsearch
      | column _FIELDMATCH STRING                      -> fieldmatch
@@ -97,7 +121,7 @@ SIZE: /\d+(\.\d+)?\s*[kmgt]?b?/i
 UNIT: /days?|hours?/i
 ALIAS.-1: /(?!(where|as)\b)[a-z_][a-z0-9_]*/i
 PROJECTION: /.+?(?=\s+from\s)/is
-TABLE_NAME.-2: /(?!(where|as|indextables)\b)[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*/i
+TABLE_NAME.-2: /(?!(where|as|indextables|tantivy4spark)\b|(job|timeout)\s+['"\d])[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*/i
 TAIL: /(group|order|limit|having)\b.*/is
 NAME.-1: /[a-z_][a-z0-9_]*/i
 FUNC: /(?!(indexqueryall|not|in|and|or)\b)[a-z_][a-z0-9_.]*(?=\s*\()/i
@@ -119,7 +143,7 @@ _BY: /by\b/i
 _PER: /per\b/i
 _PURGE: /purge\b/i
 _INDEXTABLE: /indextable\b/i
-_INDEXTABLES: /indextables\b/i
+_INDEXTABLES: /(indextables|tantivy4spark)\b/i
 _OLDER: /older\b/i
 _THAN: /than\b/i
 _TRANSACTION: /transaction\b/i
@@ -141,6 +165,34 @@ _STATE: /state\b/i
 _DISK: /disk\b/i
 _FLUSH: /flush\b/i
 _SELECT: /select\b/i
+_COMPACT: /compact\b/i
+_FOR: /for\b/i
+_SEGMENTS: /segments\b/i
+_ON: /on\b/i
+_FIELDS: /fields\b/i
+_WITH: /with\b/i
+_PERWORKER: /perworker\b/i
+_PARALLELISM: /parallelism\b/i
+_OF: /of\b/i
+_ASYNC: /async\b/i
+_MODE: /mode\b/i
+_INCLUDE: /include\b/i
+_ALL: /all\b/i
+_STORAGE: /storage\b/i
+_STATS: /stats\b/i
+_ENVIRONMENT: /environment\b/i
+_JOBS: /jobs\b/i
+_JOB: /job\b/i
+_TIMEOUT: /timeout\b/i
+_WAIT: /wait\b/i
+_COMPONENT: /component\b/i
+_SIZES: /sizes\b/i
+_SEARCHER: /searcher\b/i
+_INVALIDATE: /invalidate\b/i
+_REPAIR: /repair\b/i
+_INDEXFILES: /indexfiles\b/i
+_AT: /at\b/i
+_LOCATION: /location\b/i
 _AS: /as\b/i
 _OR: /or\b/i
 _AND: /and\b/i
@@ -168,11 +220,34 @@ _TIMESTAMP: /timestamp\b/i
 STATEMENT_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
 PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
 
+_KEYWORD = r"(?:indextables|tantivy4spark)"
 COMMAND_START = re.compile(
-    r"^\s*(merge\s+splits|purge\s+indextable|checkpoint\s+indextables|truncate\s+indextables|drop\s+indextables"
-    r"|prewarm\s+indextables|describe\s+indextables|flush\s+indextables)\b",
+    rf"^\s*(merge\s+splits|purge\s+(indextable|{_KEYWORD})|(checkpoint|compact|truncate|drop|prewarm|describe|flush"
+    rf"|invalidate|enable|disable|reset|build)\s+{_KEYWORD}|wait\s+for\s+{_KEYWORD}|repair\s+indexfiles)\b",
     re.IGNORECASE,
 )
+# Documented IndexTables4Spark statements that have no counterpart here: (pattern, why), checked
+# before the grammar so that each fails with its reason rather than a syntax error.
+UNSUPPORTED = (
+    (re.compile(rf"^\s*(enable|disable|reset|describe)\s+{_KEYWORD}\s+profiler\b", re.I),
+     "the profiler times tantivy4java's JNI read path inside the JVM; this project reads splits with "
+     "tantivy-py in Python workers, which have no such profiler"),
+    (re.compile(rf"^\s*(describe|flush)\s+{_KEYWORD}\s+data\s+skipping\s+stats\b"
+                rf"|^\s*invalidate\s+{_KEYWORD}\s+data\s+skipping\s+cache\b", re.I),
+     "IndexTables4Spark documents these as not wired into its own SQL grammar; the data-skipping statistics "
+     "and expression caches they describe belong to its JVM scan planner (EXPLAIN shows what a read prunes here)"),
+    (re.compile(rf"^\s*build\s+{_KEYWORD}\s+companion\b", re.I),
+     "companion indexes over Delta, Parquet and Iceberg tables are not built by this project yet (issue 35)"),
+    (re.compile(rf"^\s*(set|unset)\s+{_KEYWORD}\s+table\s+root\b|^\s*describe\s+{_KEYWORD}\s+table\s+roots\b", re.I),
+     "table roots belong to companion indexes, which this project does not build yet (issue 35)"),
+)  # fmt: skip
+
+
+def unsupported_reason(code: str) -> str | None:
+    """Why a documented IndexTables4Spark statement does not run here (None: it does, or it is not one)."""
+    return next((why for pattern, why in UNSUPPORTED if pattern.match(code)), None)
+
+
 # A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
 # operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
 INDEX_OPERATOR_USE = re.compile(
@@ -327,6 +402,13 @@ class _ToFilter(Transformer):
     def fieldmatch(self, column: str, query: Token) -> F.Filter:
         return F.QueryString(unquote(str(query)), column, "exact")
 
+    def textsearch_all(self, query: Token) -> F.Filter:
+        """``* textsearch '...'``: every field (the JVM's all-fields form)."""
+        return F.QueryString(unquote(str(query)), None, "text")
+
+    def fieldmatch_all(self, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)), None, "exact")
+
 
 def parse_with(parser: Lark, text: str) -> Any:
     try:
@@ -416,3 +498,131 @@ def parse_measure(text: str) -> Measure:
     if m is None or m.group(3) is not None or (m.group(2) in ("*", "1") and m.group(1).lower() != "count"):
         raise IndexTablesSQLError(f"measure {text!r}: expected count(*) or count/sum/avg/min/max(<column>)")
     return Measure(m.group(1).lower(), None if m.group(2) in ("*", "1") else unquote_name(m.group(2)))
+
+
+# --- bucket functions: indextables_histogram / _date_histogram / _range (and tantivy4spark_*) ------
+
+BUCKET_FUNCTION = re.compile(r"(?<![\w`.])(?:indextables|tantivy4spark)_(date_histogram|histogram|range)\s*\(", re.I)
+BUCKET_ITEM = re.compile(
+    rf"^\s*((?:indextables|tantivy4spark)_(?:date_histogram|histogram|range)\s*\(.*\))"
+    rf"(?:\s+(?:as\s+)?({NAME_PATTERN}))?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+DATE_INTERVAL = re.compile(r"^(\d+)(ms|s|m|h|d)$")
+_INTERVAL_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass(frozen=True)
+class BucketCall:
+    """One bucket function call, as the JVM defines its arguments:
+
+    * ``indextables_histogram(col, interval [, offset [, min_doc_count]])``: numeric buckets, key a double;
+    * ``indextables_date_histogram(col, 'Nms|s|m|h|d' [, 'offset' [, min_doc_count]])``: key a timestamp;
+    * ``indextables_range(col, 'name', from, to, ...)``: named ranges [from, to) (NULL: unbounded), key
+      the name. ``tantivy4spark_*`` are the same functions."""
+
+    kind: str  # histogram | date_histogram | range
+    column: str
+    interval: float | str | None = None
+    offset: float | str | None = None
+    min_doc_count: int = 0
+    ranges: tuple[tuple[str, float | None, float | None], ...] = ()
+
+    @property
+    def interval_ms(self) -> int:
+        """A date histogram's interval in milliseconds."""
+        m = DATE_INTERVAL.match(str(self.interval))
+        assert m is not None  # checked by parse_bucket_call
+        return int(m.group(1)) * _INTERVAL_MS[m.group(2)]
+
+    def canonical(self) -> str:
+        """The call with its arguments normalised: the same text for the same buckets."""
+        return repr(self)
+
+
+def _bucket_literal(text: str, code: str, what: str) -> Any:
+    token = text.strip()
+    if re.fullmatch(r"null", code.strip(), re.I):
+        return None
+    if token[:1] in "'\"" or token[:2].lower() in ("r'", 'r"'):
+        return unquote(token)
+    try:
+        return float(token) if any(c in token for c in ".eE") else int(token)
+    except ValueError:
+        raise IndexTablesSQLError(f"{what}: expected a literal, got {token!r}") from None
+
+
+def parse_bucket_call(text: str) -> BucketCall:
+    """A bucket function call (``BucketCall``) from its SQL text.
+
+    Raises:
+        IndexTablesSQLError: a wrong number or kind of arguments, an invalid interval or overlapping ranges.
+
+    Example: ``parse_bucket_call("indextables_histogram(price, 50.0)")`` is
+    ``BucketCall("histogram", "price", 50.0)``.
+    """
+    parse_text, code = lex(text)
+    m = BUCKET_FUNCTION.search(code)
+    if m is None or not code.rstrip().endswith(")"):
+        raise IndexTablesSQLError(f"{text!r} is not a bucket function call")
+    kind, name = m.group(1).lower(), code[m.start() : m.end() - 1].strip()
+    inner_start, inner_end = m.end(), len(code.rstrip()) - 1
+    args_text = split_commas(parse_text[inner_start:inner_end], code[inner_start:inner_end])
+    args_code = split_commas(code[inner_start:inner_end], code[inner_start:inner_end])
+    if len(args_text) < 2 or not args_text[0].strip():
+        raise IndexTablesSQLError(f"{name} needs at least 2 arguments (column, ...), got {text!r}")
+    column = args_text[0].strip()
+    if not re.fullmatch(NAME_PATTERN, column):
+        raise IndexTablesSQLError(f"{name}: the first argument must be a column, got {column!r}")
+    column = unquote_name(column)
+    values = [_bucket_literal(t, c, name) for t, c in zip(args_text[1:], args_code[1:], strict=True)]
+    if kind == "range":
+        if len(values) % 3 != 0:
+            raise IndexTablesSQLError(f"{name}(column, name1, from1, to1, ...): ranges come in threes, got {text!r}")
+        ranges = []
+        for key, low, high in zip(values[::3], values[1::3], values[2::3], strict=True):
+            if not isinstance(key, str) or not key:
+                raise IndexTablesSQLError(f"{name}: a range's name must be a non-empty string, got {key!r}")
+            for bound in (low, high):
+                if bound is not None and not isinstance(bound, (int, float)):
+                    raise IndexTablesSQLError(f"{name}: range {key!r}: bounds must be numbers or NULL")
+            if low is None and high is None:
+                raise IndexTablesSQLError(f"{name}: range {key!r} must have at least one bound")
+            ranges.append((key, None if low is None else float(low), None if high is None else float(high)))
+        ordered = sorted(ranges, key=lambda r: -math.inf if r[1] is None else r[1])
+        for a, b in itertools.pairwise(ordered):
+            if a[2] is None or b[1] is None or a[2] > b[1]:
+                raise IndexTablesSQLError(
+                    f"{name}: ranges {a[0]!r} and {b[0]!r} overlap (Tantivy needs disjoint ranges)"
+                )
+        return BucketCall(kind, column, ranges=tuple(ranges))
+    if len(values) > 3:
+        raise IndexTablesSQLError(f"{name}(column, interval [, offset [, min_doc_count]]): too many arguments")
+    interval, offset, min_docs = [*values, None, None][:3]
+    if min_docs is not None and (not isinstance(min_docs, int) or min_docs < 0):
+        raise IndexTablesSQLError(f"{name}: min_doc_count must be a non-negative integer, got {min_docs!r}")
+    if kind == "histogram":
+        if not isinstance(interval, (int, float)) or interval <= 0:
+            raise IndexTablesSQLError(f"{name}: the interval must be a positive number, got {interval!r}")
+        if offset is not None and not isinstance(offset, (int, float)):
+            raise IndexTablesSQLError(f"{name}: the offset must be a number, got {offset!r}")
+        return BucketCall(kind, column, float(interval), None if offset is None else float(offset), min_docs or 0)
+    if not isinstance(interval, str) or not DATE_INTERVAL.match(interval):
+        raise IndexTablesSQLError(
+            f"{name}: invalid interval {interval!r}: expected a number and a unit: ms, s, m, h or d (e.g. '1d')"
+        )
+    if offset is not None and (not isinstance(offset, str) or not re.fullmatch(r"-?\d+(ms|s|m|h|d)", offset)):
+        raise IndexTablesSQLError(f"{name}: invalid offset {offset!r}: expected e.g. '1h' or '-30m'")
+    return BucketCall(kind, column, interval, offset, min_docs or 0)
+
+
+def split_commas(text: str, code: str) -> list[str]:
+    """``text`` cut at the commas outside parentheses (``code``: the same text, literals blanked)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(code):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts

@@ -186,13 +186,7 @@ class AggregateRead:
         return column_type  # min / max
 
     def _ordered(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        for key in reversed(self.order_by):  # stable sorts, last key first
-            nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
-            present = [r for r in rows if r[key.output] is not None]
-            missing = [r for r in rows if r[key.output] is None]
-            present.sort(key=lambda r, i=key.output: r[i], reverse=key.descending)  # type: ignore[misc]
-            rows = missing + present if nulls_first else present + missing
-        return rows
+        return ordered_rows(rows, self.order_by)
 
     def describe(self) -> str:
         measures = ", ".join(f"{m.func}({m.column or '*'})" for m in self.plan.measures)
@@ -214,6 +208,163 @@ class AggregateRead:
             )  # fmt: skip
             lines.append(f"  answered from: {how}")
         return "\n".join(lines)
+
+
+def ordered_rows(rows: list[tuple[Any, ...]], order_by: Sequence[OrderKey]) -> list[tuple[Any, ...]]:
+    """``rows`` sorted as ORDER BY ``order_by`` sorts them (Spark's null ordering)."""
+    for key in reversed(order_by):  # stable sorts, last key first
+        nulls_first = key.nulls_first if key.nulls_first is not None else not key.descending
+        present = [r for r in rows if r[key.output] is not None]
+        missing = [r for r in rows if r[key.output] is None]
+        present.sort(key=lambda r, i=key.output: r[i], reverse=key.descending)  # type: ignore[misc]
+        rows = missing + present if nulls_first else present + missing
+    return rows
+
+
+@dataclass(frozen=True)
+class BucketRead:
+    """``SELECT <bucket function>, <measures> FROM t [WHERE ...] GROUP BY <bucket function>``: the
+    bucket aggregation (histogram, date histogram, range: ``connect_plugin.grammar.BucketCall``) and the
+    measures' ``stats`` run by Tantivy on the executors (the ``aggregate`` command, as
+    ``IndexTable.aggregate``), merged here into one row per bucket: the bucket key (a double, a
+    timestamp or the range's name, as the JVM's functions return them), then each measure."""
+
+    path: str
+    call: Any  # connect_plugin.grammar.BucketCall
+    measures: tuple[Measure, ...]
+    outputs: tuple[OutputColumn, ...]  # group=0: the bucket key
+    filter: F.Filter | None = None
+    order_by: tuple[OrderKey, ...] = ()
+    limit: int | None = None
+    options: tuple[tuple[str, str], ...] = ()
+
+    def run(self, spark: SparkSession) -> DataFrame:
+        """The buckets as a small DataFrame.
+
+        Raises:
+            IndexTablesSQLError: a column of the wrong type for the function or a measure (named).
+        """
+        from connect_plugin.aggregate import bucket_request, bucket_rows, merge_results
+        from indextables_contract.commands import Aggregate
+
+        table = TableRead(self.path, ReadPlan(), self.options).dataframe(spark).schema
+        schema = self._schema(table)
+        resolved = {f.name.lower(): f.name for f in table.fields}
+        call = _replace_column(self.call, resolved.get(self.call.column.lower(), self.call.column))
+        measures = tuple(Measure(m.func, m.column and resolved.get(m.column.lower(), m.column)) for m in self.measures)
+        request = bucket_request(call, measures)
+        command = Aggregate(aggregations=json.dumps(request),
+                            filter=None if self.filter is None else F.to_text(self.filter))  # fmt: skip
+        frame = command_frame(spark, command, dict(self.options), self.path)
+        parts = [json.loads(r["result"]) for r in frame.collect()]
+        merged = merge_results(request, parts)
+        rows = []
+        for key, *values in bucket_rows(call, measures, merged):
+            typed = [_typed(v, f.dataType) for v, f in zip(values, schema.fields[1:], strict=False)]
+            rows.append(tuple(key if o.group is not None else typed[o.measure or 0] for o in self.outputs))
+        out = ordered_rows(rows, self.order_by)
+        if self.limit is not None:
+            out = out[: self.limit]
+        return local_frame(spark, out, self._output_schema(schema))
+
+    def _schema(self, table: StructType) -> StructType:
+        """(bucket key, measures...) typed as Spark types them."""
+        from pyspark.sql.types import (
+            ByteType,
+            DateType,
+            DecimalType,
+            DoubleType,
+            FloatType,
+            IntegerType,
+            LongType,
+            ShortType,
+            StringType,
+            StructField,
+            StructType,
+            TimestampNTZType,
+            TimestampType,
+        )  # fmt: skip
+
+        from indextables_contract.errors import IndexTablesSQLError
+
+        by_lower = {f.name.lower(): f.dataType for f in table.fields}
+        numeric = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
+        column_type = by_lower.get(self.call.column.lower())
+        name = f"indextables_{self.call.kind}"
+        if column_type is None:
+            raise IndexTablesSQLError(f"{name}: column {self.call.column!r} is not in the table {self.path}")
+        if self.call.kind == "date_histogram":
+            if not isinstance(column_type, (TimestampType, TimestampNTZType, DateType)):
+                raise IndexTablesSQLError(f"{name} needs a timestamp or date column; {self.call.column!r} is "
+                                          f"{column_type.simpleString()}")  # fmt: skip
+            key: Any = TimestampType()
+        elif not isinstance(column_type, numeric):
+            raise IndexTablesSQLError(f"{name} needs a numeric column; {self.call.column!r} is "
+                                      f"{column_type.simpleString()}")  # fmt: skip
+        else:
+            key = DoubleType() if self.call.kind == "histogram" else StringType()
+        fields = [StructField("key", key, nullable=False)]
+        for m in self.measures:
+            t = by_lower.get((m.column or "").lower()) if m.column is not None else None
+            if m.column is not None and t is None:
+                raise IndexTablesSQLError(f"{m.func}({m.column}): no such column in the table {self.path}")
+            if m.column is not None and m.func != "count" and not isinstance(t, numeric):
+                raise IndexTablesSQLError(
+                    f"{m.func}({m.column}) beside a bucket function needs a numeric column (Tantivy's stats); "
+                    f"{m.column!r} is {t.simpleString() if t else t}"
+                )
+            integral = isinstance(t, (ByteType, ShortType, IntegerType, LongType))
+            if m.func == "count":
+                out: Any = LongType()
+            elif m.func == "sum":
+                out = LongType() if integral else DoubleType()
+            elif m.func == "avg":
+                out = DoubleType()
+            else:
+                out = t
+            fields.append(StructField(f"{m.func}({m.column or '*'})", out, nullable=m.func != "count"))
+        return StructType(fields)
+
+    def _output_schema(self, schema: StructType) -> StructType:
+        from pyspark.sql.types import StructField, StructType
+
+        return StructType([
+            StructField(o.name, schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].dataType,
+                        nullable=schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].nullable)
+            for o in self.outputs
+        ])  # fmt: skip
+
+    def describe(self) -> str:
+        measures = ", ".join(f"{m.func}({m.column or '*'})" for m in self.measures)
+        return "\n".join([
+            f"bucket aggregation {self.path} (Tantivy aggregations on the executors)",
+            f"  buckets: {self.call.kind} of {self.call.column}",
+            f"  measures: {measures}",
+            f"  filter: {'none' if self.filter is None else F.to_text(self.filter)}",
+        ])  # fmt: skip
+
+
+def _replace_column(call: Any, column: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(call, column=column)
+
+
+def _typed(value: Any, data_type: Any) -> Any:
+    """A merged stats value (a float) as the Python value of ``data_type``."""
+    from pyspark.sql.types import ByteType, DecimalType, FloatType, IntegerType, LongType, ShortType
+
+    if value is None:
+        return None
+    if isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
+        return round(value)
+    if isinstance(data_type, DecimalType):
+        import decimal
+
+        return decimal.Decimal(str(value))
+    if isinstance(data_type, FloatType):
+        return float(value)
+    return float(value)
 
 
 def command_frame(

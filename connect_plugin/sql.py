@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lark.exceptions import UnexpectedInput
 
 from connect_plugin.grammar import (
+    BUCKET_FUNCTION,
+    BUCKET_ITEM,
     COMMAND_START,
     INDEX_OPERATOR_USE,
     MEASURE_ITEM,
@@ -29,13 +31,16 @@ from connect_plugin.grammar import (
     SparkCondition,
     contains_node,
     duration_hours,
+    parse_bucket_call,
     parse_with,
+    split_commas,
     split_spark_part,
     to_predicate,
     unquote_name,
+    unsupported_reason,
 )
 from connect_plugin.lexer import lex, unquote
-from connect_plugin.plan import AggregateRead, OrderKey, OutputColumn, TableRead, options_tuple
+from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from indextables_contract import commands as C
 from indextables_contract import filters as F
@@ -105,6 +110,9 @@ def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | Non
     parse_text, code = lex(text)
     options = options or {}
     if COMMAND_START.match(code):
+        reason = unsupported_reason(code)
+        if reason is not None:
+            raise IndexTablesSQLError(f"{' '.join(text.split())[:80]!r} is not supported here: {reason}")
         tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
     refs = find_table_refs(spark, parse_text, code)
@@ -122,6 +130,11 @@ def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | Non
             simple = _simple_select(spark, tree, parse_text, code, options)
             if simple is not None:
                 return simple
+    if BUCKET_FUNCTION.search(code):
+        raise IndexTablesSQLError(
+            f"{' '.join(text.split())[:120]!r}: a bucket function (indextables_histogram, _date_histogram, _range) "
+            "works in SELECT <function>, <measures> FROM <one IndexTables table> [WHERE ...] GROUP BY <function>"
+        )
     return plan_general(spark, parse_text, code, refs, options)
 
 
@@ -136,7 +149,8 @@ def is_indextables_statement(text: str) -> bool:
     return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
-_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run")
+_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run", "segments", "fields",
+                 "parallelism", "include_all")
 
 
 def _where(tree: Any, text: str) -> F.Filter | None:
@@ -154,15 +168,45 @@ def _where(tree: Any, text: str) -> F.Filter | None:
     return None
 
 
+def _children(tree: Any, rule: str) -> list[Any]:
+    return [c for c in tree.children if hasattr(c, "data") and c.data == rule]
+
+
 def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> Any:
+    from connect_plugin import command_outputs as out
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once
 
     kind = tree.data
     if kind == "describe_cache":
-        return _run_once(command_frame(spark, C.DescribeCache(), options))
+        return out.describe_disk_cache(spark, options)
     if kind == "flush_cache":
         return _run_once(command_frame(spark, C.FlushCache(), options))
+    if kind == "describe_storage":
+        return out.describe_storage_stats(spark, options)
+    if kind == "describe_environment":
+        return out.describe_environment(spark)
+    if kind == "describe_merge_jobs":
+        return out.describe_merge_jobs(spark)
+    if kind == "describe_prewarm_jobs":
+        return out.describe_prewarm_jobs(spark)
+    if kind == "flush_searcher":
+        return _run_once(command_frame(spark, C.FlushSearcherCache(), options))
+    if kind == "repair":
+        source, target = (unquote(str(t)) for t in tree.children)
+        return out.repair_log(spark, source, target, options)
+    if kind == "invalidate_log":
+        targets = _children(tree, "target")
+        table_path = _target(spark, targets[0]) if targets else None
+        return _run_once(command_frame(spark, C.InvalidateLogCache(table=table_path), options))
+    if kind == "wait_prewarm":
+        targets = _children(tree, "target")
+        job = _children(tree, "job_id")
+        timeout = _children(tree, "timeout")
+        return out.wait_prewarm_jobs(
+            spark, _target(spark, targets[0]) if targets else None,
+            unquote(str(job[0].children[0])) if job else None, int(timeout[0].children[0]) if timeout else None,
+        )  # fmt: skip
     if kind == "select":
         plan = _simple_select(spark, tree, text, lex(text)[1], options)
         if plan is None:
@@ -171,20 +215,31 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
     target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
     table = IndexTable.for_path(spark, _target(spark, target), options)
     if kind == "describe_state":
-        return table.describe_state()
-    if kind == "describe_log":
-        return table.history()
+        return out.describe_state(table)
+    if kind == "describe_transaction_log":
+        return _run_once(table._command(C.DescribeLog(include_all=bool(_children(tree, "include_all")))))
+    if kind == "describe_components":
+        where = _where(tree, text)
+        return table._command(C.ComponentSizes(filter=None if where is None else F.to_text(where)))
     if kind == "checkpoint":
-        return table.checkpoint()
+        return out.checkpoint(table)
     if kind == "truncate":
-        return table.truncate_time_travel(dry_run=any(hasattr(c, "data") and c.data == "dry" for c in tree.children))
+        return out.truncate_time_travel(table, dry_run=bool(_children(tree, "dry")))
     if kind == "drop":
         where = _where(tree, text)
         if where is None:  # the grammar requires a WHERE
             raise IndexTablesSQLError(f"{text!r}: DROP INDEXTABLES PARTITIONS needs a WHERE clause")
         return table.drop_partitions(where)
     if kind == "prewarm":
-        return table.prewarm(_where(tree, text))
+        segments = _children(tree, "segments")
+        fields = _children(tree, "fields")
+        parallelism = _children(tree, "parallelism")
+        return out.prewarm(
+            table, _where(tree, text),
+            [str(t) for t in segments[0].children] if segments else None,
+            [unquote_name(str(f.children[0])) for f in fields[0].children] if fields else None,
+            int(parallelism[0].children[0]) if parallelism else None,
+        )  # fmt: skip
     if kind == "purge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
         older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
@@ -222,6 +277,21 @@ def _simple_select(
     opts = options_tuple(options)
     filter_json = None if index_tree is None else F.to_text(index_tree)
     tail_text = None if tail is None else str(tail)
+    if BUCKET_FUNCTION.search(code[projection.start_pos : projection.end_pos]):
+        if spark_condition is not None:
+            raise IndexTablesSQLError(
+                f"{text!r}: beside a bucket function the WHERE must be answered by the index (no function calls "
+                f"or arithmetic: {spark_condition})"
+            )
+        bucket = bucket_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
+        if bucket is None:
+            raise IndexTablesSQLError(
+                f"{text!r}: a bucket function works as SELECT <function>(...) [AS name], count(*)/sum/avg/min/max"
+                f"(col)... FROM <table> [WHERE ...] GROUP BY <the same function call, its name or 1> "
+                f"[ORDER BY ...] [LIMIT n]"
+            )
+        call, measures, outputs, order, limit = bucket
+        return StatementPlan(None, aggregate=BucketRead(path, call, measures, outputs, index_tree, order, limit, opts))
     if spark_condition is None:
         shape = aggregate_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
         if shape is not None:
@@ -284,16 +354,7 @@ _ORDER_ITEM = re.compile(r"^\s*(.+?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last)
 _KEYWORDS = frozenset({"from", "where", "as", "group", "order", "limit", "having", "distinct"})
 
 
-def _split_commas(text: str, code: str) -> list[str]:
-    """``text`` cut at the commas outside parentheses (``code``: the same text, literals blanked)."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(code):
-        depth += (c == "(") - (c == ")")
-        if c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+_split_commas = split_commas
 
 
 def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> Any:
@@ -340,6 +401,57 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
         return None
     limit = _limit(tail_match["limit"]) if tail_match["limit"] else None
     return AggregatePlan(tuple(group_by), tuple(measures)), tuple(outputs), order, limit
+
+
+def bucket_shape(projection: str, projection_code: str, tail: str | None) -> Any:
+    """(BucketCall, measures, output columns, order keys, limit) of ``SELECT <bucket function> [AS n],
+    measures... GROUP BY <it>``, or None for any other shape."""
+    tail_match = _AGG_TAIL.match(tail or "")
+    if tail_match is None or not tail_match["group"]:
+        return None
+    call = None
+    measures: list[Measure] = []
+    outputs: list[OutputColumn] = []
+    expressions: list[str] = []
+    texts = _split_commas(projection, projection_code)
+    codes = _split_commas(projection_code, projection_code)
+    for item, item_code in zip(texts, codes, strict=True):
+        expressions.append(re.sub(r"\s+", "", item.split(" as ")[0].split(" AS ")[0]).lower())
+        if BUCKET_FUNCTION.search(item_code):
+            m = BUCKET_ITEM.match(item)
+            if m is None or call is not None:
+                return None
+            call = parse_bucket_call(m.group(1))
+            name = unquote_name(m.group(2)) if m.group(2) else " ".join(m.group(1).split())
+            outputs.append(OutputColumn(name, group=0))
+            expressions[-1] = re.sub(r"\s+", "", m.group(1)).lower()
+        elif (m := MEASURE_ITEM.match(item)) is not None:
+            func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
+            column = None if arg in ("*", "1") else unquote_name(arg)
+            if column is None and func != "count":
+                return None
+            measures.append(Measure(func, column))
+            default = "count(1)" if column is None else f"{func}({column})"
+            outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
+        else:
+            return None
+    group = tail_match["group"].strip()
+    if call is None or len(_split_commas(group, lex(group)[1])) != 1:
+        return None
+    key_index = next(i for i, o in enumerate(outputs) if o.group is not None)
+    if group.isdigit():
+        if int(group) != key_index + 1:
+            return None
+    elif BUCKET_FUNCTION.search(lex(group)[1]):
+        if parse_bucket_call(group) != call:
+            return None
+    elif unquote_name(group).lower() != outputs[key_index].name.lower():
+        return None
+    order = _order_keys(tail_match["order"], outputs, expressions)
+    if order is None:
+        return None
+    limit = _limit(tail_match["limit"]) if tail_match["limit"] else None
+    return call, tuple(measures), tuple(outputs), order, limit
 
 
 def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list[str]) -> tuple[OrderKey, ...] | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin.lexer import unquote
-from connect_plugin.plan import AggregateRead, TableRead
+from connect_plugin.plan import AggregateRead, BucketRead, TableRead
 from indextables_contract import filters as F
 from indextables_contract.errors import StatementError
 from indextables_contract.read import ReadPlan
@@ -37,7 +37,7 @@ _NEXT_NAME = re.compile(r"\s*,\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w.`(]|\s*
 _CTE_NAME = re.compile(r"(?:\bwith|,)\s*(?:recursive\s+)?([A-Za-z_]\w*)\s+as\s*\(", re.IGNORECASE)
 _ALIAS = re.compile(r"\s+(?:as\s+)?([A-Za-z_]\w*|`[^`]*`)", re.IGNORECASE)
 _OPERATOR = re.compile(
-    rf"(?<![\w`.])((?:{_IDENT}\s*\.\s*)?{_IDENT})\s+(indexquery|textsearch|fieldmatch)\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")",
+    rf"(?<![\w`.])((?:{_IDENT}\s*\.\s*)?{_IDENT}|\*)\s*(?<=\*|\s)(indexquery|textsearch|fieldmatch)\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")",
     re.IGNORECASE,
 )
 _OPERATOR_ALL = re.compile(r"(?<![\w`])indexqueryall\s*\(\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")\s*\)", re.IGNORECASE)
@@ -78,7 +78,7 @@ class StatementPlan:
 
     sql: str | None
     reads: list[tuple[str, TableRead]] = field(default_factory=list)
-    aggregate: AggregateRead | None = None
+    aggregate: AggregateRead | BucketRead | None = None
     fallback: StatementPlan | None = None  # where the pushed aggregate declines (types it cannot produce)
     notes: list[str] = field(default_factory=list)
 
@@ -157,8 +157,9 @@ def _alias_at(text: str, code: str, position: int) -> str | None:
 def find_operator_uses(text: str, code: str) -> list[OperatorUse]:
     uses = []
     for m in _OPERATOR.finditer(code):
-        qualifier, written = _column_parts(text[m.start(1) : m.end(1)])
-        column = None if written.lower() == "_indexall" else written
+        token = text[m.start(1) : m.end(1)]
+        qualifier, written = (None, "*") if token == "*" else _column_parts(token)
+        column = None if written.lower() in ("_indexall", "*") else written
         query = unquote(text[m.start(3) : m.end(3)])
         uses.append(OperatorUse(m.start(), m.end(), qualifier, column, query, _KINDS[m.group(2).lower()]))
     for m in _OPERATOR_ALL.finditer(code):

@@ -234,12 +234,86 @@ class FlushCache(Command):
     tasks: int = 1
 
 
+# IndexTables4Spark's DESCRIBE INDEXTABLES TRANSACTION LOG columns (its 47, in its order and types).
+_LOG_ACTION_ROWS = (
+    "version long, log_file_path string, action_type string, path string, partition_values string, size long, "
+    "data_change boolean, tags string, modification_time timestamp, stats string, min_values string, "
+    "max_values string, num_records long, footer_start_offset long, footer_end_offset long, "
+    "hotcache_start_offset long, hotcache_length long, has_footer_offsets boolean, time_range_start string, "
+    "time_range_end string, split_tags string, delete_opstamp long, num_merge_ops int, doc_mapping_json string, "
+    "doc_mapping_ref string, uncompressed_size_bytes long, deletion_timestamp timestamp, "
+    "extended_file_metadata boolean, skip_timestamp timestamp, skip_reason string, skip_operation string, "
+    "skip_retry_after timestamp, skip_count int, protocol_min_reader_version int, protocol_min_writer_version int, "
+    "protocol_reader_features string, protocol_writer_features string, metadata_id string, metadata_name string, "
+    "metadata_description string, metadata_format_provider string, metadata_format_options string, "
+    "metadata_schema_string string, metadata_partition_columns string, metadata_configuration string, "
+    "metadata_created_time timestamp, is_checkpoint boolean"
+)
+
+
+@dataclass(frozen=True)
+class DescribeLog(Command):
+    """Every action of the log, one row each: from the latest checkpoint on (its live files as
+    ``is_checkpoint`` rows, then the versions after it), or with ``include_all`` every retained
+    version from 0. The columns are IndexTables4Spark's ``DESCRIBE ... TRANSACTION LOG``."""
+
+    NAME: ClassVar[str] = "describe_log"
+    RESULT: ClassVar[str] = _LOG_ACTION_ROWS
+    include_all: bool = False
+
+
+@dataclass(frozen=True)
+class ComponentSizes(Command):
+    """Bytes per index component of every split matching ``filter`` (partition columns): the split
+    bundle's members summed by kind (``_term_total``, ``_postings_total``, ``_positions_total``,
+    ``_store``, ``_fastfield_total``, ``_fieldnorm_total``, ``_other``)."""
+
+    NAME: ClassVar[str] = "component_sizes"
+    RESULT: ClassVar[str] = ("split_path string, partition_values string, component_key string, size_bytes long, "
+                             "component_type string, field_name string")  # fmt: skip
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
+class RepairLog(Command):
+    """Write a fresh log at ``target`` (a ``_transaction_log`` directory that is empty or absent) holding
+    the table's protocol, metadata and the live splits that exist in storage; the source is only read."""
+
+    NAME: ClassVar[str] = "repair_log"
+    RESULT: ClassVar[str] = ("source_path string, target_path string, source_version long, total_splits int, "
+                             "valid_splits int, missing_splits int, status string")  # fmt: skip
+    target: str
+
+
+@dataclass(frozen=True)
+class InvalidateLogCache(Command):
+    """Drop the transaction-log caches of the Python workers ``tasks`` tasks land on (the latest
+    snapshot per table and the decoded Avro manifests): of ``table`` only, or all of them."""
+
+    NAME: ClassVar[str] = "invalidate_log_cache"
+    RESULT: ClassVar[str] = ("table_path string, result string, cache_hits_before long, cache_misses_before long, "
+                             "hit_rate_before string")  # fmt: skip
+    table: str | None = None
+    tasks: int = 1
+
+
+@dataclass(frozen=True)
+class FlushSearcherCache(Command):
+    """Close the open split searchers and the split footers held in memory by the Python workers
+    ``tasks`` tasks land on (the split files on disk stay: FLUSH ... DISK CACHE empties those)."""
+
+    NAME: ClassVar[str] = "flush_searcher_cache"
+    RESULT: ClassVar[str] = "cache_type string, status string, cleared_entries long, message string"
+    tasks: int = 1
+
+
 COMMANDS: dict[str, type[Command]] = {
     c.NAME: c
     for c in (History, DescribeState, Checkpoint, Purge, TruncateTimeTravel, DropPartitions, MergePlan, Merge,
-              MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache)
+              MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache, DescribeLog,
+              ComponentSizes, RepairLog, InvalidateLogCache, FlushSearcherCache)
 }  # fmt: skip
-TABLELESS = (DescribeCache, FlushCache)  # commands that name no table
+TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache)  # commands that name no table
 
 
 def decode_command(options: Mapping[str, Any]) -> Command:

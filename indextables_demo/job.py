@@ -156,8 +156,9 @@ def _ingest(spark: Any, source: Any, table: str, days: int, opts: dict[str, str]
 
 
 def _state(spark: Any, table: str, opts: dict[str, str]) -> dict[str, Any]:
-    """DESCRIBE INDEXTABLES STATE as a dict (JSON values decoded)."""
-    rows = sql(spark, f"DESCRIBE INDEXTABLES STATE '{table}'", opts).collect()
+    """The table's state as a dict (JSON values decoded): ``IndexTable.describe_state``'s property rows
+    (the SQL ``DESCRIBE INDEXTABLES STATE`` has IndexTables4Spark's fewer columns)."""
+    rows = IndexTable.for_path(spark, table, opts).describe_state().collect()
     return {r["property"]: _decode(r["value"]) for r in rows}
 
 

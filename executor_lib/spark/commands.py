@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
 
 from executor_lib.log.pruning import column_types
-from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
+from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     delete_quietly,
@@ -168,6 +169,10 @@ class CommandReader(DataSourceReader):
             snapshot = self._log().snapshot()
             files = _matching_files(snapshot, self._where(snapshot))
             return [[f] for f in sorted(files, key=lambda a: a.path)] or []
+        if isinstance(cmd, C.ComponentSizes):
+            snapshot = self._log().snapshot()
+            files = sorted(_matching_files(snapshot, self._where(snapshot)), key=lambda a: a.path)
+            return [files[i : i + 16] for i in range(0, len(files), 16)]
         return [None]
 
     def _plan_merges(self, cmd: C.MergePlan) -> list[Any]:
@@ -429,6 +434,108 @@ class CommandReader(DataSourceReader):
         yield _cache_row(cache.describe())
 
 
+    def _run_describe_log(self, cmd: C.DescribeLog, _: Any) -> Iterator[tuple[Any, ...]]:
+        """IndexTables4Spark's 47 columns per action (commitInfo lines are not actions there)."""
+        from executor_lib.log.checkpoint import read_last_checkpoint
+        from executor_lib.protocol.files import LOG_DIR, version_file
+        from indextables_contract.errors import ObjectNotFoundError, VersionNotFoundError
+
+        txlog = self._log()
+        latest = txlog.latest_version()
+        start = 0
+        if not cmd.include_all:
+            snapshot = txlog.snapshot()
+            manifest = snapshot.state_manifest
+            last = read_last_checkpoint(txlog.store)
+            base = manifest.state_version if manifest is not None else last.version if last is not None else None
+            if base is not None:
+                at = txlog.snapshot(version=base)
+                where = manifest.source if manifest is not None else txlog.store.uri_of(f"{LOG_DIR}/{base}")
+                for action in [at.protocol, at.metadata, *sorted(at.files, key=lambda a: a.path)]:
+                    if action is not None:
+                        yield _log_row(base, where, action, True)
+                start = base + 1
+        for version in range(start, latest + 1):
+            try:
+                actions = txlog.version_actions(version)
+            except (ObjectNotFoundError, VersionNotFoundError):  # before the retained history
+                continue
+            where = txlog.store.uri_of(f"{LOG_DIR}/{version_file(version)}")
+            for action in actions:
+                if not isinstance(action, CommitInfoAction):
+                    yield _log_row(version, where, action, False)
+
+    def _run_component_sizes(self, cmd: C.ComponentSizes, payload: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.storage import open_store
+
+        store = open_store(self.path, **O.storage_and_log_options(self.options))
+        cache = node_split_cache(self.options)
+        for add in payload:
+            footer = cache.footer(store, add)
+            sizes: dict[tuple[str, str], int] = {}
+            for name, (begin, end) in footer.files.items():
+                part = _component_of(name)
+                sizes[part] = sizes.get(part, 0) + (end - begin)
+            values = json.dumps(add.partition_values, sort_keys=True) if add.partition_values else None
+            for (key, kind), size in sorted(sizes.items()):
+                yield add.path, values, key, size, kind, None
+
+    def _run_repair_log(self, cmd: C.RepairLog, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.protocol.actions import actions_to_ndjson
+        from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
+        from executor_lib.storage import open_store
+
+        txlog = self._log()
+        source = txlog.store.uri_of(LOG_DIR)
+        snapshot = txlog.snapshot()
+        target_parent, _, target_dir = cmd.target.rstrip("/").rpartition("/")
+        target_store = open_store(target_parent or ".", **O.storage_and_log_options(self.options))
+        if next(iter(target_store.list(target_dir + "/")), None) is not None:
+            raise ConfigError(f"REPAIR INDEXFILES TRANSACTION LOG: the target {cmd.target} is not empty; the "
+                              "repaired log is written to a new (or empty) location only")  # fmt: skip
+        valid = [a for a in snapshot.files if txlog.store.exists(a.path)]
+        info = CommitInfoAction(txn_id=uuid.uuid4().hex, timestamp=int(time.time() * 1000), operation="REPAIR",
+                                operation_parameters={"sourceVersion": str(snapshot.version)})  # fmt: skip
+        lines = [info, snapshot.protocol, snapshot.metadata, *sorted(valid, key=lambda a: a.path)]
+        body = encode_log_bytes(actions_to_ndjson([a for a in lines if a is not None]), False)
+        target_store.put_if_absent(f"{target_dir}/{version_file(0)}", body)
+        total = len(snapshot.files)
+        yield source, cmd.target, snapshot.version, total, len(valid), total - len(valid), "SUCCESS"
+
+    def _run_invalidate_log_cache(self, cmd: C.InvalidateLogCache, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.log import snapshot_cache
+        from executor_lib.log.manifest_cache import MANIFEST_CACHE
+
+        hits, misses = MANIFEST_CACHE.hits + MANIFEST_CACHE.disk_hits, MANIFEST_CACHE.misses
+        rate = f"{100.0 * hits / (hits + misses):.1f}%" if hits + misses else "N/A"
+        if cmd.table is None:
+            kept = len(snapshot_cache.SHARED)
+            snapshot_cache.SHARED.clear()
+            MANIFEST_CACHE.clear()
+            message = f"cleared {kept} table snapshots and the decoded manifests on {_worker()}"
+            yield "GLOBAL", message, hits, misses, rate
+            return
+        from executor_lib.log.tables import open_log
+
+        identity = open_log(cmd.table, **O.storage_and_log_options(self.options)).store.root_uri
+        forgotten = [k for k in _snapshot_keys() if identity in k]
+        for key in forgotten:
+            snapshot_cache.SHARED.forget(key)
+        yield cmd.table, f"invalidated the cached snapshot of the table on {_worker()}", hits, misses, rate
+
+    def _run_flush_searcher_cache(self, cmd: C.FlushSearcherCache, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.splits import table_search
+
+        with table_search._OPEN_LOCK:
+            searchers = len(table_search._OPEN_SEARCHERS)
+            table_search._OPEN_SEARCHERS.clear()
+        yield "split_searchers", "success", searchers, f"closed {searchers} open split searchers on {_worker()}"
+        cache = node_split_cache(self.options)
+        footers = len(cache._footers)
+        cache._footers.clear()
+        yield "split_footers", "success", footers, f"dropped {footers} split footers held in memory on {_worker()}"
+
+
 # One handler per read command (tests/spark/test_command_contract.py checks both sides agree).
 HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tuple[Any, ...]]]] = {
     C.History: CommandReader._run_history,
@@ -444,6 +551,11 @@ HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tup
     C.GroupAggregate: CommandReader._run_group_aggregate,
     C.DescribeCache: CommandReader._run_describe_cache,
     C.FlushCache: CommandReader._run_flush_cache,
+    C.DescribeLog: CommandReader._run_describe_log,
+    C.ComponentSizes: CommandReader._run_component_sizes,
+    C.RepairLog: CommandReader._run_repair_log,
+    C.InvalidateLogCache: CommandReader._run_invalidate_log_cache,
+    C.FlushSearcherCache: CommandReader._run_flush_searcher_cache,
 }
 
 
@@ -498,7 +610,96 @@ def _log_counts(snapshot: Any, where: F.Filter | None, group_by: tuple[str, ...]
 
 def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
     return (socket.gethostname(), os.getpid(), d.get("directory"), d.get("maxBytes"), d.get("splitsCached"),
-            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytesDownloaded", 0))  # fmt: skip
+            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytes_downloaded", 0))  # fmt: skip
+
+
+def _worker() -> str:
+    return f"{socket.gethostname()} (pid {os.getpid()})"
+
+
+def _snapshot_keys() -> list[str]:
+    from executor_lib.log import snapshot_cache
+
+    with snapshot_cache.SHARED._lock:
+        return list(snapshot_cache.SHARED._snapshots)
+
+
+# Tantivy segment files by extension: (component key, component type) as IndexTables4Spark names them.
+_COMPONENTS = {
+    "term": ("_term_total", "term"), "idx": ("_postings_total", "postings"), "pos": ("_positions_total", "positions"),
+    "store": ("_store", "store"), "fast": ("_fastfield_total", "fastfield"),
+    "fieldnorm": ("_fieldnorm_total", "fieldnorm"),
+}  # fmt: skip
+
+
+def _component_of(member: str) -> tuple[str, str]:
+    extension = member.rsplit(".", 1)[-1] if "." in member else ""
+    return _COMPONENTS.get(extension, ("_other", "other"))
+
+
+def _json_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (frozenset, set, tuple)):
+        value = sorted(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def _log_row(version: int, log_file: str, action: Any, is_checkpoint: bool) -> tuple[Any, ...]:
+    """One action as IndexTables4Spark's DESCRIBE ... TRANSACTION LOG row (``C.DescribeLog.RESULT``)."""
+    from executor_lib.protocol.actions import MetadataAction, ProtocolAction, SkipAction
+
+    row: dict[str, Any] = {"version": version, "log_file_path": log_file, "is_checkpoint": is_checkpoint}
+    ts = lambda ms: None if ms is None else _utc(ms)  # noqa: E731
+    if isinstance(action, AddAction):
+        row.update(
+            action_type="add", path=action.path, partition_values=_json_or_none(dict(action.partition_values)),
+            size=action.size, data_change=action.data_change, tags=_json_or_none(action.tags),
+            modification_time=ts(action.modification_time), stats=action.stats,
+            min_values=_json_or_none(action.min_values), max_values=_json_or_none(action.max_values),
+            num_records=action.num_records, footer_start_offset=action.footer_start_offset,
+            footer_end_offset=action.footer_end_offset, hotcache_start_offset=action.hotcache_start_offset,
+            hotcache_length=action.hotcache_length, has_footer_offsets=action.has_footer_offsets,
+            time_range_start=action.time_range_start, time_range_end=action.time_range_end,
+            split_tags=_json_or_none(action.split_tags), delete_opstamp=action.delete_opstamp,
+            num_merge_ops=action.num_merge_ops, doc_mapping_json=action.doc_mapping_json,
+            doc_mapping_ref=action.doc_mapping_ref, uncompressed_size_bytes=action.uncompressed_size_bytes,
+        )  # fmt: skip
+    elif isinstance(action, RemoveAction):
+        row.update(
+            action_type="remove", path=action.path, partition_values=_json_or_none(action.partition_values),
+            size=action.size, data_change=action.data_change, tags=_json_or_none(action.tags),
+            deletion_timestamp=ts(action.deletion_timestamp), extended_file_metadata=action.extended_file_metadata,
+        )  # fmt: skip
+    elif isinstance(action, SkipAction):
+        row.update(
+            action_type="skip", path=action.path, partition_values=_json_or_none(action.partition_values),
+            size=action.size, skip_timestamp=ts(action.skip_timestamp), skip_reason=action.reason,
+            skip_operation=action.operation, skip_retry_after=ts(action.retry_after), skip_count=action.skip_count,
+        )  # fmt: skip
+    elif isinstance(action, ProtocolAction):
+        row.update(
+            action_type="protocol", protocol_min_reader_version=action.min_reader_version,
+            protocol_min_writer_version=action.min_writer_version,
+            protocol_reader_features=_json_or_none(action.reader_features),
+            protocol_writer_features=_json_or_none(action.writer_features),
+        )  # fmt: skip
+    elif isinstance(action, MetadataAction):
+        row.update(
+            action_type="metadata", metadata_id=action.id, metadata_name=action.name,
+            metadata_description=action.description, metadata_format_provider=action.format.get("provider"),
+            metadata_format_options=_json_or_none(action.format.get("options")),
+            metadata_schema_string=action.schema_string,
+            metadata_partition_columns=_json_or_none(list(action.partition_columns)),
+            metadata_configuration=_json_or_none(dict(action.configuration)),
+            metadata_created_time=ts(action.created_time),
+        )  # fmt: skip
+    else:
+        row["action_type"] = "unknown"
+    return tuple(row.get(name) for name in _LOG_COLUMNS)
+
+
+_LOG_COLUMNS = tuple(column.split()[0] for column in C.DescribeLog.RESULT.split(", "))
 
 
 def _utc(ms: int) -> Any:

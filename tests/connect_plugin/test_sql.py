@@ -67,14 +67,12 @@ def test_commands_through_sql(spark: Any, tmp_path: Path) -> None:
         connect_plugin.write(make_df(spark, 6, start=i * 6), str(table), partition_by=["day"], options=TEXT_OPTS)
     t = f"'{table}'"
     assert sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG {t}").collect()[0]["version"] == 3
-    state = {
-        r["property"]: r["value"] for r in sql(spark, f"describe indextables state indextables.`{table}`").collect()
-    }
-    assert state["numRecords"] == "18"
+    state = sql(spark, f"describe indextables state indextables.`{table}`").collect()[0]
+    assert (state["version"], state["num_files"]) == (3, len(executor_lib.open_log(str(table)).snapshot().files))
     merged = sql(spark, f"MERGE SPLITS {t} WHERE day = '2024-01-01' TARGET SIZE 100M MAX SOURCE SPLITS PER MERGE 10")
     assert {r["partitionValues"] for r in merged.collect()} == {'{"day": "2024-01-01"}'}
     assert ids(connect_plugin.read(spark, str(table))) == list(range(18))
-    assert sql(spark, f"CHECKPOINT INDEXTABLES {t}").collect()[0]["version"] == 4
+    assert sql(spark, f"CHECKPOINT INDEXTABLES {t}").collect()[0]["checkpoint_version"] == 4
     assert sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 7 DAYS DRY RUN").filter("kind = 'split'").count() == 0
     with pytest.raises(Exception, match="below the minimum of 24h"):
         sql(spark, f"PURGE INDEXTABLE {t} OLDER THAN 2 HOURS")
@@ -243,12 +241,12 @@ def test_tables_by_name(spark: Any, tmp_path: Path) -> None:
     connect_plugin.write(make_df(spark, 12), str(table), options=TEXT_OPTS)
     connect_plugin.register_table(spark, "app_logs", str(table))
     try:
-        state = {r["property"]: r["value"] for r in sql(spark, "DESCRIBE INDEXTABLES STATE app_logs").collect()}
-        assert state["numRecords"] == "12"
+        state = sql(spark, "DESCRIBE INDEXTABLES STATE app_logs").collect()[0]
+        assert state["num_files"] == len(executor_lib.open_log(str(table)).snapshot().files)
         got = sql(spark, "SELECT id FROM app_logs l WHERE msg indexquery 'timeout' ORDER BY id").collect()
         assert [r["id"] for r in got] == [r[0] for r in log_rows(12) if "timeout" in r[2]]
         assert connect_plugin.IndexTable.for_name(spark, "app_logs").to_df().count() == 12
-        assert sql(spark, "CHECKPOINT INDEXTABLES app_logs").collect()[0]["version"] == 1
+        assert sql(spark, "CHECKPOINT INDEXTABLES app_logs").collect()[0]["checkpoint_version"] == 1
         with pytest.raises(connect_plugin.UnknownTableError, match=r"spark\.indextables\.table\.nope to its path"):
             sql(spark, "MERGE SPLITS nope")
     finally:
