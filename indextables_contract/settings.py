@@ -169,7 +169,7 @@ SETTINGS: tuple[Setting, ...] = (
     # --- merge ---
     _own("merge.sortKey", "none", "MERGE SPLITS without SORT BY sorts by this column"),
     _s("merge.maxSourceSplitsPerMerge", "1000", "MERGE SPLITS merges at most this many splits into one"),
-    _n("merge.skipSplitThreshold", "0.45", "here a merge skips only splits already at or above the target size"),
+    _n("merge.skipSplitThreshold", "0.45", "here a merge leaves alone the splits of at least 90% of the target size"),
     _n("merge.download.maxConcurrencyPerCore", "8", _MERGE_IO),
     _n("merge.download.memoryBudget", "2G", _MERGE_IO),
     _n("merge.download.retries", "3", _MERGE_IO),

@@ -82,9 +82,11 @@ def test_an_unknown_key_fails_with_a_suggestion(spark: Any, tmp_path: Path) -> N
 
 def test_the_jvm_list_forms_and_text_record_option(spark: Any, tmp_path: Path) -> None:
     """``typemap.text = "msg"`` (a type, then the columns) and ``text.indexRecordOption`` as in the JVM."""
-    path = tmp_path / "t"
+    path, building = tmp_path / "t", tmp_path / "building"
     write(make_df(spark, 20), path, **{"spark.indextables.indexing.typemap.text": "msg",
-                                       "spark.indextables.indexing.text.indexRecordOption": "basic"})  # fmt: skip
+                                       "spark.indextables.indexing.text.indexRecordOption": "basic",
+                                       "spark.indextables.indexWriter.tempDirectoryPath": str(building)})  # fmt: skip
+    assert building.is_dir() and not any(building.iterdir())  # splits were built there, then uploaded
     snapshot = open_log(str(path)).snapshot()
     mapping = snapshot.doc_mapping(snapshot.files[0]) or ""
     assert '"record":"basic"' in mapping.replace(" ", "")
@@ -165,3 +167,31 @@ def test_bad_write_option_values_fail_before_anything_is_written(spark: Any, tmp
         connect_plugin.write(make_df(spark, 3), str(path),
                              options={"spark.indextables.write.optimizeWrite.targetSplitSize": "huge"})  # fmt: skip
     assert not path.exists()
+
+
+def test_purge_default_retention_and_max_source_splits_settings(classic_spark: Any, tmp_path: Path) -> None:
+    """``purge.defaultRetentionHours`` (PURGE without OLDER THAN) and ``merge.maxSourceSplitsPerMerge``
+    as session settings, with the JVM's names."""
+    from connect_plugin.table import IndexTable
+
+    spark, path = classic_spark, tmp_path / "t"
+    for k in range(4):
+        write(make_df(spark, 5, start=5 * k).coalesce(1), path)
+    orphan = path / "orphan.split"
+    orphan.write_bytes(b"x")
+    old = time.time() - 48 * 3600
+    os.utime(orphan, (old, old))
+    table = IndexTable.for_path(spark, str(path))
+    listed = {r[1] for r in table.purge(dry_run=True).collect()}
+    assert "orphan.split" not in listed  # the default 168 hours keeps it
+    settings = {"spark.indextables.purge.defaultRetentionHours": "24", "spark.indextables.merge.maxSourceSplitsPerMerge": "2"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        assert "orphan.split" in {r[1] for r in table.purge(dry_run=True).collect()}
+        table.merge_splits().collect()
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+    files = open_log(str(path)).snapshot().files
+    assert sorted(a.num_merge_ops or 0 for a in files) == [1, 1]  # 4 splits, at most 2 per merge
