@@ -112,7 +112,11 @@ def after_commit(path: str, options: Mapping[str, str], version: int | None) -> 
         return done
     from executor_lib.spark.common import open_table_log
 
-    txlog = open_table_log(path, options)
+    try:
+        txlog = open_table_log(path, options)
+    except Exception as e:
+        log.warning("write %s: the data is committed; the table could not be opened to merge or purge: %s", path, e)
+        return done
     if merge is not None:
         try:
             from executor_lib.spark.commands import merge_now
