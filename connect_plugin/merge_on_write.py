@@ -1,9 +1,9 @@
 """Merge on write: MERGE SPLITS run by the client after its writes (``spark.indextables.mergeOnWrite.*``).
 
-IndexTables4Spark merges in the background after writes (its AsyncMergeOnWriteManager). Here the
-client that wrote runs the merge through the same session, so it needs nothing on the cluster:
+IndexTables4Spark merges in the background after writes (its AsyncMergeOnWriteManager). Here a
+batch write (``df.write.format("indextables")`` or ``connect_plugin.write``) merges after its commit,
+in the committing process (``executor_lib.spark.after_write``); streams are merged by the client:
 
-* after ``connect_plugin.write`` commits, ``merge_after_write`` runs MERGE SPLITS in the same call;
 * while a ``connect_plugin.write_stream`` query runs, a ``StreamMerger`` thread of this client
   merges after new micro-batches, at most every ``streamIntervalSeconds``.
 
@@ -15,51 +15,17 @@ cluster's plan (``minSplitsToMerge`` small splits, or level-0 splits with
 
 from __future__ import annotations
 
-import re
 import threading
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from indextables_contract.errors import ConfigError
+from indextables_contract.write_settings import merge_on_write_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
-_SIZE = re.compile(r"^\s*\d+\s*[kmgt]?b?\s*$", re.IGNORECASE)
-
-
-def merge_on_write_settings(path: str, opts: Mapping[str, str]) -> dict[str, Any] | None:
-    """The ``merge_splits`` arguments of merge-on-write (plus ``interval_s`` for streams), or None when
-    it is off.
-
-    Raises:
-        ConfigError: a setting that is not valid, named with its value (checked before anything is
-        written, also when merge-on-write is off).
-    """
-
-    def setting(name: str, default: str) -> str:
-        return str(opts.get(MERGE_ON_WRITE + name, default)).strip()
-
-    enabled = setting("enabled", "false").lower()
-    if enabled not in ("true", "false"):
-        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}enabled must be true or false, not {enabled!r}")
-    target = setting("targetSize", "5G")
-    if not _SIZE.match(target):
-        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}targetSize must be a size like 512M or 5G, not {target!r}")
-    minimum = setting("minSplitsToMerge", "10")
-    if not minimum.isdigit() or int(minimum) < 1:
-        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}minSplitsToMerge must be a positive integer, not {minimum!r}")
-    interval = setting("streamIntervalSeconds", "30")
-    if not re.fullmatch(r"\d+(\.\d*)?", interval):
-        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, "
-                         f"not {interval!r}")  # fmt: skip
-    if enabled == "false":
-        return None
-    sort_key = opts.get("spark.indextables.merge.sortKey") or None
-    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": int(minimum),
-            "interval_s": float(interval)}  # fmt: skip
+__all__ = ["StreamMerger", "merge_after_write", "merge_on_write_settings"]
 
 
 def merge_after_write(merge_splits: Callable[..., Any], path: str, merge: Mapping[str, Any]) -> bool:

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 FORMAT = "indextables"
+# IndexTables4Spark's format names for the same data source (``executor_lib.spark.datasource.DATA_SOURCES``).
+JVM_FORMATS = (
+    "io.indextables.provider.IndexTablesProvider", "io.indextables.spark.core.IndexTables4SparkTableProvider",
+)  # fmt: skip
+# The modules that register each name statically on the cluster (pyproject.toml's py-modules).
+STATIC_MODULES = ("pyspark_indextables", "pyspark_indextables_provider", "pyspark_indextables_spark")
 
 # Session settings the data sources rely on.
 SESSION_CONF = {
@@ -30,9 +36,10 @@ def install(spark: SparkSession) -> None:
     """Make ``format("indextables")`` usable in ``spark`` and set the configuration it relies on.
 
     The cluster package registers the data source statically (module ``pyspark_indextables``,
-    found by Spark on the Python path of its workers); only where that module is not importable
-    here but ``executor_lib`` is, the class is registered explicitly (registering over the static
-    registration makes Spark warn on every session).
+    found by Spark on the Python path of its workers), also under IndexTables4Spark's names
+    (``JVM_FORMATS``: modules ``pyspark_indextables_provider`` and ``pyspark_indextables_spark``);
+    only where such a module is not importable here but ``executor_lib`` is, that name is registered
+    explicitly (registering over the static registration makes Spark warn on every session).
 
     Args:
         spark: a classic or Spark Connect session.
@@ -50,13 +57,13 @@ def install(spark: SparkSession) -> None:
                 raise ConfigError(f"connect_plugin.install: cannot set {key}={value}: {e}") from e
     import importlib.util
 
-    if importlib.util.find_spec("pyspark_indextables") is not None:
-        return  # Spark registered the data source statically from this environment (module pyspark_indextables)
     try:
-        from executor_lib.spark.datasource import IndexTablesDataSource
+        from executor_lib.spark.datasource import DATA_SOURCES
     except ImportError:  # thin client: the cluster's static registration provides it
         return
-    spark.dataSource.register(IndexTablesDataSource)
+    for source, module in zip(DATA_SOURCES, STATIC_MODULES, strict=True):
+        if importlib.util.find_spec(module) is None:  # else Spark registered it statically from this environment
+            spark.dataSource.register(source)
 
 
 # Table names: ``spark.indextables.table.<name>`` = the table's path, set per session

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from indextables_contract.read import PARALLELISM
+from indextables_contract.settings import accept
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # Table names: ``spark.indextables.table.<name>`` = the table's path (see ``connect_plugin.session``).
-TABLE_NAME_PREFIX = "spark.indextables.table."
+TABLE_NAME_PREFIX = "spark.indextables.table."  # = indextables_contract.settings.TABLE_NAME_PREFIX
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
@@ -75,8 +76,17 @@ def _all_settings(spark: SparkSession) -> dict[str, str]:
 
 
 def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
+    """The session's settings and ``options`` (over them), as every read, write and command sends them.
+
+    Raises:
+        ConfigError: a ``spark.indextables.*`` key no IndexTables documentation knows (naming the closest
+        known key). A key that only tunes IndexTables4Spark's JVM is left out, with one warning per key
+        per process (``indextables_contract.settings``): a JVM-only key in the session never breaks a query.
+    """
     merged = session_options(spark)
     merged.update({k: _option_text(v) for k, v in (options or {}).items()})
+    for key in accept(merged, "option"):
+        del merged[key]
     return merged
 
 

@@ -175,10 +175,11 @@ class IndexTable:
         return self._command(C.Checkpoint())
 
     def purge(
-        self, older_than_hours: float = 168, tx_log_retention_hours: float | None = None, dry_run: bool = False
+        self, older_than_hours: float | None = None, tx_log_retention_hours: float | None = None, dry_run: bool = False
     ) -> DataFrame:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
-        orphaned manifests; ``dry_run`` lists them only.
+        orphaned manifests; ``dry_run`` lists them only. ``older_than_hours`` defaults to the setting
+        ``spark.indextables.purge.defaultRetentionHours`` (168).
 
         Raises:
             ConfigError: a retention that is negative or not finite (on the client, before anything runs).

@@ -1,16 +1,18 @@
-"""Writes from the client: ``write`` (one commit per DataFrame) and ``write_stream`` (one commit per
-micro-batch, exactly once), each followed by merge-on-write when it is on (``connect_plugin.merge_on_write``)."""
+"""Writes from the client: ``write`` (one commit per DataFrame; the data source merges and purges after
+it when merge-on-write / purge-on-write are on) and ``write_stream`` (one commit per micro-batch, exactly
+once; merged by a client thread when merge-on-write is on, ``connect_plugin.merge_on_write``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from connect_plugin.merge_on_write import StreamMerger, merge_after_write, merge_on_write_settings
+from connect_plugin.merge_on_write import StreamMerger, merge_on_write_settings
 from connect_plugin.session import FORMAT
 from connect_plugin.settings import _options
 from connect_plugin.table import IndexTable
 from indextables_contract.errors import ConfigError
+from indextables_contract.write_settings import optimize_write_target, purge_on_write_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -39,11 +41,14 @@ def write(
     ``partition_by`` is passed as the ``partitionBy`` option: Spark 4.3 refuses
     ``DataFrameWriter.partitionBy`` for Python data sources.
 
-    With ``spark.indextables.mergeOnWrite.enabled=true`` (a session setting or an option), the
-    write is followed by MERGE SPLITS of the partitions that have at least
-    ``spark.indextables.mergeOnWrite.minSplitsToMerge`` (default 10) small (or, with
-    ``spark.indextables.merge.sortKey``, level-0) splits, to ``mergeOnWrite.targetSize`` (default 5G).
-    The data is committed before the merge starts: a merge that fails (a conflict with another
+    It is ``df.write.format("indextables")`` with the session's settings, so what that does after its
+    commit happens here too (``executor_lib.spark.after_write``): with
+    ``spark.indextables.mergeOnWrite.enabled=true`` (a session setting or an option) MERGE SPLITS of
+    the partitions that have at least ``spark.indextables.mergeOnWrite.minSplitsToMerge`` (default 10)
+    small (or, with ``spark.indextables.merge.sortKey``, level-0) splits, to
+    ``mergeOnWrite.targetSize`` (default 4G), then ``purgeOnWrite.*``; with
+    ``write.optimizeWrite.enabled=true`` each partition's new splits are merged before the commit.
+    The data is committed before a merge starts: a merge that fails (a conflict with another
     writer, say) is logged as a warning and left to the next write, never raised.
 
     Example:
@@ -55,10 +60,10 @@ def write(
     opts = _options(df.sparkSession, options)
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
-    merge = merge_on_write_settings(path, opts)  # checked before anything is written
+    merge_on_write_settings(path, opts)  # checked here, before anything is written
+    purge_on_write_settings(path, opts)
+    optimize_write_target(path, opts)
     df.write.format(FORMAT).mode(mode).options(**opts).save(path)
-    if merge is not None:
-        merge_after_write(IndexTable.for_path(df.sparkSession, path, options).merge_splits, path, merge)
 
 
 def write_stream(

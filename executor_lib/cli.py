@@ -37,6 +37,11 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
         if not sep or not key:
             raise SystemExit(f"indextables: option {pair!r} must look like key=value")
         if key not in known:
+            from indextables_contract import settings
+
+            if (settings.lookup(key) or settings.Setting("", "", "", "")).status == settings.NO_EFFECT:
+                settings.warn_no_effect(key)  # a JVM-only key (from a spark-defaults.conf): one warning
+                continue
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise SystemExit(f"indextables: unknown option {key!r}{hint}")

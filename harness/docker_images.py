@@ -41,7 +41,8 @@ BASE_PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "procps")
 EXTRA_WHEELS = ("moto[server]>=5.0.20", "setuptools>=77", "wheel")
 # What the Dockerfiles copy from the repository (the .dockerignore allow-list says the same;
 # tests/harness/test_docker_images.py checks the three agree).
-IMAGE_SOURCES = ("pyproject.toml", "README.md", "PROTOCOL.md", "pyspark_indextables.py", "executor_lib",
+IMAGE_SOURCES = ("pyproject.toml", "README.md", "PROTOCOL.md", "pyspark_indextables.py",
+                 "pyspark_indextables_provider.py", "pyspark_indextables_spark.py", "executor_lib",
                  "connect_plugin", "indextables_contract", "harness",
                  "docker/Dockerfile", "docker/Dockerfile.s3")  # fmt: skip
 

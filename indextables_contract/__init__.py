@@ -8,5 +8,7 @@ executors both import it (PROTOCOL.md §17):
 - ``filters``: the filter tree of reads, commands and aggregates;
 - ``read``: what a client pushes into one indexed read (columns, filter, limit, match columns);
 - ``aggregate``: what a pushed ``GROUP BY`` asks of each split and how partial results merge;
-- ``errors``: the one exception hierarchy both sides raise, each class with a stable code.
+- ``errors``: the one exception hierarchy both sides raise, each class with a stable code;
+- ``settings``: every ``spark.indextables.*`` key, supported or accepted with no effect (docs/settings.md);
+- ``write_settings``: the after-write settings (merge-, purge- and optimize-on-write) both sides check.
 """

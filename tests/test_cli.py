@@ -119,3 +119,19 @@ def test_history_shows_the_records_a_merge_removed(tmp_path: Path, capsys: pytes
     assert code == 0 and header.split()[-2:] == ["+records", "-records"]
     assert merge_line.split()[-5:] == ["SPLITS", "1", "1", "1000", "1000"], merge_line
     assert out.splitlines()[2].split()[-2:] == ["1000", "0"]  # an append removes nothing
+
+
+def test_a_jvm_only_option_is_accepted_with_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A key from an IndexTables4Spark configuration that only tunes its JVM does not stop a command."""
+    import logging
+
+    from executor_lib.cli import main as cli_main
+    from indextables_contract import settings
+
+    assert cli_main(["demo", "--path", str(tmp_path / "d")]) == 0
+    table = next(p.parent for p in (tmp_path / "d").rglob("_transaction_log"))
+    settings._warned.discard("spark.indextables.cache.disk.enabled")
+    with caplog.at_level(logging.WARNING, logger="indextables.settings"):
+        for _ in range(2):
+            assert cli_main(["describe", str(table), "-o", "spark.indextables.cache.disk.enabled=true"]) == 0
+    assert [r.getMessage().split()[0] for r in caplog.records] == ["spark.indextables.cache.disk.enabled"]

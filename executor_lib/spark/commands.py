@@ -176,42 +176,25 @@ class CommandReader(DataSourceReader):
         return [None]
 
     def _plan_merges(self, cmd: C.MergePlan) -> list[Any]:
-        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES, plan_merges, plan_sorted_merges
+        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
         files = _matching_files(snapshot, self._where(snapshot))
         target = DEFAULT_TARGET_BYTES
         if cmd.target_size is not None:
             target = O.parse_size(C.option_key("target_size"), cmd.target_size)
-        min_splits = cmd.min_splits_to_merge or 2
-        sort_key = self._sort_key(snapshot, cmd)
-        if sort_key is not None:
-            key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
-            groups = plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, cmd.max_dest_splits,
-                                        min_splits)  # fmt: skip
-        else:
-            groups = plan_merges(files, snapshot.doc_mapping, target, cmd.max_dest_splits,
-                                 cmd.max_source_splits_per_merge, min_splits)  # fmt: skip
+        option = C.option_key("sort_key") if cmd.sort_key is not None else SORT_KEY_SETTING
+        value = cmd.sort_key if cmd.sort_key is not None else self.options.get(option)
+        sort_key = merge_sort_key(snapshot, option, value)
+        max_sources = cmd.max_source_splits_per_merge or self._max_sources()
+        groups = plan_merge_groups(snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2,
+                                   cmd.max_dest_splits, max_sources)  # fmt: skip
         version = snapshot.version
         return [(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
                 for i, g in enumerate(groups)]  # fmt: skip
 
-    def _sort_key(self, snapshot: Any, cmd: C.MergePlan) -> str | None:
-        """The ``sortKey`` option (or ``spark.indextables.merge.sortKey``): a data column with statistics."""
-        option = C.option_key("sort_key") if cmd.sort_key is not None else "spark.indextables.merge.sortKey"
-        name = str(cmd.sort_key if cmd.sort_key is not None else self.options.get(option, "")).strip()
-        if not name:
-            return None
-        types = column_types(snapshot.metadata.schema_string)
-        column = next((c for c in types if c.lower() == name.lower()), None)
-        data_columns = [c for c in types if c not in snapshot.partition_columns]
-        if column is None or column not in data_columns:
-            raise ConfigError(f"merge: option {option}={name!r} must name a data column of the table "
-                              f"(data columns: {data_columns})")  # fmt: skip
-        if types[column] not in SORTABLE_TYPES:
-            raise ConfigError(f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
-                              f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)")  # fmt: skip
-        return column
+    def _max_sources(self) -> int:
+        return int(parsed_option(self.options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
 
     def _plan_group_aggregate(self, cmd: C.GroupAggregate) -> list[Any]:
         """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
@@ -294,7 +277,13 @@ class CommandReader(DataSourceReader):
         from executor_lib.log.purge import purge_table
 
         dry = cmd.dry_run
-        hours = cmd.retention_hours if cmd.retention_hours is not None else 168.0
+        hours = cmd.retention_hours
+        if hours is None:  # PURGE without OLDER THAN: the session's default (IndexTables4Spark's name)
+            raw = self.options.get("spark.indextables.purge.defaultRetentionHours", "168")
+            try:
+                hours = float(raw)
+            except ValueError as e:
+                raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours") from e
         report = purge_table(self._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
         for kind, key, size in report.rows():
             yield kind, key, size, dry
@@ -559,6 +548,89 @@ HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tup
 }
 
 
+SORT_KEY_SETTING = "spark.indextables.merge.sortKey"
+MAX_SOURCES_SETTING = "spark.indextables.merge.maxSourceSplitsPerMerge"
+DEFAULT_MAX_SOURCES = 1000  # IndexTables4Spark's merge.maxSourceSplitsPerMerge
+
+
+def merge_sort_key(snapshot: Any, option: str, value: Any) -> str | None:
+    """A merge's sort key (``option``'s ``value``: the ``sortKey`` option or ``spark.indextables.merge.sortKey``):
+    a data column with statistics, or None when ``value`` is empty."""
+    name = str(value or "").strip()
+    if not name:
+        return None
+    types = column_types(snapshot.metadata.schema_string)
+    column = next((c for c in types if c.lower() == name.lower()), None)
+    data_columns = [c for c in types if c not in snapshot.partition_columns]
+    if column is None or column not in data_columns:
+        raise ConfigError(f"merge: option {option}={name!r} must name a data column of the table "
+                          f"(data columns: {data_columns})")  # fmt: skip
+    if types[column] not in SORTABLE_TYPES:
+        raise ConfigError(f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
+                          f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)")  # fmt: skip
+    return column
+
+
+def plan_merge_groups(
+    snapshot: Any,
+    files: list[AddAction],
+    target: int,
+    sort_key: str | None,
+    min_splits: int,
+    max_dest_splits: int | None = None,
+    max_sources: int | None = DEFAULT_MAX_SOURCES,
+) -> list[Any]:
+    """The merge groups of ``files`` (live in ``snapshot``): sorted by ``sort_key`` or size-tiered."""
+    from executor_lib.splits.merge_plan import plan_merges, plan_sorted_merges
+
+    if sort_key is not None:
+        key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
+        return plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest_splits, min_splits)
+    return plan_merges(files, snapshot.doc_mapping, target, max_dest_splits, max_sources, min_splits)
+
+
+def merge_group(
+    store: Any, snapshot: Any, sources: list[AddAction], sort_key: str | None, target: int, cache: Any
+) -> list[AddAction]:
+    """Merge ``sources`` (live in ``snapshot``) into new uploaded splits (not committed)."""
+    from executor_lib.splits.publish import merge_splits, merge_splits_sorted
+
+    mappings = {a.path: snapshot.doc_mapping(a) for a in sources}
+    if sort_key:
+        return merge_splits_sorted(store, sources, snapshot.arrow_schema(), mappings, cache, sort_key, target)
+    return [merge_splits(store, sources, snapshot.arrow_schema(), mappings, cache)]
+
+
+def merge_now(
+    txlog: Any, options: Mapping[str, str], target: int, min_splits: int, sort_key_value: str | None
+) -> int:
+    """MERGE SPLITS of the whole table in this process, committed as one version (merge-on-write of a
+    batch write, ``executor_lib.spark.after_write``); the number of splits merged away (0: nothing to do).
+    On failure the merged splits it uploaded are deleted and the error raised."""
+    snapshot = txlog.snapshot()
+    sort_key = merge_sort_key(snapshot, SORT_KEY_SETTING, sort_key_value)
+    max_sources = int(parsed_option(options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
+    groups = plan_merge_groups(snapshot, list(snapshot.files), target, sort_key, min_splits, None, max_sources)
+    if not groups:
+        return 0
+    cache = node_split_cache(options)
+    removed: list[AddAction] = []
+    added: list[AddAction] = []
+    try:
+        for group in groups:
+            added += merge_group(txlog.store, snapshot, list(group.sources), group.sort_key, target, cache)
+            removed += group.sources
+        txlog.commit(
+            [*removes_of(removed, data_change=False), *added], read_version=snapshot.version,
+            operation="MERGE SPLITS", operation_parameters={MERGE_ID_PARAMETER: uuid.uuid4().hex,
+            "numSourceSplits": str(len(removed)), "numMergedSplits": str(len(added))},
+        )  # fmt: skip
+    except BaseException:
+        delete_quietly(txlog.store, [a.path for a in added])
+        raise
+    return len(removed)
+
+
 def split_request(request: Mapping[str, Any]) -> dict[str, Any]:
     """The per-split form of an aggregation request: ``avg`` becomes ``stats`` (sum and count merge
     exactly) and ``terms`` asks each split for more buckets than the final size."""
@@ -757,8 +829,6 @@ class MergeWriter(DataSourceArrowWriter):
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> MergeCommitMessage:
-        from executor_lib.splits.publish import merge_splits, merge_splits_sorted
-
         message = MergeCommitMessage()
         progress = TaskProgress(f"merge {self.path}", self.progress_interval, verb="merged")
         txlog = self._log()
@@ -773,14 +843,7 @@ class MergeWriter(DataSourceArrowWriter):
                     snap = snapshots[version]
                     live = {a.path: a for a in snap.files}
                     sources = [live[p] for p in json.loads(row["sources"])]
-                    mappings = {a.path: snap.doc_mapping(a) for a in sources}
-                    if row.get("sortKey"):
-                        sort_key, target = row["sortKey"], int(row["targetBytes"])
-                        added = merge_splits_sorted(
-                            txlog.store, sources, snap.arrow_schema(), mappings, cache, sort_key, target
-                        )
-                    else:
-                        added = [merge_splits(txlog.store, sources, snap.arrow_schema(), mappings, cache)]
+                    added = merge_group(txlog.store, snap, sources, row.get("sortKey"), int(row["targetBytes"]), cache)
                     message.added += added
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)
                     message.removed += sources

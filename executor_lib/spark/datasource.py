@@ -33,6 +33,10 @@ from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
 
 NAME = "indextables"
+# IndexTables4Spark's documented format names: the same data source under each (registered statically
+# by pyspark_indextables_provider and pyspark_indextables_spark, or by connect_plugin.install).
+PROVIDER_NAME = "io.indextables.provider.IndexTablesProvider"
+TABLE_PROVIDER_NAME = "io.indextables.spark.core.IndexTables4SparkTableProvider"
 
 
 def _spark_schema(schema_string: str, columns: Sequence[str] | None) -> StructType:
@@ -102,3 +106,25 @@ def _is_command(options: Mapping[str, Any]) -> bool:
     from indextables_contract.commands import COMMAND_OPTION
 
     return any(k.lower() == COMMAND_OPTION for k in options)
+
+
+class IndexTablesProvider(IndexTablesDataSource):
+    """``format("io.indextables.provider.IndexTablesProvider")``: IndexTables4Spark's provider name."""
+
+    @classmethod
+    def name(cls) -> str:
+        return PROVIDER_NAME
+
+
+class IndexTables4SparkTableProvider(IndexTablesDataSource):
+    """``format("io.indextables.spark.core.IndexTables4SparkTableProvider")``: IndexTables4Spark's class name."""
+
+    @classmethod
+    def name(cls) -> str:
+        return TABLE_PROVIDER_NAME
+
+
+# Every name of the data source: the short name, then IndexTables4Spark's long names.
+DATA_SOURCES: tuple[type[IndexTablesDataSource], ...] = (
+    IndexTablesDataSource, IndexTablesProvider, IndexTables4SparkTableProvider,
+)  # fmt: skip

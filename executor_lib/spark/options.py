@@ -10,6 +10,7 @@ Spark layer itself interprets (sizes, versions, timestamps, column lists, limits
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 from executor_lib.spark.progress import INTERVAL_OPTION as PROGRESS_INTERVAL
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, FilterError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
@@ -41,7 +43,17 @@ _COMMON_KEYS = (
     "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
     "sessionTimeZone", "spark.indextables.mergeOnWrite.enabled", "spark.indextables.mergeOnWrite.targetSize",
     "spark.indextables.mergeOnWrite.minSplitsToMerge", "spark.indextables.mergeOnWrite.streamIntervalSeconds",
-    PROGRESS_INTERVAL,
+    PROGRESS_INTERVAL, "spark.indextables.merge.maxSourceSplitsPerMerge",
+    "spark.indextables.purge.defaultRetentionHours",
+)  # fmt: skip
+# After-commit work of a batch write (executor_lib.spark.after_write), IndexTables4Spark's names and defaults.
+PURGE_ON_WRITE_KEYS = (
+    "spark.indextables.purgeOnWrite.enabled", "spark.indextables.purgeOnWrite.triggerAfterMerge",
+    "spark.indextables.purgeOnWrite.triggerAfterWrites", "spark.indextables.purgeOnWrite.splitRetentionHours",
+    "spark.indextables.purgeOnWrite.txLogRetentionHours",
+)  # fmt: skip
+OPTIMIZE_WRITE_KEYS = (
+    "spark.indextables.write.optimizeWrite.enabled", "spark.indextables.write.optimizeWrite.targetSplitSize",
 )  # fmt: skip
 
 WRITE_KEYS = (
@@ -52,6 +64,10 @@ WRITE_KEYS = (
     "spark.indextables.indexing.indexonly",
     "spark.indextables.indexing.text.maxTokenLength",
     "spark.indextables.indexing.json.mode",
+    "spark.indextables.indexing.text.indexRecordOption",
+    "spark.indextables.indexWriter.tempDirectoryPath",
+    *PURGE_ON_WRITE_KEYS,
+    *OPTIMIZE_WRITE_KEYS,
     "spark.indextables.indexWriter.heapSize",
     "spark.indextables.indexWriter.threads",
     "spark.indextables.optimizeWrite.targetRecordsPerSplit",
@@ -73,6 +89,18 @@ WRITE_COLUMN_PREFIXES = (
     "spark.indextables.indexing.indexrecordoption.",
     TOKEN_LENGTH_PREFIX,
 )
+
+
+def _list_form_values(prefix: str) -> tuple[str, ...]:
+    """The values whose name may stand after ``prefix`` in IndexTables4Spark's list form
+    (``typemap.text = "title,body"``: each listed column gets the value)."""
+    from executor_lib.splits.doc_mapping import RECORD_OPTIONS, TOKENIZERS
+
+    return {
+        "spark.indextables.indexing.typemap.": ("string", "text", "json", "ip"),
+        "spark.indextables.indexing.tokenizer.": TOKENIZERS,
+        "spark.indextables.indexing.indexrecordoption.": RECORD_OPTIONS,
+    }.get(prefix, ())
 
 READ_KEYS = (
     *_COMMON_KEYS,
@@ -119,6 +147,11 @@ def canonical_options(
             if column is None and prefixes[prefix] == TOKEN_LENGTH_PREFIX and _is_token_length(lower[len(prefix) :]):
                 out[TOKEN_LENGTH_PREFIX + lower[len(prefix) :]] = value  # the JVM's list form: tokenLength.<N>=c1,c2
                 continue
+            listed = [column_names.get(c.strip().lower()) for c in str(value).split(",") if c.strip()]
+            if column is None and lower[len(prefix) :] in _list_form_values(prefixes[prefix]) and all(listed):
+                for name in listed:  # the JVM's list form: typemap.text = "title,body"
+                    out[prefixes[prefix] + str(name)] = lower[len(prefix) :]
+                continue
             if column is None:
                 raise ConfigError(
                     f"{what} option {key}: column {key[len(prefix) :]!r} is not in the table (columns: "
@@ -126,20 +159,17 @@ def canonical_options(
                 )
             out[prefixes[prefix] + column] = value
             continue
-        if _session_wide(lower):
-            continue  # a session setting for another kind of operation (a write's, at a read): not ours
-        raise ConfigError(f"{what}: unknown option {key!r}")
+        if lower.startswith(PREFIX):
+            # Clients hand every session setting to every operation: a setting of another kind of
+            # operation (a write's, at a read) is not ours; one that only tunes IndexTables4Spark's JVM
+            # is warned about once; one no documentation knows is an error naming the closest key.
+            if S.check_key(key, what).status == S.NO_EFFECT:
+                S.warn_no_effect(key)
+            continue
+        close = difflib.get_close_matches(lower, list(by_lower), n=1)
+        hint = f" (did you mean {by_lower[close[0]]}?)" if close else ""
+        raise ConfigError(f"{what}: unknown option {key!r}{hint}")
     return out
-
-
-def _session_wide(lower_key: str) -> bool:
-    """Whether the key is a ``spark.indextables.*`` setting some read, write or command knows: clients
-    hand every session setting to every operation, so each ignores those of the others."""
-    if not lower_key.startswith(PREFIX):
-        return False
-    keys = {k.lower() for k in (*WRITE_KEYS, *READ_KEYS)}
-    prefixes = tuple(p.lower() for p in (*WRITE_COLUMN_PREFIXES, *READ_COLUMN_PREFIXES))
-    return lower_key in keys or lower_key.startswith(prefixes)
 
 
 def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from pyspark.sql.types import StructType
 
 from executor_lib.protocol.actions import AddAction, removes_of
 from executor_lib.spark import options as O
+from executor_lib.spark.after_write import after_commit, check_settings, optimize_adds
 from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
@@ -86,6 +87,8 @@ class IndexTablesWriter(DataSourceArrowWriter):
             self.options, "spark.indextables.indexWriter.threads", O.parse_positive_int
         )
         self.progress_interval = interval_seconds(self.options)
+        self.temp_dir: str | None = self.options.get("spark.indextables.indexWriter.tempDirectoryPath") or None
+        check_settings(self.path, self.options)  # merge-, purge- and optimize-on-write
 
     # -- driver side, before any task --
 
@@ -139,7 +142,12 @@ class IndexTablesWriter(DataSourceArrowWriter):
         mapping = DocMapping.from_json(self.mapping_json)
         threads = self.threads or _task_cores()
         progress = TaskProgress(f"write {self.path}", self.progress_interval)
-        with tempfile.TemporaryDirectory(prefix="indextables-write-") as tmp, _Uploads(store, progress) as uploads:
+        if self.temp_dir is not None:
+            Path(self.temp_dir).mkdir(parents=True, exist_ok=True)
+        with (
+            tempfile.TemporaryDirectory(prefix="indextables-write-", dir=self.temp_dir) as tmp,
+            _Uploads(store, progress) as uploads,
+        ):
             builders: dict[tuple[Any, ...], Any] = {}
             try:
                 for batch in iterator:
@@ -179,19 +187,28 @@ class IndexTablesWriter(DataSourceArrowWriter):
     # -- driver side, after the tasks --
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """One version with every task's adds (an optimized write merges each partition's first), then
+        merge-on-write and purge-on-write (``executor_lib.spark.after_write``; their failures are warnings)."""
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
-        self.commit_adds(adds, self._commit_write)
+        if len(adds) > 1:
+            from executor_lib.storage import open_store
 
-    def _commit_write(self, txlog: Any, adds: list[AddAction]) -> None:
+            store = open_store(self.path, **O.storage_and_log_options(self.options))
+            adds = optimize_adds(self.path, store, adds, self.mapping_json, self.arrow_schema, self.options)
+        version = self.commit_adds(adds, self._commit_write)
+        after_commit(self.path, self.options, version)
+
+    def _commit_write(self, txlog: Any, adds: list[AddAction]) -> int | None:
         if self.overwrite:
             snapshot = txlog.snapshot()
             removes = removes_of(snapshot.files, data_change=True)
-            txlog.commit(
+            return int(txlog.commit(
                 [*removes, *adds], read_version=snapshot.version, operation="WRITE",
                 operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
-            )  # fmt: skip
-        elif adds:
-            txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"})
+            ))  # fmt: skip
+        if adds:
+            return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}))
+        return None
 
     def commit_adds(self, adds: list[AddAction], commit: Callable[[Any, list[AddAction]], Any]) -> Any:
         """Open the table (creating it on the first write) and run ``commit(txlog, adds)``; its result.

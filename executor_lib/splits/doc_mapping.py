@@ -17,6 +17,7 @@ Options (``spark.indextables.indexing.*``):
   text or json column records per term (``basic``: documents only — smaller, but no phrase
   queries and no relevance by frequency; ``freq``: plus frequencies, still no phrases).
   Stored in the doc mapping as Quickwit's ``record`` key, only when not ``position``;
+  ``text.indexRecordOption`` is the default of every ``text`` column without its own;
 * ``fastfields`` = comma-separated columns that get fast fields, exactly these (it narrows as well
   as widens the default). By default numeric, bool, date, ip and exact-string columns (and JSON
   columns, see ``json.mode``) are fast, so aggregates push down on a table written with no
@@ -277,7 +278,15 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
 def _record_option(options: Mapping[str, Any], column: str, kind: str) -> str:
     raw = options.get(f"{_PREFIX}indexrecordoption.{column}")
     if raw is None:
-        return "position"
+        default = options.get(f"{_PREFIX}text.indexRecordOption")  # the JVM's default for text columns
+        if default is None or kind != "text":
+            return "position"
+        record = str(default).strip().lower()
+        if record not in RECORD_OPTIONS:
+            raise ConfigError(
+                f"option {_PREFIX}text.indexRecordOption={default!r}: expected one of {list(RECORD_OPTIONS)}"
+            )
+        return record
     record = str(raw).strip().lower()
     if record not in RECORD_OPTIONS or kind not in ("text", "json"):
         raise ConfigError(
