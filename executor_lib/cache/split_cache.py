@@ -240,6 +240,8 @@ class SplitCache:
         uri = store.uri_of(key)
         with self._lock:
             found = self._footers.get(uri)
+            if found is not None and footer_end is not None and found[0].footer_end != footer_end:
+                found = None  # the split at this path was replaced: read the new one's footer
             if found is not None:
                 self._footers.move_to_end(uri)
         if found is not None:
@@ -259,6 +261,9 @@ class SplitCache:
                 tail = store.read_range(key, size - needed, needed)
         footer = parse_footer(tail, size, uri)
         with self._lock:
+            replaced = self._footers.pop(uri, None)
+            if replaced is not None:
+                self._footer_bytes -= replaced[1]
             self._footers[uri] = (footer, len(tail))
             self._footer_bytes += len(tail)
             while self._footer_bytes > self.l1_max_bytes and self._footers:

@@ -48,7 +48,8 @@ from indextables_contract.errors import CorruptSplitError
 
 PIECES_DIR = "pieces"
 STATE_FILE = "pieces.json"
-FETCH_ALIGN = 64 << 10  # ranged reads of the columnar copy are widened to blocks of this many bytes
+FETCH_ALIGN = 16 << 10  # ranged reads of the columnar copy are widened to blocks of this many bytes
+COALESCE_GAP = 32 << 10  # ranges of the split closer than this are fetched in one read
 TAIL_BYTES = 16 << 10  # a doc store's or composite file's tail is fetched in one read of at most this
 COPY_PREFIX = "indextables.columns"  # columnar copies: indextables.columns.arrow, ...-by-segment.arrow
 _SEGMENT_MEMBER = re.compile(r"^[0-9a-f]{32}\.(.+)$")
@@ -67,6 +68,14 @@ def member_kind(name: str) -> str:
     if ext in COMPOSITE_EXTENSIONS:
         return "composite"
     return "whole"
+
+
+def query_needs(query: Any, field_names: list[str]) -> tuple[set[int] | None, bool]:
+    """What a compiled query reads of the composite index files: its fields (``query_fields``) and
+    whether positions (``.pos``): only phrase queries (``PhraseQuery``, ``PhrasePrefixQuery``,
+    ``RegexPhraseQuery``) read them; term queries are built with frequencies only, as Tantivy's
+    query parser builds them (``query_compile``, ``searcher``)."""
+    return query_fields(query, field_names), "Phrase" in repr(query)
 
 
 def query_fields(query: Any, field_names: list[str]) -> set[int] | None:
@@ -161,8 +170,8 @@ class SplitPieces:
             kind = member_kind(name)
             if kind == "whole":
                 wanted[name] = [(0, end - start)]
-            elif kind in ("store", "composite"):
-                pieces._fetch_tail(name)
+            else:  # a doc store's or composite file's footers, a columnar copy's IPC footer
+                wanted[name] = [(max(0, end - start - TAIL_BYTES), end - start)]
         pieces._fetch(wanted)
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
@@ -232,24 +241,33 @@ class SplitPieces:
         return fetched
 
     def _fetch(self, wanted: Mapping[str, Iterable[tuple[int, int]]]) -> int:
+        """Fetch the absent parts of ``wanted``: ranges of the split less than ``COALESCE_GAP`` apart
+        are one ranged read (a small split's members and tails come in one)."""
+        pieces = sorted(
+            (self.footer.files[name][0] + start, self.footer.files[name][0] + stop, name, start)
+            for name, ranges in wanted.items()
+            for start, stop in self.missing(name, list(ranges))
+        )
+        groups: list[list[tuple[int, int, str, int]]] = []
+        for piece in pieces:
+            if groups and piece[0] - max(p[1] for p in groups[-1]) <= COALESCE_GAP:
+                groups[-1].append(piece)
+            else:
+                groups.append([piece])
         fetched = 0
-        for name, ranges in wanted.items():
-            base = self.footer.files[name][0]
-            missing = self.missing(name, ranges)
-            if not missing:
-                continue
-            with open(self.directory / name, "r+b", buffering=0) as f:
-                for start, stop in missing:
-                    data = self.store.read_range(self.key, base + start, stop - start)
-                    if len(data) != stop - start:
-                        raise CorruptSplitError(
-                            f"{self.store.uri_of(self.key)}: reading bytes {base + start}..{base + stop} "
-                            f"(member {name}) returned {len(data)} bytes: the split is shorter than its "
-                            "footer says (damaged or replaced)"
-                        )
-                    os.pwrite(f.fileno(), data, start)
-                    fetched += len(data)
-                    self._add(name, start, stop)
+        for group in groups:
+            first, last = group[0][0], max(p[1] for p in group)
+            data = self.store.read_range(self.key, first, last - first)
+            if len(data) != last - first:
+                raise CorruptSplitError(
+                    f"{self.store.uri_of(self.key)}: reading bytes {first}..{last} (member {group[0][2]}) returned "
+                    f"{len(data)} bytes: the split is shorter than its footer says (damaged or replaced)"
+                )
+            fetched += len(data)
+            for absolute_start, absolute_stop, name, start in group:
+                with open(self.directory / name, "r+b", buffering=0) as f:
+                    os.pwrite(f.fileno(), data[absolute_start - first : absolute_stop - first], start)
+                self._add(name, start, start + absolute_stop - absolute_start)
         if fetched:
             self._count(fetched)
         return fetched
@@ -268,10 +286,6 @@ class SplitPieces:
         self.fetch({name: [(start, stop)]})
         with open(self.directory / name, "rb", buffering=0) as f:
             return os.pread(f.fileno(), stop - start, start)
-
-    def _fetch_tail(self, name: str) -> None:
-        length = self._length(name)
-        self._fetch({name: [(max(0, length - TAIL_BYTES), length)]})
 
     def _local_reader(self, name: str) -> Callable[[int, int], bytes]:
         """``read(start, stop)`` of a member, fetching (without taking the lock: callers hold it or
@@ -308,11 +322,14 @@ class SplitPieces:
             self._sections = out
         return self._sections
 
-    def ensure_fields(self, fields: set[int] | None) -> int:
+    def ensure_fields(self, fields: set[int] | None, positions: bool = True) -> int:
         """Fetch the composite sections of ``fields`` (Tantivy field ids; None: every field) that
-        are absent; returns the bytes fetched (0: nothing changed on disk)."""
+        are absent, those of ``.pos`` only with ``positions``; returns the bytes fetched (0:
+        nothing changed on disk)."""
         wanted: dict[str, Ranges] = {}
         for name, by_field in self.sections().items():
+            if not positions and name.endswith(".pos"):
+                continue
             ranges = [r for f, rs in by_field.items() if fields is None or f in fields for r in rs]
             if ranges and self.missing(name, ranges):
                 wanted[name] = ranges

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.split_pieces import SplitPieces, query_fields
+from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.columnar_copy import ColumnarCopy
@@ -128,7 +128,7 @@ class SplitSearcher:
     @guarded(lambda self, split, *a, **k: f"opening split {split}")
     def __init__(
         self,
-        split: Path,
+        split: Path | str,
         work_dir: Path,
         arrow_schema: pa.Schema,
         doc_mapping: str | None,
@@ -146,6 +146,7 @@ class SplitSearcher:
             mapping_json = pieces.member_bytes(DOC_MAPPING_MEMBER)
             segments = pieces.member_bytes(SEGMENTS_MEMBER)
         else:
+            split = Path(split)
             footer = read_footer(split)
             index_dir = self.index_dir = work_dir / "index"
             # Several Python workers of a node may open the same split at once: one extracts (or
@@ -169,7 +170,7 @@ class SplitSearcher:
             if pieces is not None:
                 copy = ColumnarCopy(pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}")
             else:
-                copy = ColumnarCopy.open(split, footer, member)
+                copy = ColumnarCopy.open(Path(split), footer, member)
             self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
@@ -263,7 +264,7 @@ class SplitSearcher:
             compiled = self._compile(query)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
-        if self.pieces is not None and self.pieces.ensure_fields(query_fields(compiled, self._field_names)):
+        if self.pieces is not None and self.pieces.ensure_fields(*query_needs(compiled, self._field_names)):
             self._open_index()
         return compiled
 
@@ -301,7 +302,7 @@ class SplitSearcher:
             values = [f.value] if isinstance(f, filters.Term) else list(f.values)
             values = [self._value(field, v) for v in values]
             if isinstance(f, filters.Term):
-                return tantivy.Query.term_query(schema, f.column, values[0])
+                return tantivy.Query.term_query(schema, f.column, values[0], "freq")  # no positions read
             return tantivy.Query.term_set_query(schema, f.column, values)
         if isinstance(f, filters.Between):
             kind = _RANGE_TYPES.get(field.type)

@@ -10,7 +10,6 @@ import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -116,7 +115,7 @@ def _open_pieces(
     cache: SplitCache, store: ObjectStore, path: str, pieces: SplitPieces, arrow_schema: pa.Schema, mapping: str | None
 ) -> SplitSearcher:
     try:
-        return SplitSearcher(Path(store.uri_of(path)), pieces.entry, arrow_schema, mapping, pieces=pieces)
+        return SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces)
     except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
         if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
             raise
