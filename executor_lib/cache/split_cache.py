@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from executor_lib.cache.split_pieces import SplitPieces, member_kind
+from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
@@ -171,6 +171,24 @@ class SplitCache:
         self._count(misses=1)
         self.evict(keep=entry)
         return found
+
+    def pieces_identity(self, store: ObjectStore, key: str) -> str | None:
+        """An identity of the by-the-piece entry of the split at ``key`` (None: there is none), which
+        changes when the entry is made again: a process keeps a searcher open under it. One ``stat``."""
+        if not self.by_piece:
+            return None
+        entry = self._entry_dir(store.uri_of(key))
+        try:
+            st = (entry / PIECES_DIR).stat()
+        except FileNotFoundError:
+            return None
+        return f"{entry}@pieces:{st.st_ino}:{st.st_ctime_ns}"
+
+    def count_hit(self, store: ObjectStore, key: str) -> None:
+        """A warm use of the split at ``key`` served by an open searcher: counted, and its entry made
+        the most recently used."""
+        self._touch(self._entry_dir(store.uri_of(key)))
+        self._count(hits=1)
 
     def _count_bytes(self, n: int) -> None:
         self._count(bytes_downloaded=n)

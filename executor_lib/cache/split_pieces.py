@@ -322,10 +322,11 @@ class SplitPieces:
             self._sections = out
         return self._sections
 
-    def ensure_fields(self, fields: set[int] | None, positions: bool = True) -> int:
+    def ensure_fields(self, fields: set[int] | None, positions: bool = True) -> bool:
         """Fetch the composite sections of ``fields`` (Tantivy field ids; None: every field) that
-        are absent, those of ``.pos`` only with ``positions``; returns the bytes fetched (0:
-        nothing changed on disk)."""
+        are absent, those of ``.pos`` only with ``positions``. True when some were absent as this
+        object saw the entry (fetched now, by this process or another): an index opened before
+        should be opened again."""
         wanted: dict[str, Ranges] = {}
         for name, by_field in self.sections().items():
             if not positions and name.endswith(".pos"):
@@ -333,14 +334,16 @@ class SplitPieces:
             ranges = [r for f, rs in by_field.items() if fields is None or f in fields for r in rs]
             if ranges and self.missing(name, ranges):
                 wanted[name] = ranges
-        return self.fetch(wanted) if wanted else 0
+        if not wanted:
+            return False
+        self.fetch(wanted)
+        return True
 
-    def ensure_all_index(self) -> int:
+    def ensure_all_index(self) -> None:
         """Everything a search of any field needs (PREWARM): every composite section, and the
         whole columnar copy. The doc store's blocks stay unfetched."""
-        fetched = self.ensure_fields(None)
-        copies = {n: [(0, self._length(n))] for n in self.footer.files if member_kind(n) == "copy"}
-        return fetched + self.fetch(copies)
+        self.ensure_fields(None)
+        self.fetch({n: [(0, self._length(n))] for n in self.footer.files if member_kind(n) == "copy"})
 
     def member_bytes(self, name: str) -> bytes | None:
         """A whole member (fetched if absent), or None if the split does not hold it."""

@@ -49,14 +49,17 @@ def open_searcher(
     searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
     again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
     ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read)."""
-    pieces = _pieces(cache, store, path, size, footer_start)
-    if pieces is not None:
-        key = f"{pieces.entry}@pieces:{pieces.identity}"
+    key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
+    if key is not None:
         with _OPEN_LOCK:
             searcher = _OPEN_SEARCHERS.get(key)
-            if searcher is not None:
+            if searcher is not None and searcher.pieces is not None and size in (None, searcher.pieces.size):
                 _OPEN_SEARCHERS.move_to_end(key)
+                cache.count_hit(store, path)
                 return searcher
+    pieces = _pieces(cache, store, path, size, footer_start)
+    key = cache.pieces_identity(store, path) if pieces is not None else None
+    if pieces is not None and key is not None:
         searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
         with _OPEN_LOCK:
             _OPEN_SEARCHERS[key] = searcher
