@@ -16,9 +16,12 @@ reads of the split, only:
   sections of a field when a query on that field is about to run (``ensure_fields``). A query's
   fields are read off the compiled Tantivy query (``query_fields``); when they cannot be, every
   section is fetched. So no query runs over bytes that were not fetched;
-* **columnar copy** (``indextables.columns*.arrow``): byte ranges as Arrow reads them (its IPC
-  footer, then the record batches holding a search's hits), in ``FETCH_ALIGN`` blocks
-  (``member_file``).
+* **columnar copy** (``indextables.columns*.arrow``): its IPC footer, then the record batches
+  holding a search's hits, all at once before they are decoded (``ColumnarCopy``'s prefetch);
+  other reads Arrow makes in ``FETCH_ALIGN`` blocks (``member_file``).
+
+Ranges closer than ``COALESCE_GAP`` are one ranged read, and up to ``PARALLEL_READS`` reads of one
+fetch are in flight at once (object stores answer each in tens of milliseconds).
 
 Unfetched ranges are holes of a sparse file (they read as zeros); the entry's ``pieces.json``
 records which ranges of each member are present, and nothing reads a range it does not list.
@@ -37,6 +40,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,7 @@ from indextables_contract.errors import CorruptSplitError
 PIECES_DIR = "pieces"
 STATE_FILE = "pieces.json"
 FETCH_ALIGN = 16 << 10  # ranged reads of the columnar copy are widened to blocks of this many bytes
+PARALLEL_READS = 8  # ranged reads of one fetch in flight at once
 COALESCE_GAP = 32 << 10  # ranges of the split closer than this are fetched in one read
 TAIL_BYTES = 16 << 10  # a doc store's or composite file's tail is fetched in one read of at most this
 COPY_PREFIX = "indextables.columns"  # columnar copies: indextables.columns.arrow, ...-by-segment.arrow
@@ -255,14 +260,13 @@ class SplitPieces:
             else:
                 groups.append([piece])
         fetched = 0
-        for group in groups:
-            first, last = group[0][0], max(p[1] for p in group)
-            data = self.store.read_range(self.key, first, last - first)
-            if len(data) != last - first:
-                raise CorruptSplitError(
-                    f"{self.store.uri_of(self.key)}: reading bytes {first}..{last} (member {group[0][2]}) returned "
-                    f"{len(data)} bytes: the split is shorter than its footer says (damaged or replaced)"
-                )
+        if len(groups) > 1:  # object stores answer each read in tens of ms: several at once
+            with ThreadPoolExecutor(min(PARALLEL_READS, len(groups))) as pool:
+                datas = list(pool.map(self._read_group, groups))
+        else:
+            datas = [self._read_group(g) for g in groups]
+        for group, data in zip(groups, datas, strict=True):
+            first = group[0][0]
             fetched += len(data)
             for absolute_start, absolute_stop, name, start in group:
                 with open(self.directory / name, "r+b", buffering=0) as f:
@@ -271,6 +275,16 @@ class SplitPieces:
         if fetched:
             self._count(fetched)
         return fetched
+
+    def _read_group(self, group: list[tuple[int, int, str, int]]) -> bytes:
+        first, last = group[0][0], max(p[1] for p in group)
+        data = self.store.read_range(self.key, first, last - first)
+        if len(data) != last - first:
+            raise CorruptSplitError(
+                f"{self.store.uri_of(self.key)}: reading bytes {first}..{last} (member {group[0][2]}) returned "
+                f"{len(data)} bytes: the split is shorter than its footer says (damaged or replaced)"
+            )
+        return data
 
     def _add(self, name: str, start: int, stop: int) -> None:
         merged: Ranges = []

@@ -15,6 +15,7 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import shutil
 import tempfile
@@ -30,7 +31,7 @@ import tantivy
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
-from executor_lib.splits.columnar_copy import ColumnarCopy
+from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_compile import compile_query
@@ -122,6 +123,10 @@ def take_rows(rows: pa.Table | ColumnarCopy, ids: pa.Array) -> pa.Table:
     return pa.Table.from_batches(parts, schema=rows.schema)
 
 
+def _fetch_member(pieces: SplitPieces, member: str, ranges: list[tuple[int, int]]) -> None:
+    pieces.fetch({member: ranges})
+
+
 class SplitSearcher:
     """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
 
@@ -167,8 +172,14 @@ class SplitSearcher:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.mapping = DocMapping.from_json(mapping_json.decode())
         try:
-            if pieces is not None:
-                copy = ColumnarCopy(pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}")
+            if pieces is not None:  # read by range: the batches a take needs are fetched at once
+                length = footer.files[member][1] - footer.files[member][0]
+                blocks = ipc_blocks(length, functools.partial(pieces.read, member))
+                fetch = functools.partial(_fetch_member, pieces, member)
+                copy = ColumnarCopy(
+                    pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}",
+                    prefetch=None if blocks is None else (blocks, fetch),
+                )  # fmt: skip
             else:
                 copy = ColumnarCopy.open(Path(split), footer, member)
             self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
