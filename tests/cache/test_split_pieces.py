@@ -304,3 +304,32 @@ def test_query_fields_read_off_compiled_queries() -> None:
     assert query_needs(index.parse_query("alpha", ["message"]), names) == ({0}, False)
     assert query_needs(index.parse_query('"a b"', ["message"]), names) == ({0}, True)
     assert query_needs(index.parse_query('"a b"*', ["message"]), names) == ({0}, True)
+
+
+def test_a_merged_split_by_the_piece(s3_table: tuple[str, dict[str, Any], Any], tmp_path: Path) -> None:
+    """A merged split (segments copied, a columnar copy by segment, row offsets) answers by the piece
+    as when fetched whole."""
+    from executor_lib.splits.publish import merge_splits
+
+    uri, options, adds = s3_table
+    store = open_store(uri, **options)
+    snapshot = executor_lib.open_log(uri, **options).snapshot()
+    schema = snapshot.arrow_schema()
+    mappings = {a.path: snapshot.doc_mapping(a) for a in adds}
+    merged = merge_splits(store, adds, schema, mappings, SplitCache(tmp_path / "merge", by_piece=False))
+    mapping = snapshot.doc_mapping(adds[0])
+
+    def answers(cache: SplitCache, query: Any) -> list[Any]:
+        table_search._OPEN_SEARCHERS.clear()
+        searcher = table_search.load_split(
+            cache, store, merged.path, schema, mapping, merged.size, merged.footer_start_offset
+        )
+        return _ids(searcher.search(query, ["id", "message"]))
+
+    for query in (f"message:{RARE}", 'message:"alpha beta"', filters.Term("level", "DEBUG"), None):
+        cache_dir = tmp_path / f"pieces-{uuid.uuid4().hex[:6]}"
+        whole = answers(SplitCache(tmp_path / "whole", by_piece=False), query)
+        assert answers(SplitCache(cache_dir), query) == whole, query
+        assert _states(cache_dir), "fetched by the piece"
+        _poison_holes(cache_dir)
+        assert answers(SplitCache(cache_dir), query) == whole, query
