@@ -12,7 +12,9 @@ and a rare word planted in about 18 rows of 300K). Measured:
 * cold: with an empty split cache, the bytes moved (response bytes counted by the S3 server, so
   every client is seen: Spark's Python workers, pyarrow's S3 filesystem) and the time of a rare-word
   search, a phrase search and an aggregate (count per level), against pyarrow reading the columns
-  it needs of the Parquet object on the same server (and checked to count the same rows);
+  it needs of the Parquet object on the same server (and checked to count the same rows); and the
+  bytes of each kind of split member the query fetched (splits are fetched by the piece,
+  ``cache/split_pieces.py``; ``INDEXTABLES_CACHE_FETCH=whole`` measures whole-split fetching);
 * warm: the rare-word search with the split cache warm, on S3 and on local disk (best of
   ``3 x --repeat`` runs taken in turns): the goal is S3 within 0.05 s of local disk.
 
@@ -129,7 +131,8 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
         query(local, {})
     cold: dict[str, Any] = {}
     for name, query in queries.items():
-        cache = {"spark.indextables.cache.directoryPath": tempfile.mkdtemp(prefix="cold-", dir=work)}
+        cache_dir = tempfile.mkdtemp(prefix="cold-", dir=work)
+        cache = {"spark.indextables.cache.directoryPath": cache_dir}
         traffic(endpoint_url, reset=True)
         start = time.perf_counter()
         got = query(remote, {**s3, **cache})
@@ -144,7 +147,7 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
         cold[name] = {
             "result": got, "seconds": seconds, "bytes_moved": moved["bytes_out"], "requests": moved["requests"],
             "parquet_seconds": parquet_seconds, "parquet_bytes_moved": parquet_moved["bytes_out"],
-            "parquet_requests": parquet_moved["requests"],
+            "parquet_requests": parquet_moved["requests"], "members": _fetched_members(Path(cache_dir)),
         }  # fmt: skip
     results["cold"] = cold
 
@@ -229,6 +232,21 @@ def _bytes(local: str, remote: str, s3: dict[str, Any], parquet_bytes: int) -> d
     }  # fmt: skip
 
 
+def _fetched_members(cache_dir: Path) -> dict[str, int]:
+    """Bytes of each kind of split member a cold query fetched (from the cache's record of the pieces
+    it holds, ``cache/split_pieces.py``; a split fetched whole counts as ``(whole splits)``)."""
+    import json
+
+    fetched: dict[str, int] = defaultdict(int)
+    for state_file in cache_dir.glob("splits/*/pieces.json"):
+        for name, ranges in json.loads(state_file.read_text())["present"].items():
+            match = _SEGMENT_FILE.match(name)
+            fetched[f"*.{match.group(1)}" if match else name] += sum(stop - start for start, stop in ranges)
+    for whole in cache_dir.glob("splits/*/data.split"):
+        fetched["(whole splits)"] += whole.stat().st_size
+    return dict(sorted(fetched.items(), key=lambda kv: -kv[1]))
+
+
 def print_results(r: dict[str, Any]) -> None:
     b = r["bytes"]
     print(f"storage: {r['rows']:,} rows; {b['splits']} splits of {b['split_bytes']:,} B vs Parquet "
@@ -242,6 +260,8 @@ def print_results(r: dict[str, Any]) -> None:
     for name, c in r["cold"].items():
         print(f"  {name:<28} {c['bytes_moved']:>14,} {c['bytes_moved'] / b['parquet_bytes']:>7.2f}x "
               f"{c['seconds']:>7.3f}s  {c['parquet_bytes_moved']:>14,} {c['parquet_seconds']:>7.3f}s")  # fmt: skip
+        fetched = ", ".join(f"{name} {size:,}" for name, size in c.get("members", {}).items())
+        print(f"    fetched by member: {fetched or '(none)'}")
     w = r["warm"]
     print(f"  warm rare-word search: S3 {w['s3_s']:.3f} s, local disk {w['local_s']:.3f} s "
           f"({w['s3_over_local_s']:+.3f} s)")  # fmt: skip

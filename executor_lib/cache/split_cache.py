@@ -11,6 +11,13 @@
   cache directory, updated under a lock, so another process (``indextables cache describe``)
   can read them; a read task's counts are written once, when it ends (``counted_once``).
 
+* **By the piece.** A split on object storage that has a columnar copy is not downloaded whole:
+  ``pieces`` lays its members out in the entry and fetches only what queries read, by ranged reads
+  (``split_pieces.py``); ``get`` (whole) serves local tables, IndexTables4Spark splits (transcoded
+  through their doc store) and merges. ``INDEXTABLES_CACHE_FETCH=whole`` (or the option
+  ``spark.indextables.cache.fetch``) turns it off. Sizes count the blocks files occupy, so a
+  split's unfetched ranges (holes of sparse files) take none of the budget.
+
 Directory: ``INDEXTABLES_CACHE_DIR``, default ``<tmp>/indextables-split-cache-<uid>`` (a node's
 local disk). Budget: ``INDEXTABLES_CACHE_MAX_BYTES`` (default 10 GiB).
 """
@@ -32,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
@@ -51,8 +59,11 @@ class CacheEntry:
 
 
 class SplitCache:
-    def __init__(self, directory: Path, max_bytes: int = 10 << 30, l1_max_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self, directory: Path, max_bytes: int = 10 << 30, l1_max_bytes: int = 64 << 20, by_piece: bool = True
+    ) -> None:
         self.directory = directory
+        self.by_piece = by_piece  # splits on object storage fetched by the piece (``pieces``), not whole
         self.max_bytes = max_bytes
         self.l1_max_bytes = l1_max_bytes
         self._footers: OrderedDict[str, tuple[BundleFooter, int]] = OrderedDict()
@@ -105,6 +116,82 @@ class SplitCache:
         self._count(misses=1, bytes_downloaded=downloaded)
         self.evict(keep=entry)
         return CacheEntry(entry, split)
+
+    def pieces(
+        self,
+        store: ObjectStore,
+        key: str,
+        size: int | None = None,
+        footer_start: int | None = None,
+    ) -> SplitPieces | None:
+        """The split at ``key`` fetched by the piece (``split_pieces.py``): on a miss only its footer
+        (one ranged read with ``footer_start``, the add action's ``footerStartOffset``), its small
+        members, its index files' footers and its ``.fast`` are fetched; queries fetch the rest they
+        read. None when the split is to be fetched whole (``get``): fetching by the piece is off
+        (``by_piece``), the store is local, a whole copy is cached, or the split has no columnar
+        copy (an IndexTables4Spark split, whose rows come from its doc store).
+        ``size``: the add action's; an entry of another size is dropped and fetched again.
+        """
+        if not self.by_piece or store.local_path(key) is not None:
+            return None
+        uri = store.uri_of(key)
+        entry = self._entry_dir(uri)
+        found = SplitPieces.load(store, key, entry, size, self._count_bytes)
+        if found is not None:
+            self._touch(entry)
+            self._count(hits=1)
+            return found
+        if _has_size(entry / DATA_FILE, size):
+            return None
+        footer_end = size if footer_start is not None else None
+        footer = self.footer_of(store, key, footer_start, footer_end)
+        if size is not None and footer.footer_end != size:
+            raise CorruptSplitError(
+                f"{uri}: the split is {footer.footer_end} bytes but the transaction log's add action says {size}: "
+                "the split was damaged or replaced"
+            )
+        if not any(member_kind(name) == "copy" for name in footer.files):
+            return None
+        with exclusive_lock(entry_lock(entry)):
+            found = SplitPieces.load(store, key, entry, size, self._count_bytes)
+            if found is not None:  # another process fetched it while we waited
+                self._count(hits=1)
+                return found
+            if _has_size(entry / DATA_FILE, size):
+                return None
+            if entry.exists():  # a copy of another size, and whatever was derived from it
+                shutil.rmtree(entry, ignore_errors=True)
+                self._count(evictions=1)
+            entry.mkdir(parents=True, exist_ok=True)
+            try:
+                found = SplitPieces.create(store, key, footer, entry, self._count_bytes)
+            except BaseException:
+                shutil.rmtree(entry, ignore_errors=True)
+                raise
+        self._count(misses=1)
+        self.evict(keep=entry)
+        return found
+
+    def pieces_identity(self, store: ObjectStore, key: str) -> str | None:
+        """An identity of the by-the-piece entry of the split at ``key`` (None: there is none), which
+        changes when the entry is made again: a process keeps a searcher open under it. One ``stat``."""
+        if not self.by_piece:
+            return None
+        entry = self._entry_dir(store.uri_of(key))
+        try:
+            st = (entry / PIECES_DIR).stat()
+        except FileNotFoundError:
+            return None
+        return f"{entry}@pieces:{st.st_ino}:{st.st_ctime_ns}"
+
+    def count_hit(self, store: ObjectStore, key: str) -> None:
+        """A warm use of the split at ``key`` served by an open searcher: counted, and its entry made
+        the most recently used."""
+        self._touch(self._entry_dir(store.uri_of(key)))
+        self._count(hits=1)
+
+    def _count_bytes(self, n: int) -> None:
+        self._count(bytes_downloaded=n)
 
     def discard(self, store: ObjectStore, key: str) -> None:
         """Drop the cached copy of the split at ``key`` (it failed to open: the next use fetches it again)."""
@@ -159,30 +246,42 @@ class SplitCache:
     # --- L1 -----------------------------------------------------------------------------------
 
     def footer(self, store: ObjectStore, add: AddAction) -> BundleFooter:
-        """A split's footer: from memory, from a cached copy, or with one ranged read."""
-        uri = store.uri_of(add.path)
+        """A split's footer: from memory, or with one ranged read."""
+        end = add.footer_end_offset if add.footer_start_offset is not None else None
+        return self.footer_of(store, add.path, add.footer_start_offset, end)
+
+    def footer_of(
+        self, store: ObjectStore, key: str, footer_start: int | None = None, footer_end: int | None = None
+    ) -> BundleFooter:
+        """The footer of the split at ``key``: from memory, or with one ranged read when the add
+        action's footer offsets are given (else a HEAD and a read of the tail)."""
+        uri = store.uri_of(key)
         with self._lock:
             found = self._footers.get(uri)
+            if found is not None and footer_end is not None and found[0].footer_end != footer_end:
+                found = None  # the split at this path was replaced: read the new one's footer
             if found is not None:
                 self._footers.move_to_end(uri)
         if found is not None:
             self._count(footer_hits=1)
             return found[0]
-        if add.footer_start_offset is not None and add.footer_end_offset is not None:
-            start = add.footer_start_offset
-            tail = store.read_range(add.path, start, add.footer_end_offset - start)
-            size = add.footer_end_offset
+        if footer_start is not None and footer_end is not None:
+            tail = store.read_range(key, footer_start, footer_end - footer_start)
+            size = footer_end
         else:
-            size = store.head(add.path).size
+            size = store.head(key).size
             start = max(0, size - footer_length_hint())
-            tail = store.read_range(add.path, start, size - start)
+            tail = store.read_range(key, start, size - start)
             for _ in range(3):  # a footer longer than the hint (many segments): read what it needs
                 needed = footer_length_needed(tail, size)
                 if needed <= len(tail):
                     break
-                tail = store.read_range(add.path, size - needed, needed)
+                tail = store.read_range(key, size - needed, needed)
         footer = parse_footer(tail, size, uri)
         with self._lock:
+            replaced = self._footers.pop(uri, None)
+            if replaced is not None:
+                self._footer_bytes -= replaced[1]
             self._footers[uri] = (footer, len(tail))
             self._footer_bytes += len(tail)
             while self._footer_bytes > self.l1_max_bytes and self._footers:
@@ -192,11 +291,17 @@ class SplitCache:
         return footer
 
     def prewarm(self, store: ObjectStore, add: AddAction, footer_only: bool = False) -> None:
-        """Fetch a split (or only its footer) before queries need it."""
+        """Fetch a split (or only its footer) before queries need it. Fetched by the piece
+        (``pieces``), a split gets its whole index and columnar copy, but not its doc store's blocks
+        (no search of a split with a columnar copy reads them)."""
         if footer_only:
             self.footer(store, add)
-        else:
+            return
+        pieces = self.pieces(store, add.path, add.size, add.footer_start_offset)
+        if pieces is None:
             self.get(store, add.path, add.size)
+        else:
+            pieces.ensure_all_index()
 
     # --- counters -----------------------------------------------------------------------------
 
@@ -298,7 +403,19 @@ def default_cache() -> SplitCache:
         Path(spark_local or tempfile.gettempdir()) / f"indextables-split-cache-{os.getuid()}"
     )
     max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
-    return SplitCache(Path(directory), max_bytes)
+    return SplitCache(Path(directory), max_bytes, by_piece=fetch_by_piece())
+
+
+def fetch_by_piece(setting: str | None = None) -> bool:
+    """Whether splits on object storage are fetched by the piece: ``setting``
+    (``spark.indextables.cache.fetch``), else ``INDEXTABLES_CACHE_FETCH``: ``pieces`` (default) or
+    ``whole``; ConfigError for anything else."""
+    value = (setting or os.environ.get("INDEXTABLES_CACHE_FETCH") or "pieces").strip().lower()
+    if value not in ("pieces", "whole"):
+        raise ConfigError(
+            f"spark.indextables.cache.fetch (or INDEXTABLES_CACHE_FETCH) is {value!r}: give pieces or whole"
+        )
+    return value == "pieces"
 
 
 def _has_size(split: Path, size: int | None) -> bool:
@@ -311,12 +428,14 @@ def _has_size(split: Path, size: int | None) -> bool:
 
 
 def _tree_size(root: Path) -> int:
-    """Bytes of the files under ``root``. Other processes share the cache: their temporary files
+    """Bytes of the files under ``root`` (the blocks they occupy, at most their length: a split fetched
+    by the piece is sparse files whose holes take no space). Other processes share the cache: their temporary files
     (a download's ``.part``, a transcoding's scratch) and whole evicted entries may vanish during
     the walk, and count as gone (``os.walk`` skips directories that disappear)."""
     total = 0
     for directory, _, names in os.walk(root):
         for name in names:
             with contextlib.suppress(FileNotFoundError):
-                total += os.stat(os.path.join(directory, name)).st_size
+                st = os.stat(os.path.join(directory, name))
+                total += min(st.st_size, st.st_blocks * 512)
     return total

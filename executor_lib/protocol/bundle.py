@@ -212,6 +212,18 @@ def read_hotcache(path: Path) -> HotCache:
         return parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), str(path))
 
 
+def local_files(files: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The index files a local directory of the split holds, by name -> the member's range: a member
+    ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) under the name ``<segment>.term``, in place of that
+    member's SSTable dictionaries, which the ``tantivy`` package cannot read; every other member as is."""
+    out: dict[str, tuple[int, int]] = {}
+    for name, span in files.items():
+        if name.endswith(".term") and name + ".fst" in files:
+            continue  # the SSTable version: its FST member is laid out under this name
+        out[name[: -len(".fst")] if name.endswith(LOCAL_TERM_SUFFIX) else name] = span
+    return out
+
+
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
     """Lay the index files of a local split out in ``dest`` (tantivy opens a directory). A member
     ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) is written as ``<segment>.term``, in place of
@@ -219,15 +231,12 @@ def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     size = path.stat().st_size
     with open(path, "rb", buffering=0) as f:
-        for name, (start, end) in footer.files.items():
+        for name, (start, end) in local_files(footer.files).items():
             if "/" in name or name in ("", ".", ".."):
                 raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
             if end > size:
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
-            if name + ".fst" in footer.files and name.endswith(".term"):
-                continue  # the SSTable version: its FST member is written under this name
-            local = name[: -len(".fst")] if name.endswith(LOCAL_TERM_SUFFIX) else name
-            with open(dest / local, "wb", buffering=0) as out:
+            with open(dest / name, "wb", buffering=0) as out:
                 copy_range(f.fileno(), out.fileno(), start, end - start)
 
 

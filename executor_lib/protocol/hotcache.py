@@ -542,3 +542,84 @@ def build_hotcache(lengths: Mapping[str, int], read: Callable[[str, int, int], b
         pieces = (CachedSlice(s, e, read_file(s, e)) for s, e in choose_ranges(name, lengths[name], read_file))
         caches[name] = FileSliceCache(lengths[name], tuple(pieces))
     return encode_hotcache(HotCache({n: lengths[n] for n in names}, caches))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fetching by the piece (``cache/split_pieces.py``): what Tantivy reads to open a file, and where
+# each field's bytes are in a composite file
+
+
+COMPOSITE_EXTENSIONS = ("idx", "pos", "term", "fieldnorm")
+
+
+def open_ranges(name: str, length: int, read: Callable[[int, int], bytes]) -> list[tuple[int, int]]:
+    """Every byte range of segment file ``name`` (``length`` bytes) that Tantivy reads when it opens
+    the file (as ``choose_ranges`` derives them, with no size cap): its Tantivy footer; for a doc
+    store (``.store``) the skip index and doc store footer; for a composite file the composite
+    footer; for ``.fast`` the column dictionary and columnar footer. Sorted, joined.
+
+    Raises:
+        ValueError: the file's layout does not parse (``read`` returned bytes of another shape).
+    """
+    try:
+        return _join(_layout_ranges(name.rsplit(".", 1)[-1], length, read))
+    except struct.error as e:
+        raise ValueError(f"{name}: layout does not parse ({e})") from e
+
+
+def composite_sections(length: int, read: Callable[[int, int], bytes]) -> dict[int, list[tuple[int, int]]]:
+    """The byte ranges of each field (Tantivy field id) in a composite file (``.idx .pos .term
+    .fieldnorm``) of ``length`` bytes: what a query on that field reads beyond ``open_ranges``.
+
+    Raises:
+        ValueError: the layout does not parse.
+    """
+    try:
+        json_len, magic = struct.unpack("<II", read(length - 8, length))
+        body_end = length - 8 - json_len
+        if magic != _TANTIVY_FOOTER_MAGIC or body_end < 4:
+            raise ValueError("no Tantivy footer")
+        (footer_len,) = struct.unpack("<I", read(body_end - 4, body_end))
+        footer_start = body_end - 4 - footer_len
+        _checked(footer_start, body_end, body_end)
+        addresses = _composite_addresses(read(footer_start, body_end - 4))
+    except struct.error as e:
+        raise ValueError(f"composite file does not parse ({e})") from e
+    sections: dict[int, list[tuple[int, int]]] = {}
+    bounds = [*addresses, (None, footer_start)]
+    for (field, start), (_, stop) in itertools.pairwise(bounds):
+        assert field is not None
+        _checked(start, stop, footer_start)
+        sections.setdefault(field, []).append((start, stop))
+    return sections
+
+
+def _composite_addresses(footer: bytes) -> list[tuple[int | None, int]]:
+    """(field id, start) of each section of a composite file, from its footer (see ``_composite_offsets``)."""
+    pos = 0
+
+    def vint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            byte = footer[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte & 0x80:
+                return value
+            shift += 7
+
+    out: list[tuple[int | None, int]] = []
+    offset = 0
+    try:
+        for _ in range(vint()):
+            offset += vint()
+            (field,) = _U32.unpack_from(footer, pos)
+            pos += 4
+            vint()
+            out.append((field, offset))
+    except (IndexError, struct.error) as e:
+        raise ValueError("composite footer does not parse") from e
+    if [start for _, start in out] != sorted(start for _, start in out):
+        raise ValueError("composite footer lists sections out of order")
+    return out

@@ -361,7 +361,9 @@ class CommandReader(DataSourceReader):
         where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         for add, mapping in payload:
-            searcher = open_searcher(cache, store, add.path, snapshot_schema, mapping, add.size)
+            searcher = open_searcher(
+                cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset
+            )
             query = None
             if where is not None:
                 filter_plan = plan(where, [searcher.mapping], snapshot_schema)
@@ -404,7 +406,7 @@ class CommandReader(DataSourceReader):
         merged: Partials = {}
         routes = {"index": 0, "rows": 0}
         for add, mapping in body:
-            searcher = open_searcher(cache, store, add.path, schema, mapping, add.size)
+            searcher = open_searcher(cache, store, add.path, schema, mapping, add.size, add.footer_start_offset)
             constants = partition_constants(add.partition_values, self.partition_columns, schema)
             with damage_of_split(cache, store, add.path):
                 partials, route = aggregate_split(searcher, agg, where, schema, constants)

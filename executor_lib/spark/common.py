@@ -251,14 +251,17 @@ def partition_constants(
 
 
 def node_split_cache(options: Mapping[str, str]) -> Any:
-    from executor_lib.cache.split_cache import SplitCache, default_cache
+    from executor_lib.cache.split_cache import SplitCache, default_cache, fetch_by_piece
 
+    by_piece = fetch_by_piece(options.get("spark.indextables.cache.fetch"))
     directory = options.get("spark.indextables.cache.directoryPath")
     if not directory:
-        return default_cache()
+        cache = default_cache()
+        cache.by_piece = by_piece
+        return cache
     size = options.get("spark.indextables.cache.maxSize")
     max_bytes = O.parse_size("spark.indextables.cache.maxSize", size) if size else 10 << 30
-    return SplitCache(Path(directory), max_bytes)
+    return SplitCache(Path(directory), max_bytes, by_piece=by_piece)
 
 
 def delete_quietly(store: Any, keys: list[str]) -> None:

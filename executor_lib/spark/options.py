@@ -34,7 +34,9 @@ _STORAGE_KEYS = (
     "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token", "path_style",
     "multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout",
 )  # fmt: skip
-_CACHE_KEYS = ("spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize")
+_CACHE_KEYS = (
+    "spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize", "spark.indextables.cache.fetch",
+)  # fmt: skip
 # spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
 # writes accept it, as they carry every session setting; so do the mergeOnWrite settings, which the
 # client acts on after a write: connect_plugin.session.write). sessionTimeZone: the client session's

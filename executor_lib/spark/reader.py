@@ -54,6 +54,7 @@ class SplitRef:
     partition_values: dict[str, str | None]
     doc_mapping: str | None
     size: int
+    footer_start: int | None = None  # the add's footerStartOffset: a cold split's footer in one ranged read
 
 
 class IndexTablesPartition(InputPartition):
@@ -193,7 +194,10 @@ class IndexTablesReader(DataSourceReader):
         files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
         groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         mapping = snapshot.doc_mapping
-        refs = [[SplitRef(a.path, dict(a.partition_values), mapping(a), a.size) for a in g] for g in groups]
+        refs = [
+            [SplitRef(a.path, dict(a.partition_values), mapping(a), a.size, a.footer_start_offset) for a in g]
+            for g in groups
+        ]
         return [IndexTablesPartition(g) for g in refs]
 
     def _light(self) -> bool:
@@ -240,7 +244,9 @@ class IndexTablesReader(DataSourceReader):
         for split in splits:
             if remaining is not None and remaining <= 0:
                 return
-            searcher = open_searcher(cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size)
+            searcher = open_searcher(
+                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start
+            )
             where = f"split {store.uri_of(split.path)} of table {self.path}"
             data_columns = [c for c in self.columns if c not in self.match]
             check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)

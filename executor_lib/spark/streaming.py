@@ -379,4 +379,4 @@ class IndexTablesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
 
 def _ref(add: AddAction, doc_mapping: str | None) -> SplitRef:
-    return SplitRef(add.path, dict(add.partition_values), doc_mapping, add.size)
+    return SplitRef(add.path, dict(add.partition_values), doc_mapping, add.size, add.footer_start_offset)

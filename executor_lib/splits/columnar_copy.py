@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -152,7 +153,17 @@ class ColumnarCopy:
     Example: ``ColumnarCopy.open(split, footer, member).take(pa.array([3, 9], pa.uint64()))``.
     """
 
-    def __init__(self, buffer: pa.Buffer, source: str, output: pa.Schema | None = None) -> None:
+    def __init__(
+        self,
+        buffer: pa.Buffer | pa.NativeFile,
+        source: str,
+        output: pa.Schema | None = None,
+        prefetch: tuple[list[tuple[int, int]], Callable[[list[tuple[int, int]]], None]] | None = None,
+    ) -> None:
+        """``buffer``: the copy's bytes, or a file that reads them (``cache/split_pieces.py``: ranged
+        reads of a split fetched by the piece). ``prefetch``: each record batch's byte range (``ipc_blocks``)
+        and a function that fetches ranges at once, called with the batches a ``take`` will decode."""
+        self._prefetch = prefetch
         self._buffer = buffer
         self.source = source
         reader = pa.ipc.open_file(buffer)
@@ -189,7 +200,18 @@ class ColumnarCopy:
 
     def read_all(self) -> pa.Table:
         """Every row, as one table."""
+        self._fetch_batches(range(len(self._starts) - 1))
         return self._assemble([self._batch(i) for i in range(len(self._starts) - 1)], self.num_rows)
+
+    def _fetch_batches(self, batches: Iterable[int]) -> None:
+        """Fetch at once the bytes of the ``batches`` not decoded yet (a copy read by range)."""
+        if self._prefetch is None:
+            return
+        blocks, fetch = self._prefetch
+        columns = self._projection()
+        ranges = [blocks[b] for b in batches if b < len(blocks) and _DECODED.get((self._id, b, columns)) is None]
+        if ranges:
+            fetch(ranges)
 
     def take(self, ids: pa.Array) -> pa.Table:
         """The rows numbered ``ids`` (uint64), in that order; IndexError names a row out of range."""
@@ -204,6 +226,7 @@ class ColumnarCopy:
         starts = self._starts
         bounds = np.searchsorted(sorted_ids, starts)  # the ids in batch b: bounds[b]:bounds[b + 1]
         parts = []
+        self._fetch_batches(int(b) for b in np.nonzero(bounds[1:] > bounds[:-1])[0])
         for b in np.nonzero(bounds[1:] > bounds[:-1])[0]:
             in_batch = sorted_ids[bounds[b] : bounds[b + 1]] - starts[b]
             batch = self._batch(int(b))
@@ -274,3 +297,43 @@ def _batch_starts(reader: pa.ipc.RecordBatchFileReader, buffer: pa.Buffer) -> np
     else:
         counts = np.array([reader.get_batch(i).num_rows for i in range(batches)], dtype=np.int64)
     return np.concatenate([[0], np.cumsum(counts)])
+
+
+_ARROW_MAGIC = b"ARROW1"
+
+
+def ipc_blocks(length: int, read: Callable[[int, int], bytes]) -> list[tuple[int, int]] | None:
+    """Each record batch's byte range (message and body) in an Arrow IPC file of ``length`` bytes,
+    from its footer (flatbuffer ``Footer.recordBatches``: ``Block {offset: long, metaDataLength: int,
+    bodyLength: long}``); None when the footer does not read as expected (a reader then reads the
+    batches as Arrow asks for them)."""
+    try:
+        tail = read(length - 10, length)
+        (footer_len,) = struct.unpack("<i", tail[:4])
+        if tail[4:] != _ARROW_MAGIC or not 0 < footer_len <= length - 10:
+            return None
+        buf = read(length - 10 - footer_len, length - 10)
+        (root,) = struct.unpack_from("<I", buf, 0)
+        (vtable_back,) = struct.unpack_from("<i", buf, root)
+        vtable = root - vtable_back
+        (vtable_len,) = struct.unpack_from("<H", buf, vtable)
+        field = 3  # Footer: version, schema, dictionaries, recordBatches
+        if 4 + 2 * field + 2 > vtable_len:
+            return []
+        (offset,) = struct.unpack_from("<H", buf, vtable + 4 + 2 * field)
+        if offset == 0:
+            return []
+        position = root + offset
+        (relative,) = struct.unpack_from("<I", buf, position)
+        vector = position + relative
+        (count,) = struct.unpack_from("<I", buf, vector)
+        blocks = []
+        for i in range(count):
+            start, meta_len, _, body_len = struct.unpack_from("<qiiq", buf, vector + 4 + 24 * i)
+            stop = start + meta_len + body_len
+            if not 0 <= start < stop <= length - 10 - footer_len:
+                return None
+            blocks.append((start, stop))
+        return blocks
+    except (struct.error, ValueError, IndexError):
+        return None

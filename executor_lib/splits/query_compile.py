@@ -247,7 +247,9 @@ class _Compiler:
         if not tokens:
             return tantivy.Query.empty_query()
         name = f"{field.name}.{path}" if path else field.name
-        terms = [(tantivy.Occur.Must, tantivy.Query.term_query(self.schema, name, t)) for t in tokens]
+        # Frequencies, not positions (as Tantivy's query parser builds term queries): only phrase
+        # queries read a field's positions (split_pieces.query_needs)
+        terms = [(tantivy.Occur.Must, tantivy.Query.term_query(self.schema, name, t, "freq")) for t in tokens]
         return terms[0][1] if len(terms) == 1 else tantivy.Query.boolean_query(terms)
 
     def check_token_lengths(self, leaf: Leaf) -> None:

@@ -15,6 +15,7 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import shutil
 import tempfile
@@ -27,9 +28,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
+from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
-from executor_lib.splits.columnar_copy import ColumnarCopy
+from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_compile import compile_query
@@ -121,49 +123,89 @@ def take_rows(rows: pa.Table | ColumnarCopy, ids: pa.Array) -> pa.Table:
     return pa.Table.from_batches(parts, schema=rows.schema)
 
 
+def _fetch_member(pieces: SplitPieces, member: str, ranges: list[tuple[int, int]]) -> None:
+    pieces.fetch({member: ranges})
+
+
 class SplitSearcher:
     """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
 
     @guarded(lambda self, split, *a, **k: f"opening split {split}")
-    def __init__(self, split: Path, work_dir: Path, arrow_schema: pa.Schema, doc_mapping: str | None) -> None:
+    def __init__(
+        self,
+        split: Path | str,
+        work_dir: Path,
+        arrow_schema: pa.Schema,
+        doc_mapping: str | None,
+        pieces: SplitPieces | None = None,
+    ) -> None:
+        """Open the local split ``split`` (its index extracted, or transcoded, into ``work_dir``),
+        or, with ``pieces``, a split fetched by the piece (``split`` then only names it): its
+        members are laid out in ``pieces.directory`` and its rows read by range."""
         self.split = split
         self.work_dir = work_dir
-        footer = read_footer(split)
-        index_dir = self.index_dir = work_dir / "index"
-        # Several Python workers of a node may open the same split at once: one extracts (or
-        # transcodes), under the cache entry's lock, and the others wait and reuse its result.
-        work_dir.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(entry_lock(work_dir)):
-            if columns_member(footer) is None:
-                split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
-            if not (index_dir / "meta.json").exists():
-                shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
-                tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
-                extract_bundle(split, footer, tmp)
-                tmp.rename(index_dir)
-        mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
+        self.pieces = pieces
+        if pieces is not None:
+            footer = pieces.footer
+            self.index_dir = pieces.directory
+            mapping_json = pieces.member_bytes(DOC_MAPPING_MEMBER)
+            segments = pieces.member_bytes(SEGMENTS_MEMBER)
+        else:
+            split = Path(split)
+            footer = read_footer(split)
+            index_dir = self.index_dir = work_dir / "index"
+            # Several Python workers of a node may open the same split at once: one extracts (or
+            # transcodes), under the cache entry's lock, and the others wait and reuse its result.
+            work_dir.mkdir(parents=True, exist_ok=True)
+            with exclusive_lock(entry_lock(work_dir)):
+                if columns_member(footer) is None:
+                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
+                if not (index_dir / "meta.json").exists():
+                    shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
+                    tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
+                    extract_bundle(split, footer, tmp)
+                    tmp.rename(index_dir)
+            mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
+            segments = read_member(split, footer, SEGMENTS_MEMBER)
         member = columns_member(footer)
         if member is None or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.mapping = DocMapping.from_json(mapping_json.decode())
         try:
-            copy = ColumnarCopy.open(split, footer, member)
+            if pieces is not None:  # read by range: the batches a take needs are fetched at once
+                length = footer.files[member][1] - footer.files[member][0]
+                blocks = ipc_blocks(length, functools.partial(pieces.read, member))
+                fetch = functools.partial(_fetch_member, pieces, member)
+                copy = ColumnarCopy(
+                    pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}",
+                    prefetch=None if blocks is None else (blocks, fetch),
+                )  # fmt: skip
+            else:
+                copy = ColumnarCopy.open(Path(split), footer, member)
             self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
         self.index_only = [f.name for f in self.mapping.fields if not f.stored]
-        try:
-            self.index = register_analyzers(tantivy.Index.open(str(index_dir)), self.mapping.fields)
-        except (OSError, ValueError) as e:
-            raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
-        self.searcher = self.index.searcher()
+        self._open_index()
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)
         self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
         self._offsets_by_ordinal: list[int] | None = None
-        segments = read_member(split, footer, SEGMENTS_MEMBER)
         if segments is not None:
             self._load_row_offsets(segments)
+
+    def _open_index(self) -> None:
+        try:
+            self.index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
+        except (OSError, ValueError) as e:
+            raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
+        self.searcher = self.index.searcher()
+        if self.pieces is not None:  # Tantivy field ids are positions in meta.json's schema
+            try:
+                schema = json.loads((self.index_dir / "meta.json").read_text())["schema"]
+                self._field_names = [str(f["name"]) for f in schema]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
 
     def _load_row_offsets(self, member: bytes) -> None:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
@@ -225,11 +267,17 @@ class SplitSearcher:
         return int(self.searcher.num_docs)
 
     def _query(self, query: str | filters.Filter | None) -> Any:
+        """``query`` compiled; on a split fetched by the piece, the index sections of the fields it
+        reads are fetched first (and the index opened again over them)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
         if not isinstance(query, str):
-            return self._compile(query)
-        return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
+            compiled = self._compile(query)
+        else:
+            compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
+        if self.pieces is not None and self.pieces.ensure_fields(*query_needs(compiled, self._field_names)):
+            self._open_index()
+        return compiled
 
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
@@ -265,7 +313,7 @@ class SplitSearcher:
             values = [f.value] if isinstance(f, filters.Term) else list(f.values)
             values = [self._value(field, v) for v in values]
             if isinstance(f, filters.Term):
-                return tantivy.Query.term_query(schema, f.column, values[0])
+                return tantivy.Query.term_query(schema, f.column, values[0], "freq")  # no positions read
             return tantivy.Query.term_set_query(schema, f.column, values)
         if isinstance(f, filters.Between):
             kind = _RANGE_TYPES.get(field.type)

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
+from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.log.snapshot import Snapshot
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
@@ -41,11 +42,30 @@ def open_searcher(
     arrow_schema: pa.Schema,
     doc_mapping: str | None,
     size: int | None = None,
+    footer_start: int | None = None,
 ) -> SplitSearcher:
     """A searcher over the split at ``path`` (through the node's split cache), kept open for the
     next query in this process (Spark reuses Python workers): splits are immutable, so an open
     searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
-    again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``)."""
+    again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
+    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read)."""
+    key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
+    if key is not None:
+        with _OPEN_LOCK:
+            searcher = _OPEN_SEARCHERS.get(key)
+            if searcher is not None and searcher.pieces is not None and size in (None, searcher.pieces.size):
+                _OPEN_SEARCHERS.move_to_end(key)
+                cache.count_hit(store, path)
+                return searcher
+    pieces = _pieces(cache, store, path, size, footer_start)
+    key = cache.pieces_identity(store, path) if pieces is not None else None
+    if pieces is not None and key is not None:
+        searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
+        with _OPEN_LOCK:
+            _OPEN_SEARCHERS[key] = searcher
+            while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
+                _OPEN_SEARCHERS.popitem(last=False)
+        return searcher
     entry = cache.get(store, path, size)
     try:
         st = entry.split.stat()
@@ -73,12 +93,39 @@ def load_split(
     arrow_schema: pa.Schema,
     doc_mapping: str | None,
     size: int | None = None,
+    footer_start: int | None = None,
 ) -> SplitSearcher:
-    """Open the split at ``path`` from the cache. ``size`` is the add action's size: a cached copy
-    of another size is fetched again, a fetched split of another size is refused. A split that
+    """Open the split at ``path`` from the cache (by the piece where ``SplitCache.pieces`` says so).
+    ``size`` is the add action's size: a cached copy of another size is fetched again, a fetched
+    split of another size is refused; ``footer_start`` its ``footerStartOffset``. A split that
     does not open has its cached copy dropped (so a repaired split is fetched again) and raises
     CorruptSplitError naming the table's split, not the cache file."""
+    pieces = _pieces(cache, store, path, size, footer_start)
+    if pieces is not None:
+        return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
     return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping)
+
+
+def _pieces(
+    cache: SplitCache, store: ObjectStore, path: str, size: int | None, footer_start: int | None
+) -> SplitPieces | None:
+    """The split fetched by the piece (``SplitCache.pieces``), or None to fetch it whole (a footer
+    that does not parse, or a short read, is CorruptSplitError naming the table's split)."""
+    return cache.pieces(store, path, size, footer_start)
+
+
+def _open_pieces(
+    cache: SplitCache, store: ObjectStore, path: str, pieces: SplitPieces, arrow_schema: pa.Schema, mapping: str | None
+) -> SplitSearcher:
+    try:
+        return SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces)
+    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
+        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
+            raise
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
+        ) from e
 
 
 def _open(
@@ -136,7 +183,9 @@ def search_table(
     for add in sorted(snapshot.files, key=lambda a: a.path):
         if remaining is not None and remaining <= 0:
             break
-        searcher = load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size)
+        searcher = load_split(
+            cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset
+        )
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         check_split_columns(searcher, data_columns, where)
         with damage_of_split(cache, store, add.path):

@@ -65,7 +65,10 @@ def test_warm_queries_read_no_split_data(table: tuple[str, dict[str, Any]], tmp_
     store = CountingStore(open_store(uri, **options))
     cache = SplitCache(tmp_path / "cache")
     cold = search_table(store, snap, "tag:t1", cache, ["id"])  # type: ignore[arg-type]
-    assert store.reads == 3
+    if not uri.startswith("s3:"):
+        assert store.reads == 3  # a local table's splits are copied whole
+    else:  # on S3 fetched by the piece (tests/cache/test_split_pieces.py): footer, then what is needed
+        assert 3 < store.reads <= 3 * 3
     store.reads = 0
     warm = search_table(store, snap, "tag:t1", SplitCache(tmp_path / "cache"), ["id"])  # type: ignore[arg-type]
     assert store.reads == 0, "a warm query reads nothing from the object store"

@@ -84,3 +84,35 @@ def test_an_empty_copy(tmp_path: Path) -> None:
     copy = ColumnarCopy(pa.memory_map(str(path)).read_buffer(), str(path))
     assert copy.num_rows == 0 and copy.read_all().num_rows == 0
     assert copy.take(pa.array([], pa.uint64())).column_names == ["id", "msg"]
+
+
+def test_batches_read_by_range_are_fetched_at_once_before_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy read through a file that only has what was fetched (``cache/split_pieces.py``): ``ipc_blocks``
+    finds each batch's bytes from the footer, and a ``take`` fetches exactly the batches it decodes
+    (every byte outside them and the footer is garbage), then answers as Arrow's ``take``."""
+    table = rows()
+    written(tmp_path, table, monkeypatch)
+    data = (tmp_path / "copy.arrow").read_bytes()
+    blocks = columnar_copy.ipc_blocks(len(data), lambda s, e: data[s:e])
+    assert blocks is not None and len(blocks) == 7  # 100 rows in batches of 16
+    for start, stop in blocks:
+        assert pa.ipc.read_message(pa.BufferReader(data[start:stop])).type == "record batch"
+    visible = bytearray(random.randbytes(len(data)))
+    visible[blocks[-1][1] :] = data[blocks[-1][1] :]  # the footer (and schema) were fetched
+    visible[: blocks[0][0]] = data[: blocks[0][0]]
+    fetched: list[tuple[int, int]] = []
+
+    def fetch(ranges: list[tuple[int, int]]) -> None:
+        fetched.extend(ranges)
+        for start, stop in ranges:
+            visible[start:stop] = data[start:stop]
+
+    last = blocks[-1]
+    visible[last[0] : last[1]] = data[last[0] : last[1]]  # the row count reads the last batch at open
+    copy = ColumnarCopy(pa.py_buffer(visible), "copy", prefetch=(blocks, fetch))
+    assert copy.take(pa.array([3, 40, 41], pa.uint64())).equals(table.take([3, 40, 41]))
+    assert sorted(fetched) == [blocks[0], blocks[2]]
+    assert copy.read_all().equals(table)
+    assert columnar_copy.ipc_blocks(len(data), lambda s, e: b"\0" * (e - s)) is None
