@@ -357,6 +357,19 @@ _KEYWORDS = frozenset({"from", "where", "as", "group", "order", "limit", "having
 _split_commas = split_commas
 
 
+def _add_measure(m: re.Match[str], measures: list[Measure], outputs: list[OutputColumn]) -> bool:
+    """Append the measure of a ``MEASURE_ITEM`` match and its output column; False if it cannot be
+    pushed (only ``count`` may take ``*`` or ``1``)."""
+    func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
+    column = None if arg in ("*", "1") else unquote_name(arg)
+    if column is None and func != "count":
+        return False
+    measures.append(Measure(func, column))
+    default = "count(1)" if column is None else f"{func}({column})"
+    outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
+    return True
+
+
 def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> Any:
     """(AggregatePlan without filter, output columns, order keys, limit) of a pushable aggregate, or None."""
     tail_match = _AGG_TAIL.match(tail or "")
@@ -380,13 +393,8 @@ def aggregate_shape(projection: str, projection_code: str, tail: str | None) -> 
     for item in items:
         expressions.append(re.sub(r"\s+", "", item.split(" as ")[0].split(" AS ")[0]).lower())
         if (m := MEASURE_ITEM.match(item)) is not None:
-            func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
-            column = None if arg in ("*", "1") else unquote_name(arg)
-            if column is None and func != "count":
+            if not _add_measure(m, measures, outputs):
                 return None
-            measures.append(Measure(func, column))
-            default = "count(1)" if column is None else f"{func}({column})"
-            outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
         elif (m := _COLUMN_ITEM.match(item)) is not None and unquote_name(m.group(1)).lower() in lowered:
             if m.group(1).lower() in _KEYWORDS or (m.group(2) or "").lower() in _KEYWORDS:
                 return None
@@ -426,13 +434,8 @@ def bucket_shape(projection: str, projection_code: str, tail: str | None) -> Any
             outputs.append(OutputColumn(name, group=0))
             expressions[-1] = re.sub(r"\s+", "", m.group(1)).lower()
         elif (m := MEASURE_ITEM.match(item)) is not None:
-            func, arg, alias = m.group(1).lower(), m.group(2), m.group(3)
-            column = None if arg in ("*", "1") else unquote_name(arg)
-            if column is None and func != "count":
+            if not _add_measure(m, measures, outputs):
                 return None
-            measures.append(Measure(func, column))
-            default = "count(1)" if column is None else f"{func}({column})"
-            outputs.append(OutputColumn(unquote_name(alias) if alias else default, measure=len(measures) - 1))
         else:
             return None
     group = tail_match["group"].strip()
