@@ -15,7 +15,8 @@ At every size it also measures the log at scale (issue 40) on an Avro table of t
 1,000 day partitions, ingested in time order by commits of at most 100,000 files (each fills the next
 days): ten one-file commits in a row (the
 slowest and the median), one commit of a tenth of the table (at most 100,000 files), a warm snapshot
-refreshed after each of another writer's commits, and in a new process: the snapshot load, its memory (peak RSS
+refreshed after each of another writer's commits, and in a new process (once with an empty manifest disk
+cache, then with the one it filled): the snapshot load, its memory (peak RSS
 held after the load and after reading every page of its columns) and a one-partition listing.
 JSON checkpoints are measured up to 200,000 files only.
 
@@ -41,7 +42,6 @@ from typing import Any
 import pyarrow as pa
 
 import executor_lib
-from executor_lib.log.manifest_cache import MANIFEST_CACHE
 from executor_lib.protocol.actions import AddAction
 from executor_lib.storage import open_store
 from indextables_contract.filters import Term
@@ -186,9 +186,16 @@ def scale(root: Path, n: int) -> dict[str, Any]:
     snap = reader.snapshot()  # after another writer's commit of a tenth of the table
     out["warm_after_big_commit_s"] = time.perf_counter() - start_t
     assert len(snap.files) == n + 10 + big, f"warm snapshot holds {len(snap.files)} files"
-    MANIFEST_CACHE.flush()  # the disk copies of what this process decoded (written in the background)
-    done = subprocess.run([sys.executable, "-c", SCALE_SNIPPET, uri], check=True, capture_output=True, text=True)
-    out.update(json.loads(done.stdout))
+    # New processes with their own manifest disk cache: the first decodes every manifest (a node that
+    # never read the table), the second reads the copies the first left (a node that did).
+    env = {**os.environ, "INDEXTABLES_MANIFEST_CACHE_DIR": str(root / f"manifest-cache-{n}")}
+    runs = [
+        json.loads(subprocess.run([sys.executable, "-c", SCALE_SNIPPET, uri], check=True, capture_output=True,
+                                  text=True, env=env).stdout)
+        for _ in range(2)
+    ]  # fmt: skip
+    out.update(runs[1])
+    out["cold_load_s"], out["cold_rss_mb"] = runs[0]["load_s"], runs[0]["rss_mb"]
     return out
 
 
@@ -251,17 +258,19 @@ def print_results(results: dict[str, Any]) -> None:
         "commit: bytes one 10-file commit writes to the log"
     )
     print(f"{'files':>9} {'1-file commit max':>17} {'median':>8} {'big commit':>16} {'warm+1':>7} {'warm+big':>8} "
-          f"{'new-process load':>16} {'memory':>7} {'1-partition listing':>19}")  # fmt: skip
+          f"{'new-process load':>16} {'memory':>7} {'1-partition listing':>19} {'empty-cache load':>16}")  # fmt: skip
     for n, r in results["sizes"].items():
         sc = r["scale"]
         print(f"{int(n):>9} {sc['one_file_commit_max_s']:>16.3f}s {sc['one_file_commit_median_s']:>7.3f}s "
               f"{sc['big_commit_s']:>7.2f}s/{sc['big_commit_files']:>7} {sc['warm_after_commit_s']:>6.3f}s "
               f"{sc['warm_after_big_commit_s']:>7.3f}s "
-              f"{sc['load_s']:>15.2f}s {snapshot_memory_mb(sc):>5.0f}MB {sc['listing_s']:>18.3f}s")  # fmt: skip
+              f"{sc['load_s']:>15.2f}s {snapshot_memory_mb(sc):>5.0f}MB {sc['listing_s']:>18.3f}s "
+              f"{sc.get('cold_load_s', float('nan')):>15.2f}s")  # fmt: skip
     print("warm+1 / warm+big: a process's snapshot refreshed after another writer's one-file (slowest of ten) / "
-          "big commit; big commit: a tenth of "
-          "the table, at most 100,000 files; memory: what a new process grew by (RSS) after loading the snapshot "
-          "and reading every page of its Arrow columns (memory-mapped ones included)")  # fmt: skip
+          "big commit; big commit: a tenth of the table, at most 100,000 files; "
+          "new-process load, memory, listing: with the manifest disk cache an earlier process filled; "
+          "memory: RSS growth after loading the snapshot and reading every page of its Arrow columns "
+          "(memory-mapped ones included); empty-cache load: a new process decoding every manifest")  # fmt: skip
     p = results["pruning"]
     print(
         f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "

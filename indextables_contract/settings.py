@@ -91,7 +91,7 @@ _BATCH_RETRIEVAL = ("tunes tantivy4java's batched document retrieval; here rows 
                     "in one read")  # fmt: skip
 _ADAPTIVE = "tunes the JVM's adaptive batch sizing of document retrieval; here there is nothing to tune"
 _DISK_CACHE = ("configures tantivy4java's L2 disk slice cache; here the node's split cache (cache.directoryPath, "
-               "cache.maxSize) keeps whole splits")  # fmt: skip
+               "cache.maxSize, cache.fetch) keeps what queries fetched")  # fmt: skip
 _READ_LIMIT = "the JVM's per-partition row cap without a pushed LIMIT; here a read returns every matching row"
 _SPLITS_PER_TASK = ("the JVM's splits-per-task choice; here read.maxSplitsPerPartition and read.targetPartitionBytes "
                     "plan the tasks")  # fmt: skip
@@ -273,6 +273,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("cache.directoryPath", "INDEXTABLES_CACHE_DIR, or under the system temp directory",
        "the node's split cache directory"),
     _own("cache.maxSize", "10G", "the node's split cache size (LRU)"),
+    _own("cache.fetch", "pieces (INDEXTABLES_CACHE_FETCH)",
+         "how a cold split on object storage is fetched: pieces (the members and ranges queries read) or whole"),
     _n("cache.disk.enabled", "auto", _DISK_CACHE),
     _n("cache.disk.path", "auto", _DISK_CACHE),
     _n("cache.disk.maxSize", "auto", _DISK_CACHE),
