@@ -61,10 +61,7 @@ def open_searcher(
     key = cache.pieces_identity(store, path) if pieces is not None else None
     if pieces is not None and key is not None:
         searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-        with _OPEN_LOCK:
-            _OPEN_SEARCHERS[key] = searcher
-            while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
-                _OPEN_SEARCHERS.popitem(last=False)
+        _remember_searcher(key, searcher)
         return searcher
     entry = cache.get(store, path, size)
     try:
@@ -79,11 +76,16 @@ def open_searcher(
             _OPEN_SEARCHERS.move_to_end(key)
             return searcher
     searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping)
+    _remember_searcher(key, searcher)
+    return searcher
+
+
+def _remember_searcher(key: str, searcher: SplitSearcher) -> None:
+    """Keep an opened searcher for reuse, the least recently used dropped past ``MAX_OPEN_SEARCHERS``."""
     with _OPEN_LOCK:
         _OPEN_SEARCHERS[key] = searcher
         while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
             _OPEN_SEARCHERS.popitem(last=False)
-    return searcher
 
 
 def load_split(
