@@ -18,12 +18,25 @@ the distance back from the node's first byte, in the fewest bytes that hold the 
 the empty final node. The builder is the minimal-acyclic-transducer construction with outputs of
 the Rust crate, including its node cache (10,000 buckets of 2, FNV-1a hashed, least recently used
 dropped), which decides which equal nodes are shared and so the exact bytes.
+
+With the ``ducer`` package (the Rust ``fst`` crate; a dependency, but optional at run time)
+``read_keys_values`` and ``build_map`` run in Rust, about 60x faster; the Python walk and builder
+here are the fallback and the reference the tests compare them with.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from types import ModuleType
+
+_ducer: ModuleType | None
+try:
+    import ducer  # the Rust fst crate; optional: the Python code below does the same
+
+    _ducer = ducer
+except ImportError:  # pragma: no cover - depends on the installation
+    _ducer = None
 
 FST_VERSION = 2
 _EMPTY = 0  # the address of the empty final node
@@ -134,7 +147,43 @@ def read_map(data: bytes) -> list[tuple[bytes, int]]:
     Raises:
         FstError: not an FST of version 2, or nodes that do not decode.
     """
-    return list(iter_map(data))
+    keys, values = read_keys_values(data)
+    return list(zip(keys, values, strict=True))
+
+
+def read_keys_values(data: bytes) -> tuple[list[bytes], list[int]]:
+    """The keys of an FST map in order, and their values: through the Rust ``fst`` crate
+    (``ducer``) when it is installed, about 60x faster than ``iter_map``, which it equals.
+
+    Raises:
+        FstError: not an FST of version 2, or nodes that do not decode.
+    """
+    _check_header(data)
+    if _ducer is None:
+        pairs = list(iter_map(data))
+        return [k for k, _ in pairs], [v for _, v in pairs]
+    count, root = struct.unpack_from("<QQ", data, len(data) - 16)
+    if root != _EMPTY and not 16 <= root < len(data) - 16:
+        raise FstError(f"root address {root} outside the FST")
+    try:  # as version 3 (a checksum appended, which ducer does not verify on reads): the Rust crate
+        # checks a version 2 map's length against a layout that small maps do not have
+        fst_map = _ducer.Map(struct.pack("<Q", 3) + data[8:] + bytes(4))
+        keys, values = list(fst_map.keys()), list(fst_map.values())
+    except BaseException as e:  # ducer raises ValueError, or a pyo3 PanicException (a BaseException)
+        if isinstance(e, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise
+        raise FstError(f"the FST does not decode ({type(e).__name__}: {e})") from e
+    if len(keys) != count:
+        raise FstError(f"the FST says {count} keys, holds {len(keys)}")
+    return keys, values
+
+
+def _check_header(data: bytes) -> None:
+    if len(data) < 32:
+        raise FstError(f"{len(data)} bytes, too short for an FST")
+    version, _ = struct.unpack_from("<QQ", data, 0)
+    if version != FST_VERSION:
+        raise FstError(f"FST version {version}, only {FST_VERSION} is read")
 
 
 _NODE_CACHE_ENTRIES = 1 << 16
@@ -147,11 +196,7 @@ def iter_map(data: bytes) -> Iterator[tuple[bytes, int]]:
     Raises:
         FstError: not an FST of version 2, or nodes that do not decode (raised when reached).
     """
-    if len(data) < 32:
-        raise FstError(f"{len(data)} bytes, too short for an FST")
-    version, _ = struct.unpack_from("<QQ", data, 0)
-    if version != FST_VERSION:
-        raise FstError(f"FST version {version}, only {FST_VERSION} is read")
+    _check_header(data)
     count, root = struct.unpack_from("<QQ", data, len(data) - 16)
     body = data[: len(data) - 16]
     nodes: dict[int, tuple[bool, int, list[tuple[int, int, int]]]] = {}
@@ -183,68 +228,6 @@ def iter_map(data: bytes) -> Iterator[tuple[bytes, int]]:
 
 
 _BYTES = [bytes((b,)) for b in range(256)]
-
-
-def iter_map_shared(data: bytes) -> Iterator[tuple[bytes, int, int]]:
-    """``iter_map`` with, for each key, how many leading bytes it shares with the previous key (0
-    for the first): the depth of the node where the walk turned, which an SSTable writer needs
-    (``sstable_termdict.encode_sstable_shared``) and would otherwise compute key by key.
-
-    Raises:
-        FstError: as ``iter_map``.
-    """
-    if len(data) < 32:
-        raise FstError(f"{len(data)} bytes, too short for an FST")
-    version, _ = struct.unpack_from("<QQ", data, 0)
-    if version != FST_VERSION:
-        raise FstError(f"FST version {version}, only {FST_VERSION} is read")
-    count, root = struct.unpack_from("<QQ", data, len(data) - 16)
-    body = data[: len(data) - 16]
-    size = len(body)
-    nodes: dict[int, tuple[bool, int, list[tuple[int, int, int]]]] = {}
-    found = 0
-    shared = 0  # the shortest key prefix popped since the last key was yielded
-    byte = _BYTES
-    try:
-        stack: list[tuple[bytes, int, int]] = [(b"", 0, root)]
-        pop, push = stack.pop, stack.append
-        while stack:
-            key, value, addr = pop()
-            depth = len(key) - 1
-            if depth < shared:
-                shared = max(depth, 0)
-            node = nodes.get(addr)
-            if node is None:
-                if addr != _EMPTY and not 16 <= addr < size:
-                    raise FstError(f"node address {addr} outside the FST")
-                if len(nodes) >= _NODE_CACHE_ENTRIES:
-                    nodes.clear()
-                node = nodes[addr] = _node(body, addr)
-            final, final_out, trans = node
-            while not final and len(trans) == 1:  # follow a chain without the stack
-                inp, t_out, addr = trans[0]
-                key += byte[inp]
-                value += t_out
-                node = nodes.get(addr)
-                if node is None:
-                    if addr != _EMPTY and not 16 <= addr < size:
-                        raise FstError(f"node address {addr} outside the FST")
-                    if len(nodes) >= _NODE_CACHE_ENTRIES:
-                        nodes.clear()
-                    node = nodes[addr] = _node(body, addr)
-                final, final_out, trans = node
-            if final:
-                found += 1
-                if found > count:
-                    raise FstError(f"more keys than the {count} the FST says")
-                yield key, value + final_out, shared
-                shared = len(key)
-            for inp, t_out, target in reversed(trans):
-                push((key + byte[inp], value + t_out, target))
-    except IndexError as e:
-        raise FstError(f"FST node out of bounds ({e})") from e
-    if found != count:
-        raise FstError(f"the FST says {count} keys, holds {found}")
 
 
 # --- building --------------------------------------------------------------------------------------
@@ -434,6 +417,28 @@ def _compile_any(out: bytearray, addr: int, node: _Node) -> None:
 
 def build_map(items: Iterable[tuple[bytes, int]]) -> bytes:
     """An FST map of ``items`` (keys strictly increasing), as ``tantivy_fst::MapBuilder`` writes it.
+
+    Through the Rust ``fst`` crate (``ducer``) when it is installed: its version 3 differs from
+    version 2 only by the version number and a trailing checksum, so those are set back (the same
+    bytes as ``build_python``, which a test checks).
+
+    Raises:
+        FstError: keys not strictly increasing.
+    """
+    if _ducer is None:
+        return build_python(items)
+    pairs = list(items)
+    for n in range(1, len(pairs)):
+        if pairs[n][0] <= pairs[n - 1][0]:
+            raise FstError(f"keys not strictly increasing: {pairs[n - 1][0]!r} then {pairs[n][0]!r}")
+    built = bytes(_ducer.Map.build(":memory:", iter(pairs)))
+    if struct.unpack_from("<Q", built, 0)[0] != 3:
+        raise FstError("ducer wrote an FST of another version than 3")
+    return struct.pack("<Q", FST_VERSION) + built[8:-4]
+
+
+def build_python(items: Iterable[tuple[bytes, int]]) -> bytes:
+    """``build_map`` in Python (the fallback without ``ducer``).
 
     Raises:
         FstError: keys not strictly increasing.

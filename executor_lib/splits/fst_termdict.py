@@ -20,80 +20,119 @@ the next one's start.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+
+import numpy as np
 
 from executor_lib.splits.composite_file import parse_composite, split_footer
-from executor_lib.splits.fst import FstError, iter_map, iter_map_shared
+from executor_lib.splits.fst import FstError, read_keys_values
 from executor_lib.splits.sstable_termdict import (
     DICT_TYPE_FST,
     DICT_TYPE_SSTABLE,
+    TermColumns,
     TermDictionary,
     TermFile,
-    TermInfo,
 )
 from indextables_contract.errors import CorruptSplitError
 
 FST_TERMDICT_VERSION = 1
 TERM_INFO_BLOCK_LEN = 256
-_META = struct.Struct("<QIQIQIBBB")  # 39 bytes
 _U32 = struct.Struct("<I")
 
 
-def read_term_info_store(data: bytes) -> list[TermInfo]:
-    """Every ``TermInfo`` of a ``TermInfoStore``, in term order.
+_META_DTYPE = np.dtype(
+    [
+        ("offset", "<u8"),
+        ("doc_freq", "<u4"),
+        ("postings_start", "<u8"),
+        ("postings_len", "<u4"),
+        ("positions_start", "<u8"),
+        ("positions_len", "<u4"),
+        ("doc_freq_bits", "u1"),
+        ("postings_bits", "u1"),
+        ("positions_bits", "u1"),
+    ]
+)  # 39 bytes, packed
+_MAX_FIELD_BITS = 56  # a field read from one unaligned 64-bit word, shifted by up to 7 bits
+
+
+def term_info_columns(data: bytes) -> np.ndarray:
+    """Every ``TermInfo`` of a ``TermInfoStore``, in term order, as an ``(n, 5)`` int64 array
+    (``TermColumns.infos``), unpacked with array operations.
 
     Raises:
         ValueError: the store's lengths do not fit its bytes.
     """
-    return list(iter_term_infos(data))
-
-
-def iter_term_infos(data: bytes) -> Iterator[TermInfo]:
-    """The ``TermInfo``s of a ``TermInfoStore``, in term order, one at a time.
-
-    Raises:
-        ValueError: the store's lengths do not fit its bytes (raised before the first one).
-    """
     metas_len, num_terms = struct.unpack_from("<QQ", data, 0)
-    metas = data[16 : 16 + metas_len]
-    packed = memoryview(data)[16 + metas_len :]
-    if len(metas) != metas_len or metas_len != _META.size * -(-num_terms // TERM_INFO_BLOCK_LEN):
+    blocks = -(-num_terms // TERM_INFO_BLOCK_LEN)
+    if len(data) < 16 + metas_len or metas_len != _META_DTYPE.itemsize * blocks:
         raise ValueError(f"{metas_len} bytes of block metas for {num_terms} terms")
-    return _term_infos(metas, packed, num_terms)
+    metas = np.frombuffer(data, _META_DTYPE, blocks, 16)
+    packed = np.frombuffer(data, np.uint8, offset=16 + metas_len)
+    bits = {k: metas[f"{k}_bits"].astype(np.int64) for k in ("doc_freq", "postings", "positions")}
+    if max((int(b.max(initial=0)) for b in bits.values()), default=0) > _MAX_FIELD_BITS:
+        raise ValueError(f"a term info block packs a value in more than {_MAX_FIELD_BITS} bits")
+    entry_bits = bits["doc_freq"] + bits["postings"] + bits["positions"]
+    counts = np.minimum(TERM_INFO_BLOCK_LEN, num_terms - TERM_INFO_BLOCK_LEN * np.arange(blocks)) - 1
+    offsets = metas["offset"].astype(np.int64)
+    block_ends = offsets + (entry_bits * counts + bits["postings"] + bits["positions"] + 7) // 8
+    if blocks and int(block_ends.max()) > len(packed):
+        raise ValueError(f"term info blocks end at byte {int(block_ends.max())} of {len(packed)} packed bytes")
+    padded = np.concatenate([packed, np.zeros(8, np.uint8)])
+
+    term = np.arange(num_terms, dtype=np.int64)
+    block, entry = term // TERM_INFO_BLOCK_LEN, term % TERM_INFO_BLOCK_LEN - 1  # entry -1: the block's first
+    base = offsets[block] * 8 + entry_bits[block] * np.maximum(entry, 0)
+    p_bits, q_bits = bits["postings"][block], bits["positions"][block]
+    step = entry_bits[block]
+    p_start = metas["postings_start"].astype(np.int64)[block]
+    q_start = metas["positions_start"].astype(np.int64)[block]
+    infos = np.empty((num_terms, 5), np.int64)
+    infos[:, 0] = _bit_field(padded, base + p_bits + q_bits, bits["doc_freq"][block])
+    infos[:, 1] = p_start + _bit_field(padded, base, p_bits)
+    infos[:, 2] = p_start + _bit_field(padded, base + step, p_bits)
+    infos[:, 3] = q_start + _bit_field(padded, base + p_bits, q_bits)
+    infos[:, 4] = q_start + _bit_field(padded, base + step + p_bits, q_bits)
+    first = entry < 0  # the block's first term: all in its meta
+    first_meta = metas[block[first]]
+    infos[first, 0] = first_meta["doc_freq"]
+    infos[first, 1] = first_meta["postings_start"].astype(np.int64)
+    infos[first, 2] = infos[first, 1] + first_meta["postings_len"]
+    infos[first, 3] = first_meta["positions_start"].astype(np.int64)
+    infos[first, 4] = infos[first, 3] + first_meta["positions_len"]
+    return infos
 
 
-def _term_infos(metas: bytes, packed: memoryview, num_terms: int) -> Iterator[TermInfo]:
-    done = 0
-    for block in range(0, len(metas), _META.size):
-        offset, doc_freq, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = _META.unpack_from(metas, block)
-        yield TermInfo(doc_freq, p_start, p_start + p_len, q_start, q_start + q_len)
-        count = min(TERM_INFO_BLOCK_LEN, num_terms - done) - 1
-        done += count + 1
-        nbits = df_bits + p_bits + q_bits
-        # the block's bit-packed entries as one little-endian integer
-        end = offset + (nbits * count + p_bits + q_bits + 7) // 8
-        bits = int.from_bytes(packed[offset:end], "little")
-        p_mask, q_mask, df_mask = (1 << p_bits) - 1, (1 << q_bits) - 1, (1 << df_bits) - 1
-        p_now = p_start + (bits & p_mask)
-        q_now = q_start + ((bits >> p_bits) & q_mask)
-        for i in range(count):
-            at = nbits * i
-            p_next = p_start + ((bits >> (at + nbits)) & p_mask)
-            q_next = q_start + ((bits >> (at + nbits + p_bits)) & q_mask)
-            yield TermInfo((bits >> (at + p_bits + q_bits)) & df_mask, p_now, p_next, q_now, q_next)
-            p_now, q_now = p_next, q_next
+def _bit_field(padded: np.ndarray, at_bit: np.ndarray, nbits: np.ndarray) -> np.ndarray:
+    """The ``nbits``-bit little-endian fields (``nbits`` <= 56) starting at bit ``at_bit`` of
+    ``padded`` (which has 8 bytes to spare at its end)."""
+    at = at_bit >> 3
+    word = np.zeros(len(at), np.uint64)
+    for k in range(8):
+        word |= padded[at + k].astype(np.uint64) << np.uint64(8 * k)
+    word >>= (at_bit & 7).astype(np.uint64)
+    mask = (np.uint64(1) << nbits.astype(np.uint64)) - np.uint64(1)
+    return (word & mask).astype(np.int64)
 
 
-def iter_fst_dictionary(data: bytes, source: str = "term dictionary") -> Iterator[tuple[bytes, TermInfo]]:
-    """The (term, ``TermInfo``) pairs of one field's FST term dictionary (a ``.term`` composite
-    slice, dictionary type included), in term order, one at a time.
+def fst_dictionary_columns(data: bytes, source: str = "term dictionary") -> TermColumns:
+    """One field's FST term dictionary (a ``.term`` composite slice, dictionary type included) as
+    ``TermColumns``: the FST's keys (``fst.read_keys_values``) and the unpacked ``TermInfoStore``.
 
     Raises:
-        CorruptSplitError: not an FST dictionary, or bytes that do not parse (possibly after some
-            pairs were yielded); names ``source``.
+        CorruptSplitError: not an FST dictionary, or bytes that do not parse; names ``source``.
     """
     fst, store = _parts(data, source)
-    return _pairs(fst, store, source)
+    try:
+        keys, ordinals = read_keys_values(fst)
+        infos = term_info_columns(store)
+    except (FstError, ValueError, IndexError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
+    if len(infos) != len(keys):
+        raise CorruptSplitError(f"{source}: {len(infos)} term infos for the FST's {len(keys)} terms")
+    if ordinals != list(range(len(keys))):
+        bad = next(i for i, v in enumerate(ordinals) if v != i)
+        raise CorruptSplitError(f"{source}: the FST gives term {bad} the ordinal {ordinals[bad]}")
+    return TermColumns.from_terms(keys, infos)
 
 
 def _parts(data: bytes, source: str) -> tuple[bytes, bytes]:
@@ -114,57 +153,13 @@ def _parts(data: bytes, source: str) -> tuple[bytes, bytes]:
     return main[:fst_end], main[fst_end : len(main) - 12]
 
 
-def _pairs(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermInfo]]:
-    try:
-        infos = iter_term_infos(store)
-        ordinal = -1
-        for ordinal, ((term, value), info) in enumerate(zip(iter_map(fst), infos)):  # noqa: B905 (counted below)
-            if value != ordinal:
-                raise CorruptSplitError(f"{source}: the FST gives term {ordinal} the ordinal {value}")
-            yield term, info
-        if next(infos, None) is not None:
-            raise CorruptSplitError(f"{source}: more term infos than the FST's {ordinal + 1} terms")
-    except (FstError, ValueError, IndexError, struct.error) as e:
-        raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
-
-
-def iter_fst_dictionary_shared(data: bytes, source: str = "term dictionary") -> Iterator[tuple[bytes, TermInfo, int]]:
-    """``iter_fst_dictionary`` with each term's shared prefix length with the previous term
-    (``fst.iter_map_shared``), for ``sstable_termdict.encode_sstable_shared``.
-
-    Raises:
-        CorruptSplitError: as ``iter_fst_dictionary``.
-    """
-    fst, store = _parts(data, source)
-    return _triples(fst, store, source)
-
-
-def _triples(fst: bytes, store: bytes, source: str) -> Iterator[tuple[bytes, TermInfo, int]]:
-    try:
-        infos = iter_term_infos(store)
-        ordinal = -1
-        for ordinal, ((term, value, shared), info) in enumerate(zip(iter_map_shared(fst), infos)):  # noqa: B905
-            if value != ordinal:
-                raise CorruptSplitError(f"{source}: the FST gives term {ordinal} the ordinal {value}")
-            yield term, info, shared
-        if next(infos, None) is not None:
-            raise CorruptSplitError(f"{source}: more term infos than the FST's {ordinal + 1} terms")
-    except (FstError, ValueError, IndexError, struct.error) as e:
-        raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
-
-
 def parse_fst_dictionary(data: bytes, source: str = "term dictionary") -> TermDictionary:
     """Read one field's FST term dictionary (a ``.term`` composite slice, dictionary type included).
 
     Raises:
         CorruptSplitError: not an FST dictionary, or bytes that do not parse; names ``source``.
     """
-    terms: list[bytes] = []
-    infos: list[TermInfo] = []
-    for term, info in iter_fst_dictionary(data, source):
-        terms.append(term)
-        infos.append(info)
-    return TermDictionary(terms, infos)
+    return fst_dictionary_columns(data, source).to_dictionary()
 
 
 def fst_map_bytes(data: bytes) -> bytes:

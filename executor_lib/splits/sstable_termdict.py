@@ -35,16 +35,18 @@ term ordinal, 128 blocks a group, bit-packed against a linear prediction.
 
 from __future__ import annotations
 
+import itertools
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
 
 from executor_lib.splits.composite_file import (
     CompositeSlice,
     decode_vint,
     encode_composite,
-    encode_vint,
     parse_composite,
     split_footer,
     with_footer,
@@ -259,6 +261,57 @@ def _read_block_addr_store(data: bytes, count: int) -> list[BlockAddr]:
 # --- writing ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TermColumns:
+    """One field's terms as arrays, sorted: term ``i`` is ``data[offsets[i]:offsets[i + 1]]`` and
+    ``infos[i]`` its ``TermInfo`` as ``(doc_freq, postings_start, postings_end, positions_start,
+    positions_end)`` (int64). What the SSTable writer takes, and the FST reader gives, without a
+    Python object per term."""
+
+    offsets: np.ndarray
+    data: np.ndarray
+    infos: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @classmethod
+    def from_terms(cls, terms: Sequence[bytes], infos: np.ndarray) -> TermColumns:
+        """The columns of ``terms`` (bytes, in order) and their ``infos`` (an ``(n, 5)`` array).
+
+        Raises:
+            ValueError: as many infos as terms.
+        """
+        if len(terms) != len(infos):
+            raise ValueError(f"{len(terms)} terms, {len(infos)} term infos")
+        lengths = np.fromiter(map(len, terms), np.int64, len(terms))
+        offsets = np.zeros(len(terms) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(terms), np.uint8)
+        return cls(offsets, data, np.asarray(infos, np.int64).reshape(len(terms), 5))
+
+    @classmethod
+    def from_dictionary(cls, dictionary: TermDictionary) -> TermColumns:
+        """The columns of a ``TermDictionary``.
+
+        Raises:
+            ValueError: terms and infos of different lengths.
+        """
+        infos = np.array(dictionary.infos, np.int64).reshape(len(dictionary.infos), 5)
+        return cls.from_terms(dictionary.terms, infos)
+
+    def to_dictionary(self) -> TermDictionary:
+        """The same terms as a ``TermDictionary`` (one Python object per term)."""
+        blob = self.data.tobytes()
+        bounds = self.offsets.tolist()
+        terms = [blob[a:b] for a, b in itertools.pairwise(bounds)]
+        return TermDictionary(terms, [TermInfo(*row) for row in self.infos.tolist()])
+
+    def term(self, i: int) -> bytes:
+        """Term ``i``'s bytes."""
+        return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
+
+
 def _common_prefix(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     i = 0
@@ -267,41 +320,158 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return i
 
 
-def _leb128_into(value: int, out: bytearray) -> None:
-    while value >= 128:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
+_PREFIX_WIDTH = 32  # bytes compared at once per term pair; longer shared prefixes finish in Python
+_PREFIX_CHUNK = 1 << 15  # terms per comparison matrix or suffix copy (bounds their memory to a few MB)
 
 
-def _shorten(left: bytes, right: bytes) -> bytes:
-    """``find_shorter_str_in_between``: a key >= ``left`` and < ``right``, shorter where it can."""
-    common = _common_prefix(left, right)
-    if len(left) == common:
-        return left
-    for pos in range(common + 1, len(left)):
-        if left[pos] != 0xFF:
-            return left[:pos] + bytes([left[pos] + 1])
-    return left
+def _shared_prefixes(terms: TermColumns) -> np.ndarray:
+    """For each term, how many leading bytes it shares with the previous term (0 for the first)."""
+    n = len(terms)
+    shared = np.zeros(n, np.int64)
+    if n < 2:
+        return shared
+    lengths = np.diff(terms.offsets)
+    width = np.arange(_PREFIX_WIDTH)
+    padded = np.concatenate([terms.data, np.zeros(_PREFIX_WIDTH, np.uint8)])
+    for lo in range(1, n, _PREFIX_CHUNK):
+        rows = np.arange(lo - 1, min(n, lo + _PREFIX_CHUNK))
+        matrix = padded[terms.offsets[rows][:, None] + width]
+        valid = width < lengths[rows][:, None]
+        equal = (matrix[1:] == matrix[:-1]) & valid[1:] & valid[:-1]
+        first_differing = np.argmin(equal, axis=1)
+        shared[rows[1:]] = np.where(equal.all(axis=1), _PREFIX_WIDTH, first_differing)
+    for i in np.nonzero(shared >= _PREFIX_WIDTH)[0].tolist():
+        shared[i] = _common_prefix(terms.term(i - 1), terms.term(i))
+    return shared
 
 
-def _flush(out: bytearray, deltas: bytearray, values: list[TermInfo]) -> None:
-    payload = bytearray()
-    encode_vint(len(values), payload)
-    if values:
-        encode_vint(values[0].postings_start, payload)
-        encode_vint(values[0].positions_start, payload)
-        for v in values:
-            encode_vint(v.doc_freq, payload)
-            encode_vint(v.postings_end - v.postings_start, payload)
-            encode_vint(v.positions_end - v.positions_start, payload)
-    payload += deltas
+def _check_increasing(terms: TermColumns, shared: np.ndarray) -> None:
+    """ValueError unless every term is greater than the one before it."""
+    n = len(terms)
+    if n < 2:
+        return
+    lengths = np.diff(terms.offsets)
+    keep, previous_len, length = shared[1:], lengths[:-1], lengths[1:]
+    padded = np.concatenate([terms.data, np.zeros(1, np.uint8)])
+    here = padded[np.minimum(terms.offsets[1:-1] + keep, len(terms.data))]
+    before = padded[np.minimum(terms.offsets[:-2] + keep, len(terms.data))]
+    greater = (keep < length) & ((keep == previous_len) | (here > before))
+    if not greater.all():
+        at = int(np.argmin(greater)) + 1
+        before, here = terms.term(at - 1), terms.term(at)
+        raise ValueError(f"terms not strictly increasing at ordinal {at}: {before!r} then {here!r}")
+
+
+def _leb_lengths(values: np.ndarray) -> np.ndarray:
+    """Bytes of each value as a 7-bit-group number (LEB128 and Tantivy's VInt alike)."""
+    lengths = np.ones(len(values), np.int64)
+    rest = values >> 7
+    while rest.any():
+        lengths += rest > 0
+        rest >>= 7
+    return lengths
+
+
+def _put_groups(out: np.ndarray, at: np.ndarray, values: np.ndarray, lengths: np.ndarray, vint: bool) -> None:
+    """Write ``values`` as 7-bit groups, low first, at ``out[at:]``: LEB128 (continuation bit on
+    every byte but the last) or, ``vint``, Tantivy's VInt (stop bit on the last byte only)."""
+    for k in range(int(lengths.max(initial=0))):
+        rows = lengths > k
+        group = (values[rows] >> (7 * k)) & 127
+        last = lengths[rows] == k + 1
+        flag = last if vint else ~last
+        out[at[rows] + k] = group | (flag.astype(np.int64) << 7)
+
+
+def _header_lengths(keep: np.ndarray, add: np.ndarray) -> np.ndarray:
+    short = (keep < 16) & (add < 16)
+    return np.where(short, 1, 1 + _leb_lengths(keep) + _leb_lengths(add))
+
+
+def _block_starts(terms: TermColumns, shared: np.ndarray, block_len: int) -> np.ndarray:
+    """The first term of each block: a block ends with the term whose delta takes its deltas past
+    ``block_len`` bytes, and a block's first term shares nothing (it is written whole)."""
+    n = len(terms)
+    lengths = np.diff(terms.offsets)
+    sizes = _header_lengths(shared, lengths - shared) + lengths - shared
+    first_sizes = _header_lengths(np.zeros(n, np.int64), lengths) + lengths
+    ends = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=ends[1:])
+    starts = []
+    start = 0
+    while start < n:
+        starts.append(start)
+        threshold = block_len - first_sizes[start] + ends[start + 1]
+        start = max(int(np.searchsorted(ends, threshold, side="right")), start + 1)
+    return np.array(starts, np.int64)
+
+
+def _deltas(terms: TermColumns, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every term's delta (``[keep | add << 4]`` or ``[1][LEB keep][LEB add]``, then the suffix),
+    concatenated, and where each term's delta starts (n + 1 bounds)."""
+    lengths = np.diff(terms.offsets)
+    add = lengths - keep
+    header = _header_lengths(keep, add)
+    bounds = np.zeros(len(terms) + 1, np.int64)
+    np.cumsum(header + add, out=bounds[1:])
+    out = np.empty(int(bounds[-1]), np.uint8)
+    at = bounds[:-1]
+    short = header == 1
+    out[at[short]] = keep[short] | (add[short] << 4)
+    long_ = ~short
+    out[at[long_]] = 1
+    keep_len = _leb_lengths(keep[long_])
+    _put_groups(out, at[long_] + 1, keep[long_], keep_len, vint=False)
+    _put_groups(out, at[long_] + 1 + keep_len, add[long_], _leb_lengths(add[long_]), vint=False)
+    for lo in range(0, len(terms), _PREFIX_CHUNK):  # the suffixes, a chunk of terms at a time
+        hi = min(len(terms), lo + _PREFIX_CHUNK)
+        sizes = add[lo:hi]
+        total = int(sizes.sum())
+        if not total:
+            continue
+        within = np.arange(total) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        src = np.repeat(terms.offsets[lo:hi] + keep[lo:hi], sizes) + within
+        dst = np.repeat(at[lo:hi] + header[lo:hi], sizes) + within
+        out[dst] = terms.data[src]
+    return out, bounds
+
+
+def _values(terms: TermColumns, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each block's values (``[n][first postings start][first positions start]`` then
+    ``[doc_freq][postings bytes][positions bytes]`` per term) as VInts, concatenated, and where
+    each block's start (blocks + 1 bounds)."""
+    infos = terms.infos
+    per_term = np.stack([infos[:, 0], infos[:, 2] - infos[:, 1], infos[:, 4] - infos[:, 3]], axis=1).ravel()
+    counts = np.diff(np.append(starts, len(terms)))
+    heads = np.stack([counts, infos[starts, 1], infos[starts, 3]], axis=1)
+    values = np.insert(per_term, np.repeat(3 * starts, 3), heads.ravel())
+    lengths = _leb_lengths(values)
+    at = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=at[1:])
+    out = np.empty(int(at[-1]), np.uint8)
+    _put_groups(out, at[:-1], values, lengths, vint=True)
+    first_value = 3 * starts + 3 * np.arange(len(starts))
+    return out, at[np.append(first_value, len(values))]
+
+
+def _check_contiguous(terms: TermColumns, starts: np.ndarray) -> None:
+    """ValueError unless, within each block, a term's postings and positions start where the
+    previous term's end (an SSTable stores only their lengths)."""
+    infos = terms.infos
+    follows = (infos[1:, 1] == infos[:-1, 2]) & (infos[1:, 3] == infos[:-1, 4])
+    follows[starts[1:] - 1] = True
+    if not follows.all():
+        at = int(np.argmin(follows)) + 1
+        raise ValueError(f"term {at}'s postings or positions do not follow the previous term's")
+
+
+def _block(values: bytes, deltas: bytes) -> bytes:
+    payload = values + deltas
     if len(payload) > COMPRESS_ABOVE:
-        packed = zstd.compress(bytes(payload), level=ZSTD_LEVEL)
+        packed = zstd.compress(payload, level=ZSTD_LEVEL)
         if len(packed) < len(payload):
-            out += _U32.pack(len(packed) + 1) + b"\x01" + packed
-            return
-    out += _U32.pack(len(payload) + 1) + b"\x00" + payload
+            return _U32.pack(len(packed) + 1) + b"\x01" + packed
+    return _U32.pack(len(payload) + 1) + b"\x00" + payload
 
 
 def encode_sstable(dictionary: TermDictionary, block_len: int = BLOCK_LEN) -> bytes:
@@ -313,90 +483,68 @@ def encode_sstable(dictionary: TermDictionary, block_len: int = BLOCK_LEN) -> by
             the previous term's end (the SSTable stores lengths only), or terms and infos of
             different lengths.
     """
-    if len(dictionary.terms) != len(dictionary.infos):
-        raise ValueError(f"{len(dictionary.terms)} terms, {len(dictionary.infos)} term infos")
-    return encode_sstable_items(zip(dictionary.terms, dictionary.infos, strict=True), block_len)
+    return encode_sstable_columns(TermColumns.from_dictionary(dictionary), block_len)
 
 
-def encode_sstable_items(items: Iterable[tuple[bytes, TermInfo]], block_len: int = BLOCK_LEN) -> bytes:
-    """``encode_sstable`` of (term, ``TermInfo``) pairs taken one at a time (memory: one block, the
-    block index and the output).
+def encode_sstable_columns(terms: TermColumns, block_len: int = BLOCK_LEN) -> bytes:
+    """``encode_sstable`` of terms held as columns, with array operations (no Python work per
+    term; per block: its compression and index key).
 
-    Raises:
-        ValueError: as ``encode_sstable``.
-    """
-    return encode_sstable_shared(((key, info, -1) for key, info in items), block_len)
-
-
-def encode_sstable_shared(items: Iterable[tuple[bytes, TermInfo, int]], block_len: int = BLOCK_LEN) -> bytes:
-    """``encode_sstable_items`` of (term, ``TermInfo``, shared) triples, ``shared`` being how many
-    leading bytes the term has in common with the previous one (as an FST walk knows it;
-    -1: unknown, computed here).
+    Example:
+        >>> cols = TermColumns.from_terms([b"a", b"b"], np.array([[1, 0, 3, 0, 0], [2, 3, 5, 0, 0]]))
+        >>> parse_sstable(encode_sstable_columns(cols)).dictionary.terms
+        [b'a', b'b']
 
     Raises:
         ValueError: as ``encode_sstable``.
     """
+    n = len(terms)
+    shared = _shared_prefixes(terms)
+    _check_increasing(terms, shared)
+    starts = _block_starts(terms, shared, block_len) if n else np.zeros(0, np.int64)
+    _check_contiguous(terms, starts)
+    keep = shared.copy()
+    keep[starts] = 0
+    deltas, delta_at = _deltas(terms, keep)
+    values, value_at = _values(terms, starts)
+    value_bytes, delta_bytes = values.tobytes(), deltas.tobytes()
+    bounds = np.append(starts, n).tolist()
+    delta_bounds = delta_at[bounds].tolist()
+    value_bounds = value_at.tolist()
     out = bytearray()
     index: list[tuple[bytes, BlockAddr]] = []
-    deltas = bytearray()
-    values: list[TermInfo] = []
-    previous = b""
-    first_of_block = 0
-    last_key = b""
-    ordinal = -1
-    last_info: TermInfo | None = None
-    for ordinal, (key, info, shared) in enumerate(items):
-        if ordinal > 0 and key <= last_key:
-            raise ValueError(f"terms not strictly increasing at ordinal {ordinal}: {last_key!r} then {key!r}")
-        if last_info is not None and (
-            info[1] != last_info[2] or info[3] != last_info[4]  # postings_start, positions_start follow
-        ):
-            raise ValueError(f"term {ordinal}'s postings or positions do not follow the previous term's")
-        last_info = info
-        if first_of_block == ordinal and index:
-            index[-1] = (_shorten(index[-1][0], key), index[-1][1])
-        if not previous:
-            keep = 0
-        elif shared >= 0:
-            keep = shared
-        else:
-            keep = _common_prefix(previous, key)
-        add = len(key) - keep
-        if keep < 16 and add < 16:
-            deltas.append(keep | (add << 4))
-        else:
-            deltas.append(1)
-            _leb128_into(keep, deltas)
-            _leb128_into(add, deltas)
-        deltas += key[keep:]
-        values.append(info)
-        previous = last_key = key
-        if len(deltas) > block_len:
-            start = len(out)
-            _flush(out, deltas, values)
-            index.append((previous, BlockAddr(first_of_block, start, len(out))))
-            first_of_block = ordinal + 1
-            deltas.clear()
-            values.clear()
-            last_info = None
-            previous = b""
-    if deltas:
+    for b in range(len(starts)):
         start = len(out)
-        _flush(out, deltas, values)
-        index.append((previous, BlockAddr(first_of_block, start, len(out))))
+        out += _block(
+            value_bytes[value_bounds[b] : value_bounds[b + 1]], delta_bytes[delta_bounds[b] : delta_bounds[b + 1]]
+        )
+        last = terms.term(bounds[b + 1] - 1)
+        key = _shorten(last, terms.term(bounds[b + 1])) if b + 1 < len(starts) else last
+        index.append((key, BlockAddr(bounds[b], start, len(out))))
     out += _U32.pack(0)
     index_offset = len(out)
     fst_len = 0
     if len(index) > 1:
         from executor_lib.splits.fst import build_map
 
-        fst_bytes = build_map([(k, n) for n, (k, _) in enumerate(index)])
+        fst_bytes = build_map([(k, i) for i, (k, _) in enumerate(index)])
         fst_len = len(fst_bytes)
         out += fst_bytes
         out += _block_addr_store([a for _, a in index])
-    out += _U64.pack(fst_len) + _U64.pack(index_offset) + _U64.pack(ordinal + 1) + _U32.pack(SSTABLE_VERSION)
+    out += _U64.pack(fst_len) + _U64.pack(index_offset) + _U64.pack(n) + _U32.pack(SSTABLE_VERSION)
     out += _U32.pack(DICT_TYPE_SSTABLE)
     return bytes(out)
+
+
+def _shorten(left: bytes, right: bytes) -> bytes:
+    """``find_shorter_str_in_between``: a key >= ``left`` and < ``right``, shorter where it can."""
+    common = _common_prefix(left, right)
+    if len(left) == common:
+        return left
+    for pos in range(common + 1, len(left)):
+        if left[pos] != 0xFF:
+            return left[:pos] + bytes([left[pos] + 1])
+    return left
 
 
 def _num_bits(n: int) -> int:

@@ -28,8 +28,8 @@ from executor_lib.splits.composite_file import (
     split_footer,
     with_footer,
 )
-from executor_lib.splits.fst_termdict import iter_fst_dictionary_shared
-from executor_lib.splits.sstable_termdict import DICT_TYPE_FST, dictionary_type, encode_sstable_shared
+from executor_lib.splits.fst_termdict import fst_dictionary_columns
+from executor_lib.splits.sstable_termdict import DICT_TYPE_FST, dictionary_type, encode_sstable_columns
 from indextables_contract.errors import CorruptSplitError
 
 FST_TERM_SUFFIX = LOCAL_TERM_SUFFIX  # "<segment>.term.fst"
@@ -51,8 +51,8 @@ def fst_to_sstable(data: bytes, source: str) -> bytes:
     for piece in parse_composite(file.body, source):
         if piece.idx != 0:
             raise CorruptSplitError(f"{source}: term dictionary slice {piece.idx} of field {piece.field}")
-        triples = iter_fst_dictionary_shared(piece.data, f"{source} field {piece.field}")
-        slices.append(CompositeSlice(piece.field, 0, encode_sstable_shared(triples)))
+        terms = fst_dictionary_columns(piece.data, f"{source} field {piece.field}")
+        slices.append(CompositeSlice(piece.field, 0, encode_sstable_columns(terms)))
     return with_footer(encode_composite(slices), file.version)
 
 

@@ -5,23 +5,32 @@ byte, and the FST dictionaries of splits this project writes read and checked ag
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from executor_lib.protocol.bundle import read_footer
+from executor_lib.splits import fst as fst_module
 from executor_lib.splits.composite_file import parse_composite, split_footer
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.fst import FstError, build_map, iter_map_shared, read_map
-from executor_lib.splits.fst_termdict import fst_map_bytes, parse_fst_dictionary, read_fst_term_file
+from executor_lib.splits.fst import FstError, build_map, build_python, iter_map, read_keys_values, read_map
+from executor_lib.splits.fst_termdict import (
+    _parts,
+    fst_map_bytes,
+    parse_fst_dictionary,
+    read_fst_term_file,
+    term_info_columns,
+)
 from executor_lib.splits.searcher import SplitSearcher
 from executor_lib.splits.sstable_termdict import (
+    TermColumns,
     TermDictionary,
     TermInfo,
     encode_sstable,
+    encode_sstable_columns,
     encode_sstable_term_file,
     parse_sstable,
     read_sstable_term_file,
@@ -145,14 +154,44 @@ def test_fst_maps_round_trip_and_refuse_unsorted_keys() -> None:
     rng = random.Random(3)
     keys = sorted({bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(5000)})
     items = [(k, rng.randrange(1 << rng.choice([1, 8, 20, 40, 63]))) for k in keys]
-    assert read_map(build_map(items)) == items
-    shared = [len(os.path.commonprefix([a, b])) for a, b in zip([b"", *keys], keys, strict=False)]  # noqa: RUF071 (bytes)
-    assert [(k, v, n) for k, v, n in iter_map_shared(build_map(items))] == [
-        (k, v, n) for (k, v), n in zip(items, shared, strict=True)
-    ]
+    built = build_map(items)
+    assert read_map(built) == items
+    assert list(iter_map(built)) == items  # the Python walk (the fallback without ducer) agrees
+    assert build_python(items) == built  # and so does the Python builder, byte for byte
     assert read_map(build_map([(b"", 5), (b"a", 0)])) == [(b"", 5), (b"a", 0)]
-    with pytest.raises(FstError, match="strictly increasing"):
-        build_map([(b"b", 0), (b"a", 1)])
+    for small in ([], [(b"", 0)], [(b"a", 0)], [(b"ab", 7), (b"ac", 1)]):  # maps of a few bytes read too
+        assert read_map(build_python(small)) == small
+    for build in (build_map, build_python):
+        with pytest.raises(FstError, match="strictly increasing"):
+            build([(b"b", 0), (b"a", 1)])
+
+
+def test_fst_reads_refuse_damaged_maps() -> None:
+    good = build_map([(b"alpha", 1), (b"beta", 2), (b"gamma", 3)])
+    for damaged in (good[:20], b"\x03" + good[1:], good[:-16] + (99).to_bytes(8, "little") + good[-8:]):
+        with pytest.raises(FstError):
+            read_keys_values(damaged)
+
+
+def test_fst_fallback_without_ducer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the ``ducer`` package the Python walk and builder give the same maps."""
+    rng = random.Random(5)
+    items = [(k, i) for i, k in enumerate(sorted({rng.randbytes(rng.randint(1, 9)) for _ in range(2000)}))]
+    with_ducer = build_map(items)
+    monkeypatch.setattr(fst_module, "_ducer", None)
+    assert build_map(items) == with_ducer
+    assert read_keys_values(with_ducer) == ([k for k, _ in items], [v for _, v in items])
+
+
+def test_long_shared_prefixes_and_long_keys_encode() -> None:
+    """Keys sharing more than the 32 bytes compared at once, and keys past 16 bytes (the LEB128
+    delta header), round-trip through the columnar SSTable writer."""
+    stem = b"x" * 70
+    terms = sorted({stem + bytes([a]) * b for a in range(97, 110) for b in range(1, 40)} | {b"a" * 300, b"b"})
+    infos = np.array([[1, i * 2, i * 2 + 2, 0, 0] for i in range(len(terms))], np.int64)
+    data = encode_sstable_columns(TermColumns.from_terms(terms, infos), block_len=600)
+    assert parse_sstable(data).dictionary == TermDictionary(terms, [TermInfo(*r) for r in infos.tolist()])
+    assert data == encode_sstable(TermDictionary(terms, [TermInfo(*r) for r in infos.tolist()]), block_len=600)
 
 
 LOG_WORDS = [f"w{i:04d}{'x' * (i % 13)}" for i in range(3000)]
@@ -205,6 +244,33 @@ def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, P
     for piece in parse_composite(split_footer(data, name).body, name):
         items = [(t, i) for i, t in enumerate(term_file.fields[piece.field].terms)]
         assert build_map(items) == fst_map_bytes(piece.data), f"field {piece.field}"
+        store = _parts(piece.data, name)[1]
+        assert term_info_columns(store).tolist() == _reference_term_infos(store), f"field {piece.field}"
+
+
+def _reference_term_infos(data: bytes) -> list[list[int]]:
+    """A TermInfoStore decoded one term at a time with Python integers (the reference for the
+    vectorized ``term_info_columns``)."""
+    import struct
+
+    metas_len, num_terms = struct.unpack_from("<QQ", data, 0)
+    metas, packed = data[16 : 16 + metas_len], data[16 + metas_len :]
+    out = []
+    for block in range(0, len(metas), 39):
+        offset, df, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = struct.unpack_from("<QIQIQIBBB", metas, block)
+        out.append([df, p_start, p_start + p_len, q_start, q_start + q_len])
+        count = min(256, num_terms - len(out) + 1) - 1
+        nbits = df_bits + p_bits + q_bits
+        bits = int.from_bytes(packed[offset : offset + (nbits * count + p_bits + q_bits + 7) // 8], "little")
+
+        def field(at: int, width: int, bits: int = bits) -> int:
+            return (bits >> at) & ((1 << width) - 1)
+
+        for i in range(count):
+            at, nxt = nbits * i, nbits * (i + 1)
+            out.append([field(at + p_bits + q_bits, df_bits), p_start + field(at, p_bits), p_start + field(nxt, p_bits),
+                        q_start + field(at + p_bits, q_bits), q_start + field(nxt + p_bits, q_bits)])  # fmt: skip
+    return out
 
 
 # --- SSTable .term members of the splits this project writes (term_convert.py) ----------------------
