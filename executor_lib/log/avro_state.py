@@ -21,6 +21,7 @@ from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.file_table import FileChunk
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
+from executor_lib.log.manifest_columns import read_sidecar
 from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
 from executor_lib.protocol.actions import (
     AddAction,
@@ -46,7 +47,7 @@ ENGINE_KEY = "indextables.engine"  # set on every state this project writes
 COMMIT_INFO_KEY = "indextables.commitInfo"  # the commitInfo of the commit that wrote the state
 COMMIT_POINT_KEY = "indextables.commitPoint"  # "state": the state's put was the commit (no version file)
 STREAMING_TXNS_KEY = txn_map.METADATA_KEY  # appId -> last streaming batch committed (carried forward)
-_FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
+FILE_ENTRY_ONLY_FIELDS = frozenset({"addedAtVersion", "addedAtTimestamp"})
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,7 @@ def decode_manifest(data: bytes, source: str) -> tuple[AddAction, ...]:
     decoder = default_decoder()
     try:
         container = AvroRecords(data, decoder)
-        convert = AddAction.record_converter(container.field_names, ignore=_FILE_ENTRY_ONLY_FIELDS)
+        convert = AddAction.record_converter(container.field_names, ignore=FILE_ENTRY_ONLY_FIELDS)
         return tuple(map(convert, container.records()))
     except CorruptLogError as e:
         raise CorruptLogError(f"{source}: {e}") from e
@@ -250,7 +251,7 @@ def decode_manifest_chunk(data: bytes, source: str) -> FileChunk:
     columns, built from the records without an object per entry)."""
     try:
         container = AvroRecords(data, default_decoder())
-        return FileChunk.from_records(list(container.records()), container.field_names, _FILE_ENTRY_ONLY_FIELDS)
+        return FileChunk.from_records(list(container.records()), container.field_names, FILE_ENTRY_ONLY_FIELDS)
     except CorruptLogError as e:
         raise CorruptLogError(f"{source}: {e}") from e
     except Exception as e:  # fastavro raises many unrelated types on corrupt input
@@ -281,7 +282,8 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
     except ObjectNotFoundError as e:
         raise MissingLogFileError(f"{source}: manifest referenced by state version {version} is missing") from e
     verify_log_file(store, key, data, source)
-    return _check_count(decode_manifest_chunk(data, source), info, source), cache_key
+    chunk = read_sidecar(store, key, data) or decode_manifest_chunk(data, source)
+    return _check_count(chunk, info, source), cache_key
 
 
 def _check_count(adds: FileChunk, info: ManifestInfo, source: str) -> FileChunk:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from executor_lib.log.avro_state import StateManifest, read_state_manifest, resolve_manifest_path
 from executor_lib.log.config import LogConfig
+from executor_lib.log.manifest_columns import owning_manifest
 from executor_lib.log.snapshot import list_log
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir, version_name
 from executor_lib.storage.base import ObjectStore, table_key
@@ -191,7 +192,8 @@ def cleanup_log(
     }
     manifest_horizon = now_ms - int(config.gc_min_manifest_age_hours * _HOUR_MS)
     for obj in store.list(f"{LOG_DIR}/{MANIFESTS_DIR}/"):
-        if obj.key not in reachable and obj.modified_ms < manifest_horizon:
+        owner = owning_manifest(obj.key)  # a column sidecar lives as long as its manifest
+        if (owner or obj.key) not in reachable and obj.modified_ms < manifest_horizon:
             report.deleted_manifests.append(obj.key)
     _delete(store, report.deleted_manifests, dry_run)
     # a temporary file older than a manifest may be is a crashed writer's: no rename will come

@@ -17,6 +17,7 @@ or an explicit walk over ``values()``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -63,6 +64,8 @@ COLUMN_TYPES: dict[str, pa.DataType] = {
     **dict.fromkeys(_LIST_ATTRS, _LIST),
     _EXTRA: _STRING,
 }  # every column a chunk may have (dictionary-encoded columns: their value type)
+# Names the column layout in cache and sidecar file names: a file of another layout is never read.
+COLUMN_LAYOUT = hashlib.sha256(repr(sorted((k, str(v)) for k, v in COLUMN_TYPES.items())).encode()).hexdigest()[:12]
 _ATTRIBUTE_NAMES = tuple(f.name for f in dataclasses.fields(AddAction))
 _REQUIRED = tuple(
     f.name
@@ -188,6 +191,19 @@ class FileChunk:
             set_dict(add, "__dict__", dict(zip(names, row, strict=True)))
             out.append(add)
         return out
+
+
+def restore_chunk(table: pa.Table) -> FileChunk:
+    """The chunk of a table read back from a cache or sidecar file; ValueError unless every column
+    is one of the layout's, typed as it, and there is a path column."""
+    for field in table.schema:
+        expected = COLUMN_TYPES.get(field.name)
+        actual = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if expected is None or not actual.equals(expected):
+            raise ValueError(f"unexpected column {field.name}: {field.type}")
+    if "path" not in table.column_names:
+        raise ValueError("no path column")
+    return FileChunk(table)
 
 
 MATERIALIZED_BUDGET = 500_000  # AddAction objects kept by ``FileChunk.all_actions`` (about 3 KB each)

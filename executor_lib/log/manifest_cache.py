@@ -35,13 +35,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from executor_lib.log.file_table import COLUMN_TYPES, FileChunk
+from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, restore_chunk
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.storage.base import ObjectInfo
 
 log = logging.getLogger(__name__)
 
-_LAYOUT = hashlib.sha256(repr(sorted((k, str(v)) for k, v in COLUMN_TYPES.items())).encode()).hexdigest()[:12]
 _SUFFIX = ".arrow"
 
 
@@ -153,7 +152,7 @@ class DiskManifestCache:
         self.max_bytes = max_bytes
 
     def _path(self, uri: str) -> Path:
-        return self.directory / f"{hashlib.sha256(f'{_LAYOUT}|{uri}'.encode()).hexdigest()}{_SUFFIX}"
+        return self.directory / f"{hashlib.sha256(f'{COLUMN_LAYOUT}|{uri}'.encode()).hexdigest()}{_SUFFIX}"
 
     def _ready(self) -> bool:
         try:
@@ -166,7 +165,7 @@ class DiskManifestCache:
         if not self._ready():
             return None
         try:
-            found = _restore(pa.ipc.open_file(pa.memory_map(str(path))).read_all())
+            found = restore_chunk(pa.ipc.open_file(pa.memory_map(str(path))).read_all())
         except FileNotFoundError:
             return None
         except (OSError, pa.ArrowException, ValueError) as e:  # a damaged or foreign file is a miss
@@ -209,18 +208,6 @@ class DiskManifestCache:
         for p in self.directory.glob(f"*{_SUFFIX}"):
             with contextlib.suppress(OSError):
                 p.unlink()
-
-
-def _restore(table: pa.Table) -> FileChunk:
-    """The chunk of a cached table; ValueError unless every column is one of the layout's, typed as it."""
-    for field in table.schema:
-        expected = COLUMN_TYPES.get(field.name)
-        actual = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-        if expected is None or not actual.equals(expected):
-            raise ValueError(f"unexpected column {field.name}: {field.type}")
-    if "path" not in table.column_names:
-        raise ValueError("no path column")
-    return FileChunk(table)
 
 
 def _default_disk_cache() -> DiskManifestCache | None:

@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -40,12 +41,14 @@ from executor_lib.log.avro_state import (
     COMMIT_INFO_KEY,
     COMMIT_POINT_KEY,
     ENGINE_KEY,
+    FILE_ENTRY_ONLY_FIELDS,
     STREAMING_TXNS_KEY,
     ManifestInfo,
     StateManifest,
     read_state_files,
 )
 from executor_lib.log.config import LogConfig
+from executor_lib.log.manifest_columns import encode_sidecar, sidecar_key
 from executor_lib.log.manifest_integrity import (
     DIGEST_PLACEHOLDER,
     STATE_DIGEST_KEY,
@@ -66,7 +69,9 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
-from indextables_contract.errors import ObjectAlreadyExistsError
+from indextables_contract.errors import ObjectAlreadyExistsError, StorageError
+
+log = logging.getLogger(__name__)
 
 STATE_FORMAT_VERSION = 1
 STATE_MANIFEST_NAMES = {"json": "_manifest.json", "avro": "_manifest.avro"}
@@ -368,10 +373,13 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
     """Write one shared manifest of ``(add, addedAtVersion, addedAtTimestamp)`` entries."""
     records = [_file_entry(a, v, t) for a, v, t in entries]
     buf = io.BytesIO()
-    fastavro.writer(buf, _manifest_schema(records), records, **_codec_options(config))
+    schema = _manifest_schema(records)
+    fastavro.writer(buf, schema, records, **_codec_options(config))
     data = buf.getvalue()
     name = f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.avro"
-    store.put(f"{LOG_DIR}/{MANIFESTS_DIR}/{name}", data)
+    key = f"{LOG_DIR}/{MANIFESTS_DIR}/{name}"
+    store.put(key, data)
+    _write_sidecar(store, key, records, [f["name"] for f in schema["fields"]], data)
     versions = [v for _, v, _ in entries]
     return ManifestInfo(
         path=f"{MANIFESTS_DIR}/{name}",
@@ -380,6 +388,20 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
         max_added_at_version=max(versions),
         partition_bounds=_partition_bounds([a for a, _, _ in entries]),
     )
+
+
+def _write_sidecar(
+    store: Any, manifest_key: str, records: Sequence[dict[str, Any]], field_names: Sequence[str], manifest: bytes
+) -> None:
+    """The manifest's column sidecar (``manifest_columns``), before any state references the manifest.
+    Only a speed-up for readers: a failure to write it is logged, not raised."""
+    sidecar = encode_sidecar(records, field_names, FILE_ENTRY_ONLY_FIELDS, manifest)
+    if sidecar is None:
+        return
+    try:
+        store.put(sidecar_key(manifest_key), sidecar)
+    except StorageError as e:
+        log.warning("manifest %s: column sidecar not written (%s); readers decode the Avro", manifest_key, e)
 
 
 def _write_manifests(
