@@ -476,7 +476,9 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
         if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
             return _bools(np.array([bool(keep(_present(a.partition_values, columns))) for a in chunk.actions()]))
     accepted = []
-    for combination in np.unique(key).tolist():
+    ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
+    distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    for combination in distinct.tolist():
         values_of: dict[str, str] = {}
         rest = combination
         for column, dictionary in zip(reversed(columns), reversed(dictionaries), strict=True):
@@ -485,4 +487,6 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
                 values_of[column] = dictionary[code]
         if keep(values_of):
             accepted.append(combination)
-    return _bools(np.isin(key, accepted))
+    chosen = np.array(accepted, dtype=np.int64)  # sorted, as ``distinct`` is
+    at = np.minimum(np.searchsorted(chosen, key), max(len(chosen) - 1, 0))
+    return _bools(chosen[at] == key if len(chosen) else np.zeros(len(key), dtype=bool))
