@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from indextables_contract.errors import ConfigError
+from indextables_contract.values import as_bool, as_size
 
 MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
 PURGE_ON_WRITE = "spark.indextables.purgeOnWrite."
@@ -24,15 +25,12 @@ DEFAULT_MERGE_TARGET = "4G"  # IndexTables4Spark's mergeOnWrite.targetSize
 DEFAULT_OPTIMIZE_TARGET = "1G"  # IndexTables4Spark's write.optimizeWrite.targetSplitSize
 MIN_SPLIT_RETENTION_HOURS = 24  # PURGE never deletes a younger split (it may belong to a running write)
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
-
-
 def size_bytes(name: str, text: str) -> int:
-    """``"512M"``, ``"4G"``, ``"1024K"`` or bytes; ConfigError naming ``name`` otherwise."""
-    match = _SIZE.match(text)
-    if not match or int(match.group(1)) <= 0:
+    """``"512M"``, ``"4G"``, ``"1024K"`` or bytes (``values.as_size``); ConfigError naming ``name`` otherwise."""
+    size = as_size(text)
+    if size is None:
         raise ConfigError(f"{name} must be a size like 512M or 4G, not {text!r}")
-    return int(match.group(1)) * 1024 ** " kmgt".index((match.group(2) or " ").lower())
+    return size
 
 
 def _get(opts: Mapping[str, Any], key: str, default: str) -> str:
@@ -44,9 +42,10 @@ def _get(opts: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def _bool(path: str, key: str, text: str) -> bool:
-    if text.lower() not in ("true", "false"):
+    parsed = as_bool(text)
+    if parsed is None:
         raise ConfigError(f"write {path}: {key} must be true or false, not {text!r}")
-    return text.lower() == "true"
+    return parsed
 
 
 def _count(path: str, key: str, text: str, least: int) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from indextables_contract.errors import ConfigError
+from indextables_contract.values import as_bool
 
 _PREFIX = "spark.indextables."
 
@@ -94,14 +95,10 @@ SAFE_MIN_MANIFEST_AGE_HOURS = 0.25
 
 
 def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError("expected true or false")
+    parsed = as_bool(value)
+    if parsed is None:
+        raise ValueError("expected true or false")
+    return parsed
 
 
 def _positive(x: float) -> bool:

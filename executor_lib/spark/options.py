@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import difflib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -24,6 +23,7 @@ from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, FilterError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
+from indextables_contract.values import as_bool, as_size
 
 PREFIX = "spark.indextables."
 
@@ -180,15 +180,12 @@ def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in options.items() if k in keys}
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
-
-
 def parse_size(name: str, value: Any) -> int:
-    """``"100M"``, ``"1G"``, ``"512K"`` or bytes."""
-    match = _SIZE.match(str(value))
-    if not match or int(match.group(1)) <= 0:
+    """``"100M"``, ``"1G"``, ``"512K"`` or bytes (``indextables_contract.values.as_size``)."""
+    size = as_size(value)
+    if size is None:
         raise ConfigError(f"option {name}={value!r}: expected a size such as 104857600, 512K, 100M or 1G")
-    return int(match.group(1)) * 1024 ** " kmgt".index((match.group(2) or " ").lower())
+    return size
 
 
 def parse_positive_int(name: str, value: Any) -> int:
@@ -202,10 +199,10 @@ def parse_positive_int(name: str, value: Any) -> int:
 
 
 def parse_bool(name: str, value: Any) -> bool:
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
+    parsed = as_bool(value)
+    if parsed is None:
         raise ConfigError(f"option {name}={value!r}: expected true or false")
-    return text == "true"
+    return parsed
 
 
 def split_keys(raw: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:

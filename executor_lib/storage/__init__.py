@@ -13,6 +13,7 @@ from typing import Any
 from executor_lib.storage.base import ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
 from indextables_contract.errors import ConfigError
+from indextables_contract.values import as_bool
 
 __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
 
@@ -71,12 +72,10 @@ def _s3_options(options: dict[str, Any]) -> Any:
 
 def _convert(field: str, value: Any) -> Any:
     if field == "path_style":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text not in ("true", "false", "1", "0", "yes", "no"):
+        parsed = as_bool(value)
+        if parsed is None:
             raise ValueError("expected true or false")
-        return text in ("true", "1", "yes")
+        return parsed
     if field in ("max_attempts", "multipart_threshold", "multipart_chunksize"):
         number = int(value)
         if number < 1:

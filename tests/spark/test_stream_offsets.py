@@ -90,7 +90,7 @@ def test_starting_version_and_bad_options_are_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="maxFilesPerTrigger"):
         reader(tmp_path / "t", maxFilesPerTrigger=0)
     with pytest.raises(ConfigError, match="ignoreDeletes"):
-        reader(tmp_path / "t", ignoreDeletes="yes")
+        reader(tmp_path / "t", ignoreDeletes="maybe")
     with pytest.raises(ConfigError, match="versionAsOf is for batch reads"):
         reader(tmp_path / "t", versionAsOf=0)
     with pytest.raises(StreamingReadError, match="not an IndexTables offset"):
