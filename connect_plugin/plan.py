@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from indextables_contract import FORMAT
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
 from indextables_contract.commands import RESULT_ROWS_METADATA, Command, GroupAggregate
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
-FORMAT = "indextables"
 
 
 def _session_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:

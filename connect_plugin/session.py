@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
+from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError, UnknownTableError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-FORMAT = "indextables"
 # IndexTables4Spark's format names for the same data source (``executor_lib.spark.datasource.DATA_SOURCES``).
 JVM_FORMATS = (
     "io.indextables.provider.IndexTablesProvider", "io.indextables.spark.core.IndexTables4SparkTableProvider",

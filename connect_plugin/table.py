@@ -23,13 +23,13 @@ from connect_plugin.plan import command_frame, local_frame
 from connect_plugin.settings import _options
 from connect_plugin.where import Where
 from connect_plugin.where import to_filter as _where
+from indextables_contract import FORMAT
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-FORMAT = "indextables"
 
 
 class IndexTable:

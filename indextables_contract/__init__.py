@@ -12,3 +12,5 @@ executors both import it (PROTOCOL.md §17):
 - ``settings``: every ``spark.indextables.*`` key, supported or accepted with no effect (docs/settings.md);
 - ``write_settings``: the after-write settings (merge-, purge- and optimize-on-write) both sides check.
 """
+
+FORMAT = "indextables"  # the data source's name: format("indextables"), the provider of tables written here

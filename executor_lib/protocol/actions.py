@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, cast
 
+from indextables_contract import FORMAT
 from indextables_contract.errors import CorruptLogError, UnknownActionError
 
 T = TypeVar("T", bound="_ActionBase")
@@ -262,7 +263,7 @@ class MetadataAction(_ActionBase):
     schema_string: str
     partition_columns: tuple[str, ...] = ()
     configuration: Mapping[str, str] = field(default_factory=dict)
-    format: Mapping[str, Any] = field(default_factory=lambda: {"provider": "indextables", "options": {}})
+    format: Mapping[str, Any] = field(default_factory=lambda: {"provider": FORMAT, "options": {}})
     name: str | None = None
     description: str | None = None
     created_time: int | None = None

@@ -29,10 +29,11 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
 from executor_lib.spark.reader import IndexTablesReader
 from executor_lib.spark.writer import IndexTablesWriter
+from indextables_contract import FORMAT
 from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
 
-NAME = "indextables"
+NAME = FORMAT
 # IndexTables4Spark's documented format names: the same data source under each (registered statically
 # by pyspark_indextables_provider and pyspark_indextables_spark, or by connect_plugin.install).
 PROVIDER_NAME = "io.indextables.provider.IndexTablesProvider"
