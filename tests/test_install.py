@@ -72,3 +72,20 @@ def test_venv_script_installs_once_per_pyproject_and_says_so(tmp_path: Path) -> 
         changed.stdout == INSTALLING and calls.read_text().splitlines()[-1] == "-m pip install --quiet -e .[test,dev]"
     )
     assert _source_venv(tmp_path, "test,dev").stdout == ""
+
+
+def test_the_thin_client_wheel_ships_its_type_hints(tmp_path: Path) -> None:
+    """PEP 561: ``py.typed`` in the thin client's wheel (both its packages); the main distribution
+    declares the same package data for its three packages."""
+    import zipfile
+
+    source = tmp_path / "connect"
+    shutil.copytree(REPO / "clients" / "connect", source, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                    str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"connect_plugin/py.typed", "indextables_contract/py.typed"} <= names
+    pyproject = (REPO / "pyproject.toml").read_text()
+    for package in ("connect_plugin", "indextables_contract", "executor_lib"):
+        assert f'{package} = ["py.typed"]' in pyproject and (REPO / package / "py.typed").is_file()
