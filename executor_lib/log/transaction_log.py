@@ -26,6 +26,7 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import random
 import time
@@ -95,6 +96,14 @@ from indextables_contract.errors import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class CommitOutcome(str, enum.Enum):
+    """What one attempt to write a version's commit point came to."""
+
+    COMMITTED = "committed"  # this commit holds the version
+    LOST = "lost"  # another commit holds it: re-check conflicts, try the next version
+    NOT_WRITTEN = "not-written"  # a storage error left it unwritten: retry the same version
 
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
@@ -317,11 +326,11 @@ class TransactionLog:
                 outcome, error, attempt = self._try_state_commit(version, final, head, info)
             else:
                 outcome, error, attempt = self._try_version_file(version, final, head, info)
-            if outcome == "committed":
+            if outcome is CommitOutcome.COMMITTED:
                 self._after_commit(version, final, head, attempt.state, attempt.body is None)
                 self.commit_stats["committed"] += 1
                 return version
-            if outcome == "lost":
+            if outcome is CommitOutcome.LOST:
                 # Someone else holds the version: that is progress, not a failure. Re-check
                 # the winners for conflicts and try the next version after a short jitter.
                 lost_races += 1
@@ -357,7 +366,7 @@ class TransactionLog:
 
     def _try_version_file(
         self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
-    ) -> tuple[str, StorageError | None, _Attempt]:
+    ) -> tuple[CommitOutcome, StorageError | None, _Attempt]:
         """Commit by put-if-absent of ``<version>.json`` (this project's and tantivy4java's commit point),
         then write the version's state. A state a 0.5.x writer committed for the same version meanwhile
         wins: our version file is withdrawn and the race counts as lost."""
@@ -365,14 +374,14 @@ class TransactionLog:
         body = encode_log_bytes(actions_to_ndjson(lines), self.config.compression_enabled, self.config.gzip_level)
         attempt = _Attempt(final, body=body)
         outcome, error = self._try_write(version, body, info.txn_id)
-        if outcome != "committed":
+        if outcome is not CommitOutcome.COMMITTED:
             return outcome, error, attempt
         if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)):
             state, ghost = self._state_of_version_file(version, final, info)
             if ghost:
-                return "lost", None, attempt
+                return CommitOutcome.LOST, None, attempt
             attempt = _Attempt(final, body=body, state=state)
-        return "committed", None, attempt
+        return CommitOutcome.COMMITTED, None, attempt
 
     def _state_of_version_file(
         self, version: int, final: list[Action], info: CommitInfoAction
@@ -421,7 +430,7 @@ class TransactionLog:
 
     def _try_state_commit(
         self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
-    ) -> tuple[str, StorageError | None, _Attempt]:
+    ) -> tuple[CommitOutcome, StorageError | None, _Attempt]:
         """Commit by put-if-absent of ``state-v<version>/_manifest.avro`` (IndexTables4Spark 0.5.x's commit
         point). The commitInfo travels in the state's file metadata; no version file is written."""
         manifest, protocol = self._build_state_commit(version, final, head)
@@ -432,10 +441,12 @@ class TransactionLog:
             if not e.retryable:
                 raise
             log.warning("commit of state version %d: outcome unknown (%s); checking", version, e)
-            return ("committed" if self._attempt_landed(version, attempt) else "not-written"), e, attempt
+            landed = self._attempt_landed(version, attempt)
+            return (CommitOutcome.COMMITTED if landed else CommitOutcome.NOT_WRITTEN), e, attempt
         if won:
-            return "committed", None, attempt
-        return ("committed" if self._attempt_landed(version, attempt) else "lost"), None, attempt
+            return CommitOutcome.COMMITTED, None, attempt
+        landed = self._attempt_landed(version, attempt)
+        return (CommitOutcome.COMMITTED if landed else CommitOutcome.LOST), None, attempt
 
     def _build_state_commit(
         self, version: int, final: list[Action], head: _Head
@@ -515,10 +526,10 @@ class TransactionLog:
         actions += [RemoveAction(path=p, deletion_timestamp=now, data_change=True) for p in gone]
         return actions
 
-    def _try_write(self, version: int, body: bytes, txn_id: str) -> tuple[str, StorageError | None]:
-        """Put-if-absent of a version file: ("committed" | "lost" | "not-written", the storage error seen).
+    def _try_write(self, version: int, body: bytes, txn_id: str) -> tuple[CommitOutcome, StorageError | None]:
+        """Put-if-absent of a version file: (its ``CommitOutcome``, the storage error seen).
 
-        "lost": another commit holds the version. A storage error that cannot be transient
+        LOST: another commit holds the version. A storage error that cannot be transient
         (access denied, missing bucket, bad credentials) is raised at once. After an ambiguous
         outcome the file is read back: the same bytes are this commit's own write.
         """
@@ -526,7 +537,7 @@ class TransactionLog:
         error: StorageError | None = None
         try:
             self.store.put_if_absent(key, body, metadata={"indextables-txn-id": txn_id})
-            return "committed", None
+            return CommitOutcome.COMMITTED, None
         except ObjectAlreadyExistsError:
             pass  # maybe our own write, retried by the SDK after a lost response
         except StorageError as e:  # ambiguous: the write may have landed
@@ -537,11 +548,11 @@ class TransactionLog:
         try:
             written = self.store.read(key)
         except ObjectNotFoundError:
-            return "not-written", error
+            return CommitOutcome.NOT_WRITTEN, error
         except StorageError as e:
             log.warning("commit of version %d: cannot read it back (%s)", version, e)
-            return "not-written", e
-        return ("committed" if written == body else "lost"), None
+            return CommitOutcome.NOT_WRITTEN, e
+        return (CommitOutcome.COMMITTED if written == body else CommitOutcome.LOST), None
 
     def _backoff(self, attempt: int) -> None:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
