@@ -86,7 +86,9 @@ def _azure_options(options: dict[str, Any]) -> Any:
     return AzureOptions(**_fields(options, _AZURE_OPTION_ALIASES, own, s3_only))
 
 
-def _fields(options: dict[str, Any], aliases: dict[str, str], fields: set[str], other: dict[str, str]) -> dict[str, Any]:
+def _fields(
+    options: dict[str, Any], aliases: dict[str, str], fields: set[str], other: dict[str, str]
+) -> dict[str, Any]:
     """The option values of one backend by field name: its ``aliases`` mapped, names of the ``other``
     backend and engine options skipped; ConfigError for an unknown name or a bad value."""
     values: dict[str, Any] = {}
@@ -140,7 +142,8 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
     if redact_uri(uri) != uri:
         raise ConfigError(
             f"{redact_uri(uri)}: credentials in a URI are not accepted (they would reach logs and errors); "
-            "give them as options (access_key_id/secret_access_key or spark.indextables.aws.*, spark.indextables.azure.*)"
+            "give them as options (access_key_id/secret_access_key, spark.indextables.aws.* or "
+            "spark.indextables.azure.*)"
         )
     if uri.startswith("s3://"):
         from executor_lib.storage.s3 import S3Store

@@ -45,7 +45,8 @@ from indextables_contract.errors import (
 
 INSTALL_HINT = "Azure storage needs azure-storage-blob: pip install 'indextables[azure]'"
 IDENTITY_HINT = (
-    "an Azure service principal or DefaultAzureCredential needs azure-identity: pip install 'indextables[azure-identity]'"
+    "an Azure service principal or DefaultAzureCredential needs azure-identity: "
+    "pip install 'indextables[azure-identity]'"
 )
 
 
@@ -345,7 +346,8 @@ class AzureStore(ObjectStore):
         uri = self.uri_of(key)
         if isinstance(e, HttpResponseError) and e.response is not None:
             status = int(e.status_code or 0)
-            raw = e.error_code or e.response.headers.get("x-ms-error-code") or status
+            headers = getattr(e.response, "headers", None) or {}
+            raw = getattr(e, "error_code", None) or headers.get("x-ms-error-code") or status
             code = str(getattr(raw, "value", raw))  # the SDK's StorageErrorCode is an enum
             if code == "ContainerNotFound":
                 return StorageError(f"{uri}: {op} failed: {self._where()} does not exist", uri, retryable=False)

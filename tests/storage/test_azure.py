@@ -68,7 +68,9 @@ def test_a_container_without_an_account_is_a_config_error(monkeypatch: pytest.Mo
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.azure/credentials
     store = open_store("abfss://logs/t")
-    with pytest.raises(ConfigError, match="container 'logs': no storage account .*spark.indextables.azure.accountName"):
+    with pytest.raises(
+        ConfigError, match=r"container 'logs': no storage account .*spark\.indextables\.azure\.accountName"
+    ):
         store.read("x")
 
 
@@ -163,15 +165,13 @@ def test_an_unreachable_endpoint_names_it_and_no_secret() -> None:
 
     sas = "sv=2024-01-01&sig=SUPERSECRETSIG"
     endpoint = f"http://127.0.0.1:{free_port()}/{ACCOUNT}"
-    store = open_store(
-        azure_uri("t"), **{"spark.indextables.azure.endpoint": f"{endpoint}?{sas}", "max_attempts": 1}
-    )
+    store = open_store(azure_uri("t"), **{"spark.indextables.azure.endpoint": f"{endpoint}?{sas}", "max_attempts": 1})
     with pytest.raises(StorageError) as err:
         store.read("k")
     assert f"cannot reach {endpoint}" in str(err.value)
     assert err.value.__cause__ is None  # the SDK's error quotes the request URL, SAS and all
     assert "SUPERSECRETSIG" not in str(err.value) and "SUPERSECRETSIG" not in repr(store)
-    with pytest.raises(StorageError, match="outcome unknown|cannot reach"):
+    with pytest.raises(StorageError, match=r"outcome unknown|cannot reach"):
         store.put_if_absent("k", b"1")
 
 
