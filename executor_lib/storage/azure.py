@@ -28,7 +28,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,12 +209,55 @@ def _account_of_endpoint(url: str) -> str | None:
     return host.split(".")[0] or None
 
 
-def _make_service(loc: AzureLocation, o: AzureOptions) -> tuple[Any, str | None]:
-    """A ``BlobServiceClient`` for the location and the account name it serves."""
+RequestHook = Callable[[Any, Callable[[], Any]], Any]
+
+
+class _HookedTransport:
+    """azure-core's requests transport, each request handed to the store's hook when it has one
+    (``AzureStore.set_request_hook``: fault injection, counting), below the SDK's retries."""
+
+    def __init__(self, store: AzureStore, inner: Any) -> None:
+        self._store = store
+        self._inner = inner
+
+    def __enter__(self) -> _HookedTransport:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        self._inner.__exit__(*args)
+
+    def open(self) -> None:
+        self._inner.open()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def sleep(self, duration: float) -> None:
+        self._inner.sleep(duration)
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        hook = self._store._request_hook
+        if hook is None:
+            return self._inner.send(request, **kwargs)
+        return hook(request, lambda: self._inner.send(request, **kwargs))
+
+
+def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None = None) -> tuple[Any, str | None]:
+    """A ``BlobServiceClient`` for the location and the account name it serves (its requests go
+    through ``store``'s request hook, when given)."""
     blob = _blob()
     kwargs: dict[str, Any] = {
+        # every kind of failure (status, connection, lost answer) may take max_attempts tries in all;
+        # waits of about 1.7, 2.5, 3.6, 5.3 s (the SDK's default starts at 15 s)
         "retry_policy": blob.ExponentialRetry(
-            initial_backoff=0.2, increment_base=2, retry_total=max(0, o.max_attempts - 1), random_jitter_range=1
+            initial_backoff=0.2,
+            increment_base=1.5,
+            random_jitter_range=0.3,
+            retry_total=max(0, o.max_attempts - 1),
+            retry_connect=max(0, o.max_attempts - 1),
+            retry_read=max(0, o.max_attempts - 1),
+            retry_status=max(0, o.max_attempts - 1),
         ),
         "connection_timeout": o.connect_timeout,
         "read_timeout": o.read_timeout,
@@ -223,6 +266,12 @@ def _make_service(loc: AzureLocation, o: AzureOptions) -> tuple[Any, str | None]
         "max_single_get_size": o.multipart_threshold,
         "max_chunk_get_size": o.multipart_chunksize,
     }
+    if store is not None:
+        from azure.core.pipeline.transport import RequestsTransport
+
+        kwargs["transport"] = _HookedTransport(
+            store, RequestsTransport(connection_timeout=o.connect_timeout, read_timeout=o.read_timeout)
+        )
     connection_string = o.connection_string or (
         None if (o.endpoint or o.account_key) else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
     )
@@ -299,7 +348,20 @@ class AzureStore(ObjectStore):
         self._service: Any | None = None
         self._container_client: Any | None = None
         self._account: str | None = self._loc.account or self._options.account_name
+        self._request_hook: RequestHook | None = None
         _blob()  # the install hint at open, not at the first request
+
+    def set_request_hook(self, hook: RequestHook | None) -> None:
+        """Hand each HTTP request of this store to ``hook(request, send)`` (below the SDK's retries):
+        it may call ``send()`` and return its response, return another, or raise an azure-core error.
+        For fault injection (``harness.faults``). Stores opened with ``shared_client`` take none.
+
+        Raises:
+            ConfigError: the store shares the process's client (a hook would reach every such store).
+        """
+        if self._shared_client:
+            raise ConfigError("a request hook needs a store with its own client (open_store without shared_client)")
+        self._request_hook = hook
 
     def __repr__(self) -> str:
         return f"AzureStore({self._uri!r}, endpoint={self._options.endpoint_shown!r})"
@@ -311,7 +373,7 @@ class AzureStore(ObjectStore):
             if self._shared_client:
                 service, account = shared_service_for(self._loc, self._options)
             else:
-                service, account = _make_service(self._loc, self._options)
+                service, account = _make_service(self._loc, self._options, self)
             self._account = account or self._account
             self._service = service
             self._container_client = service.get_container_client(self._container)
