@@ -79,6 +79,11 @@ def options(endpoint: str) -> dict[str, str]:
     return {"spark.indextables.azure.endpoint": endpoint, "spark.indextables.azure.accountKey": ACCOUNT_KEY}
 
 
+def connection_string(endpoint: str) -> str:
+    """The development account's connection string for the Azurite at ``endpoint``."""
+    return f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};BlobEndpoint={endpoint};"
+
+
 def create_container(endpoint: str, name: str) -> None:
     """Create container ``name`` (an existing one is fine). Needs azure-storage-blob."""
     from azure.core.exceptions import ResourceExistsError

@@ -389,7 +389,23 @@ class AzureStore(ObjectStore):
     @property
     def cache_identity(self) -> str:
         """The root URI and the endpoint serving it (one URI on two endpoints is two tables)."""
-        return f"{self._uri} @ {self._options.endpoint_shown or 'azure'} as {self._account or ''}"
+        return f"{self._uri} @ {self._endpoint_shown()} as {self._account or ''}"
+
+    def _endpoint_shown(self) -> str:
+        """The blob endpoint (no query: no SAS): the option, a connection string's, or the account's."""
+        o = self._options
+        if o.endpoint_shown:
+            return o.endpoint_shown
+        connection = o.connection_string or (
+            None if o.account_key else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+        )
+        if connection:
+            parts = dict(p.split("=", 1) for p in connection.split(";") if "=" in p)
+            if parts.get("BlobEndpoint"):
+                return AzureOptions(endpoint=parts["BlobEndpoint"]).endpoint_shown or "azure"
+            suffix = parts.get("EndpointSuffix", "core.windows.net")
+            return f"https://{parts.get('AccountName', '')}.blob.{suffix}"
+        return f"https://{self._account or '(account)'}.blob.{self._loc.suffix}"
 
     def _key(self, key: str) -> str:
         key = self.key_of(key)
@@ -437,7 +453,7 @@ class AzureStore(ObjectStore):
                 return AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri)
             return StorageError(f"{uri}: {op} failed: no answer ({type(e).__name__})", uri)
         if isinstance(e, ServiceRequestError):
-            endpoint = self._options.endpoint_shown or f"storage account {self._account or '(unknown)'!r}"
+            endpoint = self._endpoint_shown()
             if conditional:
                 return AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri)
             return StorageError(f"{uri}: {op} failed: cannot reach {endpoint} ({type(e).__name__})", uri)
