@@ -231,3 +231,52 @@ def test_without_azure_storage_blob_the_error_names_the_extra() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'indextables[azure]'" in done.stdout
+
+
+def test_listing_pages_odd_names_and_start_after(azurite_server: Any) -> None:
+    """The listing's own List Blobs pages (parsed here, not by the SDK): markers across pages, names
+    that need escaping, sizes, times, directories and ``start_after`` across a page boundary."""
+    store = open_store(azure_uri(f"pages/{uuid.uuid4().hex}"), **azure_options(azurite_server))
+    assert isinstance(store, AzureStore)
+    store.list_page_size = 3
+    names = [f"log/{i:020d}.json" for i in range(8)] + ["log/a b+c%d=é.json", "log/sub/x", "log/sub/y", "top"]
+    for i, name in enumerate(names):
+        store.put(name, b"x" * i)
+    listed = list(store.list("log/"))
+    assert [o.key for o in listed] == sorted(n for n in names if n.startswith("log/"))
+    assert {o.key: o.size for o in listed}["log/a b+c%d=é.json"] == 8
+    assert all(o.modified_ms > 1_700_000_000_000 for o in listed)
+    after = [o.key for o in store.list("log/0", start_after="log/00000000000000000004")]
+    assert after == [f"log/{i:020d}.json" for i in range(4, 8)]
+    top = [(o.key, o.is_dir) for o in store.list("", recursive=False)]
+    assert top == [("log/", True), ("top", False)]
+    assert [(o.key, o.is_dir) for o in store.list("log/s", recursive=False)] == [("log/sub/", True)]
+
+
+def test_a_sas_in_the_endpoint_lists_reads_and_writes(azurite_server: Any) -> None:
+    import datetime
+
+    from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
+
+    sas = generate_account_sas(
+        ACCOUNT, ACCOUNT_KEY, ResourceTypes(container=True, object=True),
+        AccountSasPermissions(read=True, write=True, list=True, delete=True, create=True),
+        datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1),
+    )  # fmt: skip
+    store = open_store(
+        azure_uri(f"sas/{uuid.uuid4().hex}"), **{"spark.indextables.azure.endpoint": f"{azurite_server.endpoint}?{sas}"}
+    )
+    store.put_if_absent("a/1", b"one")
+    store.put("a/2", b"two")
+    assert [o.key for o in store.list("a/")] == ["a/1", "a/2"] and store.read("a/2") == b"two"
+    sig = sas.split("sig=")[1].split("&")[0]
+    assert sig not in repr(store) and sig not in store.cache_identity
+    readonly = generate_account_sas(
+        ACCOUNT, ACCOUNT_KEY, ResourceTypes(container=True, object=True), AccountSasPermissions(read=True, list=True),
+        datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1),
+    )  # fmt: skip
+    denied = open_store(store.root_uri, **{"spark.indextables.azure.endpoint": f"{azurite_server.endpoint}?{readonly}"})
+    assert denied.read("a/1") == b"one"
+    with pytest.raises(StorageError, match="refused the credentials") as err:
+        denied.put_if_absent("a/3", b"x")
+    assert readonly.split("sig=")[1].split("&")[0] not in str(err.value) and err.value.__cause__ is None
