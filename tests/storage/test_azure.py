@@ -280,3 +280,22 @@ def test_a_sas_in_the_endpoint_lists_reads_and_writes(azurite_server: Any) -> No
     with pytest.raises(StorageError, match="refused the credentials") as err:
         denied.put_if_absent("a/3", b"x")
     assert readonly.split("sig=")[1].split("&")[0] not in str(err.value) and err.value.__cause__ is None
+
+
+def test_the_cli_takes_azure_settings_and_names_a_missing_container(
+    azurite_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import executor_lib
+    from executor_lib.cli import main as cli_main
+
+    options = azure_options(azurite_server)
+    uri = azure_uri(f"cli/{uuid.uuid4().hex}")
+    executor_lib.create_table(uri, __import__("pyarrow").schema([("id", "int64")]), [], **options)
+    flags = [f"-o{k}={v}" for k, v in options.items()]
+    assert cli_main(["describe", uri, "--json", *flags]) == 0
+    missing = f"abfss://no-such-container@{ACCOUNT}.dfs.core.windows.net/t"
+    assert cli_main(["describe", missing, *flags]) == 2
+    out, err = capsys.readouterr()
+    assert '"version": 0' in out.replace('"version":0', '"version": 0')
+    assert f"container 'no-such-container' of storage account {ACCOUNT!r} does not exist" in err
+    assert ACCOUNT_KEY not in out + err
