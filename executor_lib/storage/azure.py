@@ -24,6 +24,7 @@ connection string. Secrets never reach a message, a ``repr`` or a log.
 from __future__ import annotations
 
 import configparser
+import functools
 import logging
 import os
 import threading
@@ -163,7 +164,10 @@ def _account_name(loc: AzureLocation, o: AzureOptions, file: dict[str, str]) -> 
     )
 
 
+@functools.lru_cache(maxsize=16)
 def _identity(tenant: str | None, client: str | None, secret: str | None) -> Any:
+    """A service principal's credential, or ``DefaultAzureCredential``: one per process and
+    principal, so its token is fetched once, not by every store."""
     try:
         import azure.identity as identity
     except ImportError as e:
@@ -183,8 +187,9 @@ def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> A
     given = (o.tenant_id, o.client_id, o.client_secret)
     if any(given):
         if not all(given):
-            missing = [n for n, v in zip(("tenantId", "clientId", "clientSecret"), given, strict=True) if not v]
-            raise ConfigError(f"Azure service principal: spark.indextables.azure.{', '.join(missing)} not set")
+            names = ("tenantId", "clientId", "clientSecret")
+            missing = [f"spark.indextables.azure.{n}" for n, v in zip(names, given, strict=True) if not v]
+            raise ConfigError(f"Azure service principal: {', '.join(missing)} not set (all three are needed)")
         return _identity(*given)
     if o.endpoint and "?" in o.endpoint:
         return None  # a SAS in the endpoint's query

@@ -299,3 +299,22 @@ def test_the_cli_takes_azure_settings_and_names_a_missing_container(
     assert '"version": 0' in out.replace('"version":0', '"version": 0')
     assert f"container 'no-such-container' of storage account {ACCOUNT!r} does not exist" in err
     assert ACCOUNT_KEY not in out + err
+
+
+def test_a_partial_service_principal_names_what_is_missing() -> None:
+    store = open_store(
+        azure_uri("sp"), **{"spark.indextables.azure.tenantId": "t", "spark.indextables.azure.clientSecret": "S3CRET"}
+    )
+    with pytest.raises(ConfigError, match=r"spark\.indextables\.azure\.clientId not set") as err:
+        store.read("k")
+    assert "S3CRET" not in str(err.value)
+
+
+def test_a_service_principal_without_azure_identity_names_the_extra() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("azure.identity") is not None:
+        pytest.skip("azure-identity is installed here")
+    keys = {f"spark.indextables.azure.{k}": "x" for k in ("tenantId", "clientId", "clientSecret")}
+    with pytest.raises(ConfigError, match=r"pip install 'indextables\[azure-identity\]'"):
+        open_store(azure_uri("sp"), **keys).read("k")
