@@ -1,7 +1,9 @@
-"""``python -m harness up|down|status|images [--run-dir DIR] [--workers N] [--backend process|docker]``.
+"""``python -m harness up|down|status|images [--run-dir DIR] [--workers N] [--backend process|docker]
+[--storage s3|azure]``.
 
-``up`` starts S3, a Spark master, N workers and a Spark Connect server (processes on 127.0.0.1,
-or containers with ``--backend docker``) and prints their endpoints; ``status`` prints what runs
+``up`` starts S3 (or, with ``--storage azure``, Azure Blob Storage: Azurite), a Spark master, N
+workers and a Spark Connect server (processes on 127.0.0.1, or containers with ``--backend docker``,
+S3 only) and prints their endpoints; ``status`` prints what runs
 (exit 1 if anything recorded is down); ``down`` stops exactly what ``up`` recorded in
 ``DIR/cluster.json`` (whichever backend started it); ``images`` builds or reuses the docker
 backend's images and prints their tags and what building took.
@@ -26,13 +28,20 @@ def _cluster(args: argparse.Namespace, attach: bool) -> Any:
         return attach_cluster(args.run_dir)
     if args.backend == "docker":
         return DockerCluster(args.run_dir, workers=args.workers)
-    return ProcessCluster(args.run_dir, workers=args.workers)
+    return ProcessCluster(args.run_dir, workers=args.workers, storage=args.storage)
 
 
 def _print_endpoints(info: Any) -> None:
     print(f"Spark Connect : {info.connect_url}")
     print(f"Spark master  : {info.master_url}  (UI {info.master_ui})")
-    print(f"S3 endpoint   : {info.s3_endpoint}  bucket {info.bucket}  (credentials testing/testing)")
+    if getattr(info, "storage", "s3") == "azure":
+        from harness.azurite import ACCOUNT
+
+        print(f"Azure endpoint: {info.azure_endpoint}  container {info.bucket}  (Azurite; every node has "
+              "AZURE_STORAGE_CONNECTION_STRING)")  # fmt: skip
+        print(f"tables        : abfss://{info.bucket}@{ACCOUNT}.dfs.core.windows.net/<path>")
+    else:
+        print(f"S3 endpoint   : {info.s3_endpoint}  bucket {info.bucket}  (credentials testing/testing)")
     if info.backend == "docker":
         print(f"containers    : {' '.join(info.containers.values())}  (network {info.network})")
         print(f"run directory : {info.run_dir}  (cluster.json; worker caches are the volumes {' '.join(info.volumes)})")
@@ -54,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backend", choices=["process", "docker"], default="process",
                         help="for up; status and down use the backend that started the cluster")  # fmt: skip
+    parser.add_argument("--storage", choices=["s3", "azure"], default="s3",
+                        help="for up: the object store, moto (S3) or Azurite (Azure Blob Storage)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     args = parser.parse_args(argv)
+    if args.storage == "azure" and args.backend == "docker":
+        parser.error("--storage azure runs on the process backend only")
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     try:

@@ -1,9 +1,13 @@
-"""A multi-node Spark cluster on 127.0.0.1, started and stopped by pid: S3 (moto), master, workers, Connect.
+"""A multi-node Spark cluster on 127.0.0.1, started and stopped by pid: S3 (moto) or Azure
+(Azurite), master, workers, Connect.
 
 ``ProcessCluster(run_dir, workers=2).up()`` starts, each as its own OS process:
 
 * an S3 API — the lock-patched moto server (``harness.moto_server``) with the bucket
-  ``indextables`` — reachable at ``s3_endpoint``;
+  ``indextables`` — reachable at ``s3_endpoint``; or, with ``storage="azure"``, Azure Blob Storage
+  — Azurite (``harness.azurite``) with the container ``indextables`` — at ``azure_endpoint``, the
+  account's connection string given to every node as ``AZURE_STORAGE_CONNECTION_STRING``
+  (tables: ``abfss://indextables@devstoreaccount1.dfs.core.windows.net/<path>``);
 * a Spark standalone master and ``workers`` workers (``spark-daemon.sh``: the PySpark pip
   package has no ``start-master.sh``), each worker with its own split-cache directory
   (``INDEXTABLES_CACHE_DIR``) and local dir standing in for its NVMe disk;
@@ -45,12 +49,16 @@ class ClusterError(RuntimeError):
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by the process that started it, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    with contextlib.suppress(OSError, IndexError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
     return True
 
 
@@ -68,6 +76,8 @@ class ClusterInfo:
     workers: int
     s3_endpoint: str = ""
     bucket: str = BUCKET
+    storage: str = "s3"  # or "azure": Azurite instead of moto
+    azure_endpoint: str = ""  # the blob endpoint of Azurite's development account
     master_url: str = ""
     master_ui: str = ""
     connect_url: str = ""
@@ -91,11 +101,20 @@ class ClusterInfo:
 class ProcessCluster:
     """The process backend: every node is a local process, stopped by the pid it recorded."""
 
-    def __init__(self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g") -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        workers: int = 2,
+        worker_cores: int = 1,
+        worker_memory: str = "1g",
+        storage: str = "s3",
+    ) -> None:
+        if storage not in ("s3", "azure"):
+            raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
         self.run_dir = Path(run_dir).resolve()
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
-        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers)
+        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, storage=storage)
         self.ident = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
 
     # -- paths and environment -------------------------------------------------------------
@@ -108,11 +127,19 @@ class ProcessCluster:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def storage_env(self) -> dict[str, str]:
+        """What every node (and a client) needs to reach the cluster's store: the S3 endpoint and test
+        credentials, or Azurite's connection string."""
+        if self.info.storage == "azure":
+            from harness.azurite import connection_string
+
+            return {"AZURE_STORAGE_CONNECTION_STRING": connection_string(self.info.azure_endpoint)}
+        return {**CREDENTIALS, "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint}
+
     def _env(self, **extra: str) -> dict[str, str]:
         return {
             **os.environ,
-            **CREDENTIALS,
-            "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint,
+            **self.storage_env(),
             "SPARK_HOME": str(spark_home()),
             "PYSPARK_PYTHON": sys.executable,
             "SPARK_LOCAL_IP": "127.0.0.1",
@@ -128,7 +155,7 @@ class ProcessCluster:
             raise ClusterError(f"a cluster already runs from {self.run_dir} (python -m harness down --run-dir ...)")
         self._dir("logs")
         try:
-            self._start_s3(timeout_s)
+            self.start_storage(timeout_s)
             self._start_master(timeout_s)
             for i in range(1, self.info.workers + 1):
                 self._start_worker(i)
@@ -141,6 +168,37 @@ class ProcessCluster:
 
     def _save(self) -> None:
         self.state_file.write_text(json.dumps(asdict(self.info), indent=2))
+
+    def start_storage(self, timeout_s: float) -> None:
+        """Start the object store: moto (S3) or Azurite (Azure), with the bucket or container."""
+        if self.info.storage == "azure":
+            self._start_azure(timeout_s)
+        else:
+            self._start_s3(timeout_s)
+
+    def _start_azure(self, timeout_s: float) -> None:
+        from harness.azurite import AzuriteUnavailable, create_container, ensure_installed
+
+        try:
+            ensure_installed()
+        except AzuriteUnavailable as e:
+            raise ClusterError(str(e)) from e
+        port = free_port()
+        log = self.run_dir / "logs" / "azure.log"
+        cmd = [sys.executable, "-m", "harness.azurite", "--port", str(port), "--detached"]
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=_repo_root(),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )  # fmt: skip
+        self.info.pids["azure"] = proc.pid
+        self._save()
+        _wait(lambda: "READY" in log.read_text(), timeout_s, f"Azurite (see {log})", proc)
+        from harness.azurite import ACCOUNT
+
+        self.info.azure_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT}"
+        self._save()
+        create_container(self.info.azure_endpoint, BUCKET)
 
     def _start_s3(self, timeout_s: float) -> None:
         port = free_port()
@@ -213,7 +271,7 @@ class ProcessCluster:
             "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
         }  # fmt: skip
         server = ConnectServer(self.info.master_url, conf, timeout_s, work_dir=self.run_dir, ident=self.ident,
-                               extra_env={**CREDENTIALS, "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint})  # fmt: skip
+                               extra_env=self.storage_env())  # fmt: skip
         try:
             server.start()
         except ConnectServerError as e:
@@ -250,7 +308,7 @@ class ProcessCluster:
     @classmethod
     def attach(cls, run_dir: str | Path) -> ProcessCluster:
         info = ClusterInfo.load(run_dir)
-        cluster = cls(run_dir, workers=info.workers)
+        cluster = cls(run_dir, workers=info.workers, storage=info.storage)
         cluster.info = info
         return cluster
 
@@ -260,7 +318,7 @@ class ProcessCluster:
         return [pid for pid in _all_pids() if _parent_pid(pid) in workers]
 
     def down(self) -> list[str]:
-        """Stop every recorded process (Connect, workers, master, S3), newest first; returns their names."""
+        """Stop every recorded process (Connect, workers, master, S3 or Azure), newest first; returns their names."""
         stopped = []
         for name, pid in reversed(list(self.info.pids.items())):
             if pid_alive(pid):

@@ -1,9 +1,11 @@
-"""Faults between a client and its object store, injected with a botocore ``before-send`` hook.
+"""Faults between a client and its object store, injected with a botocore ``before-send`` hook
+(S3) or the Azure store's request hook (``AzureStore.set_request_hook``, below the SDK's retries).
 
 ``FaultInjector(rate, seed).install(client)`` makes a fraction ``rate`` of the client's S3
-requests fail in one of these ways (see ``shared/notes/s3-conditional-writes.md``):
+requests fail in one of these ways (see ``shared/notes/s3-conditional-writes.md``);
+``install_store(store)`` does the same for an S3 or an Azure store:
 
-* ``slowdown`` — a 503 SlowDown answer; nothing was sent (botocore retries it);
+* ``slowdown`` — a 503 SlowDown (Azure: ServerBusy) answer; nothing was sent (the SDK retries it);
 * ``reset`` — the connection is reset before the request is sent;
 * ``timeout`` — the connection times out before the request is sent;
 * ``ambiguous_put`` — a PutObject is sent and lands, then its response is lost (a read
@@ -57,6 +59,33 @@ class FaultInjector:
         client.meta.events.register("before-send.s3", self)
         return self
 
+    def install_store(self, store: Any) -> FaultInjector:
+        """Inject into an Azure store's requests (its request hook) or an S3 store's (its client)."""
+        if hasattr(store, "set_request_hook"):
+            store.set_request_hook(self.azure_hook)
+        else:
+            self.install(store.client)
+        return self
+
+    def azure_hook(self, request: Any, send: Any) -> Any:
+        """``AzureStore``'s request hook: the same faults, as azure-core errors and responses."""
+        from azure.core.exceptions import ServiceRequestError, ServiceRequestTimeoutError, ServiceResponseTimeoutError
+
+        if not self.enabled or self.rng.random() >= self.rate:
+            return send()
+        kind = self.rng.choice(self.kinds)
+        if kind == "ambiguous_put" and request.method != "PUT":
+            kind = "reset"
+        self.counts[kind] += 1
+        if kind == "slowdown":
+            return _azure_busy(request)
+        if kind == "reset":
+            raise ServiceRequestError("connection reset (injected)")
+        if kind == "timeout":
+            raise ServiceRequestTimeoutError("connect timeout (injected)")
+        send()  # the write lands ...
+        raise ServiceResponseTimeoutError("read timeout (injected)")  # ... and its answer never arrives
+
     def __call__(self, request: Any, **_: Any) -> AWSResponse | None:
         if not self.enabled or self.rng.random() >= self.rate:
             return None
@@ -72,3 +101,25 @@ class FaultInjector:
             raise ConnectTimeoutError(endpoint_url=request.url)
         self._http.send(request)  # the write lands ...
         raise ReadTimeoutError(endpoint_url=request.url)  # ... and its answer never arrives
+
+
+_BUSY_BODY = (
+    b'<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code>'
+    b"<Message>The server is busy.</Message></Error>"
+)
+
+
+def _azure_busy(request: Any) -> Any:
+    """A 503 ServerBusy answer to ``request`` that never reached the server."""
+    import requests
+    from azure.core.pipeline.transport import RequestsTransportResponse
+
+    answer = requests.Response()
+    answer.status_code = 503
+    answer.reason = "Server Busy"
+    answer.headers.update(
+        {"x-ms-error-code": "ServerBusy", "Content-Type": "application/xml", "Content-Length": str(len(_BUSY_BODY))}
+    )
+    answer._content = _BUSY_BODY
+    answer.url = request.url
+    return RequestsTransportResponse(request, answer)

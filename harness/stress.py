@@ -10,7 +10,8 @@ processes released together by a barrier:
   read from the splits equal the snapshot's ``numRecords``);
 * on B: an overwriter (replace everything, failing on a concurrent add), an appender, and a
   writer killed (SIGKILL) between uploading its splits and committing;
-* every process's S3 client gets a ``FaultInjector`` (503s, resets, timeouts, ambiguous puts).
+* every process's S3 client (or Azure store) gets a ``FaultInjector`` (503s, resets, timeouts,
+  ambiguous puts).
 
 Afterwards ``check`` verifies, at log level (never trusting what writers were told): versions
 contiguous; every acknowledged commit present exactly once at its version; no transaction or
@@ -109,9 +110,8 @@ def _open(uri: str, storage: dict[str, Any], fault_rate: float, seed: int) -> tu
 
     log = executor_lib.open_log(uri, **storage)
     faults = FaultInjector(fault_rate, seed=seed)
-    client = getattr(log.store, "client", None)
-    if client is not None:
-        faults.install(client)
+    if hasattr(log.store, "set_request_hook") or getattr(log.store, "client", None) is not None:
+        faults.install_store(log.store)
     return log, faults
 
 

@@ -103,7 +103,6 @@ _PURGE_MIN = "the 24-hour minimum retention of PURGE is fixed here (a younger sp
 _PURGE_JVM = "tunes the JVM's distributed deletion of purged files; here the purge deletes them in one process"
 _NATIVE_MEMORY = "bridges tantivy4java's native memory with Spark's memory manager; no native JVM memory here"
 _COMPANION = "companion indexes (BUILD INDEXTABLES COMPANION) are an IndexTables4Spark feature not offered here"
-_AZURE = "Azure storage is not supported here (plain paths, file://, s3://, s3a://)"
 _DATABRICKS = ("Unity Catalog credentials come from a JVM credential provider; here S3 credentials come from options, "
                "the environment or the AWS credential chain")  # fmt: skip
 _S3_UPLOAD = "tunes the JVM's S3 multipart uploads; here botocore's transfer manager chooses"
@@ -297,11 +296,17 @@ SETTINGS: tuple[Setting, ...] = (
     _n("aws.credentialsProviderClass", "none", "a JVM class; here the AWS credential chain of boto3 applies"),
     _n("s3.maxConcurrency", "4", _S3_UPLOAD),
     _n("s3.partSize", "64M", _S3_UPLOAD),
-    _n("azure.accountName", "none", _AZURE),
-    _n("azure.accountKey", "none", _AZURE),
-    _n("azure.tenantId", "none", _AZURE),
-    _n("azure.clientId", "none", _AZURE),
-    _n("azure.clientSecret", "none", _AZURE),
+    _s("azure.accountName", "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
+       "Azure storage account (for abfss://container/path and azure://container/path)"),
+    _s("azure.accountKey", "AZURE_STORAGE_KEY or ~/.azure/credentials", "Azure storage account key"),
+    _s("azure.tenantId", "none", "service principal tenant (with clientId, clientSecret; needs azure-identity)"),
+    _s("azure.clientId", "none", "service principal application (client) id"),
+    _s("azure.clientSecret", "none", "service principal secret"),
+    _s("azure.bearerToken", "none", "an OAuth bearer token for Azure storage"),
+    _s("azure.connectionString", "AZURE_STORAGE_CONNECTION_STRING",
+       "Azure storage connection string (account key or SAS, endpoints)"),
+    _s("azure.endpoint", "https://<account>.blob.<suffix of the URI's host>",
+       "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query"),
     _n("databricks.workspaceUrl", "none", _DATABRICKS),
     _n("databricks.apiToken", "none", _DATABRICKS),
     _n("databricks.credential.refreshBuffer.minutes", "40", _DATABRICKS),

@@ -1,11 +1,13 @@
-"""Shared fixtures: one lock-patched moto S3 server per test process, and a table URI
-fixture parametrized over the local filesystem and S3 so each test body runs on both."""
+"""Shared fixtures: one lock-patched moto S3 server per test process, Azurite (Azure Blob Storage)
+started on first use, and a table URI fixture parametrized over the local filesystem and S3 (and
+Azure where a directory's conftest adds it: tests/storage, tests/log) so each test body runs on each."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,48 @@ def s3_options(server: Any) -> dict[str, Any]:
     }
 
 
+AZURE_CONTAINER = "indextables-test"
+
+
+class SharedAzurite:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[SharedAzurite]:
+    """Azurite on 127.0.0.1 (one per test process, started at first use, stopped by pid at the end),
+    with the test container. Installed with npm into ~/.cache/indextables/azurite the first time;
+    without npm the Azure tests skip, except in CI (``CI`` set), where they fail."""
+    from harness.azurite import AzuriteProcess, AzuriteUnavailable, create_container
+
+    try:
+        server = AzuriteProcess().start()
+    except AzuriteUnavailable as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"Azure tests in CI: {e}")
+        pytest.skip(f"Azure backend: {e}")
+    try:
+        create_container(server.endpoint, AZURE_CONTAINER)
+        yield SharedAzurite(server.endpoint)
+    finally:
+        server.stop()
+
+
+def azure_options(server: Any) -> dict[str, Any]:
+    """Storage options of a table on the test Azurite (IndexTables4Spark's key names)."""
+    from harness.azurite import options
+
+    return options(server.endpoint)
+
+
+def azure_uri(path: str) -> str:
+    """An ``abfss://`` URI in the test container of Azurite's development account."""
+    from harness.azurite import ACCOUNT
+
+    return f"abfss://{AZURE_CONTAINER}@{ACCOUNT}.dfs.core.windows.net/{path}"
+
+
 @pytest.fixture(params=["local", "s3"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -129,6 +173,9 @@ def table(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple
     """``(uri, storage options)`` of a fresh, empty table location on the parametrized backend."""
     if backend == "local":
         return str(tmp_path / "table"), {}
+    if backend == "azure":
+        azurite = request.getfixturevalue("azurite_server")
+        return azure_uri(f"tables/{uuid.uuid4().hex}"), azure_options(azurite)
     server = request.getfixturevalue("moto_server")
     return f"s3://{BUCKET}/tables/{uuid.uuid4().hex}", s3_options(server)
 

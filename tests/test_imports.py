@@ -33,7 +33,7 @@ TEST_SUPPORT = ("harness", "tests")
 ALLOWED_CYCLES: set[frozenset[str]] = set()
 
 # Heavy third-party packages: none may be imported to use the protocol layer.
-HEAVY = ("fastavro", "pyarrow", "tantivy", "boto3", "botocore", "pyspark", "cavro", "lark", "cramjam")
+HEAVY = ("fastavro", "pyarrow", "tantivy", "boto3", "botocore", "azure", "pyspark", "cavro", "lark", "cramjam")
 
 
 def _module_files() -> dict[str, tuple[Path, bool]]:

@@ -31,6 +31,9 @@ PREFIX = "spark.indextables."
 _STORAGE_KEYS = (
     "spark.indextables.s3.endpoint", "spark.indextables.aws.region", "spark.indextables.aws.accessKey",
     "spark.indextables.aws.secretKey", "spark.indextables.aws.sessionToken", "spark.indextables.s3.pathStyleAccess",
+    "spark.indextables.azure.accountName", "spark.indextables.azure.accountKey", "spark.indextables.azure.tenantId",
+    "spark.indextables.azure.clientId", "spark.indextables.azure.clientSecret", "spark.indextables.azure.bearerToken",
+    "spark.indextables.azure.connectionString", "spark.indextables.azure.endpoint",
     "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token", "path_style",
     "multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout",
 )  # fmt: skip

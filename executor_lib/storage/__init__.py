@@ -1,16 +1,19 @@
-"""Object storage: one small interface (``ObjectStore``) over the local filesystem and S3.
+"""Object storage: one small interface (``ObjectStore``) over the local filesystem, S3 and Azure.
 
 ``open_store(uri, **options)`` picks the backend from the URI scheme. Options use
 Python names (``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``,
-``session_token``, ``path_style``) or the IndexTables4Spark option names
-(``spark.indextables.s3.endpoint``, ``spark.indextables.aws.accessKey``, ...).
+``session_token``, ``path_style``; ``azure_account_name``, ``azure_account_key``, ``azure_endpoint`` ...)
+or the IndexTables4Spark option names (``spark.indextables.s3.endpoint``,
+``spark.indextables.aws.accessKey``, ``spark.indextables.azure.accountKey``, ...). A store takes the
+options of its kind and the shared ones (timeouts, attempts, part sizes) and ignores the other
+kind's, so one session may hold settings for S3 and Azure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from executor_lib.storage.base import ObjectInfo, ObjectStore, canonical_uri, redact_uri
+from executor_lib.storage.base import AZURE_SCHEMES, ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
 from indextables_contract.errors import ConfigError
 from indextables_contract.values import as_bool
@@ -44,8 +47,25 @@ _S3_FIELDS = {
     "connect_timeout",
     "read_timeout",
 }
+# Options every backend with a network takes.
+_SHARED_FIELDS = {"multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout"}
+# IndexTables4Spark's Azure keys and our Python names -> AzureOptions field names.
+_AZURE_KEYS = {
+    "accountName": "account_name",
+    "accountKey": "account_key",
+    "connectionString": "connection_string",
+    "bearerToken": "bearer_token",
+    "tenantId": "tenant_id",
+    "clientId": "client_id",
+    "clientSecret": "client_secret",
+    "endpoint": "endpoint",
+}
+_AZURE_OPTION_ALIASES = {
+    **{f"spark.indextables.azure.{k}": v for k, v in _AZURE_KEYS.items()},
+    **{f"azure_{v}": v for v in _AZURE_KEYS.values()},
+}
 # Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
-STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES))
+STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES))
 
 
 def normalize_uri(uri: str) -> str:
@@ -56,18 +76,35 @@ def normalize_uri(uri: str) -> str:
 def _s3_options(options: dict[str, Any]) -> Any:
     from executor_lib.storage.s3 import S3Options
 
+    return S3Options(**_fields(options, _S3_OPTION_ALIASES, _S3_FIELDS, _AZURE_OPTION_ALIASES))
+
+
+def _azure_options(options: dict[str, Any]) -> Any:
+    from executor_lib.storage.azure import AzureOptions
+
+    own = _SHARED_FIELDS | set(_AZURE_KEYS.values())
+    s3_only = {**_S3_OPTION_ALIASES, **{f: f for f in _S3_FIELDS - _SHARED_FIELDS}}
+    return AzureOptions(**_fields(options, _AZURE_OPTION_ALIASES, own, s3_only))
+
+
+def _fields(
+    options: dict[str, Any], aliases: dict[str, str], fields: set[str], other: dict[str, str]
+) -> dict[str, Any]:
+    """The option values of one backend by field name: its ``aliases`` mapped, names of the ``other``
+    backend and engine options skipped; ConfigError for an unknown name or a bad value."""
     values: dict[str, Any] = {}
     for name, value in options.items():
-        if name.startswith("spark.indextables.") and name not in _S3_OPTION_ALIASES:
-            continue  # an engine option, not a storage one
-        field = _S3_OPTION_ALIASES.get(name, name)
-        if field not in _S3_FIELDS:
-            raise ConfigError(f"unknown storage option {name!r} (known: {sorted(_S3_FIELDS)})")
+        if name in other or (name.startswith("spark.indextables.") and name not in aliases):
+            continue  # the other backend's option, or an engine option
+        field = aliases.get(name, name)
+        if field not in fields:
+            known = sorted(fields | {n for n in aliases if not n.startswith("spark.")})
+            raise ConfigError(f"unknown storage option {name!r} (known: {known})")
         try:
             values[field] = _convert(field, value)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"storage option {name}={value!r}: {e}") from None
-    return S3Options(**values)
+    return values
 
 
 def _convert(field: str, value: Any) -> Any:
@@ -81,7 +118,7 @@ def _convert(field: str, value: Any) -> Any:
         if number < 1:
             raise ValueError("must be at least 1")
         if field == "multipart_chunksize" and number < 5 * 1024 * 1024:
-            raise ValueError("S3 parts must be at least 5 MiB")
+            raise ValueError("parts must be at least 5 MiB (S3's smallest)")
         return number
     if field in ("connect_timeout", "read_timeout"):
         seconds = float(value)
@@ -92,7 +129,9 @@ def _convert(field: str, value: Any) -> Any:
 
 
 def open_store(uri: str, **options: Any) -> ObjectStore:
-    """The store rooted at ``uri`` (a local path, ``file://...`` or ``s3://bucket/prefix``).
+    """The store rooted at ``uri`` (a local path, ``file://...``, ``s3://bucket/prefix`` or an Azure URI:
+    ``abfss://container@account.dfs.core.windows.net/prefix``, ``abfs://``, ``wasbs://``, ``wasb://``,
+    ``azure://container/prefix``, ``abfss://container/prefix`` with ``spark.indextables.azure.accountName``).
 
     ``shared_client``: an S3 store uses the process's client for its options (what queries use:
     connections stay open between them); otherwise a client of its own (hooks registered on it,
@@ -102,13 +141,21 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
     if redact_uri(uri) != uri:
         raise ConfigError(
             f"{redact_uri(uri)}: credentials in a URI are not accepted (they would reach logs and errors); "
-            "give them as options (access_key_id/secret_access_key or spark.indextables.aws.*)"
+            "give them as options (access_key_id/secret_access_key, spark.indextables.aws.* or "
+            "spark.indextables.azure.*)"
         )
     if uri.startswith("s3://"):
         from executor_lib.storage.s3 import S3Store
 
         return S3Store(uri, _s3_options(options), shared_client=shared_client)
+    if uri.lower().startswith(AZURE_SCHEMES):
+        from executor_lib.storage.azure import AzureStore
+
+        return AzureStore(uri, _azure_options(options), shared_client=shared_client)
     if "://" in uri and not uri.startswith("file://"):
-        raise ConfigError(f"unsupported storage scheme in {redact_uri(uri)!r} (supported: local paths, file://, s3://)")
+        raise ConfigError(
+            f"unsupported storage scheme in {redact_uri(uri)!r} "
+            "(supported: local paths, file://, s3://, abfss://, abfs://, wasbs://, wasb://, azure://)"
+        )
     path = uri[len("file://") :] if uri.startswith("file://") else uri
     return LocalStore(path)

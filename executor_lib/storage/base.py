@@ -35,7 +35,17 @@ from pathlib import Path
 from indextables_contract.errors import InvalidPathError
 
 _SCHEME_ALIASES = {"s3a://": "s3://", "s3n://": "s3://"}
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@")
+# Azure's Hadoop schemes name the container where other URIs put a user:
+# ``abfss://container@account.dfs.core.windows.net/path``. That "userinfo" is a container name
+# (3-63 lower-case letters, digits and hyphens, or $root/$web), never a credential.
+AZURE_SCHEMES = ("abfs://", "abfss://", "wasb://", "wasbs://", "azure://")
+_CONTAINER = re.compile(r"\$root|\$web|[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])")
+
+
+def _is_azure_container(scheme: str, userinfo: str) -> bool:
+    """True when ``userinfo`` (before the ``@`` of ``scheme://userinfo@host``) is an Azure container name."""
+    return scheme.lower() in AZURE_SCHEMES and _CONTAINER.fullmatch(userinfo) is not None
 
 
 def canonical_uri(uri: str) -> str:
@@ -66,6 +76,8 @@ def redact_uri(text: str) -> str:
     ``:`` (``key:secret``) or no ``/`` (``token@host``). A path with an ``@`` after a ``:`` is
     redacted too: hiding a little path is safe, showing a secret is not.
 
+    The container of an Azure URI (``abfss://container@account.dfs.core.windows.net/t``) is kept.
+
     Example: ``redact_uri("s3://AKIA:wJa/K7@b/t failed")`` is ``"s3://***@b/t failed"``.
     """
     out, pos = [], 0
@@ -77,6 +89,8 @@ def redact_uri(text: str) -> str:
         rest_end = end_match.start() if end_match else len(text)
         rest = text[rest_start:rest_end]
         cut = _userinfo_end(rest)
+        if cut is not None and _is_azure_container(start.group(0), rest[:cut]):
+            cut = None
         if cut is not None:
             out.append(text[pos:rest_start] + "***")
             pos = rest_start + cut
@@ -158,7 +172,8 @@ def table_key(root_uri: str, path: str) -> str:
     if "://" not in path:
         check_relative_key(path)
         return path
-    if _USERINFO.match(path):
+    userinfo = _USERINFO.match(path)
+    if userinfo and not _is_azure_container(userinfo.group(1), userinfo.group(2)):
         raise InvalidPathError(f"file URI {redact_uri(path)!r} carries credentials; not allowed in a table path")
     root = canonical_uri(root_uri) + "/"
     uri = _unalias(path)

@@ -39,7 +39,8 @@ def test_every_jvm_entry_of_the_registry_is_documented_or_defined_by_the_jvm() -
     are listed here so the list cannot grow unnoticed)."""
     documented = {S.lookup(k).key for k in jvm_documented_keys()}  # type: ignore[union-attr]
     only_in_code = {S.PREFIX + k for k in ("aws.sessionToken", "aws.region", "s3.endpoint", "s3.pathStyleAccess",
-                                           "write.optimizeWrite.maxSplitSize")}  # fmt: skip
+                                           "write.optimizeWrite.maxSplitSize", "azure.bearerToken",
+                                           "azure.connectionString", "azure.endpoint")}  # fmt: skip
     jvm = {s.key for s in S.SETTINGS if s.jvm}
     assert jvm - documented == only_in_code
 

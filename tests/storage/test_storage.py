@@ -1,4 +1,4 @@
-"""The storage contract, one body per behaviour, run on the local filesystem and on S3 (moto)."""
+"""The storage contract, one body per behaviour, run on the local filesystem, S3 (moto) and Azure (Azurite)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Concurrent commits on S3 under faults, across pytest-xdist workers (``harness.stress``).
+"""Concurrent commits on S3 under faults, across pytest-xdist workers (``harness.stress``), and one run on Azure.
 
 Every ``test_concurrent_commits_with_faults`` shard appends to ONE table shared by all shards
 of the run (whatever xdist worker runs it), alongside its own merger, checkpointer, reader,
@@ -19,7 +19,7 @@ import pytest
 
 from harness.moto_server import MotoServerProcess
 from harness.stress import StressConfig, StressResult, run_stress
-from tests.conftest import BUCKET, _create_bucket, s3_options
+from tests.conftest import BUCKET, _create_bucket, azure_options, azure_uri, s3_options
 
 SHARDS = int(os.environ.get("INDEXTABLES_STRESS_SHARDS", "2"))
 WRITERS = int(os.environ.get("INDEXTABLES_STRESS_WRITERS", "3"))
@@ -65,6 +65,24 @@ def test_concurrent_commits_with_faults(
     )  # fmt: skip
     result = run_stress(cfg, tmp_path)
     _record(result, record_property)
+    _assert_clean(result)
+    assert sum(result.faults.values()) > 0 or FAULT_RATE == 0, "no fault was injected: the run proves nothing"
+
+
+@pytest.mark.azure
+@pytest.mark.timeout(900)
+def test_concurrent_commits_with_faults_on_azure(azurite_server: Any, tmp_path: Path, record_property: Any) -> None:
+    """The same workload and checks on Azure Blob Storage (Azurite): writers, a merger, a
+    checkpointer and a reader race on table A, an overwriter, an appender and a killed writer on B,
+    with busy answers, resets, timeouts and put-if-absent calls whose answers are lost."""
+    run = uuid.uuid4().hex
+    cfg = StressConfig(
+        table_a=azure_uri(f"stress/{run}/shared"), table_b=azure_uri(f"stress/{run}/private"),
+        storage=azure_options(azurite_server), writers=WRITERS, commits_per_writer=COMMITS,
+        fault_rate=FAULT_RATE, seed=11,
+    )  # fmt: skip
+    result = run_stress(cfg, tmp_path)
+    _record(result, record_property, "stress azure")
     _assert_clean(result)
     assert sum(result.faults.values()) > 0 or FAULT_RATE == 0, "no fault was injected: the run proves nothing"
 

@@ -1,0 +1,637 @@
+"""Azure Blob Storage and ADLS Gen2 backend. The only module that imports ``azure.*``, lazily.
+
+URIs are IndexTables4Spark's: ``abfss://container@account.dfs.core.windows.net/path`` (and
+``abfs://``), ``wasbs://container@account.blob.core.windows.net/path`` (and ``wasb://``),
+``azure://container/path``, and ``abfss://container/path``, whose account comes from the settings
+(``spark.indextables.azure.accountName``, ``AZURE_STORAGE_ACCOUNT_NAME`` or ``~/.azure/credentials``).
+Every request goes to the Blob endpoint (ADLS Gen2 accounts serve it too).
+
+put-if-absent is one Put Blob with ``If-None-Match: *``: Azure answers 409 ``BlobAlreadyExists``
+(or 412 ``ConditionNotMet``) when the blob exists (-> ObjectAlreadyExistsError, as S3's 412). A
+request whose answer was lost (``ServiceResponseError``: the blob may have landed) is an
+AmbiguousWriteError, as on S3. Large files are uploaded as staged blocks committed in one Put
+Block List (atomic: readers see the old blob or the new one).
+
+Credentials, first found wins: ``connectionString``; ``accountKey``; ``bearerToken``; a service
+principal (``tenantId``, ``clientId``, ``clientSecret``: needs ``azure-identity``); the environment
+(``AZURE_STORAGE_CONNECTION_STRING``, ``AZURE_STORAGE_KEY``); ``~/.azure/credentials`` (the JVM's
+file: ``storage_account``, ``account_key``, ``tenant_id``, ``client_id``, ``client_secret``);
+``DefaultAzureCredential`` when ``azure-identity`` is installed (managed identity, ``AZURE_CLIENT_ID``
+...); else anonymous (public containers). A SAS is given as the query of ``endpoint`` or in the
+connection string. Secrets never reach a message, a ``repr`` or a log.
+"""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from executor_lib.storage.base import AZURE_SCHEMES, ObjectInfo, ObjectStore
+from indextables_contract.errors import (
+    AmbiguousWriteError,
+    ConfigError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    StorageError,
+)
+
+INSTALL_HINT = "Azure storage needs azure-storage-blob: pip install 'indextables[azure]'"
+IDENTITY_HINT = (
+    "an Azure service principal or DefaultAzureCredential needs azure-identity: "
+    "pip install 'indextables[azure-identity]'"
+)
+
+
+def _blob() -> Any:
+    """``azure.storage.blob``, or a ConfigError naming the extra to install."""
+    try:
+        import azure.storage.blob as blob
+    except ImportError as e:
+        raise ConfigError(INSTALL_HINT) from e
+    return blob
+
+
+# azure-core logs every request at INFO (URL and headers, secrets redacted); quiet unless asked for.
+for _name in ("azure.core.pipeline.policies.http_logging_policy", "azure.identity"):
+    if logging.getLogger(_name).level == logging.NOTSET:
+        logging.getLogger(_name).setLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class AzureOptions:
+    """Connection settings. Secrets are excluded from repr so they never reach a log."""
+
+    account_name: str | None = None
+    account_key: str | None = field(default=None, repr=False)
+    connection_string: str | None = field(default=None, repr=False)
+    bearer_token: str | None = field(default=None, repr=False)
+    tenant_id: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    endpoint: str | None = field(default=None, repr=False)  # may carry a SAS as its query
+    max_attempts: int = 5
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    multipart_threshold: int = 64 * 1024 * 1024
+    multipart_chunksize: int = 16 * 1024 * 1024
+
+    @property
+    def endpoint_shown(self) -> str | None:
+        """The endpoint without its query (a SAS), for messages and cache identities."""
+        if not self.endpoint:
+            return None
+        parts = urlsplit(self.endpoint)
+        return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+
+
+@dataclass(frozen=True)
+class AzureLocation:
+    """A parsed Azure URI: container, account (None: from the settings), DNS suffix, path prefix."""
+
+    container: str
+    account: str | None
+    suffix: str  # the endpoint's DNS suffix: core.windows.net (public cloud), core.chinacloudapi.cn ...
+    prefix: str
+
+
+def parse_azure_uri(uri: str) -> AzureLocation:
+    """``abfss://c@acct.dfs.core.windows.net/p`` -> ``AzureLocation("c", "acct", "core.windows.net", "p")``.
+
+    Raises:
+        ConfigError: not an Azure URI, or no container in it.
+    """
+    scheme, sep, rest = uri.partition("://")
+    if not sep or scheme.lower() + "://" not in AZURE_SCHEMES:
+        raise ConfigError(f"not an Azure URI: {uri!r} (expected abfss://, abfs://, wasbs://, wasb:// or azure://)")
+    authority, _, prefix = rest.partition("/")
+    container, at, host = authority.partition("@")
+    account, suffix = None, "core.windows.net"
+    if at:
+        labels = host.split(".")
+        account = labels[0] or None
+        # account.dfs.core.windows.net / account.blob.core.windows.net -> core.windows.net
+        if len(labels) > 2 and labels[1] in ("dfs", "blob"):
+            suffix = ".".join(labels[2:])
+    if not container:
+        raise ConfigError(f"invalid Azure URI {uri!r}: no container (expected {scheme}://container@account.../path)")
+    return AzureLocation(container, account, suffix, prefix.strip("/"))
+
+
+class _StaticToken:
+    """A fixed OAuth bearer token (``spark.indextables.azure.bearerToken``) as an azure-core credential."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        from azure.core.credentials import AccessToken
+
+        return AccessToken(self._token, int(time.time()) + 3600)
+
+    def __repr__(self) -> str:
+        return "_StaticToken(***)"
+
+
+def _credentials_file() -> dict[str, str]:
+    """The ``[default]`` section of ``~/.azure/credentials`` (IndexTables4Spark's and tantivy4java's file)."""
+    path = Path(os.path.expanduser("~")) / ".azure" / "credentials"
+    if not path.is_file():
+        return {}
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path)
+    except configparser.Error:
+        return {}
+    return dict(parser["default"]) if parser.has_section("default") else {}
+
+
+def _account_name(loc: AzureLocation, o: AzureOptions, file: dict[str, str]) -> str | None:
+    return (
+        loc.account
+        or o.account_name
+        or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
+        or os.environ.get("AZURE_STORAGE_ACCOUNT")
+        or file.get("storage_account")
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _identity(tenant: str | None, client: str | None, secret: str | None) -> Any:
+    """A service principal's credential, or ``DefaultAzureCredential``: one per process and
+    principal, so its token is fetched once, not by every store."""
+    try:
+        import azure.identity as identity
+    except ImportError as e:
+        raise ConfigError(IDENTITY_HINT) from e
+    if tenant and client and secret:
+        return identity.ClientSecretCredential(tenant, client, secret)
+    return identity.DefaultAzureCredential()
+
+
+def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> Any:
+    """The credential for ``account``: see the module docstring for the order."""
+    key = o.account_key or (None if o.endpoint and "?" in o.endpoint else os.environ.get("AZURE_STORAGE_KEY"))
+    if key:
+        return {"account_name": account, "account_key": key}
+    if o.bearer_token:
+        return _StaticToken(o.bearer_token)
+    given = (o.tenant_id, o.client_id, o.client_secret)
+    if any(given):
+        if not all(given):
+            names = ("tenantId", "clientId", "clientSecret")
+            missing = [f"spark.indextables.azure.{n}" for n, v in zip(names, given, strict=True) if not v]
+            raise ConfigError(f"Azure service principal: {', '.join(missing)} not set (all three are needed)")
+        return _identity(*given)
+    if o.endpoint and "?" in o.endpoint:
+        return None  # a SAS in the endpoint's query
+    if file.get("account_key"):
+        return {"account_name": account, "account_key": file["account_key"]}
+    if file.get("tenant_id") and file.get("client_id") and file.get("client_secret"):
+        return _identity(file["tenant_id"], file["client_id"], file["client_secret"])
+    try:
+        import azure.identity  # noqa: F401
+    except ImportError:
+        return None  # anonymous: public containers only
+    return _identity(None, None, None)
+
+
+def _account_of_endpoint(url: str) -> str | None:
+    """The account an endpoint serves: ``https://acct.blob.core.windows.net`` -> ``acct``; an emulator's
+    path-style ``http://127.0.0.1:10000/devstoreaccount1`` -> ``devstoreaccount1``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host == "localhost" or host.replace(".", "").isdigit() or ":" in host:
+        return parts.path.strip("/").split("/")[0] or None
+    return host.split(".")[0] or None
+
+
+RequestHook = Callable[[Any, Callable[[], Any]], Any]
+
+
+class _HookedTransport:
+    """azure-core's requests transport, each request handed to the store's hook when it has one
+    (``AzureStore.set_request_hook``: fault injection, counting), below the SDK's retries."""
+
+    def __init__(self, store: AzureStore, inner: Any) -> None:
+        self._store = store
+        self._inner = inner
+
+    def __enter__(self) -> _HookedTransport:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        self._inner.__exit__(*args)
+
+    def open(self) -> None:
+        self._inner.open()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def sleep(self, duration: float) -> None:
+        self._inner.sleep(duration)
+
+    def send(self, request: Any, **kwargs: Any) -> Any:
+        hook = self._store._request_hook
+        if hook is None:
+            return self._inner.send(request, **kwargs)
+        return hook(request, lambda: self._inner.send(request, **kwargs))
+
+
+def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None = None) -> tuple[Any, str | None]:
+    """A ``BlobServiceClient`` for the location and the account name it serves (its requests go
+    through ``store``'s request hook, when given)."""
+    blob = _blob()
+    kwargs: dict[str, Any] = {
+        # every kind of failure (status, connection, lost answer) may take max_attempts tries in all;
+        # waits of about 1.7, 2.5, 3.6, 5.3 s (the SDK's default starts at 15 s)
+        "retry_policy": blob.ExponentialRetry(
+            initial_backoff=0.2,
+            increment_base=1.5,
+            random_jitter_range=0.3,
+            retry_total=max(0, o.max_attempts - 1),
+            retry_connect=max(0, o.max_attempts - 1),
+            retry_read=max(0, o.max_attempts - 1),
+            retry_status=max(0, o.max_attempts - 1),
+        ),
+        "connection_timeout": o.connect_timeout,
+        "read_timeout": o.read_timeout,
+        "max_single_put_size": o.multipart_threshold,
+        "max_block_size": o.multipart_chunksize,
+        "max_single_get_size": o.multipart_threshold,
+        "max_chunk_get_size": o.multipart_chunksize,
+    }
+    if store is not None:
+        from azure.core.pipeline.transport import RequestsTransport
+
+        kwargs["transport"] = _HookedTransport(
+            store, RequestsTransport(connection_timeout=o.connect_timeout, read_timeout=o.read_timeout)
+        )
+    connection_string = o.connection_string or (
+        None if (o.endpoint or o.account_key) else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    )
+    if connection_string:
+        try:
+            service = blob.BlobServiceClient.from_connection_string(connection_string, **kwargs)
+        except ValueError:  # its text may quote the string
+            raise ConfigError("spark.indextables.azure.connectionString: not a valid connection string") from None
+        return service, service.account_name
+    file = _credentials_file()
+    account = _account_name(loc, o, file)
+    if o.endpoint:
+        url = o.endpoint.rstrip("/")
+    elif account:
+        url = f"https://{account}.blob.{loc.suffix}"
+    else:
+        raise ConfigError(
+            f"Azure container {loc.container!r}: no storage account (set spark.indextables.azure.accountName, "
+            "give abfss://container@account.dfs.core.windows.net/path, or spark.indextables.azure.connectionString)"
+        )
+    if account is None:
+        account = _account_of_endpoint(url)
+    return blob.BlobServiceClient(url, credential=_credential(account, o, file), **kwargs), account
+
+
+_SERVICES_LOCK = threading.Lock()
+_SHARED_SERVICES: dict[tuple[int, AzureLocation, AzureOptions], tuple[Any, str | None]] = {}
+
+
+def shared_service_for(loc: AzureLocation, options: AzureOptions) -> tuple[Any, str | None]:
+    """One service client per process, account and settings, for the stores of queries
+    (``open_store(..., shared_client=True)``): its connections stay open between queries."""
+    key = (os.getpid(), AzureLocation(loc.container, loc.account, loc.suffix, ""), options)
+    with _SERVICES_LOCK:
+        found = _SHARED_SERVICES.get(key)
+    if found is None:
+        found = _make_service(loc, options)
+        with _SERVICES_LOCK:
+            found = _SHARED_SERVICES.setdefault(key, found)
+    return found
+
+
+# Error codes no retry can fix (403s, a missing container, a bad account).
+_AUTH_CODES = frozenset(
+    {
+        "AuthenticationFailed",
+        "AuthorizationFailure",
+        "AuthorizationPermissionMismatch",
+        "AuthorizationSourceIPMismatch",
+        "AuthorizationProtocolMismatch",
+        "AuthorizationResourceTypeMismatch",
+        "AuthorizationServiceMismatch",
+        "InsufficientAccountPermissions",
+        "InvalidAuthenticationInfo",
+        "NoAuthenticationInformation",
+        "AccountIsDisabled",
+    }
+)
+_THROTTLE_CODES = frozenset({"ServerBusy", "OperationTimedOut", "InternalError", "TooManyRequests"})
+
+
+_Page = list[tuple[str, int, int, bool]]  # (name, size, modified_ms, is_dir) of one List Blobs page
+
+
+def _http_date_ms(text: str | None) -> int:
+    """``Thu, 26 Nov 2026 05:00:00 GMT`` in milliseconds since the epoch (0 if absent)."""
+    if not text:
+        return 0
+    from email.utils import parsedate_to_datetime
+
+    return int(parsedate_to_datetime(text).timestamp() * 1000)
+
+
+class AzureStore(ObjectStore):
+    """A path prefix in an Azure Blob Storage (or ADLS Gen2) container."""
+
+    list_page_size = 5000  # names per List Blobs request (Azure's maximum)
+
+    def __init__(self, uri: str, options: AzureOptions | None = None, shared_client: bool = False) -> None:
+        """The client is made at the first request: the process's client for these settings with
+        ``shared_client``, otherwise one of this store's own."""
+        self._uri = uri.rstrip("/")
+        self._loc = parse_azure_uri(self._uri)
+        self._container = self._loc.container
+        self._prefix = self._loc.prefix
+        self._options = options or AzureOptions()
+        self._shared_client = shared_client
+        self._service: Any | None = None
+        self._container_client: Any | None = None
+        self._account: str | None = self._loc.account or self._options.account_name
+        self._request_hook: RequestHook | None = None
+        _blob()  # the install hint at open, not at the first request
+
+    def set_request_hook(self, hook: RequestHook | None) -> None:
+        """Hand each HTTP request of this store to ``hook(request, send)`` (below the SDK's retries):
+        it may call ``send()`` and return its response, return another, or raise an azure-core error.
+        For fault injection (``harness.faults``). Stores opened with ``shared_client`` take none.
+
+        Raises:
+            ConfigError: the store shares the process's client (a hook would reach every such store).
+        """
+        if self._shared_client:
+            raise ConfigError("a request hook needs a store with its own client (open_store without shared_client)")
+        self._request_hook = hook
+
+    def __repr__(self) -> str:
+        return f"AzureStore({self._uri!r}, endpoint={self._options.endpoint_shown!r})"
+
+    @property
+    def container_client(self) -> Any:
+        """The container's client, made at first use (a read task that finds its splits cached makes none)."""
+        if self._container_client is None:
+            if self._shared_client:
+                service, account = shared_service_for(self._loc, self._options)
+            else:
+                service, account = _make_service(self._loc, self._options, self)
+            self._account = account or self._account
+            self._service = service
+            self._container_client = service.get_container_client(self._container)
+        return self._container_client
+
+    def _blob_client(self, key: str) -> Any:
+        return self.container_client.get_blob_client(self._key(key))
+
+    @property
+    def root_uri(self) -> str:
+        return self._uri
+
+    @property
+    def cache_identity(self) -> str:
+        """The root URI and the endpoint serving it (one URI on two endpoints is two tables)."""
+        return f"{self._uri} @ {self._endpoint_shown()} as {self._account or ''}"
+
+    def _endpoint_shown(self) -> str:
+        """The blob endpoint (no query: no SAS): the option, a connection string's, or the account's."""
+        o = self._options
+        if o.endpoint_shown:
+            return o.endpoint_shown
+        connection = o.connection_string or (
+            None if o.account_key else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+        )
+        if connection:
+            parts = dict(p.split("=", 1) for p in connection.split(";") if "=" in p)
+            if parts.get("BlobEndpoint"):
+                return AzureOptions(endpoint=parts["BlobEndpoint"]).endpoint_shown or "azure"
+            suffix = parts.get("EndpointSuffix", "core.windows.net")
+            return f"https://{parts.get('AccountName', '')}.blob.{suffix}"
+        return f"https://{self._account or '(account)'}.blob.{self._loc.suffix}"
+
+    def _key(self, key: str) -> str:
+        key = self.key_of(key)
+        return f"{self._prefix}/{key}" if self._prefix else key
+
+    def _rel(self, full_key: str) -> str:
+        return full_key[len(self._prefix) + 1 :] if self._prefix else full_key
+
+    def _where(self) -> str:
+        return f"container {self._container!r} of storage account {self._account or '(unknown)'!r}"
+
+    def _fail(self, key: str, op: str, e: Exception, conditional: bool = False) -> StorageError:
+        """The contract's error for an azure-core exception ``e`` (never its text: it may quote a request)."""
+        from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+
+        uri = self.uri_of(key)
+        if isinstance(e, HttpResponseError) and e.response is not None:
+            status = int(e.status_code or 0)
+            headers = getattr(e.response, "headers", None) or {}
+            raw = getattr(e, "error_code", None) or headers.get("x-ms-error-code") or status
+            code = str(getattr(raw, "value", raw))  # the SDK's StorageErrorCode is an enum
+            if code == "ContainerNotFound":
+                return StorageError(f"{uri}: {op} failed: {self._where()} does not exist", uri, retryable=False)
+            if code in ("ResourceNotFound", "AccountNotFound") and status == 404 and not key:
+                return StorageError(f"{uri}: {op} failed: {self._where()} not found", uri, retryable=False)
+            if status == 404:
+                return ObjectNotFoundError(f"{uri}: no such object", uri)
+            if code in _AUTH_CODES or status in (401, 403):
+                return StorageError(
+                    f"{uri}: {op} failed: storage account {self._account or '(unknown)'!r} refused the credentials "
+                    f"for container {self._container!r} ({code}); check spark.indextables.azure.accountKey, the "
+                    "service principal, the SAS or the connection string",
+                    uri,
+                    retryable=False,
+                )
+            if conditional and (status == 412 or code in ("BlobAlreadyExists", "ConditionNotMet")):
+                return ObjectAlreadyExistsError(f"{uri}: already exists", uri)
+            if status == 429 or code in _THROTTLE_CODES or status == 503:
+                return StorageError(f"{uri}: {op} failed: throttled or timed out ({code})", uri)
+            if status in (400, 405, 409, 411, 413, 416) or code in ("InvalidResourceName", "OutOfRangeInput"):
+                return StorageError(f"{uri}: {op} failed: {code}", uri, retryable=False)
+            return StorageError(f"{uri}: {op} failed: {code}", uri)
+        if isinstance(e, ServiceResponseError):
+            if conditional:
+                return AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri)
+            return StorageError(f"{uri}: {op} failed: no answer ({type(e).__name__})", uri)
+        if isinstance(e, ServiceRequestError):
+            endpoint = self._endpoint_shown()
+            if conditional:
+                return AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri)
+            return StorageError(f"{uri}: {op} failed: cannot reach {endpoint} ({type(e).__name__})", uri)
+        return StorageError(f"{uri}: {op} failed: {type(e).__name__}", uri)
+
+    def _cause(self, e: Exception) -> Exception | None:
+        """``e`` as the cause of the contract's error, unless a SAS in the endpoint could be quoted by it."""
+        return None if (self._options.endpoint and "?" in self._options.endpoint) else e
+
+    def read(self, key: str) -> bytes:
+        from azure.core.exceptions import AzureError
+
+        try:
+            return bytes(self._blob_client(key).download_blob().readall())
+        except AzureError as e:
+            raise self._fail(key, "read", e) from self._cause(e)
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        from azure.core.exceptions import AzureError, HttpResponseError
+
+        if start < 0 or length < 0:
+            raise ValueError(f"invalid range start={start} length={length}")
+        if length == 0:
+            return b""
+        try:
+            return bytes(self._blob_client(key).download_blob(offset=start, length=length).readall())
+        except HttpResponseError as e:
+            if e.status_code == 416:  # InvalidRange: the start lies at or after the end
+                return b""
+            raise self._fail(key, "ranged read", e) from self._cause(e)
+        except AzureError as e:
+            raise self._fail(key, "ranged read", e) from self._cause(e)
+
+    def put(self, key: str, data: bytes) -> None:
+        from azure.core.exceptions import AzureError
+
+        try:
+            self._blob_client(key).upload_blob(data, overwrite=True)
+        except AzureError as e:
+            raise self._fail(key, "write", e) from self._cause(e)
+
+    def put_file(self, key: str, local_path: str) -> None:
+        """Upload a file; above ``multipart_threshold`` bytes as blocks of ``multipart_chunksize``
+        (four in flight), committed in one Put Block List."""
+        from azure.core.exceptions import AzureError
+
+        size = os.path.getsize(local_path)
+        try:
+            with open(local_path, "rb") as f:
+                self._blob_client(key).upload_blob(f, length=size, overwrite=True, max_concurrency=4)
+        except AzureError as e:
+            raise self._fail(key, "upload", e) from self._cause(e)
+
+    def get_file(self, key: str, local_path: str) -> int:
+        """Download in ``multipart_chunksize`` ranges (four at once) above ``multipart_threshold`` bytes."""
+        from azure.core.exceptions import AzureError
+
+        try:
+            with open(local_path, "wb") as f:
+                return int(self._blob_client(key).download_blob(max_concurrency=4).readinto(f))
+        except AzureError as e:
+            raise self._fail(key, "read", e) from self._cause(e)
+
+    def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+        from azure.core.exceptions import AzureError
+
+        # Azure metadata names are C# identifiers: indextables-txn-id -> indextables_txn_id.
+        meta = {k.replace("-", "_"): v for k, v in (metadata or {}).items()} or None
+        try:
+            self._blob_client(key).upload_blob(data, overwrite=False, metadata=meta)  # If-None-Match: *
+        except AzureError as e:
+            raise self._fail(key, "conditional write", e, conditional=True) from self._cause(e)
+
+    def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
+        """Blobs in name order. Azure has no StartAfter: ``start_after`` is applied to the listing
+        (same result, the prefix's earlier names are listed too). Directory entries of hierarchical
+        namespaces (``hdi_isfolder``) are not objects and are skipped.
+
+        The List Blobs pages are requested through the SDK's pipeline (its credentials, retries and
+        request hook) and parsed here with ElementTree: the SDK's own decoding of a page costs about
+        0.25 ms a blob, which every commit paid for every version file of the log."""
+        from azure.core.exceptions import AzureError
+
+        full_prefix = self._key(prefix) if prefix else self._key_prefix()
+        after = self._key(start_after) if start_after else None
+        try:
+            for page in self._list_pages(full_prefix, None if recursive else "/"):
+                items = [
+                    ObjectInfo(self._rel(name), size, modified, is_dir)
+                    for name, size, modified, is_dir in page
+                    if after is None or name > after
+                ]
+                items.sort(key=lambda o: o.key)
+                yield from items
+        except AzureError as e:
+            raise self._fail(prefix, "listing", e) from self._cause(e)
+
+    def _list_pages(self, full_prefix: str, delimiter: str | None) -> Iterator[_Page]:
+        """``(name, size, modified_ms, is_dir)`` of each page of a List Blobs of ``full_prefix``."""
+        from urllib.parse import quote, unquote
+        from xml.etree import ElementTree
+
+        from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+        from azure.core.rest import HttpRequest
+
+        client = self.container_client
+        base, _, sas = str(client.url).partition("?")
+        query = ["restype=container", "comp=list", "include=metadata", f"maxresults={self.list_page_size}"]
+        query.append("prefix=" + quote(full_prefix, safe=""))
+        if delimiter:
+            query.append("delimiter=" + quote(delimiter, safe=""))
+        marker = ""
+        while True:
+            url = f"{base}?{'&'.join(query)}" + (f"&marker={quote(marker, safe='')}" if marker else "")
+            request = HttpRequest("GET", url + (f"&{sas}" if sas else ""), headers={"x-ms-version": client.api_version})
+            response = client._pipeline.run(request).http_response
+            if response.status_code != 200:
+                error = ResourceNotFoundError if response.status_code == 404 else HttpResponseError
+                raise error(response=response)
+            root = ElementTree.fromstring(response.body())
+            page: _Page = []
+            for node in root.iter():
+                if node.tag not in ("Blob", "BlobPrefix"):
+                    continue
+                name_node = node.find("Name")
+                if name_node is None or name_node.text is None:
+                    continue
+                name = unquote(name_node.text) if name_node.get("Encoded") == "true" else name_node.text
+                if node.tag == "BlobPrefix":
+                    page.append((name, 0, 0, True))
+                    continue
+                if node.findtext("Metadata/hdi_isfolder") == "true":
+                    continue
+                size = int(node.findtext("Properties/Content-Length") or 0)
+                page.append((name, size, _http_date_ms(node.findtext("Properties/Last-Modified")), False))
+            yield page
+            marker = root.findtext("NextMarker") or ""
+            if not marker:
+                return
+
+    def _key_prefix(self) -> str:
+        return f"{self._prefix}/" if self._prefix else ""
+
+    def delete(self, key: str) -> None:
+        from azure.core.exceptions import AzureError
+
+        try:
+            self._blob_client(key).delete_blob()
+        except AzureError as e:
+            err = self._fail(key, "delete", e)
+            if not isinstance(err, ObjectNotFoundError):
+                raise self._fail(key, "delete", e) from self._cause(e)
+
+    def head(self, key: str) -> ObjectInfo:
+        from azure.core.exceptions import AzureError
+
+        try:
+            props = self._blob_client(key).get_blob_properties()
+        except AzureError as e:
+            raise self._fail(key, "head", e) from self._cause(e)
+        modified = int(props.last_modified.timestamp() * 1000) if props.last_modified else 0
+        return ObjectInfo(key, int(props.size), modified)
