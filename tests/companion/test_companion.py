@@ -1,0 +1,240 @@
+"""Companion indexes (BUILD INDEXTABLES COMPANION): built over Parquet directories and Delta tables,
+searched through ``format("indextables")`` with answers equal to Spark (or deltalake) over the source,
+synced incrementally after appends, deletes and overwrites, and a vanished source file named.
+
+Classic and Spark Connect sessions (``spark`` is parametrized over both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import executor_lib
+from connect_plugin.sql import sql
+from indextables_contract import commands as C
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+
+
+def _rows(start: int, n: int, day: str | None = None) -> pa.Table:
+    ids = list(range(start, start + n))
+    columns: dict[str, Any] = {
+        "id": pa.array(ids, pa.int64()),
+        "msg": [f"{WORDS[i % 6]} {WORDS[(i // 6) % 6]} event {'kraken' if i % 17 == 0 else 'plain'}" for i in ids],
+        "level": ["ERROR" if i % 5 == 0 else "INFO" for i in ids],
+        "latency": pa.array([float(i % 97) for i in ids], pa.float64()),
+    }
+    return pa.table(columns)
+
+
+def _parquet_source(root: Path) -> Path:
+    """A Hive-partitioned directory: 2 days, 2 files each (several row groups)."""
+    src = root / "src"
+    for d, day in enumerate(("2024-01-01", "2024-01-02")):
+        (src / f"day={day}").mkdir(parents=True)
+        for f in range(2):
+            start = (d * 2 + f) * 250
+            pq.write_table(_rows(start, 250), src / f"day={day}" / f"part-{f}.parquet", row_group_size=64)
+    return src
+
+
+def _build(spark: Any, statement: str) -> dict[str, Any]:
+    df = sql(spark, statement)
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
+        tuple(c.split()) if c.split()[1] != "long" else (c.split()[0], "bigint")
+        for c in C.COMPANION_OUTPUT.split(", ")
+    ]  # IndexTables4Spark's output columns and types
+    rows = df.collect()
+    assert len(rows) == 1
+    return rows[0].asDict()
+
+
+def _source(spark: Any, src: Path) -> Any:
+    """Spark over the source directory (its partition column as the string the directory names hold)."""
+    return spark.read.parquet(str(src)).selectExpr("id", "msg", "level", "latency", "CAST(day AS STRING) AS day")
+
+
+def _ids(df: Any) -> list[int]:
+    return sorted(r["id"] for r in df.collect())
+
+
+def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as fn
+
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    statement = (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+                 f"AT LOCATION '{index}'")  # fmt: skip
+    out = _build(spark, statement)
+    assert (out["status"], out["source_version"], out["splits_created"], out["splits_invalidated"],
+            out["parquet_files_indexed"]) == ("success", None, 2, 0, 4)  # fmt: skip
+    assert out["table_path"] == index and out["source_path"] == str(src) and out["split_bytes_uploaded"] > 0
+
+    # The log: the JVM's companion fields and metadata keys; the splits hold no row copies.
+    snap = executor_lib.open_log(index).snapshot()
+    conf = snap.metadata.configuration
+    assert conf["indextables.companion.enabled"] == "true"
+    assert (conf["indextables.companion.sourceFormat"], conf["indextables.companion.sourceTablePath"],
+            conf["indextables.companion.lastSyncedVersion"], conf["indextables.companion.fastFieldMode"]) == (
+        "parquet", str(src), "-1", "HYBRID")  # fmt: skip
+    assert json.loads(conf["indextables.companion.columnTypes"]) == {
+        "id": "bigint", "msg": "string", "level": "string", "latency": "double", "day": "string"}  # fmt: skip
+    assert json.loads(conf["indextables.companion.indexingModes"]) == {"msg": "text"}
+    assert sorted(f for a in snap.files for f in a.companion_source_files or ()) == sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.parquet"))  # fmt: skip
+    assert {a.companion_fast_field_mode for a in snap.files} == {"HYBRID"}
+    assert {a.companion_delta_version for a in snap.files} == {-1}
+    assert all(not f["stored"] for a in snap.files for f in json.loads(a.doc_mapping_json or "[]"))
+    assert {a.partition_values["day"] for a in snap.files} == {"2024-01-01", "2024-01-02"}
+    assert sum(a.num_records or 0 for a in snap.files) == 1000
+
+    baseline = _source(spark, src)
+    got = sql(spark, f"SELECT id, msg, level, day FROM indextables.`{index}` WHERE msg indexquery 'kraken'")
+    expected = baseline.where("msg LIKE '%kraken%'").select("id", "msg", "level", "day")
+    assert sorted(map(tuple, got.collect())) == sorted(map(tuple, expected.collect()))
+    assert len(got.collect()) == len([i for i in range(1000) if i % 17 == 0])
+    # an index query with an exact filter and a partition filter
+    got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'alpha AND bravo' "
+                     "AND level = 'ERROR' AND day = '2024-01-02'")  # fmt: skip
+    want = baseline.where("msg LIKE '%alpha%' AND msg LIKE '%bravo%' AND level = 'ERROR' AND day = '2024-01-02'")
+    assert _ids(got) == _ids(want) and _ids(want)
+    # aggregates: count, sum and avg on fast fields, grouped by a partition column and by a string column
+    agg = sql(spark, f"SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM indextables.`{index}` "
+                     "WHERE msg indexquery 'echo' GROUP BY day ORDER BY day")  # fmt: skip
+    want_agg = baseline.where("msg LIKE '%echo%'").groupBy("day").agg(
+        fn.count("*").alias("n"), fn.sum("id").alias("s"), fn.avg("latency").alias("a")).orderBy("day")
+    got_rows, want_rows = agg.collect(), want_agg.collect()
+    assert [tuple(r)[:3] for r in got_rows] == [tuple(r)[:3] for r in want_rows]
+    assert [r["a"] for r in got_rows] == pytest.approx([r["a"] for r in want_rows])
+    by_level = sql(spark, f"SELECT level, count(*) AS n FROM indextables.`{index}` GROUP BY level ORDER BY level")
+    assert [tuple(r) for r in by_level.collect()] == [("ERROR", 200), ("INFO", 800)]
+
+    # Incremental sync: nothing new; then a new file; then a removed file (its split rebuilt from the rest).
+    assert _build(spark, statement)["status"] == "no_action"
+    pq.write_table(_rows(1000, 100), src / "day=2024-01-02" / "part-9.parquet")
+    out = _build(spark, statement)
+    assert (out["status"], out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (
+        "success", 1, 0, 1)  # fmt: skip
+    os.remove(src / "day=2024-01-01" / "part-0.parquet")
+    out = _build(spark, statement)
+    assert (out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (1, 1, 1)
+    baseline = _source(spark, src)
+    for query, like in (("kraken", "msg LIKE '%kraken%'"), ("delta OR foxtrot", "msg LIKE '%delta%' OR msg LIKE '%foxtrot%'")):
+        got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery '{query}'")
+        assert _ids(got) == _ids(baseline.where(like))
+    total = sql(spark, f"SELECT count(*) FROM indextables.`{index}`").collect()[0][0]
+    assert total == baseline.count() == 850
+
+
+def test_vanished_source_file_is_named(classic_spark: Any, tmp_path: Path) -> None:
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' AT LOCATION '{index}'")
+    gone = src / "day=2024-01-01" / "part-1.parquet"
+    gone.unlink()
+    with pytest.raises(Exception, match=r"part-1\.parquet no longer exists.*BUILD INDEXTABLES COMPANION"):
+        spark.read.format("indextables").load(index).where("day = '2024-01-01'").collect()
+    # the other partition still reads; a rewritten file (another row count) is refused too
+    assert spark.read.format("indextables").load(index).where("day = '2024-01-02'").count() == 500
+    pq.write_table(_rows(0, 10), src / "day=2024-01-02" / "part-0.parquet")
+    with pytest.raises(Exception, match=r"part-0\.parquet now holds 10 rows, 250 were indexed"):
+        spark.read.format("indextables").load(index).where("day = '2024-01-02'").collect()
+
+
+def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> None:
+    from indextables_contract.errors import IndexTablesSQLError
+
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), tmp_path / "index"
+    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' TARGET INPUT SIZE 1K "
+                        f"AT LOCATION '{index}' DRY RUN")  # fmt: skip
+    assert (out["status"], out["splits_created"], out["parquet_files_indexed"]) == ("dry_run", 4, 4)
+    assert out["message"] == "Would create 4 companion splits from 4 parquet files"
+    assert not index.exists()  # a dry run writes nothing
+    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' SCHEMA SOURCE "
+                        f"'{src}/day=2024-01-01/part-0.parquet' INCLUDE COLUMNS ('MSG', 'level') "
+                        f"WHERE day = '2024-01-02' AT LOCATION '{index}'")  # fmt: skip
+    assert (out["splits_created"], out["parquet_files_indexed"]) == (1, 2)
+    snap = executor_lib.open_log(str(index)).snapshot()
+    assert [f["name"] for f in json.loads(snap.files[0].doc_mapping_json or "[]")] == ["msg", "level"]
+    assert json.loads(snap.metadata.configuration["indextables.companion.includeColumns"]) == ["msg", "level"]
+    assert snap.metadata.configuration["indextables.companion.whereClause"] == "day = '2024-01-02'"
+    # a column not indexed is still read from the source (Spark evaluates the filter on the rows)
+    got = spark.read.format("indextables").load(str(index)).where("latency = 3.0").select("id").collect()
+    assert sorted(r["id"] for r in got) == [i for i in range(500, 1000) if i % 97 == 3]
+    for statement, message in (
+        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
+         f"AT LOCATION '{index}'", "mutually exclusive"),
+        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('nope') AT LOCATION '{index}-2'",
+         "column 'nope' is not in the source"),
+        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FROM VERSION 3 AT LOCATION '{index}-2'",
+         "FROM VERSION applies to FOR DELTA only"),
+        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text_uuid_strip') "
+         f"AT LOCATION '{index}-2'", "not built by this project yet"),
+        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FASTFIELDS MODE FAST AT LOCATION '{index}-2'",
+         "expected HYBRID, DISABLED or PARQUET_ONLY"),
+    ):  # fmt: skip
+        with pytest.raises(Exception, match=message):
+            sql(spark, statement).collect()
+    with pytest.raises(IndexTablesSQLError):
+        sql(spark, f"BUILD INDEXTABLES COMPANION FOR CSV '{src}' AT LOCATION '{index}'")
+
+
+def test_delta_companion_sync_after_append_delete_overwrite(spark: Any, tmp_path: Path) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    src, index = str(tmp_path / "delta"), str(tmp_path / "index")
+
+    def with_part(t: pa.Table, part: str) -> pa.Table:
+        return t.append_column("part", pa.array([part] * t.num_rows))
+
+    deltalake.write_deltalake(src, with_part(_rows(0, 300), "a"), partition_by=["part"])
+    deltalake.write_deltalake(src, with_part(_rows(300, 300), "b"), partition_by=["part"], mode="append")
+    statement = (f"BUILD INDEXTABLES COMPANION FOR DELTA '{src}' INDEXING MODES ('msg':'text') "
+                 f"FASTFIELDS MODE DISABLED AT LOCATION '{index}'")  # fmt: skip
+
+    def check(version: int) -> None:
+        truth = deltalake.DeltaTable(src).to_pyarrow_table()
+        want = sorted(i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m)
+        got = sql(spark, f"SELECT id, part FROM indextables.`{index}` WHERE msg indexquery 'kraken'")
+        assert _ids(got) == want
+        n = sql(spark, f"SELECT count(*) AS n, sum(id) AS s FROM indextables.`{index}`").collect()[0]
+        assert (n["n"], n["s"]) == (truth.num_rows, sum(truth["id"].to_pylist()))
+        conf = executor_lib.open_log(index).snapshot().metadata.configuration
+        assert conf["indextables.companion.lastSyncedVersion"] == str(version)
+
+    out = _build(spark, statement)
+    assert (out["status"], out["source_version"], out["splits_created"], out["parquet_files_indexed"]) == (
+        "success", 1, 2, 2)  # fmt: skip
+    check(1)
+    deltalake.write_deltalake(src, with_part(_rows(600, 50), "a"), partition_by=["part"], mode="append")
+    out = _build(spark, statement)
+    assert (out["source_version"], out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (
+        2, 1, 0, 1)  # fmt: skip
+    check(2)
+    assert {a.companion_delta_version for a in executor_lib.open_log(index).snapshot().files} == {1, 2}
+    deltalake.DeltaTable(src).delete("part = 'b'")  # removes b's file: its split is invalidated
+    out = _build(spark, statement)
+    assert (out["source_version"], out["splits_created"], out["splits_invalidated"]) == (3, 0, 1)
+    check(3)
+    deltalake.DeltaTable(src).delete("id < 10")  # rewrites a's first file: invalidated and rebuilt
+    out = _build(spark, statement)
+    assert (out["splits_created"], out["splits_invalidated"]) == (1, 1)
+    check(4)
+    deltalake.write_deltalake(src, with_part(_rows(2000, 40), "c"), partition_by=["part"], mode="overwrite")
+    out = _build(spark, statement)
+    assert (out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (1, 2, 1)
+    check(5)
+    # FROM VERSION on a fresh companion: only files added after that version
+    fresh = str(tmp_path / "fresh")
+    deltalake.write_deltalake(src, with_part(_rows(3000, 20), "c"), partition_by=["part"], mode="append")
+    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR DELTA '{src}' FROM VERSION 5 AT LOCATION '{fresh}'")
+    assert (out["source_version"], out["parquet_files_indexed"]) == (6, 1)
+    assert sql(spark, f"SELECT count(*) FROM indextables.`{fresh}`").collect()[0][0] == 20
+    shutil.rmtree(fresh)
