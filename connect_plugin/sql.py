@@ -550,7 +550,8 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         where_sql = text[node.meta.start_pos : node.meta.end_pos]
     size = None
     if "target_input_size" in opts:
-        size = unquote(str(opts["target_input_size"].children[0])).replace(" ", "")
+        token = opts["target_input_size"].children[0]
+        size = (unquote(str(token)) if token.type == "STRING" else str(token)).replace(" ", "")
     return build_companion(
         spark, kind, unquote(str(source_token)), location,
         schema_source=unquote(str(opts["schema_source"].children[0])) if "schema_source" in opts else None,

@@ -17,6 +17,7 @@ no longer the one indexed, is ``CompanionSourceError`` naming it and saying to r
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -75,7 +76,7 @@ class SourceFiles:
     """Opened source Parquet files of one source root (local, or through the project's object store)."""
 
     _lock = threading.Lock()
-    _open: OrderedDict[tuple[str, str], pq.ParquetFile] = OrderedDict()
+    _open: OrderedDict[tuple[str, str, Any], pq.ParquetFile] = OrderedDict()
 
     def __init__(self, root: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.root = root
@@ -90,47 +91,55 @@ class SourceFiles:
         return self._store
 
     def open(self, relative: str, expected_rows: int | None = None) -> pq.ParquetFile:
-        """The source file ``relative`` (to the root), its footer read once per process.
+        """The source file ``relative`` (to the root); its footer is kept by the process while the
+        file's size and modification time stay the same (one stat, or one HEAD request, per use).
 
         Raises:
             CompanionSourceError: the file is gone, or holds another number of rows than indexed.
         """
-        key = (self.root, relative)
+        store = self.store()
+        try:
+            local = store.local_path(relative)
+            if local is not None:
+                st = os.stat(local)
+                identity = (st.st_size, st.st_mtime_ns, st.st_ino)
+            else:
+                info = store.head(relative)
+                identity = (info.size, info.modified_ms, None)
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
+                f"after the companion was built; {_resync_hint(self.root)}"
+            ) from e
+        key = (self.root, relative, identity)
         with self._lock:
             pf = self._open.get(key)
             if pf is not None:
                 self._open.move_to_end(key)
         if pf is None:
-            store = self.store()
             try:
-                local = store.local_path(relative)
-                if local is not None:
-                    pf = pq.ParquetFile(str(local))
-                else:
-                    pf = pq.ParquetFile(pa.BufferReader(store.read(relative)))
+                pf = pq.ParquetFile(str(local)) if local is not None else pq.ParquetFile(pa.BufferReader(
+                    store.read(relative)))  # fmt: skip
             except (FileNotFoundError, ObjectNotFoundError) as e:
                 raise CompanionSourceError(
                     f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
                     f"after the companion was built; {_resync_hint(self.root)}"
+                ) from e
+            except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+                raise CompanionSourceError(
+                    f"companion source file {store.uri_of(relative)} is not readable Parquet ({e}); "
+                    f"{_resync_hint(self.root)}"
                 ) from e
             with self._lock:
                 self._open[key] = pf
                 while len(self._open) > _OPEN_FILES_KEPT:
                     self._open.popitem(last=False)
         if expected_rows is not None and pf.metadata.num_rows != expected_rows:
-            with self._lock:
-                self._open.pop(key, None)
             raise CompanionSourceError(
-                f"companion source file {self.store().uri_of(relative)} now holds {pf.metadata.num_rows} rows, "
+                f"companion source file {store.uri_of(relative)} now holds {pf.metadata.num_rows} rows, "
                 f"{expected_rows} were indexed: the file was rewritten; {_resync_hint(self.root)}"
             )
         return pf
-
-
-def forget_source_file(root: str, relative: str) -> None:
-    """Drop a source file's cached footer (it was rewritten or removed)."""
-    with SourceFiles._lock:
-        SourceFiles._open.pop((root, relative), None)
 
 
 class CompanionRows:
@@ -176,7 +185,7 @@ class CompanionRows:
         for start, stop in _runs(sorted_files):
             index = int(sorted_files[start])
             pf = self.sources.open(self.info.files[index], self.info.file_rows[index])
-            parts.extend(_take_from_file(pf, sorted_rows[start:stop], columns, self.schema))
+            parts.extend(_take_from_file(pf, sorted_rows[start:stop], columns, self.schema, self.info.files[index]))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n)
@@ -190,7 +199,9 @@ def _runs(values: np.ndarray) -> Iterator[tuple[int, int]]:
         yield int(bounds[i]), int(bounds[i + 1])
 
 
-def _take_from_file(pf: pq.ParquetFile, rows: np.ndarray, columns: list[str], schema: pa.Schema) -> list[pa.Table]:
+def _take_from_file(
+    pf: pq.ParquetFile, rows: np.ndarray, columns: list[str], schema: pa.Schema, name: str
+) -> list[pa.Table]:
     """The (ascending) ``rows`` of one file: one read per row group touched, projected to ``columns``."""
     meta = pf.metadata
     starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
@@ -201,7 +212,13 @@ def _take_from_file(pf: pq.ParquetFile, rows: np.ndarray, columns: list[str], sc
     for start, stop in _runs(groups):
         g = int(groups[start])
         if read:
-            table = pf.read_row_group(g, columns=read)
+            try:
+                table = pf.read_row_group(g, columns=read)
+            except (OSError, ValueError) as e:  # the file changed under the open footer
+                raise CompanionSourceError(
+                    f"companion source file {name} row group {g} does not read ({e}): the file changed after "
+                    "the companion was built; run BUILD INDEXTABLES COMPANION again to resync"
+                ) from e
         else:
             table = pa.table({"_": pa.nulls(int(meta.row_group(g).num_rows))})
         taken = table.take(pa.array(rows[start:stop] - starts[g]))
