@@ -309,6 +309,13 @@ SETTINGS: tuple[Setting, ...] = (
     _n("databricks.fallback.enabled", "true", _DATABRICKS),
     _n("databricks.retry.attempts", "3", _DATABRICKS),
     # --- companion indexes ---
+    _s("iceberg.catalogType", "none", "BUILD COMPANION FOR ICEBERG: the pyiceberg catalog type (sql, rest, glue, ...)"),
+    _s("iceberg.uri", "none", "BUILD COMPANION FOR ICEBERG: the catalog's URI (sqlite:///path for a SQL catalog)"),
+    _s("iceberg.warehouse", "none", "BUILD COMPANION FOR ICEBERG: the catalog's warehouse (WAREHOUSE overrides it)"),
+    _s("iceberg.token", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's bearer token"),
+    _s("iceberg.credential", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's OAuth2 credential"),
+    _s("iceberg.s3Endpoint", "none", "BUILD COMPANION FOR ICEBERG: the S3 endpoint of the table's files"),
+    _s("iceberg.s3PathStyleAccess", "false", "BUILD COMPANION FOR ICEBERG: path-style S3 addressing"),
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),

@@ -78,8 +78,11 @@ def list_source(
     raise ConfigError(f"companion source format {source_format!r}: expected one of {list(FORMATS)}")
 
 
-def delta_files_at(source: str, version: int) -> set[str]:
-    """The relative paths of the Delta table's live files at ``version`` (FROM VERSION)."""
+def files_at(source_format: str, source: str, version: int, catalog: Mapping[str, str] | None = None) -> set[str]:
+    """The relative paths of the source's live files at ``version`` (FROM VERSION: a Delta version;
+    FROM SNAPSHOT: an Iceberg snapshot id)."""
+    if source_format == "iceberg":
+        return {f.path for f in _list_iceberg(source, dict(catalog or {}), version).files}
     return {f.path for f in _list_delta(source, version).files}
 
 
@@ -171,7 +174,7 @@ def _unquote(path: str) -> str:
     return unquote(path)
 
 
-def _list_iceberg(source: str, catalog: dict[str, str]) -> SourceListing:
+def _list_iceberg(source: str, catalog: dict[str, str], snapshot_id: int | None = None) -> SourceListing:
     try:
         from pyiceberg.catalog import load_catalog
     except ImportError as e:
@@ -182,17 +185,33 @@ def _list_iceberg(source: str, catalog: dict[str, str]) -> SourceListing:
     except Exception as e:  # pyiceberg's NoSuchTableError and catalog errors
         raise CompanionSourceError(f"FOR ICEBERG {source!r} (catalog {name!r}): the table cannot be loaded ({e})") from e
     location = table.location().rstrip("/")
-    snapshot = table.current_snapshot()
+    snapshot = table.current_snapshot() if snapshot_id is None else table.snapshot_by_id(snapshot_id)
+    if snapshot_id is not None and snapshot is None:
+        raise CompanionSourceError(f"FOR ICEBERG {source!r}: no snapshot {snapshot_id} (FROM SNAPSHOT)")
     schema = table.schema().as_arrow()
     files = []
     if snapshot is not None:
-        for task in table.scan().plan_files():
+        for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files():
+            if task.delete_files:
+                raise CompanionSourceError(
+                    f"FOR ICEBERG {source!r}: data file {task.file.file_path} has merge-on-read delete files; "
+                    "companion indexes cover copy-on-write tables (rewrite the table's deletes first)"
+                )
             path = task.file.file_path
             relative = path[len(location) + 1 :] if path.startswith(location + "/") else path
             files.append(SourceFile(relative, int(task.file.file_size_in_bytes), {}))
     # Iceberg data files hold their partition source columns: every column is a data column here.
-    full = pa.schema(list(schema))
+    full = pa.schema([pa.field(f.name, _plain_type(f.type)) for f in schema])
     partition_columns: tuple[str, ...] = ()
     version = None if snapshot is None else int(snapshot.snapshot_id)
     return SourceListing("iceberg", location, version, tuple(sorted(files, key=lambda f: f.path)), full,
                          partition_columns)  # fmt: skip
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """pyiceberg's Arrow types as Spark reads them (large strings and binaries as plain ones)."""
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    return t

@@ -58,7 +58,7 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         ConfigError: a clause that does not apply or names unknown columns.
         CompanionSourceError: the source cannot be listed.
     """
-    from executor_lib.companion.sources import delta_files_at, list_source
+    from executor_lib.companion.sources import files_at, list_source
     from executor_lib.companion.sync import (
         DEFAULT_TARGET_INPUT_BYTES,
         check_schema_evolution,
@@ -81,7 +81,10 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
     stored = dict(snapshot.metadata.configuration) if snapshot is not None else {}
     if snapshot is not None and stored.get("indextables.companion.enabled") != "true":
         raise ConfigError(f"{path}: an IndexTables table that is not a companion index is already there")
-    listing = list_source(kind, cmd.source, O.storage_and_log_options(options), schema_source=cmd.schema_source)
+    if kind != "iceberg" and (cmd.catalog or cmd.warehouse):
+        raise ConfigError(f"CATALOG / WAREHOUSE apply to FOR ICEBERG here (FOR {kind.upper()} takes a path)")
+    listing = list_source(kind, cmd.source, O.storage_and_log_options(options), schema_source=cmd.schema_source,
+                          catalog=_iceberg_catalog(cmd, options, stored) if kind == "iceberg" else None)  # fmt: skip
     warnings: list[str] = []
     if "indextables.companion.columnTypes" in stored:
         warnings = check_schema_evolution(json.loads(stored["indextables.companion.columnTypes"]), listing.schema)
@@ -113,8 +116,9 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         keep = _partition_predicate(where, listing)
     skip: frozenset[str] = frozenset()
     from_version = int(cmd.from_version) if cmd.from_version is not None else None
-    if from_version is not None and kind == "delta":
-        skip = frozenset(delta_files_at(cmd.source, from_version))
+    if from_version is not None:
+        catalog = _iceberg_catalog(cmd, options, stored) if kind == "iceberg" else None
+        skip = frozenset(files_at(kind, cmd.source, from_version, catalog))
     version = listing.version if listing.version is not None else -1
     configuration = companion_configuration(
         source_path=cmd.source, source_format=kind, source_version=version, fast_field_mode=fast_mode,
@@ -147,6 +151,21 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         for i, g in enumerate(groups)
     ]  # fmt: skip
     return rows or [(0, "{}", "[]", 0, version, read_version, removed, settings)]
+
+
+def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: Mapping[str, str]) -> dict[str, str]:
+    """pyiceberg catalog properties: the SQL clause, else the stored companion metadata, else the settings."""
+    prefix = "spark.indextables.iceberg."
+    props = {"name": cmd.catalog or stored.get("indextables.companion.icebergCatalog") or "default"}
+    kind = cmd.catalog_type or stored.get("indextables.companion.icebergCatalogType") or options.get(prefix + "catalogType")
+    warehouse = cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or options.get(prefix + "warehouse")
+    for key, value in (("type", kind), ("warehouse", warehouse), ("uri", options.get(prefix + "uri")),
+                       ("token", options.get(prefix + "token")), ("credential", options.get(prefix + "credential")),
+                       ("s3.endpoint", options.get(prefix + "s3Endpoint")),
+                       ("s3.path-style-access", options.get(prefix + "s3PathStyleAccess"))):  # fmt: skip
+        if value:
+            props[key] = value
+    return props
 
 
 def _partition_predicate(where: F.Filter, listing: Any) -> Any:

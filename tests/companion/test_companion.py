@@ -2,7 +2,7 @@
 searched through ``format("indextables")`` with answers equal to Spark (or deltalake) over the source,
 synced incrementally after appends, deletes and overwrites, and a vanished source file named.
 
-Classic and Spark Connect sessions (``spark`` is parametrized over both).
+Classic and Spark Connect sessions (``spark`` is parametrized over both; the Connect runs are marked slow).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import executor_lib
 from connect_plugin.sql import sql
 from indextables_contract import commands as C
 
+# The Connect variants (a second JVM and its Python workers) take minutes on a loaded 2-core machine.
+SESSIONS = ["classic", pytest.param("connect", marks=pytest.mark.slow)]
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
 
 
@@ -66,9 +68,12 @@ def _ids(df: Any) -> list[int]:
     return sorted(r["id"] for r in df.collect())
 
 
-def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path: Path) -> None:
-    from pyspark.sql import functions as fn
+@pytest.fixture(params=SESSIONS)
+def spark(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(f"{request.param}_spark")
 
+
+def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path: Path) -> None:
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
     statement = (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
                  f"AT LOCATION '{index}'")  # fmt: skip
@@ -110,8 +115,9 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     # aggregates: count, sum and avg on fast fields, grouped by a partition column and by a string column
     agg = sql(spark, f"SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM indextables.`{index}` "
                      "WHERE msg indexquery 'echo' GROUP BY day ORDER BY day")  # fmt: skip
-    want_agg = baseline.where("msg LIKE '%echo%'").groupBy("day").agg(
-        fn.count("*").alias("n"), fn.sum("id").alias("s"), fn.avg("latency").alias("a")).orderBy("day")
+    baseline.createOrReplaceTempView("companion_source")
+    want_agg = spark.sql("SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM companion_source "
+                         "WHERE msg LIKE '%echo%' GROUP BY day ORDER BY day")  # fmt: skip
     got_rows, want_rows = agg.collect(), want_agg.collect()
     assert [tuple(r)[:3] for r in got_rows] == [tuple(r)[:3] for r in want_rows]
     assert [r["a"] for r in got_rows] == pytest.approx([r["a"] for r in want_rows])
@@ -240,3 +246,64 @@ def test_delta_companion_sync_after_append_delete_overwrite(spark: Any, tmp_path
     assert (out["source_version"], out["parquet_files_indexed"]) == (6, 1)
     assert sql(spark, f"SELECT count(*) FROM indextables.`{fresh}`").collect()[0][0] == 20
     shutil.rmtree(fresh)
+
+
+def _iceberg_catalog(root: Path) -> tuple[Any, dict[str, str]]:
+    """A pyiceberg SQL catalog on SQLite and the session options that name it (the JVM's setting keys)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    uri, warehouse = f"sqlite:///{root / 'catalog.db'}", f"file://{root / 'warehouse'}"
+    catalog = SqlCatalog("local", uri=uri, warehouse=warehouse)
+    options = {"spark.indextables.iceberg.uri": uri, "spark.indextables.iceberg.warehouse": warehouse}
+    return catalog, options
+
+
+def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyiceberg")
+    spark = classic_spark
+    catalog, options = _iceberg_catalog(tmp_path)
+    catalog.create_namespace("analytics")
+    table = catalog.create_table("analytics.web_events", schema=_rows(0, 1).schema)
+    table.append(_rows(0, 300))
+    table.append(_rows(300, 200))
+    index = str(tmp_path / "index")
+    statement = (f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
+                 f"INCLUDE COLUMNS ('msg', 'level', 'latency') INDEXING MODES ('msg':'text') AT LOCATION '{index}'")  # fmt: skip
+
+    def check() -> None:
+        truth = catalog.load_table("analytics.web_events").scan().to_arrow()
+        want = sorted(i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m)
+        got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'kraken'", options)
+        assert _ids(got) == want
+        row = sql(spark, f"SELECT count(*) AS n, sum(latency) AS s FROM indextables.`{index}`", options).collect()[0]
+        assert (row["n"], row["s"]) == (truth.num_rows, pytest.approx(sum(truth["latency"].to_pylist())))
+
+    out = sql(spark, statement, options).collect()[0]
+    snapshot = catalog.load_table("analytics.web_events").current_snapshot()
+    assert (out["status"], out["source_version"], out["splits_created"], out["parquet_files_indexed"]) == (
+        "success", snapshot.snapshot_id, 1, 2)  # fmt: skip
+    conf = executor_lib.open_log(index).snapshot().metadata.configuration
+    assert (conf["indextables.companion.sourceFormat"], conf["indextables.companion.icebergCatalog"],
+            conf["indextables.companion.icebergCatalogType"]) == ("iceberg", "local", "sql")  # fmt: skip
+    check()
+    first = snapshot.snapshot_id
+    table = catalog.load_table("analytics.web_events")
+    table.append(_rows(500, 50))
+    out = sql(spark, statement, options).collect()[0]
+    assert (out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (1, 0, 1)
+    check()
+    table = catalog.load_table("analytics.web_events")
+    table.delete("id < 5")  # copy-on-write: the first file is rewritten
+    out = sql(spark, statement, options).collect()[0]
+    assert out["splits_invalidated"] == 1 and out["splits_created"] == 1
+    check()
+    table = catalog.load_table("analytics.web_events")
+    table.overwrite(_rows(1000, 30))
+    out = sql(spark, statement, options).collect()[0]
+    assert (out["splits_created"], out["parquet_files_indexed"]) == (1, 1)
+    check()
+    # FROM SNAPSHOT: a fresh companion of the files added after the first snapshot... all were replaced since
+    fresh = str(tmp_path / "fresh")
+    out = sql(spark, f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
+                     f"FROM SNAPSHOT {first} AT LOCATION '{fresh}'", options).collect()[0]  # fmt: skip
+    assert out["parquet_files_indexed"] == 1
