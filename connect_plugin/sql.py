@@ -487,6 +487,7 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
 
 _COMPANION_FORMATS = ("delta", "parquet", "iceberg")
 _FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
+_JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_uuid_strip", "text_custom_exactonly", "text_custom_strip")
 
 
 def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
@@ -501,16 +502,17 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     location = unquote(str(strings[2]))
     opts = {c.data: c for c in _children_any(tree)}
     dry = bool(_children(tree, "dry"))
-    if _children(tree, "streaming"):
-        raise IndexTablesSQLError(f"{_short(text)}: WITH STREAMING POLL INTERVAL is not supported here (a "
-                                  "long-running JVM companion manager); run BUILD again to sync")  # fmt: skip
-    for clause, why in (("hashed_fastfields", "HASHED FASTFIELDS (the JVM's string fingerprints)"),
-                        ("table_roots", "TABLE ROOTS (relocating the source)")):  # fmt: skip
-        if clause in opts:
-            raise IndexTablesSQLError(f"{_short(text)}: {why} is not supported here yet (issue 35)")
-    if kind == "delta" and "catalog" in opts:
-        raise IndexTablesSQLError(f"{_short(text)}: FOR DELTA with CATALOG (Unity Catalog's REST API) needs a live "
-                                  "catalog service; give the Delta table's path")  # fmt: skip
+    unsupported = [
+        ("streaming" if _children(tree, "streaming") else "", "WITH STREAMING POLL INTERVAL runs the JVM's long-lived "
+         "companion manager; run BUILD again to sync"),
+        ("hashed_fastfields", "HASHED FASTFIELDS (the JVM's string fingerprints) is not built here yet (issue 35)"),
+        ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
+        ("catalog" if kind == "delta" else "", "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
+         "REST API, a live service; give the Delta table's path"),
+    ]  # fmt: skip
+    for clause, why in unsupported:
+        if clause and (clause in opts or clause == "streaming"):
+            raise IndexTablesSQLError(f"{_short(text)} is not supported here: {why}")
 
     def strings_of(name: str) -> list[str] | None:
         return [unquote(str(t)) for t in opts[name].children] if name in opts else None
@@ -518,6 +520,12 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     modes = None
     if "indexing_modes" in opts:
         modes = {unquote(str(m.children[0])): unquote(str(m.children[1])) for m in opts["indexing_modes"].children}
+        hashed = sorted(f"'{c}':'{m}'" for c, m in modes.items() if m.split(":", 1)[0].lower() in _JVM_ONLY_MODES)
+        if hashed:
+            raise IndexTablesSQLError(
+                f"{_short(text)} is not supported here: the compact string modes {', '.join(hashed)} (exact_only, "
+                "text_uuid_exactonly, text_uuid_strip, text_custom_*) are not built by this project yet (issue 35)"
+            )
     fast = None
     if "fastfields_mode" in opts:
         fast = str(opts["fastfields_mode"].children[0]).lower()

@@ -184,8 +184,6 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
          "column 'nope' is not in the source"),
         (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FROM VERSION 3 AT LOCATION '{index}-2'",
          "FROM VERSION applies to FOR DELTA only"),
-        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text_uuid_strip') "
-         f"AT LOCATION '{index}-2'", "not built by this project yet"),
         (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FASTFIELDS MODE FAST AT LOCATION '{index}-2'",
          "expected HYBRID, DISABLED or PARQUET_ONLY"),
     ):  # fmt: skip
