@@ -177,6 +177,12 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     # a column not indexed is still read from the source (Spark evaluates the filter on the rows)
     got = spark.read.format("indextables").load(str(index)).where("latency = 3.0").select("id").collect()
     assert sorted(r["id"] for r in got) == [i for i in range(500, 1000) if i % 97 == 3]
+    # read-only, as the JVM's companions: writes and merges are refused, naming what to do
+    some = spark.read.format("indextables").load(str(index)).limit(3)
+    with pytest.raises(Exception, match="companion indexes are read-only: run BUILD INDEXTABLES COMPANION"):
+        some.write.format("indextables").mode("append").save(str(index))
+    with pytest.raises(Exception, match="MERGE SPLITS of companion splits is not built here"):
+        sql(spark, f"MERGE SPLITS '{index}'").collect()
     for statement, message in (
         (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
          f"AT LOCATION '{index}'", "mutually exclusive"),
