@@ -74,7 +74,8 @@ def build_companion(
         include_columns=None if include_columns is None else json.dumps(list(include_columns)),
         exclude_columns=None if exclude_columns is None else json.dumps(list(exclude_columns)),
         indexing_modes=None if not indexing_modes else json.dumps(dict(indexing_modes)),
-        fast_field_mode=fast_field_mode, target_input_size=None if target_input_size is None else str(target_input_size),
+        fast_field_mode=fast_field_mode,
+        target_input_size=None if target_input_size is None else str(target_input_size),
         from_version=None if from_version is None else str(from_version), filter=where_filter, where_sql=where_sql,
         invalidate_all=invalidate_all, dry_run=dry_run,
     )  # fmt: skip

@@ -553,7 +553,8 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         node = opts["companion_where"].children[0]
         result = to_predicate(node, text)
         if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
-            raise IndexTablesSQLError(f"{_short(text)}: function calls are not supported in the WHERE of BUILD COMPANION")
+            raise IndexTablesSQLError(f"{_short(text)}: the WHERE of BUILD COMPANION takes partition predicates, "
+                                      "not function calls")  # fmt: skip
         where_filter = F.to_text(result)
         where_sql = text[node.meta.start_pos : node.meta.end_pos]
     size = None

@@ -96,7 +96,7 @@ def _list_parquet(source: str, storage_options: Mapping[str, Any], schema_source
     from executor_lib.storage import open_store
 
     store = open_store(source, **storage_options)
-    files = []
+    files: list[SourceFile] = []
     partition_columns: list[str] = []
     for info in store.list(""):
         relative = info.key
@@ -183,7 +183,9 @@ def _list_iceberg(source: str, catalog: dict[str, str], snapshot_id: int | None 
     try:
         table = load_catalog(name, **catalog).load_table(source)
     except Exception as e:  # pyiceberg's NoSuchTableError and catalog errors
-        raise CompanionSourceError(f"FOR ICEBERG {source!r} (catalog {name!r}): the table cannot be loaded ({e})") from e
+        raise CompanionSourceError(
+            f"FOR ICEBERG {source!r} (catalog {name!r}): the table cannot be loaded ({e})"
+        ) from e
     location = table.location().rstrip("/")
     snapshot = table.current_snapshot() if snapshot_id is None else table.snapshot_by_id(snapshot_id)
     if snapshot_id is not None and snapshot is None:

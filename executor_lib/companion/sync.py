@@ -114,7 +114,9 @@ def companion_mapping(
     if mode == "PARQUET_ONLY":
         options["spark.indextables.indexing.fastfields"] = ""
     elif mode == "HYBRID":
-        numeric = [f.name for f in schema if default_field_type(f.type, f.name) in ("i64", "u64", "f64", "bool", "datetime")]
+        numeric = [
+            f.name for f in schema if default_field_type(f.type, f.name) in ("i64", "u64", "f64", "bool", "datetime")
+        ]
         numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
         options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
     return mapping_for(schema, options)

@@ -157,8 +157,14 @@ def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: M
     """pyiceberg catalog properties: the SQL clause, else the stored companion metadata, else the settings."""
     prefix = "spark.indextables.iceberg."
     props = {"name": cmd.catalog or stored.get("indextables.companion.icebergCatalog") or "default"}
-    kind = cmd.catalog_type or stored.get("indextables.companion.icebergCatalogType") or options.get(prefix + "catalogType")
-    warehouse = cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or options.get(prefix + "warehouse")
+    kind = (
+        cmd.catalog_type
+        or stored.get("indextables.companion.icebergCatalogType")
+        or options.get(prefix + "catalogType")
+    )
+    warehouse = (
+        cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or options.get(prefix + "warehouse")
+    )
     for key, value in (("type", kind), ("warehouse", warehouse), ("uri", options.get(prefix + "uri")),
                        ("token", options.get(prefix + "token")), ("credential", options.get(prefix + "credential")),
                        ("s3.endpoint", options.get(prefix + "s3Endpoint")),

@@ -98,6 +98,7 @@ class SourceFiles:
             CompanionSourceError: the file is gone, or holds another number of rows than indexed.
         """
         store = self.store()
+        identity: tuple[int, int, int | None]
         try:
             local = store.local_path(relative)
             if local is not None:
@@ -240,9 +241,7 @@ def _conformed(table: pa.Table, schema: pa.Schema, n: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def companion_rows(
-    locators: ColumnarCopy, member: bytes, table_schema: pa.Schema, where: str
-) -> CompanionRows:
+def companion_rows(locators: ColumnarCopy, member: bytes, table_schema: pa.Schema, where: str) -> CompanionRows:
     """The rows of a companion split (``member``: its ``COMPANION_MEMBER``), as the table's types."""
     info = CompanionInfo.from_json(member, where)
     fields = [table_schema.field(c) for c in info.data_columns if c in table_schema.names]
@@ -272,8 +271,8 @@ def build_companion_split(
     try:
         for position, relative in enumerate(files):
             pf = sources.open(relative)
-            read_bytes += sum(meta.total_byte_size for meta in (pf.metadata.row_group(g)
-                                                                 for g in range(pf.metadata.num_row_groups)))  # fmt: skip
+            meta = pf.metadata
+            read_bytes += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             present = [c for c in indexed if c in pf.schema_arrow.names]
             offset = 0
             for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=present):

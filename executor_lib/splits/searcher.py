@@ -183,9 +183,10 @@ class SplitSearcher:
                 )  # fmt: skip
             else:
                 copy = ColumnarCopy.open(Path(split), footer, member)
-            companion = (
-                pieces.member_bytes(COMPANION_MEMBER) if pieces is not None else read_member(split, footer, COMPANION_MEMBER)
-            )
+            if pieces is not None:
+                companion = pieces.member_bytes(COMPANION_MEMBER)
+            else:
+                companion = read_member(Path(split), footer, COMPANION_MEMBER)
             self.rows: ColumnarCopy | CompanionRows
             if companion is not None:  # rows come from the source's Parquet files
                 self.rows = companion_rows(copy, companion, arrow_schema, str(split))

@@ -51,8 +51,7 @@ def _parquet_source(root: Path) -> Path:
 def _build(spark: Any, statement: str) -> dict[str, Any]:
     df = sql(spark, statement)
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
-        tuple(c.split()) if c.split()[1] != "long" else (c.split()[0], "bigint")
-        for c in C.COMPANION_OUTPUT.split(", ")
+        tuple(c.split()) if c.split()[1] != "long" else (c.split()[0], "bigint") for c in C.COMPANION_OUTPUT.split(", ")
     ]  # IndexTables4Spark's output columns and types
     rows = df.collect()
     assert len(rows) == 1
@@ -134,7 +133,10 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     out = _build(spark, statement)
     assert (out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (1, 1, 1)
     baseline = _source(spark, src)
-    for query, like in (("kraken", "msg LIKE '%kraken%'"), ("delta OR foxtrot", "msg LIKE '%delta%' OR msg LIKE '%foxtrot%'")):
+    for query, like in (
+        ("kraken", "msg LIKE '%kraken%'"),
+        ("delta OR foxtrot", "msg LIKE '%delta%' OR msg LIKE '%foxtrot%'"),
+    ):
         got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery '{query}'")
         assert _ids(got) == _ids(baseline.where(like))
     total = sql(spark, f"SELECT count(*) FROM indextables.`{index}`").collect()[0][0]
@@ -213,7 +215,9 @@ def test_delta_companion_sync_after_append_delete_overwrite(spark: Any, tmp_path
 
     def check(version: int) -> None:
         truth = deltalake.DeltaTable(src).to_pyarrow_table()
-        want = sorted(i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m)
+        want = sorted(
+            i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m
+        )
         got = sql(spark, f"SELECT id, part FROM indextables.`{index}` WHERE msg indexquery 'kraken'")
         assert _ids(got) == want
         n = sql(spark, f"SELECT count(*) AS n, sum(id) AS s FROM indextables.`{index}`").collect()[0]
@@ -276,7 +280,9 @@ def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any
 
     def check() -> None:
         truth = catalog.load_table("analytics.web_events").scan().to_arrow()
-        want = sorted(i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m)
+        want = sorted(
+            i for i, m in zip(truth["id"].to_pylist(), truth["msg"].to_pylist(), strict=True) if "kraken" in m
+        )
         got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'kraken'", options)
         assert _ids(got) == want
         row = sql(spark, f"SELECT count(*) AS n, sum(latency) AS s FROM indextables.`{index}`", options).collect()[0]
