@@ -146,7 +146,10 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
 def test_vanished_source_file_is_named(classic_spark: Any, tmp_path: Path) -> None:
     spark = classic_spark
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
-    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' AT LOCATION '{index}'")
+    from connect_plugin import IndexTable
+
+    built = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]  # the API form
+    assert (built["status"], built["splits_created"], built["parquet_files_indexed"]) == ("success", 2, 4)
     gone = src / "day=2024-01-01" / "part-1.parquet"
     gone.unlink()
     with pytest.raises(Exception, match=r"part-1\.parquet no longer exists.*BUILD INDEXTABLES COMPANION"):
