@@ -487,7 +487,7 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
 
 _COMPANION_FORMATS = ("delta", "parquet", "iceberg")
 _FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
-_JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_uuid_strip", "text_custom_exactonly", "text_custom_strip")
+_JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
 
 
 def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
@@ -524,7 +524,8 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         if hashed:
             raise IndexTablesSQLError(
                 f"{_short(text)} is not supported here: the compact string modes {', '.join(hashed)} (exact_only, "
-                "text_uuid_exactonly, text_uuid_strip, text_custom_*) are not built by this project yet (issue 35)"
+                "text_uuid_exactonly, text_custom_exactonly: hashed fields) are not built by this project yet "
+                "(issue 35); the strip modes are"
             )
     fast = None
     if "fastfields_mode" in opts:

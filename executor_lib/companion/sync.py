@@ -29,7 +29,11 @@ DEFAULT_TARGET_INPUT_BYTES = 2 << 30  # the JVM's TARGET INPUT SIZE default (2 G
 FAST_FIELD_MODES = ("HYBRID", "DISABLED", "PARQUET_ONLY")
 # INDEXING MODES values: the JVM's, with what runs here.
 TYPEMAP_MODES = {"string": "string", "text": "text", "ip": "ip", "ipaddress": "ip", "json": "json"}
-JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_uuid_strip", "text_custom_exactonly", "text_custom_strip")
+JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
+# text_uuid_strip / text_custom_strip:<regex>: the column is tokenized text whose matches of the pattern
+# are removed before indexing (rows read from the source keep them), as IndexTables4Spark does.
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+STRIP_MODES = ("text_uuid_strip", "text_custom_strip")
 KEY = "indextables.companion."
 
 
@@ -103,10 +107,13 @@ def companion_mapping(
         if column is None or column not in indexed:
             raise ConfigError(f"INDEXING MODES: column {name!r} is not an indexed column of the source ({indexed})")
         kind = value.strip().lower()
+        if kind.split(":", 1)[0] in STRIP_MODES:
+            options[f"spark.indextables.indexing.typemap.{column}"] = "text"
+            continue
         if kind.split(":", 1)[0] in JVM_ONLY_MODES:
             raise ConfigError(
-                f"INDEXING MODES '{name}':'{value}': the hashed and UUID-stripping modes ({', '.join(JVM_ONLY_MODES)}) "
-                "are not built by this project yet; use 'string' or 'text'"
+                f"INDEXING MODES '{name}':'{value}': the hashed modes ({', '.join(JVM_ONLY_MODES)}) are not built by "
+                "this project yet; use 'string', 'text', 'text_uuid_strip' or 'text_custom_strip:<regex>'"
             )
         if kind not in TYPEMAP_MODES:
             raise ConfigError(f"INDEXING MODES '{name}':'{value}': expected one of {sorted(TYPEMAP_MODES)}")
@@ -120,6 +127,21 @@ def companion_mapping(
         numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
         options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
     return mapping_for(schema, options)
+
+
+def strip_patterns(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
+    """Column -> the pattern removed from its text before indexing (the strip modes)."""
+    known = _lower_map(listing.schema.names)
+    out = {}
+    for name, value in modes.items():
+        mode, _, pattern = value.strip().partition(":")
+        if mode.lower() == "text_uuid_strip":
+            out[known.get(name.lower(), name)] = UUID_PATTERN
+        elif mode.lower() == "text_custom_strip":
+            if not pattern:
+                raise ConfigError(f"INDEXING MODES '{name}':'{value}': text_custom_strip needs a regex after the colon")
+            out[known.get(name.lower(), name)] = pattern
+    return out
 
 
 def plan_sync(

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from executor_lib.splits.columnar_copy import ColumnarCopy
@@ -256,9 +257,11 @@ def build_companion_split(
     mapping: DocMapping,
     out_dir: Path,
     heap_bytes: int | None = None,
+    strip: Mapping[str, str] | None = None,
 ) -> tuple[WrittenSplit, int]:
     """Index the source ``files`` (relative to ``sources.root``) into one companion split in ``out_dir``;
-    returns it and the bytes of source files read. ``data_schema``: the source's data columns.
+    returns it and the bytes of source files read. ``data_schema``: the source's data columns; ``strip``:
+    column -> a regex whose matches are removed from the column's text before indexing (the source keeps them).
 
     Raises:
         CompanionSourceError: a source file is gone.
@@ -278,6 +281,10 @@ def build_companion_split(
             for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=present):
                 n = batch.num_rows
                 data = _conformed(pa.Table.from_batches([batch]), indexed_schema, n)
+                for column, pattern in (strip or {}).items():
+                    position_of = data.schema.get_field_index(column)
+                    stripped = pc.replace_substring_regex(data.column(column), pattern, " ")
+                    data = data.set_column(position_of, column, stripped)
                 data = data.append_column(FILE_COLUMN, pa.array(np.full(n, position, dtype=np.int32)))
                 data = data.append_column(ROW_COLUMN, pa.array(np.arange(offset, offset + n, dtype=np.int64)))
                 builder.add(data)

@@ -182,6 +182,13 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     # a column not indexed is still read from the source (Spark evaluates the filter on the rows)
     got = spark.read.format("indextables").load(str(index)).where("latency = 3.0").select("id").collect()
     assert sorted(r["id"] for r in got) == [i for i in range(500, 1000) if i % 97 == 3]
+    # a strip mode: the pattern's matches are not indexed, and the rows read back keep them
+    stripped = tmp_path / "stripped"
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text_custom_strip:krak[a-z]+') "
+                  f"AT LOCATION '{stripped}'")  # fmt: skip
+    assert sql(spark, f"SELECT id FROM indextables.`{stripped}` WHERE msg indexquery 'kraken'").count() == 0
+    found = sql(spark, f"SELECT id, msg FROM indextables.`{stripped}` WHERE msg indexquery 'event' AND id = 17")
+    assert [tuple(r) for r in found.collect()] == [(17, "foxtrot charlie event kraken")]
     # read-only, as the JVM's companions: writes and merges are refused, naming what to do
     some = spark.read.format("indextables").load(str(index)).limit(3)
     with pytest.raises(Exception, match="companion indexes are read-only: run BUILD INDEXTABLES COMPANION"):

@@ -684,7 +684,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     *[(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' CATALOG 'c' TYPE 'rest' {c} AT LOCATION '/index'",
        "test_build_companion_forms") for c in ("", "INCLUDE COLUMNS ('x')", "EXCLUDE COLUMNS ('x')")],
     ("BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the compact string modes (exact_only, text_uuid_*) are not built yet"),
+     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
     # FFI profiler, and its example workflow
     *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
         "ENABLE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER",
@@ -709,7 +709,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
       for kind in ("DELTA", "DELTA")],
     ("BUILD INDEXTABLES COMPANION FOR DELTA '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the compact string modes (exact_only, text_uuid_*) are not built yet"),
+     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
     *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
       for kind in ("PARQUET", "ICEBERG")],
     ("SELECT * FROM events WHERE message TEXTSEARCH 'connection timeout'", "test_textsearch_over_a_named_table"),
@@ -718,7 +718,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     ("SELECT * FROM indextables.uc.production.users WHERE content indexquery 'machine learning'",
      "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
     ("BUILD INDEXTABLES COMPANION FOR PARQUET '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the compact string modes (exact_only, text_uuid_*) are not built yet"),
+     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
     ("SELECT * FROM logs WHERE message TEXTSEARCH 'error timeout'", "test_textsearch_over_a_named_table"),
 ]  # fmt: skip
 
