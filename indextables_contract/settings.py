@@ -102,7 +102,8 @@ _MERGE_TEMP = "merges are built in the system temporary directory here (TMPDIR)"
 _PURGE_MIN = "the 24-hour minimum retention of PURGE is fixed here (a younger split may belong to a running write)"
 _PURGE_JVM = "tunes the JVM's distributed deletion of purged files; here the purge deletes them in one process"
 _NATIVE_MEMORY = "bridges tantivy4java's native memory with Spark's memory manager; no native JVM memory here"
-_COMPANION = "companion indexes (BUILD INDEXTABLES COMPANION) are an IndexTables4Spark feature not offered here"
+_COMPANION = ("tunes the JVM's companion sync (batches, FAIR pool, native reader and writer); here BUILD INDEXTABLES "
+              "COMPANION runs one Spark task per companion split and commits once")  # fmt: skip
 _AZURE = "Azure storage is not supported here (plain paths, file://, s3://, s3a://)"
 _DATABRICKS = ("Unity Catalog credentials come from a JVM credential provider; here S3 credentials come from options, "
                "the environment or the AWS credential chain")  # fmt: skip
