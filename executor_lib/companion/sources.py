@@ -155,6 +155,12 @@ def _list_delta(source: str, version: int | None = None) -> SourceListing:
     partition_columns = tuple(table.metadata().partition_columns)
     schema = pa.schema(table.schema().to_arrow())
     actions = pa.table(table.get_add_actions(flatten=True))
+    vectors = [c for c in actions.column_names if c.lower().startswith("deletionvector")]
+    if any(actions.column(c).null_count < actions.num_rows for c in vectors):
+        raise CompanionSourceError(
+            f"FOR DELTA {source!r}: some files carry deletion vectors (rows deleted without rewriting the file); "
+            "companion indexes read whole Parquet files: purge them first (REORG TABLE ... APPLY (PURGE))"
+        )
     paths = actions.column("path").to_pylist()
     sizes = actions.column("size_bytes").to_pylist()
     partitions = {c: actions.column(f"partition.{c}").to_pylist() for c in partition_columns}

@@ -304,6 +304,7 @@ class CompanionWriter(DataSourceArrowWriter):
                 txlog = _open_log(self.path, self.options)
                 snapshot = txlog.snapshot(version=first.read_version)
                 live = {a.path: a for a in snapshot.files}
+                _check_no_concurrent_build(txlog, first.read_version, adds, set(invalidated))
                 removed = [live[p] for p in invalidated if p in live]
                 metadata: MetadataAction = snapshot.metadata
                 updated = metadata.with_configuration({**metadata.configuration, **configuration})
@@ -324,6 +325,25 @@ class CompanionWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Delete the splits the tasks uploaded (nothing was committed)."""
         added = [a.path for m in messages if isinstance(m, CompanionCommitMessage) for a in m.added]
         if added:
             delete_quietly(self._store(), added)
+
+
+def _check_no_concurrent_build(txlog: Any, read_version: int, adds: list[AddAction], removing: set[str]) -> None:
+    """CommitConflictError if a BUILD committed since ``read_version`` indexed any of the source files
+    these adds index (their rows would be in the companion twice)."""
+    from indextables_contract.errors import CommitConflictError
+
+    latest = txlog.snapshot()
+    if latest.version == read_version:
+        return
+    mine = {p for a in adds for p in a.companion_source_files or ()}
+    theirs = {p for a in latest.files if a.path not in removing for p in a.companion_source_files or ()}
+    both = sorted(mine & theirs)
+    if both:
+        raise CommitConflictError(
+            f"BUILD INDEXTABLES COMPANION {txlog.uri}: a concurrent BUILD (committed after version {read_version}) "
+            f"indexed the same source files {both[:5]}; nothing was committed: run BUILD again"
+        )

@@ -327,3 +327,24 @@ def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any
     out = sql(spark, f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
                      f"FROM SNAPSHOT {first} AT LOCATION '{fresh}'", options).collect()[0]  # fmt: skip
     assert out["parquet_files_indexed"] == 1
+
+
+def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
+    """Two BUILDs planned at the same companion version: the second commit finds the first's splits
+    indexing its files and refuses (no row would be indexed twice)."""
+    import dataclasses
+
+    from executor_lib.spark.companion import _check_no_concurrent_build
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.publish import write_and_upload
+    from indextables_contract.errors import CommitConflictError
+
+    rows = _rows(0, 10)
+    log = executor_lib.create_table(str(tmp_path / "c"), rows.schema)
+    add = write_and_upload(log.store, rows, mapping_for(rows.schema, {}))
+    mine = dataclasses.replace(add, companion_source_files=("a.parquet", "b.parquet"))
+    _check_no_concurrent_build(log, 0, [mine], set())  # nothing committed since version 0
+    log.commit([dataclasses.replace(add, companion_source_files=("b.parquet",))])
+    with pytest.raises(CommitConflictError, match=r"indexed the same source files \['b.parquet'\]"):
+        _check_no_concurrent_build(log, 0, [mine], set())
+    _check_no_concurrent_build(log, 0, [mine], {add.path})  # that split is being removed by this commit
