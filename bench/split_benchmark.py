@@ -6,7 +6,11 @@ Run: ``.venv/bin/python -m bench.split_benchmark [--rows 1000000] [--out split_b
   indexing of the same documents with the same schema and one thread (the baseline, same run);
 * materialization: a query returning 10% of the rows of a ``--rows`` split, rows/s into Arrow;
 * cold vs warm: the same query through the split cache, first with an empty cache, then
-  warm, counting object-store reads (a warm query makes none).
+  warm, counting object-store reads (a warm query makes none);
+* companion: the same rows as 4 Parquet files, indexed as one companion split (BUILD INDEXTABLES
+  COMPANION's split: index only, rows read back from the Parquet files) and as one full split; bytes
+  of each against the Parquet source, and a search returning 0.3% of the rows, cold (a new searcher,
+  the first query) and warm (best of 5), on each.
 """
 
 from __future__ import annotations
@@ -121,6 +125,52 @@ def cold_warm(rows: pa.Table, root: Path) -> dict[str, Any]:
     return timings
 
 
+def companion(rows: pa.Table, root: Path) -> dict[str, Any]:
+    """Companion split vs full split vs the Parquet source, in bytes and search latency (module docstring)."""
+    import pyarrow.parquet as pq
+
+    from executor_lib.companion.sources import list_source
+    from executor_lib.companion.sync import companion_mapping, resolve_columns
+    from executor_lib.splits.companion import SourceFiles, build_companion_split
+
+    src = root / "src"
+    src.mkdir(parents=True)
+    quarter = rows.num_rows // 4
+    for i in range(4):
+        pq.write_table(rows.slice(i * quarter, quarter), src / f"part-{i}.parquet")
+    listing = list_source("parquet", str(src))
+    indexed, _, _ = resolve_columns(listing, None, None)
+    mapping = companion_mapping(listing, indexed, {"message": "text"}, "HYBRID")
+    start = time.perf_counter()
+    comp, _ = build_companion_split(SourceFiles(listing.root), [f.path for f in listing.files], "parquet",
+                                    listing.data_schema, mapping, root / "companion")  # fmt: skip
+    companion_s = time.perf_counter() - start
+    full = write_split(rows.slice(0, quarter * 4), mapping_for(rows.schema, OPTIONS), root / "full")
+    query = "tag:t3 AND message:alpha AND message:bravo"  # 0.3% of the rows
+    out: dict[str, Any] = {
+        "rows": quarter * 4,
+        "parquet_bytes": sum(f.size for f in listing.files),
+        "full_split_bytes": full.path.stat().st_size,
+        "companion_split_bytes": comp.path.stat().st_size,
+        "companion_build_s": companion_s,
+    }
+    for label, path in (("full", full.path), ("companion", comp.path)):
+        start = time.perf_counter()
+        searcher = SplitSearcher(path, root / f"{label}-work", listing.schema, None)
+        hits = searcher.search(query, ["id", "message", "score"])
+        out[f"{label}_cold_s"] = time.perf_counter() - start
+        warm = []
+        for _ in range(5):
+            start = time.perf_counter()
+            searcher.search(query, ["id", "message", "score"])
+            warm.append(time.perf_counter() - start)
+        out[f"{label}_warm_s"] = min(warm)
+        out[f"{label}_hits"] = hits.num_rows
+    if out["full_hits"] != out["companion_hits"]:
+        raise AssertionError(f"companion search found {out['companion_hits']} rows, the full split {out['full_hits']}")
+    return out
+
+
 def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes."""
     root = Path(tempfile.mkdtemp(prefix="indextables-split-bench-"))
@@ -129,6 +179,7 @@ def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
             "indexing": indexing(make_rows(index_rows), root / "i"),
             "materialization": materialization(make_rows(rows), root / "m"),
             "cold_warm": cold_warm(make_rows(index_rows), root / "c"),
+            "companion": companion(make_rows(index_rows), root / "p"),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -142,6 +193,13 @@ def print_results(results: dict[str, Any]) -> None:
           f"-> {m['rows_per_second'] / 1e6:.2f}M rows/s (goal >= 2M rows/s)")  # fmt: skip
     print(f"query through the split cache: cold {c['cold_s']:.3f}s ({c['cold_store_reads']} store reads), "
           f"warm {c['warm_s']:.3f}s ({c['warm_store_reads']} store reads)")  # fmt: skip
+    p = results.get("companion")
+    if p:
+        print(f"companion over {p['rows']:,} rows: split {p['companion_split_bytes'] / 1e6:.2f} MB vs full split "
+              f"{p['full_split_bytes'] / 1e6:.2f} MB ({p['companion_split_bytes'] / p['full_split_bytes']:.2f}x) vs "
+              f"Parquet source {p['parquet_bytes'] / 1e6:.2f} MB; search ({p['companion_hits']} hits) cold "
+              f"{p['companion_cold_s']:.3f}s vs {p['full_cold_s']:.3f}s, warm {p['companion_warm_s'] * 1e3:.1f} ms vs "
+              f"{p['full_warm_s'] * 1e3:.1f} ms")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

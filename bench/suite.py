@@ -274,6 +274,23 @@ def split_ratios(r: dict[str, Any]) -> list[Ratio]:
         _ratio("split", "split-cache query: object-store reads warm / cold",
                c["warm_store_reads"], c["cold_store_reads"], "reads",
                c["warm_store_reads"] / max(1, c["cold_store_reads"]), ("==", 0)),
+        *companion_ratios(r.get("companion")),
+    ]  # fmt: skip
+
+
+def companion_ratios(p: dict[str, Any] | None) -> list[Ratio]:
+    """A companion split against a full split of the same rows (and the Parquet source they index)."""
+    if not p:
+        return []
+    return [
+        _ratio("split", f"companion split bytes / full split ({p['rows']:,} rows)", p["companion_split_bytes"],
+               p["full_split_bytes"], "bytes", p["companion_split_bytes"] / p["full_split_bytes"]),
+        _ratio("split", "companion split bytes / its Parquet source", p["companion_split_bytes"], p["parquet_bytes"],
+               "bytes", p["companion_split_bytes"] / p["parquet_bytes"]),
+        _ratio("split", "companion search: cold vs full split", p["companion_cold_s"], p["full_cold_s"], "s",
+               p["full_cold_s"] / p["companion_cold_s"]),
+        _ratio("split", "companion search: warm vs full split", p["companion_warm_s"], p["full_warm_s"], "s",
+               p["full_warm_s"] / p["companion_warm_s"]),
     ]  # fmt: skip
 
 

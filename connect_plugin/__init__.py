@@ -19,6 +19,7 @@ stale-reader bug in classic sessions (see README, "Known Spark limitation").
 
 from __future__ import annotations
 
+from connect_plugin.companion import build_companion
 from connect_plugin.session import (
     FORMAT,
     SESSION_CONF,
@@ -41,6 +42,7 @@ __all__ = [
     "TABLE_NAME_PREFIX",
     "IndexTable",
     "UnknownTableError",
+    "build_companion",
     "explain",
     "install",
     "read",

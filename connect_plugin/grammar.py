@@ -31,7 +31,7 @@ GRAMMAR = r"""
 ?command: merge | purge | checkpoint | truncate | drop | prewarm
         | describe_state | describe_transaction_log | describe_cache | flush_cache | select
         | describe_storage | describe_environment | describe_merge_jobs | describe_components
-        | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair
+        | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair | build_companion
 
 merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
 merge_opt: _TARGET _SIZE SIZE                         -> target_size
@@ -68,6 +68,24 @@ flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
 flush_searcher: _FLUSH _INDEXTABLES _SEARCHER _CACHE
 invalidate_log: _INVALIDATE _INDEXTABLES _TRANSACTION _LOG _CACHE [_FOR target]
 repair: _REPAIR _INDEXFILES _TRANSACTION _LOG STRING _AT _LOCATION STRING
+build_companion: _BUILD _INDEXTABLES _COMPANION _FOR NAME STRING companion_opt* _AT _LOCATION STRING [dry] [streaming]
+companion_opt: _SCHEMA _SOURCE STRING                                   -> schema_source
+             | _CATALOG STRING [_TYPE STRING]                           -> catalog
+             | _WAREHOUSE STRING                                        -> warehouse
+             | _INCLUDE _COLUMNS "(" STRING ("," STRING)* ")"           -> include_columns
+             | _EXCLUDE _COLUMNS "(" STRING ("," STRING)* ")"           -> exclude_columns
+             | _INDEXING _MODES "(" mode_item ("," mode_item)* ")"      -> indexing_modes
+             | _FASTFIELDS _MODE NAME                                   -> fastfields_mode
+             | _HASHED _FASTFIELDS NAME "(" STRING ("," STRING)* ")"    -> hashed_fastfields
+             | _TARGET _INPUT _SIZE (SIZE | STRING)                     -> target_input_size
+             | _WRITER _HEAP _SIZE (SIZE | STRING)                      -> writer_heap_size
+             | _FROM _VERSION INT                                       -> from_version
+             | _FROM _SNAPSHOT INT                                      -> from_snapshot
+             | _WHERE predicate                                         -> companion_where
+             | _INVALIDATE _ALL _PARTITIONS                             -> invalidate_all
+             | _TABLE _ROOTS "(" STRING "=" STRING ("," STRING "=" STRING)* ")" -> table_roots
+mode_item: STRING ":" STRING
+streaming: _WITH _STREAMING _POLL _INTERVAL INT NAME
 
 select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
@@ -194,6 +212,28 @@ _INDEXFILES: /indexfiles\b/i
 _AT: /at\b/i
 _LOCATION: /location\b/i
 _AS: /as\b/i
+_BUILD: /build\b/i
+_COMPANION: /companion\b/i
+_SCHEMA: /schema\b/i
+_CATALOG: /catalog\b/i
+_TYPE: /type\b/i
+_WAREHOUSE: /warehouse\b/i
+_COLUMNS: /columns\b/i
+_EXCLUDE: /exclude\b/i
+_INDEXING: /indexing\b/i
+_MODES: /modes\b/i
+_FASTFIELDS: /fastfields\b/i
+_HASHED: /hashed\b/i
+_INPUT: /input\b/i
+_WRITER: /writer\b/i
+_HEAP: /heap\b/i
+_VERSION: /version\b/i
+_SNAPSHOT: /snapshot\b/i
+_TABLE: /table\b/i
+_ROOTS: /roots\b/i
+_STREAMING: /streaming\b/i
+_POLL: /poll\b/i
+_INTERVAL: /interval\b/i
 _OR: /or\b/i
 _AND: /and\b/i
 _NOT: /not\b/i
@@ -236,10 +276,8 @@ UNSUPPORTED = (
                 rf"|^\s*invalidate\s+{_KEYWORD}\s+data\s+skipping\s+cache\b", re.I),
      "IndexTables4Spark documents these as not wired into its own SQL grammar; the data-skipping statistics "
      "and expression caches they describe belong to its JVM scan planner (EXPLAIN shows what a read prunes here)"),
-    (re.compile(rf"^\s*build\s+{_KEYWORD}\s+companion\b", re.I),
-     "companion indexes over Delta, Parquet and Iceberg tables are not built by this project yet (issue 35)"),
     (re.compile(rf"^\s*(set|unset)\s+{_KEYWORD}\s+table\s+root\b|^\s*describe\s+{_KEYWORD}\s+table\s+roots\b", re.I),
-     "table roots belong to companion indexes, which this project does not build yet (issue 35)"),
+     "table roots (relocating a companion's source) are not built by this project yet (issue 35)"),
 )  # fmt: skip
 
 

@@ -246,6 +246,21 @@ class IndexTable:
         plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 
+    def build_companion(self, source_format: str, source: str, **clauses: Any) -> DataFrame:
+        """BUILD INDEXTABLES COMPANION of this table over a source table (``delta``/``parquet``/``iceberg``):
+        the first call builds the companion index here, later calls sync it (``connect_plugin.companion``
+        names the clauses: ``indexing_modes``, ``include_columns``, ``where_filter``, ``dry_run``, ...).
+
+        Raises:
+            ConfigError, CompanionSourceError (from the cluster, at plan time): a clause that does not apply,
+                unknown columns, a source that cannot be read.
+
+        Example: ``IndexTable.for_path(spark, "/index/events").build_companion("delta", "/lake/events").show()``
+        """
+        from connect_plugin.companion import build_companion
+
+        return build_companion(self.spark, source_format, source, self.path, options=self.options, **clauses)
+
     def prewarm(self, where: Where | None = None, footer_only: bool = False) -> DataFrame:
         """Copy the splits of the partitions matching ``where`` (default: all) into the executors' split
         caches, so the first queries do not wait for storage. Example: ``t.prewarm("day = '2024-05-01'")``"""

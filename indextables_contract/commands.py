@@ -307,11 +307,68 @@ class FlushSearcherCache(Command):
     tasks: int = 1
 
 
+# IndexTables4Spark's BUILD INDEXTABLES COMPANION output columns (SyncToExternalCommand.output).
+COMPANION_OUTPUT = ("table_path string, source_path string, status string, source_version long, splits_created int, "
+                    "splits_invalidated int, parquet_files_indexed int, parquet_bytes_downloaded long, "
+                    "split_bytes_uploaded long, duration_ms long, message string")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CompanionPlan(Command):
+    """BUILD INDEXTABLES COMPANION, planned: one row per companion split to build (its source files),
+    planned on the driver side from the source's live files and the companion's live splits (which
+    need not exist yet); written back with ``CompanionBuild``. A plan with nothing to index but splits
+    to invalidate has one row without files; with nothing to do, one row without files or
+    invalidations (``settings`` then says what the source is)."""
+
+    NAME: ClassVar[str] = "companion_plan"
+    RESULT: ClassVar[str] = ("groupIndex int, partitionValues string, files string, sourceBytes long, "
+                             "sourceVersion long, readVersion long, invalidated string, settings string")  # fmt: skip
+    source_format: str
+    source: str
+    schema_source: str | None = None
+    catalog: str | None = None
+    catalog_type: str | None = None
+    warehouse: str | None = None
+    include_columns: str | None = None  # a JSON list
+    exclude_columns: str | None = None  # a JSON list
+    indexing_modes: str | None = None  # a JSON object: column -> mode
+    fast_field_mode: str | None = None  # HYBRID (default), DISABLED, PARQUET_ONLY
+    target_input_size: str | None = None  # bytes, or with a unit: "1G"
+    from_version: str | None = None  # FROM VERSION / FROM SNAPSHOT
+    filter: str | None = None  # WHERE over partition columns: a filter tree as JSON
+    where_sql: str | None = None  # the WHERE as written (recorded in the companion's metadata)
+    invalidate_all: bool = False  # INVALIDATE ALL PARTITIONS: rebuild every split
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class CompanionBuild(Command):
+    """Writing ``CompanionPlan`` rows indexes each row's source files into a companion split on an
+    executor; the commit removes the invalidated splits, adds the new ones and records the
+    companion metadata in one version. Its commitInfo carries ``buildId``."""
+
+    NAME: ClassVar[str] = "companion_build"
+    WRITE: ClassVar[bool] = True
+    build_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CompanionResult(Command):
+    """What the ``CompanionBuild`` with this ``build_id`` committed (from its commitInfo)."""
+
+    NAME: ClassVar[str] = "companion_result"
+    RESULT: ClassVar[str] = ("version long, splitsCreated int, splitsInvalidated int, filesIndexed int, "
+                             "bytesDownloaded long, bytesUploaded long, sourceVersion long")  # fmt: skip
+    build_id: str
+
+
 COMMANDS: dict[str, type[Command]] = {
     c.NAME: c
     for c in (History, DescribeState, Checkpoint, Purge, TruncateTimeTravel, DropPartitions, MergePlan, Merge,
               MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache, DescribeLog,
-              ComponentSizes, RepairLog, InvalidateLogCache, FlushSearcherCache)
+              ComponentSizes, RepairLog, InvalidateLogCache, FlushSearcherCache, CompanionPlan, CompanionBuild,
+              CompanionResult)
 }  # fmt: skip
 TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache)  # commands that name no table
 

@@ -219,6 +219,13 @@ class SplitSchemaError(ProtocolError):
     code = "INDEXTABLES_SPLIT_SCHEMA"
 
 
+class CompanionSourceError(ProtocolError):
+    """A companion index's source table does not hold what the companion indexed: a source file is
+    gone or was rewritten (run BUILD INDEXTABLES COMPANION again), or the source cannot be listed."""
+
+    code = "INDEXTABLES_COMPANION_SOURCE"
+
+
 class MissingLogFileError(ProtocolError):
     """A file the log needs is missing (a version gap, a checkpoint part)."""
 

@@ -102,7 +102,8 @@ _MERGE_TEMP = "merges are built in the system temporary directory here (TMPDIR)"
 _PURGE_MIN = "the 24-hour minimum retention of PURGE is fixed here (a younger split may belong to a running write)"
 _PURGE_JVM = "tunes the JVM's distributed deletion of purged files; here the purge deletes them in one process"
 _NATIVE_MEMORY = "bridges tantivy4java's native memory with Spark's memory manager; no native JVM memory here"
-_COMPANION = "companion indexes (BUILD INDEXTABLES COMPANION) are an IndexTables4Spark feature not offered here"
+_COMPANION = ("tunes the JVM's companion sync (batches, FAIR pool, native reader and writer); here BUILD INDEXTABLES "
+              "COMPANION runs one Spark task per companion split and commits once")  # fmt: skip
 _DATABRICKS = ("Unity Catalog credentials come from a JVM credential provider; here S3 credentials come from options, "
                "the environment or the AWS credential chain")  # fmt: skip
 _S3_UPLOAD = "tunes the JVM's S3 multipart uploads; here botocore's transfer manager chooses"
@@ -314,6 +315,13 @@ SETTINGS: tuple[Setting, ...] = (
     _n("databricks.fallback.enabled", "true", _DATABRICKS),
     _n("databricks.retry.attempts", "3", _DATABRICKS),
     # --- companion indexes ---
+    _s("iceberg.catalogType", "none", "BUILD COMPANION FOR ICEBERG: the pyiceberg catalog type (sql, rest, glue, ...)"),
+    _s("iceberg.uri", "none", "BUILD COMPANION FOR ICEBERG: the catalog's URI (sqlite:///path for a SQL catalog)"),
+    _s("iceberg.warehouse", "none", "BUILD COMPANION FOR ICEBERG: the catalog's warehouse (WAREHOUSE overrides it)"),
+    _s("iceberg.token", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's bearer token"),
+    _s("iceberg.credential", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's OAuth2 credential"),
+    _s("iceberg.s3Endpoint", "none", "BUILD COMPANION FOR ICEBERG: the S3 endpoint of the table's files"),
+    _s("iceberg.s3PathStyleAccess", "false", "BUILD COMPANION FOR ICEBERG: path-style S3 addressing"),
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),

@@ -122,3 +122,16 @@ def test_bench_storage_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixt
     assert {r["goal"] for r in doc["ratios"]} >= {"<= 2", "<= 0.8", "<= 0.05"}
     printed = capsys.readouterr().out
     assert "split bytes per member" in printed and "warm rare-word search" in printed
+
+
+def test_bench_companion_rows_at_a_tiny_size(tmp_path: Path) -> None:
+    """The split suite's companion measurement: a companion split of the same rows is smaller than the
+    full split, and both searches find the same rows (the benchmark stops otherwise)."""
+    from bench.split_benchmark import companion, make_rows
+    from bench.suite import companion_ratios
+
+    r = companion(make_rows(8000), tmp_path)
+    assert r["companion_hits"] == r["full_hits"] > 0
+    assert 0 < r["companion_split_bytes"] < r["full_split_bytes"] and r["parquet_bytes"] > 0
+    names = [x.name for x in companion_ratios(r)]
+    assert names[0] == "companion split bytes / full split (8,000 rows)" and len(names) == 4

@@ -605,7 +605,8 @@ class TransactionLog:
                     f"partition columns {sorted(partition_columns)}"
                 )
             mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
-            if effective is not None and mapping is not None:
+            # A companion split (its rows are in the source's files) indexes only the columns BUILD chose.
+            if effective is not None and mapping is not None and a.companion_source_files is None:
                 check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, self.uri)
         spelled_as_uri = [a for a in actions if isinstance(a, AddAction) and "://" in a.path]
         if spelled_as_uri:  # rare: only then is the table's live list read for this check

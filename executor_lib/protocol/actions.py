@@ -253,6 +253,10 @@ class ProtocolAction(_ActionBase):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
+# The metadata configuration key IndexTables4Spark sets on a companion index (BUILD INDEXTABLES COMPANION).
+COMPANION_ENABLED = "indextables.companion.enabled"
+
+
 @dataclass(frozen=True)
 class MetadataAction(_ActionBase):
     """Table identity, Spark schema, partitioning and configuration."""

@@ -28,7 +28,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
 
 from executor_lib.log.pruning import column_types
-from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction, removes_of
+from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, CommitInfoAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     delete_quietly,
@@ -126,7 +126,7 @@ class CommandReader(DataSourceReader):
             self.path = str(raw_options.get("path") or "")
             if not self.path:
                 raise ConfigError(f"command {self.name}: no table path")
-            if not isinstance(self.command, C.GroupAggregate):  # (its plan loads the snapshot, which raises it)
+            if not isinstance(self.command, (C.GroupAggregate, C.CompanionPlan)):  # (a companion may not exist yet)
                 self._log().latest_version()  # TableNotFoundError before any task runs
         self.plan: list[Any] = self._plan()
 
@@ -165,6 +165,10 @@ class CommandReader(DataSourceReader):
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
         if isinstance(cmd, C.GroupAggregate):
             return self._plan_group_aggregate(cmd)
+        if isinstance(cmd, C.CompanionPlan):
+            from executor_lib.spark.companion import plan_companion
+
+            return plan_companion(self.path, cmd, self.options)
         if isinstance(cmd, C.Prewarm):
             snapshot = self._log().snapshot()
             files = _matching_files(snapshot, self._where(snapshot))
@@ -179,6 +183,11 @@ class CommandReader(DataSourceReader):
         from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
+        if snapshot.metadata.configuration.get(COMPANION_ENABLED) == "true":
+            raise ConfigError(
+                f"merge {self.path}: the table is a companion index; MERGE SPLITS of companion splits is not built "
+                "here yet (issue 35): BUILD INDEXTABLES COMPANION with a larger TARGET INPUT SIZE makes fewer splits"
+            )
         files = _matching_files(snapshot, self._where(snapshot))
         target = DEFAULT_TARGET_BYTES
         if cmd.target_size is not None:
@@ -338,6 +347,14 @@ class CommandReader(DataSourceReader):
                 if isinstance(a, AddAction):
                     yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
             return
+
+    def _run_companion_plan(self, cmd: C.CompanionPlan, payload: Any) -> Iterator[tuple[Any, ...]]:
+        yield tuple(payload)
+
+    def _run_companion_result(self, cmd: C.CompanionResult, _: Any) -> Iterator[tuple[Any, ...]]:
+        from executor_lib.spark.companion import run_result
+
+        yield from run_result(self.path, cmd, self.options)
 
     def _run_prewarm(self, cmd: C.Prewarm, payload: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.storage import open_store
@@ -547,6 +564,8 @@ HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tup
     C.RepairLog: CommandReader._run_repair_log,
     C.InvalidateLogCache: CommandReader._run_invalidate_log_cache,
     C.FlushSearcherCache: CommandReader._run_flush_searcher_cache,
+    C.CompanionPlan: CommandReader._run_companion_plan,
+    C.CompanionResult: CommandReader._run_companion_result,
 }
 
 
@@ -886,8 +905,14 @@ def command_reader(raw_options: Mapping[str, str]) -> CommandReader:
     return CommandReader(raw_options)
 
 
-def command_writer(raw_options: Mapping[str, str]) -> MergeWriter:
+def command_writer(raw_options: Mapping[str, str]) -> MergeWriter | DataSourceArrowWriter:
     cls = _command_class(raw_options)
+    if cls is C.CompanionBuild:
+        from executor_lib.spark.companion import CompanionWriter
+
+        build = decode(raw_options)
+        options = _options(raw_options, cls.NAME)
+        return CompanionWriter(raw_options, options, build.build_id if isinstance(build, C.CompanionBuild) else None)
     if cls is not C.Merge:
         raise ConfigError(f"command {cls.NAME!r} cannot be written (write {C.MergePlan.NAME} rows with "
                           f"command={C.Merge.NAME})")  # fmt: skip

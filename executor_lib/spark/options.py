@@ -107,8 +107,14 @@ def _list_form_values(prefix: str) -> tuple[str, ...]:
         "spark.indextables.indexing.indexrecordoption.": RECORD_OPTIONS,
     }.get(prefix, ())
 
+# IndexTables4Spark's Iceberg catalog settings (BUILD INDEXTABLES COMPANION FOR ICEBERG), as pyiceberg
+# catalog properties: catalogType -> type, uri, warehouse, token, credential, s3Endpoint -> s3.endpoint,
+# s3PathStyleAccess -> s3.path-style-access.
+ICEBERG_KEYS = tuple(f"spark.indextables.iceberg.{k}" for k in ("catalogType", "uri", "warehouse", "token",
+                                                                 "credential", "s3Endpoint", "s3PathStyleAccess"))
 READ_KEYS = (
     *_COMMON_KEYS,
+    *ICEBERG_KEYS,
     "versionAsOf",
     "timestampAsOf",
     *READ_PLAN_KEYS,  # what a client's ReadPlan pushes (indextables_contract.read)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from executor_lib.protocol.actions import AddAction, removes_of
+from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.after_write import after_commit, check_settings, optimize_adds
 from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
@@ -99,6 +99,12 @@ class IndexTablesWriter(DataSourceArrowWriter):
             return None
 
     def _check_compatible(self, snapshot: Any, requested: list[str] | None) -> None:
+        if snapshot.metadata.configuration.get(COMPANION_ENABLED) == "true":
+            raise ConfigError(
+                f"write {self.path}: the table is a companion index (its rows live in the source table "
+                f"{snapshot.metadata.configuration.get('indextables.companion.sourceTablePath')!r}); companion "
+                "indexes are read-only: run BUILD INDEXTABLES COMPANION again to sync it"
+            )
         table = snapshot.arrow_schema()
         mine = [(f.name, _plain_type(f.type)) for f in self.arrow_schema]
         theirs = [(f.name, _plain_type(f.type)) for f in table]

@@ -32,6 +32,7 @@ from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
+from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query_compile import compile_query
@@ -87,7 +88,7 @@ def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> p
     return pa.schema(fields)
 
 
-def take_rows(rows: pa.Table | ColumnarCopy, ids: pa.Array) -> pa.Table:
+def take_rows(rows: pa.Table | ColumnarCopy | CompanionRows, ids: pa.Array) -> pa.Table:
     """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
     A ``ColumnarCopy`` reads only the batches holding ``ids``.
 
@@ -98,7 +99,7 @@ def take_rows(rows: pa.Table | ColumnarCopy, ids: pa.Array) -> pa.Table:
 
     Example: ``take_rows(searcher.rows, pa.array([3, 4, 5], pa.uint64()))`` is ``searcher.rows.slice(3, 3)``.
     """
-    if isinstance(rows, ColumnarCopy):
+    if not isinstance(rows, pa.Table):  # a ColumnarCopy, or a companion split's CompanionRows
         return rows.take(ids)
     n = len(ids)
     if n == 0:
@@ -182,10 +183,19 @@ class SplitSearcher:
                 )  # fmt: skip
             else:
                 copy = ColumnarCopy.open(Path(split), footer, member)
-            self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
+            if pieces is not None:
+                companion = pieces.member_bytes(COMPANION_MEMBER)
+            else:
+                companion = read_member(Path(split), footer, COMPANION_MEMBER)
+            self.rows: ColumnarCopy | CompanionRows
+            if companion is not None:  # rows come from the source's Parquet files
+                self.rows = companion_rows(copy, companion, arrow_schema, str(split))
+            else:
+                self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
-        self.index_only = [f.name for f in self.mapping.fields if not f.stored]
+        self.companion = companion is not None
+        self.index_only = [] if self.companion else [f.name for f in self.mapping.fields if not f.stored]
         self._open_index()
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)

@@ -234,11 +234,23 @@ class SplitBuilder:
     ``columnar_copy``). Index-only columns are indexed but left out
     of the columnar copy; store-only text and json columns go to the copy only."""
 
-    def __init__(self, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1) -> None:
+    def __init__(
+        self,
+        mapping: DocMapping,
+        out_dir: Path,
+        heap_bytes: int | None = None,
+        threads: int = 1,
+        copy_columns: list[str] | None = None,
+    ) -> None:
+        """``copy_columns``: the columns of the rows given that the columnar copy holds instead of the
+        mapping's stored fields (a companion split's source locators, ``splits.companion``)."""
         self.mapping = mapping
-        self.columns = [f.name for f in mapping.fields]
+        self.extra_columns = [c for c in copy_columns or () if mapping.field(c) is None]
+        self.columns = [f.name for f in mapping.fields] + self.extra_columns
         self.indexed_columns = [f.name for f in mapping.fields if in_index(f)]
-        self.copied_columns = [f.name for f in mapping.fields if in_columnar_copy(f)]
+        self.copied_columns = (
+            list(copy_columns) if copy_columns is not None else [f.name for f in mapping.fields if in_columnar_copy(f)]
+        )
         self.json_fields = {f.name: f.type == "json" and in_index(f) for f in mapping.fields}
         self.has_json_strings = False  # set from the first rows: a string column indexed as JSON
         self._extremes: list[pa.Table] = []
@@ -314,8 +326,9 @@ class SplitBuilder:
                 raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
 
     @guarded("finishing a split (Tantivy commit)")
-    def finish(self, name: str | None = None) -> WrittenSplit:
-        """Commit the index and write ``out_dir/<name or split-<uuid>.split>``; the work files are removed."""
+    def finish(self, name: str | None = None, members: dict[str, bytes] | None = None) -> WrittenSplit:
+        """Commit the index and write ``out_dir/<name or split-<uuid>.split>`` (plus ``members``, more
+        bundle files); the work files are removed."""
         try:
             if self._copy is None:
                 raise InvalidDataError("split builder: finish() before any rows were added (not even an empty table)")
@@ -329,6 +342,7 @@ class SplitBuilder:
             files = with_sstable_terms(index_files, str(path))  # SSTable .term for the JVM, FST kept
             files[COLUMNS_MEMBER] = self.columns_path
             files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
+            files.update(members or {})
             footer = write_bundle(files, path)
             mins, maxs = _stats(pa.concat_tables(self._extremes), self.mapping) if self._extremes else ({}, {})
         finally:

@@ -43,8 +43,11 @@ def test_the_executors_run_exactly_the_contract_commands() -> None:
     reads = {c for c in C.COMMANDS.values() if not c.WRITE}
     assert set(HANDLERS) == reads
     writes = [c for c in C.COMMANDS.values() if c.WRITE]
-    assert writes == [C.Merge]
+    assert writes == [C.Merge, C.CompanionBuild]
     assert isinstance(command_writer({"command": "merge", "path": "/t"}), MergeWriter)
+    from executor_lib.spark.companion import CompanionWriter
+
+    assert isinstance(command_writer({"command": "companion_build", "path": "/t"}), CompanionWriter)
 
 
 def test_every_result_schema_is_spark_ddl(classic_spark: Any) -> None:

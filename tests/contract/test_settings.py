@@ -41,6 +41,9 @@ def test_every_jvm_entry_of_the_registry_is_documented_or_defined_by_the_jvm() -
     only_in_code = {S.PREFIX + k for k in ("aws.sessionToken", "aws.region", "s3.endpoint", "s3.pathStyleAccess",
                                            "write.optimizeWrite.maxSplitSize", "azure.bearerToken",
                                            "azure.connectionString", "azure.endpoint")}  # fmt: skip
+    # BUILD INDEXTABLES COMPANION FOR ICEBERG's catalog settings (SyncToExternalCommand.buildIcebergConfig)
+    only_in_code |= {S.PREFIX + "iceberg." + k for k in ("catalogType", "uri", "warehouse", "token", "credential",
+                                                         "s3Endpoint", "s3PathStyleAccess")}  # fmt: skip
     jvm = {s.key for s in S.SETTINGS if s.jvm}
     assert jvm - documented == only_in_code
 
