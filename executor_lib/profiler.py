@@ -3,9 +3,10 @@
 IndexTables4Spark's ``ENABLE / DISABLE / DESCRIBE / RESET INDEXTABLES PROFILER [CACHE]`` time
 tantivy4java's native read path; here they time this project's: opening a split (cache lookup,
 download or piece fetch, opening the index), the index query, fetching the matching rows
-(``doc_batch_*``), the residual filter, per-split aggregation (``agg_*``) and scan planning's
-pruning (``plan_*``); and count hits and misses of the split cache on disk (``l2_disk``), the
-in-memory split footers (``footer``) and the open searchers kept per process (``searcher``).
+(``doc_batch_*``), the residual filter, per-split aggregation (``agg_*``), PREWARM's fetch of a
+split (``prewarm_components``) and scan planning's pruning (``plan_*``); and count hits and misses
+of the split cache on disk (``l2_disk``), the in-memory split footers (``footer``) and the open
+searchers kept per process (``searcher``).
 
 Off, a probe is one module-attribute check per split (``if profiler.ENABLED``), nothing per row.
 On, a probe adds its time to this process's counters, which a task adds to its node's counter file

@@ -9,6 +9,8 @@ import multiprocessing
 import time
 from pathlib import Path
 
+import pytest
+
 from executor_lib import node_counters, profiler
 
 
@@ -69,3 +71,12 @@ def test_counters_merge_timings_and_nested_counts(tmp_path: Path) -> None:
     node_counters.add(path, {"t": [2, 6, 2, 4], "n": 2, "kinds": {"Term": 1, "Between": 1}})
     assert node_counters.read(path) == {"t": [3, 16, 2, 10], "n": 3, "kinds": {"Term": 3, "Between": 1}}
     assert node_counters.read(path, reset=True)["n"] == 3 and node_counters.read(path) == {}
+
+
+def test_an_unknown_action_is_named_before_anything_runs() -> None:
+    from executor_lib.spark.commands import CommandReader
+    from indextables_contract.errors import ConfigError
+
+    for name in ("profiler", "data_skipping"):
+        with pytest.raises(ConfigError, match=f"command {name}: option action='nope': expected one of"):
+            CommandReader({"command": name, "action": "nope"})

@@ -364,9 +364,13 @@ class CommandReader(DataSourceReader):
         footer_only = cmd.footer_only
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
-        for add in payload:
-            cache.prewarm(store, add, footer_only=footer_only)
-            yield add.path, add.size, socket.gethostname(), footer_only
+        with profiled_task(cache.directory):
+            for add in payload:
+                t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+                cache.prewarm(store, add, footer_only=footer_only)
+                if t0:
+                    profiler.record("prewarm_components", t0)
+                yield add.path, add.size, socket.gethostname(), footer_only
 
     def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
