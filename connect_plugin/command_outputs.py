@@ -236,3 +236,132 @@ def repair_log(spark: SparkSession, source: str, target: str, options: dict[str,
     table_path = source.rstrip("/")[: -len("_transaction_log")].rstrip("/")
     rows = command_frame(spark, C.RepairLog(target=target), options, table_path).collect()
     return local_frame(spark, [tuple(r) for r in rows], schema(C.RepairLog.RESULT))
+
+
+# --- the read-path profiler (IndexTables4Spark's FFI profiler statements) ----------------------------
+
+PROFILER_SWITCH_COLUMNS = "status string, host_count int, message string"
+PROFILER_SECTION_COLUMNS = ("section string, category string, calls long, total_ms double, avg_us double, "
+                            "min_us double, max_us double")  # fmt: skip
+PROFILER_CACHE_COLUMNS = "cache string, hits long, misses long, hit_rate double"
+# Section name prefixes -> category (IndexTables4Spark's, and plan_ for scan planning here); else "search".
+_CATEGORIES = (("agg_", "aggregation"), ("doc_batch_", "doc_retrieval"), ("single_doc_", "single_doc"),
+               ("stream_", "streaming"), ("arrow_ffi_", "arrow_ffi"), ("prewarm_", "prewarm"),
+               ("plan_", "planning"))  # fmt: skip
+
+
+def _profiler_nodes(spark: SparkSession, action: str, options: dict[str, Any]) -> list[Any]:
+    """Run the profiler ``action`` on the driver's node and on the nodes of one wave of tasks."""
+    from connect_plugin.settings import cluster_parallelism
+
+    tasks = max(1, cluster_parallelism(spark) or 1)
+    return command_frame(spark, C.Profiler(action=action, tasks=tasks), options).collect()
+
+
+def _node_counters(rows: list[Any], reset: bool) -> dict[str, Any]:
+    """The counters of every node, each node once: rows of the same node (host and directory) read
+    the same counter file — a DESCRIBE keeps the latest of them (the largest: counters only grow),
+    a RESET adds them (each took what was there when it ran, then zeroed it)."""
+    per_node: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rows:
+        node, counters = (r["host"], r["directory"]), json.loads(r["counters"] or "{}")
+        if reset:
+            per_node[node] = C.merge_counters(per_node.get(node, {}), counters)
+        elif node not in per_node or _weight(counters) >= _weight(per_node[node]):
+            per_node[node] = counters
+    merged: dict[str, Any] = {}
+    for counters in per_node.values():
+        C.merge_counters(merged, counters)
+    return merged
+
+
+def _weight(counters: dict[str, Any]) -> int:
+    return sum(s[0] for s in counters.get("sections", {}).values()) + sum(counters.get("caches", {}).values())
+
+
+def profiler_switch(spark: SparkSession, enable: bool, options: dict[str, Any]) -> DataFrame:
+    """ENABLE / DISABLE INDEXTABLES PROFILER on the driver's node and every executor node a wave of
+    tasks reaches (a flag each read task checks when it starts). ENABLE resets the counters;
+    DISABLE keeps them readable. ``host_count``: executor hosts reached."""
+    rows = _profiler_nodes(spark, "enable" if enable else "disable", options)
+    hosts = len({r["host"] for r in rows if r["role"] == "executor"})
+    status = "enabled" if enable else "disabled"
+    what = "counters reset" if enable else "counters preserved"
+    message = f"read-path profiler {status} on the driver's node + {hosts} executor host(s) ({what})"
+    return _frame(spark, [(status, hosts, message)], PROFILER_SWITCH_COLUMNS)
+
+
+def profiler_sections(spark: SparkSession, reset: bool, options: dict[str, Any]) -> DataFrame:
+    """DESCRIBE (or RESET) INDEXTABLES PROFILER: per section, calls and times summed over the nodes,
+    sections without calls left out, by name; RESET returns the values it zeroed."""
+    counters = _node_counters(_profiler_nodes(spark, "reset_sections" if reset else "describe", options), reset)
+    out = []
+    for name, (calls, total, least, most) in sorted(counters.get("sections", {}).items()):
+        if calls > 0:
+            category = next((c for prefix, c in _CATEGORIES if name.startswith(prefix)), "search")
+            out.append((name, category, calls, total / 1e6, total / calls / 1e3, least / 1e3, most / 1e3))
+    return _frame(spark, out, PROFILER_SECTION_COLUMNS)
+
+
+def profiler_caches(spark: SparkSession, reset: bool, options: dict[str, Any]) -> DataFrame:
+    """DESCRIBE (or RESET) INDEXTABLES PROFILER CACHE: hits and misses per cache summed over the
+    nodes (``l2_disk``: the split cache on disk, ``footer``: split footers in memory, ``searcher``:
+    open split searchers), caches without either left out, by name."""
+    counters = _node_counters(_profiler_nodes(spark, "reset_caches" if reset else "describe", options), reset)
+    caches = counters.get("caches", {})
+    out = []
+    for name in sorted({re.sub(r"_(hit|miss)$", "", k) for k in caches}):
+        hits, misses = int(caches.get(f"{name}_hit", 0)), int(caches.get(f"{name}_miss", 0))
+        if hits or misses:
+            out.append((name, hits, misses, hits / (hits + misses)))
+    return _frame(spark, out, PROFILER_CACHE_COLUMNS)
+
+
+# --- data skipping (IndexTables4Spark's DataSkippingMetrics statements) ------------------------------
+
+DATA_SKIPPING_COLUMNS = "metric_type string, metric_name string, metric_value string"
+FLUSH_SKIPPING_COLUMNS = "action string, status string"
+INVALIDATE_SKIPPING_COLUMNS = "action string, entries_cleared long"
+
+
+def _skipping(spark: SparkSession, action: str, options: dict[str, Any]) -> dict[str, Any]:
+    rows = command_frame(spark, C.DataSkipping(action=action), options).collect()
+    return json.loads(rows[0]["counters"] or "{}") if rows else {}
+
+
+def describe_data_skipping(spark: SparkSession, options: dict[str, Any]) -> DataFrame:
+    """DESCRIBE INDEXTABLES DATA SKIPPING STATS: how scan planning pruned files, summed over every
+    scan planned on the driver's node since the last FLUSH: files considered, pruned by partition
+    values, skipped by min/max statistics, scanned, the rates (as the JVM formats them), and per
+    filter kind the skipped files a top-level predicate rejected on its own. The JVM's filter-
+    expression and partition-filter caches have no counterpart here (pruning is recomputed per scan)."""
+    c = _skipping(spark, "describe", options)
+    total, by_partition = int(c.get("total_files", 0)), int(c.get("partition_pruned_files", 0))
+    by_stats, final = int(c.get("data_skipped_files", 0)), int(c.get("final_files", 0))
+    after_partition = total - by_partition
+    rates = (by_partition / total if total else 0.0, by_stats / after_partition if after_partition else 0.0,
+             (total - final) / total if total else 0.0)  # fmt: skip
+    out = [("data_skipping", "total_files_considered", str(total)),
+           ("data_skipping", "partition_pruned_files", str(by_partition)),
+           ("data_skipping", "data_skipped_files", str(by_stats)),
+           ("data_skipping", "final_files_scanned", str(final)),
+           ("data_skipping", "partition_skip_rate", f"{rates[0] * 100:.2f}%"),
+           ("data_skipping", "data_skip_rate", f"{rates[1] * 100:.2f}%"),
+           ("data_skipping", "total_skip_rate", f"{rates[2] * 100:.2f}%"),
+           ("data_skipping", "scans", str(int(c.get("scans", 0))))]  # fmt: skip
+    kinds = sorted(c.get("filter_types", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    out += [("filter_type_skips", kind, str(n)) for kind, n in kinds]
+    return _frame(spark, out, DATA_SKIPPING_COLUMNS)
+
+
+def flush_data_skipping(spark: SparkSession, options: dict[str, Any]) -> DataFrame:
+    """FLUSH (or RESET) INDEXTABLES DATA SKIPPING STATS: zero the counts."""
+    _skipping(spark, "flush", options)
+    return _frame(spark, [("data_skipping_metrics", "reset")], FLUSH_SKIPPING_COLUMNS)
+
+
+def invalidate_data_skipping(spark: SparkSession, options: dict[str, Any]) -> DataFrame:
+    """INVALIDATE INDEXTABLES DATA SKIPPING CACHE: zero the counts. Pruning keeps no cache here (the
+    JVM's filter-expression and partition-filter caches), so no entries are cleared."""
+    _skipping(spark, "invalidate", options)
+    return _frame(spark, [("data_skipping_metrics", 0)], INVALIDATE_SKIPPING_COLUMNS)

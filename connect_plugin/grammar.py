@@ -32,6 +32,8 @@ GRAMMAR = r"""
         | describe_state | describe_transaction_log | describe_cache | flush_cache | select
         | describe_storage | describe_environment | describe_merge_jobs | describe_components
         | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair | build_companion
+        | enable_profiler | disable_profiler | describe_profiler | reset_profiler
+        | describe_skipping | flush_skipping | invalidate_skipping
 
 merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
 merge_opt: _TARGET _SIZE SIZE                         -> target_size
@@ -86,6 +88,14 @@ companion_opt: _SCHEMA _SOURCE STRING                                   -> schem
              | _TABLE _ROOTS "(" STRING "=" STRING ("," STRING "=" STRING)* ")" -> table_roots
 mode_item: STRING ":" STRING
 streaming: _WITH _STREAMING _POLL _INTERVAL INT NAME
+enable_profiler: _ENABLE _INDEXTABLES _PROFILER
+disable_profiler: _DISABLE _INDEXTABLES _PROFILER
+describe_profiler: _DESCRIBE _INDEXTABLES _PROFILER [profiler_cache]
+reset_profiler: _RESET _INDEXTABLES _PROFILER [profiler_cache]
+profiler_cache: _CACHE
+describe_skipping: _DESCRIBE _INDEXTABLES _DATA _SKIPPING _STATS
+flush_skipping: (_FLUSH | _RESET) _INDEXTABLES _DATA _SKIPPING _STATS
+invalidate_skipping: _INVALIDATE _INDEXTABLES _DATA _SKIPPING _CACHE
 
 select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
@@ -211,6 +221,12 @@ _REPAIR: /repair\b/i
 _INDEXFILES: /indexfiles\b/i
 _AT: /at\b/i
 _LOCATION: /location\b/i
+_ENABLE: /enable\b/i
+_DISABLE: /disable\b/i
+_RESET: /reset\b/i
+_PROFILER: /profiler\b/i
+_DATA: /data\b/i
+_SKIPPING: /skipping\b/i
 _AS: /as\b/i
 _BUILD: /build\b/i
 _COMPANION: /companion\b/i
@@ -269,13 +285,6 @@ COMMAND_START = re.compile(
 # Documented IndexTables4Spark statements that have no counterpart here: (pattern, why), checked
 # before the grammar so that each fails with its reason rather than a syntax error.
 UNSUPPORTED = (
-    (re.compile(rf"^\s*(enable|disable|reset|describe)\s+{_KEYWORD}\s+profiler\b", re.I),
-     "the profiler times tantivy4java's JNI read path inside the JVM; this project reads splits with "
-     "tantivy-py in Python workers, which have no such profiler"),
-    (re.compile(rf"^\s*(describe|flush)\s+{_KEYWORD}\s+data\s+skipping\s+stats\b"
-                rf"|^\s*invalidate\s+{_KEYWORD}\s+data\s+skipping\s+cache\b", re.I),
-     "IndexTables4Spark documents these as not wired into its own SQL grammar; the data-skipping statistics "
-     "and expression caches they describe belong to its JVM scan planner (EXPLAIN shows what a read prunes here)"),
     (re.compile(rf"^\s*(set|unset)\s+{_KEYWORD}\s+table\s+root\b|^\s*describe\s+{_KEYWORD}\s+table\s+roots\b", re.I),
      "table roots (relocating a companion's source) are not built by this project yet (issue 35)"),
 )  # fmt: skip

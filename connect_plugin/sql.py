@@ -192,6 +192,19 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
         return out.describe_prewarm_jobs(spark)
     if kind == "flush_searcher":
         return _run_once(command_frame(spark, C.FlushSearcherCache(), options))
+    if kind in ("enable_profiler", "disable_profiler"):
+        return out.profiler_switch(spark, kind == "enable_profiler", options)
+    if kind in ("describe_profiler", "reset_profiler"):
+        reset = kind == "reset_profiler"
+        if _children(tree, "profiler_cache"):
+            return out.profiler_caches(spark, reset, options)
+        return out.profiler_sections(spark, reset, options)
+    if kind == "describe_skipping":
+        return out.describe_data_skipping(spark, options)
+    if kind == "flush_skipping":
+        return out.flush_data_skipping(spark, options)
+    if kind == "invalidate_skipping":
+        return out.invalidate_data_skipping(spark, options)
     if kind == "repair":
         source, target = (unquote(str(t)) for t in tree.children)
         return out.repair_log(spark, source, target, options)

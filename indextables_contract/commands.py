@@ -363,14 +363,70 @@ class CompanionResult(Command):
     build_id: str
 
 
+PROFILER_ACTIONS = ("enable", "disable", "describe", "reset_sections", "reset_caches")
+
+
+@dataclass(frozen=True)
+class Profiler(Command):
+    """The read-path profiler of the nodes ``tasks`` tasks land on and of the driver's node
+    (``executor_lib.profiler``): ``action`` one of ``PROFILER_ACTIONS`` (enable resets the node's
+    counters, disable keeps them; reset_* return the counters before zeroing them). One row per
+    task and one for the driver's node (``role``), the node's counters as JSON; the client merges
+    the nodes (IndexTables4Spark's ``ENABLE/DISABLE/DESCRIBE/RESET INDEXTABLES PROFILER [CACHE]``)."""
+
+    NAME: ClassVar[str] = "profiler"
+    RESULT: ClassVar[str] = "host string, directory string, role string, enabled boolean, counters string"
+    action: str
+    tasks: int = 1
+
+
+DATA_SKIPPING_ACTIONS = ("describe", "flush", "invalidate")
+
+
+@dataclass(frozen=True)
+class DataSkipping(Command):
+    """The data-skipping counts of scan planning on the driver's node (files considered, pruned by
+    partition values, skipped by min/max statistics, scanned; see ``executor_lib.log.pruning.prune_scan``):
+    ``describe`` reads them, ``flush`` and ``invalidate`` zero them (returning them as they were).
+    One row, the counts as JSON."""
+
+    NAME: ClassVar[str] = "data_skipping"
+    RESULT: ClassVar[str] = "host string, directory string, counters string"
+    action: str = "describe"
+
+
 COMMANDS: dict[str, type[Command]] = {
     c.NAME: c
     for c in (History, DescribeState, Checkpoint, Purge, TruncateTimeTravel, DropPartitions, MergePlan, Merge,
               MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache, DescribeLog,
               ComponentSizes, RepairLog, InvalidateLogCache, FlushSearcherCache, CompanionPlan, CompanionBuild,
-              CompanionResult)
+              CompanionResult, Profiler, DataSkipping)
 }  # fmt: skip
-TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache)  # commands that name no table
+# commands that name no table
+TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache, Profiler, DataSkipping)
+
+
+def merge_counters(into: dict[str, Any], deltas: Mapping[str, Any]) -> dict[str, Any]:
+    """Add counters (``Profiler`` and ``DataSkipping`` results; a node's counter file) to ``into``, in
+    place and returned: integers summed, timings ``[count, total_ns, min_ns, max_ns]`` combined (the
+    least minimum, the greatest maximum), objects merged key by key.
+
+    Example:
+        >>> merge_counters({"a": 1, "t": [1, 5, 5, 5]}, {"a": 2, "t": [1, 3, 3, 3]})
+        {'a': 3, 't': [2, 8, 3, 5]}
+    """
+    for key, value in deltas.items():
+        old = into.get(key)
+        if isinstance(value, Mapping):
+            into[key] = merge_counters(old if isinstance(old, dict) else {}, value)
+        elif isinstance(value, (list, tuple)):
+            if isinstance(old, list) and len(old) == 4 and old[0]:
+                into[key] = [old[0] + value[0], old[1] + value[1], min(old[2], value[2]), max(old[3], value[3])]
+            else:
+                into[key] = list(value)
+        else:
+            into[key] = (old if isinstance(old, int) else 0) + int(value)
+    return into
 
 
 def decode_command(options: Mapping[str, Any]) -> Command:

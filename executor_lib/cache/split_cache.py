@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executor_lib import profiler
 from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.private_dir import untrusted_reason
@@ -50,6 +51,9 @@ from indextables_contract.errors import ConfigError, CorruptSplitError
 DATA_FILE = "data.split"
 _STATS = "stats.json"
 _COUNTERS = ("hits", "misses", "bytes_downloaded", "evictions", "footer_hits", "footer_misses")
+# The counters the read-path profiler reports as cache hits/misses: counter -> (cache, hit).
+_PROFILED = {"hits": ("l2_disk", True), "misses": ("l2_disk", False), "footer_hits": ("footer", True),
+             "footer_misses": ("footer", False)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -327,6 +331,11 @@ class SplitCache:
                     self._write_counts(held)
 
     def _count(self, **deltas: int) -> None:
+        if profiler.ENABLED:
+            for name, delta in deltas.items():
+                cache = _PROFILED.get(name)
+                if cache is not None:
+                    profiler.cache_event(cache[0], cache[1], delta)
         with self._lock:
             if self._held_counts is not None:
                 for name, delta in deltas.items():

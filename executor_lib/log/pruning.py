@@ -213,3 +213,63 @@ def prune_files(
     _check_predicates(predicates, types)
     partition = list(partition_columns)
     return [f for f in files if file_may_match(f, predicates, types, partition)]
+
+
+def prune_scan(
+    files: Iterable[AddAction],
+    predicates: Sequence[filters.Filter],
+    schema_string: str,
+    partition_columns: Iterable[str],
+) -> tuple[list[AddAction], dict[str, Any]]:
+    """``prune_files`` for a scan, with its data-skipping counts (IndexTables4Spark's
+    ``DataSkippingMetrics.recordScan``): files considered, pruned by partition values, skipped by
+    min/max statistics, left to scan, and per filter kind how many of the skipped files a top-level
+    conjunct rejects on its own (``filter_types``: ``Term``, ``Between``...). Partition pruning judges
+    only the leaves on partition columns (the others count as "may match"); statistics then judge the
+    files left.
+
+    Example: ``files, counts = prune_scan(snapshot.files, [f.Term("date", "2024-01-01")], schema, ["date"])``
+    """
+    types = column_types(schema_string)
+    _check_predicates(predicates, types)
+    partition = list(partition_columns)
+    considered = list(files)
+    on_partitions = set(partition)
+
+    def by_partition(add: AddAction) -> bool:
+        def judge(p: Any) -> bool:
+            if p.column not in on_partitions:
+                return True
+            cmp = _Comparator(types.get(p.column))
+            return p.column not in add.partition_values or _value_may_match(p, add.partition_values[p.column], cmp)
+
+        return all(_may_match(p, judge) for p in predicates)
+
+    kept = [f for f in considered if by_partition(f)] if predicates and on_partitions else considered
+    final = [f for f in kept if file_may_match(f, predicates, types, partition)] if predicates else kept
+    filter_types: dict[str, int] = {}
+    if len(final) < len(kept):
+        survivors = {id(f) for f in final}
+        conjuncts = [c for p in predicates for c in _conjuncts(p)]
+        for add in kept:
+            if id(add) not in survivors:
+                for p in conjuncts:
+                    if not file_may_match(add, [p], types, partition):
+                        name = type(p).__name__
+                        filter_types[name] = filter_types.get(name, 0) + 1
+    counts = {
+        "scans": 1,
+        "total_files": len(considered),
+        "partition_pruned_files": len(considered) - len(kept),
+        "data_skipped_files": len(kept) - len(final),
+        "final_files": len(final),
+        "filter_types": filter_types,
+    }
+    return final, counts
+
+
+def _conjuncts(p: filters.Filter) -> list[filters.Filter]:
+    """The parts of a top-level AND (a predicate that is no AND: itself)."""
+    if isinstance(p, filters.And):
+        return [c for child in p.children for c in _conjuncts(child)]
+    return [p]

@@ -22,20 +22,24 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
 
+from executor_lib import profiler
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, CommitInfoAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
+    data_skipping_file,
     delete_quietly,
     node_split_cache,
     parsed_option,
     partition_constants,
     pinned_snapshot,
+    profiled_task,
     typed_filter,
 )
 from executor_lib.spark.progress import TaskProgress, interval_seconds
@@ -156,7 +160,20 @@ class CommandReader(DataSourceReader):
     def _plan(self) -> list[Any]:
         """Per-task payloads (planned here, on the driver side)."""
         cmd = self.command
-        if isinstance(cmd, C.TABLELESS):
+        if isinstance(cmd, (C.Profiler, C.DataSkipping)):
+            known = C.PROFILER_ACTIONS if isinstance(cmd, C.Profiler) else C.DATA_SKIPPING_ACTIONS
+            if cmd.action not in known:
+                raise ConfigError(f"command {self.name}: option action={cmd.action!r}: expected one of {known}")
+        if isinstance(cmd, C.Profiler):  # the driver's node now, then one row per task
+            driver = _profiler_row(Path(node_split_cache(self.options).directory), cmd.action, "driver")
+            return [driver, *([None] * cmd.tasks)]
+        if isinstance(cmd, C.DataSkipping):  # scans are planned on the driver's node: its counts
+            from executor_lib import node_counters
+
+            path = data_skipping_file(self.options)
+            counts = node_counters.read(path, reset=cmd.action != "describe")
+            return [(socket.gethostname(), str(path.parent), json.dumps(counts))]
+        if isinstance(cmd, C.TABLELESS) and not isinstance(cmd, C.DataSkipping):
             return list(range(cmd.tasks))
         if isinstance(cmd, C.MergePlan):
             return self._plan_merges(cmd)
@@ -208,7 +225,8 @@ class CommandReader(DataSourceReader):
     def _plan_group_aggregate(self, cmd: C.GroupAggregate) -> list[Any]:
         """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
         (``count(*)`` only, filters and groups on partition columns only), else ``("splits", [...])``."""
-        from executor_lib.log.pruning import prune_files
+        from executor_lib import node_counters
+        from executor_lib.log.pruning import prune_scan
         from indextables_contract.aggregate import AggregatePlan, AggregatePlanError, partials_to_json
 
         try:
@@ -236,7 +254,8 @@ class CommandReader(DataSourceReader):
         ):
             return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
         if where is not None and prunable(F.columns_of(where), partition_columns, schema):
-            files = prune_files(files, [where], snapshot.metadata.schema_string, partition_columns)
+            files, counts = prune_scan(files, [where], snapshot.metadata.schema_string, partition_columns)
+            node_counters.add(data_skipping_file(self.options), counts)
         groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
             files,
             parsed_option(self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size,
@@ -362,9 +381,13 @@ class CommandReader(DataSourceReader):
         footer_only = cmd.footer_only
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
-        for add in payload:
-            cache.prewarm(store, add, footer_only=footer_only)
-            yield add.path, add.size, socket.gethostname(), footer_only
+        with profiled_task(cache.directory):
+            for add in payload:
+                t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+                cache.prewarm(store, add, footer_only=footer_only)
+                if t0:
+                    profiler.record("prewarm_components", t0)
+                yield add.path, add.size, socket.gethostname(), footer_only
 
     def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
@@ -377,21 +400,24 @@ class CommandReader(DataSourceReader):
         cache = node_split_cache(self.options)
         where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
-        for add, mapping in payload:
-            searcher = open_searcher(
-                cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset
-            )
-            query = None
-            if where is not None:
-                filter_plan = plan(where, [searcher.mapping], snapshot_schema)
-                if filter_plan.residual is not None:
-                    raise ConfigError(
-                        f"aggregate: the query {F.to_json(where)} is not answered exactly by the index of {add.path}"
-                    )
-                query = filter_plan.index
-            with damage_of_split(cache, store, add.path):
-                result = searcher.aggregate(split_request(request), query)
-            yield add.path, json.dumps(result)
+        with profiled_task(cache.directory):
+            for add, mapping in payload:
+                searcher = open_searcher(
+                    cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset
+                )
+                query = None
+                if where is not None:
+                    filter_plan = plan(where, [searcher.mapping], snapshot_schema)
+                    if filter_plan.residual is not None:
+                        raise ConfigError(f"aggregate: the query {F.to_json(where)} is not answered exactly by "
+                                          f"the index of {add.path}")  # fmt: skip
+                    query = filter_plan.index
+                t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+                with damage_of_split(cache, store, add.path):
+                    result = searcher.aggregate(split_request(request), query)
+                if t0:
+                    profiler.record("agg_split", t0)
+                yield add.path, json.dumps(result)
 
     def rows_at_analysis(self) -> list[tuple[Any, ...]] | None:
         """The result rows when planning answered the command (a ``group_aggregate`` the transaction
@@ -422,13 +448,17 @@ class CommandReader(DataSourceReader):
         cache = node_split_cache(self.options)
         merged: Partials = {}
         routes = {"index": 0, "rows": 0}
-        for add, mapping in body:
-            searcher = open_searcher(cache, store, add.path, schema, mapping, add.size, add.footer_start_offset)
-            constants = partition_constants(add.partition_values, self.partition_columns, schema)
-            with damage_of_split(cache, store, add.path):
-                partials, route = aggregate_split(searcher, agg, where, schema, constants)
-            merge_into(merged, partials)
-            routes[route] += 1
+        with profiled_task(cache.directory):
+            for add, mapping in body:
+                searcher = open_searcher(cache, store, add.path, schema, mapping, add.size, add.footer_start_offset)
+                constants = partition_constants(add.partition_values, self.partition_columns, schema)
+                t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+                with damage_of_split(cache, store, add.path):
+                    partials, route = aggregate_split(searcher, agg, where, schema, constants)
+                if t0:
+                    profiler.record("agg_split", t0)
+                merge_into(merged, partials)
+                routes[route] += 1
         yield partials_to_json(merged), self.table_schema, len(body), routes["index"], routes["rows"], False
 
     def _run_describe_cache(self, cmd: C.DescribeCache, _: Any) -> Iterator[tuple[Any, ...]]:
@@ -544,6 +574,28 @@ class CommandReader(DataSourceReader):
         yield "split_footers", "success", footers, f"dropped {footers} split footers held in memory on {_worker()}"
 
 
+    def _run_profiler(self, cmd: C.Profiler, payload: Any) -> Iterator[tuple[Any, ...]]:
+        if payload is not None:  # the driver's node, done when planning
+            yield payload
+            return
+        yield _profiler_row(Path(node_split_cache(self.options).directory), cmd.action, "executor")
+
+    def _run_data_skipping(self, cmd: C.DataSkipping, payload: Any) -> Iterator[tuple[Any, ...]]:
+        yield payload
+
+
+def _profiler_row(directory: Path, action: str, role: str) -> tuple[Any, ...]:
+    """Do ``action`` (``C.PROFILER_ACTIONS``) on this node's profiler; its row of ``C.Profiler.RESULT``."""
+    counters: dict[str, Any] = {}
+    if action in ("enable", "disable"):
+        profiler.set_enabled(directory, action == "enable")
+    elif action == "describe":
+        counters = profiler.counters(directory)
+    else:
+        counters = profiler.counters(directory, reset="sections" if action == "reset_sections" else "caches")
+    return socket.gethostname(), str(directory), role, profiler.is_enabled(directory), json.dumps(counters)
+
+
 # One handler per read command (tests/spark/test_command_contract.py checks both sides agree).
 HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tuple[Any, ...]]]] = {
     C.History: CommandReader._run_history,
@@ -566,6 +618,8 @@ HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tup
     C.FlushSearcherCache: CommandReader._run_flush_searcher_cache,
     C.CompanionPlan: CommandReader._run_companion_plan,
     C.CompanionResult: CommandReader._run_companion_result,
+    C.Profiler: CommandReader._run_profiler,
+    C.DataSkipping: CommandReader._run_data_skipping,
 }
 
 

@@ -3,11 +3,12 @@ typing filter values by the table's schema, the node's split cache, partition co
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import math
 import zoneinfo
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -271,3 +272,28 @@ def delete_quietly(store: Any, keys: list[str]) -> None:
             store.delete(key)
         except StorageError as e:
             log.warning("could not delete uncommitted split %s: %s", key, e)
+
+
+# The data-skipping counts of scan planning, in the driver node's split-cache directory (see
+# ``executor_lib.node_counters``): DESCRIBE / FLUSH INDEXTABLES DATA SKIPPING STATS read them there.
+DATA_SKIPPING_FILE = "data_skipping.json"
+
+
+def data_skipping_file(options: Mapping[str, str]) -> Path:
+    """Where this node keeps its scans' data-skipping counts."""
+    return Path(node_split_cache(options).directory) / DATA_SKIPPING_FILE
+
+
+@contextlib.contextmanager
+def profiled_task(directory: Path) -> Iterator[None]:
+    """Run a task's work with the read-path profiler switched as the node's flag says, its counts
+    added to the node's counters when the work ends (``executor_lib.profiler``)."""
+    from executor_lib import profiler
+
+    if not profiler.sync(directory):
+        yield
+        return
+    try:
+        yield
+    finally:
+        profiler.flush(directory)

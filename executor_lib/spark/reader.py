@@ -25,11 +25,13 @@ from pyspark.sql.types import StructType
 from executor_lib.protocol.actions import AddAction
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
+    data_skipping_file,
     node_split_cache,
     open_table_log,
     parsed_option,
     partition_constants,
     pinned_snapshot,
+    profiled_task,
     require_path,
     typed_filter,
 )
@@ -183,7 +185,10 @@ class IndexTablesReader(DataSourceReader):
         return prunable(columns, self.partition_columns, self.table_arrow_schema)
 
     def partitions(self) -> list[IndexTablesPartition]:
-        from executor_lib.log.pruning import prune_files
+        import time
+
+        from executor_lib import node_counters, profiler
+        from executor_lib.log.pruning import prune_scan
 
         snapshot = (
             self._snapshot
@@ -191,7 +196,13 @@ class IndexTablesReader(DataSourceReader):
             else open_table_log(self.path, self.options).snapshot(version=self.version)
         )
         predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
-        files = prune_files(snapshot.files, predicates, self.schema_string, self.partition_columns)
+        counts_file = data_skipping_file(self.options)
+        with profiled_task(counts_file.parent):
+            t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+            files, counts = prune_scan(snapshot.files, predicates, self.schema_string, self.partition_columns)
+            if t0:
+                profiler.record("plan_prune", t0)
+        node_counters.add(counts_file, counts)
         groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         mapping = snapshot.doc_mapping
         refs = [
@@ -229,7 +240,7 @@ class IndexTablesReader(DataSourceReader):
         target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
         store = open_store(self.path, shared_client=True, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
-        with cache.counted_once():
+        with cache.counted_once(), profiled_task(cache.directory):
             yield from self._search_splits(partition.splits, store, cache, target)
 
     def _search_splits(

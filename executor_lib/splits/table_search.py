@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
+from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.log.snapshot import Snapshot
@@ -48,7 +50,25 @@ def open_searcher(
     next query in this process (Spark reuses Python workers): splits are immutable, so an open
     searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
     again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
-    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read)."""
+    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read).
+    The profiler (when on) times it as ``split_open`` and counts ``searcher`` hits and misses."""
+    if not profiler.ENABLED:
+        return _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start)
+    t0 = time.perf_counter_ns()
+    searcher = _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start)
+    profiler.record("split_open", t0)
+    return searcher
+
+
+def _open_searcher(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None,
+    footer_start: int | None,
+) -> SplitSearcher:
     key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
     if key is not None:
         with _OPEN_LOCK:
@@ -56,12 +76,16 @@ def open_searcher(
             if searcher is not None and searcher.pieces is not None and size in (None, searcher.pieces.size):
                 _OPEN_SEARCHERS.move_to_end(key)
                 cache.count_hit(store, path)
+                if profiler.ENABLED:
+                    profiler.cache_event("searcher", True)
                 return searcher
     pieces = _pieces(cache, store, path, size, footer_start)
     key = cache.pieces_identity(store, path) if pieces is not None else None
     if pieces is not None and key is not None:
         searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
         _remember_searcher(key, searcher)
+        if profiler.ENABLED:
+            profiler.cache_event("searcher", False)
         return searcher
     entry = cache.get(store, path, size)
     try:
@@ -74,9 +98,13 @@ def open_searcher(
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:
             _OPEN_SEARCHERS.move_to_end(key)
+            if profiler.ENABLED:
+                profiler.cache_event("searcher", True)
             return searcher
     searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping)
     _remember_searcher(key, searcher)
+    if profiler.ENABLED:
+        profiler.cache_event("searcher", False)
     return searcher
 
 
@@ -260,14 +288,25 @@ def scan_split(
     constants = dict(constants or {})
     check_residual(filter_plan.residual, searcher.index_only)
     index_limit = limit if filter_plan.residual is None else None
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
     ids = searcher.row_ids(filter_plan.index, index_limit)
+    if t0:
+        profiler.record("query_search", t0)
+        t0 = time.perf_counter_ns()
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is None:
         rows = take_rows(searcher.rows.select(data_columns), ids).append_column(ROW_ID_COLUMN, ids)
+        if t0:
+            profiler.record("doc_batch_retrieval", t0)
     else:
         rows = _with_constants(take_rows(searcher.rows, ids), constants).append_column(ROW_ID_COLUMN, ids)
+        if t0:
+            profiler.record("doc_batch_retrieval", t0)
+            t0 = time.perf_counter_ns()
         rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
         rows = rows.select([*data_columns, ROW_ID_COLUMN])
+        if t0:
+            profiler.record("residual_filter", t0)
     if limit is not None and rows.num_rows > limit:
         rows = rows.slice(0, limit)
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})

@@ -9,7 +9,9 @@ tests/connect_plugin/test_sql.py runs the command path on both).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -464,15 +466,6 @@ def test_textsearch_over_a_named_table(spark: Any, events: str) -> None:
 
 # Documented statements that need what only the JVM (or a feature not built here yet) has: (statement, why).
 UNSUPPORTED = [
-    ("ENABLE INDEXTABLES PROFILER", "profiler"),
-    ("DISABLE INDEXTABLES PROFILER", "profiler"),
-    ("DESCRIBE INDEXTABLES PROFILER", "profiler"),
-    ("DESCRIBE INDEXTABLES PROFILER CACHE", "profiler"),
-    ("RESET INDEXTABLES PROFILER", "profiler"),
-    ("RESET INDEXTABLES PROFILER CACHE", "profiler"),
-    ("DESCRIBE INDEXTABLES DATA SKIPPING STATS", "not wired into its own SQL grammar"),
-    ("FLUSH INDEXTABLES DATA SKIPPING STATS", "not wired into its own SQL grammar"),
-    ("INVALIDATE INDEXTABLES DATA SKIPPING CACHE", "not wired into its own SQL grammar"),
     ("BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/i'",
      "Unity Catalog's REST API"),
     ("BUILD INDEXTABLES COMPANION FOR PARQUET '/d' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/i'",
@@ -562,18 +555,177 @@ def test_results_as_temp_views(spark: Any, events: str) -> None:
     assert {"term", "postings", "store"} <= {r["component_type"] for r in sizes.collect()}
 
 
-def test_profiler_workflow_queries(spark: Any, tmp_path: Path) -> None:
-    """The queries of the profiler's example workflow (the profiler statements themselves are JVM-only)."""
-    path = str(tmp_path / "my_index")
-    rows = [(1, "example", "machine learning at scale", 4.0, "tech"), (2, "other", "cooking", 2.0, "food"),
-            (3, "example", "deep learning machines", 3.0, "tech")]  # fmt: skip
-    df = spark.createDataFrame(rows, "id long, title string, content string, score double, category string")
-    connect_plugin.write(df, path, options={"spark.indextables.indexing.typemap.content": "text"})
-    connect_plugin.register_table(spark, "my_index", path)
-    assert sorted(r["id"] for r in sql(spark, "SELECT * FROM my_index WHERE title = 'example' LIMIT 100").collect()) == [1, 3]
-    assert tuple(sql(spark, "SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'").head()) == (2, 3.5)
-    found = sql(spark, "SELECT * FROM my_index WHERE content indexquery 'machine learning'").collect()
-    assert sorted(r["id"] for r in found) == [1, 3]  # either word (the query parser's default OR)
+# --- the read-path profiler and the data-skipping statistics, in classic and Connect sessions -----------
+
+MY_INDEX_ROWS = [(1, "example", "machine learning at scale", 4.0, "tech"), (2, "other", "cooking", 2.0, "food"),
+                 (3, "example", "deep learning machines", 3.0, "tech")]  # fmt: skip
+
+
+def _my_index(session: Any, path: str, commits: int = 1) -> None:
+    """``my_index`` of the profiler's example workflow: ``commits`` splits of the same 3 rows."""
+    df = session.createDataFrame(MY_INDEX_ROWS, "id long, title string, content string, score double, category string")
+    for _ in range(commits):
+        connect_plugin.write(df, path, options={"spark.indextables.indexing.typemap.content": "text"})
+    connect_plugin.register_table(session, "my_index", path)
+
+
+def _table(df: Any) -> dict[str, tuple[Any, ...]]:
+    return {r[0]: tuple(r)[1:] for r in df.collect()}
+
+
+@contextlib.contextmanager
+def own_node_directory(session: Any, directory: Path) -> Iterator[None]:
+    """The profiler's switch and counters and the data-skipping counts are per node (kept in the
+    node's split-cache directory), which the test processes of ``pytest -n`` share: the session
+    uses a split cache of its own meanwhile."""
+    key = "spark.indextables.cache.directoryPath"
+    session.conf.set(key, str(directory))
+    try:
+        yield
+    finally:
+        session.conf.unset(key)
+
+
+@pytest.mark.parametrize("kind", ["classic", "connect"])
+def test_profiler_forms(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> None:
+    session = request.getfixturevalue(f"{kind}_spark")
+    with own_node_directory(session, tmp_path / "cache"):
+        _profiler_forms(session, tmp_path)
+
+
+def _profiler_forms(session: Any, tmp_path: Path) -> None:
+    from connect_plugin.command_outputs import (
+        PROFILER_CACHE_COLUMNS,
+        PROFILER_SECTION_COLUMNS,
+        PROFILER_SWITCH_COLUMNS,
+    )  # fmt: skip
+
+    _my_index(session, str(tmp_path / "my_index"), commits=3)
+    sql(session, "FLUSH INDEXTABLES SEARCHER CACHE").collect()  # every split opened again: searcher misses
+    try:
+        enabled = sql(session, "ENABLE INDEXTABLES PROFILER")
+        assert _columns(enabled) == _ddl(PROFILER_SWITCH_COLUMNS)
+        status, hosts, message = enabled.collect()[0]
+        assert status == "enabled" and hosts >= 1 and "counters reset" in message
+        assert sql(session, "DESCRIBE INDEXTABLES PROFILER").count() == 0  # ENABLE resets
+        found = sql(session, "SELECT id FROM my_index WHERE content indexquery 'learning'").collect()
+        assert sorted(r["id"] for r in found) == [1, 1, 1, 3, 3, 3]
+        sections = sql(session, "DESCRIBE INDEXTABLES PROFILER")
+        assert _columns(sections) == _ddl(PROFILER_SECTION_COLUMNS)
+        timings = _table(sections)
+        # one scan planned; every split opened, searched and its rows fetched
+        n = _splits(str(tmp_path / "my_index"))
+        assert {k: v[:2] for k, v in timings.items()} == {
+            "plan_prune": ("planning", 1), "split_open": ("search", n), "query_search": ("search", n),
+            "doc_batch_retrieval": ("doc_retrieval", n)}  # fmt: skip
+        for _, calls, total_ms, avg_us, min_us, max_us in timings.values():
+            assert 0 < min_us <= avg_us <= max_us and avg_us == pytest.approx(total_ms * 1000 / calls)
+        caches = sql(session, "DESCRIBE INDEXTABLES PROFILER CACHE")
+        assert _columns(caches) == _ddl(PROFILER_CACHE_COLUMNS)
+        hits = _table(caches)
+        assert hits["searcher"][:2] == (0, n)  # flushed before: each split's searcher opened once
+        assert all(h + m > 0 and rate == pytest.approx(h / (h + m)) for h, m, rate in hits.values())
+        # RESET returns what it zeroes (sections only), RESET ... CACHE the cache counters
+        assert _table(sql(session, "RESET INDEXTABLES PROFILER")) == timings
+        assert sql(session, "DESCRIBE INDEXTABLES PROFILER").count() == 0
+        assert _table(sql(session, "DESCRIBE INDEXTABLES PROFILER CACHE")) == hits
+        reset = sql(session, "RESET INDEXTABLES PROFILER CACHE")
+        assert _columns(reset) == _ddl(PROFILER_CACHE_COLUMNS) and _table(reset) == hits
+        assert sql(session, "DESCRIBE INDEXTABLES PROFILER CACHE").count() == 0
+        sql(session, "SELECT id FROM my_index WHERE content indexquery 'cooking'").collect()
+        again = _table(sql(session, "DESCRIBE INDEXTABLES PROFILER CACHE"))
+        assert sum(again["searcher"][:2]) == n  # one lookup per split (a hit where the task's worker kept it open)
+    finally:
+        disabled = sql(session, "DISABLE INDEXTABLES PROFILER")
+    assert _columns(disabled) == _ddl(PROFILER_SWITCH_COLUMNS)
+    assert disabled.collect()[0]["status"] == "disabled"
+    kept = _table(sql(session, "DESCRIBE INDEXTABLES PROFILER"))
+    assert kept["split_open"][1] == n  # DISABLE keeps the counters readable ...
+    sql(session, "SELECT id FROM my_index WHERE content indexquery 'cooking'").collect()
+    assert _table(sql(session, "DESCRIBE INDEXTABLES PROFILER")) == kept  # ... and stops counting
+    with pytest.raises(Exception, match="line 1"):
+        sql(session, "DESCRIBE INDEXTABLES PROFILER CACHES")
+
+
+def test_profiler_workflow(spark: Any, tmp_path: Path) -> None:
+    """The profiler's documented example workflow, statement by statement."""
+    with own_node_directory(spark, tmp_path / "cache"):
+        _profiler_workflow(spark, tmp_path)
+
+
+def _profiler_workflow(spark: Any, tmp_path: Path) -> None:
+    _my_index(spark, str(tmp_path / "my_index"))
+    try:
+        assert sql(spark, "ENABLE INDEXTABLES PROFILER").collect()[0]["status"] == "enabled"
+        rows = sql(spark, "SELECT * FROM my_index WHERE title = 'example' LIMIT 100").collect()
+        assert sorted(r["id"] for r in rows) == [1, 3]
+        assert tuple(sql(spark, "SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'").head()) == (
+            2, 3.5)  # fmt: skip
+        timings = _table(sql(spark, "DESCRIBE INDEXTABLES PROFILER"))
+        assert {"split_open", "query_search"} <= set(timings) and timings["plan_prune"][1] >= 1
+        assert "searcher" in _table(sql(spark, "DESCRIBE INDEXTABLES PROFILER CACHE"))
+        assert _table(sql(spark, "RESET INDEXTABLES PROFILER")) == timings
+        found = sql(spark, "SELECT * FROM my_index WHERE content indexquery 'machine learning'").collect()
+        assert sorted(r["id"] for r in found) == [1, 3]  # either word (the query parser's default OR)
+        after = _table(sql(spark, "DESCRIBE INDEXTABLES PROFILER"))
+        n = _splits(str(tmp_path / "my_index"))
+        assert after["query_search"][1] == n and after["split_open"][1] == n  # each split searched once
+    finally:
+        assert sql(spark, "DISABLE INDEXTABLES PROFILER").collect()[0]["status"] == "disabled"
+
+
+@pytest.mark.parametrize("kind", ["classic", "connect"])
+def test_data_skipping_forms(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> None:
+    session = request.getfixturevalue(f"{kind}_spark")
+    with own_node_directory(session, tmp_path / "cache"):
+        _data_skipping_forms(session, tmp_path)
+
+
+def _data_skipping_forms(session: Any, tmp_path: Path) -> None:
+    import executor_lib
+    from connect_plugin.command_outputs import (
+        DATA_SKIPPING_COLUMNS,
+        FLUSH_SKIPPING_COLUMNS,
+        INVALIDATE_SKIPPING_COLUMNS,
+    )  # fmt: skip
+
+    path = str(tmp_path / "skipping")
+    for start in (0, 8):
+        connect_plugin.write(session.createDataFrame(_events(session, start, 8).collect(), EVENT_SCHEMA), path,
+                             partition_by=EVENT_PARTITIONS, options=EVENT_OPTS)  # fmt: skip
+    files = executor_lib.open_log(path).snapshot().files
+    flushed = sql(session, "FLUSH INDEXTABLES DATA SKIPPING STATS")
+    assert _columns(flushed) == _ddl(FLUSH_SKIPPING_COLUMNS)
+    assert [tuple(r) for r in flushed.collect()] == [("data_skipping_metrics", "reset")]
+    # a partition predicate, then a data predicate min/max statistics answer, then both
+    by_date = [f for f in files if f.partition_values["date"] == "2024-01-01"]
+    late = [f for f in files if int(f.max_values["id"]) >= 12]
+    t = f"'{path}'"
+    assert sql(session, f"SELECT id FROM {t} WHERE date = '2024-01-01'").count() == 8
+    assert sql(session, f"SELECT id FROM {t} WHERE id >= 12").count() == 4
+    assert sql(session, f"SELECT id FROM {t} WHERE date = '2024-01-01' AND id >= 12").count() == 2
+    both = [f for f in by_date if f in late]
+    assert 0 < len(both) < len(by_date) < len(files) and len(late) < len(files)
+    stats = sql(session, "DESCRIBE INDEXTABLES DATA SKIPPING STATS")
+    assert _columns(stats) == _ddl(DATA_SKIPPING_COLUMNS)
+    rows = [tuple(r) for r in stats.collect()]
+    metrics = {name: value for kind_, name, value in rows if kind_ == "data_skipping"}
+    n = len(files)
+    pruned, skipped = (n - len(by_date)) * 2, (n - len(late)) + (len(by_date) - len(both))
+    final = len(by_date) + len(late) + len(both)
+    assert metrics == {
+        "total_files_considered": str(3 * n), "partition_pruned_files": str(pruned),
+        "data_skipped_files": str(skipped), "final_files_scanned": str(final),
+        "partition_skip_rate": f"{100 * pruned / (3 * n):.2f}%",
+        "data_skip_rate": f"{100 * skipped / (3 * n - pruned):.2f}%",
+        "total_skip_rate": f"{100 * (3 * n - final) / (3 * n):.2f}%", "scans": "3"}  # fmt: skip
+    assert [r for r in rows if r[0] == "filter_type_skips"] == [("filter_type_skips", "Between", str(skipped))]
+    invalidated = sql(session, "INVALIDATE INDEXTABLES DATA SKIPPING CACHE")
+    assert _columns(invalidated) == _ddl(INVALIDATE_SKIPPING_COLUMNS)
+    assert [tuple(r) for r in invalidated.collect()] == [("data_skipping_metrics", 0)]
+    zeroed = {r[1]: r[2] for r in sql(session, "DESCRIBE INDEXTABLES DATA SKIPPING STATS").collect()}
+    assert zeroed["total_files_considered"] == "0" and zeroed["total_skip_rate"] == "0.00%"
+    sql(session, "RESET INDEXTABLES DATA SKIPPING STATS").collect()  # the JVM's other spelling of FLUSH
 
 
 # --- the tally: every statement of IndexTables4Spark's reference docs ------------------------------------
@@ -631,10 +783,10 @@ DOCUMENTED: list[tuple[str, str]] = [
     # Disk cache, storage stats
     ("DESCRIBE INDEXTABLES DISK CACHE", "test_describe_and_flush_caches"),
     ("DESCRIBE INDEXTABLES STORAGE STATS", "test_describe_and_flush_caches"),
-    # Data skipping (documented as not wired into the JVM's grammar)
-    ("DESCRIBE INDEXTABLES DATA SKIPPING STATS", "JVM-only: not in IndexTables4Spark's own grammar; JVM scan planner"),
-    ("FLUSH INDEXTABLES DATA SKIPPING STATS", "JVM-only: not in IndexTables4Spark's own grammar; JVM scan planner"),
-    ("INVALIDATE INDEXTABLES DATA SKIPPING CACHE", "JVM-only: not in IndexTables4Spark's own grammar"),
+    # Data skipping (documented as not wired into the JVM's grammar; wired here)
+    ("DESCRIBE INDEXTABLES DATA SKIPPING STATS", "test_data_skipping_forms"),
+    ("FLUSH INDEXTABLES DATA SKIPPING STATS", "test_data_skipping_forms"),
+    ("INVALIDATE INDEXTABLES DATA SKIPPING CACHE", "test_data_skipping_forms"),
     # Environment (and the temp view over it)
     ("DESCRIBE INDEXTABLES ENVIRONMENT", "test_jobs_and_environment"),
     ("DESCRIBE INDEXTABLES ENVIRONMENT", "test_jobs_and_environment"),
@@ -685,18 +837,17 @@ DOCUMENTED: list[tuple[str, str]] = [
        "test_build_companion_forms") for c in ("", "INCLUDE COLUMNS ('x')", "EXCLUDE COLUMNS ('x')")],
     ("BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
      "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
-    # FFI profiler, and its example workflow
-    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
+    # The read-path profiler, and its example workflow
+    *[(s, "test_profiler_forms") for s in (
         "ENABLE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER",
-        "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER", "RESET INDEXTABLES PROFILER CACHE",
-        "ENABLE INDEXTABLES PROFILER")],
-    ("SELECT * FROM my_index WHERE title = 'example' LIMIT 100", "test_profiler_workflow_queries"),
-    ("SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'", "test_profiler_workflow_queries"),
-    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
+        "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER", "RESET INDEXTABLES PROFILER CACHE")],
+    ("ENABLE INDEXTABLES PROFILER", "test_profiler_workflow"),
+    ("SELECT * FROM my_index WHERE title = 'example' LIMIT 100", "test_profiler_workflow"),
+    ("SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'", "test_profiler_workflow"),
+    *[(s, "test_profiler_workflow") for s in (
         "DESCRIBE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER")],
-    ("SELECT * FROM my_index WHERE content indexquery 'machine learning'", "test_profiler_workflow_queries"),
-    *[(s, "JVM-only: tantivy4java's JNI profiler") for s in (
-        "DESCRIBE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER")],
+    ("SELECT * FROM my_index WHERE content indexquery 'machine learning'", "test_profiler_workflow"),
+    *[(s, "test_profiler_workflow") for s in ("DESCRIBE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER")],
     # features.md: bucket aggregations
     ("SELECT indextables_histogram(price, 50.0) AS b, COUNT(*), SUM(quantity) FROM t GROUP BY "
      "indextables_histogram(price, 50.0)", "test_histogram_equals_aggregate_and_spark"),
@@ -728,4 +879,4 @@ def test_the_tally_of_documented_statements() -> None:
     tests = {name for name in globals() if name.startswith("test_")}
     running = [s for s, how in DOCUMENTED if how.startswith("test_")]
     assert {how for _, how in DOCUMENTED if how.startswith("test_")} <= tests
-    assert (len(DOCUMENTED), len(running)) == (106, 85)
+    assert (len(DOCUMENTED), len(running)) == (106, 100)

@@ -163,3 +163,22 @@ def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() ->
     assert days(f.QueryString("text:anything")) == all_days
     with pytest.raises(ConfigError, match="unknown column 'nope'"):
         snap.list_files([f.Or((f.Term("date", "x"), f.Prefix("nope", "y")))])
+
+
+def test_prune_scan_counts_what_each_stage_skips() -> None:
+    """The data-skipping counts of a scan (DESCRIBE INDEXTABLES DATA SKIPPING STATS): the same files as
+    prune_files, the partition stage and the statistics stage counted apart, skipped files per filter."""
+    from executor_lib.log.pruning import prune_files, prune_scan
+
+    snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
+    files, schema, columns = snap.files, snap.metadata.schema_string, snap.partition_columns
+    by_date = [f for f in files if f.partition_values["date"] == "2024-03-01"]
+    top = max(int(f.max_values["id"]) for f in by_date)  # type: ignore[index]
+    late = [f for f in by_date if int(f.min_values["id"]) <= top]  # type: ignore[index]
+    predicates = [Term("date", "2024-03-01"), gt("id", top)]
+    kept, counts = prune_scan(files, predicates, schema, columns)
+    assert kept == prune_files(files, predicates, schema, columns) == []
+    assert counts == {"scans": 1, "total_files": len(files), "partition_pruned_files": len(files) - len(by_date),
+                      "data_skipped_files": len(late), "final_files": 0, "filter_types": {"Between": len(late)}}  # fmt: skip
+    kept, counts = prune_scan(files, [], schema, columns)
+    assert kept == list(files) and counts["final_files"] == len(files) and counts["filter_types"] == {}
