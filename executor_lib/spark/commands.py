@@ -33,12 +33,14 @@ from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, CommitInfoAction, RemoveAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
+    DATA_SKIPPING_FILE,
     data_skipping_file,
     delete_quietly,
     node_split_cache,
     parsed_option,
     partition_constants,
     pinned_snapshot,
+    planning_counters_dir,
     profiled_task,
     typed_filter,
 )
@@ -255,7 +257,9 @@ class CommandReader(DataSourceReader):
             return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
         if where is not None and prunable(F.columns_of(where), partition_columns, schema):
             files, counts = prune_scan(files, [where], snapshot.metadata.schema_string, partition_columns)
-            node_counters.add(data_skipping_file(self.options), counts)
+            directory = planning_counters_dir(self.options)
+            if directory is not None:
+                node_counters.add(directory / DATA_SKIPPING_FILE, counts)
         groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
             files,
             parsed_option(self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size,

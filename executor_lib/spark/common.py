@@ -284,6 +284,16 @@ def data_skipping_file(options: Mapping[str, str]) -> Path:
     return Path(node_split_cache(options).directory) / DATA_SKIPPING_FILE
 
 
+def planning_counters_dir(options: Mapping[str, str]) -> Path | None:
+    """This node's split-cache directory for scan planning's counters (data skipping, the profiler's
+    ``plan_*``), or None (logged) when the directory cannot be used: counting never fails a read."""
+    try:
+        return data_skipping_file(options).parent
+    except (ConfigError, OSError) as e:
+        log.warning("data-skipping statistics are not recorded on this node: %s", e)
+        return None
+
+
 @contextlib.contextmanager
 def profiled_task(directory: Path) -> Iterator[None]:
     """Run a task's work with the read-path profiler switched as the node's flag says, its counts

@@ -11,6 +11,7 @@ Everything kept on the reader is plain picklable data; stores and caches are ope
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,12 +26,13 @@ from pyspark.sql.types import StructType
 from executor_lib.protocol.actions import AddAction
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
-    data_skipping_file,
+    DATA_SKIPPING_FILE,
     node_split_cache,
     open_table_log,
     parsed_option,
     partition_constants,
     pinned_snapshot,
+    planning_counters_dir,
     profiled_task,
     require_path,
     typed_filter,
@@ -196,13 +198,14 @@ class IndexTablesReader(DataSourceReader):
             else open_table_log(self.path, self.options).snapshot(version=self.version)
         )
         predicates = list(self.pruning) + [f for f in self.option_filters if self._prunable(F.columns_of(f))]
-        counts_file = data_skipping_file(self.options)
-        with profiled_task(counts_file.parent):
+        directory = planning_counters_dir(self.options)
+        with profiled_task(directory) if directory is not None else contextlib.nullcontext():
             t0 = time.perf_counter_ns() if profiler.ENABLED else 0
             files, counts = prune_scan(snapshot.files, predicates, self.schema_string, self.partition_columns)
             if t0:
                 profiler.record("plan_prune", t0)
-        node_counters.add(counts_file, counts)
+        if directory is not None:
+            node_counters.add(directory / DATA_SKIPPING_FILE, counts)
         groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         mapping = snapshot.doc_mapping
         refs = [

@@ -329,7 +329,14 @@ def test_prewarm_forms(spark: Any, events: str) -> None:
         sql(spark, f"PREWARM INDEXTABLES CACHE {t} ON FIELDS (nope)")
 
 
-def test_describe_and_flush_caches(spark: Any, events: str) -> None:
+def test_describe_and_flush_caches(spark: Any, events: str, tmp_path: Path) -> None:
+    # a split cache of its own: the test processes of ``pytest -n`` share the default one, so another's
+    # reads could fill it between the FLUSH and the DESCRIBE below
+    with own_node_directory(spark, tmp_path / "cache"):
+        _describe_and_flush_caches(spark, events)
+
+
+def _describe_and_flush_caches(spark: Any, events: str) -> None:
     from connect_plugin.command_outputs import DISK_CACHE_COLUMNS, STORAGE_STATS_COLUMNS
 
     sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()
