@@ -53,6 +53,7 @@ _META_DTYPE = np.dtype(
     ]
 )  # 39 bytes, packed
 _MAX_FIELD_BITS = 56  # a field read from one unaligned 64-bit word, shifted by up to 7 bits
+_PAD_BYTES = 2 * (3 * _MAX_FIELD_BITS // 8) + 8
 
 
 def term_info_columns(data: bytes) -> np.ndarray:
@@ -77,7 +78,9 @@ def term_info_columns(data: bytes) -> np.ndarray:
     block_ends = offsets + (entry_bits * counts + bits["postings"] + bits["positions"] + 7) // 8
     if blocks and int(block_ends.max()) > len(packed):
         raise ValueError(f"term info blocks end at byte {int(block_ends.max())} of {len(packed)} packed bytes")
-    padded = np.concatenate([packed, np.zeros(8, np.uint8)])
+    # Room past the end: a block's first term reads (and then ignores) the fields of the entries after
+    # it, up to three fields of _MAX_FIELD_BITS plus a 64-bit word, even when the block has no more.
+    padded = np.concatenate([packed, np.zeros(_PAD_BYTES, np.uint8)])
 
     term = np.arange(num_terms, dtype=np.int64)
     block, entry = term // TERM_INFO_BLOCK_LEN, term % TERM_INFO_BLOCK_LEN - 1  # entry -1: the block's first
@@ -104,8 +107,8 @@ def term_info_columns(data: bytes) -> np.ndarray:
 
 def _bit_field(padded: np.ndarray, at_bit: np.ndarray, nbits: np.ndarray) -> np.ndarray:
     """The ``nbits``-bit little-endian fields (``nbits`` <= 56) starting at bit ``at_bit`` of
-    ``padded`` (which has 8 bytes to spare at its end)."""
-    at = at_bit >> 3
+    ``padded`` (which has ``_PAD_BYTES`` to spare at its end)."""
+    at = np.minimum(at_bit >> 3, len(padded) - 8)
     word = np.zeros(len(at), np.uint64)
     for k in range(8):
         word |= padded[at + k].astype(np.uint64) << np.uint64(8 * k)

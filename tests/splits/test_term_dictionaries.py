@@ -248,6 +248,26 @@ def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, P
         assert term_info_columns(store).tolist() == _reference_term_infos(store), f"field {piece.field}"
 
 
+def test_term_info_stores_ending_in_a_one_term_block_with_wide_fields() -> None:
+    """A block of one term with wide bit fields (its packed bytes end right after its own entry): the
+    vectorized reader must not read past the store (a one-term field of a split, seen in CI)."""
+    import struct
+
+    for num_terms in (1, 257):
+        blocks = -(-num_terms // 256)
+        metas, packed = b"", bytearray()
+        for b in range(blocks):
+            count = min(256, num_terms - 256 * b) - 1
+            metas += struct.pack("<QIQIQIBBB", len(packed), 5, 1000 * (b + 1), 7, 0, 0, 24, 28, 28)
+            bits = 0
+            for i in range(count + 1):  # entries: postings start, positions start, doc freq
+                bits |= (7 * i) << (80 * i)
+                bits |= (3 * i + 1) << (80 * i + 56) if i < count else 0
+            packed += bits.to_bytes((80 * count + 56 + 7) // 8, "little")
+        store = struct.pack("<QQ", len(metas), num_terms) + metas + bytes(packed)
+        assert term_info_columns(store).tolist() == _reference_term_infos(store)
+
+
 def _reference_term_infos(data: bytes) -> list[list[int]]:
     """A TermInfoStore decoded one term at a time with Python integers (the reference for the
     vectorized ``term_info_columns``)."""
