@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import child
+
 VERSION = "3.35.0"
 ACCOUNT = "devstoreaccount1"
 # Azurite's development account key: public (learn.microsoft.com, "Use Azurite"), not a secret.
@@ -145,30 +147,15 @@ class AzuriteProcess:
     def start(self, timeout: float = 120.0) -> AzuriteProcess:
         """Install if needed, start, and wait for ``READY``; AzuriteUnavailable if it cannot."""
         ensure_installed()  # here, so that a missing npm is reported as such
-        cmd = [sys.executable, "-m", "harness.azurite", "--port", "0"]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + timeout
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("READY "):
-                self.port = int(line.split()[1])
-                return self
-            if not line and self.proc.poll() is not None:
-                break
-        self.stop()
-        raise AzuriteUnavailable("Azurite did not start")
+        started = child.start_announcing([sys.executable, "-m", "harness.azurite", "--port", "0"], timeout)
+        if started is None:
+            raise AzuriteUnavailable("Azurite did not start")
+        self.proc, self.port = started
+        return self
 
     def stop(self) -> None:
         """Stop the child (by its pid) and wait for it."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        child.stop(self.proc, 15)
         self.proc = None
 
     def __enter__(self) -> AzuriteProcess:

@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Any
 
+from harness import child
+
 _LOCKED_HANDLERS = ("put_object", "copy_object", "_key_response_post", "delete_object")
 
 
@@ -170,28 +172,14 @@ class MotoServerProcess:
             cmd += ["--widen-ms", str(self.widen_ms)]
         if self.count_traffic:
             cmd.append("--count-traffic")
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + timeout
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("READY "):
-                self.port = int(line.split()[1])
-                return self
-            if not line and self.proc.poll() is not None:
-                break
-        self.stop()
-        raise RuntimeError("moto server did not start")
+        started = child.start_announcing(cmd, timeout)
+        if started is None:
+            raise RuntimeError("moto server did not start")
+        self.proc, self.port = started
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        child.stop(self.proc, 10)
         self.proc = None
 
     def __enter__(self) -> MotoServerProcess:
