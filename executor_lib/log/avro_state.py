@@ -11,6 +11,7 @@ here (see PROTOCOL.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -282,8 +283,9 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
         data = store.read(key)
     except ObjectNotFoundError as e:
         raise MissingLogFileError(f"{source}: manifest referenced by state version {version} is missing") from e
-    verify_log_file(store, key, data, source)
-    chunk = read_sidecar(store, key, data) or decode_manifest_chunk(data, source)
+    digest = hashlib.sha256(data).hexdigest()  # once: the content address and the sidecar's binding
+    verify_log_file(store, key, data, source, digest)
+    chunk = read_sidecar(store, key, digest) or decode_manifest_chunk(data, source)
     return _check_count(chunk, info, source), cache_key
 
 

@@ -16,7 +16,6 @@ Log cleanup keeps a sidecar exactly as long as its manifest (``owning_manifest``
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,15 +55,16 @@ def owning_manifest(key: str) -> str | None:
 
 
 def encode_sidecar(
-    records: Sequence[Mapping[str, Any]], field_names: Sequence[str], ignore: frozenset[str], manifest: bytes
+    records: Sequence[Mapping[str, Any]], field_names: Sequence[str], ignore: frozenset[str], manifest_sha256: str
 ) -> bytes | None:
     """The sidecar of a manifest written from ``records`` (with ``field_names``, its writer
     schema's fields): the chunk ``FileChunk.from_records`` makes of them, bound to the manifest's
-    bytes. None when the chunk keeps Python objects (unknown fields Arrow cannot hold)."""
+    bytes by their SHA-256 (hex, as the writer computed it for the manifest's name). None when the
+    chunk keeps Python objects (unknown fields Arrow cannot hold)."""
     chunk = FileChunk.from_records(records, field_names, ignore)
     if chunk.objects is not None:
         return None
-    metadata = {_HASH_KEY: hashlib.sha256(manifest).hexdigest().encode(), _ENTRIES_KEY: str(len(chunk)).encode()}
+    metadata = {_HASH_KEY: manifest_sha256.encode(), _ENTRIES_KEY: str(len(chunk)).encode()}
     table = chunk.table.replace_schema_metadata(metadata)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
@@ -72,13 +72,14 @@ def encode_sidecar(
     return bytes(sink.getvalue())
 
 
-def decode_sidecar(data: bytes, manifest: bytes, source: str) -> FileChunk | None:
-    """The chunk of a sidecar if it belongs to ``manifest`` (the bytes just read and checked);
-    None (a debug log line naming ``source``) if it does not, or does not read."""
+def decode_sidecar(data: bytes, manifest_sha256: str, source: str) -> FileChunk | None:
+    """The chunk of a sidecar if it belongs to the manifest whose bytes (just read and checked) have
+    the SHA-256 ``manifest_sha256`` (hex); None (a debug log line naming ``source``) if it does not,
+    or does not read."""
     try:
         table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
         metadata = table.schema.metadata or {}
-        if metadata.get(_HASH_KEY) != hashlib.sha256(manifest).hexdigest().encode():
+        if metadata.get(_HASH_KEY) != manifest_sha256.encode():
             raise ValueError("it belongs to other manifest bytes")
         if metadata.get(_ENTRIES_KEY) != str(table.num_rows).encode():
             raise ValueError(f"{table.num_rows} rows, metadata says {metadata.get(_ENTRIES_KEY)!r}")
@@ -88,12 +89,12 @@ def decode_sidecar(data: bytes, manifest: bytes, source: str) -> FileChunk | Non
         return None
 
 
-def read_sidecar(store: ObjectStore, manifest_key: str, manifest: bytes) -> FileChunk | None:
-    """The entries of the manifest at ``manifest_key`` (whose bytes are ``manifest``) from its
-    sidecar, or None when it has no usable one."""
+def read_sidecar(store: ObjectStore, manifest_key: str, manifest_sha256: str) -> FileChunk | None:
+    """The entries of the manifest at ``manifest_key`` (whose bytes have the SHA-256
+    ``manifest_sha256``) from its sidecar, or None when it has no usable one."""
     key = sidecar_key(manifest_key)
     try:
         data = store.read(key)
     except ObjectNotFoundError:
         return None
-    return decode_sidecar(data, manifest, store.uri_of(key))
+    return decode_sidecar(data, manifest_sha256, store.uri_of(key))

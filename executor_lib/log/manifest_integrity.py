@@ -46,12 +46,13 @@ CONTENT_ADDRESSED_NAME = re.compile(r"manifest-([0-9a-f]{16})\.avro")
 HADOOP_CRC_MAGIC = b"crc\x00"
 
 
-def verify_log_file(store: ObjectStore, key: str, data: bytes, source: str) -> None:
+def verify_log_file(store: ObjectStore, key: str, data: bytes, source: str, sha256: str | None = None) -> None:
     """Check the bytes just read from ``key`` against its content address or, failing that, its
     Hadoop ``.crc`` sidecar (looked for only on a local filesystem, the one place Hadoop writes
-    them, so object stores pay no extra request). CorruptLogError names ``source``."""
+    them, so object stores pay no extra request). ``sha256``: the bytes' SHA-256 (hex) if the
+    caller has it. CorruptLogError names ``source``."""
     name = key.rpartition("/")[2]
-    if check_content_address(data, name, source) or not isinstance(store, LocalStore):
+    if check_content_address(data, name, source, sha256) or not isinstance(store, LocalStore):
         return
     try:
         sidecar = store.read(crc_sidecar_key(key))
@@ -66,12 +67,13 @@ def content_address(name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def check_content_address(data: bytes, name: str, source: str) -> bool:
-    """Raise CorruptLogError unless ``data`` hashes to the address in ``name``; False if it has none."""
+def check_content_address(data: bytes, name: str, source: str, sha256: str | None = None) -> bool:
+    """Raise CorruptLogError unless ``data`` hashes to the address in ``name``; False if it has none.
+    ``sha256``: the bytes' SHA-256 (hex) if the caller has it."""
     expected = content_address(name)
     if expected is None:
         return False
-    actual = hashlib.sha256(data).hexdigest()[: len(expected)]
+    actual = (sha256 or hashlib.sha256(data).hexdigest())[: len(expected)]
     if actual != expected:
         raise CorruptLogError(
             f"{source}: content does not match its name (SHA-256 prefix {actual}, expected {expected}): "

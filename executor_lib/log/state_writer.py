@@ -376,10 +376,11 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
     schema = _manifest_schema(records)
     fastavro.writer(buf, schema, records, **_codec_options(config))
     data = buf.getvalue()
-    name = f"manifest-{hashlib.sha256(data).hexdigest()[:16]}.avro"
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"manifest-{digest[:16]}.avro"
     key = f"{LOG_DIR}/{MANIFESTS_DIR}/{name}"
     store.put(key, data)
-    _write_sidecar(store, key, records, [f["name"] for f in schema["fields"]], data)
+    _write_sidecar(store, key, records, [f["name"] for f in schema["fields"]], digest)
     versions = [v for _, v, _ in entries]
     return ManifestInfo(
         path=f"{MANIFESTS_DIR}/{name}",
@@ -391,11 +392,11 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
 
 
 def _write_sidecar(
-    store: Any, manifest_key: str, records: Sequence[dict[str, Any]], field_names: Sequence[str], manifest: bytes
+    store: Any, manifest_key: str, records: Sequence[dict[str, Any]], field_names: Sequence[str], manifest_sha256: str
 ) -> None:
     """The manifest's column sidecar (``manifest_columns``), before any state references the manifest.
     Only a speed-up for readers: a failure to write it is logged, not raised."""
-    sidecar = encode_sidecar(records, field_names, FILE_ENTRY_ONLY_FIELDS, manifest)
+    sidecar = encode_sidecar(records, field_names, FILE_ENTRY_ONLY_FIELDS, manifest_sha256)
     if sidecar is None:
         return
     try:

@@ -31,6 +31,10 @@ def cold_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(MANIFEST_CACHE, "max_entries", 0)
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _manifest_keys(uri: str, options: dict[str, Any]) -> tuple[list[str], list[str]]:
     listed = sorted(o.key for o in open_store(uri, **options).list(f"{LOG}/manifests/"))
     return [k for k in listed if k.endswith(".avro")], [k for k in listed if owning_manifest(k)]
@@ -43,7 +47,7 @@ def test_a_sidecar_holds_what_decoding_its_manifest_gives(tmp_path: Any) -> None
     info = write_manifest(store, [(a, 3, 1000) for a in adds], LogConfig())
     key = f"{LOG}/{info.path}"
     manifest, sidecar = store.read(key), store.read(sidecar_key(key))
-    from_sidecar = decode_sidecar(sidecar, manifest, "sidecar")
+    from_sidecar = decode_sidecar(sidecar, _sha256(manifest), "sidecar")
     decoded = decode_manifest_chunk(manifest, key)
     assert from_sidecar is not None
     assert from_sidecar.table.equals(decoded.table)
@@ -57,10 +61,10 @@ def test_a_sidecar_of_other_bytes_or_damaged_is_ignored(tmp_path: Any) -> None:
     second = write_manifest(store, [(add(), 2, 0) for _ in range(5)], LogConfig())
     manifest = store.read(f"{LOG}/{first.path}")
     sidecar = store.read(sidecar_key(f"{LOG}/{first.path}"))
-    assert decode_sidecar(sidecar, manifest, "s") is not None
-    assert decode_sidecar(store.read(sidecar_key(f"{LOG}/{second.path}")), manifest, "s") is None
-    assert decode_sidecar(sidecar[: len(sidecar) // 2], manifest, "s") is None
-    assert decode_sidecar(b"not arrow", manifest, "s") is None
+    assert decode_sidecar(sidecar, _sha256(manifest), "s") is not None
+    assert decode_sidecar(store.read(sidecar_key(f"{LOG}/{second.path}")), _sha256(manifest), "s") is None
+    assert decode_sidecar(sidecar[: len(sidecar) // 2], _sha256(manifest), "s") is None
+    assert decode_sidecar(b"not arrow", _sha256(manifest), "s") is None
 
 
 def test_cold_loads_read_sidecars_bound_to_their_manifest(table: tuple[str, dict[str, Any]], cold_cache: None) -> None:
@@ -82,11 +86,11 @@ def test_cold_loads_read_sidecars_bound_to_their_manifest(table: tuple[str, dict
     chunk = decode_manifest_chunk(manifest, key)
     records = [{**r, "path": "renamed/" + r["path"]} for r in _records(chunk)]
     names = list(records[0])
-    store.put(sidecar_key(key), encode_sidecar(records, names, FILE_ENTRY_ONLY_FIELDS, manifest) or b"")
+    store.put(sidecar_key(key), encode_sidecar(records, names, FILE_ENTRY_ONLY_FIELDS, _sha256(manifest)) or b"")
     renamed = {f.path for f in executor_lib.open_log(uri, **options).snapshot().files}
     assert renamed == {"renamed/" + p if p in set(chunk.paths.to_pylist()) else p for p in expected}
 
-    foreign = encode_sidecar(records, names, FILE_ENTRY_ONLY_FIELDS, hashlib.sha256(b"x").digest())
+    foreign = encode_sidecar(records, names, FILE_ENTRY_ONLY_FIELDS, _sha256(b"x"))
     store.put(sidecar_key(key), foreign or b"")
     assert {f.path for f in executor_lib.open_log(uri, **options).snapshot().files} == expected
 
