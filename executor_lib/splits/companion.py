@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from executor_lib.splits.columnar_copy import ColumnarCopy
+from executor_lib.splits.columnar_copy import RowCopy
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.writer import SplitBuilder, WrittenSplit
 from indextables_contract.errors import CompanionSourceError, ObjectNotFoundError
@@ -151,7 +151,7 @@ class CompanionRows:
     Example: ``CompanionRows(locators, info, schema).select(["id"]).take(pa.array([0, 5], pa.uint64()))``.
     """
 
-    def __init__(self, locators: ColumnarCopy, info: CompanionInfo, schema: pa.Schema,
+    def __init__(self, locators: RowCopy, info: CompanionInfo, schema: pa.Schema,
                  sources: SourceFiles | None = None) -> None:  # fmt: skip
         self.locators = locators
         self.info = info
@@ -242,7 +242,7 @@ def _conformed(table: pa.Table, schema: pa.Schema, n: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def companion_rows(locators: ColumnarCopy, member: bytes, table_schema: pa.Schema, where: str) -> CompanionRows:
+def companion_rows(locators: RowCopy, member: bytes, table_schema: pa.Schema, where: str) -> CompanionRows:
     """The rows of a companion split (``member``: its ``COMPANION_MEMBER``), as the table's types."""
     info = CompanionInfo.from_json(member, where)
     fields = [table_schema.field(c) for c in info.data_columns if c in table_schema.names]

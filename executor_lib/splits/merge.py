@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
-from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
+from executor_lib.splits.columnar_copy import ColumnarCopyWriter, RowCopy
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.term_convert import FST_TERM_SUFFIX, with_sstable_terms
 from executor_lib.splits.writer import (
@@ -48,32 +48,41 @@ from executor_lib.splits.writer import (
     SEGMENTS_MEMBER,
     SplitBuilder,
     WrittenSplit,
+    _has_stats,
     _stats,
-    columns_member,
+    column_part_member,
+    columns_members,
     in_columnar_copy,
-    mapped_columns,
+    open_columns,
 )
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
 MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead
 
 
+Stats = tuple[Mapping[str, str], Mapping[str, str]]  # a split's min and max values by column
+
+
 @dataclass(frozen=True)
 class MergeSource:
     """One split to merge: its index files by name (``meta.json`` and each segment's files, as
-    local files or as ranges of the split bundle), its rows, and its segments' row offsets (None: all 0)."""
+    local files or as ranges of the split bundle), its rows (a table, or its columnar copy read
+    lazily), its segments' row offsets (None: all 0), the members of its columnar copy as ranges of
+    its bundle (``copy_parts``; empty: it has none to copy), and its min/max statistics as the log
+    records them (``stats``; None: unknown, recomputed from the rows)."""
 
     index_files: Mapping[str, Path | FileRange]
-    rows: pa.Table
+    rows: pa.Table | RowCopy
     row_offsets: dict[str, int] | None = None
+    copy_parts: tuple[FileRange, ...] = ()
+    stats: Stats | None = None
 
     @classmethod
     def from_index_dir(
-        cls, index_dir: Path, rows: pa.Table | ColumnarCopy, row_offsets: dict[str, int] | None = None
+        cls, index_dir: Path, rows: pa.Table | RowCopy, row_offsets: dict[str, int] | None = None
     ) -> MergeSource:
         """A source whose index is laid out in a directory (a transcoded IndexTables4Spark split)."""
-        table = rows.read_all() if isinstance(rows, ColumnarCopy) else rows
-        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, table, row_offsets)
+        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, _table(rows), row_offsets)
 
     @classmethod
     def from_bundle(cls, split: Path) -> MergeSource | None:
@@ -82,11 +91,11 @@ class MergeSource:
         IndexTables4Spark split, which has to be transcoded first). CorruptSplitError if its
         parts do not agree."""
         footer = read_footer(split)
-        member = columns_member(footer)
-        if member is None:
+        members = columns_members(footer)
+        if members is None:
             return None
         try:
-            rows = mapped_columns(split, footer, member)
+            rows = open_columns(split, footer)  # read lazily: a merge copies the compressed parts
             offsets_json = read_member(split, footer, SEGMENTS_MEMBER)
             offsets = None
             if offsets_json is not None:
@@ -98,7 +107,7 @@ class MergeSource:
         if documents != rows.num_rows:
             raise CorruptSplitError(f"{split}: the index has {documents} documents, its columnar copy {rows.num_rows}")
         files = {name: FileRange(split, s, e) for name, (s, e) in footer.files.items()}
-        return cls(files, rows, offsets)
+        return cls(files, rows, offsets, tuple(files[m] for m in members))
 
 
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
@@ -155,22 +164,32 @@ def _combine(
     # segments of splits written before SSTable .term members (or of a transcoded index) get them
     files = with_sstable_terms(files, "merged split")
     out_dir.mkdir(parents=True, exist_ok=True)
+    files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
+    files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
+    stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
+    path = out_dir / f"split-{uuid.uuid4()}.split"
+    if _parts_copyable(sources, stored):
+        parts = [part for source in sources for part in source.copy_parts]
+        files.update((column_part_member(k), part) for k, part in enumerate(parts))
+        footer = write_bundle(files, path)
+        stats = _merged_stats([s.stats for s in sources], mapping, sources[0].rows.schema)
+        if stats is None:
+            stat_columns = [f.name for f in mapping.fields if f.name in stored]
+            stats = _stats(open_columns(path, footer).select(stat_columns).read_all(), mapping)
+        mins, maxs = stats
+        return WrittenSplit(path, footer, base, footer.footer_start, dict(mins), dict(maxs), mapping.to_json())
     columns = out_dir / f"columns-{uuid.uuid4()}.arrow"
     try:
-        stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
         schema = sources[0].rows.select(stored).schema
         copy = ColumnarCopyWriter(columns, schema)
         try:
             for source in sources:
-                for batch in source.rows.select(stored).cast(schema).to_batches(FEED_BATCH_ROWS):
+                for batch in _table(source.rows.select(stored)).cast(schema).to_batches(FEED_BATCH_ROWS):
                     copy.write(batch)
             copy.close()
         finally:
             copy.abandon()
         files[SEGMENTED_COLUMNS_MEMBER] = columns
-        files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
-        files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
-        path = out_dir / f"split-{uuid.uuid4()}.split"
         footer = write_bundle(files, path)
         with pa.memory_map(str(columns)) as mapped:
             mins, maxs = _stats(pa.ipc.open_file(mapped).read_all(), mapping)
@@ -179,11 +198,49 @@ def _combine(
     return WrittenSplit(path, footer, base, footer.footer_start, mins, maxs, mapping.to_json())
 
 
+def _parts_copyable(sources: Sequence[MergeSource], stored: list[str]) -> bool:
+    """Whether the merged split's columnar copy can be the sources' copies as they are (compressed
+    parts, ``columnar_copy.PartedCopy``): every source has one, all with the columns ``stored`` in
+    that order and the same types, and the parts are no more than ``MAX_SEGMENTS``."""
+    if not all(s.copy_parts and not isinstance(s.rows, pa.Table) for s in sources):
+        return False
+    if sum(len(s.copy_parts) for s in sources) > MAX_SEGMENTS:
+        return False
+    first = sources[0].rows.schema.remove_metadata()
+    return first.names == stored and all(s.rows.schema.remove_metadata().equals(first) for s in sources)
+
+
+def _merged_stats(stats: Sequence[Stats | None], mapping: DocMapping, schema: pa.Schema) -> Stats | None:
+    """The merged split's min/max values from its sources' (the min of their mins and the max of their
+    maxes, compared as the column's type, written as ``writer._stats`` writes them); a column some
+    source has no statistic for gets none. None when a source's statistics are unknown or do not
+    parse as the column's type (the caller then reads the rows)."""
+    if any(s is None for s in stats):
+        return None
+    known = [s for s in stats if s is not None]
+    extremes: dict[str, pa.Array] = {}
+    for f in mapping.fields:
+        if f.name not in schema.names or not _has_stats(schema.field(f.name).type):
+            continue
+        values = [low.get(f.name) for low, _ in known] + [high.get(f.name) for _, high in known]
+        if any(v is None for v in values):
+            continue
+        try:
+            extremes[f.name] = pa.array(values, pa.string()).cast(schema.field(f.name).type)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+    return _stats(pa.table(extremes), mapping) if extremes else ({}, {})
+
+
+def _table(rows: pa.Table | RowCopy) -> pa.Table:
+    return rows if isinstance(rows, pa.Table) else rows.read_all()
+
+
 def _reindex(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
     builder = SplitBuilder(mapping, out_dir)
     try:
         for source in sources:
-            builder.add(source.rows)
+            builder.add(_table(source.rows))
     except BaseException:
         builder.close()
         raise
@@ -204,7 +261,7 @@ def sort_and_cut(
     if sort_key not in columns:
         raise ConfigError(f"merge sorted by {sort_key!r}: no such data column (columns: {columns})")
     schema = sources[0].rows.select(columns).schema
-    table = pa.concat_tables([s.rows.select(columns).cast(schema) for s in sources])
+    table = pa.concat_tables([_table(s.rows.select(columns)).cast(schema) for s in sources])
     order = pc.sort_indices(table, sort_keys=[(sort_key, "ascending")])  # nulls last (Arrow's default)
     table = table.take(order)
     keys = table.column(sort_key)

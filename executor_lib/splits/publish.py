@@ -11,6 +11,7 @@ sort key (``splits.merge_plan``): rows sorted by the key, cut at the target size
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -159,6 +160,8 @@ def _merge_inputs(
         if source is None:  # an IndexTables4Spark split: merged from its transcoded index
             searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
             source = MergeSource.from_index_dir(searcher.index_dir, searcher.rows, searcher.row_offsets)
+        elif add.min_values is not None and add.max_values is not None:  # the merged statistics need no rows
+            source = dataclasses.replace(source, stats=(add.min_values, add.max_values))
         inputs.append(source)
     return inputs
 

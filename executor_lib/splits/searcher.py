@@ -30,8 +30,8 @@ import tantivy
 
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
-from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
+from executor_lib.protocol.bundle import BundleFooter, extract_bundle, read_footer, read_member
+from executor_lib.splits.columnar_copy import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
 from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
@@ -41,7 +41,8 @@ from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
     SEGMENTS_MEMBER,
-    columns_member,
+    columns_members,
+    open_columns,
     tantivy_schema,
     write_split,
 )
@@ -88,9 +89,9 @@ def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> p
     return pa.schema(fields)
 
 
-def take_rows(rows: pa.Table | ColumnarCopy | CompanionRows, ids: pa.Array) -> pa.Table:
+def take_rows(rows: pa.Table | RowCopy | CompanionRows, ids: pa.Array) -> pa.Table:
     """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
-    A ``ColumnarCopy`` reads only the batches holding ``ids``.
+    A ``ColumnarCopy`` (or ``PartedCopy``) reads only the batches holding ``ids``.
 
     A columnar copy is a table of many record batches, and Arrow's ``take`` over such a table first
     joins each column's chunks: a query returning 20 rows of a split copied its whole message column
@@ -128,6 +129,18 @@ def _fetch_member(pieces: SplitPieces, member: str, ranges: list[tuple[int, int]
     pieces.fetch({member: ranges})
 
 
+def _ranged_copy(pieces: SplitPieces, footer: BundleFooter, member: str, split: str | Path) -> ColumnarCopy:
+    """The columnar copy (or part) ``member`` of a split fetched by the piece: the batches a take
+    needs are fetched at once, by range."""
+    length = footer.files[member][1] - footer.files[member][0]
+    blocks = ipc_blocks(length, functools.partial(pieces.read, member))
+    fetch = functools.partial(_fetch_member, pieces, member)
+    return ColumnarCopy(
+        pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}",
+        prefetch=None if blocks is None else (blocks, fetch),
+    )  # fmt: skip
+
+
 class SplitSearcher:
     """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
 
@@ -159,7 +172,7 @@ class SplitSearcher:
             # transcodes), under the cache entry's lock, and the others wait and reuse its result.
             work_dir.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(entry_lock(work_dir)):
-                if columns_member(footer) is None:
+                if columns_members(footer) is None:
                     split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
@@ -168,26 +181,22 @@ class SplitSearcher:
                     tmp.rename(index_dir)
             mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
             segments = read_member(split, footer, SEGMENTS_MEMBER)
-        member = columns_member(footer)
-        if member is None or mapping_json is None:
+        members = columns_members(footer)
+        if members is None or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.mapping = DocMapping.from_json(mapping_json.decode())
         try:
+            copy: RowCopy
             if pieces is not None:  # read by range: the batches a take needs are fetched at once
-                length = footer.files[member][1] - footer.files[member][0]
-                blocks = ipc_blocks(length, functools.partial(pieces.read, member))
-                fetch = functools.partial(_fetch_member, pieces, member)
-                copy = ColumnarCopy(
-                    pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}",
-                    prefetch=None if blocks is None else (blocks, fetch),
-                )  # fmt: skip
+                parts = [_ranged_copy(pieces, footer, member, split) for member in members]
+                copy = parts[0] if len(parts) == 1 else PartedCopy(parts, str(split))
             else:
-                copy = ColumnarCopy.open(Path(split), footer, member)
+                copy = open_columns(Path(split), footer)
             if pieces is not None:
                 companion = pieces.member_bytes(COMPANION_MEMBER)
             else:
                 companion = read_member(Path(split), footer, COMPANION_MEMBER)
-            self.rows: ColumnarCopy | CompanionRows
+            self.rows: RowCopy | CompanionRows
             if companion is not None:  # rows come from the source's Parquet files
                 self.rows = companion_rows(copy, companion, arrow_schema, str(split))
             else:

@@ -18,6 +18,7 @@ batch only.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import uuid
@@ -30,19 +31,22 @@ import pyarrow.compute as pc
 import tantivy
 
 from executor_lib.protocol.bundle import BundleFooter, write_bundle
-from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter
+from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter, PartedCopy
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.term_convert import with_sstable_terms
 from executor_lib.splits.tokenizers import analyzer_name
 from executor_lib.splits.tokenizers import register as register_analyzers
-from indextables_contract.errors import InvalidDataError
+from indextables_contract.errors import CorruptSplitError, InvalidDataError
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
 DOC_MAPPING_MEMBER = "indextables.docmapping.json"
 SEGMENTS_MEMBER = "indextables.segments.json"  # merged splits: row offset of each segment (see splits.merge)
 SEGMENTED_COLUMNS_MEMBER = "indextables.columns-by-segment.arrow"  # merged splits' columnar copy
+# a merged split's columnar copy as the sources' copies, each a part: "<prefix><5 digits>.arrow"
+COLUMN_PART_PREFIX = "indextables.columns-by-segment."
+_COLUMN_PART = re.compile(re.escape(COLUMN_PART_PREFIX) + r"(\d+)\.arrow")
 STATS_TRUNCATION_LENGTH = 32
 _WRITER_HEAP = 256 * 1024 * 1024
 MIN_HEAP_PER_THREAD = 15_000_000  # Tantivy refuses less per indexing thread
@@ -209,18 +213,34 @@ def json_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
     return value
 
 
-def columns_member(footer: BundleFooter) -> str | None:
-    """The split's columnar copy: per-split row numbers, or by segment (merged splits); None: a JVM split."""
+def column_part_member(index: int) -> str:
+    """The name of part ``index`` of a parted columnar copy (``columnar_copy.PartedCopy``)."""
+    return f"{COLUMN_PART_PREFIX}{index:05d}.arrow"
+
+
+def columns_members(footer: BundleFooter) -> list[str] | None:
+    """The members of the split's columnar copy, in row order: one (per-split row numbers, or by
+    segment in a merged split), or a merged split's parts; None: a JVM split (no copy)."""
     for name in (COLUMNS_MEMBER, SEGMENTED_COLUMNS_MEMBER):
         if name in footer.files:
-            return name
-    return None
+            return [name]
+    parts = sorted((int(m.group(1)), name) for name in footer.files if (m := _COLUMN_PART.fullmatch(name)))
+    return [name for _, name in parts] or None
 
 
-def mapped_columns(split: Path, footer: BundleFooter, member: str) -> pa.Table:
-    """Every row of the columnar copy ``member`` of the local split (a merge's input; a search reads
-    by batch through ``ColumnarCopy``)."""
-    return ColumnarCopy.open(split, footer, member).read_all()
+def open_columns(split: Path, footer: BundleFooter, output: pa.Schema | None = None) -> ColumnarCopy | PartedCopy:
+    """The columnar copy of the local split, memory-mapped (``ColumnarCopy``, or a ``PartedCopy``
+    of its parts). CorruptSplitError if it has none (a JVM split)."""
+    members = columns_members(footer)
+    if members is None:
+        raise CorruptSplitError(f"{split}: the split has no columnar copy")
+    copies = [ColumnarCopy.open(split, footer, member, output) for member in members]
+    return copies[0] if len(copies) == 1 else PartedCopy(copies, str(split))
+
+
+def mapped_columns(split: Path, footer: BundleFooter) -> pa.Table:
+    """Every row of the local split's columnar copy (a search reads by batch through ``open_columns``)."""
+    return open_columns(split, footer).read_all()
 
 
 # --- building one split ------------------------------------------------------------------------

@@ -116,3 +116,30 @@ def test_batches_read_by_range_are_fetched_at_once_before_decoding(
     assert sorted(fetched) == [blocks[0], blocks[2]]
     assert copy.read_all().equals(table)
     assert columnar_copy.ipc_blocks(len(data), lambda s, e: b"\0" * (e - s)) is None
+
+
+def test_a_parted_copy_reads_as_its_parts_concatenated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``PartedCopy`` (a merged split's sources' copies, kept as they were) answers ``take``,
+    ``read_all``, ``select`` and ``with_schema`` as the concatenated table does, ids in any order."""
+    from executor_lib.splits.columnar_copy import PartedCopy
+
+    table = rows(100)
+    sizes = [30, 1, 69]
+    parts = []
+    start = 0
+    for k, size in enumerate(sizes):
+        (tmp_path / str(k)).mkdir()
+        parts.append(written(tmp_path / str(k), table.slice(start, size), monkeypatch, batch_rows=8))
+        start += size
+    copy = PartedCopy(parts, "parted")
+    assert copy.num_rows == 100 and copy.read_all().equals(table)
+    shuffled = list(range(100))
+    random.Random(7).shuffle(shuffled)
+    for wanted in [*WANTED, shuffled, [99, 30, 29, 0, 31], [30]]:
+        got = copy.take(pa.array(wanted, pa.uint64()))
+        assert got.equals(table.take(pa.array(wanted, pa.int64()))), wanted
+    assert copy.select(["msg"]).take(pa.array([31, 0], pa.uint64())).column_names == ["msg"]
+    wider = pa.schema([*table.schema, pa.field("extra", pa.string())])
+    assert copy.with_schema(wider).take(pa.array([99, 1], pa.uint64())).column("extra").null_count == 2
+    with pytest.raises(IndexError, match="row 100 is out of range"):
+        copy.take(pa.array([5, 100], pa.uint64()))

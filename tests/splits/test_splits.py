@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -571,7 +573,7 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     from executor_lib.splits import columnar_copy
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.searcher import take_rows
-    from executor_lib.splits.writer import SplitBuilder, columns_member
+    from executor_lib.splits.writer import SplitBuilder, columns_members
 
     monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", 3_000)
     monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
@@ -584,9 +586,9 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
             builder.add(batch)
         return SplitSearcher(builder.finish().path, tmp_path / f"w-{name}", DATA.schema, None)
 
-    def copy_batches(split: Path) -> tuple[list[int], bytes | None, int]:
+    def copy_batches(split: Path, part: int = 0) -> tuple[list[int], bytes | None, int]:
         footer = read_footer(split)
-        start, end = footer.files[columns_member(footer) or ""]
+        start, end = footer.files[(columns_members(footer) or [""])[part]]
         with pa.memory_map(str(split)) as mapped:
             mapped.seek(start)
             reader = pa.ipc.open_file(mapped.read_buffer(end - start))
@@ -605,7 +607,8 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
                                  tmp_path / "m")  # fmt: skip
     merged = SplitSearcher(merged_split.path, tmp_path / "w-m", DATA.schema, None)
     assert merged.rows.read_all().equals(pa.concat_tables([rows, rows]))
-    assert copy_batches(merged_split.path)[0] == [3_000] * 6 + [2_000]
+    # the sources' compressed copies are the merged split's parts, as they were
+    assert [copy_batches(merged_split.path, k) for k in (0, 1)] == [copy_batches(a.split), copy_batches(b.split)]
     assert merged.search("tag:t1", ["id"]).num_rows == 5_000
 
 
@@ -667,3 +670,56 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     assert after.count("tag:t3") == 10 and after.search("tag:t3", ["tag"]).column("tag").null_count == 10
     assert "tag" not in merged.min_values and merged.min_values["title"] == written.min_values["title"]
     assert written.min_values["tag"] == "t0", "statistics still cover index-only columns"
+
+
+def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistics(tmp_path: Path) -> None:
+    """MERGE SPLITS keeps the sources' compressed columnar copies as parts (nothing decoded) and takes
+    the merged min/max values from the sources' recorded ones: equal to computing them from the rows,
+    for every type with statistics (NaN, truncated strings, time zones, a column null in one source)."""
+    import datetime
+
+    from executor_lib.protocol.bundle import read_footer
+    from executor_lib.splits.merge import MergeSource, merge_sources
+    from executor_lib.splits.writer import _stats, column_part_member
+
+    utc = datetime.timezone.utc
+
+    def rows(k: int) -> pa.Table:
+        n = 50
+        return pa.table({
+            "id": pa.array([k * 1_000 - i for i in range(n)], pa.int64()),
+            "score": pa.array([float("nan") if k == 1 and i == 3 else k + i / 7 for i in range(n)], pa.float64()),
+            "name": pa.array([("z" * 40 if k == 2 else "m") + str(i) for i in range(n)]),
+            "ts": pa.array([datetime.datetime(2024, 1, 1 + k, 0, 0, i, 1234, tzinfo=utc) for i in range(n)],
+                           pa.timestamp("us", tz="UTC")),
+            "day": pa.array([datetime.date(2024, 2, 1 + k)] * n, pa.date32()),
+            "rare": pa.array([None] * n if k != 0 else [f"r{i}" for i in range(n)], pa.string()),
+        })  # fmt: skip
+
+    tables = [rows(k) for k in range(3)]
+    mapping = mapping_for(tables[0].schema, {})
+    splits = [write_split(t, mapping, tmp_path / f"s{k}") for k, t in enumerate(tables)]
+
+    def sources(with_stats: bool) -> list[MergeSource]:
+        out = []
+        for s in splits:
+            source = MergeSource.from_bundle(s.path)
+            assert source is not None
+            out.append(dataclasses.replace(source, stats=(s.min_values, s.max_values)) if with_stats else source)
+        return out
+
+    expected = _stats(pa.concat_tables(tables), mapping)
+    assert "rare" in expected[0] and "rare" not in splits[1].min_values, "a column null in one source"
+    for with_stats in (True, False):
+        merged = merge_sources(sources(with_stats), mapping, tmp_path / f"m-{with_stats}")
+        files = read_footer(merged.path).files
+        assert [column_part_member(k) in files for k in range(4)] == [True, True, True, False]
+        got = (merged.min_values, merged.max_values)
+        # a source without a column's statistic: none for the merge (fewer files pruned)
+        without_rare = tuple({c: v for c, v in side.items() if c != "rare"} for side in expected)
+        want = without_rare if with_stats else expected
+        assert got == want, with_stats
+        searcher = SplitSearcher(merged.path, tmp_path / f"w-{with_stats}", tables[0].schema, None)
+        read, written_rows = searcher.rows.read_all(), pa.concat_tables(tables)
+        assert read.drop_columns(["score"]).equals(written_rows.drop_columns(["score"]))
+        np.testing.assert_array_equal(read.column("score").to_numpy(), written_rows.column("score").to_numpy())
