@@ -710,5 +710,7 @@ class AzureStore(ObjectStore):
             props = self._blob_client(key).get_blob_properties()
         except AzureError as e:
             raise self._fail(key, "head", e) from self._cause(e)
+        if (props.metadata or {}).get("hdi_isfolder") == "true":  # a directory of a hierarchical namespace
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such object (a directory)", self.uri_of(key))
         modified = int(props.last_modified.timestamp() * 1000) if props.last_modified else 0
         return ObjectInfo(key, int(props.size), modified)

@@ -103,12 +103,24 @@ def test_a_bearer_token_writes_commits_and_searches_a_table(https: AzuriteProces
         anonymous.read("_transaction_log/00000000000000000000.json")
 
 
-def test_a_bearer_token_wins_over_an_account_key_as_in_indextables4spark(https: AzuriteProcess) -> None:
-    """IndexTables4Spark: connectionString, then the bearer token, then the account key. An expired
-    token beside a good key is refused, so the token was the one sent."""
-    options = {**_token_options(https, oauth_token(lifetime_s=-600)), "spark.indextables.azure.accountKey": ACCOUNT_KEY}
-    with pytest.raises(StorageError, match=r"check the bearer token \(spark\.indextables\.azure\.bearerToken\)"):
-        open_store(_uri("order"), **options, max_attempts=1).put_if_absent("k", b"1")
+def test_a_bearer_token_wins_over_an_account_key_and_the_environment(
+    https: AzuriteProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IndexTables4Spark's order: connectionString, then the bearer token, then the account key; and
+    settings before the environment. An expired token beside a good key (or a node's environment
+    with a good connection string and key) is refused, so the token was the one sent."""
+    from harness.azurite import connection_string
+
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection_string(https.endpoint))
+    monkeypatch.setenv("AZURE_STORAGE_KEY", ACCOUNT_KEY)
+    expired = _token_options(https, oauth_token(lifetime_s=-600))
+    for options in (expired, {**expired, "spark.indextables.azure.accountKey": ACCOUNT_KEY}):
+        with pytest.raises(StorageError, match=r"check the bearer token \(spark\.indextables\.azure\.bearerToken\)"):
+            open_store(_uri("order"), **options, max_attempts=1).put_if_absent("k", b"1")
+    # the environment alone still works (a cluster's nodes get their account that way)
+    from_env = open_store(_uri("order"))
+    from_env.put_if_absent("k", b"1")
+    assert from_env.read("k") == b"1"
 
 
 @pytest.mark.parametrize(
