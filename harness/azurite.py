@@ -19,7 +19,8 @@ token must be a JWT whose issuer is an Azure AD token service, whose audience is
 whose lifetime covers the request; its signature is not checked. ``oauth_token()`` makes one.
 
 Run: ``python -m harness.azurite [--port 0] [--host 127.0.0.1] [--detached] [--cert C --key K --oauth]``;
-``python -m harness.azurite --install`` only installs. Standard library only at import time.
+``python -m harness.azurite --install`` only installs (and, as root without Node.js, first installs
+Debian's ``nodejs`` and ``npm``: how CI gets Azurite). Standard library only at import time.
 """
 
 from __future__ import annotations
@@ -82,6 +83,28 @@ def ensure_installed(timeout_s: float = 600.0) -> Path:
             if done.returncode != 0 or not binary.exists():
                 raise AzuriteUnavailable(f"npm install azurite@{VERSION} into {root} failed: {done.stderr[-2000:]}")
     return binary
+
+
+def ensure_node(timeout_s: float = 900.0) -> None:
+    """Node.js and npm on the PATH, installed from Debian's packages (``apt-get install nodejs npm``)
+    when missing and this runs as root (CI machines); what ``python -m harness.azurite --install`` does
+    first, so that CI installs Azurite itself.
+
+    Raises:
+        AzuriteUnavailable: missing, and not root or no apt-get, or the install failed.
+    """
+    if shutil.which("npm") and shutil.which("node"):
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise AzuriteUnavailable("Azurite needs Node.js and npm on the PATH: apt-get install nodejs npm")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                                               "nodejs", "npm"]):  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+        if done.returncode != 0:
+            raise AzuriteUnavailable(f"{' '.join(cmd)} failed: {done.stderr[-1000:]}")
+    if not (shutil.which("npm") and shutil.which("node")):
+        raise AzuriteUnavailable("apt-get installed nodejs and npm, but node or npm is still not on the PATH")
 
 
 def options(endpoint: str) -> dict[str, str]:
@@ -262,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--oauth", action="store_true", help="check bearer tokens (Azurite's --oauth basic; HTTPS)")
     args = parser.parse_args(argv)
     if args.install:
+        if not _binary(install_dir()).exists():
+            ensure_node()
         print(ensure_installed())
         return
     if bool(args.cert) != bool(args.key):
