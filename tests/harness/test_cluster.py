@@ -155,9 +155,7 @@ def test_cluster_client_write_and_executor_loss(cluster: Any) -> None:
     out = thin_client_job(cluster.info.connect_url, table, 30_000)
     assert out == {"count": 30_000, "hits": 3_000, "sql_hits": 3_000, "day0": 10_000, "versions": 2,
                    "has_tantivy": False, "has_executor_lib": False, "has_boto3": False}  # fmt: skip
-    cached = [
-        p for d in cluster.info.cache_dirs for pattern in ("*.split", "pieces.json") for p in Path(d).rglob(pattern)
-    ]
+    cached = [p for d in cluster.info.cache_dirs for pattern in ("*.split", "pieces.json") for p in Path(d).rglob(pattern)]
     assert cached, "no worker cached a split (whole, or by the piece)"
 
     spark = remote_session(cluster.info.connect_url)
