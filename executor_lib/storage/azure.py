@@ -88,7 +88,8 @@ class AzureOptions:
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
     endpoint: str | None = field(default=None, repr=False)  # may carry a SAS as its query
-    credential: Any = field(default=None, repr=False)  # an azure-core TokenCredential (Python API only)
+    # an azure-core TokenCredential (Python API only); not hashed: such objects may define __eq__ only
+    credential: Any = field(default=None, repr=False, hash=False)
     max_attempts: int = 5
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
@@ -192,6 +193,11 @@ def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> t
     """The credential for ``account`` and the setting it came from (named in errors): see the
     module docstring for the order. The environment's connection string is taken by ``_make_service``."""
     if o.credential is not None:
+        if not callable(getattr(o.credential, "get_token", None)):
+            raise ConfigError(
+                f"azure_credential must be an azure-core TokenCredential (an object with get_token), "
+                f"got a {type(o.credential).__name__}"
+            )
         return o.credential, "the credential object (azure_credential)"
     if o.bearer_token:
         return _StaticToken(o.bearer_token), "the bearer token (spark.indextables.azure.bearerToken)"

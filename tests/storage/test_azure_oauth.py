@@ -199,6 +199,8 @@ def test_a_credential_object_gets_tokens_for_storage_and_is_asked_again_near_exp
     assert len(short.scopes) == 3
 
     _write_and_search(_uri("credential-table"), tmp_path / "cache", **options)
+    with pytest.raises(ConfigError, match=r"azure_credential must be an azure-core TokenCredential .* got a str"):
+        open_store(_uri("credential"), **{**options, "azure_credential": "a-sas-or-a-key?"}).read("k")
 
 
 def test_a_token_over_plain_http_is_a_config_error_before_any_request(
