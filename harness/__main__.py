@@ -2,11 +2,12 @@
 [--storage s3|azure]``.
 
 ``up`` starts S3 (or, with ``--storage azure``, Azure Blob Storage: Azurite), a Spark master, N
-workers and a Spark Connect server (processes on 127.0.0.1, or containers with ``--backend docker``,
-S3 only) and prints their endpoints; ``status`` prints what runs
+workers and a Spark Connect server (processes on 127.0.0.1, or containers with ``--backend docker``)
+and prints their endpoints; ``status`` prints what runs
 (exit 1 if anything recorded is down); ``down`` stops exactly what ``up`` recorded in
 ``DIR/cluster.json`` (whichever backend started it); ``images`` builds or reuses the docker
-backend's images and prints their tags and what building took.
+backend's images (with ``--storage azure`` the Azurite image too) and prints their tags and what
+building took.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _cluster(args: argparse.Namespace, attach: bool) -> Any:
     if attach:
         return attach_cluster(args.run_dir)
     if args.backend == "docker":
-        return DockerCluster(args.run_dir, workers=args.workers)
+        return DockerCluster(args.run_dir, workers=args.workers, storage=args.storage)
     return ProcessCluster(args.run_dir, workers=args.workers, storage=args.storage)
 
 
@@ -49,10 +50,11 @@ def _print_endpoints(info: Any) -> None:
         print(f"run directory : {info.run_dir}  (logs/, pids/, cache/worker-N/)")
 
 
-def _images() -> int:
-    images = ensure_images()
+def _images(storage: str) -> int:
+    images = ensure_images(azure=storage == "azure")
     built = ", ".join(f"{name} {s:.0f}s" for name, s in images.seconds.items()) or "nothing (all reused)"
-    print(f"base  {images.base}\nnode  {images.node}\ns3    {images.s3}\nbuilt {built}")
+    azurite = f"\nazurite {images.azurite}" if images.azurite else ""
+    print(f"base  {images.base}\nnode  {images.node}\ns3    {images.s3}{azurite}\nbuilt {built}")
     return 0
 
 
@@ -64,16 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=["process", "docker"], default="process",
                         help="for up; status and down use the backend that started the cluster")  # fmt: skip
     parser.add_argument("--storage", choices=["s3", "azure"], default="s3",
-                        help="for up: the object store, moto (S3) or Azurite (Azure Blob Storage)")  # fmt: skip
+                        help="for up and images: moto (S3) or Azurite (Azure Blob Storage)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     args = parser.parse_args(argv)
-    if args.storage == "azure" and args.backend == "docker":
-        parser.error("--storage azure runs on the process backend only")
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     try:
         if args.action == "images":
-            return _images()
+            return _images(args.storage)
         if args.action == "up":
             _print_endpoints(_cluster(args, attach=False).up())
             return 0

@@ -12,14 +12,23 @@ Azurite serves the well-known development account ``devstoreaccount1`` (its key 
 Microsoft's documentation): ``options(endpoint)`` are the storage options of a table on it, and
 ``create_container`` makes a container.
 
-Run: ``python -m harness.azurite [--port 0] [--host 127.0.0.1] [--detached]``;
-``python -m harness.azurite --install`` only installs. Standard library only at import time.
+OAuth: ``AzuriteProcess(oauth=True)`` serves HTTPS (Azurite takes bearer tokens over HTTPS only)
+with a self-signed certificate for 127.0.0.1 made here (``self_signed_cert``; the client trusts
+it through ``REQUESTS_CA_BUNDLE=<ca_bundle>``) and checks tokens as ``--oauth basic`` does: the
+token must be a JWT whose issuer is an Azure AD token service, whose audience is Azure Storage and
+whose lifetime covers the request; its signature is not checked. ``oauth_token()`` makes one.
+
+Run: ``python -m harness.azurite [--port 0] [--host 127.0.0.1] [--detached] [--cert C --key K --oauth]``;
+``python -m harness.azurite --install`` only installs (and, as root without Node.js, first installs
+Debian's ``nodejs`` and ``npm``: how CI gets Azurite). Standard library only at import time.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -76,6 +85,28 @@ def ensure_installed(timeout_s: float = 600.0) -> Path:
     return binary
 
 
+def ensure_node(timeout_s: float = 900.0) -> None:
+    """Node.js and npm on the PATH, installed from Debian's packages (``apt-get install nodejs npm``)
+    when missing and this runs as root (CI machines); what ``python -m harness.azurite --install`` does
+    first, so that CI installs Azurite itself.
+
+    Raises:
+        AzuriteUnavailable: missing, and not root or no apt-get, or the install failed.
+    """
+    if shutil.which("npm") and shutil.which("node"):
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise AzuriteUnavailable("Azurite needs Node.js and npm on the PATH: apt-get install nodejs npm")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
+                                               "nodejs", "npm"]):  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+        if done.returncode != 0:
+            raise AzuriteUnavailable(f"{' '.join(cmd)} failed: {done.stderr[-1000:]}")
+    if not (shutil.which("npm") and shutil.which("node")):
+        raise AzuriteUnavailable("apt-get installed nodejs and npm, but node or npm is still not on the PATH")
+
+
 def options(endpoint: str) -> dict[str, str]:
     """Storage options of a table on the Azurite at ``endpoint`` (``http://127.0.0.1:<port>/devstoreaccount1``)."""
     return {"spark.indextables.azure.endpoint": endpoint, "spark.indextables.azure.accountKey": ACCOUNT_KEY}
@@ -96,11 +127,76 @@ def create_container(endpoint: str, name: str) -> None:
         service.create_container(name)
 
 
-def serve(port: int, host: str = "127.0.0.1", detached: bool = False) -> None:
-    """Run Azurite's blob service until SIGTERM/SIGINT (or the parent's exit unless ``detached``)."""
+def self_signed_cert(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate for ``host`` (and ``localhost``), valid for a day, and its key:
+    ``(cert.pem, key.pem)`` in ``directory``. The certificate is its own CA: a client trusts it with
+    ``REQUESTS_CA_BUNDLE=cert.pem``. Needs ``cryptography``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    alt: list[x509.GeneralName] = [x509.DNSName("localhost")]
+    try:
+        alt.append(x509.IPAddress(ipaddress.ip_address(host)))
+    except ValueError:
+        alt.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    key_path.chmod(0o600)
+    return cert_path, key_path
+
+
+def oauth_token(
+    lifetime_s: float = 3600.0,
+    audience: str = "https://storage.azure.com",
+    issuer: str = "https://sts.windows.net/00000000-0000-0000-0000-000000000000/",
+) -> str:
+    """A bearer token Azurite's ``--oauth basic`` accepts: a JWT with an Azure AD issuer, the Azure
+    Storage audience and ``lifetime_s`` seconds to live (negative: already expired). Unsigned in
+    substance (Azurite checks no signature), so it is good for Azurite only."""
+
+    def part(value: dict[str, Any] | bytes) -> str:
+        raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    now = int(time.time())
+    claims = {"aud": audience, "iss": issuer, "iat": now - 60, "nbf": now - 60, "exp": int(now + lifetime_s),
+              "tid": issuer.rstrip("/").rsplit("/", 1)[-1], "oid": "indextables-test"}  # fmt: skip
+    return ".".join([part({"alg": "HS256", "typ": "JWT"}), part(claims), part(b"not-checked-by-azurite")])
+
+
+def serve(
+    port: int, host: str = "127.0.0.1", detached: bool = False,
+    cert: str | None = None, key: str | None = None, oauth: bool = False,
+) -> None:  # fmt: skip
+    """Run Azurite's blob service until SIGTERM/SIGINT (or the parent's exit unless ``detached``);
+    over HTTPS with ``cert`` and ``key`` (PEM files), checking bearer tokens with ``oauth``."""
     binary = ensure_installed()
     cmd = [str(binary), "--blobHost", host, "--blobPort", str(port), "--inMemoryPersistence", "--loose",
            "--skipApiVersionCheck", "--disableTelemetry", "--silent"]  # fmt: skip
+    if cert and key:
+        cmd += ["--cert", cert, "--key", key]
+    if oauth:
+        cmd += ["--oauth", "basic"]
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert child.stdout is not None
     listening = None
@@ -133,21 +229,34 @@ def serve(port: int, host: str = "127.0.0.1", detached: bool = False) -> None:
 
 
 class AzuriteProcess:
-    """Azurite in a child process (``python -m harness.azurite``), on 127.0.0.1 and a free port."""
+    """Azurite in a child process (``python -m harness.azurite``), on 127.0.0.1 and a free port.
+    With ``oauth``: over HTTPS with a self-signed certificate made in ``cert_dir`` (``ca_bundle``),
+    taking bearer tokens besides the account key."""
 
-    def __init__(self) -> None:
+    def __init__(self, oauth: bool = False, cert_dir: Path | None = None) -> None:
         self.proc: subprocess.Popen[str] | None = None
         self.port: int | None = None
+        self.oauth = oauth
+        self.cert_dir = cert_dir
+        self.ca_bundle: Path | None = None
 
     @property
     def endpoint(self) -> str:
-        """The blob endpoint of the development account: ``http://127.0.0.1:<port>/devstoreaccount1``."""
-        return f"http://127.0.0.1:{self.port}/{ACCOUNT}"
+        """The blob endpoint of the development account: ``http://127.0.0.1:<port>/devstoreaccount1``
+        (``https://`` with ``oauth``)."""
+        return f"{'https' if self.oauth else 'http'}://127.0.0.1:{self.port}/{ACCOUNT}"
 
     def start(self, timeout: float = 120.0) -> AzuriteProcess:
         """Install if needed, start, and wait for ``READY``; AzuriteUnavailable if it cannot."""
         ensure_installed()  # here, so that a missing npm is reported as such
-        started = child.start_announcing([sys.executable, "-m", "harness.azurite", "--port", "0"], timeout)
+        cmd = [sys.executable, "-m", "harness.azurite", "--port", "0"]
+        if self.oauth:
+            if self.cert_dir is None:
+                raise AzuriteUnavailable("AzuriteProcess(oauth=True) needs a cert_dir for its certificate")
+            cert, key = self_signed_cert(self.cert_dir)
+            self.ca_bundle = cert
+            cmd += ["--cert", str(cert), "--key", str(key), "--oauth"]
+        started = child.start_announcing(cmd, timeout)
         if started is None:
             raise AzuriteUnavailable("Azurite did not start")
         self.proc, self.port = started
@@ -171,11 +280,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     parser.add_argument("--install", action="store_true", help="only install Azurite (npm) and print its path")
+    parser.add_argument("--cert", help="serve HTTPS with this certificate (PEM; with --key)")
+    parser.add_argument("--key", help="the certificate's private key (PEM)")
+    parser.add_argument("--oauth", action="store_true", help="check bearer tokens (Azurite's --oauth basic; HTTPS)")
     args = parser.parse_args(argv)
     if args.install:
+        if not _binary(install_dir()).exists():
+            ensure_node()
         print(ensure_installed())
         return
-    serve(args.port, host=args.host, detached=args.detached)
+    if bool(args.cert) != bool(args.key):
+        parser.error("--cert and --key go together")
+    if args.oauth and not args.cert:
+        parser.error("--oauth needs --cert and --key: Azurite takes bearer tokens over HTTPS only")
+    serve(args.port, host=args.host, detached=args.detached, cert=args.cert, key=args.key, oauth=args.oauth)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 ``DockerCluster(run_dir, workers=2).up()`` builds or reuses the images (``harness.docker_images``)
 and starts, on one user-defined bridge network of its own:
 
-* ``s3``: moto's server with the lock patch (the S3 image), bucket ``indextables``;
+* ``s3``: moto's server with the lock patch (the S3 image), bucket ``indextables``; or, with
+  ``storage="azure"``, ``azure``: Azurite (the Azurite image), container ``indextables``, every node
+  given the development account's connection string (``AZURE_STORAGE_CONNECTION_STRING``, blob
+  endpoint ``http://azure:10000/devstoreaccount1``);
 * ``master``: a Spark standalone master;
 * ``worker-1`` .. ``worker-N``: Spark workers, each with its own named volume mounted at
   ``/cache`` as its split cache (standing in for its NVMe disk);
@@ -19,7 +22,7 @@ removes everything with that label, so nothing is left behind even after a faile
 
 Faults only containers give (used by ``harness.container_stress``): ``kill`` (``docker kill``:
 SIGKILL to every process in it), ``restart`` after a kill, ``disconnect``/``connect`` a container
-from the network (its S3 becomes unreachable), ``pause``/``unpause`` (a frozen S3).
+from the network (its store becomes unreachable), ``pause``/``unpause`` (a frozen store).
 """
 
 from __future__ import annotations
@@ -51,12 +54,18 @@ NODE_ENV = {
 class DockerCluster:
     """The docker backend; the same ``up``/``status``/``down``/``executor_pids`` as ``ProcessCluster``."""
 
-    def __init__(self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g") -> None:
+    def __init__(
+        self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g",
+        storage: str = "s3",
+    ) -> None:  # fmt: skip
+        if storage not in ("s3", "azure"):
+            raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
         self.run_dir = Path(run_dir).resolve()
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.id = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
-        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, backend="docker", network=f"{self.id}-net")
+        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, backend="docker",
+                                network=f"{self.id}-net", storage=storage)  # fmt: skip
         self.images: dict[str, str] = {}
 
     # -- names ----------------------------------------------------------------------------------
@@ -79,13 +88,8 @@ class DockerCluster:
 
     # -- up -------------------------------------------------------------------------------------
     def up(self, timeout_s: float = 300.0) -> ClusterInfo:
-        if self.state_file.exists() and self._labelled("ps", "-a"):
-            raise ClusterError(f"a docker cluster already runs from {self.run_dir} (python -m harness down)")
-        images = ensure_images()
-        self.images = {"node": images.node, "s3": images.s3}
+        self.up_storage(timeout_s)
         try:
-            docker("network", "create", "--label", f"{LABEL}={self.id}", self.info.network)
-            self._start_s3(timeout_s)
             self._start_master(timeout_s)
             for i in range(1, self.info.workers + 1):
                 self._start_worker(i)
@@ -97,13 +101,27 @@ class DockerCluster:
             raise
         return self.info
 
+    def up_storage(self, timeout_s: float = 300.0) -> ClusterInfo:
+        """The first part of ``up``: the images, the network and the store's container."""
+        if self.state_file.exists() and self._labelled("ps", "-a"):
+            raise ClusterError(f"a docker cluster already runs from {self.run_dir} (python -m harness down)")
+        images = ensure_images(azure=self.info.storage == "azure")
+        self.images = {"node": images.node, "s3": images.s3, "azurite": images.azurite}
+        try:
+            docker("network", "create", "--label", f"{LABEL}={self.id}", self.info.network)
+            self.start_storage(timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return self.info
+
     def _run(self, node: str, image: str, command: list[str], ports: dict[int, int] | None = None,
              env: dict[str, str] | None = None, volumes: dict[str, str] | None = None) -> None:  # fmt: skip
         args = ["run", "--detach", "--init", "--name", self.container(node), "--hostname", node,
                 "--label", f"{LABEL}={self.id}", "--network", self.info.network, "--network-alias", node]  # fmt: skip
         for host_port, port in (ports or {}).items():
             args += ["--publish", f"127.0.0.1:{host_port}:{port}"]
-        for key, value in {**NODE_ENV, **(env or {})}.items():
+        for key, value in {**NODE_ENV, **self.node_storage_env(), **(env or {})}.items():
             args += ["--env", f"{key}={value}"]
         if image == self.images["node"]:  # the stress workload's reports (harness.container_stress)
             volumes = {**(volumes or {}), str(self._exchange()): "/exchange"}
@@ -113,6 +131,51 @@ class DockerCluster:
         self.info.containers[node] = self.container(node)
         self.info.pids[node] = self.host_pid(node)
         self._save()
+
+    def start_storage(self, timeout_s: float) -> None:
+        """Start the object store's container, moto (S3) or Azurite (Azure), with the bucket or
+        container (the network must exist)."""
+        if self.info.storage == "azure":
+            self._start_azure(timeout_s)
+        else:
+            self._start_s3(timeout_s)
+
+    def node_storage_env(self) -> dict[str, str]:
+        """What the nodes need besides ``NODE_ENV`` to reach the store on the cluster's network."""
+        if self.info.storage != "azure":
+            return {}
+        from harness.azurite import ACCOUNT, connection_string
+
+        return {"AZURE_STORAGE_CONNECTION_STRING": connection_string(f"http://azure:10000/{ACCOUNT}")}
+
+    def storage_env(self) -> dict[str, str]:
+        """What a client on the host needs to reach the store (through its published port)."""
+        if self.info.storage == "azure":
+            from harness.azurite import connection_string
+
+            return {"AZURE_STORAGE_CONNECTION_STRING": connection_string(self.info.azure_endpoint)}
+        return {**CREDENTIALS, "AWS_ENDPOINT_URL_S3": self.info.s3_endpoint}
+
+    def _start_azure(self, timeout_s: float) -> None:
+        from harness.azurite import ACCOUNT
+
+        port = free_port()
+        self._run("azure", self.images["azurite"], [], ports={port: 10000})
+        self._wait_node("azure", lambda: "READY" in self.logs("azure"), timeout_s, "Azurite")
+        self.info.azure_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT}"
+        self._save()
+        _wait(self._create_container, 60, f"container {BUCKET} at {self.info.azure_endpoint}")
+
+    def _create_container(self) -> bool:
+        from azure.core.exceptions import AzureError
+
+        from harness.azurite import create_container
+
+        try:
+            create_container(self.info.azure_endpoint, BUCKET)
+        except AzureError:
+            return False
+        return True
 
     def _start_s3(self, timeout_s: float) -> None:
         port = free_port()
@@ -293,7 +356,7 @@ class DockerCluster:
     @classmethod
     def attach(cls, run_dir: str | Path) -> DockerCluster:
         info = ClusterInfo.load(run_dir)
-        cluster = cls(run_dir, workers=info.workers)
+        cluster = cls(run_dir, workers=info.workers, storage=info.storage)
         cluster.info = info
         return cluster
 

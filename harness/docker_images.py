@@ -13,7 +13,11 @@ lock patch), building only what is missing:
 3. ``indextables-node:<hash>`` and ``indextables-s3:<hash>``: ``docker build`` with ``BASE`` set
    to the local base; the hash covers the Dockerfile, the base, the wheels and every file the
    image copies, so an unchanged checkout reuses the images and a changed one rebuilds only its
-   source layers (Docker's layer cache keeps the dependency layer).
+   source layers (Docker's layer cache keeps the dependency layer);
+4. with ``azure=True`` (``--storage azure``), ``indextables-azurite:<hash>`` (``docker/Dockerfile.azurite``):
+   Azurite on a second Debian base with ``python3`` and ``nodejs`` (``AZURITE_BASE_PACKAGES``), its
+   npm package copied from the host's install (``harness.azurite.ensure_installed``, npm registry)
+   into ``docker/azurite/``, so this build needs no registry either.
 
 Older tags of the same images are removed after a build, so disk use stays bounded. Errors are
 ``DockerUnavailableError`` naming the command that failed and the end of its output.
@@ -36,15 +40,18 @@ WHEELS = REPO_ROOT / "docker" / "wheels"
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "procps")
-# Besides pyproject's dependencies and its spark and s3 extras: moto for the S3 image and the
+# Besides pyproject's dependencies and its spark, s3 and azure extras: moto for the S3 image and the
 # build backend for installing this project offline.
 EXTRA_WHEELS = ("moto[server]>=5.0.20", "setuptools>=77", "wheel")
+# The Azurite image's base: Debian's Node.js (18) runs the npm package, python3 its launcher.
+AZURITE_BASE_PACKAGES = ("python3", "nodejs")
+AZURITE_FILES = REPO_ROOT / "docker" / "azurite"
 # What the Dockerfiles copy from the repository (the .dockerignore allow-list says the same;
 # tests/harness/test_docker_images.py checks the three agree).
 IMAGE_SOURCES = ("pyproject.toml", "README.md", "PROTOCOL.md", "pyspark_indextables.py",
                  "pyspark_indextables_provider.py", "pyspark_indextables_spark.py", "executor_lib",
                  "connect_plugin", "indextables_contract", "harness",
-                 "docker/Dockerfile", "docker/Dockerfile.s3")  # fmt: skip
+                 "docker/Dockerfile", "docker/Dockerfile.s3", "docker/Dockerfile.azurite")  # fmt: skip
 
 
 class DockerUnavailableError(RuntimeError):
@@ -57,6 +64,7 @@ class Images:
     node: str
     s3: str
     seconds: dict[str, float]  # what was built in this call and how long it took (empty: all reused)
+    azurite: str = ""  # with ensure_images(azure=True)
 
 
 def docker(*args: str, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -92,20 +100,20 @@ def _digest(*parts: str | bytes) -> str:
     return h.hexdigest()[:16]
 
 
-def base_tag() -> str:
-    return "indextables-base:" + _digest(SUITE, MIRROR, *BASE_PACKAGES, "mmdebstrap-apt-v1")
+def base_tag(packages: tuple[str, ...] = BASE_PACKAGES, repo: str = "indextables-base") -> str:
+    return f"{repo}:" + _digest(SUITE, MIRROR, *packages, "mmdebstrap-apt-v1")
 
 
-def ensure_base() -> tuple[str, float]:
-    """The base image's tag, and the seconds spent making it (0 when it existed)."""
-    tag = base_tag()
+def ensure_base(packages: tuple[str, ...] = BASE_PACKAGES, repo: str = "indextables-base") -> tuple[str, float]:
+    """The tag of a Debian base image with ``packages``, and the seconds spent making it (0 when it existed)."""
+    tag = base_tag(packages, repo)
     if image_exists(tag):
         return tag, 0.0
     start = time.monotonic()
     _ensure_mmdebstrap()
     with tempfile.TemporaryDirectory(prefix="indextables-rootfs-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
-        cmd = ["mmdebstrap", "--variant=apt", f"--include={','.join(BASE_PACKAGES)}",
+        cmd = ["mmdebstrap", "--variant=apt", f"--include={','.join(packages)}",
                "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
                # openjdk's postinst links its man page into man1, which must exist
                '--setup-hook=mkdir -p "$1/usr/share/man/man1"', SUITE, str(tar), MIRROR]  # fmt: skip
@@ -136,7 +144,7 @@ def ensure_wheels() -> float:
 
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    requirements = [*project["dependencies"], *extras["spark"], *extras["s3"], *EXTRA_WHEELS]
+    requirements = [*project["dependencies"], *extras["spark"], *extras["s3"], *extras["azure"], *EXTRA_WHEELS]
     stamp_value = _digest(*requirements)
     stamp = WHEELS / ".requirements-hash"
     if stamp.exists() and stamp.read_text() == stamp_value and any(WHEELS.glob("pyspark-*.whl")):
@@ -168,12 +176,12 @@ def _sources_digest(*extra: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _build(dockerfile: str, tag: str, build_args: dict[str, str]) -> float:
+def _build(dockerfile: str, tag: str, build_args: dict[str, str], context: Path = REPO_ROOT) -> float:
     start = time.monotonic()
     args = ["build", "--quiet", "-f", str(REPO_ROOT / dockerfile), "-t", tag]
     for key, value in {**build_args, "PIP_OPTIONS": "--no-index"}.items():
         args += ["--build-arg", f"{key}={value}"]
-    docker(*args, str(REPO_ROOT), timeout=1800)
+    docker(*args, str(context), timeout=1800)
     _remove_other_tags(tag)
     return time.monotonic() - start
 
@@ -186,8 +194,57 @@ def _remove_other_tags(tag: str) -> None:
             docker("image", "rm", old, check=False, timeout=300)  # in use by a running cluster: kept
 
 
-def ensure_images() -> Images:
-    """Build whatever of base, wheels, node and S3 image is missing; return the tags."""
+def ensure_azurite_files() -> float:
+    """Fill ``docker/azurite`` (the Azurite image's build context) with the host's Azurite install
+    (npm), for an offline image build; seconds spent (0 when it holds this version already).
+
+    Raises:
+        DockerUnavailableError: Azurite cannot be installed on the host (no npm).
+    """
+    from harness.azurite import VERSION, AzuriteUnavailable, ensure_installed, install_dir
+
+    stamp = AZURITE_FILES / ".azurite-version"
+    if stamp.exists() and stamp.read_text() == VERSION and (AZURITE_FILES / "node_modules").is_dir():
+        return 0.0
+    start = time.monotonic()
+    try:
+        ensure_installed()
+    except AzuriteUnavailable as e:
+        raise DockerUnavailableError(f"the Azurite image copies the host's Azurite: {e}") from e
+    shutil.rmtree(AZURITE_FILES / "node_modules", ignore_errors=True)
+    AZURITE_FILES.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        if (install_dir() / name).exists():
+            shutil.copy2(install_dir() / name, AZURITE_FILES / name)
+    shutil.copytree(install_dir() / "node_modules", AZURITE_FILES / "node_modules", symlinks=True)
+    stamp.write_text(VERSION)
+    return time.monotonic() - start
+
+
+def ensure_azurite_image(seconds: dict[str, float]) -> str:
+    """The Azurite image's tag, built if missing (its base and files first); ``seconds`` gets what was built."""
+    from harness.azurite import VERSION
+
+    base, spent = ensure_base(AZURITE_BASE_PACKAGES, "indextables-azurite-base")
+    if spent:
+        seconds["azurite-base"] = spent
+    spent = ensure_azurite_files()
+    if spent:
+        seconds["azurite-files"] = spent
+    tag = "indextables-azurite:" + _sources_digest(base, "azurite", VERSION)
+    if not image_exists(tag):
+        # its own build context (node_modules and a copy of harness/): the repository's context
+        # leaves docker/azurite out, so the other images' builds do not send its 190 MB
+        shutil.rmtree(AZURITE_FILES / "harness", ignore_errors=True)
+        shutil.copytree(REPO_ROOT / "harness", AZURITE_FILES / "harness",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+        seconds["azurite"] = _build("docker/Dockerfile.azurite", tag, {"BASE": base}, context=AZURITE_FILES)
+    return tag
+
+
+def ensure_images(azure: bool = False) -> Images:
+    """Build whatever of base, wheels, node and S3 image (and with ``azure`` the Azurite image) is
+    missing; return the tags."""
     reason = docker_available()
     if reason:
         raise DockerUnavailableError(reason)
@@ -204,4 +261,5 @@ def ensure_images() -> Images:
     s3 = "indextables-s3:" + _sources_digest(base, "s3")
     if not image_exists(s3):
         seconds["s3"] = _build("docker/Dockerfile.s3", s3, {"BASE": base})
-    return Images(base=base, node=node, s3=s3, seconds=seconds)
+    azurite = ensure_azurite_image(seconds) if azure else ""
+    return Images(base=base, node=node, s3=s3, seconds=seconds, azurite=azurite)

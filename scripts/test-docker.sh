@@ -15,6 +15,8 @@ if [ "$started_engine" = 1 ]; then
     trap 'bash scripts/docker-engine.sh stop' EXIT
 fi
 start=$(date +%s)
-.venv/bin/python -m harness images
+# --storage azure: the Azurite image too, from the host's Azurite (npm; as root, Node.js from Debian first)
+.venv/bin/python -m harness.azurite --install >/dev/null
+.venv/bin/python -m harness images --storage azure
 echo "images ready in $(( $(date +%s) - start )) s"
 .venv/bin/python -m pytest -n 0 -m docker "$@"

@@ -63,6 +63,8 @@ _AZURE_KEYS = {
 _AZURE_OPTION_ALIASES = {
     **{f"spark.indextables.azure.{k}": v for k, v in _AZURE_KEYS.items()},
     **{f"azure_{v}": v for v in _AZURE_KEYS.values()},
+    # an azure-core TokenCredential object (e.g. azure.identity's): from Python only, no Spark key
+    "azure_credential": "credential",
 }
 # Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
 STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES))
@@ -82,7 +84,7 @@ def _s3_options(options: dict[str, Any]) -> Any:
 def _azure_options(options: dict[str, Any]) -> Any:
     from executor_lib.storage.azure import AzureOptions
 
-    own = _SHARED_FIELDS | set(_AZURE_KEYS.values())
+    own = _SHARED_FIELDS | set(_AZURE_KEYS.values()) | {"credential"}
     s3_only = {**_S3_OPTION_ALIASES, **{f: f for f in _S3_FIELDS - _SHARED_FIELDS}}
     return AzureOptions(**_fields(options, _AZURE_OPTION_ALIASES, own, s3_only))
 

@@ -12,13 +12,23 @@ request whose answer was lost (``ServiceResponseError``: the blob may have lande
 AmbiguousWriteError, as on S3. Large files are uploaded as staged blocks committed in one Put
 Block List (atomic: readers see the old blob or the new one).
 
-Credentials, first found wins: ``connectionString``; ``accountKey``; ``bearerToken``; a service
-principal (``tenantId``, ``clientId``, ``clientSecret``: needs ``azure-identity``); the environment
-(``AZURE_STORAGE_CONNECTION_STRING``, ``AZURE_STORAGE_KEY``); ``~/.azure/credentials`` (the JVM's
-file: ``storage_account``, ``account_key``, ``tenant_id``, ``client_id``, ``client_secret``);
-``DefaultAzureCredential`` when ``azure-identity`` is installed (managed identity, ``AZURE_CLIENT_ID``
-...); else anonymous (public containers). A SAS is given as the query of ``endpoint`` or in the
-connection string. Secrets never reach a message, a ``repr`` or a log.
+Credentials, first found wins, in IndexTables4Spark's order (explicit settings before the
+environment): ``connectionString``; a credential object (``azure_credential``: any azure-core
+``TokenCredential``, e.g. ``azure.identity.ManagedIdentityCredential()``; Python API only);
+``bearerToken`` (an OAuth access token for ``https://storage.azure.com``); a service principal
+(``tenantId``, ``clientId``, ``clientSecret``: needs ``azure-identity``); ``accountKey``; a SAS as the
+query of ``endpoint``; the environment (``AZURE_STORAGE_CONNECTION_STRING``, ``AZURE_STORAGE_KEY``);
+``~/.azure/credentials`` (the JVM's file: ``storage_account``, ``account_key``, ``tenant_id``,
+``client_id``, ``client_secret``); ``DefaultAzureCredential`` when ``azure-identity`` is installed
+(managed identity, ``AZURE_CLIENT_ID`` ...); else anonymous (public containers). Tokens go over
+HTTPS only (an ``http://`` endpoint with one is a ConfigError); the server's certificate is always
+verified, against the CA bundle of ``REQUESTS_CA_BUNDLE`` when set (a private CA, an emulator's
+self-signed certificate), else certifi's. Secrets never reach a message, a ``repr`` or a log.
+
+Hierarchical namespaces (ADLS Gen2): every operation is a Blob API call, which such accounts
+serve on their ``blob`` endpoint; nothing here renames, and listings skip the directory entries
+(``hdi_isfolder``) that ADLS keeps for each path prefix, so a table reads and commits the same on
+flat and hierarchical accounts (PROTOCOL.md §2).
 """
 
 from __future__ import annotations
@@ -78,6 +88,8 @@ class AzureOptions:
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
     endpoint: str | None = field(default=None, repr=False)  # may carry a SAS as its query
+    # an azure-core TokenCredential (Python API only); not hashed: such objects may define __eq__ only
+    credential: Any = field(default=None, repr=False, hash=False)
     max_attempts: int = 5
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
@@ -177,31 +189,47 @@ def _identity(tenant: str | None, client: str | None, secret: str | None) -> Any
     return identity.DefaultAzureCredential()
 
 
-def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> Any:
-    """The credential for ``account``: see the module docstring for the order."""
-    key = o.account_key or (None if o.endpoint and "?" in o.endpoint else os.environ.get("AZURE_STORAGE_KEY"))
-    if key:
-        return {"account_name": account, "account_key": key}
+def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> tuple[Any, str]:
+    """The credential for ``account`` and the setting it came from (named in errors): see the
+    module docstring for the order. The environment's connection string is taken by ``_make_service``."""
+    if o.credential is not None:
+        if not callable(getattr(o.credential, "get_token", None)):
+            raise ConfigError(
+                f"azure_credential must be an azure-core TokenCredential (an object with get_token), "
+                f"got a {type(o.credential).__name__}"
+            )
+        return o.credential, "the credential object (azure_credential)"
     if o.bearer_token:
-        return _StaticToken(o.bearer_token)
+        return _StaticToken(o.bearer_token), "the bearer token (spark.indextables.azure.bearerToken)"
     given = (o.tenant_id, o.client_id, o.client_secret)
     if any(given):
         if not all(given):
             names = ("tenantId", "clientId", "clientSecret")
             missing = [f"spark.indextables.azure.{n}" for n, v in zip(names, given, strict=True) if not v]
             raise ConfigError(f"Azure service principal: {', '.join(missing)} not set (all three are needed)")
-        return _identity(*given)
+        return _identity(*given), "the service principal (spark.indextables.azure.tenantId/clientId/clientSecret)"
+    if o.account_key:
+        return {"account_name": account, "account_key": o.account_key}, "spark.indextables.azure.accountKey"
     if o.endpoint and "?" in o.endpoint:
-        return None  # a SAS in the endpoint's query
+        return None, "the SAS in spark.indextables.azure.endpoint"
+    if os.environ.get("AZURE_STORAGE_KEY"):
+        return {"account_name": account, "account_key": os.environ["AZURE_STORAGE_KEY"]}, "AZURE_STORAGE_KEY"
     if file.get("account_key"):
-        return {"account_name": account, "account_key": file["account_key"]}
+        return {"account_name": account, "account_key": file["account_key"]}, "account_key of ~/.azure/credentials"
     if file.get("tenant_id") and file.get("client_id") and file.get("client_secret"):
-        return _identity(file["tenant_id"], file["client_id"], file["client_secret"])
+        principal = _identity(file["tenant_id"], file["client_id"], file["client_secret"])
+        return principal, "the service principal of ~/.azure/credentials"
     try:
         import azure.identity  # noqa: F401
     except ImportError:
-        return None  # anonymous: public containers only
-    return _identity(None, None, None)
+        return None, "the settings: no credentials were given (anonymous access reads public containers only)"
+    return _identity(None, None, None), "DefaultAzureCredential (managed identity, AZURE_CLIENT_ID ...)"
+
+
+def _explicit_credentials(o: AzureOptions) -> bool:
+    """Whether the settings name credentials or an endpoint (then the environment's are not used)."""
+    return any((o.credential is not None, o.bearer_token, o.tenant_id, o.client_id, o.client_secret,
+                o.account_key, o.endpoint))  # fmt: skip
 
 
 def _account_of_endpoint(url: str) -> str | None:
@@ -248,22 +276,39 @@ class _HookedTransport:
         return hook(request, lambda: self._inner.send(request, **kwargs))
 
 
-def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None = None) -> tuple[Any, str | None]:
-    """A ``BlobServiceClient`` for the location and the account name it serves (its requests go
-    through ``store``'s request hook, when given)."""
+def _retry_policy(blob: Any, o: AzureOptions) -> Any:
+    """The SDK's exponential retry, except for an untrusted TLS certificate (no retry can fix it)."""
+
+    class _Retry(blob.ExponentialRetry):
+        def increment(self, settings: Any, request: Any, response: Any = None, error: Any = None) -> bool:
+            if error is not None and _untrusted_certificate(error):
+                return False
+            return bool(super().increment(settings, request, response, error))
+
+    attempts = max(0, o.max_attempts - 1)
+    return _Retry(
+        initial_backoff=0.2,
+        increment_base=1.5,
+        random_jitter_range=0.3,
+        retry_total=attempts,
+        retry_connect=attempts,
+        retry_read=attempts,
+        retry_status=attempts,
+    )
+
+
+def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None = None) -> tuple[Any, str | None, str]:
+    """A ``BlobServiceClient`` for the location, the account name it serves and where its credentials
+    came from (its requests go through ``store``'s request hook, when given).
+
+    Raises:
+        ConfigError: no account, a connection string that does not parse, a token over ``http://``.
+    """
     blob = _blob()
     kwargs: dict[str, Any] = {
         # every kind of failure (status, connection, lost answer) may take max_attempts tries in all;
         # waits of about 1.7, 2.5, 3.6, 5.3 s (the SDK's default starts at 15 s)
-        "retry_policy": blob.ExponentialRetry(
-            initial_backoff=0.2,
-            increment_base=1.5,
-            random_jitter_range=0.3,
-            retry_total=max(0, o.max_attempts - 1),
-            retry_connect=max(0, o.max_attempts - 1),
-            retry_read=max(0, o.max_attempts - 1),
-            retry_status=max(0, o.max_attempts - 1),
-        ),
+        "retry_policy": _retry_policy(blob, o),
         "connection_timeout": o.connect_timeout,
         "read_timeout": o.read_timeout,
         "max_single_put_size": o.multipart_threshold,
@@ -278,14 +323,17 @@ def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None 
             store, RequestsTransport(connection_timeout=o.connect_timeout, read_timeout=o.read_timeout)
         )
     connection_string = o.connection_string or (
-        None if (o.endpoint or o.account_key) else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+        None if _explicit_credentials(o) else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
     )
     if connection_string:
         try:
             service = blob.BlobServiceClient.from_connection_string(connection_string, **kwargs)
         except ValueError:  # its text may quote the string
             raise ConfigError("spark.indextables.azure.connectionString: not a valid connection string") from None
-        return service, service.account_name
+        source = (
+            "spark.indextables.azure.connectionString" if o.connection_string else "AZURE_STORAGE_CONNECTION_STRING"
+        )
+        return service, service.account_name, source
     file = _credentials_file()
     account = _account_name(loc, o, file)
     if o.endpoint:
@@ -299,14 +347,21 @@ def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None 
         )
     if account is None:
         account = _account_of_endpoint(url)
-    return blob.BlobServiceClient(url, credential=_credential(account, o, file), **kwargs), account
+    credential, source = _credential(account, o, file)
+    if hasattr(credential, "get_token") and not url.lower().startswith("https://"):
+        shown = AzureOptions(endpoint=url).endpoint_shown
+        raise ConfigError(
+            f"Azure container {loc.container!r}: {source} is sent over HTTPS only, but "
+            f"spark.indextables.azure.endpoint is {shown}: give its https:// URL"
+        )
+    return blob.BlobServiceClient(url, credential=credential, **kwargs), account, source
 
 
 _SERVICES_LOCK = threading.Lock()
-_SHARED_SERVICES: dict[tuple[int, AzureLocation, AzureOptions], tuple[Any, str | None]] = {}
+_SHARED_SERVICES: dict[tuple[int, AzureLocation, AzureOptions], tuple[Any, str | None, str]] = {}
 
 
-def shared_service_for(loc: AzureLocation, options: AzureOptions) -> tuple[Any, str | None]:
+def shared_service_for(loc: AzureLocation, options: AzureOptions) -> tuple[Any, str | None, str]:
     """One service client per process, account and settings, for the stores of queries
     (``open_store(..., shared_client=True)``): its connections stay open between queries."""
     key = (os.getpid(), AzureLocation(loc.container, loc.account, loc.suffix, ""), options)
@@ -336,6 +391,25 @@ _AUTH_CODES = frozenset(
     }
 )
 _THROTTLE_CODES = frozenset({"ServerBusy", "OperationTimedOut", "InternalError", "TooManyRequests"})
+
+
+def _untrusted_certificate(e: BaseException) -> bool:
+    """Whether ``e`` (or an exception it wraps) is a failed TLS certificate verification."""
+    import ssl
+
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(current):
+            return True
+        inner = getattr(current, "inner_exception", None)
+        todo += [current.__cause__, current.__context__, inner if isinstance(inner, BaseException) else None]
+        todo += [a for a in current.args if isinstance(a, BaseException)]
+    return False
 
 
 _Page = list[tuple[str, int, int, bool]]  # (name, size, modified_ms, is_dir) of one List Blobs page
@@ -368,6 +442,7 @@ class AzureStore(ObjectStore):
         self._container_client: Any | None = None
         self._account: str | None = self._loc.account or self._options.account_name
         self._request_hook: RequestHook | None = None
+        self._source = "the credentials"  # where they came from: set with the client
         _blob()  # the install hint at open, not at the first request
 
     def set_request_hook(self, hook: RequestHook | None) -> None:
@@ -390,10 +465,11 @@ class AzureStore(ObjectStore):
         """The container's client, made at first use (a read task that finds its splits cached makes none)."""
         if self._container_client is None:
             if self._shared_client:
-                service, account = shared_service_for(self._loc, self._options)
+                service, account, source = shared_service_for(self._loc, self._options)
             else:
-                service, account = _make_service(self._loc, self._options, self)
+                service, account, source = _make_service(self._loc, self._options, self)
             self._account = account or self._account
+            self._source = source
             self._service = service
             self._container_client = service.get_container_client(self._container)
         return self._container_client
@@ -416,7 +492,7 @@ class AzureStore(ObjectStore):
         if o.endpoint_shown:
             return o.endpoint_shown
         connection = o.connection_string or (
-            None if o.account_key else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+            None if _explicit_credentials(o) else os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
         )
         if connection:
             parts = dict(p.split("=", 1) for p in connection.split(";") if "=" in p)
@@ -455,8 +531,7 @@ class AzureStore(ObjectStore):
             if code in _AUTH_CODES or status in (401, 403):
                 return StorageError(
                     f"{uri}: {op} failed: storage account {self._account or '(unknown)'!r} refused the credentials "
-                    f"for container {self._container!r} ({code}); check spark.indextables.azure.accountKey, the "
-                    "service principal, the SAS or the connection string",
+                    f"for container {self._container!r} ({code}); check {self._source}",
                     uri,
                     retryable=False,
                 )
@@ -473,6 +548,14 @@ class AzureStore(ObjectStore):
             return StorageError(f"{uri}: {op} failed: no answer ({type(e).__name__})", uri)
         if isinstance(e, ServiceRequestError):
             endpoint = self._endpoint_shown()
+            if _untrusted_certificate(e):  # the handshake failed: no request was sent
+                return StorageError(
+                    f"{uri}: {op} failed: the TLS certificate of {endpoint} is not trusted "
+                    "(CERTIFICATE_VERIFY_FAILED); a private CA or an emulator's self-signed certificate is "
+                    "trusted with REQUESTS_CA_BUNDLE=<PEM file>",
+                    uri,
+                    retryable=False,
+                )
             if conditional:
                 return AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri)
             return StorageError(f"{uri}: {op} failed: cannot reach {endpoint} ({type(e).__name__})", uri)
@@ -633,5 +716,7 @@ class AzureStore(ObjectStore):
             props = self._blob_client(key).get_blob_properties()
         except AzureError as e:
             raise self._fail(key, "head", e) from self._cause(e)
+        if (props.metadata or {}).get("hdi_isfolder") == "true":  # a directory of a hierarchical namespace
+            raise ObjectNotFoundError(f"{self.uri_of(key)}: no such object (a directory)", self.uri_of(key))
         modified = int(props.last_modified.timestamp() * 1000) if props.last_modified else 0
         return ObjectInfo(key, int(props.size), modified)

@@ -48,7 +48,7 @@ def test_dockerfiles_the_allow_list_and_the_image_hash_name_the_same_sources() -
     copied = set().union(*(copied_sources(d) for d in DOCKERFILES))
     assert copied, "no COPY line parsed"
     assert copied <= dockerignore_allowed(), f"copied but excluded by .dockerignore: {copied - dockerignore_allowed()}"
-    hashed = set(IMAGE_SOURCES) - set(DOCKERFILES)
+    hashed = set(IMAGE_SOURCES) - set(DOCKERFILES) - {"docker/Dockerfile.azurite"}
     assert copied == hashed, f"COPY lines {sorted(copied)} vs IMAGE_SOURCES {sorted(hashed)}"
 
 
@@ -64,3 +64,13 @@ def test_the_s3_image_copies_only_what_its_server_needs() -> None:
     assert copied_sources("docker/Dockerfile.s3") == {"harness"}
     command = re.search(r"CMD \[(.*)\]", (REPO / "docker/Dockerfile.s3").read_text())
     assert command is not None and "harness.moto_server" in command.group(1)
+
+
+def test_the_azurite_image_copies_its_npm_install_and_the_harness_and_runs_the_harness_launcher() -> None:
+    """Built from docker/azurite/ (node_modules from the host's npm install and a copy of harness/,
+    ``ensure_azurite_image``), not the repository root: the root's context leaves it out."""
+    assert copied_sources("docker/Dockerfile.azurite") == {"node_modules", "harness"}
+    assert "docker/Dockerfile.azurite" in IMAGE_SOURCES  # its changes rebuild it
+    assert "docker/azurite" not in dockerignore_allowed()
+    command = re.search(r"CMD \[(.*)\]", (REPO / "docker/Dockerfile.azurite").read_text())
+    assert command is not None and '"harness.azurite"' in command.group(1) and '"0.0.0.0"' in command.group(1)

@@ -103,3 +103,14 @@ def test_a_bad_account_key_fails_the_write_naming_account_and_container(spark: A
     assert error_class_in(text) is executor_lib.StorageError or "INDEXTABLES_STORAGE" in text
     assert "storage account 'devstoreaccount1' refused the credentials for container 'indextables-test'" in text
     assert bad_key not in text
+
+
+def test_a_missing_container_fails_the_write_naming_it_and_its_account(spark: Any, azurite_server: Any) -> None:
+    from harness.azurite import ACCOUNT_KEY
+
+    uri = f"abfss://no-such-container@devstoreaccount1.dfs.core.windows.net/t/{uuid.uuid4().hex}"
+    with pytest.raises(Exception) as err:
+        connect_plugin.write(spark.createDataFrame(log_rows(3), SCHEMA), uri, options=azure_options(azurite_server))
+    text = str(err.value)
+    assert "container 'no-such-container' of storage account 'devstoreaccount1' does not exist" in text
+    assert ACCOUNT_KEY not in text

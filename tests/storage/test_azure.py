@@ -318,3 +318,42 @@ def test_a_service_principal_without_azure_identity_names_the_extra() -> None:
     keys = {f"spark.indextables.azure.{k}": "x" for k in ("tenantId", "clientId", "clientSecret")}
     with pytest.raises(ConfigError, match=r"pip install 'indextables\[azure-identity\]'"):
         open_store(azure_uri("sp"), **keys).read("k")
+
+
+def test_directory_entries_of_a_hierarchical_namespace_are_not_objects(azurite_server: Any, tmp_path: Path) -> None:
+    """An ADLS Gen2 account (hierarchical namespace) keeps a directory for every path prefix and its
+    Blob API lists each as a zero-byte blob with ``hdi_isfolder=true`` metadata (as Hadoop's WASB
+    directory markers on flat accounts). Azurite has no hierarchical namespace, so the entries are made
+    here as such an account lists them: listings, heads, snapshots, commits and searches ignore them."""
+    import pyarrow as pa
+
+    import executor_lib
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.publish import write_and_upload
+    from executor_lib.splits.table_search import search_table
+
+    options = azure_options(azurite_server)
+    uri = azure_uri(f"hns/{uuid.uuid4().hex}")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.string())])
+    log = executor_lib.create_table(uri, schema, ["day"], **options)
+    mapping = mapping_for(pa.schema([("id", pa.int64())]), {})  # the data columns: day is in the path
+    log.commit([write_and_upload(log.store, pa.table({"id": [1, 2]}), mapping, {"day": "d1"})])
+    store = log.store
+    assert isinstance(store, AzureStore)
+    before = [(o.key, o.size) for o in store.list("")]
+    top_before = [(o.key, o.is_dir) for o in store.list("", recursive=False)]
+    directories = {key.rsplit("/", i)[0] for key, _ in before for i in range(1, key.count("/") + 1)}
+    assert {"_transaction_log", "day=d1"} <= directories
+    for directory in directories:  # as an HNS account lists them: no trailing slash, hdi_isfolder
+        store._blob_client(directory).upload_blob(b"", metadata={"hdi_isfolder": "true"})
+    assert [(o.key, o.size) for o in store.list("")] == before
+    assert [(o.key, o.is_dir) for o in store.list("", recursive=False)] == top_before
+    assert not store.exists("_transaction_log") and not store.exists("day=d1")
+    with pytest.raises(ObjectNotFoundError, match="a directory"):
+        store.head("day=d1")
+    reopened = executor_lib.open_log(uri, **options)
+    assert reopened.snapshot().num_records == 2
+    reopened.commit([write_and_upload(reopened.store, pa.table({"id": [3]}), mapping, {"day": "d2"})])
+    found = search_table(reopened.store, reopened.snapshot(), "*", SplitCache(tmp_path / "cache"))
+    assert sorted(found.column("id").to_pylist()) == [1, 2, 3]
