@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_plugin.failures import project_error_first
 from connect_plugin.local import check_local_workers, quiet_local_session
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
@@ -192,7 +193,11 @@ def read(
         limit=limit,
     )
     read = TableRead(path, plan, options_tuple(extra))
-    return read.dataframe(spark)
+    with project_error_first():  # a bad option, column or query fails here, in the project's terms
+        df = read.dataframe(spark)
+        if type(spark).__module__.startswith("pyspark.sql.connect"):
+            df.columns  # noqa: B018  Spark Connect analyses lazily: here (one round trip, ~50 ms), not at collect
+        return df
 
 
 def read_stream(
