@@ -184,6 +184,10 @@ class CommandReader(DataSourceReader):
             return self._plan_merges(cmd)
         if isinstance(cmd, C.Aggregate):
             snapshot = self._log().snapshot()
+            if cmd.filter is not None:  # a query that does not parse fails here, before any task
+                where = O.parse_filter(cmd.filter)
+                schema = snapshot.arrow_schema()
+                check_filter(where, f"aggregate over {self.path}", schema, lambda: doc_mappings(snapshot))
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
         if isinstance(cmd, C.GroupAggregate):
             return self._plan_group_aggregate(cmd)

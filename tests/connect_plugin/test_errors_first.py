@@ -101,3 +101,13 @@ def test_a_column_the_table_lacks(spark: Any, table: str) -> None:
                           f"(did you mean 'message'?; its columns: {COLUMNS})")  # fmt: skip
     error = _failure(spark, lambda: connect_plugin.read(spark, table, filter="nosuchcol = 1").collect())
     assert str(error) == f"[INDEXTABLES_CONFIG] read {table}: column 'nosuchcol' is not in the table (its columns: {COLUMNS})"
+
+
+def test_the_table_api_leads_with_the_project_line(spark: Any, table: str) -> None:
+    from connect_plugin.table import IndexTable
+
+    t = IndexTable.for_path(spark, table)
+    for call in (lambda: t.count("message:(error"), lambda: t.aggregate({"n": {"count": {}}}, query="message:(error"),
+                 lambda: t.search("message:(error").collect()):  # fmt: skip
+        error = _failure(spark, call)
+        assert str(error).startswith("[INDEXTABLES_QUERY] query 'message:(error' does not parse at position 8"), error
