@@ -29,7 +29,7 @@ from bench.suite import DEFAULT, QUICK, SUITES, Ratio, Sizes, ratios, run_suite
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small sizes: about 1 minute instead of about 5")
+    p.add_argument("--quick", action="store_true", help="small sizes (too small for the goals): everything runs")
     p.add_argument("--only", default=",".join(SUITES), help=f"comma-separated subset of {','.join(SUITES)}")
     p.add_argument("--out", default="bench-results.json", help="where the JSON goes (default bench-results.json)")
     p.add_argument("--png", default=None, metavar="DIR", help="also draw bar charts into DIR (needs matplotlib)")
@@ -77,8 +77,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
 def _value(v: float, unit: str) -> str:
     if unit == "s":
         return f"{v:.3f} s"
-    if unit == "rows/s":
-        return f"{v / 1e6:.2f}M rows/s"
+    if unit == "rows/s":  # enough digits at every size (--quick runs at thousands of rows per second)
+        return f"{v / 1e6:.2f}M rows/s" if v >= 1e6 else f"{v / 1e3:.1f}K rows/s" if v >= 1e3 else f"{v:.0f} rows/s"
     if unit == "B":
         return f"{int(v):,} B"
     if unit == "x":
@@ -96,9 +96,12 @@ def format_table(rows: Sequence[Ratio], quick: bool = False) -> str:
     lines = [header, "-" * len(header)]
     for r in rows:
         met = "-" if r.met is None else ("yes" if r.met else "NO")
+        ratio = f"{r.ratio:+.3f} s" if r.ratio_unit == "s" else f"{r.ratio:.2f}x"
         lines.append(f"{r.suite + '  ' + r.name:<72} {_value(r.measured, r.unit):>15} "
-                     f"{_baseline(r):>17} {r.ratio:>7.2f}x {r.goal or '-':>7} {met:>5}")  # fmt: skip
+                     f"{_baseline(r):>17} {ratio:>8} {r.goal or '-':>7} {met:>5}")  # fmt: skip
     lines.append("ratio: baseline/measured for times (a speed-up), measured/baseline for throughput, bytes and counts")
+    if any(r.ratio_unit == "s" for r in rows):
+        lines.append("ratio in seconds (+0.072 s): measured minus baseline, a difference, not a ratio")
     if any(r.baseline_is_target for r in rows):
         lines.append("baseline: measured in the same run, except 'goal ...': a fixed target, not a measurement")
     if quick:
@@ -106,10 +109,29 @@ def format_table(rows: Sequence[Ratio], quick: bool = False) -> str:
     return "\n".join(lines)
 
 
+def run_date() -> str:
+    """Now, in UTC, to the second (``2026-11-26T09:00:00Z``): when the recorded run started."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on: cores, platform, Python, and the load average as the run started."""
+    import os
+    import platform
+
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "load_average": None if load is None else [round(x, 1) for x in load]}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = sizes_of(args)
-    doc: dict[str, Any] = {"quick": args.quick, "sizes": dataclasses.asdict(sizes), "seconds": {}, "results": {}}
+    doc: dict[str, Any] = {"quick": args.quick, "date": run_date(), "machine": machine(),
+                           "argv": list(argv or sys.argv[1:]), "sizes": dataclasses.asdict(sizes), "seconds": {},
+                           "results": {}}  # fmt: skip
     rows: list[Ratio] = []
     failed: list[str] = []
     for name in args.suites:

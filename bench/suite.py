@@ -55,15 +55,18 @@ class Ratio:
     goal: str | None = None  # e.g. ">= 10" (on the ratio)
     met: bool | None = None
     baseline_is_target: bool = False  # the baseline is a fixed target, not a measurement of this run
+    ratio_unit: str = "x"  # "s": ``ratio`` is a difference in seconds (measured - baseline), not a ratio
 
 
 def _ratio(suite: str, name: str, measured: float, baseline: float, unit: str, ratio: float,
-           goal: tuple[str, float] | None = None, baseline_is_target: bool = False) -> Ratio:  # fmt: skip
+           goal: tuple[str, float] | None = None, baseline_is_target: bool = False,
+           ratio_unit: str = "x") -> Ratio:  # fmt: skip
     if goal is None:
-        return Ratio(suite, name, measured, baseline, unit, ratio, baseline_is_target=baseline_is_target)
+        return Ratio(suite, name, measured, baseline, unit, ratio, baseline_is_target=baseline_is_target,
+                     ratio_unit=ratio_unit)  # fmt: skip
     op, target = goal
     met = {">=": ratio >= target, "<=": ratio <= target, "<": ratio < target, "==": ratio == target}[op]
-    return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met, baseline_is_target)
+    return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met, baseline_is_target, ratio_unit)
 
 
 def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
@@ -155,7 +158,7 @@ def storage_ratios(r: dict[str, Any]) -> list[Ratio]:
         rows.append(_ratio("storage", f"cold {short}, S3: vs a pyarrow scan of the Parquet object",
                            c["seconds"], c["parquet_seconds"], "s", c["parquet_seconds"] / c["seconds"]))  # fmt: skip
     rows.append(_ratio("storage", "warm rare-word search: seconds S3 is over local disk",
-                       w["s3_s"], w["local_s"], "s", w["s3_over_local_s"], ("<=", 0.05)))  # fmt: skip
+                       w["s3_s"], w["local_s"], "s", w["s3_over_local_s"], ("<=", 0.05), ratio_unit="s"))  # fmt: skip
     return rows
 
 
@@ -211,6 +214,7 @@ def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
                 "s",
                 search["over_floor_s"],
                 ("<=", 0.1),
+                ratio_unit="s",
             )
         )
     return rows
@@ -311,10 +315,11 @@ def spark_ratios(r: dict[str, Any]) -> list[Ratio]:
     if "floor_s" in r:
         q = r["selective_0.1pct"]
         rows.append(_ratio("spark", f"0.1% query ({r['rows']:,} rows): seconds over PySpark's trivial-query floor",
-                           q["indextables_s"], r["floor_s"], "s", q["over_floor_s"], ("<=", 0.1)))  # fmt: skip
+                           q["indextables_s"], r["floor_s"], "s", q["over_floor_s"], ("<=", 0.1),
+                           ratio_unit="s"))  # fmt: skip
     if "floor_same_rows_s" in r:
         q = r["selective_0.1pct"]
         rows.append(_ratio("spark", f"0.1% query: seconds over a trivial source returning its {q['rows']:,} rows",
                            q["indextables_s"], r["floor_same_rows_s"], "s",
-                           q["indextables_s"] - r["floor_same_rows_s"]))  # fmt: skip
+                           q["indextables_s"] - r["floor_same_rows_s"], ratio_unit="s"))  # fmt: skip
     return rows

@@ -4,7 +4,8 @@ It builds Spark plans only: it never imports tantivy or executor_lib's engine an
 storage credentials; the cluster, where ``executor_lib`` is installed, does the work.
 
     import connect_plugin
-    connect_plugin.install(spark)                  # once per session
+    spark = connect_plugin.local_session()         # a local session with the data source installed, or:
+    connect_plugin.install(spark)                  # once per session (classic or Spark Connect)
     df = connect_plugin.read(spark, "s3://bucket/logs", columns=["ts", "msg"], limit=100,
                              filter="msg indexquery 'error' AND level = 'ERROR'")
     connect_plugin.write(df, "s3://bucket/logs", mode="append", partition_by=["date"])
@@ -26,6 +27,7 @@ from connect_plugin.session import (
     TABLE_NAME_PREFIX,
     UnknownTableError,
     install,
+    local_session,
     read,
     read_stream,
     register_table,
@@ -45,6 +47,7 @@ __all__ = [
     "build_companion",
     "explain",
     "install",
+    "local_session",
     "read",
     "read_stream",
     "register_table",

@@ -5,9 +5,14 @@ Re-exported by ``connect_plugin``; nothing here imports tantivy or touches stora
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_plugin.failures import project_error_first
+from connect_plugin.local import check_local_workers, quiet_local_session
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
 from indextables_contract import FORMAT
@@ -23,6 +28,9 @@ JVM_FORMATS = (
 # The modules that register each name statically on the cluster (pyproject.toml's py-modules).
 STATIC_MODULES = ("pyspark_indextables", "pyspark_indextables_provider", "pyspark_indextables_spark")
 
+# What connect_plugin.local_session sets unless its caller does.
+LOCAL_CONF = {"spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"}
+
 # Session settings the data sources rely on.
 SESSION_CONF = {
     # Python data sources get no filters unless this is on.
@@ -30,6 +38,34 @@ SESSION_CONF = {
     # Spark Connect: do not reuse a cached reader (and its filters and file list) across queries.
     "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
 }
+
+
+def local_session(master: str = "local[2]", conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A classic ``SparkSession`` on this machine whose Python workers run this interpreter, with
+    ``format("indextables")`` installed (``connect_plugin.install``) and Spark's start-up noise off.
+
+    Args:
+        master: the local master (``local[N]``).
+        conf: Spark settings over ``LOCAL_CONF`` (e.g. ``{"spark.driver.memory": "4g"}``).
+
+    Raises:
+        ConfigError: this environment does not have the project's cluster side (``executor_lib``,
+            ``pip install 'indextables[spark]'``), or an existing session's workers run another Python.
+
+    Example: ``spark = connect_plugin.local_session(); spark.read.format("indextables").load("/data/t")``
+    """
+    missing = [m for m in ("executor_lib", "pyspark_indextables", "tantivy") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(
+            f"connect_plugin.local_session: {sys.executable} cannot import {', '.join(missing)}: a local session runs "
+            "the data source in this Python; install the project with its Spark extra here "
+            "(pip install 'indextables[spark]'), or use Spark Connect (SparkSession.builder.remote('sc://...'))"
+        )
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = {**LOCAL_CONF, "spark.pyspark.python": os.environ["PYSPARK_PYTHON"], **dict(conf or {})}
+    spark = quiet_local_session(settings, master)
+    install(spark)
+    return spark
 
 
 def install(spark: SparkSession) -> None:
@@ -41,22 +77,27 @@ def install(spark: SparkSession) -> None:
     only where such a module is not importable here but ``executor_lib`` is, that name is registered
     explicitly (registering over the static registration makes Spark warn on every session).
 
+    In a classic ``local[...]`` session, it first checks that Spark's Python workers can import the data
+    source (``connect_plugin.local.check_local_workers``): a venv's Python run without activating the
+    venv leaves them on the system Python, where every read and write would fail.
+
     Args:
         spark: a classic or Spark Connect session.
 
     Raises:
-        ConfigError: a session setting the data source relies on cannot be set.
+        ConfigError: a session setting the data source relies on cannot be set, or a local session's
+            workers run a Python that cannot import the data source (the message says what to set).
 
-    Example: ``connect_plugin.install(spark)`` once, before the first read or write.
+    Example: ``connect_plugin.install(spark)`` once, before the first read or write
+    (``connect_plugin.local_session()`` builds a local session and installs it).
     """
+    check_local_workers(spark)
     for key, value in SESSION_CONF.items():
         try:
             spark.conf.set(key, value)
         except Exception as e:
             if "planCache" not in key:
                 raise ConfigError(f"connect_plugin.install: cannot set {key}={value}: {e}") from e
-    import importlib.util
-
     try:
         from executor_lib.spark.datasource import DATA_SOURCES
     except ImportError:  # thin client: the cluster's static registration provides it
@@ -152,7 +193,11 @@ def read(
         limit=limit,
     )
     read = TableRead(path, plan, options_tuple(extra))
-    return read.dataframe(spark)
+    with project_error_first():  # a bad option, column or query fails here, in the project's terms
+        df = read.dataframe(spark)
+        if type(spark).__module__.startswith("pyspark.sql.connect"):
+            df.columns  # noqa: B018  Spark Connect analyses lazily: here (one round trip, ~50 ms), not at collect
+        return df
 
 
 def read_stream(

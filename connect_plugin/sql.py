@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lark.exceptions import UnexpectedInput
 
+from connect_plugin.failures import project_error_first
 from connect_plugin.grammar import (
     BUCKET_FUNCTION,
     BUCKET_ITEM,
@@ -76,12 +77,13 @@ def sql(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -
 
     Example: ``sql(spark, "SELECT level, count(*) FROM logs WHERE msg indexquery 'timeout' GROUP BY level")``
     """
-    plan = plan_statement(spark, text, options)
-    if plan is None:
-        return spark.sql(text)
-    if isinstance(plan, StatementPlan):
-        return plan.dataframe(spark)
-    return plan()
+    with project_error_first():
+        plan = plan_statement(spark, text, options)
+        if plan is None:
+            return spark.sql(text)
+        if isinstance(plan, StatementPlan):
+            return plan.dataframe(spark)
+        return plan()
 
 
 def explain(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> str:

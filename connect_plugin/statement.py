@@ -94,7 +94,33 @@ class StatementPlan:
         for view, read in self.reads:
             read.dataframe(spark).createOrReplaceTempView(view)
         assert self.sql is not None  # a plan has a pushed aggregate or a statement
-        return spark.sql(self.sql)
+        try:
+            return spark.sql(self.sql)
+        except Exception as e:
+            error = self._in_user_terms(spark, str(e))
+            if error is None:
+                raise
+            raise error from e
+
+    def _in_user_terms(self, spark: SparkSession, text: str) -> StatementError | None:
+        """Spark's analysis error over the views, told in the statement's terms: an unknown column named
+        with every column of the table(s) (Spark suggests among the pruned view's), and no view name."""
+        if not self.reads or not any(view in text for view, _ in self.reads):
+            return None
+        unresolved = _UNRESOLVED.search(text)
+        if unresolved is not None:
+            name = unresolved.group(1).split("`.`")[-1]
+            tables = []
+            for _, read in self.reads:
+                columns = TableRead(read.path, ReadPlan(), read.options).dataframe(spark).columns
+                if any(c.lower() == name.lower() for c in columns):
+                    return None  # another cause: Spark's own message says it
+                tables.append((read.path, columns))
+            return StatementError(_unknown_column(name, tables))
+        first = text.strip().splitlines()[0]
+        for view, read in self.reads:
+            first = first.replace(f"`{view}`", f"indextables.`{read.path}`").replace(view, f"indextables.`{read.path}`")
+        return StatementError(first)
 
     def explain(self) -> str:
         parts = [self.aggregate.describe()] if self.aggregate is not None else []
@@ -103,6 +129,23 @@ class StatementPlan:
             parts.append(f"Spark SQL over the reads:\n  {self.sql}")
         parts += self.notes
         return "\n".join(parts)
+
+
+_UNRESOLVED = re.compile(r"\[UNRESOLVED_COLUMN[.\w]*\] A column[^`]* with name `(.+?)` cannot be resolved")
+
+
+def _unknown_column(name: str, tables: list[tuple[str, list[str]]]) -> str:
+    """``column 'x' is not in the table /t (did you mean 'y'?; its columns: a, b)`` (every table of a join)."""
+    import difflib
+
+    every = [c for _, columns in tables for c in columns]
+    close = difflib.get_close_matches(name, every, n=1) or difflib.get_close_matches(name.lower(), every, n=1)
+    hint = f"did you mean {close[0]!r}?; " if close else ""
+    if len(tables) == 1:
+        path, columns = tables[0]
+        return f"column {name!r} is not in the table {path} ({hint}its columns: {', '.join(columns)})"
+    listed = "; ".join(f"{path}: {', '.join(columns)}" for path, columns in tables)
+    return f"column {name!r} is not in any of the statement's tables ({hint}their columns: {listed})"
 
 
 def view_name() -> str:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin import session as _plugin
+from connect_plugin.failures import project_error_first
 from connect_plugin.grammar import IndexTablesSQLError, parse_measure
 from connect_plugin.plan import command_frame, local_frame
 from connect_plugin.settings import _options
@@ -104,7 +105,8 @@ class IndexTable:
         filter_json = None if where is None else F.to_text(_where(where))
         plan = AggregateRead(self.path, AggregatePlan(group, tuple(parsed), filter_json), tuple(outputs),
                              options=options_tuple(self.options))  # fmt: skip
-        df = plan.run(self.spark)
+        with project_error_first():
+            df = plan.run(self.spark)
         if df is None:
             wanted = list(measures.values())
             raise IndexTablesSQLError(f"group_by on {self.path}: {wanted} cannot be typed as Spark does")
@@ -146,9 +148,10 @@ class IndexTable:
         from connect_plugin.aggregate import merge_results
 
         where = None if query is None else F.QueryString(query) if isinstance(query, str) else _where(query)
-        rows = self._command(
-            C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else F.to_text(where))
-        ).collect()
+        with project_error_first():
+            rows = self._command(
+                C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else F.to_text(where))
+            ).collect()
         return merge_results(aggregations, [json.loads(r["result"]) for r in rows])
 
     # -- commands --
@@ -279,4 +282,5 @@ class IndexTable:
 def _run_once(df: DataFrame) -> DataFrame:
     """Run a command with side effects exactly once and return its result rows as a DataFrame
     (re-evaluating the read would run the command again)."""
-    return local_frame(df.sparkSession, df.collect(), df.schema)
+    with project_error_first():
+        return local_frame(df.sparkSession, df.collect(), df.schema)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from connect_plugin.failures import project_error_first
 from connect_plugin.merge_on_write import StreamMerger, merge_on_write_settings
 from connect_plugin.session import FORMAT
 from connect_plugin.settings import _options
@@ -63,7 +64,8 @@ def write(
     merge_on_write_settings(path, opts)  # checked here, before anything is written
     purge_on_write_settings(path, opts)
     optimize_write_target(path, opts)
-    df.write.format(FORMAT).mode(mode).options(**opts).save(path)
+    with project_error_first():
+        df.write.format(FORMAT).mode(mode).options(**opts).save(path)
 
 
 def write_stream(

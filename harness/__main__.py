@@ -3,11 +3,12 @@
 
 ``up`` starts S3 (or, with ``--storage azure``, Azure Blob Storage: Azurite), a Spark master, N
 workers and a Spark Connect server (processes on 127.0.0.1, or containers with ``--backend docker``)
-and prints their endpoints; ``status`` prints what runs
-(exit 1 if anything recorded is down); ``down`` stops exactly what ``up`` recorded in
-``DIR/cluster.json`` (whichever backend started it); ``images`` builds or reuses the docker
-backend's images (with ``--storage azure`` the Azurite image too) and prints their tags and what
-building took.
+and prints their endpoints; ``status`` prints what runs and exits 0 when everything recorded is up, 1
+when part of it is down, and 3 when nothing is running (nothing was started in the run directory, or
+``down`` stopped it: ``STATUS_NOT_RUNNING``, as an init script's ``status``); ``down`` stops exactly
+what ``up`` recorded in ``DIR/cluster.json`` (whichever backend started it); ``images`` builds or
+reuses the docker backend's images (with ``--storage azure`` the Azurite image too) and prints their
+tags and what building took.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from harness.docker_cluster import DockerCluster, DockerUnavailableError, attach
 from harness.docker_images import ensure_images
 
 DEFAULT_RUN_DIR = ".harness"
+# ``status`` exit codes: all up, part of it down, an error (bad flags...), nothing running.
+STATUS_UP, STATUS_PARTLY_DOWN, STATUS_ERROR, STATUS_NOT_RUNNING = 0, 1, 2, 3
 
 
 def _cluster(args: argparse.Namespace, attach: bool) -> Any:
@@ -77,17 +80,38 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "up":
             _print_endpoints(_cluster(args, attach=False).up())
             return 0
+        if args.action == "status":
+            return _status(args)
         cluster = _cluster(args, attach=True)
         if args.action == "down":
             stopped = cluster.down()
             print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
             return 0
-        status = cluster.status()
-        print(json.dumps(status, indent=2) if args.json else _status_text(status))
-        return 0 if all(status["alive"].values()) and status["alive"] else 1
+        raise AssertionError(f"unhandled action {args.action}")  # argparse allows no other
     except (ClusterError, DockerUnavailableError) as e:
         print(f"harness {args.action}: {e}", file=sys.stderr)
-        return 2
+        return STATUS_ERROR
+
+
+def _status(args: argparse.Namespace) -> int:
+    """``status``: what runs, and ``STATUS_UP`` / ``STATUS_PARTLY_DOWN`` / ``STATUS_NOT_RUNNING``."""
+    try:
+        status = _cluster(args, attach=True).status()
+    except ClusterError as e:
+        if "no cluster.json" not in str(e):
+            raise
+        status = None
+    running = status is not None and any(status["alive"].values())
+    if args.json:
+        print(json.dumps({"running": running, **(status or {})}, indent=2))
+    if status is None or not running:
+        how = "nothing was started there" if status is None else "its processes are stopped (down) or gone"
+        if not args.json:
+            print(f"nothing is running in {args.run_dir}: {how}; python -m harness up starts a cluster")
+        return STATUS_NOT_RUNNING
+    if not args.json:
+        print(_status_text(status))
+    return STATUS_UP if all(status["alive"].values()) else STATUS_PARTLY_DOWN
 
 
 def _status_text(status: dict[str, Any]) -> str:

@@ -85,9 +85,12 @@ class StressResult:
 
     # What the summary's counts mean (printed once above the summaries).
     LEGEND = (
-        "legend: attempted = data commits tried; landed = data commits found in the logs afterwards; "
-        "acked = commits a writer was told it won; lost = acked commits missing from the log (must be 0, "
-        "except in the unpatched-moto self-test, which proves the checker catches losses)"
+        "legend: attempted = commits this run's writers and merger tried (data and MERGE); landed = versions "
+        "in the logs holding a split this run uploaded (an attempt whose outcome was unknown may land; other "
+        "runs sharing table A are not counted), so attempted >= landed; acked = commits a writer was told it "
+        "won, so landed >= acked; rows written = rows of the acked data commits, rows read = rows of the "
+        "tables' final states (B's overwrites remove rows); lost = acked commits missing from the log (must be "
+        "0, except in the unpatched-moto self-test, which proves the checker catches losses)"
     )
 
     def summary(self, label: str = "stress") -> str:
@@ -205,6 +208,7 @@ def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: 
             _flush(report, "committing")
             log.commit([*removes_of(sources, data_change=False), *merged], read_version=snap.version, operation="MERGE")
             report["merges"] = report.get("merges", 0) + 1
+            report.setdefault("merged", []).extend(a.path for a in merged)
             _flush(report, "committed")
         except CommitConflictError:
             report["conflicts"] += 1  # another merge took one of the sources first: expected
@@ -369,18 +373,27 @@ def check(cfg: StressConfig, reports: list[dict[str, Any]], work_dir: Path) -> S
         if r["role"] in ("writer", "overwriter", "appender_b", "merger"):
             result.attempted += r.get("attempted", 0)
             result.acknowledged += len(r.get("acks", [])) + r.get("merges", 0)
-    _check_table(cfg, cfg.table_a, [r for r in reports if r["role"] == "writer"], result, data_removes=False)
+    a_reports = [r for r in reports if r["role"] == "writer"]
+    ours_a = _uploaded([*a_reports, *(r for r in reports if r["role"] == "merger")])
+    _check_table(cfg, cfg.table_a, a_reports, result, data_removes=False, ours=ours_a)
     if cfg.table_b_workload:
         b_reports = [r for r in reports if r["role"] in ("overwriter", "appender_b")]
-        b_log = _check_table(cfg, cfg.table_b, b_reports, result, data_removes=True)
+        b_log = _check_table(cfg, cfg.table_b, b_reports, result, data_removes=True, ours=_uploaded(b_reports))
         orphans = [p for r in reports if r["role"] == "killed" for p in r.get("orphans", [])]
         abandoned = {p for r in b_reports for p in r.get("abandoned", [])}
         _check_purge(cfg, orphans, abandoned | b_log.removed_paths, result)
     return result
 
 
+def _uploaded(reports: list[dict[str, Any]]) -> set[str]:
+    """Every split these processes uploaded for a commit: acknowledged, merged, or abandoned (whose commit
+    failed, conflicted, or had an unknown outcome)."""
+    paths = {p for r in reports for _, ack_paths, _ in r.get("acks", []) for p in ack_paths}
+    return paths | {p for r in reports for p in (*r.get("merged", []), *r.get("abandoned", []))}
+
+
 def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], result: StressResult,
-                 data_removes: bool) -> LogReport:  # fmt: skip
+                 data_removes: bool, ours: set[str] | None = None) -> LogReport:  # fmt: skip
     import executor_lib
     from executor_lib.cache.split_cache import SplitCache
 
@@ -391,7 +404,7 @@ def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], res
     if versions != list(range(snap.version + 1)):
         result.violations.append(f"{uri}: versions not contiguous: {versions[:5]}...{versions[-5:]}")
     result.duplicated += report.duplicate_txn_ids + report.duplicate_adds
-    result.landed += _data_commits(report)
+    result.landed += _data_commits(report) if ours is None else _commits_of(report, ours)
     for r in writers:
         for version, paths, rows in r.get("acks", []):
             result.rows_written += rows
@@ -412,6 +425,11 @@ def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], res
 
 def _data_commits(report: LogReport) -> int:
     return len(report.versions) - 1  # every version but the table's creation
+
+
+def _commits_of(report: LogReport, paths: set[str]) -> int:
+    """The versions that added at least one of ``paths`` (this run's commits, in a log other runs share)."""
+    return len({report.added_paths[p] for p in paths if p in report.added_paths})
 
 
 def _exists(store: Any, key: str) -> bool:

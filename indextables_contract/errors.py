@@ -304,3 +304,30 @@ def error_class_in(text: str) -> type[IndexTablesError] | None:
         if cls is not None and (name is None or name == cls.__name__):
             found = cls
     return found
+
+
+def error_in(text: str) -> IndexTablesError | None:
+    """The error that an error's text reports, rebuilt: its class (as ``error_class_in``) with the
+    message of the line that names it, e.g. from a Spark exception whose text quotes a Python worker's
+    traceback (``[PYTHON_DATA_SOURCE_ERROR] ... QueryError: [INDEXTABLES_QUERY] query ...``); None if
+    the text reports none.
+
+    Example: ``str(error_in("...\nQueryError: [INDEXTABLES_QUERY] query '(' does not parse\n..."))``
+    is ``"[INDEXTABLES_QUERY] query '(' does not parse"``.
+    """
+    classes = error_classes()
+    found: tuple[type[IndexTablesError], str] | None = None
+    for match in _RAISED.finditer(text):
+        name, code = match.group(1), match.group(2)
+        cls = classes.get(code)
+        if cls is not None and (name is None or name == cls.__name__):
+            found = cls, text[match.end() :].split("\n", 1)[0].strip()
+    if found is None:
+        return None
+    cls, message = found
+    try:
+        return cls(message)
+    except TypeError:  # a class whose constructor wants more than the message
+        error = cls.__new__(cls)
+        IndexTablesError.__init__(error, message)
+        return error

@@ -133,12 +133,13 @@ def _int(value: Any) -> str:
 
 
 def _bytes(value: Any) -> str:
+    """Decimal units, as their names say: 357,731,571 bytes is ``357.7 MB`` (1 MB = 10**6 bytes)."""
     try:
         n = float(value)
     except (TypeError, ValueError):
         return f"{value} bytes"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
             return f"{n:,.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
+        n /= 1000
     return f"{n:,.1f} GB"

@@ -138,3 +138,11 @@ def test_the_demo_command_prints_a_report_and_nothing_on_stderr(tmp_path: Path) 
     assert "IndexTables demo: report" in done.stdout and "2,000 rows" in done.stdout
     assert [n for n in TOOL_NOISE if n.lower() in done.stderr.lower()] == [], done.stderr
     assert done.stderr == ""
+
+
+def test_report_sizes_use_the_units_they_name() -> None:
+    """``MB`` is 10**6 bytes: the issue-34 run printed 357,731,571 bytes as ``341.2 MB`` (MiB)."""
+    from indextables_demo.report import _bytes
+
+    assert _bytes(357_731_571) == "357.7 MB"
+    assert (_bytes(999), _bytes(1_500), _bytes(2_500_000_000)) == ("999 B", "1.5 kB", "2.5 GB")

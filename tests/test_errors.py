@@ -62,3 +62,21 @@ def test_error_class_in_reads_a_traceback_as_spark_quotes_it() -> None:
     assert error_class_in(str(CommitConflictError("v3"))) is CommitConflictError
     assert error_class_in("ConfigError: [INDEXTABLES_COMMIT_CONFLICT] a name that does not match") is None
     assert error_class_in("[DATA_SOURCE_NOT_FOUND] nothing of ours") is None
+
+
+def test_error_in_rebuilds_the_raised_error_with_its_line_as_the_message() -> None:
+    """What ``connect_plugin`` raises in place of Spark's exception: the project's line first."""
+    from indextables_contract.errors import QuerySyntaxError, error_in
+
+    text = (
+        "[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent call last):\n"
+        '  File "executor_lib/spark/reader.py", line 433, in check_filter\n'
+        "indextables_contract.errors.QueryError: [INDEXTABLES_QUERY] query '(error' does not parse at position 0\n"
+        " SQLSTATE: 38000"
+    )
+    error = error_in(text)
+    assert type(error) is QueryError and str(error) == "[INDEXTABLES_QUERY] query '(error' does not parse at position 0"
+    assert type(error_in("QuerySyntaxError: [INDEXTABLES_QUERY_SYNTAX] at 3")) is QuerySyntaxError
+    storage = error_in("StorageError: [INDEXTABLES_STORAGE] s3://b/t: access denied")
+    assert isinstance(storage, StorageError) and storage.path is None and storage.message == "s3://b/t: access denied"
+    assert error_in("[DATA_SOURCE_NOT_FOUND] nothing of ours") is None

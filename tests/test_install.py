@@ -5,6 +5,7 @@ announced in one line and silent when there is nothing to do."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def test_the_thin_client_wheel_ships_its_type_hints(tmp_path: Path) -> None:
                     str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"connect_plugin/py.typed", "indextables_contract/py.typed"} <= names
+    assert {"connect_plugin/py.typed", "indextables_contract/py.typed", "connect_plugin/log4j2-local.properties"} <= names
     pyproject = (REPO / "pyproject.toml").read_text()
     for package in ("connect_plugin", "indextables_contract", "executor_lib"):
-        assert f'{package} = ["py.typed"]' in pyproject and (REPO / package / "py.typed").is_file()
+        assert re.search(rf'^{package} = \["py.typed"[],]', pyproject, re.M) and (REPO / package / "py.typed").is_file()

@@ -74,3 +74,25 @@ def test_readme_log_and_search_examples_run(tmp_path: Path, moto_server: Any) ->
     )
     exec(compile(code, "README: S3", "exec"), env)
     assert env["s3"].snapshot().version == 0
+
+
+def test_readme_first_python_example_builds_a_session_that_works() -> None:
+    """The first Python a reader meets shows how to get a ``spark`` (``local_session()``, or Spark Connect
+    and ``install``); tests/connect_plugin/test_local_session.py runs that local session as a newcomer would."""
+    text = (REPO_ROOT / "README.md").read_text()
+    first = re.search(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert first is not None
+    block = first.group(1)
+    assert "spark = connect_plugin.local_session()" in block
+    assert ".remote(" in block and "connect_plugin.install(spark)" in block
+    ast.parse(block)
+
+
+def test_readme_command_line_section_says_where_the_command_is() -> None:
+    """``indextables`` is installed into .venv/bin, which is not on the PATH unless the venv is active."""
+    text = (REPO_ROOT / "README.md").read_text()
+    start = text.index("## Command line\n")
+    section = text[start : text.index("\n## ", start + 1)]
+    assert "`.venv/bin/indextables`" in section and "source .venv/bin/activate" in section
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text()
+    assert 'indextables = "executor_lib.cli:main"' in pyproject  # the console script pip puts in .venv/bin

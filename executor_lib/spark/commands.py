@@ -48,9 +48,12 @@ from executor_lib.spark.progress import TaskProgress, interval_seconds
 from executor_lib.spark.reader import (
     DEFAULT_PARTITION_BYTES,
     DEFAULT_SPLITS_PER_PARTITION,
+    check_filter,
+    doc_mappings,
     plan_tasks,
     prunable,
     query_strings,
+    unknown_columns_text,
 )
 from indextables_contract import commands as C
 from indextables_contract import filters as F
@@ -181,6 +184,10 @@ class CommandReader(DataSourceReader):
             return self._plan_merges(cmd)
         if isinstance(cmd, C.Aggregate):
             snapshot = self._log().snapshot()
+            if cmd.filter is not None:  # a query that does not parse fails here, before any task
+                where = O.parse_filter(cmd.filter)
+                schema = snapshot.arrow_schema()
+                check_filter(where, f"aggregate over {self.path}", schema, lambda: doc_mappings(snapshot))
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
         if isinstance(cmd, C.GroupAggregate):
             return self._plan_group_aggregate(cmd)
@@ -234,7 +241,7 @@ class CommandReader(DataSourceReader):
         try:
             agg = AggregatePlan.from_json(cmd.plan)
         except AggregatePlanError as e:
-            raise ConfigError(f"group_aggregate {self.path}: {e}") from e
+            raise ConfigError(f"aggregate over {self.path}: {e}") from e
         snapshot = pinned_snapshot(self.path, self.options)
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
@@ -243,7 +250,9 @@ class CommandReader(DataSourceReader):
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
         if unknown:
-            raise ConfigError(f"group_aggregate {self.path}: columns {unknown} are not in the table ({schema.names})")
+            raise ConfigError(f"read {self.path}: {unknown_columns_text(unknown, schema.names)}")
+        if where is not None:  # a query that does not parse fails here, before any task
+            check_filter(where, f"read {self.path}", schema, lambda: doc_mappings(snapshot))
         self.table_schema = snapshot.metadata.schema_string
         partition_columns = self.partition_columns = list(snapshot.partition_columns)
         on_partitions = set(partition_columns).issuperset

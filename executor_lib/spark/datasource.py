@@ -27,7 +27,7 @@ from pyspark.sql.types import BooleanType, StructType
 
 from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
-from executor_lib.spark.reader import IndexTablesReader
+from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
 from indextables_contract import read as R
@@ -72,10 +72,13 @@ class IndexTablesDataSource(DataSource):
             required = O.required_columns(opts[R.REQUIRED_COLUMNS], table_columns, types)
             columns = [c for c in (columns or table_columns) if c in required]
         schema = _spark_schema(snapshot.metadata.schema_string, columns)
-        for name in O.parse_match_columns(opts[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in opts else {}:
+        match = O.parse_match_columns(opts[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in opts else {}
+        for name in match:
             if name in table_columns:
                 raise ConfigError(f"read {path}: match column {name!r} is a column of the table")
             schema = schema.add(name, BooleanType(), nullable=False)
+        if match or R.FILTER in opts or O.query_filters(opts):  # a bad query fails at analysis, before any job
+            option_filters(path, opts, snapshot.arrow_schema(), lambda: doc_mappings(snapshot), match)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:

@@ -164,9 +164,11 @@ def canonical_options(
                     out[prefixes[prefix] + str(name)] = lower[len(prefix) :]
                 continue
             if column is None:
+                close = difflib.get_close_matches(lower[len(prefix) :], list(column_names), n=1)
+                hint = f"did you mean {prefixes[prefix]}{column_names[close[0]]}?; " if close else ""
                 raise ConfigError(
-                    f"{what} option {key}: column {key[len(prefix) :]!r} is not in the table (columns: "
-                    f"{sorted(column_names.values())})"
+                    f"{what} option {key}: column {key[len(prefix) :]!r} is not in the table ({hint}its columns: "
+                    f"{', '.join(sorted(column_names.values()))})"
                 )
             out[prefixes[prefix] + column] = value
             continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,32 +108,10 @@ class IndexTablesReader(DataSourceReader):
     @staticmethod
     def _doc_mappings(snapshot: Any) -> list[Any]:
         """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
-        from executor_lib.splits.doc_mapping import DocMapping
-
-        texts = {snapshot.doc_mapping(a) for a in snapshot.files}
-        if None in texts:
-            return []
-        try:
-            return [DocMapping.from_json(t) for t in texts if t is not None]
-        except ConfigError:
-            return []
+        return doc_mappings(snapshot)
 
     def _option_filters(self, table_arrow: pa.Schema) -> list[F.Filter]:
-        from executor_lib.splits.searcher import check_query
-
-        found = O.query_filters(self.options)
-        if R.FILTER in self.options:
-            where = O.parse_filter(self.options[R.FILTER])
-            found.append(typed_filter(where, table_arrow, self.options.get("sessionTimeZone")))
-        for f in [*found, *self.match.values()]:
-            unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
-            if unknown:
-                raise ConfigError(f"read {self.path}: filter names columns {unknown} that are not in the table")
-            for query in query_strings(f):
-                for mapping in self._mappings:
-                    _check_query_kind(query, mapping)
-                    check_query(query, mapping, table_arrow)
-        return found
+        return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         from executor_lib.splits.pushdown import plan
@@ -395,6 +373,75 @@ def _balanced(files: Sequence[AddAction], count: int, most: int) -> list[list[Ad
         groups[lightest].append(add)
         load[lightest] += add.size + OPEN_COST_BYTES
     return [sorted(g, key=lambda a: position[id(a)]) for g in groups if g]
+
+
+def doc_mappings(snapshot: Any) -> list[Any]:
+    """The distinct doc mappings of ``snapshot``'s live splits (empty if any is unknown or unreadable)."""
+    from executor_lib.splits.doc_mapping import DocMapping
+
+    texts = {snapshot.doc_mapping(a) for a in snapshot.files}
+    if None in texts:
+        return []
+    try:
+        return [DocMapping.from_json(t) for t in texts if t is not None]
+    except ConfigError:
+        return []
+
+
+def option_filters(
+    path: str, options: Mapping[str, str], table_arrow: pa.Schema, mappings: Callable[[], list[Any]],
+    match: Mapping[str, F.Filter],
+) -> list[F.Filter]:  # fmt: skip
+    """The filter trees a read's options carry (``indexquery.<col>``, ``indexqueryall``, ``filter``),
+    each checked with ``check_filter`` (as are the ``match`` columns' trees): run by the data source's
+    ``schema`` (Spark's analysis, before any job) and by the reader.
+
+    Raises:
+        ConfigError / QueryError / FilterError: as ``check_filter``, or a malformed ``filter`` option.
+
+    Example: ``option_filters("/t", {"indexquery.message": "error"}, schema, lambda: doc_mappings(snap), {})``
+    """
+    found = O.query_filters(options)
+    if R.FILTER in options:
+        where = O.parse_filter(options[R.FILTER])
+        found.append(typed_filter(where, table_arrow, options.get("sessionTimeZone")))
+    for f in [*found, *match.values()]:
+        check_filter(f, f"read {path}", table_arrow, mappings)
+    return found
+
+
+def check_filter(f: F.Filter, what: str, table_arrow: pa.Schema, mappings: Callable[[], list[Any]]) -> None:
+    """Refuse, on the driver before any task, a filter tree naming a column the table lacks (every
+    column listed, the closest suggested) or holding a query string that does not parse with the
+    field's tokenizer in some split's doc mapping (``mappings``, called only if there is a query).
+
+    Raises:
+        ConfigError: an unknown column, or a query kind the field cannot answer.
+        QueryError: a query string that does not parse (position and reason named).
+
+    Example: ``check_filter(F.QueryString("(error", "message"), "read /t", schema, lambda: doc_mappings(snap))``
+    """
+    from executor_lib.splits.searcher import check_query
+
+    unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
+    if unknown:
+        raise ConfigError(f"{what}: {unknown_columns_text(unknown, table_arrow.names)}")
+    queries = query_strings(f)
+    for mapping in mappings() if queries else []:
+        for query in queries:
+            _check_query_kind(query, mapping)
+            check_query(query, mapping, table_arrow)
+
+
+def unknown_columns_text(unknown: Sequence[str], columns: Sequence[str]) -> str:
+    """``column 'x' is not in the table (did you mean 'y'?; its columns: a, b, c)``: the user's terms."""
+    import difflib
+
+    names = ", ".join(repr(c) for c in unknown)
+    which = f"column {names} is" if len(unknown) == 1 else f"columns {names} are"
+    close = difflib.get_close_matches(unknown[0], list(columns), n=1)
+    hint = f"did you mean {close[0]!r}?; " if close else ""
+    return f"{which} not in the table ({hint}its columns: {', '.join(columns)})"
 
 
 def _check_query_kind(query: F.QueryString, mapping: Any) -> None:

@@ -140,7 +140,8 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     assert not [name for name, pid in pids.items() if pid_alive(pid)], "down left processes running"
     if backend == "docker":
         assert started.leftovers() == [], "down left containers, networks or volumes"
-    assert harness_cli("status", "--run-dir", str(run_dir)).returncode == 1
+    after = harness_cli("status", "--run-dir", str(run_dir))
+    assert after.returncode == 3 and after.stdout.startswith("nothing is running in "), after.stdout
 
 
 @pytest.mark.timeout(1500)
@@ -198,6 +199,37 @@ def _executor_killed_during_read(spark: Any, cluster: Any) -> None:
 
 def test_harness_cli_names_what_is_wrong(tmp_path: Path) -> None:
     status = harness_cli("status", "--run-dir", str(tmp_path / "nothing"))
-    assert status.returncode == 2 and "no cluster.json" in status.stderr
+    assert status.returncode == 3 and status.stderr == "", status.stderr
+    assert status.stdout == (f"nothing is running in {tmp_path / 'nothing'}: nothing was started there; "
+                             "python -m harness up starts a cluster\n")  # fmt: skip
     bad = harness_cli("up", "--workers", "0", "--run-dir", str(tmp_path))
     assert bad.returncode == 2 and "--workers must be at least 1" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("pids", "code", "first_line"),
+    [
+        ({}, 3, "nothing is running in "),  # what `down` leaves: cluster.json with no process
+        ({"master": "dead"}, 3, "nothing is running in "),  # every recorded process gone
+        ({"master": "self", "worker-0": "dead"}, 1, "process backend: master=up, worker-0=DOWN"),
+        ({"master": "self"}, 0, "process backend: master=up"),
+    ],
+)
+def test_status_exit_code_says_whether_anything_runs(tmp_path: Path, pids: dict[str, str], code: int,
+                                                    first_line: str) -> None:  # fmt: skip
+    """0: all up; 1: part of it down; 3: nothing running (as ``down`` leaves it, or all dead)."""
+    import dataclasses
+
+    from harness.cluster import ClusterInfo
+
+    gone = subprocess.Popen(["true"])  # a pid that has exited
+    gone.wait()
+    pid_of = {"self": os.getpid(), "dead": gone.pid}
+    run_dir = tmp_path / "cluster"
+    run_dir.mkdir()
+    info = ClusterInfo(str(run_dir), workers=1, pids={n: pid_of[p] for n, p in pids.items()})
+    (run_dir / "cluster.json").write_text(json.dumps(dataclasses.asdict(info)))
+    status = harness_cli("status", "--run-dir", str(run_dir))
+    assert status.returncode == code and status.stdout.startswith(first_line), status.stdout
+    as_json = harness_cli("status", "--run-dir", str(run_dir), "--json")
+    assert as_json.returncode == code and json.loads(as_json.stdout)["running"] is (code != 3)
