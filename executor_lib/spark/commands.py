@@ -56,6 +56,7 @@ from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
+from indextables_contract.values import as_duration
 
 # Options a command read may carry beyond its arguments (a pinned version; the read settings of
 # a pushed aggregate's tasks).
@@ -145,7 +146,7 @@ class CommandReader(DataSourceReader):
         text = getattr(self.command, "filter", None)
         if text is None:
             return None
-        where = O.parse_filter(text)
+        where = F.from_text(text, "option filter")
         if query_strings(where):
             raise ConfigError(
                 f"{self.name} {self.path}: the WHERE selects partitions, so it cannot use indexquery, textsearch "
@@ -239,7 +240,8 @@ class CommandReader(DataSourceReader):
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
         self.command = dataclasses.replace(cmd, plan=agg.to_json())  # the tasks' plan
-        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else F.from_text(agg.filter, "option filter")
+        where = None if where is None else typed_filter(where, schema, self.time_zone)
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
         if unknown:
@@ -312,10 +314,9 @@ class CommandReader(DataSourceReader):
         hours = cmd.retention_hours
         if hours is None:  # PURGE without OLDER THAN: the session's default (IndexTables4Spark's name)
             raw = self.options.get("spark.indextables.purge.defaultRetentionHours", "168")
-            try:
-                hours = float(raw)
-            except ValueError as e:
-                raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours") from e
+            hours = as_duration(raw)
+            if hours is None:
+                raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours (a number >= 0)")
         report = purge_table(self._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
         for kind, key, size in report.rows():
             yield kind, key, size, dry
@@ -402,7 +403,7 @@ class CommandReader(DataSourceReader):
         request = json.loads(cmd.aggregations)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
-        where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
+        where = F.from_text(cmd.filter, "option filter") if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         with profiled_task(cache.directory):
             for add, mapping in payload:
@@ -447,7 +448,8 @@ class CommandReader(DataSourceReader):
             return
         agg = AggregatePlan.from_json(cmd.plan)
         schema = spark_json_to_arrow(self.table_schema)
-        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else F.from_text(agg.filter, "option filter")
+        where = None if where is None else typed_filter(where, schema, self.time_zone)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         merged: Partials = {}
@@ -737,7 +739,7 @@ def _resolve_names(agg: Any, columns: list[str]) -> Any:
     def resolve(name: str) -> str:
         return by_lower.get(name.lower(), name)
 
-    tree = None if agg.filter is None else F.resolve_columns(O.parse_filter(agg.filter), columns)
+    tree = None if agg.filter is None else F.resolve_columns(F.from_text(agg.filter, "option filter"), columns)
     where = None if tree is None else json.dumps(F.to_json(tree))
     return AggregatePlan(
         tuple(resolve(c) for c in agg.group_by),

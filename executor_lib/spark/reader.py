@@ -80,15 +80,14 @@ class IndexTablesReader(DataSourceReader):
         table_arrow = snapshot.arrow_schema()
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
-        self.match: dict[str, F.Filter] = (
-            O.parse_match_columns(self.options[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in self.options else {}
-        )
+        plan = O.read_plan(self.options, table_arrow.names, f"read {path}")
+        self.match: dict[str, F.Filter] = dict(plan.match_columns)
         self.columns: list[str] = [f.name for f in schema.fields]
         self.read_schema_json: str = schema.json()
         unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
-        self.limit: int | None = parsed_option(self.options, R.LIMIT, O.parse_positive_int)
+        self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
         self.partition_bytes: int = parsed_option(
             self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
         )
@@ -99,7 +98,7 @@ class IndexTablesReader(DataSourceReader):
         self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
         self._snapshot: Any = snapshot
         self._mappings = self._doc_mappings(snapshot)
-        self.option_filters = self._option_filters(table_arrow)
+        self.option_filters = self._option_filters(table_arrow, plan.filter)
         self.pushed: list[F.Filter] = []  # answered on executors (exactly, or as a superset Spark re-checks)
         self.pruning: list[F.Filter] = []  # used to skip files only
 
@@ -118,12 +117,11 @@ class IndexTablesReader(DataSourceReader):
         except ConfigError:
             return []
 
-    def _option_filters(self, table_arrow: pa.Schema) -> list[F.Filter]:
+    def _option_filters(self, table_arrow: pa.Schema, where: F.Filter | None) -> list[F.Filter]:
         from executor_lib.splits.searcher import check_query
 
         found = O.query_filters(self.options)
-        if R.FILTER in self.options:
-            where = O.parse_filter(self.options[R.FILTER])
+        if where is not None:
             found.append(typed_filter(where, table_arrow, self.options.get("sessionTimeZone")))
         for f in [*found, *self.match.values()]:
             unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
