@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import uuid
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin import session as _plugin
@@ -100,7 +100,7 @@ class IndexTable:
 
         Example: ``t.to_df(columns=["id", "level"], where="level = 'ERROR' AND latency > 100", limit=10)``
         """
-        where = _renamed("to_df", "filter", filter, where)
+        where = _renamed(self.to_df, "filter", filter, where)
         return _plugin.read(
             self.spark, self.path, columns=columns, limit=limit, filter=None if where is None else _where(where),
             version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options,
@@ -173,7 +173,7 @@ class IndexTable:
         from connect_plugin.aggregate import merge_results
 
         if query is not None and not isinstance(query, str):
-            where = _renamed("aggregate", "query (a filter tree)", query, where)
+            where = _renamed(self.aggregate, "query (a filter tree)", query, where)
             query = None
         where = _both(query, where)
         rows = self._command(
@@ -312,14 +312,15 @@ class IndexTable:
         return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
 
 
-def _renamed(method: str, old: str, old_value: Any, value: Any) -> Any:
-    """``value``, or ``old_value`` given under the deprecated name ``old`` (with a DeprecationWarning)."""
+def _renamed(method: Callable[..., Any], old: str, old_value: Any, value: Any) -> Any:
+    """``value``, or ``old_value`` given to ``method`` under the deprecated name ``old`` (with a DeprecationWarning)."""
+    name = method.__name__
     if old_value is None:
         return value
     if value is not None:
-        raise ConfigError(f"IndexTable.{method}: give the condition as where=..., not also as {old}=...")
+        raise ConfigError(f"IndexTable.{name}: give the condition as where=..., not also as {old}=...")
     warnings.warn(
-        f"IndexTable.{method}({old}=...) is deprecated: the row condition is called where=... in every method",
+        f"IndexTable.{name}({old}=...) is deprecated: the row condition is called where=... in every method",
         DeprecationWarning,
         stacklevel=3,
     )
