@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +42,11 @@ from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
+
+if TYPE_CHECKING:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +101,7 @@ class IndexTablesReader(DataSourceReader):
             DEFAULT_SPLITS_PER_PARTITION,
         )  # fmt: skip
         self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
-        self._snapshot: Any = snapshot
+        self._snapshot: Snapshot | None = snapshot
         self._mappings = self._doc_mappings(snapshot)
         self.option_filters = self._option_filters(table_arrow, plan.filter)
         self.pushed: list[F.Filter] = []  # answered on executors (exactly, or as a superset Spark re-checks)
@@ -105,7 +110,7 @@ class IndexTablesReader(DataSourceReader):
     # -- planning (driver side) --
 
     @staticmethod
-    def _doc_mappings(snapshot: Any) -> list[Any]:
+    def _doc_mappings(snapshot: Snapshot) -> list[Any]:
         """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
         from executor_lib.splits.doc_mapping import DocMapping
 
@@ -245,7 +250,7 @@ class IndexTablesReader(DataSourceReader):
             yield from self._search_splits(partition.splits, store, cache, target)
 
     def _search_splits(
-        self, splits: Sequence[SplitRef], store: Any, cache: Any, target: pa.Schema
+        self, splits: Sequence[SplitRef], store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
         from executor_lib.splits.pushdown import FilterPlan, plan
