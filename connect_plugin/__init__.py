@@ -34,6 +34,9 @@ from connect_plugin.table import IndexTable
 from connect_plugin.writes import write, write_stream
 from indextables_contract import FORMAT
 from indextables_contract.errors import UnknownTableError
+from indextables_contract.version import VERSION
+
+__version__ = VERSION  # the one version source (indextables_contract.version)
 
 __all__ = [
     "FORMAT",

@@ -1,7 +1,7 @@
 """``format("indextables")``: the PySpark Python data source of IndexTables, and where each hook goes.
 
 ``IndexTablesDataSource`` runs in a Python process beside the driver, before any task (see
-``shared/notes/pyspark-python-datasource.md``): ``schema`` checks the read options against the
+``docs/notes/pyspark-python-datasource.md``): ``schema`` checks the read options against the
 table's pinned snapshot, then hands over to
 
 * ``executor_lib.spark.reader`` (batch reads) and ``executor_lib.spark.writer`` (batch writes);
