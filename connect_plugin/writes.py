@@ -17,7 +17,7 @@ from indextables_contract.write_settings import optimize_write_target, purge_on_
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.connect.streaming.query import StreamingQuery as ConnectStreamingQuery
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
 
 def write(
