@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from connect_plugin.companion import build_companion
 from connect_plugin.session import (
-    FORMAT,
     SESSION_CONF,
-    TABLE_NAME_PREFIX,
-    UnknownTableError,
     install,
     local_session,
     read,
@@ -33,10 +30,15 @@ from connect_plugin.session import (
     register_table,
     resolve_table,
 )
-from connect_plugin.settings import session_options
+from connect_plugin.settings import TABLE_NAME_PREFIX, session_options
 from connect_plugin.sql import explain, sql
 from connect_plugin.table import IndexTable
 from connect_plugin.writes import write, write_stream
+from indextables_contract import FORMAT
+from indextables_contract.errors import UnknownTableError
+from indextables_contract.version import VERSION
+
+__version__ = VERSION  # the one version source (indextables_contract.version)
 
 __all__ = [
     "FORMAT",

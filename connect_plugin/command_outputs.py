@@ -276,7 +276,7 @@ def _node_counters(rows: list[Any], reset: bool) -> dict[str, Any]:
 
 
 def _weight(counters: dict[str, Any]) -> int:
-    return sum(s[0] for s in counters.get("sections", {}).values()) + sum(counters.get("caches", {}).values())
+    return int(sum(s[0] for s in counters.get("sections", {}).values()) + sum(counters.get("caches", {}).values()))
 
 
 def profiler_switch(spark: SparkSession, enable: bool, options: dict[str, Any]) -> DataFrame:

@@ -346,7 +346,7 @@ def contains_node(node: Predicate, kind: type) -> bool:
 
 
 @v_args(inline=True)
-class _ToFilter(Transformer):
+class _ToFilter(Transformer[Token, Any]):
     """Predicate parse tree -> the filter tree of the ``filter`` read option.
 
     A predicate over function calls or arithmetic becomes a ``SparkCondition`` (its text), and so does any

@@ -134,7 +134,7 @@ def quiet_local_session(conf: Mapping[str, str], master: str = "local[2]") -> Sp
         from pyspark.java_gateway import launch_gateway
 
         spark_conf = SparkConf().setMaster(master).setAll(list(settings.items()))
-        gateway = _retrying_launch(lambda: launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE}))
+        gateway = _retrying_launch(lambda: launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.PIPE}))  # type: ignore[no-untyped-call]
         forward_stderr(gateway.proc.stderr)
         SparkContext(conf=spark_conf, gateway=gateway)
     builder = SparkSession.builder.master(master)

@@ -209,7 +209,7 @@ def read_stream(
     ignore_deletes: bool = False,
     ignore_changes: bool = False,
     options: Mapping[str, Any] | None = None,
-) -> Any:
+) -> DataFrame:
     """A streaming DataFrame of the rows appended to the table at ``path``: first every live row (unless
     ``starting_version``: a version or ``"latest"``), then the splits each new version adds with
     ``dataChange=true`` (merges are not re-emitted).

@@ -15,6 +15,7 @@ Syntax errors name the line and column.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lark.exceptions import UnexpectedInput
@@ -28,7 +29,6 @@ from connect_plugin.grammar import (
     MEASURE_ITEM,
     NAME_PATTERN,
     STATEMENT_PARSER,
-    IndexTablesSQLError,
     SparkCondition,
     contains_node,
     duration_hours,
@@ -46,6 +46,7 @@ from connect_plugin.statement import StatementPlan, find_table_refs, names_in, p
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
+from indextables_contract.errors import IndexTablesSQLError
 from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
@@ -106,7 +107,9 @@ def explain(spark: SparkSession, text: str, options: dict[str, Any] | None = Non
     return plan.explain()
 
 
-def plan_statement(spark: SparkSession, text: str, options: dict[str, Any] | None = None) -> Any:
+def plan_statement(
+    spark: SparkSession, text: str, options: dict[str, Any] | None = None
+) -> StatementPlan | Callable[[], DataFrame] | None:
     """A ``StatementPlan`` for a SELECT over IndexTables tables, a callable running an IndexTables
     command, or None (a statement that names no IndexTables table: Spark's own)."""
     parse_text, code = lex(text)
@@ -174,7 +177,7 @@ def _children(tree: Any, rule: str) -> list[Any]:
     return [c for c in tree.children if hasattr(c, "data") and c.data == rule]
 
 
-def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> Any:
+def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
     from connect_plugin import command_outputs as out
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once

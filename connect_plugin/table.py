@@ -4,6 +4,17 @@ Every method builds Spark work over the ``indextables`` data source (a read with
 ``command`` option, or for merges a read of the plan written back with ``command=merge``),
 so it runs on the cluster; nothing here imports tantivy or touches storage.
 
+No surprises, as in ``DeltaTable``:
+
+* a method with a side effect (``checkpoint``, ``merge_splits``, ``purge``, ``truncate_time_travel``,
+  ``drop_partitions``, ``prewarm``, ``flush_cache``, ``build_companion``) runs at once, exactly once,
+  and returns its result rows (a small local DataFrame: showing or collecting it runs nothing again);
+  the destructive ones say what their dry run does;
+* a read (``to_df``, ``search``, ``group_by``, ``history``, ``describe_state``) is a lazy DataFrame,
+  run when an action asks for rows; ``count`` and ``aggregate`` return values;
+* a row condition is called ``where`` everywhere (filter nodes, their JSON form, or SQL predicate
+  text); ``query`` is only ever Tantivy query-string text (``search``, ``count``, ``aggregate``).
+
     t = IndexTable.for_path(spark, "s3://bucket/logs")
     t.search("message:timeout", columns=["ts", "message"], limit=20).show()
     t.merge_splits(target_size="1G").show()
@@ -14,12 +25,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin import session as _plugin
 from connect_plugin.failures import project_error_first
-from connect_plugin.grammar import IndexTablesSQLError, parse_measure
+from connect_plugin.grammar import parse_measure
 from connect_plugin.plan import command_frame, local_frame
 from connect_plugin.settings import _options
 from connect_plugin.where import Where
@@ -27,6 +39,7 @@ from connect_plugin.where import to_filter as _where
 from indextables_contract import FORMAT
 from indextables_contract import commands as C
 from indextables_contract import filters as F
+from indextables_contract.errors import ConfigError, IndexTablesSQLError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -35,8 +48,8 @@ if TYPE_CHECKING:
 
 class IndexTable:
     """One table: its reads (pushed to the executors), pushed aggregates and maintenance commands.
-    Each method builds Spark work that runs on the cluster; the commands' results are DataFrames
-    with the schemas of ``indextables_contract.commands``.
+    Each method builds Spark work that runs on the cluster; reads are lazy DataFrames, commands run
+    at once and return their result rows as DataFrames with the schemas of ``indextables_contract.commands``.
 
     Example: ``IndexTable.for_path(spark, "s3://b/logs").search("message:timeout", limit=10).show()``
     """
@@ -71,18 +84,26 @@ class IndexTable:
     def to_df(
         self,
         columns: Iterable[str] | None = None,
-        filter: Where | None = None,
+        where: Where | None = None,
         limit: int | None = None,
         version_as_of: int | None = None,
         timestamp_as_of: str | None = None,
+        *,
+        filter: Where | None = None,
     ) -> DataFrame:
-        """The table's rows as a DataFrame: only ``columns``, only rows matching ``filter`` (a filter tree,
-        or SQL predicate text as in a WHERE clause), at most ``limit`` — all pushed to the executors.
+        """The table's rows as a lazy DataFrame: only ``columns``, only rows matching ``where`` (a filter
+        tree, or SQL predicate text as in a WHERE clause), at most ``limit`` — all pushed to the executors.
+        ``filter`` is the old name of ``where`` (deprecated: a DeprecationWarning).
 
-        Example: ``t.to_df(columns=["id", "level"], filter="level = 'ERROR' AND latency > 100", limit=10)``
+        Raises:
+            ConfigError: both ``where`` and ``filter`` given.
+            FilterError / IndexTablesSQLError: a malformed condition (on the client, before anything runs).
+
+        Example: ``t.to_df(columns=["id", "level"], where="level = 'ERROR' AND latency > 100", limit=10)``
         """
+        where = _renamed(self.to_df, "filter", filter, where)
         return _plugin.read(
-            self.spark, self.path, columns=columns, limit=limit, filter=None if filter is None else _where(filter),
+            self.spark, self.path, columns=columns, limit=limit, filter=None if where is None else _where(where),
             version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options,
         )  # fmt: skip
 
@@ -125,29 +146,38 @@ class IndexTable:
             filter=F.QueryString(query), options=self.options,
         )  # fmt: skip
 
-    def count(self, query: str | None = None) -> int:
-        """Rows matching a Tantivy query (all rows: from the transaction log, opening no split).
+    def count(self, query: str | None = None, where: Where | None = None) -> int:
+        """Rows matching a Tantivy query string and/or a row condition ``where`` (no condition: all rows,
+        counted from the transaction log, opening no split).
 
-        Example: ``t.count()``, ``t.count("message:timeout")``
+        Example: ``t.count()``, ``t.count("message:timeout")``, ``t.count(where="level = 'ERROR'")``
         """
-        where = None if query is None else F.QueryString(query)
-        return int(self.group_by([], {"n": "count(*)"}, where=where).collect()[0][0])
+        return int(self.group_by([], {"n": "count(*)"}, where=_both(query, where)).collect()[0][0])
 
     def aggregate(
-        self, aggregations: Mapping[str, Any], query: str | F.Filter | Mapping[str, Any] | None = None
+        self,
+        aggregations: Mapping[str, Any],
+        query: str | F.Filter | Mapping[str, Any] | None = None,
+        where: Where | None = None,
     ) -> dict[str, Any]:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats; terms, histogram,
         date_histogram, range with sub-aggregations) over the rows matching ``query`` (a Tantivy
-        query string over all fields, or a filter tree), computed by Tantivy on the executors.
+        query string over all fields) and ``where`` (a row condition the index answers exactly),
+        computed by Tantivy on the executors. A filter tree given as ``query`` is deprecated (a
+        DeprecationWarning): give it as ``where``.
 
         Raises:
-            QueryError: an aggregation kind this client cannot merge.
+            QueryError: an aggregation kind this client cannot merge, or a condition the index cannot
+                answer exactly.
 
         Example: ``t.aggregate({"by_level": {"terms": {"field": "level"}}}, query="message:timeout")``
         """
         from connect_plugin.aggregate import merge_results
 
-        where = None if query is None else F.QueryString(query) if isinstance(query, str) else _where(query)
+        if query is not None and not isinstance(query, str):
+            where = _renamed(self.aggregate, "query (a filter tree)", query, where)
+            query = None
+        where = _both(query, where)
         with project_error_first():
             rows = self._command(
                 C.Aggregate(aggregations=json.dumps(aggregations), filter=None if where is None else F.to_text(where))
@@ -160,29 +190,32 @@ class IndexTable:
         return command_frame(self.spark, command, self.options, self.path)
 
     def history(self, limit: int | None = None) -> DataFrame:
-        """The commits, newest first (``DESCRIBE INDEXTABLES TRANSACTION LOG``). Example: ``t.history(5).show()``"""
+        """The commits, newest first, as a lazy DataFrame (``DESCRIBE INDEXTABLES TRANSACTION LOG``).
+
+        Example: ``t.history(5).show()``"""
         return self._command(C.History(limit=limit))
 
     def describe_state(self) -> DataFrame:
-        """The latest version's state as property/value rows (``DESCRIBE INDEXTABLES STATE``).
+        """The latest version's state as property/value rows, a lazy DataFrame (``DESCRIBE INDEXTABLES STATE``).
 
         Example: ``dict(t.describe_state().collect())["numRecords"]``
         """
         return self._command(C.DescribeState())
 
     def checkpoint(self) -> DataFrame:
-        """Consolidate the latest state (Avro state or JSON checkpoint) and clean up what expired.
+        """Consolidate the latest state (Avro state or JSON checkpoint) and clean up what expired, at once;
+        returns the checkpoint's row (version, format, state directory, live files).
 
         Example: ``t.checkpoint().collect()[0]["version"]``
         """
-        return self._command(C.Checkpoint())
+        return _run_once(self._command(C.Checkpoint()))
 
     def purge(
         self, older_than_hours: float | None = None, tx_log_retention_hours: float | None = None, dry_run: bool = False
     ) -> DataFrame:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
-        orphaned manifests; ``dry_run`` lists them only. ``older_than_hours`` defaults to the setting
-        ``spark.indextables.purge.defaultRetentionHours`` (168).
+        orphaned manifests, at once; ``dry_run`` lists them and deletes nothing. ``older_than_hours``
+        defaults to the setting ``spark.indextables.purge.defaultRetentionHours`` (168).
 
         Raises:
             ConfigError: a retention that is negative or not finite (on the client, before anything runs).
@@ -194,13 +227,16 @@ class IndexTable:
         return _run_once(self._command(purge))
 
     def truncate_time_travel(self, dry_run: bool = False) -> DataFrame:
-        """Checkpoint the latest version and delete the log files of every earlier one: time travel
-        to them is no longer possible. Example: ``t.truncate_time_travel(dry_run=True).show()``"""
+        """Checkpoint the latest version and delete the log files of every earlier one, at once: time travel
+        to them is no longer possible. ``dry_run`` lists the files and neither checkpoints nor deletes.
+
+        Example: ``t.truncate_time_travel(dry_run=True).show()``"""
         return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
     def drop_partitions(self, where: Where) -> DataFrame:
-        """Remove every file of the partitions matching ``where`` in one commit (the files stay for time
-        travel until PURGE).
+        """Remove every file of the partitions matching ``where`` in one commit, at once (the files stay
+        for time travel until PURGE). There is no dry run: ``t.to_df(where=...).count()`` shows the rows
+        it would remove.
 
         Args:
             where: a condition on partition columns (filter nodes, their JSON form, or SQL text).
@@ -277,6 +313,27 @@ class IndexTable:
     def flush_cache(self, tasks: int = 1) -> DataFrame:
         """Empty the split cache of the executors ``tasks`` tasks land on. Example: ``t.flush_cache()``"""
         return _run_once(command_frame(self.spark, C.FlushCache(tasks=tasks), self.options))
+
+
+def _renamed(method: Callable[..., Any], old: str, old_value: Any, value: Any) -> Any:
+    """``value``, or ``old_value`` given to ``method`` under the deprecated name ``old`` (with a DeprecationWarning)."""
+    name = method.__name__
+    if old_value is None:
+        return value
+    if value is not None:
+        raise ConfigError(f"IndexTable.{name}: give the condition as where=..., not also as {old}=...")
+    warnings.warn(
+        f"IndexTable.{name}({old}=...) is deprecated: the row condition is called where=... in every method",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return old_value
+
+
+def _both(query: str | None, where: Where | None) -> F.Filter | None:
+    """The Tantivy query string and the row condition together (either may be absent)."""
+    parts = [*([F.QueryString(query)] if query is not None else []), *([_where(where)] if where is not None else [])]
+    return None if not parts else parts[0] if len(parts) == 1 else F.And(tuple(parts))
 
 
 def _run_once(df: DataFrame) -> DataFrame:

@@ -9,14 +9,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from connect_plugin.failures import project_error_first
 from connect_plugin.merge_on_write import StreamMerger, merge_on_write_settings
-from connect_plugin.session import FORMAT
 from connect_plugin.settings import _options
 from connect_plugin.table import IndexTable
+from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError
 from indextables_contract.write_settings import optimize_write_target, purge_on_write_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.connect.streaming.query import StreamingQuery as ConnectStreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
 
 def write(
@@ -77,7 +79,7 @@ def write_stream(
     partition_by: Iterable[str] | None = None,
     query_name: str | None = None,
     options: Mapping[str, Any] | None = None,
-) -> Any:
+) -> StreamingQuery | ConnectStreamingQuery:
     """Start a streaming query that appends each micro-batch of ``df`` to the table at ``path`` as one
     version, exactly once across restarts from ``checkpoint_location``; returns the StreamingQuery
     (``stop()``, ``awaitTermination()``, ``status``). ``trigger``: ``DataStreamWriter.trigger`` keywords,

@@ -26,8 +26,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 # Public name -> the module that defines it.
 _PUBLIC = {
     # tables and the transaction log
@@ -113,6 +111,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
+    __version__: str
     from executor_lib.cache.split_cache import SplitCache, default_cache
     from executor_lib.log.history import HistoryEntry
     from executor_lib.log.snapshot import Snapshot
@@ -147,6 +146,10 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
 def __getattr__(name: str) -> Any:
     """A public name (imported from its module on first use), or a subpackage (``executor_lib.log``)."""
     module = _PUBLIC.get(name) or _COMPAT.get(name)
+    if name == "__version__":  # the one version source, read on first use
+        version: str = importlib.import_module("indextables_contract.version").VERSION
+        globals()[name] = version
+        return version
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if module is not None:

@@ -16,11 +16,16 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
 from indextables_contract.errors import IndexTablesError
+
+if TYPE_CHECKING:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
 
 
 def _options(pairs: Sequence[str]) -> dict[str, str]:
@@ -152,7 +157,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count_hits(store: Any, snapshot: Any, query: str | None, cache: Any) -> int:
+def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache: SplitCache) -> int:
     """Every live split's hit count for ``query`` (Tantivy counts; no documents are read)."""
     from executor_lib.splits.table_search import load_split
 

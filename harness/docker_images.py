@@ -140,7 +140,10 @@ def _ensure_mmdebstrap() -> None:
 
 def ensure_wheels() -> float:
     """Fill ``docker/wheels`` for the current requirements; seconds spent (0 when up to date)."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10 (the package's oldest): the same parser, as the tomli backport
+        import tomli as tomllib
 
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]

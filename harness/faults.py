@@ -2,7 +2,7 @@
 (S3) or the Azure store's request hook (``AzureStore.set_request_hook``, below the SDK's retries).
 
 ``FaultInjector(rate, seed).install(client)`` makes a fraction ``rate`` of the client's S3
-requests fail in one of these ways (see ``shared/notes/s3-conditional-writes.md``);
+requests fail in one of these ways (see PROTOCOL.md §2, the storage contract's ambiguous writes);
 ``install_store(store)`` does the same for an S3 or an Azure store:
 
 * ``slowdown`` — a 503 SlowDown (Azure: ServerBusy) answer; nothing was sent (the SDK retries it);

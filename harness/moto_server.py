@@ -1,8 +1,8 @@
 """An S3 API on 127.0.0.1: moto's server with conditional writes made atomic.
 
 moto checks ``If-None-Match`` and stores the object without a lock in between, so two
-concurrent put-if-absent calls on one key can both succeed (see
-``shared/notes/s3-conditional-writes.md``). ``patch_moto_atomic()`` wraps moto's
+concurrent put-if-absent calls on one key can both succeed (see PROTOCOL.md §13,
+"Testing against moto"). ``patch_moto_atomic()`` wraps moto's
 object-writing handlers with one shared lock, which makes check+write atomic as on
 real S3. ``widen_race_window(ms)`` inserts a delay between check and write — used by the
 self-test that proves the log-level checker detects lost commits on unpatched moto.

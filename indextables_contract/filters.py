@@ -286,6 +286,26 @@ def from_json(obj: Any, where: str = "filter", depth: int = 0) -> Filter:
     raise FilterError(f"{where}: unknown op {op!r}")
 
 
+def from_text(text: str, where: str = "filter") -> Filter:
+    """A filter tree from its JSON text (the value of a ``filter`` option): the one decoder of filter
+    text, used by reads, commands and aggregates. A fractional number is read as a ``Decimal``, as
+    Spark SQL reads ``2.5`` (an exact decimal literal), so ``dec = 0.1`` on a decimal column compares
+    exactly (the executors make it a float for float columns).
+
+    Raises:
+        FilterError: not JSON, nested deeper than ``MAX_DEPTH``, or a malformed part (``where`` names it).
+
+    Example: ``from_text('{"op":"term","column":"level","value":"ERROR"}') == Term("level", "ERROR")``
+    """
+    try:
+        tree = json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as e:
+        raise FilterError(f"{where}: not JSON ({e})") from e
+    except RecursionError:
+        raise FilterError(f"{where}: nests deeper than {MAX_DEPTH} levels") from None
+    return from_json(tree, where)
+
+
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise FilterError(f"{where}: expected a string, got {value!r}")

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from indextables_contract import filters as F
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import ConfigError, FilterError
 
 COLUMNS = "columns"
 REQUIRED_COLUMNS = "requiredColumns"
@@ -35,8 +37,17 @@ PARALLELISM = "spark.indextables.read.parallelism"
 class ReadPlan:
     """``columns``: the columns returned (default all); ``required_columns``: the names a statement uses,
     of which the table's columns are read (``*`` for all); ``filter``: rows the read returns (the index
-    answers what it can, the rest is checked on the rows); ``limit``: rows per task at most;
-    ``match_columns``: boolean columns added to each row, true where the row matches the tree."""
+    answers what it can, the rest is checked on the rows); ``limit``: rows per task at most (0: none);
+    ``match_columns``: boolean columns added to each row, true where the row matches the tree.
+
+    This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
+    the executors decode it with ``from_options`` (then match its names to the table's columns:
+    ``executor_lib.spark.options.read_plan``). A plan that could not travel is refused when built.
+
+    Raises:
+        ConfigError: a limit below 0, an empty column list, a column name the comma-separated
+            ``columns`` option cannot carry, or two match columns of the same name.
+    """
 
     columns: tuple[str, ...] | None = None
     required_columns: tuple[str, ...] | None = None
@@ -48,6 +59,18 @@ class ReadPlan:
         limit = self.limit
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ConfigError(f"read option {LIMIT}={self.limit!r}: expected an integer >= 0")
+        if self.columns is not None:
+            if not self.columns:
+                raise ConfigError(f"read option {COLUMNS}: expected at least one column")
+            bad = [c for c in self.columns if not c or "," in c or c != c.strip()]
+            if bad:
+                raise ConfigError(
+                    f"read option {COLUMNS}: column names {bad} cannot be sent in a comma-separated list "
+                    "(empty, a comma, or spaces around the name)"
+                )
+        names = [name for name, _ in self.match_columns]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"read option {MATCH_COLUMNS}: a match column is named twice in {names}")
 
     def to_options(self) -> dict[str, str]:
         """The read options (only the parts that are set)."""
@@ -65,22 +88,60 @@ class ReadPlan:
         return out
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ReadPlan:
-        """The plan a client's options carry (keys as ``to_options`` writes them).
+    def from_options(cls, options: Mapping[str, Any]) -> ReadPlan:
+        """The plan in ``options`` (keys as ``to_options`` writes them; other keys are ignored).
+
+        ``columns`` is read as users write it too: spaces around names and empty items are dropped.
+        Fractional numbers in filter trees are read as ``Decimal`` (as Spark SQL reads ``2.5``).
 
         Raises:
-            ConfigError / FilterError: an option that does not decode, named.
+            ConfigError: an option that does not decode, named with its value.
+            FilterError: a filter tree that does not decode, named with its path.
+
+        Example: ``ReadPlan.from_options({"limit": "10", "columns": "id, level"})``
+        ``== ReadPlan(columns=("id", "level"), limit=10)``
         """
-        try:
-            return cls(
-                columns=tuple(options[COLUMNS].split(",")) if COLUMNS in options else None,
-                required_columns=tuple(json.loads(options[REQUIRED_COLUMNS])) if REQUIRED_COLUMNS in options else None,
-                filter=F.from_json(json.loads(options[FILTER])) if FILTER in options else None,
-                limit=int(options[LIMIT]) if LIMIT in options else None,
-                match_columns=tuple(
-                    (name, F.from_json(tree, f"{MATCH_COLUMNS}.{name}"))
-                    for name, tree in json.loads(options[MATCH_COLUMNS]).items()
-                ) if MATCH_COLUMNS in options else (),
-            )  # fmt: skip
-        except (ValueError, TypeError, AttributeError) as e:
-            raise ConfigError(f"read options {dict(options)!r} do not decode: {e}") from e
+        return cls(
+            columns=_columns(options[COLUMNS]) if COLUMNS in options else None,
+            required_columns=_names(options[REQUIRED_COLUMNS]) if REQUIRED_COLUMNS in options else None,
+            filter=F.from_text(str(options[FILTER]), f"read option {FILTER}") if FILTER in options else None,
+            limit=_limit(options[LIMIT]) if LIMIT in options else None,
+            match_columns=_match_columns(options[MATCH_COLUMNS]) if MATCH_COLUMNS in options else (),
+        )
+
+
+def _columns(value: Any) -> tuple[str, ...]:
+    names = tuple(c.strip() for c in str(value).split(",") if c.strip())
+    if not names:
+        raise ConfigError(f"read option {COLUMNS}={value!r}: expected a comma-separated list of columns")
+    return names
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    try:
+        names = json.loads(str(value))
+    except ValueError as e:
+        raise ConfigError(f"read option {REQUIRED_COLUMNS}={str(value)[:200]!r}: not JSON ({e})") from e
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"read option {REQUIRED_COLUMNS}={str(value)[:200]!r}: expected a JSON list of names")
+    return tuple(names)
+
+
+def _limit(value: Any) -> int:
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit()):  # refuses a sign, a fraction, a word
+        raise ConfigError(f"read option {LIMIT}={value!r}: expected an integer >= 0")
+    return int(text)
+
+
+def _match_columns(value: Any) -> tuple[tuple[str, F.Filter], ...]:
+    where = f"read option {MATCH_COLUMNS}"
+    try:
+        doc = json.loads(str(value), parse_float=Decimal)
+    except ValueError as e:
+        raise ConfigError(f"{where}={str(value)[:200]!r}: not JSON ({e})") from e
+    except RecursionError:
+        raise FilterError(f"{where}: nests deeper than {F.MAX_DEPTH} levels") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}={str(value)[:200]!r}: expected a JSON object (match column -> filter tree)")
+    return tuple((str(name), F.from_json(tree, f"{where}.{name}")) for name, tree in doc.items())

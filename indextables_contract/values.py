@@ -1,4 +1,4 @@
-"""The one vocabulary for option values: booleans and sizes, as every option family reads them
+"""The one vocabulary for option values: booleans, sizes and durations, as every option family reads them
 (read and write options, log settings, storage options, SQL commands). Standard library only.
 
 Each caller raises its own error naming its option; what a value may look like is decided here once:
@@ -6,11 +6,14 @@ Each caller raises its own error naming its option; what a value may look like i
 * a boolean is ``true``/``false``, ``1``/``0`` or ``yes``/``no``, in any case;
 * a size is a positive number of bytes, or a number with a binary unit ``K``, ``M``, ``G`` or ``T``
   (a fraction allowed, e.g. ``1.5G``), optionally followed by ``B`` or ``iB``: ``104857600``,
-  ``512K``, ``100M``, ``1.5G``, ``4GiB``.
+  ``512K``, ``100M``, ``1.5G``, ``4GiB``;
+* a duration is a finite number >= 0 in the unit the option's name says (``...Hours``,
+  ``...Seconds``): ``24``, ``0.5``, ``1e3``; not negative, not NaN or infinity.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -52,3 +55,19 @@ def as_size(value: Any) -> int | None:
     scale = 1024 ** " kmgt".index(unit or " ")
     size = int(float(number) * scale) if "." in number else int(number) * scale
     return size if size > 0 else None
+
+
+def as_duration(value: Any) -> float | None:
+    """``value`` as a duration (a finite number >= 0, in the option's own unit), or None if it is not one.
+
+    Example:
+        >>> as_duration("24"), as_duration(" 0.5 "), as_duration("-1"), as_duration("nan"), as_duration("1h")
+        (24.0, 0.5, None, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None

@@ -3,8 +3,8 @@ subpackages, the shipped code never imports test support, the protocol layer nee
 standard library, and the log reads without the optional ``cavro``.
 
 The import graph is static: every ``import`` and ``from ... import`` in a module (function-level
-ones included; those under ``if TYPE_CHECKING:`` excluded, they never run), resolved to the
-modules of the packages below.
+ones included, and those under ``if TYPE_CHECKING:``: a type-only import back into a module is
+still a cycle a reader has to untangle), resolved to the modules of the packages below.
 """
 
 from __future__ import annotations
@@ -54,16 +54,17 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run: at any depth, except in ``if TYPE_CHECKING:`` bodies."""
+def _imports(node: ast.AST, type_only: bool = True) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement at any depth; with ``type_only=False``, only those that can run
+    (not in ``if TYPE_CHECKING:`` bodies)."""
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        elif isinstance(child, ast.If) and _is_type_checking(child):
+        elif isinstance(child, ast.If) and _is_type_checking(child) and not type_only:
             for statement in child.orelse:
-                yield from _imports(ast.Module(body=[statement], type_ignores=[]))
+                yield from _imports(ast.Module(body=[statement], type_ignores=[]), type_only)
         else:
-            yield from _imports(child)
+            yield from _imports(child, type_only)
 
 
 def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
@@ -87,13 +88,13 @@ def _resolve(name: str, modules: dict[str, tuple[Path, bool]]) -> str | None:
     return name or None
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of ``PACKAGES`` it imports."""
+def import_graph(type_only: bool = True) -> dict[str, set[str]]:
+    """Module -> the modules of ``PACKAGES`` it imports (``type_only=False``: at run time only)."""
     modules = _module_files()
     graph: dict[str, set[str]] = {}
     for module, (path, is_package) in modules.items():
         edges: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(), str(path))):
+        for node in _imports(ast.parse(path.read_text(), str(path)), type_only):
             for name, fallback in _targets(module, is_package, node):
                 target = name if name in modules else _resolve(fallback, modules)
                 if target is not None:
@@ -155,16 +156,30 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_graph_sees_function_level_and_relative_imports_but_not_type_checking_ones() -> None:
+def test_the_graph_sees_function_level_relative_and_type_checking_imports() -> None:
     graph = import_graph()
     assert "executor_lib.log.describe" in graph["executor_lib.spark.commands"]  # imported inside a method
-    assert "executor_lib.log.snapshot" not in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
-    assert graph["executor_lib"] == set()  # the root imports its names lazily
+    assert "executor_lib.log.snapshot" in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
+    assert import_graph(type_only=False)["executor_lib"] == set()  # the root imports its names lazily
     assert "indextables_contract.filters" in graph["executor_lib.log.pruning"]  # `from indextables_contract import filters`
 
 
+def test_a_type_only_import_back_is_a_cycle() -> None:
+    code = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import T\nelse:\n    import b\n"
+    tree = ast.parse(code)
+
+    def names(type_only: bool) -> list[str]:
+        return [t[1] for node in _imports(tree, type_only) for t in _targets("m", False, node)]
+
+    assert names(type_only=True) == ["typing", "a", "b"]
+    assert names(type_only=False) == ["typing", "b"]
+
+
 def test_no_import_cycles_between_modules() -> None:
+    """Counting type-only imports: ``log.maintenance`` works through ``log.interfaces.MaintainedLog``
+    and never imports ``log.transaction_log``, which calls it."""
     graph = import_graph()
+    assert "executor_lib.log.transaction_log" not in graph["executor_lib.log.maintenance"]
     found = set(cycles(graph))
     new = [_describe(c, graph) for c in found - ALLOWED_CYCLES]
     assert not new, f"import cycles (move the shared piece down a layer): {new}"
@@ -214,7 +229,7 @@ def test_shipped_code_never_imports_test_support() -> None:
             [REPO_ROOT / f"{package}.py"] if package == "pyspark_indextables" else (REPO_ROOT / package).rglob("*.py")
         )
         for path in paths:
-            for node in _imports(ast.parse(path.read_text(), str(path))):
+            for node in _imports(ast.parse(path.read_text(), str(path)), type_only=False):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 offenders += [f"{path.relative_to(REPO_ROOT)}: {n}" for n in names if n.split(".")[0] in TEST_SUPPORT]
     assert not offenders

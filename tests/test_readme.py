@@ -1,7 +1,8 @@
 """The README's Python examples of executor_lib run as written (paths and the S3 endpoint swapped
 for the test's), use only public names, and give the results the README shows.
 
-The Spark and connect_plugin examples need a cluster and a bucket; the Spark tests cover those calls.
+The Spark and connect_plugin examples need Spark sessions: the README's IndexTable block runs as written
+(only its path swapped) in tests/connect_plugin/test_table.py; the Spark tests cover the other calls.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_bool
+from indextables_contract.values import as_bool, as_duration
 
 _PREFIX = "spark.indextables."
 
@@ -101,6 +101,13 @@ def _bool(value: Any) -> bool:
     return parsed
 
 
+def _duration(value: Any) -> float:
+    parsed = as_duration(value)
+    if parsed is None:
+        raise ValueError("expected a number >= 0")
+    return parsed
+
+
 def _positive(x: float) -> bool:
     return x > 0
 
@@ -117,7 +124,7 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "checkpoint.actionsPerPart": ("checkpoint_actions_per_part", int, _positive),
     "checkpoint.multiPart.enabled": ("checkpoint_multipart_enabled", _bool, lambda _: True),
     "checkpoint.cleanup.enabled": ("checkpoint_cleanup_enabled", _bool, lambda _: True),
-    "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", float, _non_negative),
+    "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", _duration, _non_negative),
     "transaction.commitInfo.enabled": ("commit_info_enabled", _bool, lambda _: True),
     "transaction.compression.enabled": ("compression_enabled", _bool, lambda _: True),
     "transaction.compression.gzip.level": ("gzip_level", int, lambda x: 1 <= x <= 9),
@@ -139,10 +146,10 @@ _OPTIONS: dict[str, tuple[str, Any, Any]] = {
     "state.compaction.maxManifests": ("compaction_max_manifests", int, _positive),
     "state.compaction.largeRemoveThreshold": ("compaction_large_remove_threshold", int, _positive),
     "state.retention.versions": ("state_retention_versions", int, _positive),
-    "state.retention.hours": ("state_retention_hours", float, _non_negative),
-    "state.gc.minManifestAgeHours": ("gc_min_manifest_age_hours", float, _non_negative),
+    "state.retention.hours": ("state_retention_hours", _duration, _non_negative),
+    "state.gc.minManifestAgeHours": ("gc_min_manifest_age_hours", _duration, _non_negative),
     "state.gc.allowUnsafeMinManifestAge": ("gc_allow_unsafe_min_manifest_age", _bool, lambda _: True),
-    "purge.txLogRetentionHours": ("tx_log_retention_hours", float, _non_negative),
+    "purge.txLogRetentionHours": ("tx_log_retention_hours", _duration, _non_negative),
 }
 
 

@@ -1,5 +1,8 @@
 """Log maintenance: checkpoints and cleanup, beside the commit loop of ``TransactionLog``, never inside one.
 
+The functions take a ``log.interfaces.MaintainedLog`` (the few members they use); the log calls
+them, they never import the log: imports run one way.
+
 A checkpoint consolidates the state of a version: on an Avro-state table (protocol v4,
 ``state.format=avro``) it writes the compacted state (upgrading a v3 table to v4 first, one
 commit); otherwise a JSON checkpoint. Every checkpoint ends with the cleanup of what expired
@@ -9,19 +12,16 @@ commit); otherwise a JSON checkpoint. Every checkpoint ends with the cleanup of 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.config import LogConfig
+from executor_lib.log.interfaces import MaintainedLog
 from executor_lib.log.snapshot import Snapshot, check_writable
 from executor_lib.protocol.actions import ProtocolAction
 from executor_lib.protocol.files import state_dir
 from indextables_contract.errors import IndexTablesError, InvalidActionError
-
-if TYPE_CHECKING:
-    from executor_lib.log.transaction_log import TransactionLog
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def uses_avro_state(config: LogConfig, protocol: ProtocolAction | None) -> bool:
     return config.state_format == "avro" and protocol is not None and protocol.min_writer_version >= 4
 
 
-def checkpoint(txlog: TransactionLog, version: int | None = None) -> checkpoints.LastCheckpoint:
+def checkpoint(txlog: MaintainedLog, version: int | None = None) -> checkpoints.LastCheckpoint:
     """Consolidate the state at ``version`` (default: latest).
 
     With ``state.format=avro`` (default): a v3 table is first upgraded to protocol v4
@@ -55,13 +55,13 @@ def checkpoint(txlog: TransactionLog, version: int | None = None) -> checkpoints
     return info
 
 
-def write_json_checkpoint(txlog: TransactionLog, snap: Snapshot) -> checkpoints.LastCheckpoint:
+def write_json_checkpoint(txlog: MaintainedLog, snap: Snapshot) -> checkpoints.LastCheckpoint:
     written = checkpoints.write_checkpoint(txlog.store, snap.state, txlog.config)
     expire_after_checkpoint_quietly(txlog, snap.version)
     return written
 
 
-def expire_after_checkpoint_quietly(txlog: TransactionLog, version: int) -> None:
+def expire_after_checkpoint_quietly(txlog: MaintainedLog, version: int) -> None:
     """The cleanup every checkpoint ends with (``log.cleanup.expire_after_checkpoint``); its
     failure is logged, not raised: the checkpoint is written, and the next one tries again."""
     if not txlog.config.checkpoint_cleanup_enabled:
@@ -78,13 +78,13 @@ def expire_after_checkpoint_quietly(txlog: TransactionLog, version: int) -> None
         )  # fmt: skip
 
 
-def cleanup(txlog: TransactionLog, dry_run: bool = False) -> CleanupReport:
+def cleanup(txlog: MaintainedLog, dry_run: bool = False) -> CleanupReport:
     """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
     check_writable(txlog.snapshot().protocol, txlog.uri)
     return cleanup_log(txlog.store, txlog.config, dry_run=dry_run)
 
 
-def _last_state_info(txlog: TransactionLog) -> checkpoints.LastCheckpoint:
+def _last_state_info(txlog: MaintainedLog) -> checkpoints.LastCheckpoint:
     version = txlog.latest_version()
     manifest = read_state_manifest(txlog.store, version) or txlog.write_state(version)
     return state_checkpoint_info(manifest)

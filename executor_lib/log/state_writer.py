@@ -33,7 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 
@@ -70,6 +70,9 @@ from executor_lib.protocol.actions import (
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
 from indextables_contract.errors import ObjectAlreadyExistsError, StorageError
+
+if TYPE_CHECKING:
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -369,7 +372,9 @@ def _dedupe_doc_mappings(adds: Iterable[AddAction], registry: dict[str, str]) ->
     return out
 
 
-def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig) -> ManifestInfo:
+def write_manifest(
+    store: ObjectStore, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig
+) -> ManifestInfo:
     """Write one shared manifest of ``(add, addedAtVersion, addedAtTimestamp)`` entries."""
     records = [_file_entry(a, v, t) for a, v, t in entries]
     buf = io.BytesIO()
@@ -392,7 +397,11 @@ def write_manifest(store: Any, entries: Sequence[tuple[AddAction, int, int]], co
 
 
 def _write_sidecar(
-    store: Any, manifest_key: str, records: Sequence[dict[str, Any]], field_names: Sequence[str], manifest_sha256: str
+    store: ObjectStore,
+    manifest_key: str,
+    records: Sequence[dict[str, Any]],
+    field_names: Sequence[str],
+    manifest_sha256: str,
 ) -> None:
     """The manifest's column sidecar (``manifest_columns``), before any state references the manifest.
     Only a speed-up for readers: a failure to write it is logged, not raised."""
@@ -406,7 +415,7 @@ def _write_sidecar(
 
 
 def _write_manifests(
-    store: Any, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig
+    store: ObjectStore, entries: Sequence[tuple[AddAction, int, int]], config: LogConfig
 ) -> list[ManifestInfo]:
     """``entries`` written as manifests of ``state.entriesPerManifest`` entries each, in order."""
     chunk = config.state_entries_per_manifest
@@ -489,7 +498,7 @@ def state_manifest_avro(
 
 
 def put_state(
-    store: Any,
+    store: ObjectStore,
     manifest: StateManifest,
     protocol: ProtocolAction | None,
     config: LogConfig,
@@ -525,7 +534,7 @@ def _partition_order(add: AddAction) -> tuple[list[tuple[str, str]], str]:
 
 
 def build_compacted_state(
-    store: Any,
+    store: ObjectStore,
     version: int,
     files: Iterable[AddAction],
     metadata: MetadataAction,
@@ -625,7 +634,7 @@ def _next_small_merge(infos: Sequence[ManifestInfo], config: LogConfig) -> list[
 
 
 def _merge_small_manifests(
-    store: Any,
+    store: ObjectStore,
     infos: list[ManifestInfo],
     tombstones: frozenset[str],
     version: int,
@@ -647,7 +656,7 @@ def _merge_small_manifests(
 
 
 def build_incremental_state(
-    store: Any,
+    store: ObjectStore,
     base: StateManifest,
     versions: Sequence[tuple[int, Sequence[Action]]],
     metadata: MetadataAction,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor_lib.log import snapshot_cache
 from executor_lib.log.config import split_options
@@ -34,6 +34,9 @@ from indextables_contract.errors import (
     StorageError,
     TableAlreadyExistsError,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Tables created by this code: protocol v4 (Avro state) by default, v3 with state.format=json.
 V3_TABLE_PROTOCOL = ProtocolAction(
@@ -75,7 +78,7 @@ def read_snapshot(uri: str, version: int | None = None, timestamp_ms: int | None
 
 def create_table(
     uri: str,
-    schema: Any,
+    schema: pa.Schema,
     partition_columns: Sequence[str] = (),
     *,
     name: str | None = None,

@@ -180,7 +180,9 @@ class TransactionLog:
     def snapshot(self, version: int | None = None, timestamp_ms: int | None = None) -> Snapshot:
         """The latest snapshot, or the one at ``version``, or the newest at or before ``timestamp_ms``."""
         if version is not None and timestamp_ms is not None:
-            raise ValueError("give either version or timestamp_ms, not both")
+            raise ConfigError(
+                f"snapshot of {self.uri}: give either version={version} or timestamp_ms={timestamp_ms}, not both"
+            )
         if timestamp_ms is not None:
             version = self._loader.version_at_timestamp(timestamp_ms)
         if version is None:

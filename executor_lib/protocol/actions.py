@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from indextables_contract import FORMAT
 from indextables_contract.errors import CorruptLogError, UnknownActionError
+from indextables_contract.version import VERSION
 
 T = TypeVar("T", bound="_ActionBase")
 
@@ -345,7 +346,7 @@ class SkipAction(_ActionBase):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
-ENGINE = "indextables-python/0.1.0"  # this project, as it names itself in what it writes
+ENGINE = f"indextables-python/{VERSION}"  # this project, as it names itself in what it writes
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor_lib.protocol.actions import AddAction
 from executor_lib.spark.common import delete_quietly, node_split_cache
@@ -34,6 +34,9 @@ from indextables_contract.write_settings import (
     purge_on_write_settings,
     size_bytes,
 )
+
+if TYPE_CHECKING:
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,12 @@ def check_settings(path: str, options: Mapping[str, str]) -> None:
 
 
 def optimize_adds(
-    path: str, store: Any, adds: list[AddAction], mapping_json: str, arrow_schema: Any, options: Mapping[str, str]
+    path: str,
+    store: ObjectStore,
+    adds: list[AddAction],
+    mapping_json: str,
+    arrow_schema: Any,
+    options: Mapping[str, str],
 ) -> list[AddAction]:
     """The adds to commit: with ``write.optimizeWrite.enabled``, each partition's uploaded splits merged
     into splits of about the target size (the sources deleted; they were never committed). If a merge

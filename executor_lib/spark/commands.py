@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
@@ -57,8 +57,14 @@ from executor_lib.spark.reader import (
 )
 from indextables_contract import commands as C
 from indextables_contract import filters as F
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import CommandError, ConfigError
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
+from indextables_contract.values import as_duration
+
+if TYPE_CHECKING:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
 
 # Options a command read may carry beyond its arguments (a pinned version; the read settings of
 # a pushed aggregate's tasks).
@@ -97,7 +103,7 @@ def _result_struct(ddl: str, metadata: Mapping[str, str]) -> Any:
 def _command_class(raw_options: Mapping[str, str]) -> type[C.Command]:
     try:
         return C.COMMANDS[C.command_name(raw_options)]
-    except C.CommandError as e:
+    except CommandError as e:
         raise ConfigError(str(e)) from e
 
 
@@ -105,12 +111,39 @@ def decode(raw_options: Mapping[str, str]) -> C.Command:
     """The typed command the options carry; ConfigError naming the option that is wrong."""
     try:
         return C.decode_command(raw_options)
-    except C.CommandError as e:
+    except CommandError as e:
         raise ConfigError(str(e)) from e
 
 
 def _options(raw: Mapping[str, str], name: str) -> dict[str, str]:
     return O.canonical_options(raw, (*O.READ_KEYS, *COMMAND_KEYS), (), (), f"command {name}")
+
+
+class MergeTask(NamedTuple):
+    """A ``merge_plan`` task's payload, planned on the driver side: one merge group (its row, as the
+    client writes it back with ``command=merge``)."""
+
+    group: int
+    partition_values: dict[str, str | None]
+    sources: list[str]  # the split paths merged
+    size: int  # their bytes
+    version: int  # the snapshot the plan read
+    sort_key: str | None
+    target: int  # the target split size in bytes
+
+
+@dataclass(frozen=True)
+class LogCounts:
+    """A ``group_aggregate`` answered by the transaction log's record counts: the partial results (JSON)."""
+
+    partials: str
+
+
+@dataclass(frozen=True)
+class SplitScan:
+    """A ``group_aggregate`` task's splits (with their doc mappings), aggregated by the task."""
+
+    splits: list[tuple[AddAction, str | None]]
 
 
 class CommandPartition(InputPartition):
@@ -144,11 +177,11 @@ class CommandReader(DataSourceReader):
 
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
-    def _where(self, snapshot: Any) -> F.Filter | None:
+    def _where(self, snapshot: Snapshot) -> F.Filter | None:
         text = getattr(self.command, "filter", None)
         if text is None:
             return None
-        where = O.parse_filter(text)
+        where = F.from_text(text, "option filter")
         if query_strings(where):
             raise ConfigError(
                 f"{self.name} {self.path}: the WHERE selects partitions, so it cannot use indexquery, textsearch "
@@ -185,7 +218,7 @@ class CommandReader(DataSourceReader):
         if isinstance(cmd, C.Aggregate):
             snapshot = self._log().snapshot()
             if cmd.filter is not None:  # a query that does not parse fails here, before any task
-                where = O.parse_filter(cmd.filter)
+                where = F.from_text(cmd.filter, "option filter")
                 schema = snapshot.arrow_schema()
                 check_filter(where, f"aggregate over {self.path}", schema, lambda: doc_mappings(snapshot))
             return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
@@ -205,7 +238,7 @@ class CommandReader(DataSourceReader):
             return [files[i : i + 16] for i in range(0, len(files), 16)]
         return [None]
 
-    def _plan_merges(self, cmd: C.MergePlan) -> list[Any]:
+    def _plan_merges(self, cmd: C.MergePlan) -> list[MergeTask]:
         from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
@@ -225,18 +258,19 @@ class CommandReader(DataSourceReader):
         groups = plan_merge_groups(snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2,
                                    cmd.max_dest_splits, max_sources)  # fmt: skip
         version = snapshot.version
-        return [(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
+        return [MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
                 for i, g in enumerate(groups)]  # fmt: skip
 
     def _max_sources(self) -> int:
         return int(parsed_option(self.options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
 
-    def _plan_group_aggregate(self, cmd: C.GroupAggregate) -> list[Any]:
-        """One payload per task: ``("log", partials)`` when the log's record counts answer the plan
-        (``count(*)`` only, filters and groups on partition columns only), else ``("splits", [...])``."""
+    def _plan_group_aggregate(self, cmd: C.GroupAggregate) -> list[LogCounts] | list[SplitScan]:
+        """One payload per task: ``LogCounts`` when the log's record counts answer the plan (``count(*)``
+        only, filters and groups on partition columns only), else a ``SplitScan`` per task."""
         from executor_lib import node_counters
         from executor_lib.log.pruning import prune_scan
-        from indextables_contract.aggregate import AggregatePlan, AggregatePlanError, partials_to_json
+        from indextables_contract.aggregate import AggregatePlan, partials_to_json
+        from indextables_contract.errors import AggregatePlanError
 
         try:
             agg = AggregatePlan.from_json(cmd.plan)
@@ -246,7 +280,8 @@ class CommandReader(DataSourceReader):
         schema = snapshot.arrow_schema()
         agg = _resolve_names(agg, schema.names)
         self.command = dataclasses.replace(cmd, plan=agg.to_json())  # the tasks' plan
-        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else F.from_text(agg.filter, "option filter")
+        where = None if where is None else typed_filter(where, schema, self.time_zone)
         named = {*agg.group_by, *agg.measured_columns(), *(F.columns_of(where) if where is not None else ())}
         unknown = sorted(named - set(schema.names))
         if unknown:
@@ -263,7 +298,7 @@ class CommandReader(DataSourceReader):
             and (where is None or (on_partitions(F.columns_of(where)) and not query_strings(where)))
             and all(a.num_records is not None for a in files)
         ):
-            return [("log", partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
+            return [LogCounts(partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
         if where is not None and prunable(F.columns_of(where), partition_columns, schema):
             files, counts = prune_scan(files, [where], snapshot.metadata.schema_string, partition_columns)
             directory = planning_counters_dir(self.options)
@@ -278,7 +313,7 @@ class CommandReader(DataSourceReader):
             parsed_option(self.options, READ_PARALLELISM, O.parse_positive_int),
             light=True,
         )  # fmt: skip
-        return [("splits", [(a, snapshot.doc_mapping(a)) for a in g]) for g in groups] or [("splits", [])]
+        return [SplitScan([(a, snapshot.doc_mapping(a)) for a in g]) for g in groups] or [SplitScan([])]
 
     def partitions(self) -> list[CommandPartition]:
         return [CommandPartition(i, payload) for i, payload in enumerate(self.plan)]
@@ -321,10 +356,9 @@ class CommandReader(DataSourceReader):
         hours = cmd.retention_hours
         if hours is None:  # PURGE without OLDER THAN: the session's default (IndexTables4Spark's name)
             raw = self.options.get("spark.indextables.purge.defaultRetentionHours", "168")
-            try:
-                hours = float(raw)
-            except ValueError as e:
-                raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours") from e
+            hours = as_duration(raw)
+            if hours is None:
+                raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours (a number >= 0)")
         report = purge_table(self._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
         for kind, key, size in report.rows():
             yield kind, key, size, dry
@@ -361,9 +395,9 @@ class CommandReader(DataSourceReader):
         for a in doomed:
             yield a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, version
 
-    def _run_merge_plan(self, cmd: C.MergePlan, payload: Any) -> Iterator[tuple[Any, ...]]:
-        group, partition_values, sources, size, version, sort_key, target = payload
-        yield group, json.dumps(partition_values, sort_keys=True), json.dumps(sources), size, version, sort_key, target
+    def _run_merge_plan(self, cmd: C.MergePlan, task: MergeTask) -> Iterator[tuple[Any, ...]]:
+        partition_values, sources = json.dumps(task.partition_values, sort_keys=True), json.dumps(task.sources)
+        yield task.group, partition_values, sources, task.size, task.version, task.sort_key, task.target
 
     def _run_merge_result(self, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
         merge_id = cmd.merge_id
@@ -411,7 +445,7 @@ class CommandReader(DataSourceReader):
         request = json.loads(cmd.aggregations)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
-        where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
+        where = F.from_text(cmd.filter, "option filter") if cmd.filter is not None else None
         snapshot_schema = self._log().snapshot().arrow_schema()
         with profiled_task(cache.directory):
             for add, mapping in payload:
@@ -435,14 +469,14 @@ class CommandReader(DataSourceReader):
     def rows_at_analysis(self) -> list[tuple[Any, ...]] | None:
         """The result rows when planning answered the command (a ``group_aggregate`` the transaction
         log's record counts answer), else None: tasks must run."""
-        if isinstance(self.command, C.GroupAggregate) and len(self.plan) == 1 and self.plan[0][0] == "log":
-            return self._log_rows(self.plan[0][1])
+        if isinstance(self.command, C.GroupAggregate) and len(self.plan) == 1 and isinstance(self.plan[0], LogCounts):
+            return self._log_rows(self.plan[0].partials)
         return None
 
     def _log_rows(self, partials: str) -> list[tuple[Any, ...]]:
         return [(partials, self.table_schema, 0, 0, 0, True)]
 
-    def _run_group_aggregate(self, cmd: C.GroupAggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
+    def _run_group_aggregate(self, cmd: C.GroupAggregate, task: LogCounts | SplitScan) -> Iterator[tuple[Any, ...]]:
         """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
         from executor_lib.splits.group_aggregate import aggregate_split
         from executor_lib.splits.table_search import damage_of_split, open_searcher
@@ -450,13 +484,14 @@ class CommandReader(DataSourceReader):
         from executor_lib.table_schema import spark_json_to_arrow
         from indextables_contract.aggregate import AggregatePlan, Partials, merge_into, partials_to_json
 
-        kind, body = payload
-        if kind == "log":
-            yield from self._log_rows(body)
+        if isinstance(task, LogCounts):
+            yield from self._log_rows(task.partials)
             return
+        body = task.splits
         agg = AggregatePlan.from_json(cmd.plan)
         schema = spark_json_to_arrow(self.table_schema)
-        where = None if agg.filter is None else typed_filter(O.parse_filter(agg.filter), schema, self.time_zone)
+        where = None if agg.filter is None else F.from_text(agg.filter, "option filter")
+        where = None if where is None else typed_filter(where, schema, self.time_zone)
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         merged: Partials = {}
@@ -609,7 +644,7 @@ def _profiler_row(directory: Path, action: str, role: str) -> tuple[Any, ...]:
     return socket.gethostname(), str(directory), role, profiler.is_enabled(directory), json.dumps(counters)
 
 
-# One handler per read command (tests/spark/test_command_contract.py checks both sides agree).
+# One handler per read command (tests/contract/test_commands.py checks both sides agree).
 HANDLERS: dict[type[C.Command], Callable[[CommandReader, Any, Any], Iterator[tuple[Any, ...]]]] = {
     C.History: CommandReader._run_history,
     C.DescribeState: CommandReader._run_describe_state,
@@ -641,7 +676,7 @@ MAX_SOURCES_SETTING = "spark.indextables.merge.maxSourceSplitsPerMerge"
 DEFAULT_MAX_SOURCES = 1000  # IndexTables4Spark's merge.maxSourceSplitsPerMerge
 
 
-def merge_sort_key(snapshot: Any, option: str, value: Any) -> str | None:
+def merge_sort_key(snapshot: Snapshot, option: str, value: Any) -> str | None:
     """A merge's sort key (``option``'s ``value``: the ``sortKey`` option or ``spark.indextables.merge.sortKey``):
     a data column with statistics, or None when ``value`` is empty."""
     name = str(value or "").strip()
@@ -660,7 +695,7 @@ def merge_sort_key(snapshot: Any, option: str, value: Any) -> str | None:
 
 
 def plan_merge_groups(
-    snapshot: Any,
+    snapshot: Snapshot,
     files: list[AddAction],
     target: int,
     sort_key: str | None,
@@ -678,7 +713,12 @@ def plan_merge_groups(
 
 
 def merge_group(
-    store: Any, snapshot: Any, sources: list[AddAction], sort_key: str | None, target: int, cache: Any
+    store: ObjectStore,
+    snapshot: Snapshot,
+    sources: list[AddAction],
+    sort_key: str | None,
+    target: int,
+    cache: SplitCache,
 ) -> list[AddAction]:
     """Merge ``sources`` (live in ``snapshot``) into new uploaded splits (not committed)."""
     from executor_lib.splits.publish import merge_splits, merge_splits_sorted
@@ -746,7 +786,7 @@ def _resolve_names(agg: Any, columns: list[str]) -> Any:
     def resolve(name: str) -> str:
         return by_lower.get(name.lower(), name)
 
-    tree = None if agg.filter is None else F.resolve_columns(O.parse_filter(agg.filter), columns)
+    tree = None if agg.filter is None else F.resolve_columns(F.from_text(agg.filter, "option filter"), columns)
     where = None if tree is None else json.dumps(F.to_json(tree))
     return AggregatePlan(
         tuple(resolve(c) for c in agg.group_by),
@@ -755,7 +795,7 @@ def _resolve_names(agg: Any, columns: list[str]) -> Any:
     )
 
 
-def _log_counts(snapshot: Any, where: F.Filter | None, group_by: tuple[str, ...]) -> Any:
+def _log_counts(snapshot: Snapshot, where: F.Filter | None, group_by: tuple[str, ...]) -> Any:
     """``count(*)`` per group of partition values, from the files' record counts: no split is opened."""
     from indextables_contract.aggregate import count_partials
 
@@ -868,7 +908,7 @@ def _utc(ms: int) -> Any:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
 
 
-def _matching_files(snapshot: Any, where: F.Filter | None) -> list[AddAction]:
+def _matching_files(snapshot: Snapshot, where: F.Filter | None) -> list[AddAction]:
     """Live files whose partition values satisfy ``where`` (exactly, evaluated with SQL semantics
     on typed partition values; numeric partitions compare as numbers)."""
     files = snapshot.files

@@ -11,7 +11,7 @@ import zoneinfo
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +20,9 @@ from executor_lib.spark import options as O
 from executor_lib.table_schema import resolve_column
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, StorageError
+
+if TYPE_CHECKING:
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +268,7 @@ def node_split_cache(options: Mapping[str, str]) -> Any:
     return SplitCache(Path(directory), max_bytes, by_piece=by_piece)
 
 
-def delete_quietly(store: Any, keys: list[str]) -> None:
+def delete_quietly(store: ObjectStore, keys: list[str]) -> None:
     """Best effort: an upload this job made and never committed (purge collects what is left)."""
     for key in keys:
         try:

@@ -109,7 +109,7 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         where_text = stored.get("indextables.companion.whereFilter")
     keep = None
     if where_text is not None:
-        where = O.parse_filter(where_text)
+        where = F.from_text(where_text, "option filter")
         unknown = sorted(F.columns_of(where) - set(listing.partition_columns))
         if unknown:
             raise ConfigError(f"BUILD COMPANION WHERE: {unknown} are not partition columns of the source "

@@ -1,7 +1,7 @@
 """``format("indextables")``: the PySpark Python data source of IndexTables, and where each hook goes.
 
 ``IndexTablesDataSource`` runs in a Python process beside the driver, before any task (see
-``shared/notes/pyspark-python-datasource.md``): ``schema`` checks the read options against the
+``docs/notes/pyspark-python-datasource.md``): ``schema`` checks the read options against the
 table's pinned snapshot, then hands over to
 
 * ``executor_lib.spark.reader`` (batch reads) and ``executor_lib.spark.writer`` (batch writes);
@@ -30,8 +30,6 @@ from executor_lib.spark.common import pinned_snapshot, require_path
 from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
-from indextables_contract import read as R
-from indextables_contract.errors import ConfigError
 
 NAME = FORMAT
 # IndexTables4Spark's documented format names: the same data source under each (registered statically
@@ -66,19 +64,14 @@ class IndexTablesDataSource(DataSource):
         table_fields = json.loads(snapshot.metadata.schema_string)["fields"]
         table_columns = [f["name"] for f in table_fields]
         opts = O.canonical_options(options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_columns, "read")
-        columns = O.parse_columns(R.COLUMNS, opts[R.COLUMNS], table_columns) if R.COLUMNS in opts else None
-        if R.REQUIRED_COLUMNS in opts:
-            types = {f["name"]: f["type"] for f in table_fields if isinstance(f["type"], str)}
-            required = O.required_columns(opts[R.REQUIRED_COLUMNS], table_columns, types)
-            columns = [c for c in (columns or table_columns) if c in required]
-        schema = _spark_schema(snapshot.metadata.schema_string, columns)
-        match = O.parse_match_columns(opts[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in opts else {}
+        types = {f["name"]: f["type"] for f in table_fields if isinstance(f["type"], str)}
+        plan = O.read_plan(opts, table_columns, f"read {path}")
+        schema = _spark_schema(snapshot.metadata.schema_string, O.output_columns(plan, table_columns, types))
+        match = dict(plan.match_columns)
         for name in match:
-            if name in table_columns:
-                raise ConfigError(f"read {path}: match column {name!r} is a column of the table")
             schema = schema.add(name, BooleanType(), nullable=False)
-        if match or R.FILTER in opts or O.query_filters(opts):  # a bad query fails at analysis, before any job
-            option_filters(path, opts, snapshot.arrow_schema(), lambda: doc_mappings(snapshot), match)
+        if match or plan.filter is not None or O.query_filters(opts):  # a bad query fails at analysis, before any job
+            option_filters(path, opts, snapshot.arrow_schema(), lambda: doc_mappings(snapshot), match, plan.filter)
         return schema
 
     def reader(self, schema: StructType) -> DataSourceReader:

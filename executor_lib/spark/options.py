@@ -4,25 +4,28 @@ Spark hands a Python data source its options with lower-cased keys; IndexTables4
 names are camelCase (``spark.indextables.transaction.retry.maxAttempts``). This module maps
 every key back to its canonical name (per-column keys to the schema's column name), rejects
 unknown ones with a ``ConfigError`` naming the option, and parses the few option values the
-Spark layer itself interprets (sizes, versions, timestamps, column lists, limits, filters).
+Spark layer itself interprets (sizes, versions, timestamps, column lists); a client's read plan is
+decoded by ``indextables_contract.read.ReadPlan.from_options`` and checked against the table here
+(``read_plan``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
-import json
-from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 from executor_lib.spark.progress import INTERVAL_OPTION as PROGRESS_INTERVAL
 from indextables_contract import filters as F
+from indextables_contract import read as R
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError, FilterError
+from indextables_contract.errors import ConfigError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
+from indextables_contract.read import ReadPlan
 from indextables_contract.values import as_bool, as_size
 
 PREFIX = "spark.indextables."
@@ -252,10 +255,16 @@ def parse_timestamp_ms(value: Any) -> int:
 
 def parse_columns(name: str, value: Any, available: Iterable[str]) -> list[str]:
     """A comma-separated column list, matched case-insensitively to the table's columns."""
-    by_lower = {c.lower(): c for c in available}
     wanted = [c.strip() for c in str(value).split(",") if c.strip()]
     if not wanted:
         raise ConfigError(f"option {name}={value!r}: expected a comma-separated list of columns")
+    return table_columns_named(name, wanted, available)
+
+
+def table_columns_named(name: str, wanted: Iterable[str], available: Iterable[str]) -> list[str]:
+    """``wanted`` matched case-insensitively to the table's columns, without repeats; ConfigError
+    naming the option ``name`` and the columns the table does not have."""
+    by_lower = {c.lower(): c for c in available}
     unknown = [c for c in wanted if c.lower() not in by_lower]
     if unknown:
         raise ConfigError(
@@ -264,17 +273,39 @@ def parse_columns(name: str, value: Any, available: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(by_lower[c.lower()] for c in wanted))
 
 
-def required_columns(value: Any, table_columns: list[str], types: Mapping[str, str]) -> list[str]:
-    """``requiredColumns`` (a JSON list of the names a statement uses; ``"*"`` for all): the table's
-    columns among them (case-insensitively), in table order. Names that are not columns are ignored
-    (a statement's aliases, functions, other tables' columns); if none is a column, one column is
-    read so rows can still be counted, a numeric one where there is one (``types``: column -> type name)."""
-    try:
-        names = json.loads(value)
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValueError("not a list of strings")
-    except ValueError as e:
-        raise ConfigError(f"option requiredColumns={str(value)[:200]!r}: expected a JSON list of names ({e})") from e
+def read_plan(options: Mapping[str, Any], table_columns: Sequence[str], what: str) -> ReadPlan:
+    """The client's read plan in ``options`` (decoded once, by ``ReadPlan.from_options``) with its names
+    checked against the table: ``columns`` matched case-insensitively to the table's columns (unknown
+    ones refused), and no match column named like a table column. ``what`` names the read in errors.
+
+    Raises:
+        ConfigError / FilterError: an option that does not decode, or names that do not fit the table.
+
+    Example: ``read_plan({"columns": "ID"}, ["id", "msg"], "read /t").columns == ("id",)``
+    """
+    plan = ReadPlan.from_options(options)
+    if plan.columns is not None:
+        plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, plan.columns, table_columns)))
+    for name, _ in plan.match_columns:
+        if name in table_columns:
+            raise ConfigError(f"{what}: match column {name!r} is a column of the table")
+    return plan
+
+
+def output_columns(plan: ReadPlan, table_columns: list[str], types: Mapping[str, str]) -> list[str] | None:
+    """The table's columns a read returns (None: all of them, in table order): ``plan.columns``, narrowed
+    to the names a statement uses (``plan.required_columns``, ``*`` for all) when the plan has them."""
+    if plan.required_columns is None:
+        return None if plan.columns is None else list(plan.columns)
+    required = required_columns(plan.required_columns, table_columns, types)
+    return [c for c in (plan.columns or table_columns) if c in required]
+
+
+def required_columns(names: Sequence[str], table_columns: list[str], types: Mapping[str, str]) -> list[str]:
+    """The table's columns among ``names`` (the names a statement uses; ``"*"`` for all),
+    case-insensitively, in table order. Names that are not columns are ignored (a statement's
+    aliases, functions, other tables' columns); if none is a column, one column is read so rows can
+    still be counted, a numeric one where there is one (``types``: column -> type name)."""
     if "*" in names:
         return list(table_columns)
     wanted = {n.lower() for n in names}
@@ -283,35 +314,6 @@ def required_columns(value: Any, table_columns: list[str], types: Mapping[str, s
         return chosen
     numeric = [c for c in table_columns if types.get(c) in ("long", "integer", "short", "byte", "double", "float")]
     return [(numeric or table_columns)[0]]
-
-
-def parse_match_columns(value: Any) -> dict[str, F.Filter]:
-    """``matchColumns``: a JSON object, boolean column name -> filter tree; each row gets whether it matches."""
-    try:
-        doc = json.loads(value)
-        if not isinstance(doc, dict):
-            raise ValueError("not an object")
-    except ValueError as e:
-        raise ConfigError(f"option matchColumns={str(value)[:200]!r}: expected a JSON object ({e})") from e
-    return {str(name): parse_filter(json.dumps(tree)) for name, tree in doc.items()}
-
-
-def parse_filter(value: Any) -> F.Filter:
-    """The ``filter`` option (a filter tree's JSON form); FilterError names the option and the bad part.
-
-    A fractional number is read as a ``Decimal``, as Spark SQL reads ``2.5`` (an exact decimal
-    literal), so ``dec = 0.1`` on a decimal column compares exactly (``common.comparable_numbers``
-    makes it a float for float columns)."""
-    try:
-        tree = json.loads(str(value), parse_float=Decimal)
-    except json.JSONDecodeError as e:
-        raise FilterError(f"option filter: not JSON ({e})") from e
-    except RecursionError:
-        raise FilterError(f"option filter: nests deeper than {F.MAX_DEPTH} levels") from None
-    try:
-        return F.from_json(tree)
-    except FilterError as e:
-        raise FilterError(f"option filter: {e.message}") from e
 
 
 def query_filters(options: Mapping[str, str]) -> list[F.Filter]:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from indextables_contract.errors import ConfigError
+from indextables_contract.values import as_duration
 
 INTERVAL_OPTION = "spark.indextables.progress.intervalSeconds"
 DEFAULT_INTERVAL_SECONDS = 30.0
@@ -41,11 +42,8 @@ def interval_seconds(options: Mapping[str, str]) -> float:
     if value is None:
         return DEFAULT_INTERVAL_SECONDS
     problem = f"option {INTERVAL_OPTION}={value!r}: expected seconds (a number >= 0; 0 turns it off)"
-    try:
-        seconds = float(str(value).strip())
-    except ValueError as e:
-        raise ConfigError(problem) from e
-    if not seconds >= 0:  # also refuses NaN
+    seconds = as_duration(value)
+    if seconds is None:
         raise ConfigError(problem)
     return seconds
 

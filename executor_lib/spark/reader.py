@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +42,11 @@ from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract import read as R
 from indextables_contract.errors import ConfigError
+
+if TYPE_CHECKING:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +85,14 @@ class IndexTablesReader(DataSourceReader):
         table_arrow = snapshot.arrow_schema()
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
-        self.match: dict[str, F.Filter] = (
-            O.parse_match_columns(self.options[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in self.options else {}
-        )
+        plan = O.read_plan(self.options, table_arrow.names, f"read {path}")
+        self.match: dict[str, F.Filter] = dict(plan.match_columns)
         self.columns: list[str] = [f.name for f in schema.fields]
         self.read_schema_json: str = schema.json()
         unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
-        self.limit: int | None = parsed_option(self.options, R.LIMIT, O.parse_positive_int)
+        self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
         self.partition_bytes: int = parsed_option(
             self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
         )
@@ -97,21 +101,21 @@ class IndexTablesReader(DataSourceReader):
             DEFAULT_SPLITS_PER_PARTITION,
         )  # fmt: skip
         self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
-        self._snapshot: Any = snapshot
+        self._snapshot: Snapshot | None = snapshot
         self._mappings = self._doc_mappings(snapshot)
-        self.option_filters = self._option_filters(table_arrow)
+        self.option_filters = self._option_filters(table_arrow, plan.filter)
         self.pushed: list[F.Filter] = []  # answered on executors (exactly, or as a superset Spark re-checks)
         self.pruning: list[F.Filter] = []  # used to skip files only
 
     # -- planning (driver side) --
 
     @staticmethod
-    def _doc_mappings(snapshot: Any) -> list[Any]:
+    def _doc_mappings(snapshot: Snapshot) -> list[Any]:
         """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
         return doc_mappings(snapshot)
 
-    def _option_filters(self, table_arrow: pa.Schema) -> list[F.Filter]:
-        return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match)
+    def _option_filters(self, table_arrow: pa.Schema, where: F.Filter | None) -> list[F.Filter]:
+        return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match, where)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         from executor_lib.splits.pushdown import plan
@@ -225,7 +229,7 @@ class IndexTablesReader(DataSourceReader):
             yield from self._search_splits(partition.splits, store, cache, target)
 
     def _search_splits(
-        self, splits: Sequence[SplitRef], store: Any, cache: Any, target: pa.Schema
+        self, splits: Sequence[SplitRef], store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
         from executor_lib.splits.pushdown import FilterPlan, plan
@@ -390,20 +394,19 @@ def doc_mappings(snapshot: Any) -> list[Any]:
 
 def option_filters(
     path: str, options: Mapping[str, str], table_arrow: pa.Schema, mappings: Callable[[], list[Any]],
-    match: Mapping[str, F.Filter],
+    match: Mapping[str, F.Filter], where: F.Filter | None,
 ) -> list[F.Filter]:  # fmt: skip
-    """The filter trees a read's options carry (``indexquery.<col>``, ``indexqueryall``, ``filter``),
-    each checked with ``check_filter`` (as are the ``match`` columns' trees): run by the data source's
-    ``schema`` (Spark's analysis, before any job) and by the reader.
+    """The filter trees a read carries (its ``indexquery.<col>`` and ``indexqueryall`` options, and
+    ``where``: its plan's ``filter``), each checked with ``check_filter`` (as are the ``match`` columns'
+    trees): run by the data source's ``schema`` (Spark's analysis, before any job) and by the reader.
 
     Raises:
-        ConfigError / QueryError / FilterError: as ``check_filter``, or a malformed ``filter`` option.
+        ConfigError / QueryError / FilterError: as ``check_filter``.
 
-    Example: ``option_filters("/t", {"indexquery.message": "error"}, schema, lambda: doc_mappings(snap), {})``
+    Example: ``option_filters("/t", {"indexquery.message": "error"}, schema, lambda: doc_mappings(snap), {}, None)``
     """
     found = O.query_filters(options)
-    if R.FILTER in options:
-        where = O.parse_filter(options[R.FILTER])
+    if where is not None:
         found.append(typed_filter(where, table_arrow, options.get("sessionTimeZone")))
     for f in [*found, *match.values()]:
         check_filter(f, f"read {path}", table_arrow, mappings)

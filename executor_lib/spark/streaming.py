@@ -204,7 +204,8 @@ class IndexTablesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.rows = IndexTablesReader(options, schema)  # checks options and columns; reads splits on executors
         self.path = self.rows.path
         self._cap: int | None = None  # Trigger.AvailableNow: the latest version when the query started
-        self._caches = _Caches(registry=dict(self.rows._snapshot.schema_registry))
+        pinned = self.rows._snapshot  # set by the reader's constructor (dropped only when pickled)
+        self._caches = _Caches(registry=dict(pinned.schema_registry) if pinned is not None else {})
         self._log: Any = None
         latest = self.rows.version
         start = self.opts.starting_version

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,6 +29,10 @@ from executor_lib.spark.after_write import after_commit, check_settings, optimiz
 from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
+
+if TYPE_CHECKING:
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +102,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
         except TableNotFoundError:
             return None
 
-    def _check_compatible(self, snapshot: Any, requested: list[str] | None) -> None:
+    def _check_compatible(self, snapshot: Snapshot, requested: list[str] | None) -> None:
         if snapshot.metadata.configuration.get(COMPANION_ENABLED) == "true":
             raise ConfigError(
                 f"write {self.path}: the table is a companion index (its rows live in the source table "
@@ -118,7 +122,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
                 f"{list(snapshot.partition_columns)}"
             )
 
-    def _inherited_mapping(self, snapshot: Any) -> str | None:
+    def _inherited_mapping(self, snapshot: Snapshot) -> str | None:
         """Appends without indexing options keep the doc mapping of the table's newest split."""
         files = snapshot.files
         if not files:
@@ -281,7 +285,7 @@ def _task_cores() -> int:
 class _Uploads:
     """Uploads written splits on one background thread, in order, deleting each local file once uploaded."""
 
-    def __init__(self, store: Any, progress: TaskProgress) -> None:
+    def __init__(self, store: ObjectStore, progress: TaskProgress) -> None:
         self.store = store
         self.progress = progress
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="indextables-upload")

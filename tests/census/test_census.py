@@ -1,5 +1,5 @@
 """The bad-input census: hostile input of every kind, each case asserting a clear error (a type from
-``executor_lib/errors.py`` whose message names the file, option, path or query) and no change on
+``indextables_contract/errors.py`` whose message names the file, option, path or query) and no change on
 disk (the table's listing and checksums before and after the failed operation).
 
 * corrupt files of every kind a reader meets — version files, JSON checkpoints, ``_last_checkpoint``,

@@ -238,7 +238,6 @@ def test_hole7_bad_bytes_and_corrupt_schemas_raise_typed_errors(tmp_path: Path) 
 def test_low_deep_nesting_and_huge_limits_are_named() -> None:
     from connect_plugin.grammar import IndexTablesSQLError, parse_predicate
     from connect_plugin.sql import _limit
-    from executor_lib.spark.options import parse_filter
     from indextables_contract import filters
 
     with pytest.raises(IndexTablesSQLError, match="nests too deeply"):
@@ -249,7 +248,7 @@ def test_low_deep_nesting_and_huge_limits_are_named() -> None:
     with pytest.raises(errors.FilterError, match="nests deeper than 256"):
         filters.from_json(deep)
     with pytest.raises(errors.FilterError, match="nests deeper than 256"):
-        parse_filter('{"op": "not", "child": ' * 5000 + "{}" + "}" * 5000)
+        filters.from_text('{"op": "not", "child": ' * 5000 + "{}" + "}" * 5000)
     with pytest.raises(IndexTablesSQLError, match="LIMIT 99999999999999999999 is larger than Spark's largest"):
         _limit("99999999999999999999")
     assert _limit("2147483647") == 2147483647

@@ -3,7 +3,9 @@ cluster side, and the table stays correct (rows, counts, time travel) around it.
 
 from __future__ import annotations
 
+import datetime
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import executor_lib
 from connect_plugin.table import IndexTable
 from indextables_contract.errors import CommitConflictError, error_class_in
 from tests.spark.test_datasource import TEXT_OPTS, ids, make_df
+from tests.test_readme import python_blocks
 
 
 def small_appends(spark: Any, table: Path, n: int, per: int = 5, partition: bool = True) -> None:
@@ -245,7 +248,7 @@ def test_bad_command_input_is_named(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="option aggregations"):
         spark.read.format("indextables").option("command", "aggregate").load(str(table)).collect()
     with pytest.raises(Exception, match="not answered exactly by the index"):
-        t.aggregate({"n": {"value_count": {"field": "id"}}}, query={"op": "contains", "column": "msg", "value": "x"})
+        t.aggregate({"n": {"value_count": {"field": "id"}}}, where={"op": "contains", "column": "msg", "value": "x"})
     assert executor_lib.open_log(str(table)).latest_version() == 1  # nothing was committed
 
 
@@ -272,3 +275,67 @@ def test_merge_and_reads_from_a_plain_thread(spark: Any, tmp_path: Path) -> None
     assert len(out["merged"]) == 1 and out["merged"][0]["numSourceSplits"] == 3
     assert out["ids"] == list(range(30))
     assert len(executor_lib.open_log(path).snapshot().files) == 1
+
+
+def test_side_effects_run_at_once_and_reads_stay_lazy(spark: Any, tmp_path: Path) -> None:
+    """As in deltalake's DeltaTable: ``checkpoint()`` checkpoints when called (its result need not be
+    collected); ``history()`` is a lazy DataFrame that sees commits made after it was built."""
+    table = tmp_path / "eager"
+    json_state = {"spark.indextables.state.format": "json"}  # a checkpoint is then a file of its own
+    connect_plugin.write(make_df(spark, 5), str(table), options={**TEXT_OPTS, **json_state})
+    connect_plugin.write(make_df(spark, 5, start=5), str(table), options={**TEXT_OPTS, **json_state})
+    t = IndexTable.for_path(spark, str(table), json_state)
+    checkpoints = table / "_transaction_log"
+    assert not list(checkpoints.glob("*.checkpoint.json"))
+    latest = executor_lib.open_log(str(table)).latest_version()
+    history = t.history()
+    result = t.checkpoint()  # not collected
+    assert [p.name for p in checkpoints.glob("*.checkpoint.json")] == [f"{latest:020d}.checkpoint.json"]
+    assert result.collect()[0]["version"] == latest == result.collect()[0]["version"]  # rows, not a re-run
+    connect_plugin.write(make_df(spark, 5, start=10), str(table), options={**TEXT_OPTS, **json_state})
+    assert [r["version"] for r in history.collect()] == list(range(latest + 1, -1, -1))
+
+
+def test_one_name_for_a_row_condition(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "where"
+    small_appends(spark, table, 2)
+    t = IndexTable.for_path(spark, str(table))
+    assert ids(t.to_df(where="id < 3")) == [0, 1, 2]
+    with pytest.warns(DeprecationWarning, match=r"to_df\(filter=...\) is deprecated"):
+        assert ids(t.to_df(filter="id < 3")) == [0, 1, 2]
+    with pytest.raises(Exception, match="not also as filter"):
+        t.to_df(where="id < 3", filter="id < 2")
+    assert t.count(where="id < 3") == 3 and t.count("msg:timeout", where="id > 0") == 1  # ids 0 and 5 time out
+    n = {"n": {"value_count": {"field": "id"}}}
+    assert t.aggregate(n, where={"op": "in", "column": "id", "values": [1, 2]})["n"]["value"] == 2
+    with pytest.warns(DeprecationWarning, match="aggregate"):
+        assert t.aggregate(n, query={"op": "in", "column": "id", "values": [1, 2]})["n"]["value"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new names warn about nothing
+        assert t.aggregate(n, query="msg:timeout")["n"]["value"] == 2
+
+
+README_SECTION = "## Client plugin: table API and SQL (Spark Connect or classic)"
+
+
+def test_the_readme_table_api_example_runs_as_written(spark: Any, tmp_path: Path) -> None:
+    """The README's IndexTable block, on a local table with the columns it names (only the path swapped)."""
+    (block,) = [b for b in python_blocks(README_SECTION) if "IndexTable.for_path" in b]
+    path = str(tmp_path / "logs")
+    utc = datetime.timezone.utc
+    for day in ("2023-12-31", "2024-05-01", "2024-05-01"):
+        rows = [
+            (datetime.datetime(2024, 5, 1, tzinfo=utc) + datetime.timedelta(minutes=i), f"needle timeout {i}" if i % 3
+             else f"request {i} served", ["INFO", "ERROR"][i % 2], i * 100, day)
+            for i in range(12)
+        ]  # fmt: skip
+        df = spark.createDataFrame(rows, "ts timestamp, message string, level string, latency_ms long, day string")
+        connect_plugin.write(df, path, partition_by=["day"], options={"spark.indextables.indexing.typemap.message": "text"})
+    assert block.count("s3://bucket/logs") >= 4
+    env: dict[str, Any] = {"spark": spark}
+    exec(compile(block.replace("s3://bucket/logs", path), "README: table API", "exec"), env)
+    t = env["t"]
+    assert t.to_df(where="day < '2024-01-01'").count() == 0  # drop_partitions ran, without .show()
+    assert t.count() == 24 and t.count("needle") == 16
+    merges = [e.operation for e in executor_lib.open_log(path).history()]
+    assert merges.count("MERGE SPLITS") >= 1 and "DROP PARTITIONS" in " ".join(merges).upper().replace("_", " ")

@@ -11,7 +11,7 @@ from executor_lib.log.config import LogConfig
 from executor_lib.spark.options import parse_bool, parse_size
 from executor_lib.storage import _convert
 from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_bool, as_size
+from indextables_contract.values import as_bool, as_duration, as_size
 from indextables_contract.write_settings import size_bytes
 
 BOOLEANS = {"true": True, "TRUE": True, " yes ": True, "1": True, "false": False, "No": False, "0": False}
@@ -46,4 +46,30 @@ def test_every_size_parser_has_one_grammar(parse: Any) -> None:
             assert as_size(text) is None, text
             continue
         with pytest.raises(ConfigError, match="size"):
+            parse(text)
+
+
+DURATIONS = {"24": 24.0, " 0.5 ": 0.5, "0": 0.0, "1e3": 1000.0, "168.0": 168.0}
+NOT_DURATIONS = ["", "-1", "nan", "inf", "1h", "24 hours", "true"]
+
+
+def _log_hours(value: str) -> Any:
+    return LogConfig.from_options({"spark.indextables.purge.txLogRetentionHours": value}).tx_log_retention_hours
+
+
+def _progress_seconds(value: str) -> Any:
+    from executor_lib.spark.progress import INTERVAL_OPTION, interval_seconds
+
+    return interval_seconds({INTERVAL_OPTION: value})
+
+
+@pytest.mark.parametrize("parse", [as_duration, _log_hours, _progress_seconds])
+def test_every_duration_parser_has_one_grammar(parse: Any) -> None:
+    for text, expected in DURATIONS.items():
+        assert parse(text) == expected, text
+    for text in NOT_DURATIONS:
+        if parse is as_duration:
+            assert as_duration(text) is None, text
+            continue
+        with pytest.raises(ConfigError, match=r"Hours|Seconds"):
             parse(text)

@@ -16,6 +16,7 @@ from executor_lib.protocol.files import encode_log_bytes
 from executor_lib.storage import open_store
 from indextables_contract.errors import (
     CommitConflictError,
+    ConfigError,
     InvalidActionError,
     MissingLogFileError,
     TableAlreadyExistsError,
@@ -76,6 +77,8 @@ def test_remove_and_time_travel_by_version_and_timestamp(table: Table) -> None:
         log.snapshot(version=9)
     with pytest.raises(VersionNotFoundError, match="before the earliest"):
         log.snapshot(timestamp_ms=1)
+    with pytest.raises(ConfigError, match=r"snapshot of .*: give either version=1 or timestamp_ms=\d+, not both"):
+        log.snapshot(version=1, timestamp_ms=middle_ms)  # a class of the hierarchy, not a bare ValueError
     history = log.history()
     assert [h.version for h in history] == [2, 1, 0]
     assert (history[0].num_removed_files, history[1].num_added_files, history[2].operation) == (

@@ -164,6 +164,8 @@ def test_index_queries_and_pushed_options(spark: Any, tmp_path_factory: pytest.T
     limited = connect_plugin.read(spark, str(table), columns=["id"], limit=7, filter=mixed).collect()
     assert len(limited) == 7 and {r["id"] for r in limited} <= set(expected)
     assert connect_plugin.read(spark, str(table), limit=1000).count() == 60
+    # LIMIT 0: the client builds it, the executors accept it (one decoder) and read no split
+    assert connect_plugin.read(spark, str(table), columns=["id"], limit=0, filter=mixed).collect() == []
 
 
 def test_time_travel(spark: Any, tmp_path: Path) -> None:

@@ -1,0 +1,53 @@
+"""The command reader's task payloads are typed (``MergeTask``, ``LogCounts``, ``SplitScan``), planned
+on the driver side over a real log (no Spark job: planning only), and read back by the tasks' handlers."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+from executor_lib.spark.commands import CommandPartition, CommandReader, LogCounts, MergeTask, SplitScan
+from indextables_contract import commands as C
+from indextables_contract import filters as F
+from indextables_contract.aggregate import AggregatePlan, Measure
+from tests.log.helpers import add, make_table
+
+
+def _table(tmp_path: Path) -> str:
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    for day, records in [("2024-01-01", 10), ("2024-01-01", 20), ("2024-01-02", 5), ("2024-01-02", 7)]:
+        log.commit([add(day, records)])
+    return uri
+
+
+def _options(uri: str, command: C.Command) -> dict[str, str]:
+    return {"path": uri, **command.to_options()}
+
+
+def test_merge_plan_tasks_are_merge_tasks(tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    reader = CommandReader(_options(uri, C.MergePlan(target_size="1G")))
+    assert all(isinstance(t, MergeTask) for t in reader.plan) and len(reader.plan) == 2  # a group per day
+    task = pickle.loads(pickle.dumps(reader.plan[0]))  # as Spark ships it to a task
+    sizes = {"2024-01-01": 1010 + 1020, "2024-01-02": 1005 + 1007}  # add()'s sizes: 1000 + records
+    assert len(task.sources) == 2 and task.size == sizes[str(task.partition_values["date"])]
+    assert task.target == 1 << 30 and task.version == 4
+    (row,) = reader.read(CommandPartition(0, task))
+    assert row == (0, json.dumps(task.partition_values, sort_keys=True), json.dumps(task.sources), task.size,
+                   task.version, None, 1 << 30)  # fmt: skip
+
+
+def test_group_aggregate_tasks_say_whether_the_log_answers(tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    by_day = AggregatePlan(("date",), (Measure("count"),))
+    counted = CommandReader(_options(uri, C.GroupAggregate(plan=by_day.to_json())))
+    assert [type(t) for t in counted.plan] == [LogCounts]
+    rows = counted.rows_at_analysis()
+    assert rows is not None and rows == list(counted.read(CommandPartition(0, counted.plan[0])))
+    on_data = AggregatePlan((), (Measure("count"),), F.to_text(F.Term("message", "x")))
+    scanned = CommandReader(_options(uri, C.GroupAggregate(plan=on_data.to_json())))
+    assert scanned.plan and all(isinstance(t, SplitScan) for t in scanned.plan)
+    assert sorted(a.num_records for t in scanned.plan for a, _ in t.splits) == [5, 7, 10, 20]
+    assert scanned.rows_at_analysis() is None
