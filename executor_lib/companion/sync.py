@@ -129,6 +129,12 @@ def companion_mapping(
     return mapping_for(schema, options)
 
 
+def resolved_modes(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
+    """INDEXING MODES keyed by the source's spelling of each column (names are case-insensitive)."""
+    known = _lower_map(listing.schema.names)
+    return {known.get(name.lower(), name): value for name, value in modes.items()}
+
+
 def strip_patterns(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
     """Column -> the pattern removed from its text before indexing (the strip modes)."""
     known = _lower_map(listing.schema.names)

@@ -67,6 +67,7 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         plan_groups,
         plan_sync,
         resolve_columns,
+        resolved_modes,
         strip_patterns,
     )
     from executor_lib.table_schema import arrow_to_spark_json
@@ -134,7 +135,7 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         "schema": arrow_to_spark_json(listing.schema), "dataColumns": listing.data_schema.names,
         "partitionColumns": list(listing.partition_columns), "docMapping": mapping.to_json(),
         "fastFieldMode": fast_mode, "configuration": configuration, "warnings": warnings,
-        "strip": strip_patterns(listing, modes),
+        "strip": strip_patterns(listing, modes), "indexingModes": resolved_modes(listing, modes),
         "dryRun": cmd.dry_run, "sourceFiles": len(listing.files),
     }, sort_keys=True)  # fmt: skip
     read_version = snapshot.version if snapshot is not None else -1
@@ -263,7 +264,8 @@ class CompanionWriter(DataSourceArrowWriter):
                     mapping = DocMapping.from_json(settings["docMapping"])
                     written, read = build_companion_split(
                         sources, files, settings["sourceFormat"], data_schema, mapping, work,
-                        strip=settings.get("strip") or {},
+                        strip=settings.get("strip") or {}, fast_field_mode=settings["fastFieldMode"],
+                        indexing_modes=settings.get("indexingModes") or {},
                     )  # fmt: skip
                     store = store or self._store()
                     add = upload_split(store, written, json.loads(row["partitionValues"]))

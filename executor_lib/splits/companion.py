@@ -30,8 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from executor_lib.splits import parquet_manifest as PM
 from executor_lib.splits.columnar_copy import ColumnarCopy
-from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.parquet_manifest import FILE_HASH_FIELD, ROW_IN_FILE_FIELD
 from executor_lib.splits.writer import SplitBuilder, WrittenSplit
 from indextables_contract.errors import CompanionSourceError, ObjectNotFoundError
 
@@ -90,6 +92,21 @@ class SourceFiles:
 
             self._store = open_store(self.root, shared_client=True, **self.storage_options)
         return self._store
+
+    def size(self, relative: str) -> int:
+        """The byte size of the source file ``relative`` (one stat, or one HEAD request).
+
+        Raises:
+            CompanionSourceError: the file is gone.
+        """
+        store = self.store()
+        try:
+            local = store.local_path(relative)
+            return int(os.stat(local).st_size) if local is not None else int(store.head(relative).size)
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists; {_resync_hint(self.root)}"
+            ) from e
 
     def open(self, relative: str, expected_rows: int | None = None) -> pq.ParquetFile:
         """The source file ``relative`` (to the root); its footer is kept by the process while the
@@ -249,6 +266,22 @@ def companion_rows(locators: ColumnarCopy, member: bytes, table_schema: pa.Schem
     return CompanionRows(locators, info, pa.schema(fields))
 
 
+def locator_fields(mapping: DocMapping) -> DocMapping:
+    """``mapping`` plus tantivy4java's two u64 fast fields of every companion document (replaced if present)."""
+    kept = tuple(f for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD))
+    hidden = tuple(
+        FieldMapping(name, "u64", stored=False, indexed=False, fast=True)
+        for name in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD)
+    )
+    return DocMapping(kept + hidden)
+
+
+def _segment_docs(index_dir: Path) -> list[int]:
+    """Documents of each segment of a committed index, in ``meta.json``'s order."""
+    meta = json.loads((index_dir / "meta.json").read_text())
+    return [int(seg["max_doc"]) for seg in meta["segments"]]
+
+
 def build_companion_split(
     sources: SourceFiles,
     files: Sequence[str],
@@ -258,17 +291,29 @@ def build_companion_split(
     out_dir: Path,
     heap_bytes: int | None = None,
     strip: Mapping[str, str] | None = None,
+    fast_field_mode: str = "HYBRID",
+    indexing_modes: Mapping[str, str] | None = None,
 ) -> tuple[WrittenSplit, int]:
     """Index the source ``files`` (relative to ``sources.root``) into one companion split in ``out_dir``;
     returns it and the bytes of source files read. ``data_schema``: the source's data columns; ``strip``:
-    column -> a regex whose matches are removed from the column's text before indexing (the source keeps them).
+    column -> a regex whose matches are removed from the column's text before indexing (the source keeps them);
+    ``indexing_modes``: column -> its INDEXING MODES value, recorded in the manifest.
+
+    The split is laid out as tantivy4java's (``parquet_manifest``): ``_parquet_manifest.json`` and the
+    ``__pq_file_hash``/``__pq_row_in_file`` fast fields, plus this project's member and locator copy.
 
     Raises:
         CompanionSourceError: a source file is gone.
     """
-    indexed = [f.name for f in mapping.fields]
+    indexed = [f.name for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD)]
+    mapping = locator_fields(mapping)
     builder = SplitBuilder(mapping, out_dir, heap_bytes, copy_columns=[FILE_COLUMN, ROW_COLUMN])
-    file_rows = []
+    file_rows: list[int] = []
+    entries: list[dict[str, Any]] = []
+    columns: list[dict[str, Any]] | None = None
+    modes = {c: m for c, v in (indexing_modes or {}).items() if (m := PM.indexing_mode_json(v)) is not None}
+    overrides = PM.tokenizer_overrides(indexing_modes or {})
+    kinds = {f.name: f.type for f in mapping.fields if f.type in ("ip", "json")}
     read_bytes = 0
     indexed_schema = pa.schema([data_schema.field(c) for c in indexed])
     try:
@@ -276,6 +321,9 @@ def build_companion_split(
             pf = sources.open(relative)
             meta = pf.metadata
             read_bytes += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+            if columns is None:
+                columns = PM.column_mapping(pf.schema_arrow, PM.field_ids(pf), overrides, kinds)
+            file_hash = PM.hash_parquet_path(relative)
             present = [c for c in indexed if c in pf.schema_arrow.names]
             offset = 0
             for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=present):
@@ -285,17 +333,28 @@ def build_companion_split(
                     position_of = data.schema.get_field_index(column)
                     stripped = pc.replace_substring_regex(data.column(column), pattern, " ")
                     data = data.set_column(position_of, column, stripped)
+                data = data.append_column(FILE_HASH_FIELD, pa.array(np.full(n, file_hash, dtype=np.uint64)))
+                data = data.append_column(ROW_IN_FILE_FIELD, pa.array(np.arange(offset, offset + n, dtype=np.uint64)))
                 data = data.append_column(FILE_COLUMN, pa.array(np.full(n, position, dtype=np.int32)))
                 data = data.append_column(ROW_COLUMN, pa.array(np.arange(offset, offset + n, dtype=np.int64)))
                 builder.add(data)
                 offset += n
             file_rows.append(offset)
+            if offset:  # the JVM's manifest has no empty files (validate)
+                entries.append(PM.file_entry(pf, relative, sources.size(relative), sum(file_rows[:-1])))
         if builder.num_rows == 0:
             empty = indexed_schema.empty_table()
-            empty = empty.append_column(FILE_COLUMN, pa.array([], pa.int32()))
-            builder.add(empty.append_column(ROW_COLUMN, pa.array([], pa.int64())))
+            for name, t in ((FILE_HASH_FIELD, pa.uint64()), (ROW_IN_FILE_FIELD, pa.uint64()),
+                            (FILE_COLUMN, pa.int32()), (ROW_COLUMN, pa.int64())):  # fmt: skip
+                empty = empty.append_column(name, pa.array([], t))
+            builder.add(empty)
         info = CompanionInfo(sources.root, source_format, tuple(files), tuple(file_rows), tuple(data_schema.names))
-        written = builder.finish(members={COMPANION_MEMBER: info.to_json().encode()})
+
+        def manifest_member(index_dir: Path) -> dict[str, bytes]:
+            manifest = PM.build_manifest(entries, columns or [], fast_field_mode, _segment_docs(index_dir), modes)
+            return {PM.MANIFEST_MEMBER: PM.serialize_manifest(manifest)}
+
+        written = builder.finish(members={COMPANION_MEMBER: info.to_json().encode()}, late_members=manifest_member)
     except BaseException:
         builder.close()
         raise
