@@ -287,3 +287,4 @@ def check_schema_evolution(stored: Mapping[str, str], schema: pa.Schema) -> list
             "companion (or build it at a new location) and BUILD it again"
         )
     return warnings
+

@@ -30,7 +30,14 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 
 from executor_lib import profiler
 from executor_lib.log.pruning import column_types
-from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, CommitInfoAction, RemoveAction, removes_of
+from executor_lib.protocol.actions import (
+    COMPANION_ENABLED,
+    AddAction,
+    CommitInfoAction,
+    RemoveAction,
+    parquet_table_root,
+    removes_of,
+)
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     DATA_SKIPPING_FILE,
@@ -245,6 +252,7 @@ class CommandReader(DataSourceReader):
         if unknown:
             raise ConfigError(f"group_aggregate {self.path}: columns {unknown} are not in the table ({schema.names})")
         self.table_schema = snapshot.metadata.schema_string
+        self.companion_root = parquet_table_root(snapshot.metadata.configuration, self.options)
         partition_columns = self.partition_columns = list(snapshot.partition_columns)
         on_partitions = set(partition_columns).issuperset
         files = snapshot.files
@@ -403,11 +411,13 @@ class CommandReader(DataSourceReader):
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         where = O.parse_filter(cmd.filter) if cmd.filter is not None else None
-        snapshot_schema = self._log().snapshot().arrow_schema()
+        snapshot = self._log().snapshot()
+        snapshot_schema = snapshot.arrow_schema()
+        root = parquet_table_root(snapshot.metadata.configuration, self.options)
         with profiled_task(cache.directory):
             for add, mapping in payload:
                 searcher = open_searcher(
-                    cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset
+                    cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset, root
                 )
                 query = None
                 if where is not None:
@@ -454,7 +464,10 @@ class CommandReader(DataSourceReader):
         routes = {"index": 0, "rows": 0}
         with profiled_task(cache.directory):
             for add, mapping in body:
-                searcher = open_searcher(cache, store, add.path, schema, mapping, add.size, add.footer_start_offset)
+                searcher = open_searcher(
+                    cache, store, add.path, schema, mapping, add.size, add.footer_start_offset,
+                    getattr(self, "companion_root", None),
+                )  # fmt: skip
                 constants = partition_constants(add.partition_values, self.partition_columns, schema)
                 t0 = time.perf_counter_ns() if profiler.ENABLED else 0
                 with damage_of_split(cache, store, add.path):

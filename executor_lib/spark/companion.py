@@ -128,6 +128,8 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         include=include_resolved, exclude=exclude_resolved, catalog=cmd.catalog, catalog_type=cmd.catalog_type,
         warehouse=cmd.warehouse,
     )  # fmt: skip
+    if kind == "iceberg":  # the JVM's reader takes an Iceberg companion's Parquet root from this key
+        configuration["indextables.companion.parquetStorageRoot"] = listing.root
     if where_sql is not None and where_text is not None:
         configuration["indextables.companion.whereFilter"] = where_text  # this project's parsed form of it
     settings = json.dumps({

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, EqualNullSafe, EqualTo, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     DATA_SKIPPING_FILE,
@@ -80,6 +80,7 @@ class IndexTablesReader(DataSourceReader):
         table_arrow = snapshot.arrow_schema()
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
+        self.companion_root = parquet_table_root(snapshot.metadata.configuration, self.options)
         self.match: dict[str, F.Filter] = (
             O.parse_match_columns(self.options[R.MATCH_COLUMNS]) if R.MATCH_COLUMNS in self.options else {}
         )
@@ -259,8 +260,9 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(
-                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start
-            )
+                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start,
+                self.companion_root,
+            )  # fmt: skip
             where = f"split {store.uri_of(split.path)} of table {self.path}"
             data_columns = [c for c in self.columns if c not in self.match]
             check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)

@@ -359,3 +359,56 @@ def build_companion_split(
         builder.close()
         raise
     return written, read_bytes
+
+
+def _jvm_mapping(doc_mapping: str, manifest: Mapping[str, Any]) -> DocMapping:
+    """The data fields of a tantivy4java companion split's doc mapping (its ``__pq_*``, ``_phash_*`` and
+    ``<column>__uuids`` fields are the builder's own, made again by ``build_companion_split``)."""
+    hidden = set(manifest.get("string_hash_fields", {}).values()) | set(manifest.get("companion_hash_fields", {}))
+    hidden -= set(manifest.get("string_indexing_modes", {}))  # an exact_only column is its own hash field
+    fields = DocMapping.from_json(doc_mapping).fields
+    return DocMapping(tuple(f for f in fields if f.name not in hidden and not f.name.startswith("__pq_")))
+
+
+def _mode_value(mode: Mapping[str, str]) -> str:
+    """A ``StringIndexingMode`` back as its INDEXING MODES value."""
+    return mode["mode"] + (":" + mode["regex"] if "regex" in mode else "")
+
+
+def transcode_jvm_companion(
+    split: Path, footer: Any, schema: pa.Schema, doc_mapping: str, root: str | None, out_dir: Path
+) -> WrittenSplit:
+    """A companion split in tantivy4java's layout (``_parquet_manifest.json``, no stored values, no copy),
+    made a split of this project's layout: the rows of the manifest's files, read from ``root``, indexed
+    again with the split's doc mapping and indexing modes into ``out_dir`` (its documents are exactly those
+    rows, whatever their order in the JVM's index).
+
+    Raises:
+        CorruptSplitError: the manifest does not parse, or the table names no source root.
+        CompanionSourceError: a source file is gone or was rewritten.
+    """
+    from executor_lib.protocol.bundle import read_member
+    from indextables_contract.errors import CorruptSplitError
+
+    raw = read_member(Path(split), footer, PM.MANIFEST_MEMBER)
+    manifest = PM.deserialize_manifest(raw or b"", str(split))
+    if not root:
+        raise CorruptSplitError(
+            f"{split}: a companion split of IndexTables4Spark resolves its files against the source table's root, "
+            "and this table's metadata names none: set spark.indextables.companion.parquetTableRoot"
+        )
+    mapping = _jvm_mapping(doc_mapping, manifest)
+    modes = {c: _mode_value(m) for c, m in manifest.get("string_indexing_modes", {}).items()}
+    strip = {c: PM.pattern_of(m) or "" for c, m in manifest.get("string_indexing_modes", {}).items()
+             if m["mode"].endswith("_strip")}  # fmt: skip
+    sources = SourceFiles(root)
+    files = [str(f["relative_path"]) for f in manifest["parquet_files"]]
+    in_files: set[str] = set()
+    for f in manifest["parquet_files"]:
+        in_files.update(sources.open(f["relative_path"], int(f["num_rows"])).schema_arrow.names)
+    data_schema = pa.schema([f for f in schema if f.name in in_files])  # partition columns are not in the files
+    mapping = DocMapping(tuple(f for f in mapping.fields if f.name in data_schema.names))
+    mode = {v: k for k, v in PM.FAST_FIELD_MODE_NAMES.items()}.get(manifest["fast_field_mode"], "HYBRID")
+    written, _ = build_companion_split(sources, files, "parquet", data_schema, mapping, out_dir, strip=strip,
+                                       fast_field_mode=mode, indexing_modes=modes)  # fmt: skip
+    return written

@@ -32,9 +32,10 @@ from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
 from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
-from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows
+from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows, transcode_jvm_companion
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER
 from executor_lib.splits.query_compile import compile_query
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
@@ -139,10 +140,13 @@ class SplitSearcher:
         arrow_schema: pa.Schema,
         doc_mapping: str | None,
         pieces: SplitPieces | None = None,
+        companion_root: str | None = None,
     ) -> None:
         """Open the local split ``split`` (its index extracted, or transcoded, into ``work_dir``),
         or, with ``pieces``, a split fetched by the piece (``split`` then only names it): its
-        members are laid out in ``pieces.directory`` and its rows read by range."""
+        members are laid out in ``pieces.directory`` and its rows read by range. ``companion_root``:
+        the source root of a companion table (``companion.sync.parquet_table_root``), needed to read
+        a companion split in tantivy4java's layout only (it names no root itself)."""
         self.split = split
         self.work_dir = work_dir
         self.pieces = pieces
@@ -160,7 +164,7 @@ class SplitSearcher:
             work_dir.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(entry_lock(work_dir)):
                 if columns_member(footer) is None:
-                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
+                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping, companion_root)
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
@@ -238,7 +242,9 @@ class SplitSearcher:
         ordinals = pa.array([a.segment_ord for a in addresses], pa.uint32())
         return pc.add(rows, by_ordinal.take(ordinals))
 
-    def _transcode(self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None) -> tuple[Path, Any]:
+    def _transcode(
+        self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None, companion_root: str | None = None
+    ) -> tuple[Path, Any]:
         out = self.work_dir / "transcoded"
         for existing in sorted(out.glob("split-*.split")) if out.exists() else []:
             existing_footer = read_footer(existing)
@@ -249,6 +255,9 @@ class SplitSearcher:
             break
         if doc_mapping is None:
             raise CorruptSplitError(f"{split}: no doc mapping for this split; cannot read it")
+        if MANIFEST_MEMBER in footer.files:  # tantivy4java's companion split: no stored rows to read
+            written = transcode_jvm_companion(split, footer, schema, doc_mapping, companion_root, out)
+            return written.path, written.footer
         mapping = DocMapping.from_json(doc_mapping)
         raw_dir = self.work_dir / "source"
         shutil.rmtree(raw_dir, ignore_errors=True)

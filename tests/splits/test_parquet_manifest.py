@@ -182,3 +182,63 @@ def test_large_manifests_are_zstd_and_merges_shift_offsets() -> None:
     other["fast_field_mode"] = "hybrid"
     with pytest.raises(CorruptSplitError, match="fast_field_mode"):
         PM.combine_manifests([base, other], "merge")
+
+
+def _as_jvm_layout(written_path: Path, out: Path) -> Path:
+    """The split as tantivy4java lays a companion split out: its index files and ``_parquet_manifest.json``
+    only (no columnar copy, no doc mapping member, no ``indextables.companion.json``)."""
+    from executor_lib.protocol.bundle import write_bundle
+    from executor_lib.splits.companion import COMPANION_MEMBER
+    from executor_lib.splits.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER
+
+    footer = read_footer(written_path)
+    dropped = {COLUMNS_MEMBER, DOC_MAPPING_MEMBER, COMPANION_MEMBER}
+    files: dict[str, bytes | Path] = {}
+    for name in footer.files:
+        if name not in dropped:
+            data = read_member(written_path, footer, name)
+            assert data is not None
+            files[name] = data
+    write_bundle(files, out)
+    return out
+
+
+def test_a_split_in_the_jvm_layout_is_read_through_its_manifest(tmp_path: Path) -> None:
+    import executor_lib
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.tables import create_table
+    from executor_lib.protocol.actions import AddAction
+    from executor_lib.storage import open_store
+
+    src = tmp_path / "src"
+    files = _source(src)
+    schema = pq.read_schema(src / files[0])
+    written, _ = build_companion_split(
+        SourceFiles(str(src)), files, "parquet", schema, MAPPING, tmp_path / "out", fast_field_mode="HYBRID"
+    )
+    index = tmp_path / "index"
+    (index / "splits").mkdir(parents=True)
+    jvm = _as_jvm_layout(written.path, index / "splits" / "companion-0-x.split")
+    jvm_footer = read_footer(jvm)
+    assert PM.MANIFEST_MEMBER in jvm_footer.files and not any(n.startswith("indextables.") for n in jvm_footer.files)
+    configuration = {"indextables.companion.enabled": "true", "indextables.companion.sourceTablePath": str(src),
+                     "indextables.companion.sourceFormat": "parquet"}  # fmt: skip
+    log = create_table(str(index), schema, configuration=configuration)
+    log.commit([AddAction(
+        path="splits/companion-0-x.split", partition_values={}, size=jvm.stat().st_size, modification_time=1,
+        data_change=True, num_records=1001, has_footer_offsets=True, footer_start_offset=jvm_footer.footer_start,
+        footer_end_offset=jvm_footer.footer_end, doc_mapping_json=written.doc_mapping_json,
+        companion_source_files=tuple(files), companion_delta_version=-1, companion_fast_field_mode="HYBRID",
+    )])  # fmt: skip
+    snapshot = executor_lib.open_log(str(index)).snapshot()
+    cache = SplitCache(tmp_path / "cache")
+    got = executor_lib.search_table(open_store(str(index)), snapshot, "msg:kraken3 AND id:[0 TO 1500]", cache)
+    expected = pq.read_table(src / files[0]).to_pylist() + pq.read_table(src / files[1]).to_pylist()
+    expected = [r for r in expected if r["id"] % 7 == 3 and r["id"] <= 1500]
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == expected and len(expected) > 100
+
+    # the root is needed: a table whose metadata names none is a clear error
+    with pytest.raises(CorruptSplitError, match="parquetTableRoot"):
+        from executor_lib.splits.searcher import SplitSearcher
+
+        SplitSearcher(jvm, tmp_path / "no-root", schema, written.doc_mapping_json)
