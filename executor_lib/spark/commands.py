@@ -31,7 +31,6 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 from executor_lib import profiler
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import (
-    COMPANION_ENABLED,
     AddAction,
     CommitInfoAction,
     RemoveAction,
@@ -209,11 +208,6 @@ class CommandReader(DataSourceReader):
         from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
-        if snapshot.metadata.configuration.get(COMPANION_ENABLED) == "true":
-            raise ConfigError(
-                f"merge {self.path}: the table is a companion index; MERGE SPLITS of companion splits is not built "
-                "here yet (issue 35): BUILD INDEXTABLES COMPANION with a larger TARGET INPUT SIZE makes fewer splits"
-            )
         files = _matching_files(snapshot, self._where(snapshot))
         target = DEFAULT_TARGET_BYTES
         if cmd.target_size is not None:

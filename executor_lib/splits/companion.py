@@ -412,3 +412,56 @@ def transcode_jvm_companion(
     written, _ = build_companion_split(sources, files, "parquet", data_schema, mapping, out_dir, strip=strip,
                                        fast_field_mode=mode, indexing_modes=modes)  # fmt: skip
     return written
+
+
+def merge_companion(splits: Sequence[Path], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
+    """MERGE SPLITS of companion splits (of this project's layout, one source root): their segments combined
+    as they are; the merged file list is the sources' lists in order, each source's ``__pq_file`` locators
+    shifted past the files before it; the ``__pq_file_hash``/``__pq_row_in_file`` fast fields need nothing; the
+    manifests combined as tantivy4java's ``combine_parquet_manifests`` does, with the merged index's segments.
+
+    Raises:
+        ConfigError: a split is in tantivy4java's layout only, or the splits have different source roots.
+        CorruptSplitError: a split's members do not read, or their manifests cannot be combined.
+    """
+    from executor_lib.protocol.bundle import read_footer, read_member
+    from executor_lib.splits.merge import MergeSource, combine_segments, source_metas
+    from indextables_contract.errors import ConfigError
+
+    sources, infos, manifests = [], [], []
+    for split in splits:
+        footer = read_footer(split)
+        member = read_member(split, footer, COMPANION_MEMBER)
+        source = MergeSource.from_bundle(split)
+        if member is None or source is None:
+            raise ConfigError(
+                f"merge: companion split {split.name} is in IndexTables4Spark's layout only (no locator copy); "
+                "run BUILD INDEXTABLES COMPANION again to rebuild it here, or merge it with IndexTables4Spark"
+            )
+        infos.append(CompanionInfo.from_json(member, str(split)))
+        raw = read_member(split, footer, PM.MANIFEST_MEMBER)
+        manifests.append(None if raw is None else PM.deserialize_manifest(raw, str(split)))
+        sources.append(source)
+    if len({i.source_root for i in infos}) != 1:
+        roots = sorted({i.source_root for i in infos})
+        raise ConfigError(f"merge: companion splits of different source roots: {roots}")
+    shifted, before = [], 0
+    for source, info in zip(sources, infos, strict=True):
+        files = pc.add(source.rows.column(FILE_COLUMN), pa.scalar(before, pa.int32()))
+        rows = source.rows.select([FILE_COLUMN, ROW_COLUMN]).set_column(0, FILE_COLUMN, files)
+        shifted.append(MergeSource(source.index_files, rows, source.row_offsets))
+        before += len(info.files)
+    first = infos[0]
+    merged = CompanionInfo(
+        first.source_root, first.source_format, tuple(f for i in infos for f in i.files),
+        tuple(n for i in infos for n in i.file_rows), first.data_columns,
+    )  # fmt: skip
+    members = {COMPANION_MEMBER: merged.to_json().encode()}
+    if all(m is not None for m in manifests):  # splits written before the manifest have none: then neither has this
+        combined = PM.combine_manifests([m for m in manifests if m is not None], "merge of companion splits")
+        docs = [int(seg["max_doc"]) for meta in source_metas(sources) for seg in meta["segments"]]
+        combined["segment_row_ranges"] = PM.build_manifest(
+            combined["parquet_files"], combined["column_mapping"], combined["fast_field_mode"], docs, {}
+        )["segment_row_ranges"]
+        members[PM.MANIFEST_MEMBER] = PM.serialize_manifest(combined)
+    return combine_segments(shifted, mapping, out_dir, [FILE_COLUMN, ROW_COLUMN], members)

@@ -351,3 +351,54 @@ def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
     with pytest.raises(CommitConflictError, match=r"indexed the same source files \['b.parquet'\]"):
         _check_no_concurrent_build(log, 0, [mine], set())
     _check_no_concurrent_build(log, 0, [mine], {add.path})  # that split is being removed by this commit
+
+
+def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any, tmp_path: Path) -> None:
+    spark = classic_spark
+    from executor_lib.protocol.bundle import read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+                        f"TARGET INPUT SIZE 1K AT LOCATION '{index}'")  # fmt: skip
+    assert out["splits_created"] == 4  # one file per split
+    query = "SELECT id, msg, level, latency, day FROM indextables.`{}` WHERE msg indexquery 'kraken OR bravo'"
+    before = sorted(sql(spark, query.format(index)).collect())
+    sql(spark, f"MERGE SPLITS '{index}' TARGET SIZE 100M").collect()
+    snap = executor_lib.open_log(index).snapshot()
+    assert len(snap.files) == 2 and {a.num_merge_ops for a in snap.files} == {1}  # one split per partition
+    for add in snap.files:
+        assert len(add.companion_source_files or ()) == 2 and add.companion_delta_version == -1
+        assert add.companion_fast_field_mode == "HYBRID"
+    after = sorted(sql(spark, query.format(index)).collect())
+    assert after == before and len(after) > 100
+    expected = _source(spark, src).where("msg LIKE '%kraken%' OR msg LIKE '%bravo%'")
+    assert after == sorted(expected.collect())
+    assert sql(spark, f"SELECT count(*) AS n, sum(latency) AS s FROM indextables.`{index}`").collect()[0] == tuple(
+        _source(spark, src).selectExpr("count(*) AS n", "sum(latency) AS s").collect()[0])  # fmt: skip
+
+    # the merged split's manifest: both files, offsets shifted, one range per segment of the merged index
+    split = Path(index) / snap.files[0].path
+    footer = read_footer(split)
+    manifest = PM.deserialize_manifest(read_member(split, footer, PM.MANIFEST_MEMBER) or b"", str(split))
+    assert [f["row_offset"] for f in manifest["parquet_files"]] == [0, 250] and manifest["total_rows"] == 500
+    assert [f["relative_path"] for f in manifest["parquet_files"]] == list(snap.files[0].companion_source_files or ())
+    assert len(manifest["segment_row_ranges"]) >= 2
+    # tantivy4java's resolution on the merged index: every document's (__pq_file_hash, __pq_row_in_file)
+    # names the source row whose id its fast field holds
+    import numpy as np
+    import tantivy
+
+    from executor_lib.protocol.bundle import extract_bundle
+
+    extract_bundle(split, footer, tmp_path / "merged")
+    idx = tantivy.Index.open(str(tmp_path / "merged"))
+    searcher = idx.searcher()
+    addresses = [a for _, a in searcher.search(tantivy.Query.all_query(), 1000).hits]
+    hashes = np.array(searcher.fast_field_values("__pq_file_hash", addresses), np.uint64)
+    rows = searcher.fast_field_values("__pq_row_in_file", addresses)
+    ids = searcher.fast_field_values("id", addresses)
+    files = manifest["parquet_files"]
+    tables = [pq.read_table(src / f["relative_path"]).column("id").to_pylist() for f in files]
+    got = [tables[p][r] for p, r in zip(PM.file_index_of_hashes(manifest, hashes, "merged"), rows, strict=True)]
+    assert len(addresses) == 500 and got == ids
