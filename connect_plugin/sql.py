@@ -500,7 +500,6 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
 
 _COMPANION_FORMATS = ("delta", "parquet", "iceberg")
 _FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
-_JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
 
 
 def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
@@ -533,13 +532,6 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     modes = None
     if "indexing_modes" in opts:
         modes = {unquote(str(m.children[0])): unquote(str(m.children[1])) for m in opts["indexing_modes"].children}
-        hashed = sorted(f"'{c}':'{m}'" for c, m in modes.items() if m.split(":", 1)[0].lower() in _JVM_ONLY_MODES)
-        if hashed:
-            raise IndexTablesSQLError(
-                f"{_short(text)} is not supported here: the compact string modes {', '.join(hashed)} (exact_only, "
-                "text_uuid_exactonly, text_custom_exactonly: hashed fields) are not built by this project yet "
-                "(issue 35); the strip modes are"
-            )
     fast = None
     if "fastfields_mode" in opts:
         fast = str(opts["fastfields_mode"].children[0]).lower()

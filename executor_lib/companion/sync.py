@@ -22,18 +22,19 @@ import pyarrow as pa
 
 from executor_lib.companion.sources import SourceFile, SourceListing
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.doc_mapping import DocMapping, default_field_type, mapping_for
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, default_field_type, mapping_for
 from indextables_contract.errors import ConfigError
 
 DEFAULT_TARGET_INPUT_BYTES = 2 << 30  # the JVM's TARGET INPUT SIZE default (2 GB)
 FAST_FIELD_MODES = ("HYBRID", "DISABLED", "PARQUET_ONLY")
 # INDEXING MODES values: the JVM's, with what runs here.
 TYPEMAP_MODES = {"string": "string", "text": "text", "ip": "ip", "ipaddress": "ip", "json": "json"}
-JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
+HASHED_TEXT_MODES = ("text_uuid_exactonly", "text_custom_exactonly")
 # text_uuid_strip / text_custom_strip:<regex>: the column is tokenized text whose matches of the pattern
 # are removed before indexing (rows read from the source keep them), as IndexTables4Spark does.
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 STRIP_MODES = ("text_uuid_strip", "text_custom_strip")
+COMPANION_SUFFIX = "__uuids"  # tantivy4java string_indexing.rs
 KEY = "indextables.companion."
 
 
@@ -107,14 +108,17 @@ def companion_mapping(
         if column is None or column not in indexed:
             raise ConfigError(f"INDEXING MODES: column {name!r} is not an indexed column of the source ({indexed})")
         kind = value.strip().lower()
-        if kind.split(":", 1)[0] in STRIP_MODES:
+        if kind.split(":", 1)[0] in STRIP_MODES + HASHED_TEXT_MODES:
+            if kind.split(":", 1)[0].startswith("text_custom") and ":" not in kind:
+                raise ConfigError(f"INDEXING MODES '{name}':'{value}': {kind} needs a regex after the colon")
             options[f"spark.indextables.indexing.typemap.{column}"] = "text"
             continue
-        if kind.split(":", 1)[0] in JVM_ONLY_MODES:
-            raise ConfigError(
-                f"INDEXING MODES '{name}':'{value}': the hashed modes ({', '.join(JVM_ONLY_MODES)}) are not built by "
-                "this project yet; use 'string', 'text', 'text_uuid_strip' or 'text_custom_strip:<regex>'"
-            )
+        if kind == "exact_only":
+            if not pa.types.is_string(schema.field(column).type) and not pa.types.is_large_string(
+                    schema.field(column).type):  # fmt: skip
+                raise ConfigError(f"INDEXING MODES '{name}':'exact_only': column {column!r} is not a string column")
+            options[f"spark.indextables.indexing.typemap.{column}"] = "string"
+            continue
         if kind not in TYPEMAP_MODES:
             raise ConfigError(f"INDEXING MODES '{name}':'{value}': expected one of {sorted(TYPEMAP_MODES)}")
         options[f"spark.indextables.indexing.typemap.{column}"] = TYPEMAP_MODES[kind]
@@ -126,7 +130,27 @@ def companion_mapping(
         ]
         numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
         options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
-    return mapping_for(schema, options)
+    return hashed_fields(mapping_for(schema, options), modes, known)
+
+
+def hashed_fields(mapping: DocMapping, modes: Mapping[str, str], known: Mapping[str, str]) -> DocMapping:
+    """tantivy4java's fields of the hashed modes (``schema_derivation.rs``): an ``exact_only`` column is a
+    u64 field (indexed, fast) of xxHash64 values; a ``text_*_exactonly`` column is text (default tokenizer)
+    plus a u64 field ``<column>__uuids`` (indexed, fast) of its pattern's matches' hashes."""
+    kinds = {known.get(n.lower(), n): v.strip().lower().split(":", 1)[0] for n, v in modes.items()}
+    fields: list[FieldMapping] = []
+    for f in mapping.fields:
+        kind = kinds.get(f.name)
+        if kind == "exact_only":
+            fields.append(FieldMapping(f.name, "u64", stored=False, indexed=True, fast=True))
+            continue
+        fields.append(f)
+        if kind in HASHED_TEXT_MODES:
+            companion = f.name + COMPANION_SUFFIX
+            if companion in known.values():
+                raise ConfigError(f"INDEXING MODES {f.name!r}: its companion field {companion!r} is a column too")
+            fields.append(FieldMapping(companion, "u64", stored=False, indexed=True, fast=True))
+    return DocMapping(tuple(fields))
 
 
 def resolved_modes(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
@@ -141,9 +165,9 @@ def strip_patterns(listing: SourceListing, modes: Mapping[str, str]) -> dict[str
     out = {}
     for name, value in modes.items():
         mode, _, pattern = value.strip().partition(":")
-        if mode.lower() == "text_uuid_strip":
+        if mode.lower() in ("text_uuid_strip", "text_uuid_exactonly"):
             out[known.get(name.lower(), name)] = UUID_PATTERN
-        elif mode.lower() == "text_custom_strip":
+        elif mode.lower() in ("text_custom_strip", "text_custom_exactonly"):
             if not pattern:
                 raise ConfigError(f"INDEXING MODES '{name}':'{value}': text_custom_strip needs a regex after the colon")
             out[known.get(name.lower(), name)] = pattern

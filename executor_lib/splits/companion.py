@@ -16,6 +16,7 @@ no longer the one indexed, is ``CompanionSourceError`` naming it and saying to r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -305,13 +306,14 @@ def build_companion_split(
     Raises:
         CompanionSourceError: a source file is gone.
     """
-    indexed = [f.name for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD)]
+    modes = {c: m for c, v in (indexing_modes or {}).items() if (m := PM.indexing_mode_json(v)) is not None}
+    derived = {c + PM.COMPANION_SUFFIX for c, m in modes.items() if m["mode"].endswith("_exactonly")}
+    indexed = [f.name for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD, *derived)]
     mapping = locator_fields(mapping)
     builder = SplitBuilder(mapping, out_dir, heap_bytes, copy_columns=[FILE_COLUMN, ROW_COLUMN])
     file_rows: list[int] = []
     entries: list[dict[str, Any]] = []
     columns: list[dict[str, Any]] | None = None
-    modes = {c: m for c, v in (indexing_modes or {}).items() if (m := PM.indexing_mode_json(v)) is not None}
     overrides = PM.tokenizer_overrides(indexing_modes or {})
     kinds = {f.name: f.type for f in mapping.fields if f.type in ("ip", "json")}
     read_bytes = 0
@@ -328,7 +330,7 @@ def build_companion_split(
             offset = 0
             for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=present):
                 n = batch.num_rows
-                data = _conformed(pa.Table.from_batches([batch]), indexed_schema, n)
+                data = _hashed(_conformed(pa.Table.from_batches([batch]), indexed_schema, n), modes)
                 for column, pattern in (strip or {}).items():
                     position_of = data.schema.get_field_index(column)
                     stripped = pc.replace_substring_regex(data.column(column), pattern, " ")
@@ -343,7 +345,7 @@ def build_companion_split(
             if offset:  # the JVM's manifest has no empty files (validate)
                 entries.append(PM.file_entry(pf, relative, sources.size(relative), sum(file_rows[:-1])))
         if builder.num_rows == 0:
-            empty = indexed_schema.empty_table()
+            empty = _hashed(indexed_schema.empty_table(), modes)
             for name, t in ((FILE_HASH_FIELD, pa.uint64()), (ROW_IN_FILE_FIELD, pa.uint64()),
                             (FILE_COLUMN, pa.int32()), (ROW_COLUMN, pa.int64())):  # fmt: skip
                 empty = empty.append_column(name, pa.array([], t))
@@ -358,7 +360,28 @@ def build_companion_split(
     except BaseException:
         builder.close()
         raise
-    return written, read_bytes
+    # statistics of the source's values only: a hashed column's min/max are hashes, which data skipping
+    # would compare with the column's strings
+    plain = {c for c in indexed if modes.get(c, {}).get("mode") != "exact_only"}
+    mins = {k: v for k, v in written.min_values.items() if k in plain}
+    maxs = {k: v for k, v in written.max_values.items() if k in plain}
+    return dataclasses.replace(written, min_values=mins, max_values=maxs), read_bytes
+
+
+def _hashed(data: pa.Table, modes: Mapping[str, Mapping[str, str]]) -> pa.Table:
+    """The hashed modes' values (tantivy4java ``add_string_value_to_doc``): an ``exact_only`` column becomes
+    its values' ``hash_string_value``; a ``text_*_exactonly`` column gets ``<column>__uuids``, the hashes of
+    its pattern's matches (the column's text is stripped of them afterwards, with the strip modes')."""
+    for column, mode in modes.items():
+        if column not in data.column_names:
+            continue
+        index = data.schema.get_field_index(column)
+        if mode["mode"] == "exact_only":
+            data = data.set_column(index, column, PM.hash_strings(data.column(column)))
+        elif mode["mode"].endswith("_exactonly"):
+            matches = PM.pattern_hashes(data.column(column), PM.pattern_of(mode) or "")
+            data = data.append_column(column + PM.COMPANION_SUFFIX, matches)
+    return data
 
 
 def _jvm_mapping(doc_mapping: str, manifest: Mapping[str, Any]) -> DocMapping:

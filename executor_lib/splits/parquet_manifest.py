@@ -114,6 +114,21 @@ def hash_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array(hashed, pa.uint64())
 
 
+def pattern_hashes(values: pa.Array | pa.ChunkedArray, pattern: str) -> pa.Array:
+    """Per string, the ``hash_string_value`` of each match of ``pattern`` (``extract_pattern``), as
+    list<uint64> (null for a null string). Python's ``re`` runs the pattern (the UUID pattern and
+    ordinary ones mean the same in Rust's ``regex``); one call per value, at indexing only."""
+    import re
+
+    import xxhash
+
+    digest = xxhash.xxh64_intdigest
+    compiled = re.compile(pattern)
+    out = [None if v is None else [digest(m.group(0).encode()) or 1 for m in compiled.finditer(v)]
+           for v in values.to_pylist()]  # fmt: skip
+    return pa.array(out, pa.list_(pa.uint64()))
+
+
 def tantivy_type_name(t: pa.DataType) -> str:
     """``schema_derivation.rs``'s ``arrow_type_to_tantivy_type``."""
     if pa.types.is_boolean(t):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,7 @@ from executor_lib.splits.columnar_copy import ColumnarCopy, ipc_blocks
 from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows, transcode_jvm_companion
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
-from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER
+from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.splits.query_compile import compile_query
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
@@ -74,7 +75,17 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
         field = mapping.field(query.column)
         if field is None or not field.indexed:
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
+        if query.column in hashed_columns(mapping, schema):
+            return  # any text: the term of its hash (SplitSearcher._hashed_query)
     compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
+
+
+def hashed_columns(mapping: DocMapping, schema: pa.Schema | None) -> frozenset[str]:
+    """Columns indexed as tantivy4java's ``exact_only`` mode does: a u64 field over a string column."""
+    if schema is None:
+        return frozenset()
+    strings = {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
+    return frozenset(f.name for f in mapping.fields if f.type == "u64" and f.name in strings)
 
 
 def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> pa.Schema:
@@ -199,6 +210,15 @@ class SplitSearcher:
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
         self.companion = companion is not None
+        self.hashed = hashed_columns(self.mapping, arrow_schema)  # exact_only columns: their values' hashes
+        self.pattern_fields: dict[str, tuple[str, str]] = {}  # text_*_exactonly column -> (hash field, regex)
+        if self.companion:
+            raw = pieces.member_bytes(MANIFEST_MEMBER) if pieces is not None else read_member(
+                Path(split), footer, MANIFEST_MEMBER)  # fmt: skip
+            if raw is not None:
+                manifest = deserialize_manifest(raw, str(split))
+                for name, info in manifest.get("companion_hash_fields", {}).items():
+                    self.pattern_fields[str(info["original_field_name"])] = (name, str(info["regex_pattern"]))
         self.index_only = [] if self.companion else [f.name for f in self.mapping.fields if not f.stored]
         self._open_index()
         self.text_fields = self.mapping.default_query_fields()
@@ -298,6 +318,20 @@ class SplitSearcher:
             self._open_index()
         return compiled
 
+    def _hashed_query(self, column: str, text: str) -> Any:
+        """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
+        ``exact_only`` column, the term of the text's hash; on a ``text_*_exactonly`` column whose pattern
+        the text matches, the term of the first match's hash in ``<column>__uuids``; else None."""
+        schema = self.index.schema
+        if column in self.hashed:
+            return tantivy.Query.term_query(schema, column, hash_string_value(text), "freq")
+        if column in self.pattern_fields:
+            name, pattern = self.pattern_fields[column]
+            found = re.search(pattern, text)
+            if found is not None:
+                return tantivy.Query.term_query(schema, name, hash_string_value(found.group(0)), "freq")
+        return None
+
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
         if field is None:
@@ -315,6 +349,9 @@ class SplitSearcher:
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
+                hashed = self._hashed_query(f.column, f.query)
+                if hashed is not None:
+                    return hashed
             return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
@@ -331,6 +368,8 @@ class SplitSearcher:
                 raise QueryError(f"equality on tokenized text column {f.column!r}: use a query string")
             values = [f.value] if isinstance(f, filters.Term) else list(f.values)
             values = [self._value(field, v) for v in values]
+            if f.column in self.hashed:  # exact_only: the index holds the values' hashes
+                values = [hash_string_value(str(v)) for v in values]
             if isinstance(f, filters.Term):
                 return tantivy.Query.term_query(schema, f.column, values[0], "freq")  # no positions read
             return tantivy.Query.term_set_query(schema, f.column, values)

@@ -402,3 +402,54 @@ def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any,
     tables = [pq.read_table(src / f["relative_path"]).column("id").to_pylist() for f in files]
     got = [tables[p][r] for p, r in zip(PM.file_index_of_hashes(manifest, hashes, "merged"), rows, strict=True)]
     assert len(addresses) == 500 and got == ids
+
+
+def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: Path) -> None:
+    """tantivy4java's hashed modes: exact_only indexes xxHash64 of the value (u64 field); text_uuid_exactonly
+    indexes the text without its UUIDs, and their hashes in <column>__uuids; rows keep the source's values."""
+    import uuid
+
+    from executor_lib.protocol.bundle import read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    spark = classic_spark
+    src, index = tmp_path / "src", str(tmp_path / "index")
+    src.mkdir()
+    ids = list(range(300))
+    uuids = [str(uuid.UUID(int=(i * 7919) << 64 | i)) for i in ids]
+    pq.write_table(pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "trace": [f"trace-{i % 40}" for i in ids],
+        "msg": [f"request {u} {WORDS[i % 6]} done" for i, u in zip(ids, uuids, strict=True)],
+    }), src / "part-0.parquet", row_group_size=100)  # fmt: skip
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('trace':'exact_only', "
+                  f"'msg':'text_uuid_exactonly') AT LOCATION '{index}'")  # fmt: skip
+    t = f"indextables.`{index}`"
+    source = spark.read.parquet(str(src))
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace = 'trace-7'")) == [i for i in ids if i % 40 == 7]
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace IN ('trace-1', 'trace-2')")) == [
+        i for i in ids if i % 40 in (1, 2)]  # fmt: skip
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace indexquery 'trace-9'")) == [i for i in ids if i % 40 == 9]
+    # a range cannot use hashes: Spark compares the rows (read from the source), as the JVM refuses the pushdown
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace > 'trace-38'")) == [
+        i for i in ids if f"trace-{i % 40}" > "trace-38"]  # fmt: skip
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery '{uuids[123]}'")) == [123]
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery 'bravo'")) == [i for i in ids if i % 6 == 1]
+    row = sql(spark, f"SELECT trace, msg FROM {t} WHERE id = 5").collect()[0]
+    assert (row["trace"], row["msg"]) == ("trace-5", f"request {uuids[5]} foxtrot done")  # the source's values
+    grouped = sql(spark, f"SELECT trace, count(*) AS n FROM {t} GROUP BY trace").collect()
+    assert sorted(map(tuple, grouped)) == sorted(map(tuple, source.groupBy("trace").count().collect()))
+
+    snap = executor_lib.open_log(index).snapshot()
+    add = snap.files[0]
+    assert "trace" not in (add.min_values or {})  # the hashes' range says nothing of the strings
+    fields = {f["name"]: f for f in json.loads(snap.doc_mapping(add))}
+    assert (fields["trace"]["type"], fields["msg__uuids"]["type"], fields["msg"]["type"]) == ("u64", "u64", "text")
+    split = Path(index) / add.path
+    manifest = PM.deserialize_manifest(read_member(split, read_footer(split), PM.MANIFEST_MEMBER) or b"", "s")
+    assert manifest["string_indexing_modes"] == {"trace": {"mode": "exact_only"}, "msg": {"mode": "text_uuid_exactonly"}}
+    assert manifest["companion_hash_fields"] == {"msg__uuids": {"original_field_name": "msg",
+                                                                "regex_pattern": PM.UUID_REGEX}}  # fmt: skip
+    assert manifest["string_hash_fields"] == {"trace": "trace", "msg__uuids": "msg__uuids"}
+    by_name = {c["tantivy_field_name"]: c for c in manifest["column_mapping"]}
+    assert (by_name["trace"]["tantivy_type"], by_name["msg"]["fast_field_tokenizer"]) == ("U64", "text_uuid_exactonly")
