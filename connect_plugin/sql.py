@@ -517,7 +517,6 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     unsupported = [
         ("streaming" if _children(tree, "streaming") else "", "WITH STREAMING POLL INTERVAL runs the JVM's long-lived "
          "companion manager; run BUILD again to sync"),
-        ("hashed_fastfields", "HASHED FASTFIELDS (the JVM's string fingerprints) is not built here yet (issue 35)"),
         ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
         ("catalog" if kind == "delta" else "", "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
          "REST API, a live service; give the Delta table's path"),
@@ -563,6 +562,12 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
                                       "not function calls")  # fmt: skip
         where_filter = F.to_text(result)
         where_sql = text[node.meta.start_pos : node.meta.end_pos]
+    hashed: dict[str, list[str]] = {}
+    if "hashed_fastfields" in opts:
+        mode_token, *names = opts["hashed_fastfields"].children
+        if str(mode_token).upper() not in ("INCLUDE", "EXCLUDE"):
+            raise IndexTablesSQLError(f"{_short(text)}: HASHED FASTFIELDS takes INCLUDE or EXCLUDE, not {mode_token}")
+        hashed[str(mode_token).lower()] = [unquote(str(n)) for n in names]
     size = None
     if "target_input_size" in opts:
         token = opts["target_input_size"].children[0]
@@ -573,6 +578,7 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         catalog=catalog, catalog_type=catalog_type, warehouse=warehouse,
         include_columns=strings_of("include_columns"), exclude_columns=strings_of("exclude_columns"),
         indexing_modes=modes, fast_field_mode=fast, target_input_size=size, from_version=from_version,
+        hashed_fastfields_include=hashed.get("include"), hashed_fastfields_exclude=hashed.get("exclude"),
         where_filter=where_filter, where_sql=where_sql, dry_run=dry, invalidate_all="invalidate_all" in opts,
         options=options,
     )  # fmt: skip

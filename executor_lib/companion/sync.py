@@ -35,6 +35,7 @@ HASHED_TEXT_MODES = ("text_uuid_exactonly", "text_custom_exactonly")
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 STRIP_MODES = ("text_uuid_strip", "text_custom_strip")
 COMPANION_SUFFIX = "__uuids"  # tantivy4java string_indexing.rs
+PHASH_PREFIX = "_phash_"  # tantivy4java indexing.rs: string fingerprint fast fields
 KEY = "indextables.companion."
 
 
@@ -91,8 +92,48 @@ def resolve_columns(
     return indexed, inc, exc
 
 
+def fingerprint_columns(
+    listing: SourceListing,
+    indexed: Sequence[str],
+    modes: Mapping[str, str],
+    fast_field_mode: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+) -> list[str]:
+    """The string columns that get tantivy4java's ``_phash_<column>`` fingerprint fast fields (xxHash64 of
+    the value; ``indexing.rs``, HYBRID mode only, not the ip/json/compact-mode columns): HASHED FASTFIELDS
+    INCLUDE's, or every eligible one but EXCLUDE's. Without the clause none here (tantivy4java's default is
+    every eligible column; IndexTables4Spark reads splits without them).
+
+    Raises:
+        ConfigError: both clauses, or a listed column that is not an indexed string column.
+    """
+    if include and exclude:
+        raise ConfigError("HASHED FASTFIELDS: give INCLUDE or EXCLUDE, not both")
+    if not include and not exclude:
+        return []
+    known = _lower_map(indexed)
+    special = {n.lower() for n, v in modes.items() if v.strip().lower().split(":", 1)[0] in (
+        "ip", "ipaddress", "json", "exact_only", *STRIP_MODES, *HASHED_TEXT_MODES)}  # fmt: skip
+    eligible = [c for c in indexed if c.lower() not in special and (
+        pa.types.is_string(listing.schema.field(c).type) or pa.types.is_large_string(listing.schema.field(c).type))]
+    for name in (*(include or ()), *(exclude or ())):
+        if name.lower() not in {c.lower() for c in eligible}:
+            where = "not an indexed column" if name.lower() not in known else "not a plain string column"
+            raise ConfigError(f"HASHED FASTFIELDS: {name!r} is {where} (eligible: {eligible})")
+    if fast_field_mode.upper() != "HYBRID":
+        return []  # tantivy4java makes fingerprints in HYBRID mode only
+    if include:
+        return [c for c in eligible if c.lower() in {n.lower() for n in include}]
+    return [c for c in eligible if c.lower() not in {n.lower() for n in exclude or ()}]
+
+
 def companion_mapping(
-    listing: SourceListing, indexed: Sequence[str], modes: Mapping[str, str], fast_field_mode: str
+    listing: SourceListing,
+    indexed: Sequence[str],
+    modes: Mapping[str, str],
+    fast_field_mode: str,
+    fingerprinted: Sequence[str] = (),
 ) -> DocMapping:
     """The doc mapping of the indexed columns: index-only fields (no stored values), typed by
     INDEXING MODES, fast fields by FASTFIELDS MODE (DISABLED: every default fast field in the split;
@@ -130,7 +171,9 @@ def companion_mapping(
         ]
         numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
         options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
-    return hashed_fields(mapping_for(schema, options), modes, known)
+    mapping = hashed_fields(mapping_for(schema, options), modes, known)
+    hidden = tuple(FieldMapping(PHASH_PREFIX + c, "u64", stored=False, indexed=False, fast=True) for c in fingerprinted)
+    return DocMapping(mapping.fields + hidden)
 
 
 def hashed_fields(mapping: DocMapping, modes: Mapping[str, str], known: Mapping[str, str]) -> DocMapping:

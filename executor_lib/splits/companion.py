@@ -308,6 +308,9 @@ def build_companion_split(
     """
     modes = {c: m for c, v in (indexing_modes or {}).items() if (m := PM.indexing_mode_json(v)) is not None}
     derived = {c + PM.COMPANION_SUFFIX for c, m in modes.items() if m["mode"].endswith("_exactonly")}
+    fingerprints = {f.name[len(PM.PHASH_PREFIX):]: f.name for f in mapping.fields if f.name.startswith(PM.PHASH_PREFIX)
+                    and f.type == "u64" and data_schema.get_field_index(f.name) < 0}  # fmt: skip
+    derived |= set(fingerprints.values())
     indexed = [f.name for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD, *derived)]
     mapping = locator_fields(mapping)
     builder = SplitBuilder(mapping, out_dir, heap_bytes, copy_columns=[FILE_COLUMN, ROW_COLUMN])
@@ -330,7 +333,10 @@ def build_companion_split(
             offset = 0
             for batch in pf.iter_batches(batch_size=READ_BATCH_ROWS, columns=present):
                 n = batch.num_rows
-                data = _hashed(_conformed(pa.Table.from_batches([batch]), indexed_schema, n), modes)
+                data = _conformed(pa.Table.from_batches([batch]), indexed_schema, n)
+                for column, name in fingerprints.items():
+                    data = data.append_column(name, PM.hash_strings(data.column(column)))
+                data = _hashed(data, modes)
                 for column, pattern in (strip or {}).items():
                     position_of = data.schema.get_field_index(column)
                     stripped = pc.replace_substring_regex(data.column(column), pattern, " ")
@@ -345,7 +351,10 @@ def build_companion_split(
             if offset:  # the JVM's manifest has no empty files (validate)
                 entries.append(PM.file_entry(pf, relative, sources.size(relative), sum(file_rows[:-1])))
         if builder.num_rows == 0:
-            empty = _hashed(indexed_schema.empty_table(), modes)
+            empty = indexed_schema.empty_table()
+            for name in fingerprints.values():
+                empty = empty.append_column(name, pa.array([], pa.uint64()))
+            empty = _hashed(empty, modes)
             for name, t in ((FILE_HASH_FIELD, pa.uint64()), (ROW_IN_FILE_FIELD, pa.uint64()),
                             (FILE_COLUMN, pa.int32()), (ROW_COLUMN, pa.int64())):  # fmt: skip
                 empty = empty.append_column(name, pa.array([], t))
@@ -354,6 +363,7 @@ def build_companion_split(
 
         def manifest_member(index_dir: Path) -> dict[str, bytes]:
             manifest = PM.build_manifest(entries, columns or [], fast_field_mode, _segment_docs(index_dir), modes)
+            manifest["string_hash_fields"].update(fingerprints)
             return {PM.MANIFEST_MEMBER: PM.serialize_manifest(manifest)}
 
         written = builder.finish(members={COMPANION_MEMBER: info.to_json().encode()}, late_members=manifest_member)

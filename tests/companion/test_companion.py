@@ -192,12 +192,10 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     assert sql(spark, f"SELECT id FROM indextables.`{stripped}` WHERE msg indexquery 'kraken'").count() == 0
     found = sql(spark, f"SELECT id, msg FROM indextables.`{stripped}` WHERE msg indexquery 'event' AND id = 17")
     assert [tuple(r) for r in found.collect()] == [(17, "foxtrot charlie event kraken")]
-    # read-only, as the JVM's companions: writes and merges are refused, naming what to do
+    # read-only, as the JVM's companions: writes are refused, naming what to do (merges: see below)
     some = spark.read.format("indextables").load(str(index)).limit(3)
     with pytest.raises(Exception, match="companion indexes are read-only: run BUILD INDEXTABLES COMPANION"):
         some.write.format("indextables").mode("append").save(str(index))
-    with pytest.raises(Exception, match="MERGE SPLITS of companion splits is not built here"):
-        sql(spark, f"MERGE SPLITS '{index}'").collect()
     for statement, message in (
         (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
          f"AT LOCATION '{index}'", "mutually exclusive"),
@@ -453,3 +451,46 @@ def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: 
     assert manifest["string_hash_fields"] == {"trace": "trace", "msg__uuids": "msg__uuids"}
     by_name = {c["tantivy_field_name"]: c for c in manifest["column_mapping"]}
     assert (by_name["trace"]["tantivy_type"], by_name["msg"]["fast_field_tokenizer"]) == ("U64", "text_uuid_exactonly")
+
+
+def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: Any, tmp_path: Path) -> None:
+    import numpy as np
+    import tantivy
+
+    from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    with pytest.raises(Exception, match=r"HASHED FASTFIELDS: 'latency' is not a plain string column"):
+        _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' HASHED FASTFIELDS INCLUDE ('latency') "
+                      f"AT LOCATION '{index}'")  # fmt: skip
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+                  f"HASHED FASTFIELDS INCLUDE ('LEVEL') AT LOCATION '{index}'")  # fmt: skip
+    snap = executor_lib.open_log(index).snapshot()
+    # stored as written, as SyncToExternalCommand.buildCompanionMetadata does
+    assert snap.metadata.configuration["indextables.companion.hashedFastfieldsInclude"] == "LEVEL"
+    add = snap.files[0]
+    assert {f["name"] for f in json.loads(snap.doc_mapping(add))} >= {"_phash_level", "level", "__pq_file_hash"}
+    split = Path(index) / add.path
+    footer = read_footer(split)
+    manifest = PM.deserialize_manifest(read_member(split, footer, PM.MANIFEST_MEMBER) or b"", str(split))
+    assert manifest["string_hash_fields"] == {"level": "_phash_level"}
+    extract_bundle(split, footer, tmp_path / "x")
+    searcher = tantivy.Index.open(str(tmp_path / "x")).searcher()
+    addresses = [a for _, a in searcher.search(tantivy.Query.all_query(), 1000).hits]
+    hashes = searcher.fast_field_values("_phash_level", addresses)
+    files = PM.file_index_of_hashes(manifest, np.array(searcher.fast_field_values("__pq_file_hash", addresses),
+                                                       np.uint64), "x")  # fmt: skip
+    rows = searcher.fast_field_values("__pq_row_in_file", addresses)
+    levels = [pq.read_table(src / manifest["parquet_files"][f]["relative_path"]).column("level")[r].as_py()
+              for f, r in zip(files, rows, strict=True)]  # fmt: skip
+    assert hashes == [PM.hash_string_value(v) for v in levels] and len(levels) == 500
+    # the fingerprints change nothing a query sees; a sync keeps the stored choice
+    assert _ids(sql(spark, f"SELECT id FROM indextables.`{index}` WHERE level = 'ERROR'")) == _ids(
+        _source(spark, src).where("level = 'ERROR'"))  # fmt: skip
+    pq.write_table(_rows(5000, 10), src / "day=2024-01-02" / "part-9.parquet")
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' AT LOCATION '{index}'")
+    snap = executor_lib.open_log(index).snapshot()
+    new = [a for a in snap.files if "day=2024-01-02/part-9.parquet" in (a.companion_source_files or ())]
+    assert len(new) == 1 and "_phash_level" in {f["name"] for f in json.loads(snap.doc_mapping(new[0]))}

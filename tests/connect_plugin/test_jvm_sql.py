@@ -475,7 +475,6 @@ def test_textsearch_over_a_named_table(spark: Any, events: str) -> None:
 UNSUPPORTED = [
     ("BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/i'",
      "Unity Catalog's REST API"),
-    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/d' HASHED FASTFIELDS INCLUDE ('a') AT LOCATION '/i'", "issue 35"),
     ("BUILD INDEXTABLES COMPANION FOR DELTA '/d' AT LOCATION '/i' WITH STREAMING POLL INTERVAL 30 SECONDS",
      "companion manager"),
 ]  # fmt: skip
