@@ -395,10 +395,11 @@ def _hashed(data: pa.Table, modes: Mapping[str, Mapping[str, str]]) -> pa.Table:
 
 
 def _jvm_mapping(doc_mapping: str, manifest: Mapping[str, Any]) -> DocMapping:
-    """The data fields of a tantivy4java companion split's doc mapping (its ``__pq_*``, ``_phash_*`` and
-    ``<column>__uuids`` fields are the builder's own, made again by ``build_companion_split``)."""
-    hidden = set(manifest.get("string_hash_fields", {}).values()) | set(manifest.get("companion_hash_fields", {}))
-    hidden -= set(manifest.get("string_indexing_modes", {}))  # an exact_only column is its own hash field
+    """The fields of a tantivy4java companion split's doc mapping that ``build_companion_split`` is given
+    (its ``__pq_*`` and ``_phash_*`` fields are the builder's own)."""
+    # the _phash_ fingerprints (a field's hash field under another name); exact_only columns and
+    # <column>__uuids fields are their own hash fields and stay (queries look hashes up in them)
+    hidden = {v for k, v in manifest.get("string_hash_fields", {}).items() if v != k}
     fields = DocMapping.from_json(doc_mapping).fields
     return DocMapping(tuple(f for f in fields if f.name not in hidden and not f.name.startswith("__pq_")))
 
@@ -440,7 +441,8 @@ def transcode_jvm_companion(
     for f in manifest["parquet_files"]:
         in_files.update(sources.open(f["relative_path"], int(f["num_rows"])).schema_arrow.names)
     data_schema = pa.schema([f for f in schema if f.name in in_files])  # partition columns are not in the files
-    mapping = DocMapping(tuple(f for f in mapping.fields if f.name in data_schema.names))
+    derived = set(manifest.get("companion_hash_fields", {}))
+    mapping = DocMapping(tuple(f for f in mapping.fields if f.name in data_schema.names or f.name in derived))
     mode = {v: k for k, v in PM.FAST_FIELD_MODE_NAMES.items()}.get(manifest["fast_field_mode"], "HYBRID")
     written, _ = build_companion_split(sources, files, "parquet", data_schema, mapping, out_dir, strip=strip,
                                        fast_field_mode=mode, indexing_modes=modes)  # fmt: skip

@@ -242,3 +242,34 @@ def test_a_split_in_the_jvm_layout_is_read_through_its_manifest(tmp_path: Path) 
         from executor_lib.splits.searcher import SplitSearcher
 
         SplitSearcher(jvm, tmp_path / "no-root", schema, written.doc_mapping_json)
+
+
+def test_a_jvm_layout_split_with_hashed_modes_answers_hash_lookups(tmp_path: Path) -> None:
+    import uuid
+
+    from executor_lib.companion.sync import hashed_fields
+    from executor_lib.splits.searcher import SplitSearcher
+    from indextables_contract import filters as F
+
+    src = tmp_path / "src"
+    src.mkdir()
+    uuids = [str(uuid.UUID(int=i * 104729 + 1)) for i in range(200)]
+    table = pa.table({"id": pa.array(range(200), pa.int64()), "trace": [f"t-{i % 9}" for i in range(200)],
+                      "msg": [f"call {u} ok" for u in uuids]})  # fmt: skip
+    pq.write_table(table, src / "a.parquet")
+    modes = {"trace": "exact_only", "msg": "text_uuid_exactonly"}
+    mapping = hashed_fields(DocMapping.from_json(json.dumps([
+        {"name": "id", "type": "i64", "stored": False, "indexed": True, "fast": True},
+        {"name": "trace", "type": "text", "stored": False, "indexed": True, "fast": True, "tokenizer": "raw"},
+        {"name": "msg", "type": "text", "stored": False, "indexed": True, "fast": False, "tokenizer": "default"},
+    ])), modes, {"trace": "trace", "msg": "msg", "id": "id"})  # fmt: skip
+    written, _ = build_companion_split(SourceFiles(str(src)), ["a.parquet"], "parquet", table.schema, mapping,
+                                       tmp_path / "out", strip={"msg": PM.UUID_REGEX}, indexing_modes=modes)  # fmt: skip
+    jvm = _as_jvm_layout(written.path, tmp_path / "jvm.split")
+    for path, work in ((written.path, "ours"), (jvm, "jvm")):  # this project's layout, then the JVM's alone
+        s = SplitSearcher(path, tmp_path / work, table.schema, written.doc_mapping_json, companion_root=str(src))
+        by_trace = s.search(F.Term("trace", "t-4"), ["id"]).column("id").to_pylist()
+        assert sorted(by_trace) == [i for i in range(200) if i % 9 == 4], work
+        assert s.search(F.QueryString(uuids[77], "msg"), ["id", "msg"]).to_pylist() == [
+            {"id": 77, "msg": f"call {uuids[77]} ok"}], work  # fmt: skip
+        assert s.search(F.QueryString("call", "msg"), ["id"]).num_rows == 200, work
