@@ -174,7 +174,10 @@ class IndexTablesReader(DataSourceReader):
         return None
 
     def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
-        """Spark (or the rows) would check this filter on values an index-only column does not store."""
+        """Spark (or the rows) would check this filter on values an index-only column does not store (a
+        companion's columns are index-only in its splits, but its rows come from the source's files)."""
+        if self.companion_root is not None:
+            return
         index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
         named = sorted(columns & index_only)
         if named:

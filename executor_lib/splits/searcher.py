@@ -14,6 +14,7 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import json
@@ -161,6 +162,7 @@ class SplitSearcher:
         self.split = split
         self.work_dir = work_dir
         self.pieces = pieces
+        jvm_companion = False  # a companion split in tantivy4java's layout only (transcoded here)
         if pieces is not None:
             footer = pieces.footer
             self.index_dir = pieces.directory
@@ -174,6 +176,7 @@ class SplitSearcher:
             # transcodes), under the cache entry's lock, and the others wait and reuse its result.
             work_dir.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(entry_lock(work_dir)):
+                jvm_companion = columns_member(footer) is None and MANIFEST_MEMBER in footer.files
                 if columns_member(footer) is None:
                     split, footer = self._transcode(split, footer, arrow_schema, doc_mapping, companion_root)
                 if not (index_dir / "meta.json").exists():
@@ -205,6 +208,9 @@ class SplitSearcher:
             self.rows: ColumnarCopy | CompanionRows
             if companion is not None:  # rows come from the source's Parquet files
                 self.rows = companion_rows(copy, companion, arrow_schema, str(split))
+                if pieces is None and jvm_companion and companion_root:  # the table's root, as given now
+                    info = dataclasses.replace(self.rows.info, source_root=companion_root)
+                    self.rows = CompanionRows(copy, info, self.rows.schema)
             else:
                 self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError

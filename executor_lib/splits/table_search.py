@@ -97,7 +97,7 @@ def _open_searcher(
     except FileNotFoundError:  # evicted by another process just now: fetch it again
         entry = cache.get(store, path, size)
         st = entry.split.stat()
-    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
     with _OPEN_LOCK:
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:

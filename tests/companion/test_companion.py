@@ -494,3 +494,38 @@ def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: A
     snap = executor_lib.open_log(index).snapshot()
     new = [a for a in snap.files if "day=2024-01-02/part-9.parquet" in (a.companion_source_files or ())]
     assert len(new) == 1 and "_phash_level" in {f["name"] for f in json.loads(snap.doc_mapping(new[0]))}
+
+
+def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(classic_spark: Any, tmp_path: Path) -> None:
+    """A companion whose splits hold only tantivy4java's layout (index + _parquet_manifest.json, as
+    IndexTables4Spark writes them) reads through the source root; spark.indextables.companion.parquetTableRoot
+    points it at a moved source, as the JVM's reader option does."""
+    import dataclasses
+
+    from executor_lib.protocol.actions import RemoveAction
+    from executor_lib.protocol.bundle import read_footer
+    from tests.splits.test_parquet_manifest import _as_jvm_layout
+
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'")
+    log = executor_lib.open_log(index)
+    actions: list[Any] = []
+    for add in log.snapshot().files:
+        old = Path(index) / add.path
+        new = _as_jvm_layout(old, old.with_name("jvm-" + old.name))
+        footer = read_footer(new)
+        actions += [RemoveAction(path=add.path, deletion_timestamp=1, data_change=False),
+                    dataclasses.replace(add, path=str(new.relative_to(index)), size=new.stat().st_size,
+                                        footer_start_offset=footer.footer_start, footer_end_offset=footer.footer_end)]  # fmt: skip
+    log.commit(actions)
+    query = f"SELECT id, msg, level, day FROM indextables.`{index}` WHERE msg indexquery 'kraken' AND level = 'ERROR'"
+    expected = sorted(_source(spark, src).where("msg LIKE '%kraken%' AND level = 'ERROR'").drop("latency").collect())
+    assert sorted(sql(spark, query).collect()) == expected and len(expected) > 5
+    moved = tmp_path / "moved"
+    src.rename(moved)
+    with pytest.raises(Exception, match=r"no longer exists"):
+        sql(spark, query).collect()
+    reader = spark.read.format("indextables").option("spark.indextables.companion.parquetTableRoot", str(moved))
+    got = reader.load(index).where("level = 'ERROR'").selectExpr("id", "msg", "level", "day")
+    assert sorted(got.filter("msg LIKE '%kraken%'").collect()) == expected
