@@ -7,6 +7,9 @@ Run: ``.venv/bin/python -m bench.split_benchmark [--rows 1000000] [--out split_b
 * materialization: a query returning 10% of the rows of a ``--rows`` split, rows/s into Arrow;
 * cold vs warm: the same query through the split cache, first with an empty cache, then
   warm, counting object-store reads (a warm query makes none);
+* companion table: the same rows as 8 Parquet files, as a companion table of 4 splits and as a full
+  table of 8 splits (bytes of each against the Parquet source), searched through the split cache cold
+  (empty cache) and warm (best of 5) with ``search_table``;
 * companion: the same rows as 4 Parquet files, indexed as one companion split (BUILD INDEXTABLES
   COMPANION's split: index only, rows read back from the Parquet files) and as one full split; bytes
   of each against the Parquet source, and a search returning 0.3% of the rows, cold (a new searcher,
@@ -171,6 +174,76 @@ def companion(rows: pa.Table, root: Path) -> dict[str, Any]:
     return out
 
 
+def companion_table(rows: pa.Table, root: Path, files: int = 8, splits: int = 4) -> dict[str, Any]:
+    """A companion table against a full IndexTables table of the same rows (and their Parquet source):
+    ``files`` Parquet files, indexed as ``splits`` companion splits and as ``files`` full splits; table
+    bytes, and ``search_table`` through the split cache, cold (an empty cache, no open source footers)
+    and warm (best of 5)."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+
+    from executor_lib.companion.sources import list_source
+    from executor_lib.companion.sync import companion_mapping, resolve_columns
+    from executor_lib.protocol.actions import COMPANION_ENABLED
+    from executor_lib.splits.companion import SourceFiles, build_companion_split
+    from executor_lib.splits.publish import upload_split
+
+    src = root / "src"
+    src.mkdir(parents=True)
+    part = rows.num_rows // files
+    for i in range(files):
+        pq.write_table(rows.slice(i * part, part), src / f"part-{i:02d}.parquet")
+    listing = list_source("parquet", str(src))
+    full_uri, comp_uri = str(root / "full"), str(root / "companion")
+    full_log = executor_lib.create_table(full_uri, rows.schema)
+    full_store = open_store(full_uri)
+    full_log.commit([write_and_upload(full_store, rows.slice(i * part, part), mapping_for(rows.schema, OPTIONS))
+                     for i in range(files)])  # fmt: skip
+    indexed, _, _ = resolve_columns(listing, None, None)
+    mapping = companion_mapping(listing, indexed, {"message": "text"}, "HYBRID")
+    configuration = {COMPANION_ENABLED: "true", "indextables.companion.sourceTablePath": listing.root,
+                     "indextables.companion.sourceFormat": "parquet"}  # fmt: skip
+    comp_log = executor_lib.create_table(comp_uri, listing.schema, configuration=configuration)
+    comp_store = open_store(comp_uri)
+    names, adds = [f.path for f in listing.files], []
+    per = -(-len(names) // splits)
+    for i in range(0, len(names), per):
+        written, _ = build_companion_split(SourceFiles(listing.root), names[i : i + per], "parquet",
+                                           listing.data_schema, mapping, root / "work", indexing_modes={
+                                               "message": "text"})  # fmt: skip
+        add = upload_split(comp_store, written, {})
+        adds.append(dataclasses.replace(add, companion_source_files=tuple(names[i : i + per]),
+                                        companion_delta_version=-1, companion_fast_field_mode="HYBRID"))  # fmt: skip
+    comp_log.commit(adds)
+    out: dict[str, Any] = {
+        "rows": part * files, "parquet_files": files, "companion_splits": len(adds),
+        "parquet_bytes": sum(f.size for f in listing.files),
+        "full_table_bytes": sum(a.size for a in full_log.snapshot().files),
+        "companion_table_bytes": sum(a.size for a in comp_log.snapshot().files),
+    }  # fmt: skip
+    query = "tag:t3 AND message:alpha AND message:bravo"  # 0.3% of the rows
+    hits = {}
+    for label, log, store in (("full", full_log, full_store), ("companion", comp_log, comp_store)):
+        snap = log.snapshot()
+        SourceFiles._open.clear()  # cold: no source footer kept by the process either
+        cache = SplitCache(root / f"cache-{label}")
+        start = time.perf_counter()
+        found = search_table(store, snap, query, cache, ["id", "message", "score"])
+        out[f"{label}_cold_s"] = time.perf_counter() - start
+        warm = []
+        for _ in range(5):
+            start = time.perf_counter()
+            search_table(store, snap, query, cache, ["id", "message", "score"])
+            warm.append(time.perf_counter() - start)
+        out[f"{label}_warm_s"] = min(warm)
+        hits[label] = found.sort_by("id")
+        out[f"{label}_hits"] = found.num_rows
+    if not hits["full"].equals(hits["companion"]):
+        raise AssertionError(f"companion table found {out['companion_hits']} rows, the full table {out['full_hits']}")
+    return out
+
+
 def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes."""
     root = Path(tempfile.mkdtemp(prefix="indextables-split-bench-"))
@@ -180,6 +253,7 @@ def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
             "materialization": materialization(make_rows(rows), root / "m"),
             "cold_warm": cold_warm(make_rows(index_rows), root / "c"),
             "companion": companion(make_rows(index_rows), root / "p"),
+            "companion_table": companion_table(make_rows(index_rows), root / "t"),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -200,6 +274,17 @@ def print_results(results: dict[str, Any]) -> None:
               f"Parquet source {p['parquet_bytes'] / 1e6:.2f} MB; search ({p['companion_hits']} hits) cold "
               f"{p['companion_cold_s']:.3f}s vs {p['full_cold_s']:.3f}s, warm {p['companion_warm_s'] * 1e3:.1f} ms vs "
               f"{p['full_warm_s'] * 1e3:.1f} ms")  # fmt: skip
+
+
+    t = results.get("companion_table")
+    if t:
+        print(f"companion table over {t['rows']:,} rows ({t['parquet_files']} Parquet files, {t['companion_splits']} "
+              f"splits): {t['companion_table_bytes'] / 1e6:.2f} MB vs full table {t['full_table_bytes'] / 1e6:.2f} MB "
+              f"({t['companion_table_bytes'] / t['full_table_bytes']:.2f}x) vs Parquet "
+              f"{t['parquet_bytes'] / 1e6:.2f} MB "
+              f"({t['companion_table_bytes'] / t['parquet_bytes']:.2f}x); search ({t['companion_hits']} hits) cold "
+              f"{t['companion_cold_s']:.3f}s vs {t['full_cold_s']:.3f}s, warm {t['companion_warm_s'] * 1e3:.1f} ms vs "
+              f"{t['full_warm_s'] * 1e3:.1f} ms")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

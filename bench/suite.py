@@ -279,6 +279,23 @@ def split_ratios(r: dict[str, Any]) -> list[Ratio]:
                c["warm_store_reads"], c["cold_store_reads"], "reads",
                c["warm_store_reads"] / max(1, c["cold_store_reads"]), ("==", 0)),
         *companion_ratios(r.get("companion")),
+        *companion_table_ratios(r.get("companion_table")),
+    ]  # fmt: skip
+
+
+def companion_table_ratios(t: dict[str, Any] | None) -> list[Ratio]:
+    """A companion table against a full table of the same rows (and the Parquet source), through the split cache."""
+    if not t:
+        return []
+    return [
+        _ratio("split", f"companion table bytes / full table ({t['rows']:,} rows)", t["companion_table_bytes"],
+               t["full_table_bytes"], "bytes", t["companion_table_bytes"] / t["full_table_bytes"]),
+        _ratio("split", "companion table bytes / its Parquet source", t["companion_table_bytes"], t["parquet_bytes"],
+               "bytes", t["companion_table_bytes"] / t["parquet_bytes"]),
+        _ratio("split", "companion table search: cold vs full table", t["companion_cold_s"], t["full_cold_s"], "s",
+               t["full_cold_s"] / t["companion_cold_s"]),
+        _ratio("split", "companion table search: warm vs full table", t["companion_warm_s"], t["full_warm_s"], "s",
+               t["full_warm_s"] / t["companion_warm_s"]),
     ]  # fmt: skip
 
 

@@ -41,6 +41,8 @@ def build_companion(
     exclude_columns: Sequence[str] | None = None,
     indexing_modes: Mapping[str, str] | None = None,
     fast_field_mode: str | None = None,
+    hashed_fastfields_include: Sequence[str] | None = None,
+    hashed_fastfields_exclude: Sequence[str] | None = None,
     target_input_size: str | int | None = None,
     from_version: int | None = None,
     where_filter: str | None = None,
@@ -60,6 +62,8 @@ def build_companion(
         where_filter: a filter tree (JSON) over the source's partition columns; ``where_sql`` its text.
         from_version: FROM VERSION (Delta) / FROM SNAPSHOT (Iceberg): index only files added after it.
         invalidate_all: INVALIDATE ALL PARTITIONS: remove every companion split and index the source anew.
+        hashed_fastfields_include, hashed_fastfields_exclude: HASHED FASTFIELDS INCLUDE / EXCLUDE: string
+            columns given tantivy4java's ``_phash_<column>`` fingerprint fast fields (FASTFIELDS MODE HYBRID).
 
     Raises:
         ConfigError, CompanionSourceError (from the cluster, at plan time): a clause that does not apply,
@@ -75,6 +79,10 @@ def build_companion(
         exclude_columns=None if exclude_columns is None else json.dumps(list(exclude_columns)),
         indexing_modes=None if not indexing_modes else json.dumps(dict(indexing_modes)),
         fast_field_mode=fast_field_mode,
+        hashed_fastfields_include=None if hashed_fastfields_include is None else json.dumps(
+            list(hashed_fastfields_include)),
+        hashed_fastfields_exclude=None if hashed_fastfields_exclude is None else json.dumps(
+            list(hashed_fastfields_exclude)),
         target_input_size=None if target_input_size is None else str(target_input_size),
         from_version=None if from_version is None else str(from_version), filter=where_filter, where_sql=where_sql,
         invalidate_all=invalidate_all, dry_run=dry_run,

@@ -505,7 +505,6 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
 
 _COMPANION_FORMATS = ("delta", "parquet", "iceberg")
 _FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
-_JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
 
 
 def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
@@ -523,7 +522,6 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     unsupported = [
         ("streaming" if _children(tree, "streaming") else "", "WITH STREAMING POLL INTERVAL runs the JVM's long-lived "
          "companion manager; run BUILD again to sync"),
-        ("hashed_fastfields", "HASHED FASTFIELDS (the JVM's string fingerprints) is not built here yet (issue 35)"),
         ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
         ("catalog" if kind == "delta" else "", "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
          "REST API, a live service; give the Delta table's path"),
@@ -538,13 +536,6 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     modes = None
     if "indexing_modes" in opts:
         modes = {unquote(str(m.children[0])): unquote(str(m.children[1])) for m in opts["indexing_modes"].children}
-        hashed = sorted(f"'{c}':'{m}'" for c, m in modes.items() if m.split(":", 1)[0].lower() in _JVM_ONLY_MODES)
-        if hashed:
-            raise IndexTablesSQLError(
-                f"{_short(text)} is not supported here: the compact string modes {', '.join(hashed)} (exact_only, "
-                "text_uuid_exactonly, text_custom_exactonly: hashed fields) are not built by this project yet "
-                "(issue 35); the strip modes are"
-            )
     fast = None
     if "fastfields_mode" in opts:
         fast = str(opts["fastfields_mode"].children[0]).lower()
@@ -576,6 +567,12 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
                                       "not function calls")  # fmt: skip
         where_filter = F.to_text(result)
         where_sql = text[node.meta.start_pos : node.meta.end_pos]
+    hashed: dict[str, list[str]] = {}
+    if "hashed_fastfields" in opts:
+        mode_token, *names = opts["hashed_fastfields"].children
+        if str(mode_token).upper() not in ("INCLUDE", "EXCLUDE"):
+            raise IndexTablesSQLError(f"{_short(text)}: HASHED FASTFIELDS takes INCLUDE or EXCLUDE, not {mode_token}")
+        hashed[str(mode_token).lower()] = [unquote(str(n)) for n in names]
     size = None
     if "target_input_size" in opts:
         token = opts["target_input_size"].children[0]
@@ -586,6 +583,7 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         catalog=catalog, catalog_type=catalog_type, warehouse=warehouse,
         include_columns=strings_of("include_columns"), exclude_columns=strings_of("exclude_columns"),
         indexing_modes=modes, fast_field_mode=fast, target_input_size=size, from_version=from_version,
+        hashed_fastfields_include=hashed.get("include"), hashed_fastfields_exclude=hashed.get("exclude"),
         where_filter=where_filter, where_sql=where_sql, dry_run=dry, invalidate_all="invalidate_all" in opts,
         options=options,
     )  # fmt: skip

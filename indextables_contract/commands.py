@@ -334,6 +334,8 @@ class CompanionPlan(Command):
     exclude_columns: str | None = None  # a JSON list
     indexing_modes: str | None = None  # a JSON object: column -> mode
     fast_field_mode: str | None = None  # HYBRID (default), DISABLED, PARQUET_ONLY
+    hashed_fastfields_include: str | None = None  # HASHED FASTFIELDS INCLUDE: a JSON list
+    hashed_fastfields_exclude: str | None = None  # HASHED FASTFIELDS EXCLUDE: a JSON list
     target_input_size: str | None = None  # bytes, or with a unit: "1G"
     from_version: str | None = None  # FROM VERSION / FROM SNAPSHOT
     filter: str | None = None  # WHERE over partition columns: a filter tree as JSON

@@ -322,6 +322,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("iceberg.credential", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's OAuth2 credential"),
     _s("iceberg.s3Endpoint", "none", "BUILD COMPANION FOR ICEBERG: the S3 endpoint of the table's files"),
     _s("iceberg.s3PathStyleAccess", "false", "BUILD COMPANION FOR ICEBERG: path-style S3 addressing"),
+    _s("companion.parquetTableRoot", "the metadata's parquetStorageRoot (Iceberg) or sourceTablePath",
+       "reading a companion index: the root its source files' relative paths resolve against"),
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),

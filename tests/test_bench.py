@@ -135,3 +135,17 @@ def test_bench_companion_rows_at_a_tiny_size(tmp_path: Path) -> None:
     assert 0 < r["companion_split_bytes"] < r["full_split_bytes"] and r["parquet_bytes"] > 0
     names = [x.name for x in companion_ratios(r)]
     assert names[0] == "companion split bytes / full split (8,000 rows)" and len(names) == 4
+
+
+def test_bench_companion_table_rows_at_a_tiny_size(tmp_path: Path) -> None:
+    """The table-level companion measurement: a companion table (fewer, index-only splits) is smaller than
+    the full table of the same rows, and both find the same rows through the split cache."""
+    from bench.split_benchmark import companion_table, make_rows
+    from bench.suite import companion_table_ratios
+
+    r = companion_table(make_rows(8000), tmp_path)
+    assert r["companion_hits"] == r["full_hits"] > 0 and r["companion_splits"] == 4 and r["parquet_files"] == 8
+    assert 0 < r["companion_table_bytes"] < r["full_table_bytes"] and r["parquet_bytes"] > 0
+    assert r["companion_cold_s"] > 0 and r["companion_warm_s"] > 0
+    names = [x.name for x in companion_table_ratios(r)]
+    assert names[0] == "companion table bytes / full table (8,000 rows)" and len(names) == 4

@@ -22,18 +22,20 @@ import pyarrow as pa
 
 from executor_lib.companion.sources import SourceFile, SourceListing
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.doc_mapping import DocMapping, default_field_type, mapping_for
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, default_field_type, mapping_for
 from indextables_contract.errors import ConfigError
 
 DEFAULT_TARGET_INPUT_BYTES = 2 << 30  # the JVM's TARGET INPUT SIZE default (2 GB)
 FAST_FIELD_MODES = ("HYBRID", "DISABLED", "PARQUET_ONLY")
 # INDEXING MODES values: the JVM's, with what runs here.
 TYPEMAP_MODES = {"string": "string", "text": "text", "ip": "ip", "ipaddress": "ip", "json": "json"}
-JVM_ONLY_MODES = ("exact_only", "text_uuid_exactonly", "text_custom_exactonly")
+HASHED_TEXT_MODES = ("text_uuid_exactonly", "text_custom_exactonly")
 # text_uuid_strip / text_custom_strip:<regex>: the column is tokenized text whose matches of the pattern
 # are removed before indexing (rows read from the source keep them), as IndexTables4Spark does.
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 STRIP_MODES = ("text_uuid_strip", "text_custom_strip")
+COMPANION_SUFFIX = "__uuids"  # tantivy4java string_indexing.rs
+PHASH_PREFIX = "_phash_"  # tantivy4java indexing.rs: string fingerprint fast fields
 KEY = "indextables.companion."
 
 
@@ -90,8 +92,48 @@ def resolve_columns(
     return indexed, inc, exc
 
 
+def fingerprint_columns(
+    listing: SourceListing,
+    indexed: Sequence[str],
+    modes: Mapping[str, str],
+    fast_field_mode: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+) -> list[str]:
+    """The string columns that get tantivy4java's ``_phash_<column>`` fingerprint fast fields (xxHash64 of
+    the value; ``indexing.rs``, HYBRID mode only, not the ip/json/compact-mode columns): HASHED FASTFIELDS
+    INCLUDE's, or every eligible one but EXCLUDE's. Without the clause none here (tantivy4java's default is
+    every eligible column; IndexTables4Spark reads splits without them).
+
+    Raises:
+        ConfigError: both clauses, or a listed column that is not an indexed string column.
+    """
+    if include and exclude:
+        raise ConfigError("HASHED FASTFIELDS: give INCLUDE or EXCLUDE, not both")
+    if not include and not exclude:
+        return []
+    known = _lower_map(indexed)
+    special = {n.lower() for n, v in modes.items() if v.strip().lower().split(":", 1)[0] in (
+        "ip", "ipaddress", "json", "exact_only", *STRIP_MODES, *HASHED_TEXT_MODES)}  # fmt: skip
+    eligible = [c for c in indexed if c.lower() not in special and (
+        pa.types.is_string(listing.schema.field(c).type) or pa.types.is_large_string(listing.schema.field(c).type))]
+    for name in (*(include or ()), *(exclude or ())):
+        if name.lower() not in {c.lower() for c in eligible}:
+            where = "not an indexed column" if name.lower() not in known else "not a plain string column"
+            raise ConfigError(f"HASHED FASTFIELDS: {name!r} is {where} (eligible: {eligible})")
+    if fast_field_mode.upper() != "HYBRID":
+        return []  # tantivy4java makes fingerprints in HYBRID mode only
+    if include:
+        return [c for c in eligible if c.lower() in {n.lower() for n in include}]
+    return [c for c in eligible if c.lower() not in {n.lower() for n in exclude or ()}]
+
+
 def companion_mapping(
-    listing: SourceListing, indexed: Sequence[str], modes: Mapping[str, str], fast_field_mode: str
+    listing: SourceListing,
+    indexed: Sequence[str],
+    modes: Mapping[str, str],
+    fast_field_mode: str,
+    fingerprinted: Sequence[str] = (),
 ) -> DocMapping:
     """The doc mapping of the indexed columns: index-only fields (no stored values), typed by
     INDEXING MODES, fast fields by FASTFIELDS MODE (DISABLED: every default fast field in the split;
@@ -107,14 +149,17 @@ def companion_mapping(
         if column is None or column not in indexed:
             raise ConfigError(f"INDEXING MODES: column {name!r} is not an indexed column of the source ({indexed})")
         kind = value.strip().lower()
-        if kind.split(":", 1)[0] in STRIP_MODES:
+        if kind.split(":", 1)[0] in STRIP_MODES + HASHED_TEXT_MODES:
+            if kind.split(":", 1)[0].startswith("text_custom") and ":" not in kind:
+                raise ConfigError(f"INDEXING MODES '{name}':'{value}': {kind} needs a regex after the colon")
             options[f"spark.indextables.indexing.typemap.{column}"] = "text"
             continue
-        if kind.split(":", 1)[0] in JVM_ONLY_MODES:
-            raise ConfigError(
-                f"INDEXING MODES '{name}':'{value}': the hashed modes ({', '.join(JVM_ONLY_MODES)}) are not built by "
-                "this project yet; use 'string', 'text', 'text_uuid_strip' or 'text_custom_strip:<regex>'"
-            )
+        if kind == "exact_only":
+            if not pa.types.is_string(schema.field(column).type) and not pa.types.is_large_string(
+                    schema.field(column).type):  # fmt: skip
+                raise ConfigError(f"INDEXING MODES '{name}':'exact_only': column {column!r} is not a string column")
+            options[f"spark.indextables.indexing.typemap.{column}"] = "string"
+            continue
         if kind not in TYPEMAP_MODES:
             raise ConfigError(f"INDEXING MODES '{name}':'{value}': expected one of {sorted(TYPEMAP_MODES)}")
         options[f"spark.indextables.indexing.typemap.{column}"] = TYPEMAP_MODES[kind]
@@ -126,7 +171,35 @@ def companion_mapping(
         ]
         numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
         options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
-    return mapping_for(schema, options)
+    mapping = hashed_fields(mapping_for(schema, options), modes, known)
+    hidden = tuple(FieldMapping(PHASH_PREFIX + c, "u64", stored=False, indexed=False, fast=True) for c in fingerprinted)
+    return DocMapping(mapping.fields + hidden)
+
+
+def hashed_fields(mapping: DocMapping, modes: Mapping[str, str], known: Mapping[str, str]) -> DocMapping:
+    """tantivy4java's fields of the hashed modes (``schema_derivation.rs``): an ``exact_only`` column is a
+    u64 field (indexed, fast) of xxHash64 values; a ``text_*_exactonly`` column is text (default tokenizer)
+    plus a u64 field ``<column>__uuids`` (indexed, fast) of its pattern's matches' hashes."""
+    kinds = {known.get(n.lower(), n): v.strip().lower().split(":", 1)[0] for n, v in modes.items()}
+    fields: list[FieldMapping] = []
+    for f in mapping.fields:
+        kind = kinds.get(f.name)
+        if kind == "exact_only":
+            fields.append(FieldMapping(f.name, "u64", stored=False, indexed=True, fast=True))
+            continue
+        fields.append(f)
+        if kind in HASHED_TEXT_MODES:
+            companion = f.name + COMPANION_SUFFIX
+            if companion in known.values():
+                raise ConfigError(f"INDEXING MODES {f.name!r}: its companion field {companion!r} is a column too")
+            fields.append(FieldMapping(companion, "u64", stored=False, indexed=True, fast=True))
+    return DocMapping(tuple(fields))
+
+
+def resolved_modes(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
+    """INDEXING MODES keyed by the source's spelling of each column (names are case-insensitive)."""
+    known = _lower_map(listing.schema.names)
+    return {known.get(name.lower(), name): value for name, value in modes.items()}
 
 
 def strip_patterns(listing: SourceListing, modes: Mapping[str, str]) -> dict[str, str]:
@@ -135,9 +208,9 @@ def strip_patterns(listing: SourceListing, modes: Mapping[str, str]) -> dict[str
     out = {}
     for name, value in modes.items():
         mode, _, pattern = value.strip().partition(":")
-        if mode.lower() == "text_uuid_strip":
+        if mode.lower() in ("text_uuid_strip", "text_uuid_exactonly"):
             out[known.get(name.lower(), name)] = UUID_PATTERN
-        elif mode.lower() == "text_custom_strip":
+        elif mode.lower() in ("text_custom_strip", "text_custom_exactonly"):
             if not pattern:
                 raise ConfigError(f"INDEXING MODES '{name}':'{value}': text_custom_strip needs a regex after the colon")
             out[known.get(name.lower(), name)] = pattern
@@ -281,3 +354,4 @@ def check_schema_evolution(stored: Mapping[str, str], schema: pa.Schema) -> list
             "companion (or build it at a new location) and BUILD it again"
         )
     return warnings
+

@@ -256,6 +256,7 @@ class ProtocolAction(_ActionBase):
 
 # The metadata configuration key IndexTables4Spark sets on a companion index (BUILD INDEXTABLES COMPANION).
 COMPANION_ENABLED = "indextables.companion.enabled"
+_COMPANION = "indextables.companion."
 
 
 @dataclass(frozen=True)
@@ -428,3 +429,24 @@ def actions_from_ndjson(text: str, source: str, skip_unknown: bool = False) -> l
         except CorruptLogError as e:
             raise CorruptLogError(f"{source}: line {lineno}: {e}") from e
     return actions
+
+
+def parquet_table_root(configuration: Mapping[str, str], options: Mapping[str, str] | None = None) -> str | None:
+    """The root a companion's ``relative_path``s resolve against, as IndexTables4Spark's
+    ``IndexTables4SparkScanBuilder.effectiveConfig`` finds it: the read option
+    ``spark.indextables.companion.parquetTableRoot``, else ``.parquetStorageRoot`` (Iceberg, and Delta
+    tables named in a catalog), else ``.sourceTablePath``. None for a table that is not a companion.
+
+    Example: ``parquet_table_root({"indextables.companion.enabled": "true",
+    "indextables.companion.sourceTablePath": "/d"}) == "/d"``.
+    """
+    given = (options or {}).get("spark.indextables.companion.parquetTableRoot")
+    if given:
+        return given
+    if configuration.get(COMPANION_ENABLED) != "true":
+        return None
+    fmt = configuration.get(_COMPANION + "sourceFormat", "delta")
+    stored = configuration.get(_COMPANION + "parquetStorageRoot")
+    if stored and (fmt == "iceberg" or _COMPANION + "deltaTableName" in configuration):
+        return stored
+    return configuration.get(_COMPANION + "sourceTablePath")

@@ -30,7 +30,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, Inpu
 
 from executor_lib import profiler
 from executor_lib.log.pruning import column_types
-from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, CommitInfoAction, RemoveAction, removes_of
+from executor_lib.protocol.actions import (
+    AddAction,
+    CommitInfoAction,
+    RemoveAction,
+    parquet_table_root,
+    removes_of,
+)
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     DATA_SKIPPING_FILE,
@@ -242,11 +248,6 @@ class CommandReader(DataSourceReader):
         from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
-        if snapshot.metadata.configuration.get(COMPANION_ENABLED) == "true":
-            raise ConfigError(
-                f"merge {self.path}: the table is a companion index; MERGE SPLITS of companion splits is not built "
-                "here yet (issue 35): BUILD INDEXTABLES COMPANION with a larger TARGET INPUT SIZE makes fewer splits"
-            )
         files = _matching_files(snapshot, self._where(snapshot))
         target = DEFAULT_TARGET_BYTES
         if cmd.target_size is not None:
@@ -289,6 +290,7 @@ class CommandReader(DataSourceReader):
         if where is not None:  # a query that does not parse fails here, before any task
             check_filter(where, f"read {self.path}", schema, lambda: doc_mappings(snapshot))
         self.table_schema = snapshot.metadata.schema_string
+        self.companion_root = parquet_table_root(snapshot.metadata.configuration, self.options)
         partition_columns = self.partition_columns = list(snapshot.partition_columns)
         on_partitions = set(partition_columns).issuperset
         files = snapshot.files
@@ -446,11 +448,13 @@ class CommandReader(DataSourceReader):
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         where = F.from_text(cmd.filter, "option filter") if cmd.filter is not None else None
-        snapshot_schema = self._log().snapshot().arrow_schema()
+        snapshot = self._log().snapshot()
+        snapshot_schema = snapshot.arrow_schema()
+        root = parquet_table_root(snapshot.metadata.configuration, self.options)
         with profiled_task(cache.directory):
             for add, mapping in payload:
                 searcher = open_searcher(
-                    cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset
+                    cache, store, add.path, snapshot_schema, mapping, add.size, add.footer_start_offset, root
                 )
                 query = None
                 if where is not None:
@@ -498,7 +502,10 @@ class CommandReader(DataSourceReader):
         routes = {"index": 0, "rows": 0}
         with profiled_task(cache.directory):
             for add, mapping in body:
-                searcher = open_searcher(cache, store, add.path, schema, mapping, add.size, add.footer_start_offset)
+                searcher = open_searcher(
+                    cache, store, add.path, schema, mapping, add.size, add.footer_start_offset,
+                    getattr(self, "companion_root", None),
+                )  # fmt: skip
                 constants = partition_constants(add.partition_values, self.partition_columns, schema)
                 t0 = time.perf_counter_ns() if profiler.ENABLED else 0
                 with damage_of_split(cache, store, add.path):

@@ -42,6 +42,11 @@ def _open_log(path: str, options: Mapping[str, str]) -> Any:
     return open_log(path, **O.storage_and_log_options(options))
 
 
+def _csv(text: str | None) -> list[str] | None:
+    """A comma-separated metadata value as a list (None when absent or empty)."""
+    return [p for p in text.split(",") if p] or None if text else None
+
+
 def _json_list(text: str | None, clause: str) -> list[str] | None:
     if text is None:
         return None
@@ -64,9 +69,11 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         check_schema_evolution,
         companion_configuration,
         companion_mapping,
+        fingerprint_columns,
         plan_groups,
         plan_sync,
         resolve_columns,
+        resolved_modes,
         strip_patterns,
     )
     from executor_lib.table_schema import arrow_to_spark_json
@@ -98,7 +105,13 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
     modes = json.loads(cmd.indexing_modes) if cmd.indexing_modes else json.loads(
         stored.get("indextables.companion.indexingModes", "{}"))  # fmt: skip
     fast_mode = (cmd.fast_field_mode or stored.get("indextables.companion.fastFieldMode") or "HYBRID").upper()
-    mapping = companion_mapping(listing, indexed, modes, fast_mode)
+    hf_include = _json_list(cmd.hashed_fastfields_include, "HASHED FASTFIELDS INCLUDE")
+    hf_exclude = _json_list(cmd.hashed_fastfields_exclude, "HASHED FASTFIELDS EXCLUDE")
+    if hf_include is None and hf_exclude is None:  # an incremental sync keeps the stored choice (as the JVM)
+        hf_include = _csv(stored.get("indextables.companion.hashedFastfieldsInclude"))
+        hf_exclude = _csv(stored.get("indextables.companion.hashedFastfieldsExclude"))
+    fingerprinted = fingerprint_columns(listing, indexed, modes, fast_mode, hf_include, hf_exclude)
+    mapping = companion_mapping(listing, indexed, modes, fast_mode, fingerprinted)
     target = DEFAULT_TARGET_INPUT_BYTES
     if cmd.target_input_size is not None:
         target = O.parse_size("TARGET INPUT SIZE", cmd.target_input_size)
@@ -127,6 +140,11 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         include=include_resolved, exclude=exclude_resolved, catalog=cmd.catalog, catalog_type=cmd.catalog_type,
         warehouse=cmd.warehouse,
     )  # fmt: skip
+    for key, names in (("hashedFastfieldsInclude", hf_include), ("hashedFastfieldsExclude", hf_exclude)):
+        if names:
+            configuration["indextables.companion." + key] = ",".join(names)
+    if kind == "iceberg":  # the JVM's reader takes an Iceberg companion's Parquet root from this key
+        configuration["indextables.companion.parquetStorageRoot"] = listing.root
     if where_sql is not None and where_text is not None:
         configuration["indextables.companion.whereFilter"] = where_text  # this project's parsed form of it
     settings = json.dumps({
@@ -134,7 +152,7 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         "schema": arrow_to_spark_json(listing.schema), "dataColumns": listing.data_schema.names,
         "partitionColumns": list(listing.partition_columns), "docMapping": mapping.to_json(),
         "fastFieldMode": fast_mode, "configuration": configuration, "warnings": warnings,
-        "strip": strip_patterns(listing, modes),
+        "strip": strip_patterns(listing, modes), "indexingModes": resolved_modes(listing, modes),
         "dryRun": cmd.dry_run, "sourceFiles": len(listing.files),
     }, sort_keys=True)  # fmt: skip
     read_version = snapshot.version if snapshot is not None else -1
@@ -263,7 +281,8 @@ class CompanionWriter(DataSourceArrowWriter):
                     mapping = DocMapping.from_json(settings["docMapping"])
                     written, read = build_companion_split(
                         sources, files, settings["sourceFormat"], data_schema, mapping, work,
-                        strip=settings.get("strip") or {},
+                        strip=settings.get("strip") or {}, fast_field_mode=settings["fastFieldMode"],
+                        indexing_modes=settings.get("indexingModes") or {},
                     )  # fmt: skip
                     store = store or self._store()
                     add = upload_split(store, written, json.loads(row["partitionValues"]))

@@ -124,6 +124,7 @@ READ_KEYS = (
     "indexqueryall",
     "spark.indextables.read.targetPartitionBytes",
     "spark.indextables.read.maxSplitsPerPartition",
+    "spark.indextables.companion.parquetTableRoot",  # a companion's source root (protocol.actions.parquet_table_root)
     READ_PARALLELISM,  # the cluster's task slots, sent by the client (indextables_contract.read)
 )
 READ_COLUMN_PREFIXES = ("indexquery.",)

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, EqualNullSafe, EqualTo, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
     DATA_SKIPPING_FILE,
@@ -86,6 +86,7 @@ class IndexTablesReader(DataSourceReader):
         self.table_arrow_schema: pa.Schema = table_arrow
         self.options = O.canonical_options(raw_options, O.READ_KEYS, O.READ_COLUMN_PREFIXES, table_arrow.names, "read")
         plan = O.read_plan(self.options, table_arrow.names, f"read {path}")
+        self.companion_root = parquet_table_root(snapshot.metadata.configuration, self.options)
         self.match: dict[str, F.Filter] = dict(plan.match_columns)
         self.columns: list[str] = [f.name for f in schema.fields]
         self.read_schema_json: str = schema.json()
@@ -155,7 +156,10 @@ class IndexTablesReader(DataSourceReader):
         return None
 
     def _check_not_index_only(self, columns: set[str], spark_filter: Filter) -> None:
-        """Spark (or the rows) would check this filter on values an index-only column does not store."""
+        """Spark (or the rows) would check this filter on values an index-only column does not store (a
+        companion's columns are index-only in its splits, but its rows come from the source's files)."""
+        if self.companion_root is not None:
+            return
         index_only = {f.name for m in self._mappings for f in m.fields if not f.stored}
         named = sorted(columns & index_only)
         if named:
@@ -241,8 +245,9 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(
-                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start
-            )
+                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start,
+                self.companion_root,
+            )  # fmt: skip
             where = f"split {store.uri_of(split.path)} of table {self.path}"
             data_columns = [c for c in self.columns if c not in self.match]
             check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)

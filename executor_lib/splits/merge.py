@@ -112,7 +112,7 @@ class MergeSource:
 
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
     """One split in ``out_dir`` holding every row of ``sources``, in source order."""
-    metas = [json.loads(s.index_files["meta.json"].read_bytes()) for s in sources]
+    metas = source_metas(sources)
     index_only = [f.name for f in mapping.fields if not f.stored]
     if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
         return _combine(sources, metas, mapping, out_dir)
@@ -122,6 +122,26 @@ def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: 
             f"columns {index_only} are index-only (their values are not stored)"
         )
     return _reindex(sources, mapping, out_dir)
+
+
+def source_metas(sources: Sequence[MergeSource]) -> list[dict[str, Any]]:
+    """Each source's ``meta.json``."""
+    return [json.loads(s.index_files["meta.json"].read_bytes()) for s in sources]
+
+
+def combine_segments(
+    sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path, copy_columns: Sequence[str],
+    members: Mapping[str, bytes],
+) -> WrittenSplit:  # fmt: skip
+    """The sources' segments combined as they are (``_combine``), or ConfigError if they cannot be
+    (schemas differ, or deletes): for splits whose rows cannot be indexed again (companion splits)."""
+    metas = source_metas(sources)
+    if not _combinable(metas, max_segments=None):
+        raise ConfigError(
+            "merge: these splits' segments cannot be combined (their Tantivy schemas or index "
+            "settings differ, or a segment has deletes), and their rows are not in the splits"
+        )
+    return _combine(sources, metas, mapping, out_dir, copy_columns, members)
 
 
 def _combinable(metas: list[dict[str, Any]], max_segments: int | None) -> bool:
@@ -141,8 +161,15 @@ def _segment_files(index_files: Mapping[str, Path | FileRange], segment_id: str)
 
 
 def _combine(
-    sources: Sequence[MergeSource], metas: list[dict[str, Any]], mapping: DocMapping, out_dir: Path
+    sources: Sequence[MergeSource],
+    metas: list[dict[str, Any]],
+    mapping: DocMapping,
+    out_dir: Path,
+    copy_columns: Sequence[str] | None = None,
+    members: Mapping[str, bytes] | None = None,
 ) -> WrittenSplit:
+    """The sources' segments as one index; ``copy_columns``: the columnar copy's columns (default: the
+    mapping's stored fields); ``members``: more bundle members."""
     files: dict[str, bytes | Path | FileRange] = {}
     offsets: dict[str, int] = {}
     base = 0
@@ -166,7 +193,10 @@ def _combine(
     out_dir.mkdir(parents=True, exist_ok=True)
     files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
     files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
-    stored = [f.name for f in mapping.fields if in_columnar_copy(f)]  # index-only columns read as nulls
+    files.update(members or {})
+    # the columnar copy's columns: given (a companion split's locators), else the stored fields
+    # (index-only columns read as nulls)
+    stored = list(copy_columns) if copy_columns is not None else [f.name for f in mapping.fields if in_columnar_copy(f)]
     path = out_dir / f"split-{uuid.uuid4()}.split"
     if _parts_copyable(sources, stored):
         parts = [part for source in sources for part in source.copy_parts]

@@ -90,10 +90,43 @@ def merge_splits(
 ) -> AddAction:
     """One split holding every row of ``sources`` (all of one partition and one doc mapping)."""
     mapping_json = _one_mapping(sources, doc_mappings)
+    if any(a.companion_source_files is not None for a in sources):
+        return _merge_companion(store, sources, mapping_json, cache)
     inputs = _merge_inputs(store, sources, arrow_schema, mapping_json, cache)
     with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
         written = merge_sources(inputs, DocMapping.from_json(mapping_json), Path(tmp))
         return upload_split(store, written, sources[0].partition_values, _merged_ops(sources))
+
+
+def _merge_companion(
+    store: ObjectStore, sources: Sequence[AddAction], mapping_json: str, cache: SplitCache
+) -> AddAction:
+    """Companion splits merged (``companion.merge_companion``); the add carries the companion fields as
+    IndexTables4Spark's ``MergeSplitsCommand`` sets them: the sources' files (distinct, in order), the
+    highest source version, the first fast field mode."""
+    from executor_lib.splits.companion import merge_companion
+
+    if any(a.companion_source_files is None for a in sources):
+        raise ConfigError("merge: companion splits cannot be merged with splits that are not")
+    with tempfile.TemporaryDirectory(prefix="indextables-merge-") as tmp:
+        paths = [_split_file(store, a, cache) for a in sources]
+        written = merge_companion(paths, DocMapping.from_json(mapping_json), Path(tmp))
+        add = upload_split(store, written, sources[0].partition_values, _merged_ops(sources))
+    versions = [a.companion_delta_version for a in sources if a.companion_delta_version is not None]
+    return dataclasses.replace(
+        add, companion_source_files=tuple(dict.fromkeys(f for a in sources for f in a.companion_source_files or ())),
+        companion_delta_version=max(versions) if versions else None,
+        companion_fast_field_mode=next((a.companion_fast_field_mode for a in sources if a.companion_fast_field_mode),
+                                       None),
+    )  # fmt: skip
+
+
+def _split_file(store: ObjectStore, add: AddAction, cache: SplitCache) -> Path:
+    """The split of ``add`` as a local file: where it is (a local table), else its cached copy."""
+    in_place = store.local_path(add.path)
+    if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
+        return Path(in_place)
+    return Path(cache.get(store, add.path, add.size).split)
 
 
 def merge_splits_sorted(

@@ -134,6 +134,12 @@ def leaf_support(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema)
     if fields is None:
         return Support.NONE, None
     t = schema.field(column).type if column in schema.names else None
+    if t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t)) and {x.type for x in fields} == {"u64"}:
+        # tantivy4java's exact_only: the index holds the strings' xxHash64; equality finds the hash (a
+        # superset, should two strings share one), nothing else can be asked of it
+        exact_only = isinstance(f, (F.Term, F.TermIn)) and all(
+            isinstance(v, str) for v in ([f.value] if isinstance(f, F.Term) else f.values))  # fmt: skip
+        return (Support.SUPERSET, f) if exact_only else (Support.NONE, None)
     if isinstance(f, (F.Term, F.TermIn)):
         values = [f.value] if isinstance(f, F.Term) else list(f.values)
         if not values or any(v is None for v in values):

@@ -14,9 +14,11 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -32,9 +34,10 @@ from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import BundleFooter, extract_bundle, read_footer, read_member
 from executor_lib.splits.columnar_copy import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
-from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows
+from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows, transcode_jvm_companion
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.splits.query_compile import compile_query
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
@@ -74,7 +77,17 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
         field = mapping.field(query.column)
         if field is None or not field.indexed:
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
+        if query.column in hashed_columns(mapping, schema):
+            return  # any text: the term of its hash (SplitSearcher._hashed_query)
     compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
+
+
+def hashed_columns(mapping: DocMapping, schema: pa.Schema | None) -> frozenset[str]:
+    """Columns indexed as tantivy4java's ``exact_only`` mode does: a u64 field over a string column."""
+    if schema is None:
+        return frozenset()
+    strings = {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
+    return frozenset(f.name for f in mapping.fields if f.type == "u64" and f.name in strings)
 
 
 def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> pa.Schema:
@@ -152,13 +165,17 @@ class SplitSearcher:
         arrow_schema: pa.Schema,
         doc_mapping: str | None,
         pieces: SplitPieces | None = None,
+        companion_root: str | None = None,
     ) -> None:
         """Open the local split ``split`` (its index extracted, or transcoded, into ``work_dir``),
         or, with ``pieces``, a split fetched by the piece (``split`` then only names it): its
-        members are laid out in ``pieces.directory`` and its rows read by range."""
+        members are laid out in ``pieces.directory`` and its rows read by range. ``companion_root``:
+        the source root of a companion table (``companion.sync.parquet_table_root``), needed to read
+        a companion split in tantivy4java's layout only (it names no root itself)."""
         self.split = split
         self.work_dir = work_dir
         self.pieces = pieces
+        jvm_companion = False  # a companion split in tantivy4java's layout only (transcoded here)
         if pieces is not None:
             footer = pieces.footer
             self.index_dir = pieces.directory
@@ -172,8 +189,9 @@ class SplitSearcher:
             # transcodes), under the cache entry's lock, and the others wait and reuse its result.
             work_dir.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(entry_lock(work_dir)):
+                jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
                 if columns_members(footer) is None:
-                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping)
+                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping, companion_root)
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
@@ -199,11 +217,23 @@ class SplitSearcher:
             self.rows: RowCopy | CompanionRows
             if companion is not None:  # rows come from the source's Parquet files
                 self.rows = companion_rows(copy, companion, arrow_schema, str(split))
+                if pieces is None and jvm_companion and companion_root:  # the table's root, as given now
+                    info = dataclasses.replace(self.rows.info, source_root=companion_root)
+                    self.rows = CompanionRows(copy, info, self.rows.schema)
             else:
                 self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
         self.companion = companion is not None
+        self.hashed = hashed_columns(self.mapping, arrow_schema)  # exact_only columns: their values' hashes
+        self.pattern_fields: dict[str, tuple[str, str]] = {}  # text_*_exactonly column -> (hash field, regex)
+        if self.companion:
+            raw = pieces.member_bytes(MANIFEST_MEMBER) if pieces is not None else read_member(
+                Path(split), footer, MANIFEST_MEMBER)  # fmt: skip
+            if raw is not None:
+                manifest = deserialize_manifest(raw, str(split))
+                for name, info in manifest.get("companion_hash_fields", {}).items():
+                    self.pattern_fields[str(info["original_field_name"])] = (name, str(info["regex_pattern"]))
         self.index_only = [] if self.companion else [f.name for f in self.mapping.fields if not f.stored]
         self._open_index()
         self.text_fields = self.mapping.default_query_fields()
@@ -247,7 +277,9 @@ class SplitSearcher:
         ordinals = pa.array([a.segment_ord for a in addresses], pa.uint32())
         return pc.add(rows, by_ordinal.take(ordinals))
 
-    def _transcode(self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None) -> tuple[Path, Any]:
+    def _transcode(
+        self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None, companion_root: str | None = None
+    ) -> tuple[Path, Any]:
         out = self.work_dir / "transcoded"
         for existing in sorted(out.glob("split-*.split")) if out.exists() else []:
             existing_footer = read_footer(existing)
@@ -258,6 +290,9 @@ class SplitSearcher:
             break
         if doc_mapping is None:
             raise CorruptSplitError(f"{split}: no doc mapping for this split; cannot read it")
+        if MANIFEST_MEMBER in footer.files:  # tantivy4java's companion split: no stored rows to read
+            written = transcode_jvm_companion(split, footer, schema, doc_mapping, companion_root, out)
+            return written.path, written.footer
         mapping = DocMapping.from_json(doc_mapping)
         raw_dir = self.work_dir / "source"
         shutil.rmtree(raw_dir, ignore_errors=True)
@@ -298,6 +333,20 @@ class SplitSearcher:
             self._open_index()
         return compiled
 
+    def _hashed_query(self, column: str, text: str) -> Any:
+        """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
+        ``exact_only`` column, the term of the text's hash; on a ``text_*_exactonly`` column whose pattern
+        the text matches, the term of the first match's hash in ``<column>__uuids``; else None."""
+        schema = self.index.schema
+        if column in self.hashed:
+            return tantivy.Query.term_query(schema, column, hash_string_value(text), "freq")
+        if column in self.pattern_fields:
+            name, pattern = self.pattern_fields[column]
+            found = re.search(pattern, text)
+            if found is not None:
+                return tantivy.Query.term_query(schema, name, hash_string_value(found.group(0)), "freq")
+        return None
+
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
         if field is None:
@@ -315,6 +364,9 @@ class SplitSearcher:
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
+                hashed = self._hashed_query(f.column, f.query)
+                if hashed is not None:
+                    return hashed
             return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
@@ -331,6 +383,8 @@ class SplitSearcher:
                 raise QueryError(f"equality on tokenized text column {f.column!r}: use a query string")
             values = [f.value] if isinstance(f, filters.Term) else list(f.values)
             values = [self._value(field, v) for v in values]
+            if f.column in self.hashed:  # exact_only: the index holds the values' hashes
+                values = [hash_string_value(str(v)) for v in values]
             if isinstance(f, filters.Term):
                 return tantivy.Query.term_query(schema, f.column, values[0], "freq")  # no positions read
             return tantivy.Query.term_set_query(schema, f.column, values)

@@ -18,6 +18,7 @@ from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.log.snapshot import Snapshot
+from executor_lib.protocol.actions import parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.searcher import SplitSearcher, take_rows
@@ -45,17 +46,19 @@ def open_searcher(
     doc_mapping: str | None,
     size: int | None = None,
     footer_start: int | None = None,
+    companion_root: str | None = None,
 ) -> SplitSearcher:
     """A searcher over the split at ``path`` (through the node's split cache), kept open for the
     next query in this process (Spark reuses Python workers): splits are immutable, so an open
     searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
     again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
-    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read).
+    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read);
+    ``companion_root`` a companion table's source root (``SplitSearcher``).
     The profiler (when on) times it as ``split_open`` and counts ``searcher`` hits and misses."""
     if not profiler.ENABLED:
-        return _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start)
+        return _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
     t0 = time.perf_counter_ns()
-    searcher = _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start)
+    searcher = _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
     profiler.record("split_open", t0)
     return searcher
 
@@ -68,6 +71,7 @@ def _open_searcher(
     doc_mapping: str | None,
     size: int | None,
     footer_start: int | None,
+    companion_root: str | None = None,
 ) -> SplitSearcher:
     key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
     if key is not None:
@@ -93,7 +97,7 @@ def _open_searcher(
     except FileNotFoundError:  # evicted by another process just now: fetch it again
         entry = cache.get(store, path, size)
         st = entry.split.stat()
-    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
     with _OPEN_LOCK:
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:
@@ -101,7 +105,7 @@ def _open_searcher(
             if profiler.ENABLED:
                 profiler.cache_event("searcher", True)
             return searcher
-    searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping)
+    searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
     _remember_searcher(key, searcher)
     if profiler.ENABLED:
         profiler.cache_event("searcher", False)
@@ -124,6 +128,7 @@ def load_split(
     doc_mapping: str | None,
     size: int | None = None,
     footer_start: int | None = None,
+    companion_root: str | None = None,
 ) -> SplitSearcher:
     """Open the split at ``path`` from the cache (by the piece where ``SplitCache.pieces`` says so).
     ``size`` is the add action's size: a cached copy of another size is fetched again, a fetched
@@ -133,7 +138,7 @@ def load_split(
     pieces = _pieces(cache, store, path, size, footer_start)
     if pieces is not None:
         return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-    return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping)
+    return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping, companion_root)
 
 
 def _pieces(
@@ -159,10 +164,16 @@ def _open_pieces(
 
 
 def _open(
-    cache: SplitCache, store: ObjectStore, path: str, entry: CacheEntry, arrow_schema: pa.Schema, mapping: str | None
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    entry: CacheEntry,
+    arrow_schema: pa.Schema,
+    mapping: str | None,
+    companion_root: str | None = None,
 ) -> SplitSearcher:
     try:
-        return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping)
+        return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root)
     except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
         if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
             raise  # ArrowInvalid is a ValueError, ArrowIOError an OSError
@@ -214,8 +225,9 @@ def search_table(
         if remaining is not None and remaining <= 0:
             break
         searcher = load_split(
-            cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset
-        )
+            cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset,
+            parquet_table_root(snapshot.metadata.configuration),
+        )  # fmt: skip
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         check_split_columns(searcher, data_columns, where)
         with damage_of_split(cache, store, add.path):

@@ -22,6 +22,7 @@ import re
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,9 +347,15 @@ class SplitBuilder:
                 raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
 
     @guarded("finishing a split (Tantivy commit)")
-    def finish(self, name: str | None = None, members: dict[str, bytes] | None = None) -> WrittenSplit:
+    def finish(
+        self,
+        name: str | None = None,
+        members: dict[str, bytes] | None = None,
+        late_members: Callable[[Path], dict[str, bytes]] | None = None,
+    ) -> WrittenSplit:
         """Commit the index and write ``out_dir/<name or split-<uuid>.split>`` (plus ``members``, more
-        bundle files); the work files are removed."""
+        bundle files, and ``late_members(index_dir)``'s, computed from the committed index); the work
+        files are removed."""
         try:
             if self._copy is None:
                 raise InvalidDataError("split builder: finish() before any rows were added (not even an empty table)")
@@ -363,6 +370,8 @@ class SplitBuilder:
             files[COLUMNS_MEMBER] = self.columns_path
             files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
             files.update(members or {})
+            if late_members is not None:
+                files.update(late_members(self.index_dir))
             footer = write_bundle(files, path)
             mins, maxs = _stats(pa.concat_tables(self._extremes), self.mapping) if self._extremes else ({}, {})
         finally:

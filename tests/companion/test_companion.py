@@ -96,8 +96,10 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     assert {a.companion_fast_field_mode for a in snap.files} == {"HYBRID"}
     assert {a.companion_delta_version for a in snap.files} == {-1}
     fields = [f for a in snap.files for f in json.loads(snap.doc_mapping(a))]
-    assert len(fields) == 8 and not any(f["stored"] for f in fields)  # index-only: no row copies
-    assert {f["name"]: f["fast"] for f in fields} == {"id": True, "latency": True, "msg": False, "level": False}
+    assert len(fields) == 12 and not any(f["stored"] for f in fields)  # index-only: no row copies
+    # tantivy4java's locator fast fields are in every companion split (see tests/splits/test_parquet_manifest.py)
+    assert {f["name"]: f["fast"] for f in fields} == {"id": True, "latency": True, "msg": False, "level": False,
+                                                     "__pq_file_hash": True, "__pq_row_in_file": True}  # fmt: skip
     assert {a.partition_values["day"] for a in snap.files} == {"2024-01-01", "2024-01-02"}
     assert sum(a.num_records or 0 for a in snap.files) == 1000
 
@@ -176,7 +178,8 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
                         f"WHERE day = '2024-01-02' AT LOCATION '{index}'")  # fmt: skip
     assert (out["splits_created"], out["parquet_files_indexed"]) == (1, 2)
     snap = executor_lib.open_log(str(index)).snapshot()
-    assert [f["name"] for f in json.loads(snap.doc_mapping(snap.files[0]))] == ["msg", "level"]
+    assert [f["name"] for f in json.loads(snap.doc_mapping(snap.files[0]))] == [
+        "msg", "level", "__pq_file_hash", "__pq_row_in_file"]  # fmt: skip
     assert json.loads(snap.metadata.configuration["indextables.companion.includeColumns"]) == ["msg", "level"]
     assert snap.metadata.configuration["indextables.companion.whereClause"] == "day = '2024-01-02'"
     # a column not indexed is still read from the source (Spark evaluates the filter on the rows)
@@ -189,12 +192,10 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     assert sql(spark, f"SELECT id FROM indextables.`{stripped}` WHERE msg indexquery 'kraken'").count() == 0
     found = sql(spark, f"SELECT id, msg FROM indextables.`{stripped}` WHERE msg indexquery 'event' AND id = 17")
     assert [tuple(r) for r in found.collect()] == [(17, "foxtrot charlie event kraken")]
-    # read-only, as the JVM's companions: writes and merges are refused, naming what to do
+    # read-only, as the JVM's companions: writes are refused, naming what to do (merges: see below)
     some = spark.read.format("indextables").load(str(index)).limit(3)
     with pytest.raises(Exception, match="companion indexes are read-only: run BUILD INDEXTABLES COMPANION"):
         some.write.format("indextables").mode("append").save(str(index))
-    with pytest.raises(Exception, match="MERGE SPLITS of companion splits is not built here"):
-        sql(spark, f"MERGE SPLITS '{index}'").collect()
     for statement, message in (
         (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
          f"AT LOCATION '{index}'", "mutually exclusive"),
@@ -348,3 +349,183 @@ def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
     with pytest.raises(CommitConflictError, match=r"indexed the same source files \['b.parquet'\]"):
         _check_no_concurrent_build(log, 0, [mine], set())
     _check_no_concurrent_build(log, 0, [mine], {add.path})  # that split is being removed by this commit
+
+
+def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any, tmp_path: Path) -> None:
+    spark = classic_spark
+    from executor_lib.protocol.bundle import read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+                        f"TARGET INPUT SIZE 1K AT LOCATION '{index}'")  # fmt: skip
+    assert out["splits_created"] == 4  # one file per split
+    query = "SELECT id, msg, level, latency, day FROM indextables.`{}` WHERE msg indexquery 'kraken OR bravo'"
+    before = sorted(sql(spark, query.format(index)).collect())
+    sql(spark, f"MERGE SPLITS '{index}' TARGET SIZE 100M").collect()
+    snap = executor_lib.open_log(index).snapshot()
+    assert len(snap.files) == 2 and {a.num_merge_ops for a in snap.files} == {1}  # one split per partition
+    for add in snap.files:
+        assert len(add.companion_source_files or ()) == 2 and add.companion_delta_version == -1
+        assert add.companion_fast_field_mode == "HYBRID"
+    after = sorted(sql(spark, query.format(index)).collect())
+    assert after == before and len(after) > 100
+    expected = _source(spark, src).where("msg LIKE '%kraken%' OR msg LIKE '%bravo%'")
+    assert after == sorted(expected.collect())
+    assert sql(spark, f"SELECT count(*) AS n, sum(latency) AS s FROM indextables.`{index}`").collect()[0] == tuple(
+        _source(spark, src).selectExpr("count(*) AS n", "sum(latency) AS s").collect()[0])  # fmt: skip
+
+    # the merged split's manifest: both files, offsets shifted, one range per segment of the merged index
+    split = Path(index) / snap.files[0].path
+    footer = read_footer(split)
+    manifest = PM.deserialize_manifest(read_member(split, footer, PM.MANIFEST_MEMBER) or b"", str(split))
+    assert [f["row_offset"] for f in manifest["parquet_files"]] == [0, 250] and manifest["total_rows"] == 500
+    assert [f["relative_path"] for f in manifest["parquet_files"]] == list(snap.files[0].companion_source_files or ())
+    assert len(manifest["segment_row_ranges"]) >= 2
+    # tantivy4java's resolution on the merged index: every document's (__pq_file_hash, __pq_row_in_file)
+    # names the source row whose id its fast field holds
+    import numpy as np
+    import tantivy
+
+    from executor_lib.protocol.bundle import extract_bundle
+
+    extract_bundle(split, footer, tmp_path / "merged")
+    idx = tantivy.Index.open(str(tmp_path / "merged"))
+    searcher = idx.searcher()
+    addresses = [a for _, a in searcher.search(tantivy.Query.all_query(), 1000).hits]
+    hashes = np.array(searcher.fast_field_values("__pq_file_hash", addresses), np.uint64)
+    rows = searcher.fast_field_values("__pq_row_in_file", addresses)
+    ids = searcher.fast_field_values("id", addresses)
+    files = manifest["parquet_files"]
+    tables = [pq.read_table(src / f["relative_path"]).column("id").to_pylist() for f in files]
+    got = [tables[p][r] for p, r in zip(PM.file_index_of_hashes(manifest, hashes, "merged"), rows, strict=True)]
+    assert len(addresses) == 500 and got == ids
+
+
+def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: Path) -> None:
+    """tantivy4java's hashed modes: exact_only indexes xxHash64 of the value (u64 field); text_uuid_exactonly
+    indexes the text without its UUIDs, and their hashes in <column>__uuids; rows keep the source's values."""
+    import uuid
+
+    from executor_lib.protocol.bundle import read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    spark = classic_spark
+    src, index = tmp_path / "src", str(tmp_path / "index")
+    src.mkdir()
+    ids = list(range(300))
+    uuids = [str(uuid.UUID(int=(i * 7919) << 64 | i)) for i in ids]
+    pq.write_table(pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "trace": [f"trace-{i % 40}" for i in ids],
+        "msg": [f"request {u} {WORDS[i % 6]} done" for i, u in zip(ids, uuids, strict=True)],
+    }), src / "part-0.parquet", row_group_size=100)  # fmt: skip
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('trace':'exact_only', "
+                  f"'msg':'text_uuid_exactonly') AT LOCATION '{index}'")  # fmt: skip
+    t = f"indextables.`{index}`"
+    source = spark.read.parquet(str(src))
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace = 'trace-7'")) == [i for i in ids if i % 40 == 7]
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace IN ('trace-1', 'trace-2')")) == [
+        i for i in ids if i % 40 in (1, 2)]  # fmt: skip
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace indexquery 'trace-9'")) == [i for i in ids if i % 40 == 9]
+    # a range cannot use hashes: Spark compares the rows (read from the source), as the JVM refuses the pushdown
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace > 'trace-38'")) == [
+        i for i in ids if f"trace-{i % 40}" > "trace-38"]  # fmt: skip
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery '{uuids[123]}'")) == [123]
+    assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery 'bravo'")) == [i for i in ids if i % 6 == 1]
+    row = sql(spark, f"SELECT trace, msg FROM {t} WHERE id = 5").collect()[0]
+    assert (row["trace"], row["msg"]) == ("trace-5", f"request {uuids[5]} foxtrot done")  # the source's values
+    grouped = sql(spark, f"SELECT trace, count(*) AS n FROM {t} GROUP BY trace").collect()
+    assert sorted(map(tuple, grouped)) == sorted(map(tuple, source.groupBy("trace").count().collect()))
+
+    snap = executor_lib.open_log(index).snapshot()
+    add = snap.files[0]
+    assert "trace" not in (add.min_values or {})  # the hashes' range says nothing of the strings
+    fields = {f["name"]: f for f in json.loads(snap.doc_mapping(add))}
+    assert (fields["trace"]["type"], fields["msg__uuids"]["type"], fields["msg"]["type"]) == ("u64", "u64", "text")
+    split = Path(index) / add.path
+    manifest = PM.deserialize_manifest(read_member(split, read_footer(split), PM.MANIFEST_MEMBER) or b"", "s")
+    assert manifest["string_indexing_modes"] == {"trace": {"mode": "exact_only"}, "msg": {"mode": "text_uuid_exactonly"}}
+    assert manifest["companion_hash_fields"] == {"msg__uuids": {"original_field_name": "msg",
+                                                                "regex_pattern": PM.UUID_REGEX}}  # fmt: skip
+    assert manifest["string_hash_fields"] == {"trace": "trace", "msg__uuids": "msg__uuids"}
+    by_name = {c["tantivy_field_name"]: c for c in manifest["column_mapping"]}
+    assert (by_name["trace"]["tantivy_type"], by_name["msg"]["fast_field_tokenizer"]) == ("U64", "text_uuid_exactonly")
+
+
+def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: Any, tmp_path: Path) -> None:
+    import numpy as np
+    import tantivy
+
+    from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
+    from executor_lib.splits import parquet_manifest as PM
+
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    with pytest.raises(Exception, match=r"HASHED FASTFIELDS: 'latency' is not a plain string column"):
+        _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' HASHED FASTFIELDS INCLUDE ('latency') "
+                      f"AT LOCATION '{index}'")  # fmt: skip
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+                  f"HASHED FASTFIELDS INCLUDE ('LEVEL') AT LOCATION '{index}'")  # fmt: skip
+    snap = executor_lib.open_log(index).snapshot()
+    # stored as written, as SyncToExternalCommand.buildCompanionMetadata does
+    assert snap.metadata.configuration["indextables.companion.hashedFastfieldsInclude"] == "LEVEL"
+    add = snap.files[0]
+    assert {f["name"] for f in json.loads(snap.doc_mapping(add))} >= {"_phash_level", "level", "__pq_file_hash"}
+    split = Path(index) / add.path
+    footer = read_footer(split)
+    manifest = PM.deserialize_manifest(read_member(split, footer, PM.MANIFEST_MEMBER) or b"", str(split))
+    assert manifest["string_hash_fields"] == {"level": "_phash_level"}
+    extract_bundle(split, footer, tmp_path / "x")
+    searcher = tantivy.Index.open(str(tmp_path / "x")).searcher()
+    addresses = [a for _, a in searcher.search(tantivy.Query.all_query(), 1000).hits]
+    hashes = searcher.fast_field_values("_phash_level", addresses)
+    files = PM.file_index_of_hashes(manifest, np.array(searcher.fast_field_values("__pq_file_hash", addresses),
+                                                       np.uint64), "x")  # fmt: skip
+    rows = searcher.fast_field_values("__pq_row_in_file", addresses)
+    levels = [pq.read_table(src / manifest["parquet_files"][f]["relative_path"]).column("level")[r].as_py()
+              for f, r in zip(files, rows, strict=True)]  # fmt: skip
+    assert hashes == [PM.hash_string_value(v) for v in levels] and len(levels) == 500
+    # the fingerprints change nothing a query sees; a sync keeps the stored choice
+    assert _ids(sql(spark, f"SELECT id FROM indextables.`{index}` WHERE level = 'ERROR'")) == _ids(
+        _source(spark, src).where("level = 'ERROR'"))  # fmt: skip
+    pq.write_table(_rows(5000, 10), src / "day=2024-01-02" / "part-9.parquet")
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' AT LOCATION '{index}'")
+    snap = executor_lib.open_log(index).snapshot()
+    new = [a for a in snap.files if "day=2024-01-02/part-9.parquet" in (a.companion_source_files or ())]
+    assert len(new) == 1 and "_phash_level" in {f["name"] for f in json.loads(snap.doc_mapping(new[0]))}
+
+
+def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(classic_spark: Any, tmp_path: Path) -> None:
+    """A companion whose splits hold only tantivy4java's layout (index + _parquet_manifest.json, as
+    IndexTables4Spark writes them) reads through the source root; spark.indextables.companion.parquetTableRoot
+    points it at a moved source, as the JVM's reader option does."""
+    import dataclasses
+
+    from executor_lib.protocol.actions import RemoveAction
+    from executor_lib.protocol.bundle import read_footer
+    from tests.splits.test_parquet_manifest import _as_jvm_layout
+
+    spark = classic_spark
+    src, index = _parquet_source(tmp_path), str(tmp_path / "index")
+    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'")
+    log = executor_lib.open_log(index)
+    actions: list[Any] = []
+    for add in log.snapshot().files:
+        old = Path(index) / add.path
+        new = _as_jvm_layout(old, old.with_name("jvm-" + old.name))
+        footer = read_footer(new)
+        actions += [RemoveAction(path=add.path, deletion_timestamp=1, data_change=False),
+                    dataclasses.replace(add, path=str(new.relative_to(index)), size=new.stat().st_size,
+                                        footer_start_offset=footer.footer_start, footer_end_offset=footer.footer_end)]  # fmt: skip
+    log.commit(actions)
+    query = f"SELECT id, msg, level, day FROM indextables.`{index}` WHERE msg indexquery 'kraken' AND level = 'ERROR'"
+    expected = sorted(_source(spark, src).where("msg LIKE '%kraken%' AND level = 'ERROR'").drop("latency").collect())
+    assert sorted(sql(spark, query).collect()) == expected and len(expected) > 5
+    moved = tmp_path / "moved"
+    src.rename(moved)
+    with pytest.raises(Exception, match=r"no longer exists"):
+        sql(spark, query).collect()
+    reader = spark.read.format("indextables").option("spark.indextables.companion.parquetTableRoot", str(moved))
+    got = reader.load(index).where("level = 'ERROR'").selectExpr("id", "msg", "level", "day")
+    assert sorted(got.filter("msg LIKE '%kraken%'").collect()) == expected

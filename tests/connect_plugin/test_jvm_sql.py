@@ -475,9 +475,6 @@ def test_textsearch_over_a_named_table(spark: Any, events: str) -> None:
 UNSUPPORTED = [
     ("BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/i'",
      "Unity Catalog's REST API"),
-    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/d' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/i'",
-     "compact string modes"),
-    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/d' HASHED FASTFIELDS INCLUDE ('a') AT LOCATION '/i'", "issue 35"),
     ("BUILD INDEXTABLES COMPANION FOR DELTA '/d' AT LOCATION '/i' WITH STREAMING POLL INTERVAL 30 SECONDS",
      "companion manager"),
 ]  # fmt: skip
@@ -545,6 +542,16 @@ def test_build_companion_forms(spark: Any, tmp_path: Path) -> None:
                      f"TYPE 'sql' WAREHOUSE '{warehouse}' {clauses} AT LOCATION '{location}'") == ("success", 1)
         found = sql(spark, f"SELECT trace_id FROM indextables.`{location}` WHERE level = 'ERROR'").collect()
         assert sorted(r["trace_id"] for r in found) == sorted(f"t-{i}" for i in range(0, 40, 4))
+    # the compact string modes (features.md: exact_only hashes trace ids)
+    for kind, source in (("DELTA", delta), ("PARQUET", str(parquet))):
+        location = f"{index}/exact-{kind}"
+        assert build(f"BUILD INDEXTABLES COMPANION FOR {kind} '{source}' INDEXING MODES ('trace_id':'exact_only') "
+                     f"AT LOCATION '{location}'")[0] == "success"  # fmt: skip
+        found = sql(spark, f"SELECT level FROM indextables.`{location}` WHERE trace_id = 't-8'").collect()
+        assert [r["level"] for r in found] == ["ERROR"]
+    assert build(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'uc_catalog' TYPE 'sql' "
+                 f"WAREHOUSE '{warehouse}' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '{index}/exact-ice'"
+                 ) == ("success", 1)  # fmt: skip
 
 
 def test_results_as_temp_views(spark: Any, events: str) -> None:
@@ -843,7 +850,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     *[(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' CATALOG 'c' TYPE 'rest' {c} AT LOCATION '/index'",
        "test_build_companion_forms") for c in ("", "INCLUDE COLUMNS ('x')", "EXCLUDE COLUMNS ('x')")],
     ("BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
+     "test_build_companion_forms"),
     # The read-path profiler, and its example workflow
     *[(s, "test_profiler_forms") for s in (
         "ENABLE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER",
@@ -867,7 +874,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
       for kind in ("DELTA", "DELTA")],
     ("BUILD INDEXTABLES COMPANION FOR DELTA '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
+     "test_build_companion_forms"),
     *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
       for kind in ("PARQUET", "ICEBERG")],
     ("SELECT * FROM events WHERE message TEXTSEARCH 'connection timeout'", "test_textsearch_over_a_named_table"),
@@ -876,7 +883,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     ("SELECT * FROM indextables.uc.production.users WHERE content indexquery 'machine learning'",
      "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
     ("BUILD INDEXTABLES COMPANION FOR PARQUET '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "issue 35: the hashed compact string modes (exact_only, text_*_exactonly) are not built yet"),
+     "test_build_companion_forms"),
     ("SELECT * FROM logs WHERE message TEXTSEARCH 'error timeout'", "test_textsearch_over_a_named_table"),
 ]  # fmt: skip
 
@@ -886,4 +893,4 @@ def test_the_tally_of_documented_statements() -> None:
     tests = {name for name in globals() if name.startswith("test_")}
     running = [s for s, how in DOCUMENTED if how.startswith("test_")]
     assert {how for _, how in DOCUMENTED if how.startswith("test_")} <= tests
-    assert (len(DOCUMENTED), len(running)) == (106, 100)
+    assert (len(DOCUMENTED), len(running)) == (106, 103)

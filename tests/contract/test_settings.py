@@ -44,6 +44,8 @@ def test_every_jvm_entry_of_the_registry_is_documented_or_defined_by_the_jvm() -
     # BUILD INDEXTABLES COMPANION FOR ICEBERG's catalog settings (SyncToExternalCommand.buildIcebergConfig)
     only_in_code |= {S.PREFIX + "iceberg." + k for k in ("catalogType", "uri", "warehouse", "token", "credential",
                                                          "s3Endpoint", "s3PathStyleAccess")}  # fmt: skip
+    # the companion reader's source root override (IndexTables4SparkScanBuilder.effectiveConfig)
+    only_in_code.add(S.PREFIX + "companion.parquetTableRoot")
     jvm = {s.key for s in S.SETTINGS if s.jvm}
     assert jvm - documented == only_in_code
 
