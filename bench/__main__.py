@@ -97,8 +97,10 @@ def format_table(rows: Sequence[Ratio], quick: bool = False) -> str:
     for r in rows:
         met = "-" if r.met is None else ("yes" if r.met else "NO")
         ratio = f"{r.ratio:+.3f} s" if r.ratio_unit == "s" else f"{r.ratio:.2f}x"
-        lines.append(f"{r.suite + '  ' + r.name:<72} {_value(r.measured, r.unit):>15} "
-                     f"{_baseline(r):>17} {ratio:>8} {r.goal or '-':>7} {met:>5}")  # fmt: skip
+        lines.append(
+            f"{r.suite + '  ' + r.name:<72} {_value(r.measured, r.unit):>15} "
+            f"{_baseline(r):>17} {ratio:>8} {r.goal or '-':>7} {met:>5}"
+        )
     lines.append("ratio: baseline/measured for times (a speed-up), measured/baseline for throughput, bytes and counts")
     if any(r.ratio_unit == "s" for r in rows):
         lines.append("ratio in seconds (+0.072 s): measured minus baseline, a difference, not a ratio")
@@ -122,16 +124,26 @@ def machine() -> dict[str, Any]:
     import platform
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "load_average": None if load is None else [round(x, 1) for x in load]}  # fmt: skip
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average": None if load is None else [round(x, 1) for x in load],
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = sizes_of(args)
-    doc: dict[str, Any] = {"quick": args.quick, "date": run_date(), "machine": machine(),
-                           "argv": list(argv or sys.argv[1:]), "sizes": dataclasses.asdict(sizes), "seconds": {},
-                           "results": {}}  # fmt: skip
+    doc: dict[str, Any] = {
+        "quick": args.quick,
+        "date": run_date(),
+        "machine": machine(),
+        "argv": list(argv or sys.argv[1:]),
+        "sizes": dataclasses.asdict(sizes),
+        "seconds": {},
+        "results": {},
+    }
     rows: list[Ratio] = []
     failed: list[str] = []
     for name in args.suites:
@@ -151,8 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print(format_table(rows, args.quick))
     Path(args.out).write_text(json.dumps(doc, indent=2))
-    print(f"\nnumbers written to {args.out}; seconds per benchmark: "
-          + ", ".join(f"{k} {v:.0f}" for k, v in doc["seconds"].items()))  # fmt: skip
+    print(
+        f"\nnumbers written to {args.out}; seconds per benchmark: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in doc["seconds"].items())
+    )
     if args.png:
         from bench.charts import draw
 

@@ -25,21 +25,26 @@ QUERIES = {  # name: (IndexTables statement, Parquet statement), {t} = the table
     "count(*)": ("SELECT count(*) FROM {t}",) * 2,
     "GROUP BY level count": ("SELECT level, count(*) FROM {t} GROUP BY level",) * 2,
     "avg/min/max(latency) GROUP BY level": (
-        "SELECT level, avg(latency_ms), min(latency_ms), max(latency_ms) FROM {t} GROUP BY level",) * 2,
+        "SELECT level, avg(latency_ms), min(latency_ms), max(latency_ms) FROM {t} GROUP BY level",
+    )
+    * 2,
     "indexquery WHERE + GROUP BY level": (
         "SELECT level, count(*) FROM {t} WHERE message indexquery 'kraken' GROUP BY level",
-        "SELECT level, count(*) FROM {t} WHERE message LIKE '%kraken%' GROUP BY level"),
+        "SELECT level, count(*) FROM {t} WHERE message LIKE '%kraken%' GROUP BY level",
+    ),
     "max() with an exact-field WHERE": ("SELECT max(latency_ms) FROM {t} WHERE service = 'payments'",) * 2,
     "selective search (rows)": (
         "SELECT id, service, message FROM {t} WHERE message indexquery 'kraken'",
-        "SELECT id, service, message FROM {t} WHERE message LIKE '%kraken%'"),
-}  # fmt: skip
+        "SELECT id, service, message FROM {t} WHERE message LIKE '%kraken%'",
+    ),
+}
 GOALS = {"count(*)": 3.0, "indexquery WHERE + GROUP BY level": 3.0}  # others: >= 1
 
 
 def _normal(rows: list[Any]) -> list[tuple[Any, ...]]:
-    return sorted((tuple(round(v, 6) if isinstance(v, float) and not math.isnan(v) else v for v in r) for r in rows),
-                  key=repr)  # fmt: skip
+    return sorted(
+        (tuple(round(v, 6) if isinstance(v, float) and not math.isnan(v) else v for v in r) for r in rows), key=repr
+    )
 
 
 def run(rows: int = 5_000_000, repeat: int = 3, workdir: str | None = None) -> dict[str, Any]:
@@ -72,17 +77,22 @@ def _measure(spark: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
             first = (_normal(got)[:5], _normal(want)[:5])
             raise SystemExit(f"{name}: results differ:\n  indextables {first[0]}\n  parquet {first[1]}")
         results["queries"][name] = {
-            "indextables_s": t_it, "parquet_s": t_pq, "speedup": t_pq / t_it, "rows": len(got),
+            "indextables_s": t_it,
+            "parquet_s": t_pq,
+            "speedup": t_pq / t_it,
+            "rows": len(got),
             "over_floor_s": t_it - floor,
-        }  # fmt: skip
+        }
     return results
 
 
 def print_results(r: dict[str, Any]) -> None:
     print(f"rows: {r['rows']:,}; PySpark's floor (trivial Python data source query): {r['floor_s']:.3f}s")
     for name, q in r["queries"].items():
-        print(f"{name}: indextables {q['indextables_s']:.3f}s, parquet {q['parquet_s']:.3f}s "
-              f"({q['speedup']:.2f}x; {q['over_floor_s']:+.3f}s over the floor)")  # fmt: skip
+        print(
+            f"{name}: indextables {q['indextables_s']:.3f}s, parquet {q['parquet_s']:.3f}s "
+            f"({q['speedup']:.2f}x; {q['over_floor_s']:+.3f}s over the floor)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,8 +21,10 @@ def draw(doc: dict[str, Any], rows: Sequence[Ratio], out_dir: Path) -> list[Path
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("--png: matplotlib is not installed, so no charts were drawn "
-              "(install it with: .venv/bin/pip install matplotlib, or the project's 'bench' extra)")  # fmt: skip
+        print(
+            "--png: matplotlib is not installed, so no charts were drawn "
+            "(install it with: .venv/bin/pip install matplotlib, or the project's 'bench' extra)"
+        )
         return []
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [_ratios(plt, rows, out_dir / "ratios.png")]

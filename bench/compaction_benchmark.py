@@ -50,7 +50,7 @@ def micro_batch(spark: Any, batch: int, batches: int, rows: int) -> Any:
         "element_at(array('INFO', 'INFO', 'INFO', 'WARN', 'ERROR'), cast(id % 5 + 1 AS int)) AS level",
         "concat('request ', cast(id % 997 AS string), ' served by host-', cast(id % 17 AS string), "
         "CASE WHEN id % 101 = 0 THEN ' after timeout' ELSE '' END) AS message",
-    )  # fmt: skip
+    )
 
 
 def _measure(spark: Any, rows: int, batches: int, repeat: int, work: Path) -> dict[str, Any]:
@@ -135,8 +135,10 @@ def print_results(r: dict[str, Any]) -> None:
     for name in ("fresh", "sorted", "size_tiered"):
         q = r[name]
         print(f"{name:12} one-hour query {q['seconds']:.2f}s, needs {q['splits_needed']} of {q['splits']} splits")
-    print(f"sorted merge vs fresh splits: {r['speedup_vs_fresh']:.2f}x; vs size-tiered: "
-          f"{r['speedup_vs_size_tiered']:.2f}x; write amplification {r['write_amplification']:.2f}")  # fmt: skip
+    print(
+        f"sorted merge vs fresh splits: {r['speedup_vs_fresh']:.2f}x; vs size-tiered: "
+        f"{r['speedup_vs_size_tiered']:.2f}x; write amplification {r['write_amplification']:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -113,16 +113,22 @@ def _measure(spark: Any, rows: int, splits: int, repeat: int, work: Path) -> dic
 
 def print_results(r: dict[str, Any]) -> None:
     rps = r["rows_per_s"]
-    print(f"rows: {r['rows']:,}; rows/s: indextables {rps['indextables']:,.0f}, parquet {rps['parquet']:,.0f}, "
-          f"raw tantivy-py {rps['raw_tantivy']:,.0f}")  # fmt: skip
-    print(f"indextables vs raw tantivy-py: {r['ratio_vs_raw']:.2f}x (goal >= 0.8); "
-          f"vs parquet: {r['ratio_vs_parquet']:.2f}x (goal >= 0.25)")  # fmt: skip
+    print(
+        f"rows: {r['rows']:,}; rows/s: indextables {rps['indextables']:,.0f}, parquet {rps['parquet']:,.0f}, "
+        f"raw tantivy-py {rps['raw_tantivy']:,.0f}"
+    )
+    print(
+        f"indextables vs raw tantivy-py: {r['ratio_vs_raw']:.2f}x (goal >= 0.8); "
+        f"vs parquet: {r['ratio_vs_parquet']:.2f}x (goal >= 0.25)"
+    )
     print(
         f"with fast fields narrowed to {NARROW['spark.indextables.indexing.fastfields']}: "
         f"{rps['indextables_narrow_fast']:,.0f} rows/s, {r['narrow_fast_ratio_vs_parquet']:.2f}x parquet"
     )
-    print(f"MERGE SPLITS of {r['splits']} splits: {r['seconds']['merge']:.2f}s, indexing the rows "
-          f"{r['seconds']['indextables']:.2f}s: {r['merge_speedup_vs_indexing']:.1f}x faster (goal >= 3)")  # fmt: skip
+    print(
+        f"MERGE SPLITS of {r['splits']} splits: {r['seconds']['merge']:.2f}s, indexing the rows "
+        f"{r['seconds']['indextables']:.2f}s: {r['merge_speedup_vs_indexing']:.1f}x faster (goal >= 3)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

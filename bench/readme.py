@@ -52,9 +52,12 @@ def render(doc: dict[str, Any] | None) -> str:
     count = NUMBER_WORDS.get(len(SUITES), str(len(SUITES)))
     lines = [BEGIN, f"`python -m bench` runs {count} benchmarks in one process: {', '.join(SUITES)}."]
     if doc is None:
-        lines += ["", "No run is recorded in the repository yet: `.venv/bin/python -m bench --out "
-                  "docs/bench/results.json`, then `.venv/bin/python -m bench.readme --write` "
-                  "puts its table here."]  # fmt: skip
+        lines += [
+            "",
+            "No run is recorded in the repository yet: `.venv/bin/python -m bench --out "
+            "docs/bench/results.json`, then `.venv/bin/python -m bench.readme --write` "
+            "puts its table here.",
+        ]
         return "\n".join([*lines, END])
     seconds = doc.get("seconds", {})
     took = ", ".join(f"{name} {_duration(s)}" for name, s in seconds.items())

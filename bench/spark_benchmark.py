@@ -132,12 +132,14 @@ def local_session(workdir: str | None, prefix: str) -> Iterator[tuple[Any, Path]
 
     work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
     os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
-    spark = quiet_local_session({
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": "4g",
-    })  # fmt: skip
+    spark = quiet_local_session(
+        {
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "4g",
+        }
+    )
     connect_plugin.install(spark)
     try:
         yield spark, work
@@ -154,11 +156,18 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
     results: dict[str, Any] = {"rows": rows}
     pq, it = str(work / "parquet"), str(work / "indextables")
     t_pq, _ = _best(1, lambda: data.write.mode("overwrite").parquet(pq))
-    t_it, _ = _best(1, lambda: connect_plugin.write(
-        data, it, mode="overwrite",
-        options={"spark.indextables.indexing.typemap.message": "text",
-                 "spark.indextables.optimizeWrite.targetRecordsPerSplit": "2000000"},
-    ))  # fmt: skip
+    t_it, _ = _best(
+        1,
+        lambda: connect_plugin.write(
+            data,
+            it,
+            mode="overwrite",
+            options={
+                "spark.indextables.indexing.typemap.message": "text",
+                "spark.indextables.optimizeWrite.targetRecordsPerSplit": "2000000",
+            },
+        ),
+    )
     results["write_s"] = {"parquet": t_pq, "indextables": t_it}
     results["write_rows_per_s"] = {"parquet": rows / t_pq, "indextables": rows / t_it}
 
@@ -168,8 +177,9 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
         return spark.read.parquet(pq).filter(expr).select("id")
 
     def indexed(query: str) -> Any:
-        return connect_plugin.read(spark, it, columns=["id"],
-                                   filter={"op": "query", "query": query, "column": "message"})  # fmt: skip
+        return connect_plugin.read(
+            spark, it, columns=["id"], filter={"op": "query", "query": query, "column": "message"}
+        )
 
     def ids(frame: Callable[[], Any]) -> Callable[[], list[Any]]:
         return lambda: frame().collect()  # timed as the floor is: the collect alone (ids compared after)
@@ -180,16 +190,27 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
     connect_plugin.read(spark, it, columns=["id"], limit=1).collect()  # warm the split cache
     selective = ids(lambda: indexed("needle"))
     queries = {
-        "selective_0.1pct": (selective, ids(lambda: parquet("message like '%needle%'")),
-                             ids(lambda: parquet("message rlike 'needle'"))),
-        "broad_10pct": (count(lambda: indexed("timeout")), count(lambda: parquet("message like '%timeout%'")),
-                        count(lambda: parquet("message rlike 'timeout'"))),
-    }  # fmt: skip
+        "selective_0.1pct": (
+            selective,
+            ids(lambda: parquet("message like '%needle%'")),
+            ids(lambda: parquet("message rlike 'needle'")),
+        ),
+        "broad_10pct": (
+            count(lambda: indexed("timeout")),
+            count(lambda: parquet("message like '%timeout%'")),
+            count(lambda: parquet("message rlike 'timeout'")),
+        ),
+    }
     # The selective query and the two floors are timed in turns (3 x repeat rounds): their
     # differences are tens of milliseconds, less than the machine's drift between runs.
-    timed = _best_interleaved(3 * repeat, {
-        "floor": floor_query(spark), "floor_same_rows": floor_query(spark, len(selective())), "selective": selective,
-    })  # fmt: skip
+    timed = _best_interleaved(
+        3 * repeat,
+        {
+            "floor": floor_query(spark),
+            "floor_same_rows": floor_query(spark, len(selective())),
+            "selective": selective,
+        },
+    )
     results["floor_s"], results["floor_same_rows_s"] = timed["floor"][0], timed["floor_same_rows"][0]
     for name, (ix, contains, rlike) in queries.items():
         t_ix, got = timed["selective"] if name == "selective_0.1pct" else _best(repeat, ix)
@@ -197,13 +218,19 @@ def _measure(spark: Any, data: Any, rows: int, repeat: int, work: Path) -> dict[
         t_r, by_rlike = _best(repeat, rlike)
         got, by_contains, by_rlike = (_sorted_ids(x) for x in (got, by_contains, by_rlike))
         if not (got == by_contains == by_rlike):
-            raise SystemExit(f"{name}: results differ: indextables {_size(got)}, contains {_size(by_contains)}, "
-                             f"rlike {_size(by_rlike)}")  # fmt: skip
+            raise SystemExit(
+                f"{name}: results differ: indextables {_size(got)}, contains {_size(by_contains)}, "
+                f"rlike {_size(by_rlike)}"
+            )
         results[name] = {
-            "rows": _size(got), "indextables_s": t_ix, "parquet_contains_s": t_c, "parquet_rlike_s": t_r,
-            "speedup_vs_contains": t_c / t_ix, "speedup_vs_rlike": t_r / t_ix,
+            "rows": _size(got),
+            "indextables_s": t_ix,
+            "parquet_contains_s": t_c,
+            "parquet_rlike_s": t_r,
+            "speedup_vs_contains": t_c / t_ix,
+            "speedup_vs_rlike": t_r / t_ix,
             "over_floor_s": t_ix - results["floor_s"],
-        }  # fmt: skip
+        }
         if name == "selective_0.1pct":
             results[name]["over_floor_same_rows_s"] = t_ix - results["floor_same_rows_s"]
     return results
@@ -220,17 +247,26 @@ def _size(result: int | list[int]) -> int:
 
 def print_results(results: dict[str, Any]) -> None:
     w = results["write_rows_per_s"]
-    print(f"rows: {results['rows']}; PySpark's floor (trivial Python data source query): {results['floor_s']:.3f}s, "
-          f"returning as many rows as the 0.1% query: {results['floor_same_rows_s']:.3f}s")  # fmt: skip
-    print(f"write: indextables {w['indextables']:,.0f} rows/s, parquet {w['parquet']:,.0f} rows/s "
-          f"(ratio {w['indextables'] / w['parquet']:.2f}x)")  # fmt: skip
+    print(
+        f"rows: {results['rows']}; PySpark's floor (trivial Python data source query): {results['floor_s']:.3f}s, "
+        f"returning as many rows as the 0.1% query: {results['floor_same_rows_s']:.3f}s"
+    )
+    print(
+        f"write: indextables {w['indextables']:,.0f} rows/s, parquet {w['parquet']:,.0f} rows/s "
+        f"(ratio {w['indextables'] / w['parquet']:.2f}x)"
+    )
     for name in ("selective_0.1pct", "broad_10pct"):
         r = results[name]
-        print(f"{name}: {r['rows']} rows; indextables {r['indextables_s']:.2f}s, parquet contains "
-              f"{r['parquet_contains_s']:.2f}s ({r['speedup_vs_contains']:.1f}x), rlike {r['parquet_rlike_s']:.2f}s "
-              f"({r['speedup_vs_rlike']:.1f}x); {r['over_floor_s']:+.3f}s over the floor"
-              + (f", {r['over_floor_same_rows_s']:+.3f}s over the same-rows floor"
-                 if "over_floor_same_rows_s" in r else ""))  # fmt: skip
+        print(
+            f"{name}: {r['rows']} rows; indextables {r['indextables_s']:.2f}s, parquet contains "
+            f"{r['parquet_contains_s']:.2f}s ({r['speedup_vs_contains']:.1f}x), rlike {r['parquet_rlike_s']:.2f}s "
+            f"({r['speedup_vs_rlike']:.1f}x); {r['over_floor_s']:+.3f}s over the floor"
+            + (
+                f", {r['over_floor_same_rows_s']:+.3f}s over the same-rows floor"
+                if "over_floor_same_rows_s" in r
+                else ""
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,8 +90,12 @@ def materialization(rows: pa.Table, root: Path) -> dict[str, Any]:
     start = time.perf_counter()
     result = searcher.search("tag:t3")
     elapsed = time.perf_counter() - start
-    return {"split_rows": rows.num_rows, "rows_returned": result.num_rows, "seconds": elapsed,
-            "rows_per_second": result.num_rows / elapsed}  # fmt: skip
+    return {
+        "split_rows": rows.num_rows,
+        "rows_returned": result.num_rows,
+        "seconds": elapsed,
+        "rows_per_second": result.num_rows / elapsed,
+    }
 
 
 class CountingStore:
@@ -114,8 +118,12 @@ def cold_warm(rows: pa.Table, root: Path) -> dict[str, Any]:
     uri = str(root / "table")
     log = executor_lib.create_table(uri, rows.schema)
     store = open_store(uri)
-    log.commit([write_and_upload(store, rows.slice(i, rows.num_rows // 4), mapping_for(rows.schema, OPTIONS))
-                for i in range(0, rows.num_rows, rows.num_rows // 4)])  # fmt: skip
+    log.commit(
+        [
+            write_and_upload(store, rows.slice(i, rows.num_rows // 4), mapping_for(rows.schema, OPTIONS))
+            for i in range(0, rows.num_rows, rows.num_rows // 4)
+        ]
+    )
     snap = log.snapshot()
     counting = CountingStore(store)
     timings = {}
@@ -145,8 +153,14 @@ def companion(rows: pa.Table, root: Path) -> dict[str, Any]:
     indexed, _, _ = resolve_columns(listing, None, None)
     mapping = companion_mapping(listing, indexed, {"message": "text"}, "HYBRID")
     start = time.perf_counter()
-    comp, _ = build_companion_split(SourceFiles(listing.root), [f.path for f in listing.files], "parquet",
-                                    listing.data_schema, mapping, root / "companion")  # fmt: skip
+    comp, _ = build_companion_split(
+        SourceFiles(listing.root),
+        [f.path for f in listing.files],
+        "parquet",
+        listing.data_schema,
+        mapping,
+        root / "companion",
+    )
     companion_s = time.perf_counter() - start
     full = write_split(rows.slice(0, quarter * 4), mapping_for(rows.schema, OPTIONS), root / "full")
     query = "tag:t3 AND message:alpha AND message:bravo"  # 0.3% of the rows
@@ -198,30 +212,51 @@ def companion_table(rows: pa.Table, root: Path, files: int = 8, splits: int = 4)
     full_uri, comp_uri = str(root / "full"), str(root / "companion")
     full_log = executor_lib.create_table(full_uri, rows.schema)
     full_store = open_store(full_uri)
-    full_log.commit([write_and_upload(full_store, rows.slice(i * part, part), mapping_for(rows.schema, OPTIONS))
-                     for i in range(files)])  # fmt: skip
+    full_log.commit(
+        [
+            write_and_upload(full_store, rows.slice(i * part, part), mapping_for(rows.schema, OPTIONS))
+            for i in range(files)
+        ]
+    )
     indexed, _, _ = resolve_columns(listing, None, None)
     mapping = companion_mapping(listing, indexed, {"message": "text"}, "HYBRID")
-    configuration = {COMPANION_ENABLED: "true", "indextables.companion.sourceTablePath": listing.root,
-                     "indextables.companion.sourceFormat": "parquet"}  # fmt: skip
+    configuration = {
+        COMPANION_ENABLED: "true",
+        "indextables.companion.sourceTablePath": listing.root,
+        "indextables.companion.sourceFormat": "parquet",
+    }
     comp_log = executor_lib.create_table(comp_uri, listing.schema, configuration=configuration)
     comp_store = open_store(comp_uri)
     names, adds = [f.path for f in listing.files], []
     per = -(-len(names) // splits)
     for i in range(0, len(names), per):
-        written, _ = build_companion_split(SourceFiles(listing.root), names[i : i + per], "parquet",
-                                           listing.data_schema, mapping, root / "work", indexing_modes={
-                                               "message": "text"})  # fmt: skip
+        written, _ = build_companion_split(
+            SourceFiles(listing.root),
+            names[i : i + per],
+            "parquet",
+            listing.data_schema,
+            mapping,
+            root / "work",
+            indexing_modes={"message": "text"},
+        )
         add = upload_split(comp_store, written, {})
-        adds.append(dataclasses.replace(add, companion_source_files=tuple(names[i : i + per]),
-                                        companion_delta_version=-1, companion_fast_field_mode="HYBRID"))  # fmt: skip
+        adds.append(
+            dataclasses.replace(
+                add,
+                companion_source_files=tuple(names[i : i + per]),
+                companion_delta_version=-1,
+                companion_fast_field_mode="HYBRID",
+            )
+        )
     comp_log.commit(adds)
     out: dict[str, Any] = {
-        "rows": part * files, "parquet_files": files, "companion_splits": len(adds),
+        "rows": part * files,
+        "parquet_files": files,
+        "companion_splits": len(adds),
         "parquet_bytes": sum(f.size for f in listing.files),
         "full_table_bytes": sum(a.size for a in full_log.snapshot().files),
         "companion_table_bytes": sum(a.size for a in comp_log.snapshot().files),
-    }  # fmt: skip
+    }
     query = "tag:t3 AND message:alpha AND message:bravo"  # 0.3% of the rows
     hits = {}
     for label, log, store in (("full", full_log, full_store), ("companion", comp_log, comp_store)):
@@ -261,30 +296,39 @@ def run(rows: int = 1_000_000, index_rows: int = 200_000) -> dict[str, Any]:
 
 def print_results(results: dict[str, Any]) -> None:
     i, m, c = results["indexing"], results["materialization"], results["cold_warm"]
-    print(f"indexing {i['rows']} rows: raw tantivy {i['raw_tantivy_s']:.2f}s, write_split {i['write_split_s']:.2f}s "
-          f"-> {i['ratio_vs_raw']:.2f}x of raw (goal >= 0.8x)")  # fmt: skip
-    print(f"materialization: {m['rows_returned']} of {m['split_rows']} rows in {m['seconds']:.3f}s "
-          f"-> {m['rows_per_second'] / 1e6:.2f}M rows/s (goal >= 2M rows/s)")  # fmt: skip
-    print(f"query through the split cache: cold {c['cold_s']:.3f}s ({c['cold_store_reads']} store reads), "
-          f"warm {c['warm_s']:.3f}s ({c['warm_store_reads']} store reads)")  # fmt: skip
+    print(
+        f"indexing {i['rows']} rows: raw tantivy {i['raw_tantivy_s']:.2f}s, write_split {i['write_split_s']:.2f}s "
+        f"-> {i['ratio_vs_raw']:.2f}x of raw (goal >= 0.8x)"
+    )
+    print(
+        f"materialization: {m['rows_returned']} of {m['split_rows']} rows in {m['seconds']:.3f}s "
+        f"-> {m['rows_per_second'] / 1e6:.2f}M rows/s (goal >= 2M rows/s)"
+    )
+    print(
+        f"query through the split cache: cold {c['cold_s']:.3f}s ({c['cold_store_reads']} store reads), "
+        f"warm {c['warm_s']:.3f}s ({c['warm_store_reads']} store reads)"
+    )
     p = results.get("companion")
     if p:
-        print(f"companion over {p['rows']:,} rows: split {p['companion_split_bytes'] / 1e6:.2f} MB vs full split "
-              f"{p['full_split_bytes'] / 1e6:.2f} MB ({p['companion_split_bytes'] / p['full_split_bytes']:.2f}x) vs "
-              f"Parquet source {p['parquet_bytes'] / 1e6:.2f} MB; search ({p['companion_hits']} hits) cold "
-              f"{p['companion_cold_s']:.3f}s vs {p['full_cold_s']:.3f}s, warm {p['companion_warm_s'] * 1e3:.1f} ms vs "
-              f"{p['full_warm_s'] * 1e3:.1f} ms")  # fmt: skip
-
+        print(
+            f"companion over {p['rows']:,} rows: split {p['companion_split_bytes'] / 1e6:.2f} MB vs full split "
+            f"{p['full_split_bytes'] / 1e6:.2f} MB ({p['companion_split_bytes'] / p['full_split_bytes']:.2f}x) vs "
+            f"Parquet source {p['parquet_bytes'] / 1e6:.2f} MB; search ({p['companion_hits']} hits) cold "
+            f"{p['companion_cold_s']:.3f}s vs {p['full_cold_s']:.3f}s, warm {p['companion_warm_s'] * 1e3:.1f} ms vs "
+            f"{p['full_warm_s'] * 1e3:.1f} ms"
+        )
 
     t = results.get("companion_table")
     if t:
-        print(f"companion table over {t['rows']:,} rows ({t['parquet_files']} Parquet files, {t['companion_splits']} "
-              f"splits): {t['companion_table_bytes'] / 1e6:.2f} MB vs full table {t['full_table_bytes'] / 1e6:.2f} MB "
-              f"({t['companion_table_bytes'] / t['full_table_bytes']:.2f}x) vs Parquet "
-              f"{t['parquet_bytes'] / 1e6:.2f} MB "
-              f"({t['companion_table_bytes'] / t['parquet_bytes']:.2f}x); search ({t['companion_hits']} hits) cold "
-              f"{t['companion_cold_s']:.3f}s vs {t['full_cold_s']:.3f}s, warm {t['companion_warm_s'] * 1e3:.1f} ms vs "
-              f"{t['full_warm_s'] * 1e3:.1f} ms")  # fmt: skip
+        print(
+            f"companion table over {t['rows']:,} rows ({t['parquet_files']} Parquet files, {t['companion_splits']} "
+            f"splits): {t['companion_table_bytes'] / 1e6:.2f} MB vs full table {t['full_table_bytes'] / 1e6:.2f} MB "
+            f"({t['companion_table_bytes'] / t['full_table_bytes']:.2f}x) vs Parquet "
+            f"{t['parquet_bytes'] / 1e6:.2f} MB "
+            f"({t['companion_table_bytes'] / t['parquet_bytes']:.2f}x); search ({t['companion_hits']} hits) cold "
+            f"{t['companion_cold_s']:.3f}s vs {t['full_cold_s']:.3f}s, warm {t['companion_warm_s'] * 1e3:.1f} ms vs "
+            f"{t['full_warm_s'] * 1e3:.1f} ms"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -194,10 +194,13 @@ def scale(root: Path, n: int) -> dict[str, Any]:
     # never read the table), the second reads the copies the first left (a node that did).
     env = {**os.environ, "INDEXTABLES_MANIFEST_CACHE_DIR": str(root / f"manifest-cache-{n}")}
     runs = [
-        json.loads(subprocess.run([sys.executable, "-c", SCALE_SNIPPET, uri], check=True, capture_output=True,
-                                  text=True, env=env).stdout)
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", SCALE_SNIPPET, uri], check=True, capture_output=True, text=True, env=env
+            ).stdout
+        )
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     out.update(runs[1])
     out["cold_load_s"], out["cold_rss_mb"] = runs[0]["load_s"], runs[0]["rss_mb"]
     return out
@@ -247,37 +250,56 @@ def run(sizes: Sequence[int] = (10_000, 100_000), cold_runs: int = 3, pruning_fi
 
 
 def print_results(results: dict[str, Any]) -> None:
-    header = ("files", "json cold", "avro cold", "x", "avro cold*", "x*", "json warm", "avro warm", "x",
-              "json commit", "avro commit")  # fmt: skip
+    header = (
+        "files",
+        "json cold",
+        "avro cold",
+        "x",
+        "avro cold*",
+        "x*",
+        "json warm",
+        "avro warm",
+        "x",
+        "json commit",
+        "avro commit",
+    )
     print("{:>7} {:>10} {:>10} {:>6} {:>10} {:>6} {:>10} {:>10} {:>6} {:>12} {:>12}".format(*header))
     for n, r in results["sizes"].items():
         if "json_cold_s" not in r:
             continue
-        print(f"{n:>7} {r['json_cold_s']:>9.3f}s {r['avro_cold_s']:>9.3f}s {r['cold_speedup']:>5.1f}x "
-              f"{r['avro_cold_disk_cache_s']:>9.3f}s {r['json_cold_s'] / r['avro_cold_disk_cache_s']:>5.1f}x "
-              f"{r['json_warm_s']:>9.3f}s {r['avro_warm_s']:>9.3f}s {r['warm_speedup']:>5.1f}x "
-              f"{r['json_commit_bytes']:>11}B {r['avro_commit_bytes']:>11}B")  # fmt: skip
+        print(
+            f"{n:>7} {r['json_cold_s']:>9.3f}s {r['avro_cold_s']:>9.3f}s {r['cold_speedup']:>5.1f}x "
+            f"{r['avro_cold_disk_cache_s']:>9.3f}s {r['json_cold_s'] / r['avro_cold_disk_cache_s']:>5.1f}x "
+            f"{r['json_warm_s']:>9.3f}s {r['avro_warm_s']:>9.3f}s {r['warm_speedup']:>5.1f}x "
+            f"{r['json_commit_bytes']:>11}B {r['avro_commit_bytes']:>11}B"
+        )
     print(
         "cold: new process, empty manifest cache; cold*: new process, manifest disk cache warm; "
         "commit: bytes one 10-file commit writes to the log"
     )
-    print(f"{'files':>9} {'1-file commit max':>17} {'median':>8} {'big commit':>16} {'warm+1':>7} {'warm+big':>8} "
-          f"{'new-process load':>16} {'memory':>7} {'1-partition listing':>19} {'first':>7} "
-          f"{'empty-cache load':>16}")  # fmt: skip
+    print(
+        f"{'files':>9} {'1-file commit max':>17} {'median':>8} {'big commit':>16} {'warm+1':>7} {'warm+big':>8} "
+        f"{'new-process load':>16} {'memory':>7} {'1-partition listing':>19} {'first':>7} "
+        f"{'empty-cache load':>16}"
+    )
     for n, r in results["sizes"].items():
         sc = r["scale"]
-        print(f"{int(n):>9} {sc['one_file_commit_max_s']:>16.3f}s {sc['one_file_commit_median_s']:>7.3f}s "
-              f"{sc['big_commit_s']:>7.2f}s/{sc['big_commit_files']:>7} {sc['warm_after_commit_s']:>6.3f}s "
-              f"{sc['warm_after_big_commit_s']:>7.3f}s "
-              f"{sc['load_s']:>15.2f}s {snapshot_memory_mb(sc):>5.0f}MB {sc['listing_s']:>18.3f}s "
-              f"{sc.get('listing_first_s', float('nan')):>6.3f}s "
-              f"{sc.get('cold_load_s', float('nan')):>15.2f}s")  # fmt: skip
-    print("warm+1 / warm+big: a process's snapshot refreshed after another writer's one-file (slowest of ten) / "
-          "big commit; big commit: a tenth of the table, at most 100,000 files; "
-          "new-process load, memory, listing: with the manifest disk cache an earlier process filled; "
-          "1-partition listing: best of three in that process, each with a new log object (first: the first of them); "
-          "memory: RSS growth after loading the snapshot and reading every page of its Arrow columns "
-          "(memory-mapped ones included); empty-cache load: a new process decoding every manifest")  # fmt: skip
+        print(
+            f"{int(n):>9} {sc['one_file_commit_max_s']:>16.3f}s {sc['one_file_commit_median_s']:>7.3f}s "
+            f"{sc['big_commit_s']:>7.2f}s/{sc['big_commit_files']:>7} {sc['warm_after_commit_s']:>6.3f}s "
+            f"{sc['warm_after_big_commit_s']:>7.3f}s "
+            f"{sc['load_s']:>15.2f}s {snapshot_memory_mb(sc):>5.0f}MB {sc['listing_s']:>18.3f}s "
+            f"{sc.get('listing_first_s', float('nan')):>6.3f}s "
+            f"{sc.get('cold_load_s', float('nan')):>15.2f}s"
+        )
+    print(
+        "warm+1 / warm+big: a process's snapshot refreshed after another writer's one-file (slowest of ten) / "
+        "big commit; big commit: a tenth of the table, at most 100,000 files; "
+        "new-process load, memory, listing: with the manifest disk cache an earlier process filled; "
+        "1-partition listing: best of three in that process, each with a new log object (first: the first of them); "
+        "memory: RSS growth after loading the snapshot and reading every page of its Arrow columns "
+        "(memory-mapped ones included); empty-cache load: a new process decoding every manifest"
+    )
     p = results["pruning"]
     print(
         f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "

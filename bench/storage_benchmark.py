@@ -75,13 +75,15 @@ def generate(rows: int, seed: int = 38) -> tuple[Any, dict[str, Any]]:
     names = [name for name, _ in LEVELS]
     probabilities = [share for _, share in LEVELS]
     start = np.datetime64("2024-05-01T00:00:00", "us").astype(np.int64)
-    table = pa.table({
-        "id": pa.array(np.arange(rows, dtype=np.int64)),
-        "level": pa.array(rng.choice(names, size=rows, p=probabilities)),
-        "ts": pa.array(start + rng.integers(0, 4 * 86_400_000_000, size=rows), pa.timestamp("us", tz="UTC")),
-        "latency": pa.array(rng.lognormal(3.5, 0.8, size=rows)),
-        "message": pa.array(messages),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "level": pa.array(rng.choice(names, size=rows, p=probabilities)),
+            "ts": pa.array(start + rng.integers(0, 4 * 86_400_000_000, size=rows), pa.timestamp("us", tz="UTC")),
+            "latency": pa.array(rng.lognormal(3.5, 0.8, size=rows)),
+            "message": pa.array(messages),
+        }
+    )
     return table, {"rare": RARE_WORD, "phrase": f"{words[2]} {words[5]}"}
 
 
@@ -91,14 +93,21 @@ def run(rows: int = 300_000, repeat: int = 5, workdir: str | None = None) -> dic
     from bench.spark_benchmark import local_session
     from harness.moto_server import MotoServerProcess
 
-    with MotoServerProcess(patched=True, count_traffic=True) as server, \
-            local_session(workdir, "indextables-storage-") as (spark, work):  # fmt: skip
+    with (
+        MotoServerProcess(patched=True, count_traffic=True) as server,
+        local_session(workdir, "indextables-storage-") as (spark, work),
+    ):
         return _measure(spark, server.endpoint_url, rows, repeat, work)
 
 
 def _s3_options(endpoint_url: str) -> dict[str, Any]:
-    return {"endpoint_url": endpoint_url, "region": "us-east-1", "access_key_id": "testing",
-            "secret_access_key": "testing", "path_style": "true"}  # fmt: skip
+    return {
+        "endpoint_url": endpoint_url,
+        "region": "us-east-1",
+        "access_key_id": "testing",
+        "secret_access_key": "testing",
+        "path_style": "true",
+    }
 
 
 def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) -> dict[str, Any]:
@@ -110,8 +119,13 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
     from harness.moto_server import traffic
 
     s3 = _s3_options(endpoint_url)
-    client = boto3.client("s3", endpoint_url=endpoint_url, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     client.create_bucket(Bucket=BUCKET)
     table, searches = generate(rows)
     parquet_file = work / "logs.parquet"
@@ -145,17 +159,25 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
         if got != expected:
             raise SystemExit(f"storage benchmark, {name}: indextables found {got}, the Parquet scan {expected}")
         cold[name] = {
-            "result": got, "seconds": seconds, "bytes_moved": moved["bytes_out"], "requests": moved["requests"],
-            "parquet_seconds": parquet_seconds, "parquet_bytes_moved": parquet_moved["bytes_out"],
-            "parquet_requests": parquet_moved["requests"], "members": _fetched_members(Path(cache_dir)),
-        }  # fmt: skip
+            "result": got,
+            "seconds": seconds,
+            "bytes_moved": moved["bytes_out"],
+            "requests": moved["requests"],
+            "parquet_seconds": parquet_seconds,
+            "parquet_bytes_moved": parquet_moved["bytes_out"],
+            "parquet_requests": parquet_moved["requests"],
+            "members": _fetched_members(Path(cache_dir)),
+        }
     results["cold"] = cold
 
     rare = queries["rare-word search"]
     rare(remote, s3), rare(local, {})  # warm the split cache (and each process's snapshot)
     timed = _best_interleaved(3 * repeat, {"s3": lambda: rare(remote, s3), "local": lambda: rare(local, {})})
-    results["warm"] = {"s3_s": timed["s3"][0], "local_s": timed["local"][0],
-                       "s3_over_local_s": timed["s3"][0] - timed["local"][0]}  # fmt: skip
+    results["warm"] = {
+        "s3_s": timed["s3"][0],
+        "local_s": timed["local"][0],
+        "s3_over_local_s": timed["s3"][0] - timed["local"][0],
+    }
     return results
 
 
@@ -191,8 +213,9 @@ def _parquet_queries(endpoint_url: str, key: str, searches: dict[str, Any]) -> d
     host = endpoint_url.split("://", 1)[1]
 
     def columns(*names: str) -> Any:
-        fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", endpoint_override=host, scheme="http",
-                               region="us-east-1")  # fmt: skip
+        fs = pafs.S3FileSystem(
+            access_key="testing", secret_key="testing", endpoint_override=host, scheme="http", region="us-east-1"
+        )
         return pq.read_table(key, filesystem=fs, columns=list(names))
 
     def contains(words: str) -> Any:
@@ -206,8 +229,11 @@ def _parquet_queries(endpoint_url: str, key: str, searches: dict[str, Any]) -> d
         counts = columns("level").group_by("level").aggregate([("level", "count")])
         return sorted(zip(counts["level"].to_pylist(), counts["level_count"].to_pylist(), strict=True))
 
-    return {"rare-word search": contains(searches["rare"]), "phrase search": contains(searches["phrase"]),
-            "aggregate: count per level": per_level}  # fmt: skip
+    return {
+        "rare-word search": contains(searches["rare"]),
+        "phrase search": contains(searches["phrase"]),
+        "aggregate: count per level": per_level,
+    }
 
 
 def _bytes(local: str, remote: str, s3: dict[str, Any], parquet_bytes: int) -> dict[str, Any]:
@@ -226,10 +252,13 @@ def _bytes(local: str, remote: str, s3: dict[str, Any], parquet_bytes: int) -> d
         members["(bundle footer)"] += footer.footer_end - footer.footer_start
     split_bytes = sum(a.size for a in remote_files)
     return {
-        "splits": len(remote_files), "split_bytes": split_bytes, "parquet_bytes": parquet_bytes,
-        "split_vs_parquet": split_bytes / parquet_bytes, "local_split_bytes": sum(a.size for a in local_files),
+        "splits": len(remote_files),
+        "split_bytes": split_bytes,
+        "parquet_bytes": parquet_bytes,
+        "split_vs_parquet": split_bytes / parquet_bytes,
+        "local_split_bytes": sum(a.size for a in local_files),
         "members": dict(sorted(members.items(), key=lambda kv: -kv[1])),
-    }  # fmt: skip
+    }
 
 
 def _fetched_members(cache_dir: Path) -> dict[str, int]:
@@ -249,22 +278,30 @@ def _fetched_members(cache_dir: Path) -> dict[str, int]:
 
 def print_results(r: dict[str, Any]) -> None:
     b = r["bytes"]
-    print(f"storage: {r['rows']:,} rows; {b['splits']} splits of {b['split_bytes']:,} B vs Parquet "
-          f"{b['parquet_bytes']:,} B ({b['split_vs_parquet']:.2f}x); searches {r['searches']}")  # fmt: skip
+    print(
+        f"storage: {r['rows']:,} rows; {b['splits']} splits of {b['split_bytes']:,} B vs Parquet "
+        f"{b['parquet_bytes']:,} B ({b['split_vs_parquet']:.2f}x); searches {r['searches']}"
+    )
     total = max(1, b["local_split_bytes"])
     print("  split bytes per member (local copy of the same rows):")
     for name, size in b["members"].items():
         print(f"    {name:<28} {size:>14,} B  {100 * size / total:5.1f}%")
-    print(f"  {'cold (empty split cache)':<28} {'bytes moved':>14} {'vs file':>8} {'time':>8}  "
-          f"{'pyarrow bytes':>14} {'time':>8}")  # fmt: skip
+    print(
+        f"  {'cold (empty split cache)':<28} {'bytes moved':>14} {'vs file':>8} {'time':>8}  "
+        f"{'pyarrow bytes':>14} {'time':>8}"
+    )
     for name, c in r["cold"].items():
-        print(f"  {name:<28} {c['bytes_moved']:>14,} {c['bytes_moved'] / b['parquet_bytes']:>7.2f}x "
-              f"{c['seconds']:>7.3f}s  {c['parquet_bytes_moved']:>14,} {c['parquet_seconds']:>7.3f}s")  # fmt: skip
+        print(
+            f"  {name:<28} {c['bytes_moved']:>14,} {c['bytes_moved'] / b['parquet_bytes']:>7.2f}x "
+            f"{c['seconds']:>7.3f}s  {c['parquet_bytes_moved']:>14,} {c['parquet_seconds']:>7.3f}s"
+        )
         fetched = ", ".join(f"{name} {size:,}" for name, size in c.get("members", {}).items())
         print(f"    fetched by member: {fetched or '(none)'}")
     w = r["warm"]
-    print(f"  warm rare-word search: S3 {w['s3_s']:.3f} s, local disk {w['local_s']:.3f} s "
-          f"({w['s3_over_local_s']:+.3f} s)")  # fmt: skip
+    print(
+        f"  warm rare-word search: S3 {w['s3_s']:.3f} s, local disk {w['local_s']:.3f} s "
+        f"({w['s3_over_local_s']:+.3f} s)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

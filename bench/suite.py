@@ -38,8 +38,25 @@ class Sizes:
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
-QUICK = Sizes((1_000, 10_000), 1, 2_000, 200_000, 50_000, 200_000, 2, 100_000, 4, 1, 100_000, 1, 96_000, 16, 1,
-              storage_rows=30_000, storage_repeat=2)  # fmt: skip
+QUICK = Sizes(
+    (1_000, 10_000),
+    1,
+    2_000,
+    200_000,
+    50_000,
+    200_000,
+    2,
+    100_000,
+    4,
+    1,
+    100_000,
+    1,
+    96_000,
+    16,
+    1,
+    storage_rows=30_000,
+    storage_repeat=2,
+)
 
 
 @dataclass(frozen=True)
@@ -58,12 +75,21 @@ class Ratio:
     ratio_unit: str = "x"  # "s": ``ratio`` is a difference in seconds (measured - baseline), not a ratio
 
 
-def _ratio(suite: str, name: str, measured: float, baseline: float, unit: str, ratio: float,
-           goal: tuple[str, float] | None = None, baseline_is_target: bool = False,
-           ratio_unit: str = "x") -> Ratio:  # fmt: skip
+def _ratio(
+    suite: str,
+    name: str,
+    measured: float,
+    baseline: float,
+    unit: str,
+    ratio: float,
+    goal: tuple[str, float] | None = None,
+    baseline_is_target: bool = False,
+    ratio_unit: str = "x",
+) -> Ratio:
     if goal is None:
-        return Ratio(suite, name, measured, baseline, unit, ratio, baseline_is_target=baseline_is_target,
-                     ratio_unit=ratio_unit)  # fmt: skip
+        return Ratio(
+            suite, name, measured, baseline, unit, ratio, baseline_is_target=baseline_is_target, ratio_unit=ratio_unit
+        )
     op, target = goal
     met = {">=": ratio >= target, "<=": ratio <= target, "<": ratio < target, "==": ratio == target}[op]
     return Ratio(suite, name, measured, baseline, unit, ratio, f"{op} {target:g}", met, baseline_is_target, ratio_unit)
@@ -130,17 +156,31 @@ def _storage_run(sizes: Sizes) -> dict[str, Any]:
 
 
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
-    runners = {"state": state_ratios, "split": split_ratios, "spark": spark_ratios, "ingest": ingest_ratios,
-               "analytics": analytics_ratios, "compaction": compaction_ratios, "storage": storage_ratios}  # fmt: skip
+    runners = {
+        "state": state_ratios,
+        "split": split_ratios,
+        "spark": spark_ratios,
+        "ingest": ingest_ratios,
+        "analytics": analytics_ratios,
+        "compaction": compaction_ratios,
+        "storage": storage_ratios,
+    }
     return runners[name](results)
 
 
 def storage_ratios(r: dict[str, Any]) -> list[Ratio]:
     b, w = r["bytes"], r["warm"]
     rows = [
-        _ratio("storage", f"split bytes vs Parquet (pyarrow defaults), {r['rows']:,} rows",
-               b["split_bytes"], b["parquet_bytes"], "B", b["split_vs_parquet"], ("<=", 2)),
-    ]  # fmt: skip
+        _ratio(
+            "storage",
+            f"split bytes vs Parquet (pyarrow defaults), {r['rows']:,} rows",
+            b["split_bytes"],
+            b["parquet_bytes"],
+            "B",
+            b["split_vs_parquet"],
+            ("<=", 2),
+        ),
+    ]
     for name, c in r["cold"].items():
         goal = ("<=", 0.8) if name == "rare-word search" else None
         short = name.replace("aggregate: ", "")
@@ -155,10 +195,28 @@ def storage_ratios(r: dict[str, Any]) -> list[Ratio]:
                 goal,
             )
         )
-        rows.append(_ratio("storage", f"cold {short}, S3: vs a pyarrow scan of the Parquet object",
-                           c["seconds"], c["parquet_seconds"], "s", c["parquet_seconds"] / c["seconds"]))  # fmt: skip
-    rows.append(_ratio("storage", "warm rare-word search: seconds S3 is over local disk",
-                       w["s3_s"], w["local_s"], "s", w["s3_over_local_s"], ("<=", 0.05), ratio_unit="s"))  # fmt: skip
+        rows.append(
+            _ratio(
+                "storage",
+                f"cold {short}, S3: vs a pyarrow scan of the Parquet object",
+                c["seconds"],
+                c["parquet_seconds"],
+                "s",
+                c["parquet_seconds"] / c["seconds"],
+            )
+        )
+    rows.append(
+        _ratio(
+            "storage",
+            "warm rare-word search: seconds S3 is over local disk",
+            w["s3_s"],
+            w["local_s"],
+            "s",
+            w["s3_over_local_s"],
+            ("<=", 0.05),
+            ratio_unit="s",
+        )
+    )
     return rows
 
 
@@ -166,16 +224,42 @@ def compaction_ratios(r: dict[str, Any]) -> list[Ratio]:
     fresh, ordered, tiered = r["fresh"], r["sorted"], r["size_tiered"]
     day = f"a day of {r['batches']} micro-batches, {r['rows']:,} rows"
     return [
-        _ratio("compaction", f"one-hour range query ({day}): after MERGE SPLITS SORT BY ts vs unmerged",
-               ordered["seconds"], fresh["seconds"], "s", r["speedup_vs_fresh"], (">=", 1)),
-        _ratio("compaction", "splits the one-hour query needs: sorted-merged / unmerged",
-               ordered["splits_needed"], fresh["splits_needed"], "splits",
-               ordered["splits_needed"] / max(1, fresh["splits_needed"]), ("<=", 0.5)),
-        _ratio("compaction", "one-hour range query: sorted merge vs size-tiered merge (one split)",
-               ordered["seconds"], tiered["seconds"], "s", r["speedup_vs_size_tiered"]),
-        _ratio("compaction", "write amplification of the sorted policy (rows merges wrote / rows, 2 merges)",
-               r["write_amplification"], 1.0, "x", r["write_amplification"], ("<=", 2)),
-    ]  # fmt: skip
+        _ratio(
+            "compaction",
+            f"one-hour range query ({day}): after MERGE SPLITS SORT BY ts vs unmerged",
+            ordered["seconds"],
+            fresh["seconds"],
+            "s",
+            r["speedup_vs_fresh"],
+            (">=", 1),
+        ),
+        _ratio(
+            "compaction",
+            "splits the one-hour query needs: sorted-merged / unmerged",
+            ordered["splits_needed"],
+            fresh["splits_needed"],
+            "splits",
+            ordered["splits_needed"] / max(1, fresh["splits_needed"]),
+            ("<=", 0.5),
+        ),
+        _ratio(
+            "compaction",
+            "one-hour range query: sorted merge vs size-tiered merge (one split)",
+            ordered["seconds"],
+            tiered["seconds"],
+            "s",
+            r["speedup_vs_size_tiered"],
+        ),
+        _ratio(
+            "compaction",
+            "write amplification of the sorted policy (rows merges wrote / rows, 2 merges)",
+            r["write_amplification"],
+            1.0,
+            "x",
+            r["write_amplification"],
+            ("<=", 2),
+        ),
+    ]
 
 
 def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
@@ -184,15 +268,42 @@ def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
     narrow_fast = NARROW["spark.indextables.indexing.fastfields"]
     rps, s = r["rows_per_s"], r["seconds"]
     return [
-        _ratio("ingest", f"write {r['rows']:,} log rows: indextables vs raw tantivy-py (throughput)",
-               rps["indextables"], rps["raw_tantivy"], "rows/s", r["ratio_vs_raw"], (">=", 0.8)),
-        _ratio("ingest", f"write {r['rows']:,} log rows: indextables vs Parquet (throughput)",
-               rps["indextables"], rps["parquet"], "rows/s", r["ratio_vs_parquet"], (">=", 0.25)),
-        _ratio("ingest", f"write {r['rows']:,} log rows, fastfields={narrow_fast}: indextables vs Parquet",
-               rps["indextables_narrow_fast"], rps["parquet"], "rows/s", r["narrow_fast_ratio_vs_parquet"]),
-        _ratio("ingest", f"MERGE SPLITS of {r['splits']} splits vs indexing their rows",
-               s["merge"], s["indextables"], "s", r["merge_speedup_vs_indexing"], (">=", 3)),
-    ]  # fmt: skip
+        _ratio(
+            "ingest",
+            f"write {r['rows']:,} log rows: indextables vs raw tantivy-py (throughput)",
+            rps["indextables"],
+            rps["raw_tantivy"],
+            "rows/s",
+            r["ratio_vs_raw"],
+            (">=", 0.8),
+        ),
+        _ratio(
+            "ingest",
+            f"write {r['rows']:,} log rows: indextables vs Parquet (throughput)",
+            rps["indextables"],
+            rps["parquet"],
+            "rows/s",
+            r["ratio_vs_parquet"],
+            (">=", 0.25),
+        ),
+        _ratio(
+            "ingest",
+            f"write {r['rows']:,} log rows, fastfields={narrow_fast}: indextables vs Parquet",
+            rps["indextables_narrow_fast"],
+            rps["parquet"],
+            "rows/s",
+            r["narrow_fast_ratio_vs_parquet"],
+        ),
+        _ratio(
+            "ingest",
+            f"MERGE SPLITS of {r['splits']} splits vs indexing their rows",
+            s["merge"],
+            s["indextables"],
+            "s",
+            r["merge_speedup_vs_indexing"],
+            (">=", 3),
+        ),
+    ]
 
 
 def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
@@ -201,8 +312,17 @@ def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
     rows = []
     for name, q in r["queries"].items():
         goal = (">=", GOALS.get(name, 1.0))
-        rows.append(_ratio("analytics", f"{name} ({r['rows']:,} rows): connect_plugin.sql vs Parquet",
-                           q["indextables_s"], q["parquet_s"], "s", q["speedup"], goal))  # fmt: skip
+        rows.append(
+            _ratio(
+                "analytics",
+                f"{name} ({r['rows']:,} rows): connect_plugin.sql vs Parquet",
+                q["indextables_s"],
+                q["parquet_s"],
+                "s",
+                q["speedup"],
+                goal,
+            )
+        )
     search = r["queries"].get("selective search (rows)")
     if search is not None:
         rows.append(
@@ -227,19 +347,51 @@ def state_ratios(r: dict[str, Any]) -> list[Ratio]:
     b = r["sizes"][big]
     p = r["pruning"]
     rows = [
-        _ratio("state", f"warm snapshot load, {int(big):,} files: Avro state vs JSON checkpoint",
-               b["avro_warm_s"], b["json_warm_s"], "s", b["json_warm_s"] / b["avro_warm_s"], (">=", 10)),
-        _ratio("state", f"cold load (new process), {int(big):,} files: Avro vs JSON",
-               b["avro_cold_s"], b["json_cold_s"], "s", b["json_cold_s"] / b["avro_cold_s"], (">=", 1)),
-        _ratio("state", f"cold load, manifest disk cache warm, {int(big):,} files",
-               b["avro_cold_disk_cache_s"], b["json_cold_s"], "s", b["json_cold_s"] / b["avro_cold_disk_cache_s"]),
-        _ratio("state", f"bytes of a 10-file commit at {int(big):,} vs {int(small):,} files",
-               b["avro_commit_bytes"], r["sizes"][small]["avro_commit_bytes"], "B",
-               b["avro_commit_bytes"] / r["sizes"][small]["avro_commit_bytes"], ("<=", 1.5)),
-        _ratio("state", f"pruned listing (1 of {p['partitions']} partitions): manifests read / all",
-               p["manifestsRead"], p["manifestsTotal"], "manifests", p["manifestsRead"] / p["manifestsTotal"],
-               ("<", 1)),
-    ]  # fmt: skip
+        _ratio(
+            "state",
+            f"warm snapshot load, {int(big):,} files: Avro state vs JSON checkpoint",
+            b["avro_warm_s"],
+            b["json_warm_s"],
+            "s",
+            b["json_warm_s"] / b["avro_warm_s"],
+            (">=", 10),
+        ),
+        _ratio(
+            "state",
+            f"cold load (new process), {int(big):,} files: Avro vs JSON",
+            b["avro_cold_s"],
+            b["json_cold_s"],
+            "s",
+            b["json_cold_s"] / b["avro_cold_s"],
+            (">=", 1),
+        ),
+        _ratio(
+            "state",
+            f"cold load, manifest disk cache warm, {int(big):,} files",
+            b["avro_cold_disk_cache_s"],
+            b["json_cold_s"],
+            "s",
+            b["json_cold_s"] / b["avro_cold_disk_cache_s"],
+        ),
+        _ratio(
+            "state",
+            f"bytes of a 10-file commit at {int(big):,} vs {int(small):,} files",
+            b["avro_commit_bytes"],
+            r["sizes"][small]["avro_commit_bytes"],
+            "B",
+            b["avro_commit_bytes"] / r["sizes"][small]["avro_commit_bytes"],
+            ("<=", 1.5),
+        ),
+        _ratio(
+            "state",
+            f"pruned listing (1 of {p['partitions']} partitions): manifests read / all",
+            p["manifestsRead"],
+            p["manifestsTotal"],
+            "manifests",
+            p["manifestsRead"] / p["manifestsTotal"],
+            ("<", 1),
+        ),
+    ]
     return rows + _scale_ratios(r)
 
 
@@ -257,30 +409,61 @@ def _scale_ratios(r: dict[str, Any]) -> list[Ratio]:
         (f"one-partition listing (new process, best of 3), {n}, vs 0.1 s target", last["listing_s"], 0.1, "s"),
         (f"memory of a loaded snapshot, {n}, vs 300 MB target", state_benchmark.snapshot_memory_mb(last), 300.0, "MB"),
     ]
-    rows = [_ratio("state", name, measured, target, unit, measured / target, ("<=", 1), baseline_is_target=True)
-            for name, measured, target, unit in targets]  # fmt: skip
+    rows = [
+        _ratio("state", name, measured, target, unit, measured / target, ("<=", 1), baseline_is_target=True)
+        for name, measured, target, unit in targets
+    ]
     growth = last["one_file_commit_median_s"] / first["one_file_commit_median_s"]
-    rows.append(_ratio("state", f"one-file commit (median) at {n} vs {int(sizes[0]):,} files",
-                       last["one_file_commit_median_s"], first["one_file_commit_median_s"], "s", growth))  # fmt: skip
+    rows.append(
+        _ratio(
+            "state",
+            f"one-file commit (median) at {n} vs {int(sizes[0]):,} files",
+            last["one_file_commit_median_s"],
+            first["one_file_commit_median_s"],
+            "s",
+            growth,
+        )
+    )
     return rows
 
 
 def split_ratios(r: dict[str, Any]) -> list[Ratio]:
     i, m, c = r["indexing"], r["materialization"], r["cold_warm"]
     return [
-        _ratio("split", f"indexing {i['rows']:,} rows: write_split vs raw tantivy",
-               i["write_split_s"], i["raw_tantivy_s"], "s", i["ratio_vs_raw"], (">=", 0.8)),
-        _ratio("split", f"Arrow materialization ({m['rows_returned']:,} of {m['split_rows']:,} rows) vs 2M rows/s goal",
-               m["rows_per_second"], 2_000_000, "rows/s", m["rows_per_second"] / 2_000_000, (">=", 1),
-               baseline_is_target=True),
-        _ratio("split", "split-cache query: warm vs cold latency",
-               c["warm_s"], c["cold_s"], "s", c["cold_s"] / c["warm_s"]),
-        _ratio("split", "split-cache query: object-store reads warm / cold",
-               c["warm_store_reads"], c["cold_store_reads"], "reads",
-               c["warm_store_reads"] / max(1, c["cold_store_reads"]), ("==", 0)),
+        _ratio(
+            "split",
+            f"indexing {i['rows']:,} rows: write_split vs raw tantivy",
+            i["write_split_s"],
+            i["raw_tantivy_s"],
+            "s",
+            i["ratio_vs_raw"],
+            (">=", 0.8),
+        ),
+        _ratio(
+            "split",
+            f"Arrow materialization ({m['rows_returned']:,} of {m['split_rows']:,} rows) vs 2M rows/s goal",
+            m["rows_per_second"],
+            2_000_000,
+            "rows/s",
+            m["rows_per_second"] / 2_000_000,
+            (">=", 1),
+            baseline_is_target=True,
+        ),
+        _ratio(
+            "split", "split-cache query: warm vs cold latency", c["warm_s"], c["cold_s"], "s", c["cold_s"] / c["warm_s"]
+        ),
+        _ratio(
+            "split",
+            "split-cache query: object-store reads warm / cold",
+            c["warm_store_reads"],
+            c["cold_store_reads"],
+            "reads",
+            c["warm_store_reads"] / max(1, c["cold_store_reads"]),
+            ("==", 0),
+        ),
         *companion_ratios(r.get("companion")),
         *companion_table_ratios(r.get("companion_table")),
-    ]  # fmt: skip
+    ]
 
 
 def companion_table_ratios(t: dict[str, Any] | None) -> list[Ratio]:
@@ -288,15 +471,39 @@ def companion_table_ratios(t: dict[str, Any] | None) -> list[Ratio]:
     if not t:
         return []
     return [
-        _ratio("split", f"companion table bytes / full table ({t['rows']:,} rows)", t["companion_table_bytes"],
-               t["full_table_bytes"], "bytes", t["companion_table_bytes"] / t["full_table_bytes"]),
-        _ratio("split", "companion table bytes / its Parquet source", t["companion_table_bytes"], t["parquet_bytes"],
-               "bytes", t["companion_table_bytes"] / t["parquet_bytes"]),
-        _ratio("split", "companion table search: cold vs full table", t["companion_cold_s"], t["full_cold_s"], "s",
-               t["full_cold_s"] / t["companion_cold_s"]),
-        _ratio("split", "companion table search: warm vs full table", t["companion_warm_s"], t["full_warm_s"], "s",
-               t["full_warm_s"] / t["companion_warm_s"]),
-    ]  # fmt: skip
+        _ratio(
+            "split",
+            f"companion table bytes / full table ({t['rows']:,} rows)",
+            t["companion_table_bytes"],
+            t["full_table_bytes"],
+            "bytes",
+            t["companion_table_bytes"] / t["full_table_bytes"],
+        ),
+        _ratio(
+            "split",
+            "companion table bytes / its Parquet source",
+            t["companion_table_bytes"],
+            t["parquet_bytes"],
+            "bytes",
+            t["companion_table_bytes"] / t["parquet_bytes"],
+        ),
+        _ratio(
+            "split",
+            "companion table search: cold vs full table",
+            t["companion_cold_s"],
+            t["full_cold_s"],
+            "s",
+            t["full_cold_s"] / t["companion_cold_s"],
+        ),
+        _ratio(
+            "split",
+            "companion table search: warm vs full table",
+            t["companion_warm_s"],
+            t["full_warm_s"],
+            "s",
+            t["full_warm_s"] / t["companion_warm_s"],
+        ),
+    ]
 
 
 def companion_ratios(p: dict[str, Any] | None) -> list[Ratio]:
@@ -304,39 +511,93 @@ def companion_ratios(p: dict[str, Any] | None) -> list[Ratio]:
     if not p:
         return []
     return [
-        _ratio("split", f"companion split bytes / full split ({p['rows']:,} rows)", p["companion_split_bytes"],
-               p["full_split_bytes"], "bytes", p["companion_split_bytes"] / p["full_split_bytes"]),
-        _ratio("split", "companion split bytes / its Parquet source", p["companion_split_bytes"], p["parquet_bytes"],
-               "bytes", p["companion_split_bytes"] / p["parquet_bytes"]),
-        _ratio("split", "companion search: cold vs full split", p["companion_cold_s"], p["full_cold_s"], "s",
-               p["full_cold_s"] / p["companion_cold_s"]),
-        _ratio("split", "companion search: warm vs full split", p["companion_warm_s"], p["full_warm_s"], "s",
-               p["full_warm_s"] / p["companion_warm_s"]),
-    ]  # fmt: skip
+        _ratio(
+            "split",
+            f"companion split bytes / full split ({p['rows']:,} rows)",
+            p["companion_split_bytes"],
+            p["full_split_bytes"],
+            "bytes",
+            p["companion_split_bytes"] / p["full_split_bytes"],
+        ),
+        _ratio(
+            "split",
+            "companion split bytes / its Parquet source",
+            p["companion_split_bytes"],
+            p["parquet_bytes"],
+            "bytes",
+            p["companion_split_bytes"] / p["parquet_bytes"],
+        ),
+        _ratio(
+            "split",
+            "companion search: cold vs full split",
+            p["companion_cold_s"],
+            p["full_cold_s"],
+            "s",
+            p["full_cold_s"] / p["companion_cold_s"],
+        ),
+        _ratio(
+            "split",
+            "companion search: warm vs full split",
+            p["companion_warm_s"],
+            p["full_warm_s"],
+            "s",
+            p["full_warm_s"] / p["companion_warm_s"],
+        ),
+    ]
 
 
 def spark_ratios(r: dict[str, Any]) -> list[Ratio]:
     w = r["write_rows_per_s"]
     rows = [
-        _ratio("spark", f"write {r['rows']:,} rows: indextables vs Parquet (throughput)",
-               w["indextables"], w["parquet"], "rows/s", w["indextables"] / w["parquet"]),
-    ]  # fmt: skip
+        _ratio(
+            "spark",
+            f"write {r['rows']:,} rows: indextables vs Parquet (throughput)",
+            w["indextables"],
+            w["parquet"],
+            "rows/s",
+            w["indextables"] / w["parquet"],
+        ),
+    ]
     selective_goal = (">=", 30.0 if r["rows"] >= 20_000_000 else 10.0)  # the index's lead grows with the table
     for key, label, goal in (("selective_0.1pct", "0.1% query", selective_goal), ("broad_10pct", "10% query", None)):
         q = r[key]
         for baseline in ("contains", "rlike"):
             rows.append(
-                _ratio("spark", f"{label} ({q['rows']:,} rows): indexquery vs Parquet {baseline}",
-                       q["indextables_s"], q[f"parquet_{baseline}_s"], "s", q[f"speedup_vs_{baseline}"], goal)
-            )  # fmt: skip
+                _ratio(
+                    "spark",
+                    f"{label} ({q['rows']:,} rows): indexquery vs Parquet {baseline}",
+                    q["indextables_s"],
+                    q[f"parquet_{baseline}_s"],
+                    "s",
+                    q[f"speedup_vs_{baseline}"],
+                    goal,
+                )
+            )
     if "floor_s" in r:
         q = r["selective_0.1pct"]
-        rows.append(_ratio("spark", f"0.1% query ({r['rows']:,} rows): seconds over PySpark's trivial-query floor",
-                           q["indextables_s"], r["floor_s"], "s", q["over_floor_s"], ("<=", 0.1),
-                           ratio_unit="s"))  # fmt: skip
+        rows.append(
+            _ratio(
+                "spark",
+                f"0.1% query ({r['rows']:,} rows): seconds over PySpark's trivial-query floor",
+                q["indextables_s"],
+                r["floor_s"],
+                "s",
+                q["over_floor_s"],
+                ("<=", 0.1),
+                ratio_unit="s",
+            )
+        )
     if "floor_same_rows_s" in r:
         q = r["selective_0.1pct"]
-        rows.append(_ratio("spark", f"0.1% query: seconds over a trivial source returning its {q['rows']:,} rows",
-                           q["indextables_s"], r["floor_same_rows_s"], "s",
-                           q["indextables_s"] - r["floor_same_rows_s"], ratio_unit="s"))  # fmt: skip
+        rows.append(
+            _ratio(
+                "spark",
+                f"0.1% query: seconds over a trivial source returning its {q['rows']:,} rows",
+                q["indextables_s"],
+                r["floor_same_rows_s"],
+                "s",
+                q["indextables_s"] - r["floor_same_rows_s"],
+                ratio_unit="s",
+            )
+        )
     return rows

@@ -58,4 +58,4 @@ __all__ = [
     "sql",
     "write",
     "write_stream",
-]  # fmt: skip
+]

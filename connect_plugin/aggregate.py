@@ -37,9 +37,12 @@ def _stats(pieces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     mins = [p["min"] for p in pieces if p.get("min") is not None]
     maxs = [p["max"] for p in pieces if p.get("max") is not None]
     return {
-        "count": count, "sum": total, "min": min(mins) if mins else None, "max": max(maxs) if maxs else None,
+        "count": count,
+        "sum": total,
+        "min": min(mins) if mins else None,
+        "max": max(maxs) if maxs else None,
         "avg": total / count if count else None,
-    }  # fmt: skip
+    }
 
 
 def _merge_metric(kind: str, pieces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -155,8 +158,14 @@ def bucket_rows(call: Any, measures: Sequence[Any], result: Mapping[str, Any]) -
             elif n == 0:
                 values.append(None)
             else:
-                values.append({"sum": stats.get("sum"), "avg": stats.get("avg"), "min": stats.get("min"),
-                               "max": stats.get("max")}[m.func])  # fmt: skip
+                values.append(
+                    {
+                        "sum": stats.get("sum"),
+                        "avg": stats.get("avg"),
+                        "min": stats.get("min"),
+                        "max": stats.get("max"),
+                    }[m.func]
+                )
         rows.append((key, *values))
     return rows
 

@@ -28,33 +28,58 @@ if TYPE_CHECKING:
 
     from connect_plugin.table import IndexTable
 
-CHECKPOINT_COLUMNS = ("table_path string, status string, checkpoint_version long, num_actions long, num_files long, "
-                      "protocol_version long, is_multi_part boolean")  # fmt: skip
-TRUNCATE_COLUMNS = ("table_path string, status string, checkpoint_version long, versions_deleted long, "
-                    "checkpoints_deleted long, files_preserved long, message string")  # fmt: skip
-PREWARM_COLUMNS = ("host string, splits_prewarmed int, segments string, fields string, duration_ms long, "
-                   "status string, skipped_fields string")  # fmt: skip
-STATE_COLUMNS = ("format string, version long, num_files long, num_manifests long, num_tombstones long, "
-                 "tombstone_ratio double, needs_compaction boolean")  # fmt: skip
-DISK_CACHE_COLUMNS = ("executor_id string, host string, enabled boolean, total_bytes long, max_bytes long, "
-                      "usage_percent double, splits_cached long, components_cached long")  # fmt: skip
+CHECKPOINT_COLUMNS = (
+    "table_path string, status string, checkpoint_version long, num_actions long, num_files long, "
+    "protocol_version long, is_multi_part boolean"
+)
+TRUNCATE_COLUMNS = (
+    "table_path string, status string, checkpoint_version long, versions_deleted long, "
+    "checkpoints_deleted long, files_preserved long, message string"
+)
+PREWARM_COLUMNS = (
+    "host string, splits_prewarmed int, segments string, fields string, duration_ms long, "
+    "status string, skipped_fields string"
+)
+STATE_COLUMNS = (
+    "format string, version long, num_files long, num_manifests long, num_tombstones long, "
+    "tombstone_ratio double, needs_compaction boolean"
+)
+DISK_CACHE_COLUMNS = (
+    "executor_id string, host string, enabled boolean, total_bytes long, max_bytes long, "
+    "usage_percent double, splits_cached long, components_cached long"
+)
 STORAGE_STATS_COLUMNS = "executor_id string, host string, bytes_fetched long, requests long"
 ENVIRONMENT_COLUMNS = "host string, role string, property_type string, property_name string, property_value string"
-MERGE_JOBS_COLUMNS = ("job_id string, table_path string, status string, total_groups int, completed_groups int, "
-                      "total_batches int, completed_batches int, progress_pct double, duration_ms long, "
-                      "error_message string")  # fmt: skip
-PREWARM_JOBS_COLUMNS = ("executor_id string, host string, job_id string, table_path string, status string, "
-                        "total_splits int, completed_splits int, progress_pct double, duration_ms long, "
-                        "error_message string")  # fmt: skip
-WAIT_COLUMNS = ("executor_id string, host string, job_id string, table_path string, status string, "
-                "total_splits int, splits_prewarmed int, duration_ms long, error_message string")  # fmt: skip
+MERGE_JOBS_COLUMNS = (
+    "job_id string, table_path string, status string, total_groups int, completed_groups int, "
+    "total_batches int, completed_batches int, progress_pct double, duration_ms long, "
+    "error_message string"
+)
+PREWARM_JOBS_COLUMNS = (
+    "executor_id string, host string, job_id string, table_path string, status string, "
+    "total_splits int, completed_splits int, progress_pct double, duration_ms long, "
+    "error_message string"
+)
+WAIT_COLUMNS = (
+    "executor_id string, host string, job_id string, table_path string, status string, "
+    "total_splits int, splits_prewarmed int, duration_ms long, error_message string"
+)
 
 # PREWARM ... FOR SEGMENTS: the JVM's names and aliases -> its canonical names.
 SEGMENTS = {
-    "TERM_DICT": "TERM_DICT", "TERM": "TERM_DICT", "FAST_FIELD": "FAST_FIELD", "FASTFIELD": "FAST_FIELD",
-    "POSTINGS": "POSTINGS", "POSTING_LISTS": "POSTINGS", "POSITIONS": "POSITIONS", "POSITION_LISTS": "POSITIONS",
-    "FIELD_NORM": "FIELD_NORM", "FIELDNORM": "FIELD_NORM", "DOC_STORE": "DOC_STORE", "STORE": "DOC_STORE",
-}  # fmt: skip
+    "TERM_DICT": "TERM_DICT",
+    "TERM": "TERM_DICT",
+    "FAST_FIELD": "FAST_FIELD",
+    "FASTFIELD": "FAST_FIELD",
+    "POSTINGS": "POSTINGS",
+    "POSTING_LISTS": "POSTINGS",
+    "POSITIONS": "POSITIONS",
+    "POSITION_LISTS": "POSITIONS",
+    "FIELD_NORM": "FIELD_NORM",
+    "FIELDNORM": "FIELD_NORM",
+    "DOC_STORE": "DOC_STORE",
+    "STORE": "DOC_STORE",
+}
 DEFAULT_SEGMENTS = ("TERM_DICT", "POSTINGS")
 _SECRET = re.compile(r"secret|password|token|credential|access[._-]?key|session[._-]?key|sas|signature", re.I)
 REDACTED = "***REDACTED***"
@@ -71,10 +96,16 @@ def schema(ddl: str) -> StructType:
         StructField,
         StructType,
         TimestampType,
-    )  # fmt: skip
+    )
 
-    types = {"string": StringType, "long": LongType, "int": IntegerType, "boolean": BooleanType,
-             "double": DoubleType, "timestamp": TimestampType}  # fmt: skip
+    types = {
+        "string": StringType,
+        "long": LongType,
+        "int": IntegerType,
+        "boolean": BooleanType,
+        "double": DoubleType,
+        "timestamp": TimestampType,
+    }
     return StructType([StructField(n, types[t]()) for n, t in (c.split() for c in ddl.split(", "))])
 
 
@@ -105,10 +136,19 @@ def truncate_time_travel(table: IndexTable, dry_run: bool) -> DataFrame:
     checkpoints = sum(1 for p in logs if ".checkpoint" in p) + sum(1 for r in rows if r["kind"] == "state")
     versions = sum(1 for p in logs if ".checkpoint" not in p)
     verb = "would delete" if dry_run else "deleted"
-    message = (f"{verb} {versions} version files and {checkpoints} older checkpoints/states "
-               f"({sum(1 for r in rows if r['kind'] == 'manifest')} manifests)")  # fmt: skip
-    out = (table.path, "DRY_RUN" if dry_run else "SUCCESS", int(state["version"]), versions, checkpoints,
-           int(state["numFiles"]), message)  # fmt: skip
+    message = (
+        f"{verb} {versions} version files and {checkpoints} older checkpoints/states "
+        f"({sum(1 for r in rows if r['kind'] == 'manifest')} manifests)"
+    )
+    out = (
+        table.path,
+        "DRY_RUN" if dry_run else "SUCCESS",
+        int(state["version"]),
+        versions,
+        checkpoints,
+        int(state["numFiles"]),
+        message,
+    )
     return _frame(table.spark, [out], TRUNCATE_COLUMNS)
 
 
@@ -137,8 +177,10 @@ def prewarm(
         columns = {c.lower() for c in read(table.spark, table.path, options=table.options).columns}
         missing = [f for f in fields if f.lower() not in columns]
         if missing:
-            raise IndexTablesSQLError(f"PREWARM {table.path}: fields {missing} are not columns of the table "
-                                      f"(spark.indextables.prewarm.failOnMissingField is true)")  # fmt: skip
+            raise IndexTablesSQLError(
+                f"PREWARM {table.path}: fields {missing} are not columns of the table "
+                f"(spark.indextables.prewarm.failOnMissingField is true)"
+            )
     started = time.monotonic()
     rows = table.prewarm(where).collect()
     elapsed = int((time.monotonic() - started) * 1000)
@@ -180,16 +222,19 @@ def describe_disk_cache(spark: SparkSession, options: dict[str, Any]) -> DataFra
     for r in _cache_rows(spark, options):
         total, most = int(r["bytesCached"] or 0), r["maxBytes"]
         usage = 100.0 * total / most if most else None
-        out.append((f"{r['host']}:{r['pid']}", r["host"], True, total, most, usage, r["splitsCached"],
-                    r["splitsCached"]))  # fmt: skip
+        out.append(
+            (f"{r['host']}:{r['pid']}", r["host"], True, total, most, usage, r["splitsCached"], r["splitsCached"])
+        )
     return _frame(spark, out, DISK_CACHE_COLUMNS)
 
 
 def describe_storage_stats(spark: SparkSession, options: dict[str, Any]) -> DataFrame:
     """DESCRIBE INDEXTABLES STORAGE STATS: bytes the executors fetched from object storage into their
     split caches and how many fetches (cache misses), cumulative since the cache was created."""
-    out = [(f"{r['host']}:{r['pid']}", r["host"], int(r["bytesDownloaded"] or 0), int(r["misses"] or 0))
-           for r in _cache_rows(spark, options)]  # fmt: skip
+    out = [
+        (f"{r['host']}:{r['pid']}", r["host"], int(r["bytesDownloaded"] or 0), int(r["misses"] or 0))
+        for r in _cache_rows(spark, options)
+    ]
     return _frame(spark, out, STORAGE_STATS_COLUMNS)
 
 
@@ -231,8 +276,9 @@ def wait_prewarm_jobs(spark: SparkSession, table: str | None, job: str | None, t
 def repair_log(spark: SparkSession, source: str, target: str, options: dict[str, Any]) -> DataFrame:
     """REPAIR INDEXFILES TRANSACTION LOG '<table>/_transaction_log' AT LOCATION '<new dir>'."""
     if not source.rstrip("/").endswith("_transaction_log"):
-        raise IndexTablesSQLError(f"REPAIR INDEXFILES TRANSACTION LOG: the source {source!r} must be a table's "
-                                  "_transaction_log directory")  # fmt: skip
+        raise IndexTablesSQLError(
+            f"REPAIR INDEXFILES TRANSACTION LOG: the source {source!r} must be a table's _transaction_log directory"
+        )
     table_path = source.rstrip("/")[: -len("_transaction_log")].rstrip("/")
     rows = command_frame(spark, C.RepairLog(target=target), options, table_path).collect()
     return local_frame(spark, [tuple(r) for r in rows], schema(C.RepairLog.RESULT))
@@ -241,13 +287,20 @@ def repair_log(spark: SparkSession, source: str, target: str, options: dict[str,
 # --- the read-path profiler (IndexTables4Spark's FFI profiler statements) ----------------------------
 
 PROFILER_SWITCH_COLUMNS = "status string, host_count int, message string"
-PROFILER_SECTION_COLUMNS = ("section string, category string, calls long, total_ms double, avg_us double, "
-                            "min_us double, max_us double")  # fmt: skip
+PROFILER_SECTION_COLUMNS = (
+    "section string, category string, calls long, total_ms double, avg_us double, min_us double, max_us double"
+)
 PROFILER_CACHE_COLUMNS = "cache string, hits long, misses long, hit_rate double"
 # Section name prefixes -> category (IndexTables4Spark's, and plan_ for scan planning here); else "search".
-_CATEGORIES = (("agg_", "aggregation"), ("doc_batch_", "doc_retrieval"), ("single_doc_", "single_doc"),
-               ("stream_", "streaming"), ("arrow_ffi_", "arrow_ffi"), ("prewarm_", "prewarm"),
-               ("plan_", "planning"))  # fmt: skip
+_CATEGORIES = (
+    ("agg_", "aggregation"),
+    ("doc_batch_", "doc_retrieval"),
+    ("single_doc_", "single_doc"),
+    ("stream_", "streaming"),
+    ("arrow_ffi_", "arrow_ffi"),
+    ("prewarm_", "prewarm"),
+    ("plan_", "planning"),
+)
 
 
 def _profiler_nodes(spark: SparkSession, action: str, options: dict[str, Any]) -> list[Any]:
@@ -339,16 +392,21 @@ def describe_data_skipping(spark: SparkSession, options: dict[str, Any]) -> Data
     total, by_partition = int(c.get("total_files", 0)), int(c.get("partition_pruned_files", 0))
     by_stats, final = int(c.get("data_skipped_files", 0)), int(c.get("final_files", 0))
     after_partition = total - by_partition
-    rates = (by_partition / total if total else 0.0, by_stats / after_partition if after_partition else 0.0,
-             (total - final) / total if total else 0.0)  # fmt: skip
-    out = [("data_skipping", "total_files_considered", str(total)),
-           ("data_skipping", "partition_pruned_files", str(by_partition)),
-           ("data_skipping", "data_skipped_files", str(by_stats)),
-           ("data_skipping", "final_files_scanned", str(final)),
-           ("data_skipping", "partition_skip_rate", f"{rates[0] * 100:.2f}%"),
-           ("data_skipping", "data_skip_rate", f"{rates[1] * 100:.2f}%"),
-           ("data_skipping", "total_skip_rate", f"{rates[2] * 100:.2f}%"),
-           ("data_skipping", "scans", str(int(c.get("scans", 0))))]  # fmt: skip
+    rates = (
+        by_partition / total if total else 0.0,
+        by_stats / after_partition if after_partition else 0.0,
+        (total - final) / total if total else 0.0,
+    )
+    out = [
+        ("data_skipping", "total_files_considered", str(total)),
+        ("data_skipping", "partition_pruned_files", str(by_partition)),
+        ("data_skipping", "data_skipped_files", str(by_stats)),
+        ("data_skipping", "final_files_scanned", str(final)),
+        ("data_skipping", "partition_skip_rate", f"{rates[0] * 100:.2f}%"),
+        ("data_skipping", "data_skip_rate", f"{rates[1] * 100:.2f}%"),
+        ("data_skipping", "total_skip_rate", f"{rates[2] * 100:.2f}%"),
+        ("data_skipping", "scans", str(int(c.get("scans", 0)))),
+    ]
     kinds = sorted(c.get("filter_types", {}).items(), key=lambda kv: (-kv[1], kv[0]))
     out += [("filter_type_skips", kind, str(n)) for kind, n in kinds]
     return _frame(spark, out, DATA_SKIPPING_COLUMNS)

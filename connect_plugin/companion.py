@@ -73,20 +73,29 @@ def build_companion(
     """
     started = time.monotonic()
     plan_cmd = C.CompanionPlan(
-        source_format=source_format.lower(), source=source, schema_source=schema_source, catalog=catalog,
-        catalog_type=catalog_type, warehouse=warehouse,
+        source_format=source_format.lower(),
+        source=source,
+        schema_source=schema_source,
+        catalog=catalog,
+        catalog_type=catalog_type,
+        warehouse=warehouse,
         include_columns=None if include_columns is None else json.dumps(list(include_columns)),
         exclude_columns=None if exclude_columns is None else json.dumps(list(exclude_columns)),
         indexing_modes=None if not indexing_modes else json.dumps(dict(indexing_modes)),
         fast_field_mode=fast_field_mode,
-        hashed_fastfields_include=None if hashed_fastfields_include is None else json.dumps(
-            list(hashed_fastfields_include)),
-        hashed_fastfields_exclude=None if hashed_fastfields_exclude is None else json.dumps(
-            list(hashed_fastfields_exclude)),
+        hashed_fastfields_include=None
+        if hashed_fastfields_include is None
+        else json.dumps(list(hashed_fastfields_include)),
+        hashed_fastfields_exclude=None
+        if hashed_fastfields_exclude is None
+        else json.dumps(list(hashed_fastfields_exclude)),
         target_input_size=None if target_input_size is None else str(target_input_size),
-        from_version=None if from_version is None else str(from_version), filter=where_filter, where_sql=where_sql,
-        invalidate_all=invalidate_all, dry_run=dry_run,
-    )  # fmt: skip
+        from_version=None if from_version is None else str(from_version),
+        filter=where_filter,
+        where_sql=where_sql,
+        invalidate_all=invalidate_all,
+        dry_run=dry_run,
+    )
     opts = _options(spark, dict(options or {}))
     plan = command_frame(spark, plan_cmd, opts, path=location)
     rows = plan.collect()
@@ -103,21 +112,36 @@ def build_companion(
         return local_frame(spark, [row], _schema(spark))
 
     if dry_run:
-        return result("dry_run", len(groups), 0, len(files), 0, 0,
-                      f"Would create {len(groups)} companion splits from {len(files)} parquet files")  # fmt: skip
+        return result(
+            "dry_run",
+            len(groups),
+            0,
+            len(files),
+            0,
+            0,
+            f"Would create {len(groups)} companion splits from {len(files)} parquet files",
+        )
     if not groups and not invalidated:
         return result("no_action", 0, 0, 0, 0, 0, "No changes to sync")
     build = C.CompanionBuild(build_id=uuid.uuid4().hex)
     spark.createDataFrame(rows, schema=plan.schema).write.format(FORMAT).mode("append").options(
-        **opts, **build.to_options()).save(location)  # fmt: skip
+        **opts, **build.to_options()
+    ).save(location)
     done = command_frame(spark, C.CompanionResult(build_id=str(build.build_id)), opts, path=location).collect()
     if not done:
         return result("error", 0, 0, 0, 0, 0, f"the build {build.build_id} left no commit in {location}")
     d = done[0]
     warnings = "; ".join(settings.get("warnings") or [])
     message = f"Synced {d['filesIndexed']} parquet files into {d['splitsCreated']} companion splits"
-    return result("success", d["splitsCreated"], d["splitsInvalidated"], d["filesIndexed"], d["bytesDownloaded"],
-                  d["bytesUploaded"], message + (f" ({warnings})" if warnings else ""))  # fmt: skip
+    return result(
+        "success",
+        d["splitsCreated"],
+        d["splitsInvalidated"],
+        d["filesIndexed"],
+        d["bytesDownloaded"],
+        d["bytesUploaded"],
+        message + (f" ({warnings})" if warnings else ""),
+    )
 
 
 def _schema(spark: SparkSession) -> Any:

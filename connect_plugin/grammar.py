@@ -285,9 +285,11 @@ COMMAND_START = re.compile(
 # Documented IndexTables4Spark statements that have no counterpart here: (pattern, why), checked
 # before the grammar so that each fails with its reason rather than a syntax error.
 UNSUPPORTED = (
-    (re.compile(rf"^\s*(set|unset)\s+{_KEYWORD}\s+table\s+root\b|^\s*describe\s+{_KEYWORD}\s+table\s+roots\b", re.I),
-     "table roots (relocating a companion's source) are not built by this project yet (issue 35)"),
-)  # fmt: skip
+    (
+        re.compile(rf"^\s*(set|unset)\s+{_KEYWORD}\s+table\s+root\b|^\s*describe\s+{_KEYWORD}\s+table\s+roots\b", re.I),
+        "table roots (relocating a companion's source) are not built by this project yet (issue 35)",
+    ),
+)
 
 
 def unsupported_reason(code: str) -> str | None:
@@ -534,6 +536,7 @@ MEASURE_ITEM = re.compile(
     rf"^\s*(count|sum|avg|min|max)\s*\(\s*(\*|1|{NAME_PATTERN})\s*\)(?:\s+(?:as\s+)?({NAME_PATTERN}))?\s*$",
     re.IGNORECASE,
 )
+
 
 def unquote_name(token: str) -> str:
     return unquote(token) if token.startswith("`") else token

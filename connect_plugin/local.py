@@ -98,8 +98,9 @@ def _cannot_import(python: str | None, path: str | None) -> str | None:
         return "is not on the PATH"
     env = {**os.environ, **({"PATH": path} if path else {})}
     try:
-        done = subprocess.run([python, "-c", WORKER_IMPORTS], env=env, capture_output=True, text=True,
-                              timeout=120, check=False)  # fmt: skip
+        done = subprocess.run(
+            [python, "-c", WORKER_IMPORTS], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
     except OSError as e:
         return f"cannot be started ({e.strerror})"
     except subprocess.TimeoutExpired:
@@ -163,8 +164,7 @@ def _retrying_launch(launch: Callable[[], Any], attempts: int = 3) -> Any:
         except PySparkRuntimeError as e:
             if "JAVA_GATEWAY_EXITED" not in str(e):
                 raise
-            print(f"spark-submit exited before the JVM started (attempt {attempt}); starting it again",
-                  file=sys.stderr)  # fmt: skip
+            print(f"spark-submit exited before the JVM started (attempt {attempt}); starting it again", file=sys.stderr)
     return launch()
 
 

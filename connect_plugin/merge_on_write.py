@@ -35,8 +35,10 @@ def merge_after_write(merge_splits: Callable[..., Any], path: str, merge: Mappin
     try:
         merge_splits(**arguments)
     except Exception as e:  # the data is committed; the next merge tries again
-        warnings.warn(f"merge on write {path}: the data is committed, the merge failed and is left to the next "
-                      f"one: {e}", stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"merge on write {path}: the data is committed, the merge failed and is left to the next one: {e}",
+            stacklevel=3,
+        )
         return False
     return True
 

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 
-
 def _session_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
     from connect_plugin.settings import read_options
 
@@ -62,10 +61,12 @@ class TableRead:
     def describe(self) -> str:
         plan, required = self.plan, self.plan.required_columns
         columns = (
-            ", ".join(plan.columns) if plan.columns is not None
-            else "all" if required is None or "*" in required
+            ", ".join(plan.columns)
+            if plan.columns is not None
+            else "all"
+            if required is None or "*" in required
             else "the table's columns among: " + ", ".join(sorted(set(required), key=str.lower))
-        )  # fmt: skip
+        )
         lines = [f"read {self.path}", f"  columns: {columns}"]
         shown = "none" if plan.filter is None else F.to_text(plan.filter)
         lines.append(f"  filter (index first, the rest on the rows): {shown}")
@@ -126,10 +127,12 @@ class AggregateRead:
         table = _struct(rows[0]["tableSchema"])
         schema = self._schema(table)
         self.result.update(
-            splits=sum(r["splits"] for r in rows), index_splits=sum(r["indexSplits"] for r in rows),
-            row_splits=sum(r["rowSplits"] for r in rows), from_log=any(r["fromLog"] for r in rows),
+            splits=sum(r["splits"] for r in rows),
+            index_splits=sum(r["indexSplits"] for r in rows),
+            row_splits=sum(r["rowSplits"] for r in rows),
+            from_log=any(r["fromLog"] for r in rows),
             at_analysis=at_analysis,
-        )  # fmt: skip
+        )
         if schema is None:
             return None
         resolved = {f.name.lower(): f.name for f in table.fields}
@@ -168,7 +171,7 @@ class AggregateRead:
             IntegerType,
             LongType,
             ShortType,
-        )  # fmt: skip
+        )
 
         by_lower = {f.name.lower(): f.dataType for f in table.fields}
         if o.group is not None:
@@ -202,10 +205,11 @@ class AggregateRead:
             how = (
                 "the transaction log's record counts while Spark analysed the read (no split opened, no task ran)"
                 if r["at_analysis"]
-                else "the transaction log's record counts (no split opened)" if r["from_log"]
+                else "the transaction log's record counts (no split opened)"
+                if r["from_log"]
                 else f"{r['splits']} splits: {r['index_splits']} by Tantivy aggregations, {r['row_splits']} by Arrow "
                 "over their matching rows"
-            )  # fmt: skip
+            )
             lines.append(f"  answered from: {how}")
         return "\n".join(lines)
 
@@ -253,8 +257,9 @@ class BucketRead:
         call = _replace_column(self.call, resolved.get(self.call.column.lower(), self.call.column))
         measures = tuple(Measure(m.func, m.column and resolved.get(m.column.lower(), m.column)) for m in self.measures)
         request = bucket_request(call, measures)
-        command = Aggregate(aggregations=json.dumps(request),
-                            filter=None if self.filter is None else F.to_text(self.filter))  # fmt: skip
+        command = Aggregate(
+            aggregations=json.dumps(request), filter=None if self.filter is None else F.to_text(self.filter)
+        )
         frame = command_frame(spark, command, dict(self.options), self.path)
         parts = [json.loads(r["result"]) for r in frame.collect()]
         merged = merge_results(request, parts)
@@ -283,7 +288,7 @@ class BucketRead:
             StructType,
             TimestampNTZType,
             TimestampType,
-        )  # fmt: skip
+        )
 
         from indextables_contract.errors import IndexTablesSQLError
 
@@ -295,12 +300,14 @@ class BucketRead:
             raise IndexTablesSQLError(f"{name}: column {self.call.column!r} is not in the table {self.path}")
         if self.call.kind == "date_histogram":
             if not isinstance(column_type, (TimestampType, TimestampNTZType, DateType)):
-                raise IndexTablesSQLError(f"{name} needs a timestamp or date column; {self.call.column!r} is "
-                                          f"{column_type.simpleString()}")  # fmt: skip
+                raise IndexTablesSQLError(
+                    f"{name} needs a timestamp or date column; {self.call.column!r} is {column_type.simpleString()}"
+                )
             key: Any = TimestampType()
         elif not isinstance(column_type, numeric):
-            raise IndexTablesSQLError(f"{name} needs a numeric column; {self.call.column!r} is "
-                                      f"{column_type.simpleString()}")  # fmt: skip
+            raise IndexTablesSQLError(
+                f"{name} needs a numeric column; {self.call.column!r} is {column_type.simpleString()}"
+            )
         else:
             key = DoubleType() if self.call.kind == "histogram" else StringType()
         fields = [StructField("key", key, nullable=False)]
@@ -328,20 +335,27 @@ class BucketRead:
     def _output_schema(self, schema: StructType) -> StructType:
         from pyspark.sql.types import StructField, StructType
 
-        return StructType([
-            StructField(o.name, schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].dataType,
-                        nullable=schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].nullable)
-            for o in self.outputs
-        ])  # fmt: skip
+        return StructType(
+            [
+                StructField(
+                    o.name,
+                    schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].dataType,
+                    nullable=schema.fields[0 if o.group is not None else 1 + (o.measure or 0)].nullable,
+                )
+                for o in self.outputs
+            ]
+        )
 
     def describe(self) -> str:
         measures = ", ".join(f"{m.func}({m.column or '*'})" for m in self.measures)
-        return "\n".join([
-            f"bucket aggregation {self.path} (Tantivy aggregations on the executors)",
-            f"  buckets: {self.call.kind} of {self.call.column}",
-            f"  measures: {measures}",
-            f"  filter: {'none' if self.filter is None else F.to_text(self.filter)}",
-        ])  # fmt: skip
+        return "\n".join(
+            [
+                f"bucket aggregation {self.path} (Tantivy aggregations on the executors)",
+                f"  buckets: {self.call.kind} of {self.call.column}",
+                f"  measures: {measures}",
+                f"  filter: {'none' if self.filter is None else F.to_text(self.filter)}",
+            ]
+        )
 
 
 def _replace_column(call: Any, column: str) -> Any:

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 # IndexTables4Spark's format names for the same data source (``executor_lib.spark.datasource.DATA_SOURCES``).
 JVM_FORMATS = (
-    "io.indextables.provider.IndexTablesProvider", "io.indextables.spark.core.IndexTables4SparkTableProvider",
-)  # fmt: skip
+    "io.indextables.provider.IndexTablesProvider",
+    "io.indextables.spark.core.IndexTables4SparkTableProvider",
+)
 # The modules that register each name statically on the cluster (pyproject.toml's py-modules).
 STATIC_MODULES = ("pyspark_indextables", "pyspark_indextables_provider", "pyspark_indextables_spark")
 

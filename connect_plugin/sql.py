@@ -154,8 +154,18 @@ def is_indextables_statement(text: str) -> bool:
     return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
-_OPTION_RULES = ("target_size", "max_", "sort_by", "older_than", "log_retention", "dry_run", "segments", "fields",
-                 "parallelism", "include_all")
+_OPTION_RULES = (
+    "target_size",
+    "max_",
+    "sort_by",
+    "older_than",
+    "log_retention",
+    "dry_run",
+    "segments",
+    "fields",
+    "parallelism",
+    "include_all",
+)
 
 
 def _where(tree: Any, text: str) -> F.Filter | None:
@@ -222,9 +232,11 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
         job = _children(tree, "job_id")
         timeout = _children(tree, "timeout")
         return out.wait_prewarm_jobs(
-            spark, _target(spark, targets[0]) if targets else None,
-            unquote(str(job[0].children[0])) if job else None, int(timeout[0].children[0]) if timeout else None,
-        )  # fmt: skip
+            spark,
+            _target(spark, targets[0]) if targets else None,
+            unquote(str(job[0].children[0])) if job else None,
+            int(timeout[0].children[0]) if timeout else None,
+        )
     if kind == "build_companion":
         return _build_companion(spark, tree, text, options)
     if kind == "select":
@@ -255,11 +267,12 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
         fields = _children(tree, "fields")
         parallelism = _children(tree, "parallelism")
         return out.prewarm(
-            table, _where(tree, text),
+            table,
+            _where(tree, text),
             [str(t) for t in segments[0].children] if segments else None,
             [unquote_name(str(f.children[0])) for f in fields[0].children] if fields else None,
             int(parallelism[0].children[0]) if parallelism else None,
-        )  # fmt: skip
+        )
     if kind == "purge":
         opts = {c.data: c for c in tree.children if hasattr(c, "data")}
         older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
@@ -316,10 +329,14 @@ def _simple_select(
         shape = aggregate_shape(str(projection), code[projection.start_pos : projection.end_pos], tail_text)
         if shape is not None:
             agg_plan, outputs, order, limit = shape
-            pushed = AggregateRead(path, AggregatePlan(agg_plan.group_by, agg_plan.measures, filter_json), outputs,
-                                   order, limit, opts)  # fmt: skip
-            return StatementPlan(None, aggregate=pushed, fallback=_select_over_view(
-                path, str(projection), alias, index_tree, None, tail_text, text, code, opts))  # fmt: skip
+            pushed = AggregateRead(
+                path, AggregatePlan(agg_plan.group_by, agg_plan.measures, filter_json), outputs, order, limit, opts
+            )
+            return StatementPlan(
+                None,
+                aggregate=pushed,
+                fallback=_select_over_view(path, str(projection), alias, index_tree, None, tail_text, text, code, opts),
+            )
     if where_tree is not None:  # the pushed WHERE needs no column in Spark: only what Spark evaluates
         start, end = where_tree.meta.start_pos, where_tree.meta.end_pos
         code = code[:start] + " " * (end - start) + code[end:] + " " + lex(spark_condition or "")[1]
@@ -337,14 +354,24 @@ def _limit(digits: str) -> int:
     if limit > _SPARK_MAX_LIMIT:
         raise IndexTablesSQLError(f"LIMIT {digits} is larger than Spark's largest limit ({_SPARK_MAX_LIMIT})")
     return limit
-_PLAIN_PROJECTION = re.compile(r"^\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?)(\s*,\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?))*\s*$",
-                               re.IGNORECASE)  # fmt: skip
+
+
+_PLAIN_PROJECTION = re.compile(
+    r"^\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?)(\s*,\s*(\*|[\w`.]+(\s+(as\s+)?[\w`]+)?))*\s*$", re.IGNORECASE
+)
 
 
 def _select_over_view(
-    path: str, projection: str, alias: Any, index_tree: F.Filter | None, spark_condition: str | None,
-    tail: str | None, text: str, code: str, opts: tuple[tuple[str, str], ...],
-) -> StatementPlan:  # fmt: skip
+    path: str,
+    projection: str,
+    alias: Any,
+    index_tree: F.Filter | None,
+    spark_condition: str | None,
+    tail: str | None,
+    text: str,
+    code: str,
+    opts: tuple[tuple[str, str], ...],
+) -> StatementPlan:
     limit = None
     m = _LIMIT_ONLY.match(tail) if tail is not None and spark_condition is None else None
     if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
@@ -520,12 +547,17 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     opts = {c.data: c for c in _children_any(tree)}
     dry = bool(_children(tree, "dry"))
     unsupported = [
-        ("streaming" if _children(tree, "streaming") else "", "WITH STREAMING POLL INTERVAL runs the JVM's long-lived "
-         "companion manager; run BUILD again to sync"),
+        (
+            "streaming" if _children(tree, "streaming") else "",
+            "WITH STREAMING POLL INTERVAL runs the JVM's long-lived companion manager; run BUILD again to sync",
+        ),
         ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
-        ("catalog" if kind == "delta" else "", "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
-         "REST API, a live service; give the Delta table's path"),
-    ]  # fmt: skip
+        (
+            "catalog" if kind == "delta" else "",
+            "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
+            "REST API, a live service; give the Delta table's path",
+        ),
+    ]
     for clause, why in unsupported:
         if clause and (clause in opts or clause == "streaming"):
             raise IndexTablesSQLError(f"{_short(text)} is not supported here: {why}")
@@ -546,8 +578,9 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
     for clause, applies in (("from_version", "delta"), ("from_snapshot", "iceberg")):
         if clause in opts:
             if kind != applies:
-                raise IndexTablesSQLError(f"{_short(text)}: {clause.replace('_', ' ').upper()} applies to FOR "
-                                          f"{applies.upper()} only")  # fmt: skip
+                raise IndexTablesSQLError(
+                    f"{_short(text)}: {clause.replace('_', ' ').upper()} applies to FOR {applies.upper()} only"
+                )
             from_version = int(opts[clause].children[0])
     if "schema_source" in opts and kind != "parquet":
         raise IndexTablesSQLError(f"{_short(text)}: SCHEMA SOURCE applies to FOR PARQUET only")
@@ -563,8 +596,9 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         node = opts["companion_where"].children[0]
         result = to_predicate(node, text)
         if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
-            raise IndexTablesSQLError(f"{_short(text)}: the WHERE of BUILD COMPANION takes partition predicates, "
-                                      "not function calls")  # fmt: skip
+            raise IndexTablesSQLError(
+                f"{_short(text)}: the WHERE of BUILD COMPANION takes partition predicates, not function calls"
+            )
         where_filter = F.to_text(result)
         where_sql = text[node.meta.start_pos : node.meta.end_pos]
     hashed: dict[str, list[str]] = {}
@@ -578,15 +612,28 @@ def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[st
         token = opts["target_input_size"].children[0]
         size = (unquote(str(token)) if token.type == "STRING" else str(token)).replace(" ", "")
     return build_companion(
-        spark, kind, unquote(str(source_token)), location,
+        spark,
+        kind,
+        unquote(str(source_token)),
+        location,
         schema_source=unquote(str(opts["schema_source"].children[0])) if "schema_source" in opts else None,
-        catalog=catalog, catalog_type=catalog_type, warehouse=warehouse,
-        include_columns=strings_of("include_columns"), exclude_columns=strings_of("exclude_columns"),
-        indexing_modes=modes, fast_field_mode=fast, target_input_size=size, from_version=from_version,
-        hashed_fastfields_include=hashed.get("include"), hashed_fastfields_exclude=hashed.get("exclude"),
-        where_filter=where_filter, where_sql=where_sql, dry_run=dry, invalidate_all="invalidate_all" in opts,
+        catalog=catalog,
+        catalog_type=catalog_type,
+        warehouse=warehouse,
+        include_columns=strings_of("include_columns"),
+        exclude_columns=strings_of("exclude_columns"),
+        indexing_modes=modes,
+        fast_field_mode=fast,
+        target_input_size=size,
+        from_version=from_version,
+        hashed_fastfields_include=hashed.get("include"),
+        hashed_fastfields_exclude=hashed.get("exclude"),
+        where_filter=where_filter,
+        where_sql=where_sql,
+        dry_run=dry,
+        invalidate_all="invalidate_all" in opts,
         options=options,
-    )  # fmt: skip
+    )
 
 
 def _children_any(tree: Any) -> list[Any]:

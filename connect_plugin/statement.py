@@ -45,11 +45,44 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTED_NAME = re.compile(r"`[^`]*`")
 _STAR = re.compile(r"(?:\bselect(?:\s+(?:distinct|all))?|,|\.)\s*\*", re.IGNORECASE)
 # Words that follow a table reference without being its alias.
-_NOT_ALIAS = frozenset((
-    "where", "join", "inner", "left", "right", "full", "outer", "cross", "natural", "on", "using", "group", "order",
-    "limit", "having", "union", "intersect", "except", "minus", "window", "lateral", "pivot", "unpivot", "tablesample",
-    "cluster", "distribute", "sort", "qualify", "semi", "anti", "offset", "for", "select", "from",
-))  # fmt: skip
+_NOT_ALIAS = frozenset(
+    (
+        "where",
+        "join",
+        "inner",
+        "left",
+        "right",
+        "full",
+        "outer",
+        "cross",
+        "natural",
+        "on",
+        "using",
+        "group",
+        "order",
+        "limit",
+        "having",
+        "union",
+        "intersect",
+        "except",
+        "minus",
+        "window",
+        "lateral",
+        "pivot",
+        "unpivot",
+        "tablesample",
+        "cluster",
+        "distribute",
+        "sort",
+        "qualify",
+        "semi",
+        "anti",
+        "offset",
+        "for",
+        "select",
+        "from",
+    )
+)
 _KINDS = {"indexquery": None, "textsearch": "text", "fieldmatch": "exact"}
 
 

@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-
 class IndexTable:
     """One table: its reads (pushed to the executors), pushed aggregates and maintenance commands.
     Each method builds Spark work that runs on the cluster; reads are lazy DataFrames, commands run
@@ -103,13 +102,17 @@ class IndexTable:
         """
         where = _renamed(self.to_df, "filter", filter, where)
         return _plugin.read(
-            self.spark, self.path, columns=columns, limit=limit, filter=None if where is None else _where(where),
-            version_as_of=version_as_of, timestamp_as_of=timestamp_as_of, options=self.options,
-        )  # fmt: skip
+            self.spark,
+            self.path,
+            columns=columns,
+            limit=limit,
+            filter=None if where is None else _where(where),
+            version_as_of=version_as_of,
+            timestamp_as_of=timestamp_as_of,
+            options=self.options,
+        )
 
-    def group_by(
-        self, columns: Iterable[str], measures: Mapping[str, str], where: Where | None = None
-    ) -> DataFrame:
+    def group_by(self, columns: Iterable[str], measures: Mapping[str, str], where: Where | None = None) -> DataFrame:
         """``SELECT columns..., measures... [WHERE where] GROUP BY columns`` run on the executors (Tantivy
         aggregations where the index answers exactly, Arrow otherwise) — the plan ``sql`` pushes.
 
@@ -124,8 +127,12 @@ class IndexTable:
         outputs = [OutputColumn(c, group=i) for i, c in enumerate(group)]
         outputs += [OutputColumn(name, measure=i) for i, name in enumerate(measures)]
         filter_json = None if where is None else F.to_text(_where(where))
-        plan = AggregateRead(self.path, AggregatePlan(group, tuple(parsed), filter_json), tuple(outputs),
-                             options=options_tuple(self.options))  # fmt: skip
+        plan = AggregateRead(
+            self.path,
+            AggregatePlan(group, tuple(parsed), filter_json),
+            tuple(outputs),
+            options=options_tuple(self.options),
+        )
         with project_error_first():
             df = plan.run(self.spark)
         if df is None:
@@ -142,9 +149,13 @@ class IndexTable:
         Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
         """
         return _plugin.read(
-            self.spark, self.path, columns=columns, limit=limit,
-            filter=F.QueryString(query), options=self.options,
-        )  # fmt: skip
+            self.spark,
+            self.path,
+            columns=columns,
+            limit=limit,
+            filter=F.QueryString(query),
+            options=self.options,
+        )
 
     def count(self, query: str | None = None, where: Where | None = None) -> int:
         """Rows matching a Tantivy query string and/or a row condition ``where`` (no condition: all rows,
@@ -222,8 +233,9 @@ class IndexTable:
 
         Example: ``t.purge(older_than_hours=72, dry_run=True).show()``
         """
-        purge = C.Purge(retention_hours=older_than_hours, tx_log_retention_hours=tx_log_retention_hours,
-                        dry_run=dry_run)  # fmt: skip
+        purge = C.Purge(
+            retention_hours=older_than_hours, tx_log_retention_hours=tx_log_retention_hours, dry_run=dry_run
+        )
         return _run_once(self._command(purge))
 
     def truncate_time_travel(self, dry_run: bool = False) -> DataFrame:
@@ -276,11 +288,13 @@ class IndexTable:
         plan = self._command(
             C.MergePlan(
                 filter=None if where is None else F.to_text(_where(where)),
-                target_size=None if target_size is None else str(target_size), max_dest_splits=max_dest_splits,
-                max_source_splits_per_merge=max_source_splits_per_merge, sort_key=sort_key,
+                target_size=None if target_size is None else str(target_size),
+                max_dest_splits=max_dest_splits,
+                max_source_splits_per_merge=max_source_splits_per_merge,
+                sort_key=sort_key,
                 min_splits_to_merge=min_splits_to_merge,
             )
-        )  # fmt: skip
+        )
         opts = _options(self.spark, self.options)
         plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))

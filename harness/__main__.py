@@ -41,8 +41,10 @@ def _print_endpoints(info: Any) -> None:
     if getattr(info, "storage", "s3") == "azure":
         from harness.azurite import ACCOUNT
 
-        print(f"Azure endpoint: {info.azure_endpoint}  container {info.bucket}  (Azurite; every node has "
-              "AZURE_STORAGE_CONNECTION_STRING)")  # fmt: skip
+        print(
+            f"Azure endpoint: {info.azure_endpoint}  container {info.bucket}  (Azurite; every node has "
+            "AZURE_STORAGE_CONNECTION_STRING)"
+        )
         print(f"tables        : abfss://{info.bucket}@{ACCOUNT}.dfs.core.windows.net/<path>")
     else:
         print(f"S3 endpoint   : {info.s3_endpoint}  bucket {info.bucket}  (credentials testing/testing)")
@@ -66,10 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["up", "down", "status", "images"])
     parser.add_argument("--run-dir", default=DEFAULT_RUN_DIR, help="logs, pid files, caches")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--backend", choices=["process", "docker"], default="process",
-                        help="for up; status and down use the backend that started the cluster")  # fmt: skip
-    parser.add_argument("--storage", choices=["s3", "azure"], default="s3",
-                        help="for up and images: moto (S3) or Azurite (Azure Blob Storage)")  # fmt: skip
+    parser.add_argument(
+        "--backend",
+        choices=["process", "docker"],
+        default="process",
+        help="for up; status and down use the backend that started the cluster",
+    )
+    parser.add_argument(
+        "--storage",
+        choices=["s3", "azure"],
+        default="s3",
+        help="for up and images: moto (S3) or Azurite (Azure Blob Storage)",
+    )
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     args = parser.parse_args(argv)
     if args.workers < 1:
@@ -116,9 +126,11 @@ def _status(args: argparse.Namespace) -> int:
 
 def _status_text(status: dict[str, Any]) -> str:
     alive = ", ".join(f"{name}={'up' if ok else 'DOWN'}" for name, ok in status["alive"].items())
-    return (f"{status['backend']} backend: {alive or 'nothing'}\n"
-            f"workers registered: {status['alive_workers']}/{status['workers']}\n"
-            f"connect {status['connect_url']} listening={status['connect_listening']}")  # fmt: skip
+    return (
+        f"{status['backend']} backend: {alive or 'nothing'}\n"
+        f"workers registered: {status['alive_workers']}/{status['workers']}\n"
+        f"connect {status['connect_url']} listening={status['connect_listening']}"
+    )
 
 
 if __name__ == "__main__":

@@ -98,8 +98,10 @@ def ensure_node(timeout_s: float = 900.0) -> None:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise AzuriteUnavailable("Azurite needs Node.js and npm on the PATH: apt-get install nodejs npm")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                                               "nodejs", "npm"]):  # fmt: skip
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "nodejs", "npm"],
+    ):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
         if done.returncode != 0:
             raise AzuriteUnavailable(f"{' '.join(cmd)} failed: {done.stderr[-1000:]}")
@@ -148,13 +150,17 @@ def self_signed_cert(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Pa
     except ValueError:
         alt.append(x509.DNSName(host))
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.SubjectAlternativeName(alt), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     directory.mkdir(parents=True, exist_ok=True)
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
@@ -179,20 +185,41 @@ def oauth_token(
         return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
     now = int(time.time())
-    claims = {"aud": audience, "iss": issuer, "iat": now - 60, "nbf": now - 60, "exp": int(now + lifetime_s),
-              "tid": issuer.rstrip("/").rsplit("/", 1)[-1], "oid": "indextables-test"}  # fmt: skip
+    claims = {
+        "aud": audience,
+        "iss": issuer,
+        "iat": now - 60,
+        "nbf": now - 60,
+        "exp": int(now + lifetime_s),
+        "tid": issuer.rstrip("/").rsplit("/", 1)[-1],
+        "oid": "indextables-test",
+    }
     return ".".join([part({"alg": "HS256", "typ": "JWT"}), part(claims), part(b"not-checked-by-azurite")])
 
 
 def serve(
-    port: int, host: str = "127.0.0.1", detached: bool = False,
-    cert: str | None = None, key: str | None = None, oauth: bool = False,
-) -> None:  # fmt: skip
+    port: int,
+    host: str = "127.0.0.1",
+    detached: bool = False,
+    cert: str | None = None,
+    key: str | None = None,
+    oauth: bool = False,
+) -> None:
     """Run Azurite's blob service until SIGTERM/SIGINT (or the parent's exit unless ``detached``);
     over HTTPS with ``cert`` and ``key`` (PEM files), checking bearer tokens with ``oauth``."""
     binary = ensure_installed()
-    cmd = [str(binary), "--blobHost", host, "--blobPort", str(port), "--inMemoryPersistence", "--loose",
-           "--skipApiVersionCheck", "--disableTelemetry", "--silent"]  # fmt: skip
+    cmd = [
+        str(binary),
+        "--blobHost",
+        host,
+        "--blobPort",
+        str(port),
+        "--inMemoryPersistence",
+        "--loose",
+        "--skipApiVersionCheck",
+        "--disableTelemetry",
+        "--silent",
+    ]
     if cert and key:
         cmd += ["--cert", cert, "--key", key]
     if oauth:

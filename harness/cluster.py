@@ -188,9 +188,13 @@ class ProcessCluster:
         cmd = [sys.executable, "-m", "harness.azurite", "--port", str(port), "--detached"]
         with log.open("w") as out:
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=_repo_root(),
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=_repo_root(),
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
+            )
         self.info.pids["azure"] = proc.pid
         self._save()
         _wait(lambda: "READY" in log.read_text(), timeout_s, f"Azurite (see {log})", proc)
@@ -206,17 +210,26 @@ class ProcessCluster:
         cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(port), "--detached"]
         with log.open("w") as out:
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=_repo_root(),
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=_repo_root(),
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
+            )
         self.info.pids["s3"] = proc.pid
         self.info.s3_endpoint = f"http://127.0.0.1:{port}"
         self._save()
         _wait(lambda: "READY" in log.read_text(), timeout_s, f"S3 server (see {log})", proc)
         import boto3
 
-        s3 = boto3.client("s3", endpoint_url=self.info.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=self.info.s3_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         s3.create_bucket(Bucket=BUCKET)
 
     def _daemon(self, action: str, cls: str, instance: int, args: list[str], env: dict[str, str]) -> None:
@@ -250,8 +263,17 @@ class ProcessCluster:
             SPARK_LOCAL_DIRS=str(self._dir("local", f"worker-{i}")),
             SPARK_WORKER_DIR=str(self._dir("work", f"worker-{i}")),
         )
-        args = ["--host", "127.0.0.1", "--cores", str(self.worker_cores), "--memory", self.worker_memory,
-                "--webui-port", str(free_port()), self.info.master_url]  # fmt: skip
+        args = [
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(self.worker_cores),
+            "--memory",
+            self.worker_memory,
+            "--webui-port",
+            str(free_port()),
+            self.info.master_url,
+        ]
         self._daemon("start", WORKER_CLASS, i, args, env)
         self.info.cache_dirs.append(str(cache))
         self._record_pid(f"worker-{i}", WORKER_CLASS, i)
@@ -265,13 +287,17 @@ class ProcessCluster:
 
     def _start_connect(self, timeout_s: float) -> None:
         conf = {
-            "spark.cores.max": str(self.info.workers * self.worker_cores), "spark.executor.cores": "1",
-            "spark.executor.memory": "768m", "spark.driver.memory": "1g", "spark.ui.port": "0",
+            "spark.cores.max": str(self.info.workers * self.worker_cores),
+            "spark.executor.cores": "1",
+            "spark.executor.memory": "768m",
+            "spark.driver.memory": "1g",
+            "spark.ui.port": "0",
             "spark.sql.shuffle.partitions": "4",
             "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
-        }  # fmt: skip
-        server = ConnectServer(self.info.master_url, conf, timeout_s, work_dir=self.run_dir, ident=self.ident,
-                               extra_env=self.storage_env())  # fmt: skip
+        }
+        server = ConnectServer(
+            self.info.master_url, conf, timeout_s, work_dir=self.run_dir, ident=self.ident, extra_env=self.storage_env()
+        )
         try:
             server.start()
         except ConnectServerError as e:

@@ -118,8 +118,11 @@ class _Run:
             return {}
 
     def on(self, node: str, role: str | None = None) -> list[str]:
-        return [n for n, (where, r, _) in self.roles.items()
-                if where == node and n not in self.killed and (role is None or r == role)]  # fmt: skip
+        return [
+            n
+            for n, (where, r, _) in self.roles.items()
+            if where == node and n not in self.killed and (role is None or r == role)
+        ]
 
     def kill(self, node: str) -> None:
         self.cluster.kill(node)
@@ -193,8 +196,16 @@ def run_container_stress(cluster: Any, cfg: StressConfig, work_dir: Path, outage
     exchange = cluster.run_dir / "exchange"
     for old in exchange.iterdir():
         old.unlink()
-    node_cfg = replace(cfg, storage={"endpoint_url": "http://s3:9000", "region": "us-east-1", "path_style": True,
-                                     "access_key_id": "testing", "secret_access_key": "testing"})  # fmt: skip
+    node_cfg = replace(
+        cfg,
+        storage={
+            "endpoint_url": "http://s3:9000",
+            "region": "us-east-1",
+            "path_style": True,
+            "access_key_id": "testing",
+            "secret_access_key": "testing",
+        },
+    )
     (exchange / "config.json").write_text(json.dumps(asdict(node_cfg)))
     run = _Run(cluster, exchange)
     for node, roles in PLACEMENT.items():

@@ -55,17 +55,22 @@ class DockerCluster:
     """The docker backend; the same ``up``/``status``/``down``/``executor_pids`` as ``ProcessCluster``."""
 
     def __init__(
-        self, run_dir: str | Path, workers: int = 2, worker_cores: int = 1, worker_memory: str = "1g",
+        self,
+        run_dir: str | Path,
+        workers: int = 2,
+        worker_cores: int = 1,
+        worker_memory: str = "1g",
         storage: str = "s3",
-    ) -> None:  # fmt: skip
+    ) -> None:
         if storage not in ("s3", "azure"):
             raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
         self.run_dir = Path(run_dir).resolve()
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.id = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
-        self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, backend="docker",
-                                network=f"{self.id}-net", storage=storage)  # fmt: skip
+        self.info = ClusterInfo(
+            run_dir=str(self.run_dir), workers=workers, backend="docker", network=f"{self.id}-net", storage=storage
+        )
         self.images: dict[str, str] = {}
 
     # -- names ----------------------------------------------------------------------------------
@@ -93,8 +98,11 @@ class DockerCluster:
             self._start_master(timeout_s)
             for i in range(1, self.info.workers + 1):
                 self._start_worker(i)
-            _wait(lambda: self.alive_workers() >= self.info.workers, timeout_s,
-                  f"{self.info.workers} workers registered at {self.info.master_ui}")  # fmt: skip
+            _wait(
+                lambda: self.alive_workers() >= self.info.workers,
+                timeout_s,
+                f"{self.info.workers} workers registered at {self.info.master_ui}",
+            )
             self._start_connect(timeout_s)
         except BaseException:
             self.down()
@@ -115,10 +123,30 @@ class DockerCluster:
             raise
         return self.info
 
-    def _run(self, node: str, image: str, command: list[str], ports: dict[int, int] | None = None,
-             env: dict[str, str] | None = None, volumes: dict[str, str] | None = None) -> None:  # fmt: skip
-        args = ["run", "--detach", "--init", "--name", self.container(node), "--hostname", node,
-                "--label", f"{LABEL}={self.id}", "--network", self.info.network, "--network-alias", node]  # fmt: skip
+    def _run(
+        self,
+        node: str,
+        image: str,
+        command: list[str],
+        ports: dict[int, int] | None = None,
+        env: dict[str, str] | None = None,
+        volumes: dict[str, str] | None = None,
+    ) -> None:
+        args = [
+            "run",
+            "--detach",
+            "--init",
+            "--name",
+            self.container(node),
+            "--hostname",
+            node,
+            "--label",
+            f"{LABEL}={self.id}",
+            "--network",
+            self.info.network,
+            "--network-alias",
+            node,
+        ]
         for host_port, port in (ports or {}).items():
             args += ["--publish", f"127.0.0.1:{host_port}:{port}"]
         for key, value in {**NODE_ENV, **self.node_storage_env(), **(env or {})}.items():
@@ -188,8 +216,13 @@ class DockerCluster:
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
 
-        s3 = boto3.client("s3", endpoint_url=self.info.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=self.info.s3_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         try:
             s3.create_bucket(Bucket=BUCKET)
         except (BotoCoreError, ClientError):
@@ -200,8 +233,16 @@ class DockerCluster:
         port, ui = free_port(), free_port()
         self.info.master_url = f"spark://127.0.0.1:{port}"
         self.info.master_ui = f"http://127.0.0.1:{ui}"
-        command = ["/opt/spark/bin/spark-class", "org.apache.spark.deploy.master.Master",
-                   "--host", "master", "--port", "7077", "--webui-port", "8080"]  # fmt: skip
+        command = [
+            "/opt/spark/bin/spark-class",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "master",
+            "--port",
+            "7077",
+            "--webui-port",
+            "8080",
+        ]
         self._run("master", self.images["node"], command, ports={port: 7077, ui: 8080})
         self._wait_node("master", lambda: self.master_status() is not None, timeout_s, "the master UI")
 
@@ -209,8 +250,17 @@ class DockerCluster:
         node, volume = f"worker-{i}", f"{self.id}-cache-{i}"
         docker("volume", "create", "--label", f"{LABEL}={self.id}", volume)
         self.info.volumes.append(volume)
-        command = ["/opt/spark/bin/spark-class", "org.apache.spark.deploy.worker.Worker", "--host", node, "--cores",
-                   str(self.worker_cores), "--memory", self.worker_memory, "spark://master:7077"]  # fmt: skip
+        command = [
+            "/opt/spark/bin/spark-class",
+            "org.apache.spark.deploy.worker.Worker",
+            "--host",
+            node,
+            "--cores",
+            str(self.worker_cores),
+            "--memory",
+            self.worker_memory,
+            "spark://master:7077",
+        ]
         self._run(node, self.images["node"], command, volumes={volume: "/cache"})
         mount = docker("volume", "inspect", "--format", "{{.Mountpoint}}", volume).stdout.strip()
         self.info.cache_dirs.append(mount)
@@ -219,12 +269,16 @@ class DockerCluster:
     def _start_connect(self, timeout_s: float) -> None:
         port = free_port()
         conf = {
-            "spark.cores.max": str(self.info.workers * self.worker_cores), "spark.executor.cores": "1",
-            "spark.executor.memory": "768m", "spark.driver.memory": "1g", "spark.sql.shuffle.partitions": "4",
-            "spark.driver.host": "connect", "spark.driver.bindAddress": "0.0.0.0",
+            "spark.cores.max": str(self.info.workers * self.worker_cores),
+            "spark.executor.cores": "1",
+            "spark.executor.memory": "768m",
+            "spark.driver.memory": "1g",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.driver.host": "connect",
+            "spark.driver.bindAddress": "0.0.0.0",
             "spark.connect.grpc.binding.port": "15002",
             "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
-        }  # fmt: skip
+        }
         command = ["/opt/spark/bin/spark-submit", "--class", CONNECT_CLASS, "--master", "spark://master:7077"]
         for key, value in conf.items():
             command += ["--conf", f"{key}={value}"]
@@ -240,8 +294,10 @@ class DockerCluster:
             if ready():
                 return True
             if self.host_pid(node) == 0:
-                raise ClusterError(f"{what} in container {self.container(node)}: the container exited; "
-                                   f"the end of its log:\n{self.logs(node)[-3000:]}")  # fmt: skip
+                raise ClusterError(
+                    f"{what} in container {self.container(node)}: the container exited; "
+                    f"the end of its log:\n{self.logs(node)[-3000:]}"
+                )
             return False
 
         _wait(ready_or_exited, timeout_s, f"{what} in container {self.container(node)}")
@@ -278,8 +334,12 @@ class DockerCluster:
 
     def status(self) -> dict[str, Any]:
         alive = self.running()
-        return {**asdict(self.info), "alive": alive, "alive_workers": self.alive_workers(),
-                "connect_listening": alive.get("connect", False) and self.connect_listening()}  # fmt: skip
+        return {
+            **asdict(self.info),
+            "alive": alive,
+            "alive_workers": self.alive_workers(),
+            "connect_listening": alive.get("connect", False) and self.connect_listening(),
+        }
 
     def executor_pids(self) -> list[int]:
         """Host pids of the executor JVMs in the worker containers (as root, ``os.kill`` reaches them)."""

@@ -48,10 +48,21 @@ AZURITE_BASE_PACKAGES = ("python3", "nodejs")
 AZURITE_FILES = REPO_ROOT / "docker" / "azurite"
 # What the Dockerfiles copy from the repository (the .dockerignore allow-list says the same;
 # tests/harness/test_docker_images.py checks the three agree).
-IMAGE_SOURCES = ("pyproject.toml", "README.md", "PROTOCOL.md", "pyspark_indextables.py",
-                 "pyspark_indextables_provider.py", "pyspark_indextables_spark.py", "executor_lib",
-                 "connect_plugin", "indextables_contract", "harness",
-                 "docker/Dockerfile", "docker/Dockerfile.s3", "docker/Dockerfile.azurite")  # fmt: skip
+IMAGE_SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "PROTOCOL.md",
+    "pyspark_indextables.py",
+    "pyspark_indextables_provider.py",
+    "pyspark_indextables_spark.py",
+    "executor_lib",
+    "connect_plugin",
+    "indextables_contract",
+    "harness",
+    "docker/Dockerfile",
+    "docker/Dockerfile.s3",
+    "docker/Dockerfile.azurite",
+)
 
 
 class DockerUnavailableError(RuntimeError):
@@ -113,15 +124,31 @@ def ensure_base(packages: tuple[str, ...] = BASE_PACKAGES, repo: str = "indextab
     _ensure_mmdebstrap()
     with tempfile.TemporaryDirectory(prefix="indextables-rootfs-") as tmp:
         tar = Path(tmp) / "rootfs.tar"
-        cmd = ["mmdebstrap", "--variant=apt", f"--include={','.join(packages)}",
-               "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/locale/*",
-               # openjdk's postinst links its man page into man1, which must exist
-               '--setup-hook=mkdir -p "$1/usr/share/man/man1"', SUITE, str(tar), MIRROR]  # fmt: skip
+        cmd = [
+            "mmdebstrap",
+            "--variant=apt",
+            f"--include={','.join(packages)}",
+            "--dpkgopt=path-exclude=/usr/share/doc/*",
+            "--dpkgopt=path-exclude=/usr/share/locale/*",
+            # openjdk's postinst links its man page into man1, which must exist
+            '--setup-hook=mkdir -p "$1/usr/share/man/man1"',
+            SUITE,
+            str(tar),
+            MIRROR,
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
         if done.returncode != 0:
             raise DockerUnavailableError(f"mmdebstrap failed (exit {done.returncode}): {done.stderr[-2000:]}")
-        docker("import", "-c", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-               "-c", "ENV LANG=C.UTF-8", str(tar), tag, timeout=600)  # fmt: skip
+        docker(
+            "import",
+            "-c",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "-c",
+            "ENV LANG=C.UTF-8",
+            str(tar),
+            tag,
+            timeout=600,
+        )
     return tag, time.monotonic() - start
 
 
@@ -131,8 +158,10 @@ def _ensure_mmdebstrap() -> None:
     if os.geteuid() != 0:
         raise DockerUnavailableError("mmdebstrap is needed to build the base image: apt-get install mmdebstrap")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends",
-                                               "mmdebstrap"]):  # fmt: skip
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "mmdebstrap"],
+    ):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, env=env)
         if done.returncode != 0:
             raise DockerUnavailableError(f"{' '.join(cmd)} failed: {done.stderr[-1000:]}")
@@ -239,8 +268,9 @@ def ensure_azurite_image(seconds: dict[str, float]) -> str:
         # its own build context (node_modules and a copy of harness/): the repository's context
         # leaves docker/azurite out, so the other images' builds do not send its 190 MB
         shutil.rmtree(AZURITE_FILES / "harness", ignore_errors=True)
-        shutil.copytree(REPO_ROOT / "harness", AZURITE_FILES / "harness",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+        shutil.copytree(
+            REPO_ROOT / "harness", AZURITE_FILES / "harness", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
         seconds["azurite"] = _build("docker/Dockerfile.azurite", tag, {"BASE": base}, context=AZURITE_FILES)
     return tag
 

@@ -20,5 +20,11 @@ from connect_plugin.local import (
     quiet_local_session,
 )
 
-__all__ = ["JVM_NOTICES", "LOG4J2_CONFIG", "forward_stderr", "get_or_create_retrying", "quiet_conf",
-           "quiet_local_session"]  # fmt: skip
+__all__ = [
+    "JVM_NOTICES",
+    "LOG4J2_CONFIG",
+    "forward_stderr",
+    "get_or_create_retrying",
+    "quiet_conf",
+    "quiet_local_session",
+]

@@ -273,9 +273,11 @@ def _overwrite(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], a
         try:
             adds = _upload(log, f"ow-{k}", cfg.rows_per_split, 1)
             version = log.commit(
-                [*removes_of(snap.files, data_change=True), *adds], read_version=snap.version,
-                operation="OVERWRITE", fail_on_concurrent_add=True,
-            )  # fmt: skip
+                [*removes_of(snap.files, data_change=True), *adds],
+                read_version=snap.version,
+                operation="OVERWRITE",
+                fail_on_concurrent_add=True,
+            )
         except CommitConflictError:
             report["conflicts"] += 1
             _abandon(report, adds, None)
@@ -295,9 +297,14 @@ def _killed(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
 
 
 ROLES: dict[str, Callable[..., None]] = {
-    "writer": _append, "merger": _merge, "checkpointer": _checkpoint, "reader": _read,
-    "overwriter": _overwrite, "appender_b": _append, "killed": _killed,
-}  # fmt: skip
+    "writer": _append,
+    "merger": _merge,
+    "checkpointer": _checkpoint,
+    "reader": _read,
+    "overwriter": _overwrite,
+    "appender_b": _append,
+    "killed": _killed,
+}
 
 
 def _count_rows(store: Any, snap: Any, cache: Any) -> int:
@@ -337,8 +344,10 @@ def _run_processes(cfg: StressConfig, roles: list[tuple[str, int]], work_dir: Pa
     ctx = mp.get_context("spawn")
     barrier, stop = ctx.Barrier(len(roles)), ctx.Event()
     outs = [work_dir / f"{role}-{i}-{n}.json" for n, (role, i) in enumerate(roles)]
-    procs = [ctx.Process(target=_process, args=(role, cfg, barrier, stop, str(out), i))
-             for (role, i), out in zip(roles, outs, strict=True)]  # fmt: skip
+    procs = [
+        ctx.Process(target=_process, args=(role, cfg, barrier, stop, str(out), i))
+        for (role, i), out in zip(roles, outs, strict=True)
+    ]
     for p in procs:
         p.start()
     deadline = time.monotonic() + cfg.timeout_s
@@ -392,8 +401,14 @@ def _uploaded(reports: list[dict[str, Any]]) -> set[str]:
     return paths | {p for r in reports for p in (*r.get("merged", []), *r.get("abandoned", []))}
 
 
-def _check_table(cfg: StressConfig, uri: str, writers: list[dict[str, Any]], result: StressResult,
-                 data_removes: bool, ours: set[str] | None = None) -> LogReport:  # fmt: skip
+def _check_table(
+    cfg: StressConfig,
+    uri: str,
+    writers: list[dict[str, Any]],
+    result: StressResult,
+    data_removes: bool,
+    ours: set[str] | None = None,
+) -> LogReport:
     import executor_lib
     from executor_lib.cache.split_cache import SplitCache
 

@@ -59,11 +59,14 @@ class AggregatePlan:
         return all(m.func == "count" and m.column is None for m in self.measures)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "groupBy": list(self.group_by),
-            "measures": [{"func": m.func, "column": m.column} for m in self.measures],
-            "filter": None if self.filter is None else json.loads(self.filter),
-        }, sort_keys=True)  # fmt: skip
+        return json.dumps(
+            {
+                "groupBy": list(self.group_by),
+                "measures": [{"func": m.func, "column": m.column} for m in self.measures],
+                "filter": None if self.filter is None else json.loads(self.filter),
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> AggregatePlan:
@@ -173,21 +176,32 @@ def decode_value(value: Any) -> Any:
 
 
 def partials_to_json(partials: Partials) -> str:
-    return json.dumps([
-        [[encode_value(k) for k in key], part.rows,
-         {c: [p.count, encode_value(p.sum), encode_value(p.min), encode_value(p.max)] for c, p in part.columns.items()}]
-        for key, part in partials.items()
-    ])  # fmt: skip
+    return json.dumps(
+        [
+            [
+                [encode_value(k) for k in key],
+                part.rows,
+                {
+                    c: [p.count, encode_value(p.sum), encode_value(p.min), encode_value(p.max)]
+                    for c, p in part.columns.items()
+                },
+            ]
+            for key, part in partials.items()
+        ]
+    )
 
 
 def partials_from_json(text: str) -> Partials:
     try:
         out: Partials = {}
         for key, rows, columns in json.loads(text):
-            part = GroupPartial(int(rows), {
-                c: ColumnPartial(int(n), decode_value(s), decode_value(lo), decode_value(hi))
-                for c, (n, s, lo, hi) in columns.items()
-            })  # fmt: skip
+            part = GroupPartial(
+                int(rows),
+                {
+                    c: ColumnPartial(int(n), decode_value(s), decode_value(lo), decode_value(hi))
+                    for c, (n, s, lo, hi) in columns.items()
+                },
+            )
             merge_into(out, {tuple(decode_value(k) for k in key): part})
         return out
     except (ValueError, TypeError) as e:

@@ -81,8 +81,10 @@ class Command:
 # -- the commands -------------------------------------------------------------------------------
 
 _FILE_ROWS = "kind string, path string, sizeBytes long, dryRun boolean"
-_CACHE_ROWS = ("host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
-               "hits long, misses long, bytesDownloaded long")  # fmt: skip
+_CACHE_ROWS = (
+    "host string, pid long, directory string, maxBytes long, splitsCached long, bytesCached long, "
+    "hits long, misses long, bytesDownloaded long"
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +92,10 @@ class History(Command):
     """Commits, newest first (at most ``limit``)."""
 
     NAME: ClassVar[str] = "history"
-    RESULT: ClassVar[str] = ("version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
-                             "numRemovedFiles long, numAddedRecords long, source string")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "version long, timestamp timestamp, operation string, txnId string, numAddedFiles long, "
+        "numRemovedFiles long, numAddedRecords long, source string"
+    )
     limit: int | None = None
 
 
@@ -145,8 +149,10 @@ class MergePlan(Command):
     """One row per merge group (see PROTOCOL.md, MERGE SPLITS); written back with ``Merge``."""
 
     NAME: ClassVar[str] = "merge_plan"
-    RESULT: ClassVar[str] = ("mergeGroup int, partitionValues string, sources string, sourceBytes long, "
-                             "readVersion long, sortKey string, targetBytes long")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "mergeGroup int, partitionValues string, sources string, sourceBytes long, "
+        "readVersion long, sortKey string, targetBytes long"
+    )
     filter: str | None = None
     target_size: str | None = None  # bytes, or with a unit: "512M", "5G"
     max_dest_splits: int | None = None
@@ -169,8 +175,10 @@ class MergeResult(Command):
     """The splits a ``Merge`` with this ``merge_id`` committed."""
 
     NAME: ClassVar[str] = "merge_result"
-    RESULT: ClassVar[str] = ("version long, mergedSplit string, partitionValues string, numRecords long, "
-                             "sizeBytes long, numSourceSplits long")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "version long, mergedSplit string, partitionValues string, numRecords long, "
+        "sizeBytes long, numSourceSplits long"
+    )
     merge_id: str
 
 
@@ -210,8 +218,9 @@ class GroupAggregate(Command):
     read is collected as usual."""
 
     NAME: ClassVar[str] = "group_aggregate"
-    RESULT: ClassVar[str] = ("partials string, tableSchema string, splits long, indexSplits long, rowSplits long, "
-                             "fromLog boolean")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "partials string, tableSchema string, splits long, indexSplits long, rowSplits long, fromLog boolean"
+    )
     plan: str
     request: str | None = None
 
@@ -269,8 +278,10 @@ class ComponentSizes(Command):
     ``_store``, ``_fastfield_total``, ``_fieldnorm_total``, ``_other``)."""
 
     NAME: ClassVar[str] = "component_sizes"
-    RESULT: ClassVar[str] = ("split_path string, partition_values string, component_key string, size_bytes long, "
-                             "component_type string, field_name string")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "split_path string, partition_values string, component_key string, size_bytes long, "
+        "component_type string, field_name string"
+    )
     filter: str | None = None
 
 
@@ -280,8 +291,10 @@ class RepairLog(Command):
     the table's protocol, metadata and the live splits that exist in storage; the source is only read."""
 
     NAME: ClassVar[str] = "repair_log"
-    RESULT: ClassVar[str] = ("source_path string, target_path string, source_version long, total_splits int, "
-                             "valid_splits int, missing_splits int, status string")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "source_path string, target_path string, source_version long, total_splits int, "
+        "valid_splits int, missing_splits int, status string"
+    )
     target: str
 
 
@@ -291,8 +304,9 @@ class InvalidateLogCache(Command):
     snapshot per table and the decoded Avro manifests): of ``table`` only, or all of them."""
 
     NAME: ClassVar[str] = "invalidate_log_cache"
-    RESULT: ClassVar[str] = ("table_path string, result string, cache_hits_before long, cache_misses_before long, "
-                             "hit_rate_before string")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "table_path string, result string, cache_hits_before long, cache_misses_before long, hit_rate_before string"
+    )
     table: str | None = None
     tasks: int = 1
 
@@ -308,9 +322,11 @@ class FlushSearcherCache(Command):
 
 
 # IndexTables4Spark's BUILD INDEXTABLES COMPANION output columns (SyncToExternalCommand.output).
-COMPANION_OUTPUT = ("table_path string, source_path string, status string, source_version long, splits_created int, "
-                    "splits_invalidated int, parquet_files_indexed int, parquet_bytes_downloaded long, "
-                    "split_bytes_uploaded long, duration_ms long, message string")  # fmt: skip
+COMPANION_OUTPUT = (
+    "table_path string, source_path string, status string, source_version long, splits_created int, "
+    "splits_invalidated int, parquet_files_indexed int, parquet_bytes_downloaded long, "
+    "split_bytes_uploaded long, duration_ms long, message string"
+)
 
 
 @dataclass(frozen=True)
@@ -322,8 +338,10 @@ class CompanionPlan(Command):
     invalidations (``settings`` then says what the source is)."""
 
     NAME: ClassVar[str] = "companion_plan"
-    RESULT: ClassVar[str] = ("groupIndex int, partitionValues string, files string, sourceBytes long, "
-                             "sourceVersion long, readVersion long, invalidated string, settings string")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "groupIndex int, partitionValues string, files string, sourceBytes long, "
+        "sourceVersion long, readVersion long, invalidated string, settings string"
+    )
     source_format: str
     source: str
     schema_source: str | None = None
@@ -360,8 +378,10 @@ class CompanionResult(Command):
     """What the ``CompanionBuild`` with this ``build_id`` committed (from its commitInfo)."""
 
     NAME: ClassVar[str] = "companion_result"
-    RESULT: ClassVar[str] = ("version long, splitsCreated int, splitsInvalidated int, filesIndexed int, "
-                             "bytesDownloaded long, bytesUploaded long, sourceVersion long")  # fmt: skip
+    RESULT: ClassVar[str] = (
+        "version long, splitsCreated int, splitsInvalidated int, filesIndexed int, "
+        "bytesDownloaded long, bytesUploaded long, sourceVersion long"
+    )
     build_id: str
 
 
@@ -399,11 +419,33 @@ class DataSkipping(Command):
 
 COMMANDS: dict[str, type[Command]] = {
     c.NAME: c
-    for c in (History, DescribeState, Checkpoint, Purge, TruncateTimeTravel, DropPartitions, MergePlan, Merge,
-              MergeResult, Prewarm, Aggregate, GroupAggregate, DescribeCache, FlushCache, DescribeLog,
-              ComponentSizes, RepairLog, InvalidateLogCache, FlushSearcherCache, CompanionPlan, CompanionBuild,
-              CompanionResult, Profiler, DataSkipping)
-}  # fmt: skip
+    for c in (
+        History,
+        DescribeState,
+        Checkpoint,
+        Purge,
+        TruncateTimeTravel,
+        DropPartitions,
+        MergePlan,
+        Merge,
+        MergeResult,
+        Prewarm,
+        Aggregate,
+        GroupAggregate,
+        DescribeCache,
+        FlushCache,
+        DescribeLog,
+        ComponentSizes,
+        RepairLog,
+        InvalidateLogCache,
+        FlushSearcherCache,
+        CompanionPlan,
+        CompanionBuild,
+        CompanionResult,
+        Profiler,
+        DataSkipping,
+    )
+}
 # commands that name no table
 TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache, Profiler, DataSkipping)
 

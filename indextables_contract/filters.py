@@ -132,12 +132,14 @@ def combine_ranges(children: tuple[Filter, ...]) -> tuple[Filter, ...]:
             merged[child.column] = child
             continue
         lower, lower_inc = current.lower, current.lower_inclusive
-        if child.lower is not None and (lower is None or child.lower > lower or
-                                        (child.lower == lower and not child.lower_inclusive)):  # fmt: skip
+        if child.lower is not None and (
+            lower is None or child.lower > lower or (child.lower == lower and not child.lower_inclusive)
+        ):
             lower, lower_inc = child.lower, child.lower_inclusive
         upper, upper_inc = current.upper, current.upper_inclusive
-        if child.upper is not None and (upper is None or child.upper < upper or
-                                        (child.upper == upper and not child.upper_inclusive)):  # fmt: skip
+        if child.upper is not None and (
+            upper is None or child.upper < upper or (child.upper == upper and not child.upper_inclusive)
+        ):
             upper, upper_inc = child.upper, child.upper_inclusive
         merged[child.column] = Between(child.column, lower, upper, lower_inc, upper_inc)
     return (*merged.values(), *rest)
@@ -271,9 +273,12 @@ def from_json(obj: Any, where: str = "filter", depth: int = 0) -> Filter:
             return TermIn(column, tuple(obj["values"]))
         if op == "range":
             return Between(
-                column, obj.get("lower"), obj.get("upper"),
-                bool(obj.get("lowerInclusive", True)), bool(obj.get("upperInclusive", True)),
-            )  # fmt: skip
+                column,
+                obj.get("lower"),
+                obj.get("upper"),
+                bool(obj.get("lowerInclusive", True)),
+                bool(obj.get("upperInclusive", True)),
+            )
         if op in ("prefix", "contains", "regex"):
             value = _text(obj["value"], where)
             if op == "prefix":

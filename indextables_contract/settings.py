@@ -68,73 +68,122 @@ def _n(key: str, default: str, reason: str) -> Setting:
 
 # Why whole families of JVM keys have no effect here.
 _JNI_BATCH = "batches documents for tantivy4java over JNI; here rows go from Arrow batches straight into Tantivy"
-_SPLIT_CONVERSION = ("parallelism of the JVM's tantivy index to Quickwit split conversion; here splits are written "
-                     "directly")  # fmt: skip
-_TXLOG_CACHE = ("tunes tantivy4java's native transaction-log cache; here each process caches table snapshots itself "
-                "(always on, refreshed on every read)")  # fmt: skip
+_SPLIT_CONVERSION = (
+    "parallelism of the JVM's tantivy index to Quickwit split conversion; here splits are written directly"
+)
+_TXLOG_CACHE = (
+    "tunes tantivy4java's native transaction-log cache; here each process caches table snapshots itself "
+    "(always on, refreshed on every read)"
+)
 _MAX_READS = "parallel GETs of tantivy4java's native log reader; here state.read.parallelism sets the manifest readers"
 _STATE_RETRY = "retries of the JVM's state-manifest writes; here every commit retries under transaction.retry.*"
-_AFTER_MERGE = ("compacts the state after a merge in the JVM; here compaction follows state.compaction.* after every "
-                "state write, merges included")  # fmt: skip
-_STATS_TRUNCATION = ("string statistics are always truncated to 32 characters here (split pruning relies on that "
-                     "length); the JVM's default, so tables stay compatible")  # fmt: skip
-_DATA_SKIPPING = ("the JVM limits which columns get min/max statistics; here every indexed scalar column gets them "
-                  "(pruning needs nothing else)")  # fmt: skip
-_OPTIMIZE_SHUFFLE = ("tunes the shuffle the JVM requests before an optimized write (Spark's "
-                     "RequiresDistributionAndOrdering, not offered to Python data sources); here an optimized write "
-                     "merges each partition's new splits before its commit")  # fmt: skip
-_ASYNC_MERGE = ("schedules the JVM's background merge-on-write batches; here merge-on-write runs once after the "
-                "commit, in the committing process")  # fmt: skip
-_MERGE_IO = ("the JVM's merge downloads and uploads; here a merge reads its sources through the node's split cache and "
-             "uploads one split")  # fmt: skip
-_BATCH_RETRIEVAL = ("tunes tantivy4java's batched document retrieval; here rows come from each split's columnar copy "
-                    "in one read")  # fmt: skip
+_AFTER_MERGE = (
+    "compacts the state after a merge in the JVM; here compaction follows state.compaction.* after every "
+    "state write, merges included"
+)
+_STATS_TRUNCATION = (
+    "string statistics are always truncated to 32 characters here (split pruning relies on that "
+    "length); the JVM's default, so tables stay compatible"
+)
+_DATA_SKIPPING = (
+    "the JVM limits which columns get min/max statistics; here every indexed scalar column gets them "
+    "(pruning needs nothing else)"
+)
+_OPTIMIZE_SHUFFLE = (
+    "tunes the shuffle the JVM requests before an optimized write (Spark's "
+    "RequiresDistributionAndOrdering, not offered to Python data sources); here an optimized write "
+    "merges each partition's new splits before its commit"
+)
+_ASYNC_MERGE = (
+    "schedules the JVM's background merge-on-write batches; here merge-on-write runs once after the "
+    "commit, in the committing process"
+)
+_MERGE_IO = (
+    "the JVM's merge downloads and uploads; here a merge reads its sources through the node's split cache and "
+    "uploads one split"
+)
+_BATCH_RETRIEVAL = (
+    "tunes tantivy4java's batched document retrieval; here rows come from each split's columnar copy in one read"
+)
 _ADAPTIVE = "tunes the JVM's adaptive batch sizing of document retrieval; here there is nothing to tune"
-_DISK_CACHE = ("configures tantivy4java's L2 disk slice cache; here the node's split cache (cache.directoryPath, "
-               "cache.maxSize, cache.fetch) keeps what queries fetched")  # fmt: skip
+_DISK_CACHE = (
+    "configures tantivy4java's L2 disk slice cache; here the node's split cache (cache.directoryPath, "
+    "cache.maxSize, cache.fetch) keeps what queries fetched"
+)
 _READ_LIMIT = "the JVM's per-partition row cap without a pushed LIMIT; here a read returns every matching row"
-_SPLITS_PER_TASK = ("the JVM's splits-per-task choice; here read.maxSplitsPerPartition and read.targetPartitionBytes "
-                    "plan the tasks")  # fmt: skip
+_SPLITS_PER_TASK = (
+    "the JVM's splits-per-task choice; here read.maxSplitsPerPartition and read.targetPartitionBytes plan the tasks"
+)
 _PARTITION_PRUNING = "tunes the JVM's partition-pruning caches; here pruning is one pass over the snapshot's files"
-_STRING_PATTERN = ("LIKE prefix/suffix/contains filters are always pushed here where the index answers them exactly "
-                   "(exact string fields), and re-checked by Spark otherwise")  # fmt: skip
+_STRING_PATTERN = (
+    "LIKE prefix/suffix/contains filters are always pushed here where the index answers them exactly "
+    "(exact string fields), and re-checked by Spark otherwise"
+)
 _MERGE_TEMP = "merges are built in the system temporary directory here (TMPDIR)"
 _PURGE_MIN = "the 24-hour minimum retention of PURGE is fixed here (a younger split may belong to a running write)"
 _PURGE_JVM = "tunes the JVM's distributed deletion of purged files; here the purge deletes them in one process"
 _NATIVE_MEMORY = "bridges tantivy4java's native memory with Spark's memory manager; no native JVM memory here"
-_COMPANION = ("tunes the JVM's companion sync (batches, FAIR pool, native reader and writer); here BUILD INDEXTABLES "
-              "COMPANION runs one Spark task per companion split and commits once")  # fmt: skip
-_DATABRICKS = ("Unity Catalog credentials come from a JVM credential provider; here S3 credentials come from options, "
-               "the environment or the AWS credential chain")  # fmt: skip
+_COMPANION = (
+    "tunes the JVM's companion sync (batches, FAIR pool, native reader and writer); here BUILD INDEXTABLES "
+    "COMPANION runs one Spark task per companion split and commits once"
+)
+_DATABRICKS = (
+    "Unity Catalog credentials come from a JVM credential provider; here S3 credentials come from options, "
+    "the environment or the AWS credential chain"
+)
 _S3_UPLOAD = "tunes the JVM's S3 multipart uploads; here botocore's transfer manager chooses"
-_READ_PREWARM = ("the JVM prewarms caches when a read starts; here PREWARM INDEXTABLES CACHE and the node's split "
-                 "cache do that")  # fmt: skip
-_AGG_PUSHDOWN = ("the JVM fails an aggregate it cannot push down when this is set; here IndexTable.aggregate and "
-                 "connect_plugin.sql push what they can and let Spark compute the rest")  # fmt: skip
+_READ_PREWARM = (
+    "the JVM prewarms caches when a read starts; here PREWARM INDEXTABLES CACHE and the node's split cache do that"
+)
+_AGG_PUSHDOWN = (
+    "the JVM fails an aggregate it cannot push down when this is set; here IndexTable.aggregate and "
+    "connect_plugin.sql push what they can and let Spark compute the rest"
+)
 
 SETTINGS: tuple[Setting, ...] = (
     # --- index writer ---
-    _s("indexWriter.heapSize", "256M (IndexTables4Spark: 100M)",
-       "Tantivy's indexing heap per split being written (a size: 2G, 500M, 1024K)"),
+    _s(
+        "indexWriter.heapSize",
+        "256M (IndexTables4Spark: 100M)",
+        "Tantivy's indexing heap per split being written (a size: 2G, 500M, 1024K)",
+    ),
     _s("indexWriter.threads", "the task's cores (IndexTables4Spark: 2)", "Tantivy's indexing threads per split"),
     _n("indexWriter.batchSize", "10000", _JNI_BATCH),
     _n("indexWriter.maxBatchBufferSize", "90M", _JNI_BATCH),
-    _s("indexWriter.tempDirectoryPath", "the system temp directory",
-       "where a write task builds its splits before uploading them"),
+    _s(
+        "indexWriter.tempDirectoryPath",
+        "the system temp directory",
+        "where a write task builds its splits before uploading them",
+    ),
     _n("splitConversion.maxParallelism", "available processors", _SPLIT_CONVERSION),
     # --- indexing ---
-    _s("indexing.typemap." + COLUMN, "string",
-       "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2"),
-    _s("indexing.tokenizer." + COLUMN, "default",
-       "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2"),
-    _s("indexing.indexrecordoption." + COLUMN, "position",
-       "position, freq or basic; or indexrecordoption.<option> = col1,col2"),
+    _s(
+        "indexing.typemap." + COLUMN,
+        "string",
+        "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2",
+    ),
+    _s(
+        "indexing.tokenizer." + COLUMN,
+        "default",
+        "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2",
+    ),
+    _s(
+        "indexing.indexrecordoption." + COLUMN,
+        "position",
+        "position, freq or basic; or indexrecordoption.<option> = col1,col2",
+    ),
     _s("indexing.text.indexRecordOption", "position", "the index record option of every text column without its own"),
-    _s("indexing.tokenLength." + COLUMN, "255",
-       "longest token a tokenized column keeps (or the list form tokenLength.<N|name> = col1,col2)"),
+    _s(
+        "indexing.tokenLength." + COLUMN,
+        "255",
+        "longest token a tokenized column keeps (or the list form tokenLength.<N|name> = col1,col2)",
+    ),
     _s("indexing.text.maxTokenLength", "255", "longest token kept (bytes; tantivy_max, default, legacy, min)"),
-    _s("indexing.fastfields", "numeric, boolean, date, ip and exact-string columns",
-       "exactly the columns with fast fields (comma-separated)"),
+    _s(
+        "indexing.fastfields",
+        "numeric, boolean, date, ip and exact-string columns",
+        "exactly the columns with fast fields (comma-separated)",
+    ),
     _s("indexing.json.mode", "full", "full: nested values are also fast fields; minimal: not"),
     _own("indexing.storeonly", "none", "columns stored but not indexed"),
     _own("indexing.indexonly", "none", "columns indexed but not stored (they read as null)"),
@@ -142,9 +191,12 @@ SETTINGS: tuple[Setting, ...] = (
     _own("optimizeWrite.targetRecordsPerSplit", "1000000", "a write task starts a new split after this many rows"),
     _own("autoSize.enabled", "false", "accepted for older configurations; autoSize.targetSplitSize alone sizes splits"),
     _own("autoSize.targetSplitSize", "none", "a write task starts a new split at about this size (e.g. 100M)"),
-    _s("write.optimizeWrite.enabled", "false",
-       "before the commit, each partition's new splits are merged into splits of about targetSplitSize "
-       "(the JVM shuffles the rows first; the result is the same: few, well-sized splits in one version)"),
+    _s(
+        "write.optimizeWrite.enabled",
+        "false",
+        "before the commit, each partition's new splits are merged into splits of about targetSplitSize "
+        "(the JVM shuffles the rows first; the result is the same: few, well-sized splits in one version)",
+    ),
     _s("write.optimizeWrite.targetSplitSize", "1G", "split size an optimized write aims at"),
     _n("write.optimizeWrite.samplingRatio", "1.1", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.minRowsForEstimation", "10000", _OPTIMIZE_SHUFFLE),
@@ -154,8 +206,11 @@ SETTINGS: tuple[Setting, ...] = (
     # --- merge on write ---
     _s("mergeOnWrite.enabled", "false", "after a write's commit, merge the partitions that have enough small splits"),
     _s("mergeOnWrite.targetSize", "4G", "the merge-on-write's target split size"),
-    _own("mergeOnWrite.minSplitsToMerge", "10",
-         "merge a partition once it has this many small (or, with merge.sortKey, level-0) splits"),
+    _own(
+        "mergeOnWrite.minSplitsToMerge",
+        "10",
+        "merge a partition once it has this many small (or, with merge.sortKey, level-0) splits",
+    ),
     _own("mergeOnWrite.streamIntervalSeconds", "30", "connect_plugin.write_stream merges at most this often"),
     _n("mergeOnWrite.async.enabled", "true", _ASYNC_MERGE),
     _n("mergeOnWrite.batchCpuFraction", "0.167", _ASYNC_MERGE),
@@ -178,8 +233,11 @@ SETTINGS: tuple[Setting, ...] = (
     # --- purge on write ---
     _s("purgeOnWrite.enabled", "false", "after a write's commit, purge the table (as PURGE INDEXTABLE) when triggered"),
     _s("purgeOnWrite.triggerAfterMerge", "true", "purge after a merge-on-write ran"),
-    _s("purgeOnWrite.triggerAfterWrites", "0",
-       "purge after every N-th write (0: never); counted by the table's version (the JVM counts per driver)"),
+    _s(
+        "purgeOnWrite.triggerAfterWrites",
+        "0",
+        "purge after every N-th write (0: never); counted by the table's version (the JVM counts per driver)",
+    ),
     _s("purgeOnWrite.splitRetentionHours", "168", "the purge's split retention (at least 24)"),
     _s("purgeOnWrite.txLogRetentionHours", "720", "the purge's transaction-log retention"),
     # --- purge ---
@@ -270,11 +328,17 @@ SETTINGS: tuple[Setting, ...] = (
     _n("prewarm.failOnMissingField", "true", _READ_PREWARM),
     _n("prewarm.catchUpNewHosts", "false", _READ_PREWARM),
     # --- caches ---
-    _s("cache.directoryPath", "INDEXTABLES_CACHE_DIR, or under the system temp directory",
-       "the node's split cache directory"),
+    _s(
+        "cache.directoryPath",
+        "INDEXTABLES_CACHE_DIR, or under the system temp directory",
+        "the node's split cache directory",
+    ),
     _own("cache.maxSize", "10G", "the node's split cache size (LRU)"),
-    _own("cache.fetch", "pieces (INDEXTABLES_CACHE_FETCH)",
-         "how a cold split on object storage is fetched: pieces (the members and ranges queries read) or whole"),
+    _own(
+        "cache.fetch",
+        "pieces (INDEXTABLES_CACHE_FETCH)",
+        "how a cold split on object storage is fetched: pieces (the members and ranges queries read) or whole",
+    ),
     _n("cache.disk.enabled", "auto", _DISK_CACHE),
     _n("cache.disk.path", "auto", _DISK_CACHE),
     _n("cache.disk.maxSize", "auto", _DISK_CACHE),
@@ -297,17 +361,26 @@ SETTINGS: tuple[Setting, ...] = (
     _n("aws.credentialsProviderClass", "none", "a JVM class; here the AWS credential chain of boto3 applies"),
     _n("s3.maxConcurrency", "4", _S3_UPLOAD),
     _n("s3.partSize", "64M", _S3_UPLOAD),
-    _s("azure.accountName", "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
-       "Azure storage account (for abfss://container/path and azure://container/path)"),
+    _s(
+        "azure.accountName",
+        "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
+        "Azure storage account (for abfss://container/path and azure://container/path)",
+    ),
     _s("azure.accountKey", "AZURE_STORAGE_KEY or ~/.azure/credentials", "Azure storage account key"),
     _s("azure.tenantId", "none", "service principal tenant (with clientId, clientSecret; needs azure-identity)"),
     _s("azure.clientId", "none", "service principal application (client) id"),
     _s("azure.clientSecret", "none", "service principal secret"),
     _s("azure.bearerToken", "none", "an OAuth bearer token for Azure storage"),
-    _s("azure.connectionString", "AZURE_STORAGE_CONNECTION_STRING",
-       "Azure storage connection string (account key or SAS, endpoints)"),
-    _s("azure.endpoint", "https://<account>.blob.<suffix of the URI's host>",
-       "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query"),
+    _s(
+        "azure.connectionString",
+        "AZURE_STORAGE_CONNECTION_STRING",
+        "Azure storage connection string (account key or SAS, endpoints)",
+    ),
+    _s(
+        "azure.endpoint",
+        "https://<account>.blob.<suffix of the URI's host>",
+        "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query",
+    ),
     _n("databricks.workspaceUrl", "none", _DATABRICKS),
     _n("databricks.apiToken", "none", _DATABRICKS),
     _n("databricks.credential.refreshBuffer.minutes", "40", _DATABRICKS),
@@ -322,8 +395,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("iceberg.credential", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's OAuth2 credential"),
     _s("iceberg.s3Endpoint", "none", "BUILD COMPANION FOR ICEBERG: the S3 endpoint of the table's files"),
     _s("iceberg.s3PathStyleAccess", "false", "BUILD COMPANION FOR ICEBERG: path-style S3 addressing"),
-    _s("companion.parquetTableRoot", "the metadata's parquetStorageRoot (Iceberg) or sourceTablePath",
-       "reading a companion index: the root its source files' relative paths resolve against"),
+    _s(
+        "companion.parquetTableRoot",
+        "the metadata's parquetStorageRoot (Iceberg) or sourceTablePath",
+        "reading a companion index: the root its source files' relative paths resolve against",
+    ),
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),

@@ -25,6 +25,7 @@ DEFAULT_MERGE_TARGET = "4G"  # IndexTables4Spark's mergeOnWrite.targetSize
 DEFAULT_OPTIMIZE_TARGET = "1G"  # IndexTables4Spark's write.optimizeWrite.targetSplitSize
 MIN_SPLIT_RETENTION_HOURS = 24  # PURGE never deletes a younger split (it may belong to a running write)
 
+
 def size_bytes(name: str, text: str) -> int:
     """``"512M"``, ``"4G"``, ``"1024K"`` or bytes (``values.as_size``); ConfigError naming ``name`` otherwise."""
     size = as_size(text)
@@ -72,13 +73,13 @@ def merge_on_write_settings(path: str, opts: Mapping[str, Any]) -> dict[str, Any
     minimum = _count(path, key, _get(opts, key, "10"), 1)
     interval = _get(opts, MERGE_ON_WRITE + "streamIntervalSeconds", "30")
     if not re.fullmatch(r"\d+(\.\d*)?", interval):
-        raise ConfigError(f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, "
-                          f"not {interval!r}")  # fmt: skip
+        raise ConfigError(
+            f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, not {interval!r}"
+        )
     if not enabled:
         return None
     sort_key = _get(opts, SORT_KEY, "") or None
-    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": minimum,
-            "interval_s": float(interval)}  # fmt: skip
+    return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": minimum, "interval_s": float(interval)}
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,9 @@ def purge_on_write_settings(path: str, opts: Mapping[str, Any]) -> PurgeOnWrite 
     log_hours = _count(path, key + "txLogRetentionHours", _get(opts, key + "txLogRetentionHours", "720"), 0)
     for name, hours in (("splitRetentionHours", split_hours), ("txLogRetentionHours", log_hours)):
         if hours < MIN_SPLIT_RETENTION_HOURS:
-            raise ConfigError(f"write {path}: {key}{name}={hours} is below the minimum of "
-                              f"{MIN_SPLIT_RETENTION_HOURS} hours")  # fmt: skip
+            raise ConfigError(
+                f"write {path}: {key}{name}={hours} is below the minimum of {MIN_SPLIT_RETENTION_HOURS} hours"
+            )
     if not enabled:
         return None
     return PurgeOnWrite(after_merge, after_writes, split_hours, log_hours)

@@ -72,7 +72,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--traceback", action="store_true", help="on errors, show the whole traceback")
     args = p.parse_args(argv)
     _validate(p, args)
-    return args  # fmt: skip
+    return args
 
 
 def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -137,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             url, ui = server.url, spark_ui_url(server.work / "logs")
         print(f"Spark Connect: {url}; Spark UI: {ui or 'see the Spark server log'} (while the job runs)")
         spark = SparkSession.builder.remote(url).getOrCreate()
-        report = run(spark, table, args.rows, parquet=parquet, days=args.days, options=args.options,
-                     repeat=args.repeat)  # fmt: skip
+        report = run(spark, table, args.rows, parquet=parquet, days=args.days, options=args.options, repeat=args.repeat)
         report.spark_ui = ui
         report.table_kept = args.keep or args.table is not None
         print(report.format())

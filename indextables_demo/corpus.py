@@ -43,9 +43,19 @@ EVENTS: list[tuple[str, str, float]] = [
 ]
 
 SERVICES = [
-    "checkout", "search", "auth", "payments", "catalog", "inventory", "shipping", "gateway",
-    "recommendations", "notifications", "billing", "profile",
-]  # fmt: skip
+    "checkout",
+    "search",
+    "auth",
+    "payments",
+    "catalog",
+    "inventory",
+    "shipping",
+    "gateway",
+    "recommendations",
+    "notifications",
+    "billing",
+    "profile",
+]
 
 # Ordered by how common they are (rank 1 first): the Zipf draw favours the front of the list.
 VOCABULARY = """

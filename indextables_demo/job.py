@@ -44,17 +44,28 @@ class Example:
 
 
 EXAMPLES = [
-    Example(f"rare word '{corpus.NEEDLE}' (1 row in {corpus.NEEDLE_EVERY:,})",
-            f"message indexquery '{corpus.NEEDLE}'", f"contains(message, '{corpus.NEEDLE}')"),
-    Example("phrase \"connection reset\"", "message indexquery '\"connection reset\"'",
-            "message rlike '\\\\bconnection reset\\\\b'"),
-    Example("ERROR + payments + 'declined'",
-            "level = 'ERROR' AND service = 'payments' AND message indexquery 'declined'",
-            "level = 'ERROR' AND service = 'payments' AND message rlike '\\\\bdeclined\\\\b'"),
-    Example("'timeout AND upstream'", "message indexquery 'timeout AND upstream'",
-            "message rlike '\\\\btimeout\\\\b' AND message rlike '\\\\bupstream\\\\b'"),
+    Example(
+        f"rare word '{corpus.NEEDLE}' (1 row in {corpus.NEEDLE_EVERY:,})",
+        f"message indexquery '{corpus.NEEDLE}'",
+        f"contains(message, '{corpus.NEEDLE}')",
+    ),
+    Example(
+        'phrase "connection reset"',
+        "message indexquery '\"connection reset\"'",
+        "message rlike '\\\\bconnection reset\\\\b'",
+    ),
+    Example(
+        "ERROR + payments + 'declined'",
+        "level = 'ERROR' AND service = 'payments' AND message indexquery 'declined'",
+        "level = 'ERROR' AND service = 'payments' AND message rlike '\\\\bdeclined\\\\b'",
+    ),
+    Example(
+        "'timeout AND upstream'",
+        "message indexquery 'timeout AND upstream'",
+        "message rlike '\\\\btimeout\\\\b' AND message rlike '\\\\bupstream\\\\b'",
+    ),
     Example("broad word 'retry' (~10% of rows)", "message indexquery 'retry'", "message rlike '\\\\bretry\\\\b'"),
-]  # fmt: skip
+]
 
 LEVEL_AGGREGATION = {
     "levels": {"terms": {"field": "level", "size": 10}, "aggs": {"lat": {"avg": {"field": "latency_ms"}}}}
@@ -144,14 +155,19 @@ def _ingest(spark: Any, source: Any, table: str, days: int, opts: dict[str, str]
         start = time.perf_counter()
         with step(out, f"indexing day {day} into {table}"):
             connect_plugin.write(
-                source.filter(f"day = '{day}'"), table, mode="overwrite" if i == 0 else "append",
-                partition_by=["day"], options={**WRITE_OPTIONS, **opts},
-            )  # fmt: skip
+                source.filter(f"day = '{day}'"),
+                table,
+                mode="overwrite" if i == 0 else "append",
+                partition_by=["day"],
+                options={**WRITE_OPTIONS, **opts},
+            )
         seconds = time.perf_counter() - start
         total += seconds
         s = _state(spark, table, opts)
-        out(f"  day {day} indexed in {seconds:.1f} s: table version {s['version']}, {s['numFiles']} splits written, "
-            f"{int(s['numRecords']):,} rows indexed so far")  # fmt: skip
+        out(
+            f"  day {day} indexed in {seconds:.1f} s: table version {s['version']}, {s['numFiles']} splits written, "
+            f"{int(s['numRecords']):,} rows indexed so far"
+        )
     report.index_s = total
 
 
@@ -197,9 +213,11 @@ def _check(what: str, index: Any, parquet: Any) -> None:
 
 def _show_hits(spark: Any, table: str, opts: dict[str, str], out: Out) -> None:
     rows = sql(
-        spark, f"SELECT ts, level, service, message FROM indextables.`{table}` "
-        f"WHERE message indexquery '{corpus.NEEDLE}' ORDER BY ts LIMIT 3", opts,
-    ).collect()  # fmt: skip
+        spark,
+        f"SELECT ts, level, service, message FROM indextables.`{table}` "
+        f"WHERE message indexquery '{corpus.NEEDLE}' ORDER BY ts LIMIT 3",
+        opts,
+    ).collect()
     out(f"first hits for '{corpus.NEEDLE}':")
     for r in rows:
         ts = r["ts"].isoformat(sep=" ", timespec="milliseconds") if r["ts"] is not None else "-"
@@ -214,8 +232,13 @@ def _aggregate(
     index_s, result = _best(repeat, lambda: t.aggregate(LEVEL_AGGREGATION))
     buckets = result["levels"]["buckets"]
     report.levels = {b["key"]: (int(b["doc_count"]), float(b["lat"]["value"])) for b in buckets}
-    agg = QueryResult("aggregate: rows + avg latency per level", "terms(level) avg(latency_ms)",
-                      "GROUP BY level", sum(n for n, _ in report.levels.values()), index_s)  # fmt: skip
+    agg = QueryResult(
+        "aggregate: rows + avg latency per level",
+        "terms(level) avg(latency_ms)",
+        "GROUP BY level",
+        sum(n for n, _ in report.levels.values()),
+        index_s,
+    )
     if parquet is not None:
         agg.parquet_s, rows = _best(repeat, lambda: _parquet_levels(spark, parquet))
         _check("rows per level", {k: n for k, (n, _) in report.levels.items()}, {k: n for k, (n, _) in rows.items()})
@@ -243,13 +266,17 @@ def _merge(spark: Any, table: str, opts: dict[str, str], report: Report, out: Ou
     report.merged_splits = int(merged[0]["numSourceSplits"] or 0) if merged else 0  # the same on every row
     report.splits_after_merge = int(_state(spark, table, opts)["numFiles"])
     version = merged[0]["version"] if merged else "-"
-    out(f"  {report.splits_before_merge} splits -> {report.splits_after_merge} in {report.merge_s:.1f} s "
-        f"({len(merged)} merged splits written, commit version {version})")  # fmt: skip
+    out(
+        f"  {report.splits_before_merge} splits -> {report.splits_after_merge} in {report.merge_s:.1f} s "
+        f"({len(merged)} merged splits written, commit version {version})"
+    )
 
 
 def _purge(spark: Any, table: str, opts: dict[str, str], report: Report, out: Out) -> None:
     rows = sql(spark, f"PURGE INDEXTABLE '{table}' OLDER THAN 24 HOURS DRY RUN", opts).collect()
     report.purge_candidates = len(rows)
     reason = purge_reason(report)
-    out(f"PURGE INDEXTABLE ... OLDER THAN 24 HOURS DRY RUN: {len(rows)} files would be deleted"
-        + (f" ({reason})" if reason else ""))  # fmt: skip
+    out(
+        f"PURGE INDEXTABLE ... OLDER THAN 24 HOURS DRY RUN: {len(rows)} files would be deleted"
+        + (f" ({reason})" if reason else "")
+    )

@@ -58,8 +58,15 @@ class Report:
         return sum(q.parquet_s or 0.0 for q in timed) / sum(q.index_s for q in timed)
 
     def format(self) -> str:
-        return "\n".join(["", "=" * 30 + " IndexTables demo: report " + "=" * 30, *self._table_lines(),
-                          *self._query_lines(), *self._end_lines()])  # fmt: skip
+        return "\n".join(
+            [
+                "",
+                "=" * 30 + " IndexTables demo: report " + "=" * 30,
+                *self._table_lines(),
+                *self._query_lines(),
+                *self._end_lines(),
+            ]
+        )
 
     def _table_lines(self) -> list[str]:
         s = self.state
@@ -93,8 +100,10 @@ class Report:
         if overall is not None:
             lines.append(f"speed-up   {overall:.1f}x over scanning Parquet (sum of the latencies above; same hits)")
             if self.rows < SMALL_ROWS:
-                lines.append(f"           at {_int(self.rows)} rows fixed per-query costs dominate; the ratios grow "
-                             f"with --rows (try --rows {SMALL_ROWS:,} or more)")  # fmt: skip
+                lines.append(
+                    f"           at {_int(self.rows)} rows fixed per-query costs dominate; the ratios grow "
+                    f"with --rows (try --rows {SMALL_ROWS:,} or more)"
+                )
         reason = purge_reason(self)
         lines.append(f"purge      {self.purge_candidates} files to delete (dry run{': ' + reason if reason else ''})")
         if self.table_kept:

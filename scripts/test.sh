@@ -8,5 +8,6 @@ source "$(dirname "$0")/_venv.sh" "test,dev"
 .venv/bin/python -m harness.azurite --install >/dev/null ||
     echo "Azurite not installed (needs Node.js and npm): the Azure tests will skip" >&2
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 .venv/bin/mypy
 exec .venv/bin/python -m pytest -n 2 -m "not slow and not docker" "$@"

@@ -154,15 +154,26 @@ class Jvm05Committer:
             manifest = f"manifests/manifest-{uuid.uuid4().hex[:8]}.avro"
             store.put(f"{LOG}/{manifest}", buf.getvalue())
             info = {
-                "path": manifest, "numEntries": len(entries), "minAddedAtVersion": version,
-                "maxAddedAtVersion": version, "partitionBounds": None, "tombstoneCount": 0, "liveEntryCount": -1,
-            }  # fmt: skip
+                "path": manifest,
+                "numEntries": len(entries),
+                "minAddedAtVersion": version,
+                "maxAddedAtVersion": version,
+                "partitionBounds": None,
+                "tombstoneCount": 0,
+                "liveEntryCount": -1,
+            }
             state = {
-                "formatVersion": 1, "stateVersion": version, "createdAt": now,
-                "numFiles": base["numFiles"] + len(entries), "totalBytes": base["totalBytes"] + 100 * len(entries),
-                "manifests": [*base["manifests"], info], "tombstones": base["tombstones"],
-                "schemaRegistry": base["schemaRegistry"], "protocolVersion": 4, "metadata": None,
-            }  # fmt: skip
+                "formatVersion": 1,
+                "stateVersion": version,
+                "createdAt": now,
+                "numFiles": base["numFiles"] + len(entries),
+                "totalBytes": base["totalBytes"] + 100 * len(entries),
+                "manifests": [*base["manifests"], info],
+                "tombstones": base["tombstones"],
+                "schemaRegistry": base["schemaRegistry"],
+                "protocolVersion": 4,
+                "metadata": None,
+            }
             buf = io.BytesIO()
             fastavro.writer(buf, fastavro.parse_schema(jvm_state_schema()), [state], codec="zstandard")
             try:
@@ -176,9 +187,25 @@ class Jvm05Committer:
 
 def _file_entry(path: str, records: int, version: int, now: int) -> dict[str, Any]:
     return {
-        "path": path, "partitionValues": {}, "size": 100, "modificationTime": now, "dataChange": True,
-        "stats": None, "minValues": None, "maxValues": None, "numRecords": records, "footerStartOffset": None,
-        "footerEndOffset": None, "hasFooterOffsets": False, "splitTags": None, "numMergeOps": None,
-        "docMappingRef": None, "uncompressedSizeBytes": None, "addedAtVersion": version, "addedAtTimestamp": now,
-        "companionSourceFiles": None, "companionDeltaVersion": None, "companionFastFieldMode": None,
-    }  # fmt: skip
+        "path": path,
+        "partitionValues": {},
+        "size": 100,
+        "modificationTime": now,
+        "dataChange": True,
+        "stats": None,
+        "minValues": None,
+        "maxValues": None,
+        "numRecords": records,
+        "footerStartOffset": None,
+        "footerEndOffset": None,
+        "hasFooterOffsets": False,
+        "splitTags": None,
+        "numMergeOps": None,
+        "docMappingRef": None,
+        "uncompressedSizeBytes": None,
+        "addedAtVersion": version,
+        "addedAtTimestamp": now,
+        "companionSourceFiles": None,
+        "companionDeltaVersion": None,
+        "companionFastFieldMode": None,
+    }

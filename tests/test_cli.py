@@ -26,8 +26,11 @@ def test_demo_then_describe_history_and_checkpoint(tmp_path: Path, capsys: pytes
     doc = json.loads(out)
     assert (doc["version"], doc["numFiles"], doc["numRecords"]) == (3, 3, 3000)
     assert (doc["stateFormat"], doc["stateDir"], doc["numManifests"], doc["numTombstones"]) == (
-        "avro-state", "state-v00000000000000000003", 3, 0,
-    )  # fmt: skip
+        "avro-state",
+        "state-v00000000000000000003",
+        3,
+        0,
+    )
     assert {f["partitionValues"]["date"] for f in doc["files"]} == {"2024-01-01", "2024-01-02", "2024-01-03"}
     code, out, _ = run(capsys, "describe", table, "--version", "1", "--json")
     assert json.loads(out)["numFiles"] == 1
@@ -112,8 +115,10 @@ def test_history_shows_the_records_a_merge_removed(tmp_path: Path, capsys: pytes
     log = executor_lib.open_log(table)
     olds = [a for a in log.snapshot().files if a.partition_values["date"] == "2024-01-01"]
     merged = dataclasses.replace(olds[0], path="date=2024-01-01/splits/merged.split")
-    log.commit([*(RemoveAction(a.path, 1, partition_values={"date": "2024-01-01"}) for a in olds), merged],
-               operation="MERGE SPLITS")  # fmt: skip
+    log.commit(
+        [*(RemoveAction(a.path, 1, partition_values={"date": "2024-01-01"}) for a in olds), merged],
+        operation="MERGE SPLITS",
+    )
     code, out, _ = run(capsys, "history", table)
     header, merge_line = out.splitlines()[:2]
     assert code == 0 and header.split()[-2:] == ["+records", "-records"]

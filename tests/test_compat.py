@@ -103,11 +103,16 @@ def test_append_to_a_copy_and_read_back(name: str, tmp_path: Path) -> None:
     partition = dict(template.partition_values) if template else {c: "x" for c in before.partition_columns}
     new = [
         executor_lib.AddAction(
-            f"part-new-{i}.split", partition, size=100 + i, modification_time=1, data_change=True, num_records=7,
+            f"part-new-{i}.split",
+            partition,
+            size=100 + i,
+            modification_time=1,
+            data_change=True,
+            num_records=7,
             doc_mapping_ref=template.doc_mapping_ref if template else None,
         )
         for i in range(3)
-    ]  # fmt: skip
+    ]
     v1 = log.commit(new)
     assert v1 == before.version + 1
     removed = before.files[:1]

@@ -38,8 +38,10 @@ def test_demo_job_end_to_end(connect_spark: Any, tmp_path: Path) -> None:
     snap = executor_lib.open_log(table).snapshot()
     assert snap.num_records == 20_000
     assert (report.state["version"], report.state["numFiles"], report.state["numRecords"]) == (
-        snap.version, len(snap.files), snap.num_records,
-    )  # fmt: skip
+        snap.version,
+        len(snap.files),
+        snap.num_records,
+    )
     assert report.state["sizeInBytes"] == snap.size_in_bytes
     assert {f.partition_values["day"] for f in snap.files} == {"2024-05-01", "2024-05-02"}
     # one append per day, then the merge: fewer splits, same rows
@@ -132,8 +134,15 @@ def test_the_demo_command_prints_a_report_and_nothing_on_stderr(tmp_path: Path) 
 
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "INDEXTABLES_DEMO_TABLE")}
     argv = [sys.executable, "-m", "indextables_demo", "--rows", "2000", "--days", "1", "--repeat", "1", "--no-baseline"]
-    done = subprocess.run(argv, cwd=Path(__file__).resolve().parents[1], env={**env, "TMPDIR": str(tmp_path)},
-                          capture_output=True, text=True, timeout=280, check=False)  # fmt: skip
+    done = subprocess.run(
+        argv,
+        cwd=Path(__file__).resolve().parents[1],
+        env={**env, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "IndexTables demo: report" in done.stdout and "2,000 rows" in done.stdout
     assert [n for n in TOOL_NOISE if n.lower() in done.stderr.lower()] == [], done.stderr

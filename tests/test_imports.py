@@ -161,7 +161,9 @@ def test_the_graph_sees_function_level_relative_and_type_checking_imports() -> N
     assert "executor_lib.log.describe" in graph["executor_lib.spark.commands"]  # imported inside a method
     assert "executor_lib.log.snapshot" in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
     assert import_graph(type_only=False)["executor_lib"] == set()  # the root imports its names lazily
-    assert "indextables_contract.filters" in graph["executor_lib.log.pruning"]  # `from indextables_contract import filters`
+    assert (
+        "indextables_contract.filters" in graph["executor_lib.log.pruning"]
+    )  # `from indextables_contract import filters`
 
 
 def test_a_type_only_import_back_is_a_cycle() -> None:
@@ -337,7 +339,10 @@ def test_the_log_reads_without_cavro(tmp_path: Path) -> None:
 
 def test_the_s3_image_server_runs_without_executor_lib() -> None:
     """The docker backend's S3 image holds moto and ``harness/`` only (docker/Dockerfile.s3)."""
-    done = _run_blocked(("executor_lib", "pyarrow", "tantivy", "pyspark"), "import runpy, sys; "
-                        "sys.argv = ['moto_server', '--help']; runpy.run_module('harness.moto_server', run_name='__main__')")  # fmt: skip
+    done = _run_blocked(
+        ("executor_lib", "pyarrow", "tantivy", "pyspark"),
+        "import runpy, sys; "
+        "sys.argv = ['moto_server', '--help']; runpy.run_module('harness.moto_server', run_name='__main__')",
+    )
     assert done.returncode == 0, done.stderr
     assert "--unpatched" in done.stdout

@@ -20,8 +20,9 @@ def test_installed_project_is_visible_to_spark_static_registration(tmp_path: Pat
     # sees path entries (a .pth line, site-packages) but not setuptools' editable import hooks.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     code = "import pkgutil; print(sorted(m.name for m in pkgutil.iter_modules() if m.name.startswith('pyspark_')))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=60, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
     assert "pyspark_indextables" in done.stdout
 
 
@@ -44,8 +45,14 @@ def _checkout_with_pip_recorder(root: Path) -> Path:
 
 
 def _source_venv(root: Path, extras: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", f'source scripts/_venv.sh "{extras}"'], cwd=root, capture_output=True,
-                          text=True, timeout=60, check=True)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-c", f'source scripts/_venv.sh "{extras}"'],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
 
 
 def test_venv_script_installs_once_per_pyproject_and_says_so(tmp_path: Path) -> None:
@@ -82,11 +89,19 @@ def test_the_thin_client_wheel_ships_its_type_hints(tmp_path: Path) -> None:
 
     source = tmp_path / "connect"
     shutil.copytree(REPO / "clients" / "connect", source, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                    str(tmp_path / "dist"), str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"connect_plugin/py.typed", "indextables_contract/py.typed", "connect_plugin/log4j2-local.properties"} <= names
+    assert {
+        "connect_plugin/py.typed",
+        "indextables_contract/py.typed",
+        "connect_plugin/log4j2-local.properties",
+    } <= names
     pyproject = (REPO / "pyproject.toml").read_text()
     for package in ("connect_plugin", "indextables_contract", "executor_lib"):
         assert re.search(rf'^{package} = \["py.typed"[],]', pyproject, re.M) and (REPO / package / "py.typed").is_file()

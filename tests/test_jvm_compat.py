@@ -82,15 +82,30 @@ def test_append_merge_drop_on_a_copy_reads_the_same_in_the_jvm_reader(
     partition = dict(template.partition_values) if template else {c: "x" for c in before.partition_columns}
     ref = template.doc_mapping_ref if template else None
     new = [
-        AddAction(f"part-py-{uuid.uuid4()}.split", partition, size=100 + i, modification_time=1, data_change=True,
-                  num_records=7, doc_mapping_ref=ref)
+        AddAction(
+            f"part-py-{uuid.uuid4()}.split",
+            partition,
+            size=100 + i,
+            modification_time=1,
+            data_change=True,
+            num_records=7,
+            doc_mapping_ref=ref,
+        )
         for i in range(3)
-    ]  # fmt: skip
+    ]
     log.commit(new, operation="WRITE")
     assert_jvm_sees_what_describe_says(uri, capsys, {})
 
-    merged = AddAction(f"part-py-merged-{uuid.uuid4()}.split", partition, size=300, modification_time=2,
-                       data_change=False, num_records=21, num_merge_ops=1, doc_mapping_ref=ref)  # fmt: skip
+    merged = AddAction(
+        f"part-py-merged-{uuid.uuid4()}.split",
+        partition,
+        size=300,
+        modification_time=2,
+        data_change=False,
+        num_records=21,
+        num_merge_ops=1,
+        doc_mapping_ref=ref,
+    )
     log.commit([merged, *(RemoveAction(a.path, 2, data_change=False, size=a.size) for a in new)], operation="MERGE")
     assert_jvm_sees_what_describe_says(uri, capsys, {})
 
@@ -108,16 +123,24 @@ def test_append_merge_drop_on_a_copy_reads_the_same_in_the_jvm_reader(
         assert_jvm_sees_what_describe_says(uri, capsys, {})
         snap = log.snapshot()
     doomed = [f for f in snap.files if f.partition_values == partition]
-    log.commit([RemoveAction(f.path, 3, partition_values=f.partition_values, size=f.size) for f in doomed],
-               operation="DROP PARTITIONS")  # fmt: skip
+    log.commit(
+        [RemoveAction(f.path, 3, partition_values=f.partition_values, size=f.size) for f in doomed],
+        operation="DROP PARTITIONS",
+    )
     assert_jvm_sees_what_describe_says(uri, capsys, {})
     only_avro_states_from(uri, {}, first_ours)
-    assert not any(p.name.endswith(".json") and p.name[:20].isdigit() and int(p.name[:20]) >= first_ours
-                   and b"commitInfo" in p.read_bytes() for p in (copy / LOG).iterdir())  # fmt: skip
+    assert not any(
+        p.name.endswith(".json")
+        and p.name[:20].isdigit()
+        and int(p.name[:20]) >= first_ours
+        and b"commitInfo" in p.read_bytes()
+        for p in (copy / LOG).iterdir()
+    )
 
 
-def test_a_table_created_with_defaults_is_jvm_readable(table: tuple[str, dict[str, Any]],
-                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_table_created_with_defaults_is_jvm_readable(
+    table: tuple[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
     uri, options = table
     log = make_table(uri, options)
     files = [add(f"2024-01-0{d}") for d in (1, 1, 2, 2, 3)]
@@ -125,8 +148,9 @@ def test_a_table_created_with_defaults_is_jvm_readable(table: tuple[str, dict[st
     log.commit(files[3:])
     assert_jvm_sees_what_describe_says(uri, capsys, options)
     merged = add("2024-01-01", records=20)
-    log.commit([merged, *(RemoveAction(f.path, 1, data_change=False, size=f.size) for f in files[:2])],
-               operation="MERGE")  # fmt: skip
+    log.commit(
+        [merged, *(RemoveAction(f.path, 1, data_change=False, size=f.size) for f in files[:2])], operation="MERGE"
+    )
     log.commit([RemoveAction(f.path, 2, size=f.size) for f in files[2:4]], operation="DROP PARTITIONS")
     log.checkpoint()
     assert_jvm_sees_what_describe_says(uri, capsys, options)
@@ -210,8 +234,9 @@ def _race(uri: str, options: dict[str, Any], ours: int, jvms: int, commits: int)
     return our_acks, jvm_acks, errors
 
 
-def _check_race(uri: str, options: dict[str, Any], our_acks: list, jvm_acks: list, first: int,
-                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def _check_race(
+    uri: str, options: dict[str, Any], our_acks: list, jvm_acks: list, first: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     acked = our_acks + jvm_acks
     versions = [v for v, _ in acked]
     assert len(set(versions)) == len(versions), "no version acknowledged to two writers"

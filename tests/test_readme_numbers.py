@@ -25,12 +25,25 @@ def test_the_block_quotes_every_figure_of_a_recorded_run(tmp_path: Path) -> None
     rows = [
         _ratio("spark", "0.1% query: indexquery vs Parquet contains", 0.883, 2.056, "s", 2.056 / 0.883, (">=", 10)),
         _ratio("ingest", "write 1,000 rows: indextables vs Parquet (throughput)", 8_612.0, 68_700.0, "rows/s", 0.125),
-        _ratio("analytics", "selective search: seconds over PySpark's trivial-query floor", 0.177, 0.103, "s", 0.074,
-               ("<=", 0.1), ratio_unit="s"),
+        _ratio(
+            "analytics",
+            "selective search: seconds over PySpark's trivial-query floor",
+            0.177,
+            0.103,
+            "s",
+            0.074,
+            ("<=", 0.1),
+            ratio_unit="s",
+        ),
     ]
-    doc = {"quick": False, "date": "2026-11-26T09:00:00Z",
-           "machine": {"cpus": 2, "platform": "Linux-x86_64", "python": "3.11.7", "load_average": [3.5, 2.0, 1.0]},
-           "seconds": {"spark": 250.4, "ingest": 130.0}, "ratios": [r.__dict__ for r in rows], "failed": []}  # fmt: skip
+    doc = {
+        "quick": False,
+        "date": "2026-11-26T09:00:00Z",
+        "machine": {"cpus": 2, "platform": "Linux-x86_64", "python": "3.11.7", "load_average": [3.5, 2.0, 1.0]},
+        "seconds": {"spark": 250.4, "ingest": 130.0},
+        "ratios": [r.__dict__ for r in rows],
+        "failed": [],
+    }
     (tmp_path / "results.json").write_text(json.dumps(doc))
     block = readme.render(readme.recorded(tmp_path / "results.json"))
     assert "2026-11-26T09:00:00Z, 2 cores, Linux-x86_64, Python 3.11.7, load average 3.5 as it started" in block

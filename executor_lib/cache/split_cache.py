@@ -52,8 +52,12 @@ DATA_FILE = "data.split"
 _STATS = "stats.json"
 _COUNTERS = ("hits", "misses", "bytes_downloaded", "evictions", "footer_hits", "footer_misses")
 # The counters the read-path profiler reports as cache hits/misses: counter -> (cache, hit).
-_PROFILED = {"hits": ("l2_disk", True), "misses": ("l2_disk", False), "footer_hits": ("footer", True),
-             "footer_misses": ("footer", False)}  # fmt: skip
+_PROFILED = {
+    "hits": ("l2_disk", True),
+    "misses": ("l2_disk", False),
+    "footer_hits": ("footer", True),
+    "footer_misses": ("footer", False),
+}
 
 
 @dataclass(frozen=True)

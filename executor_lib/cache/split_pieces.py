@@ -169,8 +169,13 @@ class SplitPieces:
                 raise CorruptSplitError(f"{store.uri_of(key)}: split lists an invalid file name {name!r}")
             with open(directory / name, "wb") as f:
                 f.truncate(end - start)
-        state = {"id": uuid.uuid4().hex, "size": footer.footer_end, "footer_start": footer.footer_start,
-                 "files": {n: [s, e] for n, (s, e) in footer.files.items()}, "present": {}}  # fmt: skip
+        state = {
+            "id": uuid.uuid4().hex,
+            "size": footer.footer_end,
+            "footer_start": footer.footer_start,
+            "files": {n: [s, e] for n, (s, e) in footer.files.items()},
+            "present": {},
+        }
         pieces = cls(store, key, entry, state, count)
         wanted: dict[str, Ranges] = {}
         for name, (start, end) in footer.files.items():
@@ -222,9 +227,13 @@ class SplitPieces:
             self._present = {n: [tuple(r) for r in rs] for n, rs in state["present"].items()}
 
     def _save(self) -> None:
-        state = {"id": self.identity, "size": self.size, "footer_start": self.footer.footer_start,
-                 "files": {n: [s, e] for n, (s, e) in self.footer.files.items()},
-                 "present": {n: [list(r) for r in rs] for n, rs in self._present.items()}}  # fmt: skip
+        state = {
+            "id": self.identity,
+            "size": self.size,
+            "footer_start": self.footer.footer_start,
+            "files": {n: [s, e] for n, (s, e) in self.footer.files.items()},
+            "present": {n: [list(r) for r in rs] for n, rs in self._present.items()},
+        }
         tmp = self.entry / f"{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self.entry / STATE_FILE)

@@ -128,8 +128,9 @@ def _list_parquet(source: str, storage_options: Mapping[str, Any], schema_source
         raise CompanionSourceError(f"SCHEMA SOURCE {where}: not a readable Parquet file ({e})") from e
     data = [f for f in schema.remove_metadata() if f.name not in partition_columns]
     full = pa.schema([*data, *(pa.field(c, pa.string()) for c in partition_columns)])
-    return SourceListing("parquet", store.root_uri, None, tuple(sorted(files, key=lambda f: f.path)), full,
-                         tuple(partition_columns))  # fmt: skip
+    return SourceListing(
+        "parquet", store.root_uri, None, tuple(sorted(files, key=lambda f: f.path)), full, tuple(partition_columns)
+    )
 
 
 def _file_schema(store: Any, relative: str) -> pa.Schema:
@@ -170,8 +171,14 @@ def _list_delta(source: str, version: int | None = None) -> SourceListing:
         files.append(SourceFile(_unquote(path), int(sizes[i]), values))
     data = [f for f in schema if f.name not in partition_columns]
     full = pa.schema([*data, *(schema.field(c) for c in partition_columns)])
-    return SourceListing("delta", canonical_uri(source), int(table.version()),
-                         tuple(sorted(files, key=lambda f: f.path)), full, partition_columns)  # fmt: skip
+    return SourceListing(
+        "delta",
+        canonical_uri(source),
+        int(table.version()),
+        tuple(sorted(files, key=lambda f: f.path)),
+        full,
+        partition_columns,
+    )
 
 
 def _unquote(path: str) -> str:
@@ -212,8 +219,9 @@ def _list_iceberg(source: str, catalog: dict[str, str], snapshot_id: int | None 
     full = pa.schema([pa.field(f.name, _plain_type(f.type)) for f in schema])
     partition_columns: tuple[str, ...] = ()
     version = None if snapshot is None else int(snapshot.snapshot_id)
-    return SourceListing("iceberg", location, version, tuple(sorted(files, key=lambda f: f.path)), full,
-                         partition_columns)  # fmt: skip
+    return SourceListing(
+        "iceberg", location, version, tuple(sorted(files, key=lambda f: f.path)), full, partition_columns
+    )
 
 
 def _plain_type(t: pa.DataType) -> pa.DataType:

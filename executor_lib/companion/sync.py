@@ -113,10 +113,18 @@ def fingerprint_columns(
     if not include and not exclude:
         return []
     known = _lower_map(indexed)
-    special = {n.lower() for n, v in modes.items() if v.strip().lower().split(":", 1)[0] in (
-        "ip", "ipaddress", "json", "exact_only", *STRIP_MODES, *HASHED_TEXT_MODES)}  # fmt: skip
-    eligible = [c for c in indexed if c.lower() not in special and (
-        pa.types.is_string(listing.schema.field(c).type) or pa.types.is_large_string(listing.schema.field(c).type))]
+    special = {
+        n.lower()
+        for n, v in modes.items()
+        if v.strip().lower().split(":", 1)[0]
+        in ("ip", "ipaddress", "json", "exact_only", *STRIP_MODES, *HASHED_TEXT_MODES)
+    }
+    eligible = [
+        c
+        for c in indexed
+        if c.lower() not in special
+        and (pa.types.is_string(listing.schema.field(c).type) or pa.types.is_large_string(listing.schema.field(c).type))
+    ]
     for name in (*(include or ()), *(exclude or ())):
         if name.lower() not in {c.lower() for c in eligible}:
             where = "not an indexed column" if name.lower() not in known else "not a plain string column"
@@ -156,7 +164,8 @@ def companion_mapping(
             continue
         if kind == "exact_only":
             if not pa.types.is_string(schema.field(column).type) and not pa.types.is_large_string(
-                    schema.field(column).type):  # fmt: skip
+                schema.field(column).type
+            ):
                 raise ConfigError(f"INDEXING MODES '{name}':'exact_only': column {column!r} is not a string column")
             options[f"spark.indextables.indexing.typemap.{column}"] = "string"
             continue
@@ -338,8 +347,15 @@ def companion_configuration(
 def check_schema_evolution(stored: Mapping[str, str], schema: pa.Schema) -> list[str]:
     """Warnings for widened column types against the stored ``companion.columnTypes``; ConfigError
     for a breaking change (the JVM's rules: int -> bigint, float -> double widen; others break)."""
-    widen = {("tinyint", "smallint"), ("tinyint", "int"), ("tinyint", "bigint"), ("smallint", "int"),
-             ("smallint", "bigint"), ("int", "bigint"), ("float", "double")}  # fmt: skip
+    widen = {
+        ("tinyint", "smallint"),
+        ("tinyint", "int"),
+        ("tinyint", "bigint"),
+        ("smallint", "int"),
+        ("smallint", "bigint"),
+        ("int", "bigint"),
+        ("float", "double"),
+    }
     warnings = []
     for f in schema:
         before = stored.get(f.name.lower())
@@ -354,4 +370,3 @@ def check_schema_evolution(stored: Mapping[str, str], schema: pa.Schema) -> list
             "companion (or build it at a new location) and BUILD it again"
         )
     return warnings
-

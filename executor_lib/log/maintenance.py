@@ -74,8 +74,11 @@ def expire_after_checkpoint_quietly(txlog: MaintainedLog, version: int) -> None:
     if report.deleted_states or report.deleted_version_files:
         log.info(
             "%s: after the checkpoint at version %d, deleted %d expired states and %d version files",
-            txlog.uri, version, len(report.deleted_states), len(report.deleted_version_files),
-        )  # fmt: skip
+            txlog.uri,
+            version,
+            len(report.deleted_states),
+            len(report.deleted_version_files),
+        )
 
 
 def cleanup(txlog: MaintainedLog, dry_run: bool = False) -> CleanupReport:

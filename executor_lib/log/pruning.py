@@ -75,9 +75,15 @@ def _check_predicates(predicates: Sequence[filters.Filter], types: Mapping[str, 
 
 
 _LEAVES = (
-    filters.Term, filters.TermIn, filters.Between, filters.Prefix, filters.Contains, filters.Regex,
-    filters.Exists, filters.QueryString,
-)  # fmt: skip
+    filters.Term,
+    filters.TermIn,
+    filters.Between,
+    filters.Prefix,
+    filters.Contains,
+    filters.Regex,
+    filters.Exists,
+    filters.QueryString,
+)
 
 
 def _may_match(p: filters.Filter, judge: Any) -> bool:

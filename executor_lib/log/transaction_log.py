@@ -105,6 +105,7 @@ class CommitOutcome(str, enum.Enum):
     LOST = "lost"  # another commit holds it: re-check conflicts, try the next version
     NOT_WRITTEN = "not-written"  # a storage error left it unwritten: retry the same version
 
+
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
 MAX_LOST_RACES = 10_000
@@ -408,8 +409,10 @@ class TransactionLog:
             return manifest, False
         log.warning(
             "%s: version %d was committed concurrently as a state only (an IndexTables4Spark 0.5.x writer); "
-            "withdrawing this commit's version file and retrying at the next version", self.uri, version,
-        )  # fmt: skip
+            "withdrawing this commit's version file and retrying at the next version",
+            self.uri,
+            version,
+        )
         self.store.delete(f"{LOG_DIR}/{version_file(version)}")
         if won:  # our _manifest.json beside their _manifest.avro
             self.store.delete(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES['json']}")

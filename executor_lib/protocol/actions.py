@@ -380,11 +380,14 @@ def removes_of(files: Sequence[AddAction], data_change: bool) -> list[RemoveActi
     now = int(time.time() * 1000)
     return [
         RemoveAction(
-            path=a.path, deletion_timestamp=now, data_change=data_change,
-            partition_values=cast(dict[str, str], dict(a.partition_values)), size=a.size,
+            path=a.path,
+            deletion_timestamp=now,
+            data_change=data_change,
+            partition_values=cast(dict[str, str], dict(a.partition_values)),
+            size=a.size,
         )
         for a in files
-    ]  # fmt: skip
+    ]
 
 
 def action_to_json_line(action: Action) -> str:

@@ -81,8 +81,12 @@ def optimize_adds(
             try:
                 merged = merge_splits(store, batch, arrow_schema, mappings, cache)
             except Exception as e:
-                log.warning("optimized write %s: merging %d new splits failed, committing them as they are: %s",
-                            path, len(batch), e)  # fmt: skip
+                log.warning(
+                    "optimized write %s: merging %d new splits failed, committing them as they are: %s",
+                    path,
+                    len(batch),
+                    e,
+                )
                 out += batch
                 continue
             delete_quietly(store, [a.path for a in batch])
@@ -132,8 +136,9 @@ def after_commit(path: str, options: Mapping[str, str], version: int | None) -> 
             target = size_bytes("spark.indextables.mergeOnWrite.targetSize", merge["target_size"])
             done["merged"] = merge_now(txlog, options, target, int(merge["min_splits_to_merge"]), merge["sort_key"])
         except Exception as e:  # the data is committed; the next write's merge tries again
-            log.warning("merge on write %s: the data is committed, the merge failed and is left to the next "
-                        "write: %s", path, e)  # fmt: skip
+            log.warning(
+                "merge on write %s: the data is committed, the merge failed and is left to the next write: %s", path, e
+            )
     if purge is not None and purge.due(done["merged"] > 0, version):
         try:
             from executor_lib.log.purge import purge_table

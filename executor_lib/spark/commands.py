@@ -78,8 +78,9 @@ COMMAND_KEYS = (*C.option_keys(), "versionAsOf", "timestampAsOf")
 # The commitInfo operation parameter that records a merge's id: the Merge command's option name.
 MERGE_ID_PARAMETER = C.option_key("merge_id")
 # Spark types a merge sort key may have: those split statistics (min/max) are kept for.
-SORTABLE_TYPES = frozenset({"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp",
-                            "timestamp_ntz"})  # fmt: skip
+SORTABLE_TYPES = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp", "timestamp_ntz"}
+)
 
 
 def command_schema(raw_options: Mapping[str, str]) -> Any:
@@ -256,11 +257,14 @@ class CommandReader(DataSourceReader):
         value = cmd.sort_key if cmd.sort_key is not None else self.options.get(option)
         sort_key = merge_sort_key(snapshot, option, value)
         max_sources = cmd.max_source_splits_per_merge or self._max_sources()
-        groups = plan_merge_groups(snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2,
-                                   cmd.max_dest_splits, max_sources)  # fmt: skip
+        groups = plan_merge_groups(
+            snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2, cmd.max_dest_splits, max_sources
+        )
         version = snapshot.version
-        return [MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
-                for i, g in enumerate(groups)]  # fmt: skip
+        return [
+            MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
+            for i, g in enumerate(groups)
+        ]
 
     def _max_sources(self) -> int:
         return int(parsed_option(self.options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
@@ -308,13 +312,18 @@ class CommandReader(DataSourceReader):
                 node_counters.add(directory / DATA_SKIPPING_FILE, counts)
         groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
             files,
-            parsed_option(self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size,
-                          DEFAULT_PARTITION_BYTES),
-            parsed_option(self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
-                          DEFAULT_SPLITS_PER_PARTITION),
+            parsed_option(
+                self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
+            ),
+            parsed_option(
+                self.options,
+                "spark.indextables.read.maxSplitsPerPartition",
+                O.parse_positive_int,
+                DEFAULT_SPLITS_PER_PARTITION,
+            ),
             parsed_option(self.options, READ_PARALLELISM, O.parse_positive_int),
             light=True,
-        )  # fmt: skip
+        )
         return [SplitScan([(a, snapshot.doc_mapping(a)) for a in g]) for g in groups] or [SplitScan([])]
 
     def partitions(self) -> list[CommandPartition]:
@@ -330,8 +339,16 @@ class CommandReader(DataSourceReader):
     def _run_history(self, cmd: C.History, _: Any) -> Iterator[tuple[Any, ...]]:
         for e in self._log().history(cmd.limit):
             ts = None if e.timestamp_ms is None else _utc(e.timestamp_ms)
-            yield (e.version, ts, e.operation, e.txn_id, e.num_added_files, e.num_removed_files,
-                   e.num_added_records, e.source)  # fmt: skip
+            yield (
+                e.version,
+                ts,
+                e.operation,
+                e.txn_id,
+                e.num_added_files,
+                e.num_removed_files,
+                e.num_added_records,
+                e.source,
+            )
 
     def _run_describe_state(self, cmd: C.DescribeState, _: Any) -> Iterator[tuple[Any, ...]]:
         from executor_lib.log.describe import describe_json
@@ -460,8 +477,10 @@ class CommandReader(DataSourceReader):
                 if where is not None:
                     filter_plan = plan(where, [searcher.mapping], snapshot_schema)
                     if filter_plan.residual is not None:
-                        raise ConfigError(f"aggregate: the query {F.to_json(where)} is not answered exactly by "
-                                          f"the index of {add.path}")  # fmt: skip
+                        raise ConfigError(
+                            f"aggregate: the query {F.to_json(where)} is not answered exactly by "
+                            f"the index of {add.path}"
+                        )
                     query = filter_plan.index
                 t0 = time.perf_counter_ns() if profiler.ENABLED else 0
                 with damage_of_split(cache, store, add.path):
@@ -503,9 +522,15 @@ class CommandReader(DataSourceReader):
         with profiled_task(cache.directory):
             for add, mapping in body:
                 searcher = open_searcher(
-                    cache, store, add.path, schema, mapping, add.size, add.footer_start_offset,
+                    cache,
+                    store,
+                    add.path,
+                    schema,
+                    mapping,
+                    add.size,
+                    add.footer_start_offset,
                     getattr(self, "companion_root", None),
-                )  # fmt: skip
+                )
                 constants = partition_constants(add.partition_values, self.partition_columns, schema)
                 t0 = time.perf_counter_ns() if profiler.ENABLED else 0
                 with damage_of_split(cache, store, add.path):
@@ -525,7 +550,6 @@ class CommandReader(DataSourceReader):
         cache = node_split_cache(self.options)
         cache.flush()
         yield _cache_row(cache.describe())
-
 
     def _run_describe_log(self, cmd: C.DescribeLog, _: Any) -> Iterator[tuple[Any, ...]]:
         """IndexTables4Spark's 47 columns per action (commitInfo lines are not actions there)."""
@@ -584,11 +608,17 @@ class CommandReader(DataSourceReader):
         target_parent, _, target_dir = cmd.target.rstrip("/").rpartition("/")
         target_store = open_store(target_parent or ".", **O.storage_and_log_options(self.options))
         if next(iter(target_store.list(target_dir + "/")), None) is not None:
-            raise ConfigError(f"REPAIR INDEXFILES TRANSACTION LOG: the target {cmd.target} is not empty; the "
-                              "repaired log is written to a new (or empty) location only")  # fmt: skip
+            raise ConfigError(
+                f"REPAIR INDEXFILES TRANSACTION LOG: the target {cmd.target} is not empty; the "
+                "repaired log is written to a new (or empty) location only"
+            )
         valid = [a for a in snapshot.files if txlog.store.exists(a.path)]
-        info = CommitInfoAction(txn_id=uuid.uuid4().hex, timestamp=int(time.time() * 1000), operation="REPAIR",
-                                operation_parameters={"sourceVersion": str(snapshot.version)})  # fmt: skip
+        info = CommitInfoAction(
+            txn_id=uuid.uuid4().hex,
+            timestamp=int(time.time() * 1000),
+            operation="REPAIR",
+            operation_parameters={"sourceVersion": str(snapshot.version)},
+        )
         lines = [info, snapshot.protocol, snapshot.metadata, *sorted(valid, key=lambda a: a.path)]
         body = encode_log_bytes(actions_to_ndjson([a for a in lines if a is not None]), False)
         target_store.put_if_absent(f"{target_dir}/{version_file(0)}", body)
@@ -627,7 +657,6 @@ class CommandReader(DataSourceReader):
         footers = len(cache._footers)
         cache._footers.clear()
         yield "split_footers", "success", footers, f"dropped {footers} split footers held in memory on {_worker()}"
-
 
     def _run_profiler(self, cmd: C.Profiler, payload: Any) -> Iterator[tuple[Any, ...]]:
         if payload is not None:  # the driver's node, done when planning
@@ -693,11 +722,14 @@ def merge_sort_key(snapshot: Snapshot, option: str, value: Any) -> str | None:
     column = next((c for c in types if c.lower() == name.lower()), None)
     data_columns = [c for c in types if c not in snapshot.partition_columns]
     if column is None or column not in data_columns:
-        raise ConfigError(f"merge: option {option}={name!r} must name a data column of the table "
-                          f"(data columns: {data_columns})")  # fmt: skip
+        raise ConfigError(
+            f"merge: option {option}={name!r} must name a data column of the table (data columns: {data_columns})"
+        )
     if types[column] not in SORTABLE_TYPES:
-        raise ConfigError(f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
-                          f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)")  # fmt: skip
+        raise ConfigError(
+            f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
+            f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)"
+        )
     return column
 
 
@@ -736,9 +768,7 @@ def merge_group(
     return [merge_splits(store, sources, snapshot.arrow_schema(), mappings, cache)]
 
 
-def merge_now(
-    txlog: Any, options: Mapping[str, str], target: int, min_splits: int, sort_key_value: str | None
-) -> int:
+def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: int, sort_key_value: str | None) -> int:
     """MERGE SPLITS of the whole table in this process, committed as one version (merge-on-write of a
     batch write, ``executor_lib.spark.after_write``); the number of splits merged away (0: nothing to do).
     On failure the merged splits it uploaded are deleted and the error raised."""
@@ -756,10 +786,15 @@ def merge_now(
             added += merge_group(txlog.store, snapshot, list(group.sources), group.sort_key, target, cache)
             removed += group.sources
         txlog.commit(
-            [*removes_of(removed, data_change=False), *added], read_version=snapshot.version,
-            operation="MERGE SPLITS", operation_parameters={MERGE_ID_PARAMETER: uuid.uuid4().hex,
-            "numSourceSplits": str(len(removed)), "numMergedSplits": str(len(added))},
-        )  # fmt: skip
+            [*removes_of(removed, data_change=False), *added],
+            read_version=snapshot.version,
+            operation="MERGE SPLITS",
+            operation_parameters={
+                MERGE_ID_PARAMETER: uuid.uuid4().hex,
+                "numSourceSplits": str(len(removed)),
+                "numMergedSplits": str(len(added)),
+            },
+        )
     except BaseException:
         delete_quietly(txlog.store, [a.path for a in added])
         raise
@@ -816,8 +851,17 @@ def _log_counts(snapshot: Snapshot, where: F.Filter | None, group_by: tuple[str,
 
 
 def _cache_row(d: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (socket.gethostname(), os.getpid(), d.get("directory"), d.get("maxBytes"), d.get("splitsCached"),
-            d.get("bytesCached"), d.get("hits", 0), d.get("misses", 0), d.get("bytes_downloaded", 0))  # fmt: skip
+    return (
+        socket.gethostname(),
+        os.getpid(),
+        d.get("directory"),
+        d.get("maxBytes"),
+        d.get("splitsCached"),
+        d.get("bytesCached"),
+        d.get("hits", 0),
+        d.get("misses", 0),
+        d.get("bytes_downloaded", 0),
+    )
 
 
 def _worker() -> str:
@@ -833,10 +877,13 @@ def _snapshot_keys() -> list[str]:
 
 # Tantivy segment files by extension: (component key, component type) as IndexTables4Spark names them.
 _COMPONENTS = {
-    "term": ("_term_total", "term"), "idx": ("_postings_total", "postings"), "pos": ("_positions_total", "positions"),
-    "store": ("_store", "store"), "fast": ("_fastfield_total", "fastfield"),
+    "term": ("_term_total", "term"),
+    "idx": ("_postings_total", "postings"),
+    "pos": ("_positions_total", "positions"),
+    "store": ("_store", "store"),
+    "fast": ("_fastfield_total", "fastfield"),
     "fieldnorm": ("_fieldnorm_total", "fieldnorm"),
-}  # fmt: skip
+}
 
 
 def _component_of(member: str) -> tuple[str, str]:
@@ -860,47 +907,75 @@ def _log_row(version: int, log_file: str, action: Any, is_checkpoint: bool) -> t
     ts = lambda ms: None if ms is None else _utc(ms)  # noqa: E731
     if isinstance(action, AddAction):
         row.update(
-            action_type="add", path=action.path, partition_values=_json_or_none(dict(action.partition_values)),
-            size=action.size, data_change=action.data_change, tags=_json_or_none(action.tags),
-            modification_time=ts(action.modification_time), stats=action.stats,
-            min_values=_json_or_none(action.min_values), max_values=_json_or_none(action.max_values),
-            num_records=action.num_records, footer_start_offset=action.footer_start_offset,
-            footer_end_offset=action.footer_end_offset, hotcache_start_offset=action.hotcache_start_offset,
-            hotcache_length=action.hotcache_length, has_footer_offsets=action.has_footer_offsets,
-            time_range_start=action.time_range_start, time_range_end=action.time_range_end,
-            split_tags=_json_or_none(action.split_tags), delete_opstamp=action.delete_opstamp,
-            num_merge_ops=action.num_merge_ops, doc_mapping_json=action.doc_mapping_json,
-            doc_mapping_ref=action.doc_mapping_ref, uncompressed_size_bytes=action.uncompressed_size_bytes,
-        )  # fmt: skip
+            action_type="add",
+            path=action.path,
+            partition_values=_json_or_none(dict(action.partition_values)),
+            size=action.size,
+            data_change=action.data_change,
+            tags=_json_or_none(action.tags),
+            modification_time=ts(action.modification_time),
+            stats=action.stats,
+            min_values=_json_or_none(action.min_values),
+            max_values=_json_or_none(action.max_values),
+            num_records=action.num_records,
+            footer_start_offset=action.footer_start_offset,
+            footer_end_offset=action.footer_end_offset,
+            hotcache_start_offset=action.hotcache_start_offset,
+            hotcache_length=action.hotcache_length,
+            has_footer_offsets=action.has_footer_offsets,
+            time_range_start=action.time_range_start,
+            time_range_end=action.time_range_end,
+            split_tags=_json_or_none(action.split_tags),
+            delete_opstamp=action.delete_opstamp,
+            num_merge_ops=action.num_merge_ops,
+            doc_mapping_json=action.doc_mapping_json,
+            doc_mapping_ref=action.doc_mapping_ref,
+            uncompressed_size_bytes=action.uncompressed_size_bytes,
+        )
     elif isinstance(action, RemoveAction):
         row.update(
-            action_type="remove", path=action.path, partition_values=_json_or_none(action.partition_values),
-            size=action.size, data_change=action.data_change, tags=_json_or_none(action.tags),
-            deletion_timestamp=ts(action.deletion_timestamp), extended_file_metadata=action.extended_file_metadata,
-        )  # fmt: skip
+            action_type="remove",
+            path=action.path,
+            partition_values=_json_or_none(action.partition_values),
+            size=action.size,
+            data_change=action.data_change,
+            tags=_json_or_none(action.tags),
+            deletion_timestamp=ts(action.deletion_timestamp),
+            extended_file_metadata=action.extended_file_metadata,
+        )
     elif isinstance(action, SkipAction):
         row.update(
-            action_type="skip", path=action.path, partition_values=_json_or_none(action.partition_values),
-            size=action.size, skip_timestamp=ts(action.skip_timestamp), skip_reason=action.reason,
-            skip_operation=action.operation, skip_retry_after=ts(action.retry_after), skip_count=action.skip_count,
-        )  # fmt: skip
+            action_type="skip",
+            path=action.path,
+            partition_values=_json_or_none(action.partition_values),
+            size=action.size,
+            skip_timestamp=ts(action.skip_timestamp),
+            skip_reason=action.reason,
+            skip_operation=action.operation,
+            skip_retry_after=ts(action.retry_after),
+            skip_count=action.skip_count,
+        )
     elif isinstance(action, ProtocolAction):
         row.update(
-            action_type="protocol", protocol_min_reader_version=action.min_reader_version,
+            action_type="protocol",
+            protocol_min_reader_version=action.min_reader_version,
             protocol_min_writer_version=action.min_writer_version,
             protocol_reader_features=_json_or_none(action.reader_features),
             protocol_writer_features=_json_or_none(action.writer_features),
-        )  # fmt: skip
+        )
     elif isinstance(action, MetadataAction):
         row.update(
-            action_type="metadata", metadata_id=action.id, metadata_name=action.name,
-            metadata_description=action.description, metadata_format_provider=action.format.get("provider"),
+            action_type="metadata",
+            metadata_id=action.id,
+            metadata_name=action.name,
+            metadata_description=action.description,
+            metadata_format_provider=action.format.get("provider"),
             metadata_format_options=_json_or_none(action.format.get("options")),
             metadata_schema_string=action.schema_string,
             metadata_partition_columns=_json_or_none(list(action.partition_columns)),
             metadata_configuration=_json_or_none(dict(action.configuration)),
             metadata_created_time=ts(action.created_time),
-        )  # fmt: skip
+        )
     else:
         row["action_type"] = "unknown"
     return tuple(row.get(name) for name in _LOG_COLUMNS)
@@ -1000,10 +1075,15 @@ class MergeWriter(DataSourceArrowWriter):
         txlog = self._log()
         try:
             txlog.commit(
-                [*removes, *adds], read_version=min(m.read_version for m in merged), operation="MERGE SPLITS",
-                operation_parameters={MERGE_ID_PARAMETER: self.merge_id, "numSourceSplits": str(len(removes)),
-                                      "numMergedSplits": str(len(adds))},
-            )  # fmt: skip
+                [*removes, *adds],
+                read_version=min(m.read_version for m in merged),
+                operation="MERGE SPLITS",
+                operation_parameters={
+                    MERGE_ID_PARAMETER: self.merge_id,
+                    "numSourceSplits": str(len(removes)),
+                    "numMergedSplits": str(len(adds)),
+                },
+            )
         except Exception:
             self.abort(messages)
             raise
@@ -1028,6 +1108,7 @@ def command_writer(raw_options: Mapping[str, str]) -> MergeWriter | DataSourceAr
         options = _options(raw_options, cls.NAME)
         return CompanionWriter(raw_options, options, build.build_id if isinstance(build, C.CompanionBuild) else None)
     if cls is not C.Merge:
-        raise ConfigError(f"command {cls.NAME!r} cannot be written (write {C.MergePlan.NAME} rows with "
-                          f"command={C.Merge.NAME})")  # fmt: skip
+        raise ConfigError(
+            f"command {cls.NAME!r} cannot be written (write {C.MergePlan.NAME} rows with command={C.Merge.NAME})"
+        )
     return MergeWriter(raw_options)

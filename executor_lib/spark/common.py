@@ -111,9 +111,9 @@ def _date_comparison(f: F.Term | F.TermIn | F.Between, time_zone: str) -> F.Filt
         return F.Term(f.column, wall.date()) if wall.time() == datetime.time() else _never(f.column)
     if isinstance(f, F.TermIn):
         walls = [(v, _wall_time(v, time_zone)) for v in f.values]
-        return F.TermIn(f.column, tuple(
-            v if w is None else w.date() for v, w in walls if w is None or w.time() == datetime.time()
-        ))  # fmt: skip
+        return F.TermIn(
+            f.column, tuple(v if w is None else w.date() for v, w in walls if w is None or w.time() == datetime.time())
+        )
     lower, lower_inclusive, upper, upper_inclusive = f.lower, f.lower_inclusive, f.upper, f.upper_inclusive
     wall = _wall_time(lower, time_zone)
     if wall is not None:

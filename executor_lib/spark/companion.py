@@ -91,8 +91,13 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         raise ConfigError(f"{path}: an IndexTables table that is not a companion index is already there")
     if kind != "iceberg" and (cmd.catalog or cmd.warehouse):
         raise ConfigError(f"CATALOG / WAREHOUSE apply to FOR ICEBERG here (FOR {kind.upper()} takes a path)")
-    listing = list_source(kind, cmd.source, O.storage_and_log_options(options), schema_source=cmd.schema_source,
-                          catalog=_iceberg_catalog(cmd, options, stored) if kind == "iceberg" else None)  # fmt: skip
+    listing = list_source(
+        kind,
+        cmd.source,
+        O.storage_and_log_options(options),
+        schema_source=cmd.schema_source,
+        catalog=_iceberg_catalog(cmd, options, stored) if kind == "iceberg" else None,
+    )
     warnings: list[str] = []
     if "indextables.companion.columnTypes" in stored:
         warnings = check_schema_evolution(json.loads(stored["indextables.companion.columnTypes"]), listing.schema)
@@ -102,8 +107,11 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         include = _json_list(stored.get("indextables.companion.includeColumns"), "stored includeColumns")
         exclude = _json_list(stored.get("indextables.companion.excludeColumns"), "stored excludeColumns")
     indexed, include_resolved, exclude_resolved = resolve_columns(listing, include, exclude)
-    modes = json.loads(cmd.indexing_modes) if cmd.indexing_modes else json.loads(
-        stored.get("indextables.companion.indexingModes", "{}"))  # fmt: skip
+    modes = (
+        json.loads(cmd.indexing_modes)
+        if cmd.indexing_modes
+        else json.loads(stored.get("indextables.companion.indexingModes", "{}"))
+    )
     fast_mode = (cmd.fast_field_mode or stored.get("indextables.companion.fastFieldMode") or "HYBRID").upper()
     hf_include = _json_list(cmd.hashed_fastfields_include, "HASHED FASTFIELDS INCLUDE")
     hf_exclude = _json_list(cmd.hashed_fastfields_exclude, "HASHED FASTFIELDS EXCLUDE")
@@ -125,8 +133,10 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         where = F.from_text(where_text, "option filter")
         unknown = sorted(F.columns_of(where) - set(listing.partition_columns))
         if unknown:
-            raise ConfigError(f"BUILD COMPANION WHERE: {unknown} are not partition columns of the source "
-                              f"{list(listing.partition_columns)}")  # fmt: skip
+            raise ConfigError(
+                f"BUILD COMPANION WHERE: {unknown} are not partition columns of the source "
+                f"{list(listing.partition_columns)}"
+            )
         keep = _partition_predicate(where, listing)
     skip: frozenset[str] = frozenset()
     from_version = int(cmd.from_version) if cmd.from_version is not None else None
@@ -135,11 +145,20 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         skip = frozenset(files_at(kind, cmd.source, from_version, catalog))
     version = listing.version if listing.version is not None else -1
     configuration = companion_configuration(
-        source_path=cmd.source, source_format=kind, source_version=version, fast_field_mode=fast_mode,
-        schema=listing.schema, indexing_modes=modes, where=where_sql, from_version=from_version,
-        include=include_resolved, exclude=exclude_resolved, catalog=cmd.catalog, catalog_type=cmd.catalog_type,
+        source_path=cmd.source,
+        source_format=kind,
+        source_version=version,
+        fast_field_mode=fast_mode,
+        schema=listing.schema,
+        indexing_modes=modes,
+        where=where_sql,
+        from_version=from_version,
+        include=include_resolved,
+        exclude=exclude_resolved,
+        catalog=cmd.catalog,
+        catalog_type=cmd.catalog_type,
         warehouse=cmd.warehouse,
-    )  # fmt: skip
+    )
     for key, names in (("hashedFastfieldsInclude", hf_include), ("hashedFastfieldsExclude", hf_exclude)):
         if names:
             configuration["indextables.companion." + key] = ",".join(names)
@@ -147,14 +166,25 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         configuration["indextables.companion.parquetStorageRoot"] = listing.root
     if where_sql is not None and where_text is not None:
         configuration["indextables.companion.whereFilter"] = where_text  # this project's parsed form of it
-    settings = json.dumps({
-        "sourceFormat": kind, "sourceRoot": listing.root, "source": cmd.source,
-        "schema": arrow_to_spark_json(listing.schema), "dataColumns": listing.data_schema.names,
-        "partitionColumns": list(listing.partition_columns), "docMapping": mapping.to_json(),
-        "fastFieldMode": fast_mode, "configuration": configuration, "warnings": warnings,
-        "strip": strip_patterns(listing, modes), "indexingModes": resolved_modes(listing, modes),
-        "dryRun": cmd.dry_run, "sourceFiles": len(listing.files),
-    }, sort_keys=True)  # fmt: skip
+    settings = json.dumps(
+        {
+            "sourceFormat": kind,
+            "sourceRoot": listing.root,
+            "source": cmd.source,
+            "schema": arrow_to_spark_json(listing.schema),
+            "dataColumns": listing.data_schema.names,
+            "partitionColumns": list(listing.partition_columns),
+            "docMapping": mapping.to_json(),
+            "fastFieldMode": fast_mode,
+            "configuration": configuration,
+            "warnings": warnings,
+            "strip": strip_patterns(listing, modes),
+            "indexingModes": resolved_modes(listing, modes),
+            "dryRun": cmd.dry_run,
+            "sourceFiles": len(listing.files),
+        },
+        sort_keys=True,
+    )
     read_version = snapshot.version if snapshot is not None else -1
     if cmd.dry_run:  # as the JVM: the groups of every source file (WHERE applied), nothing read from the companion
         files = [f for f in listing.files if keep is None or keep(f.partition_values)]
@@ -166,10 +196,18 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         groups, invalidated = plan.groups, plan.invalidated
     removed = json.dumps([a.path for a in invalidated])
     rows = [
-        (i, json.dumps(dict(g.partition_values), sort_keys=True), json.dumps([[f.path, f.size] for f in g.files]),
-         g.size, version, read_version, removed, settings)
+        (
+            i,
+            json.dumps(dict(g.partition_values), sort_keys=True),
+            json.dumps([[f.path, f.size] for f in g.files]),
+            g.size,
+            version,
+            read_version,
+            removed,
+            settings,
+        )
         for i, g in enumerate(groups)
-    ]  # fmt: skip
+    ]
     return rows or [(0, "{}", "[]", 0, version, read_version, removed, settings)]
 
 
@@ -185,10 +223,15 @@ def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: M
     warehouse = (
         cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or options.get(prefix + "warehouse")
     )
-    for key, value in (("type", kind), ("warehouse", warehouse), ("uri", options.get(prefix + "uri")),
-                       ("token", options.get(prefix + "token")), ("credential", options.get(prefix + "credential")),
-                       ("s3.endpoint", options.get(prefix + "s3Endpoint")),
-                       ("s3.path-style-access", options.get(prefix + "s3PathStyleAccess"))):  # fmt: skip
+    for key, value in (
+        ("type", kind),
+        ("warehouse", warehouse),
+        ("uri", options.get(prefix + "uri")),
+        ("token", options.get(prefix + "token")),
+        ("credential", options.get(prefix + "credential")),
+        ("s3.endpoint", options.get(prefix + "s3Endpoint")),
+        ("s3.path-style-access", options.get(prefix + "s3PathStyleAccess")),
+    ):
         if value:
             props[key] = value
     return props
@@ -201,8 +244,9 @@ def _partition_predicate(where: F.Filter, listing: Any) -> Any:
     columns = list(listing.partition_columns)
 
     def keep(values: Mapping[str, str | None]) -> bool:
-        table = pa.table({c: pa.array([values.get(c)], pa.string()).cast(listing.schema.field(c).type)
-                          for c in columns})  # fmt: skip
+        table = pa.table(
+            {c: pa.array([values.get(c)], pa.string()).cast(listing.schema.field(c).type) for c in columns}
+        )
         mask = residual_mask(where, table, lambda q: pa.array([], pa.uint64())).to_pylist()
         return bool(mask[0])
 
@@ -221,8 +265,15 @@ def run_result(path: str, cmd: C.CompanionResult, options: Mapping[str, str]) ->
         params = (info.operation_parameters or {}) if info is not None else {}
         if params.get(BUILD_ID_PARAMETER) != cmd.build_id:
             continue
-        yield (v, int(params["splitsCreated"]), int(params["splitsInvalidated"]), int(params["filesIndexed"]),
-               int(params["bytesDownloaded"]), int(params["bytesUploaded"]), int(params["sourceVersion"]))  # fmt: skip
+        yield (
+            v,
+            int(params["splitsCreated"]),
+            int(params["splitsInvalidated"]),
+            int(params["filesIndexed"]),
+            int(params["bytesDownloaded"]),
+            int(params["bytesUploaded"]),
+            int(params["sourceVersion"]),
+        )
         return
 
 
@@ -280,16 +331,27 @@ class CompanionWriter(DataSourceArrowWriter):
                     sources = SourceFiles(settings["sourceRoot"], O.storage_and_log_options(self.options))
                     mapping = DocMapping.from_json(settings["docMapping"])
                     written, read = build_companion_split(
-                        sources, files, settings["sourceFormat"], data_schema, mapping, work,
-                        strip=settings.get("strip") or {}, fast_field_mode=settings["fastFieldMode"],
+                        sources,
+                        files,
+                        settings["sourceFormat"],
+                        data_schema,
+                        mapping,
+                        work,
+                        strip=settings.get("strip") or {},
+                        fast_field_mode=settings["fastFieldMode"],
                         indexing_modes=settings.get("indexingModes") or {},
-                    )  # fmt: skip
+                    )
                     store = store or self._store()
                     add = upload_split(store, written, json.loads(row["partitionValues"]))
                     written.path.unlink(missing_ok=True)
-                    message.added.append(dataclasses.replace(
-                        add, companion_source_files=tuple(files), companion_delta_version=message.source_version,
-                        companion_fast_field_mode=settings["fastFieldMode"]))  # fmt: skip
+                    message.added.append(
+                        dataclasses.replace(
+                            add,
+                            companion_source_files=tuple(files),
+                            companion_delta_version=message.source_version,
+                            companion_fast_field_mode=settings["fastFieldMode"],
+                        )
+                    )
                     message.files_indexed += len(files)
                     message.bytes_read += read
         except BaseException:
@@ -315,8 +377,13 @@ class CompanionWriter(DataSourceArrowWriter):
         try:
             if first.read_version < 0:
                 schema = spark_json_to_arrow(settings["schema"])
-                txlog = create_table(self.path, schema, settings["partitionColumns"], configuration=configuration,
-                                     **O.storage_and_log_options(self.options))  # fmt: skip
+                txlog = create_table(
+                    self.path,
+                    schema,
+                    settings["partitionColumns"],
+                    configuration=configuration,
+                    **O.storage_and_log_options(self.options),
+                )
                 read_version = txlog.latest_version()
                 actions: list[Any] = list(adds)
             else:
@@ -330,15 +397,20 @@ class CompanionWriter(DataSourceArrowWriter):
                 actions = [*removes_of(removed, data_change=True), *adds, updated]
                 read_version = first.read_version
             txlog.commit(
-                actions, read_version=read_version, operation=OPERATION,
+                actions,
+                read_version=read_version,
+                operation=OPERATION,
                 operation_parameters={
-                    BUILD_ID_PARAMETER: self.build_id, "splitsCreated": str(len(adds)),
-                    "splitsInvalidated": str(len(invalidated)), "filesIndexed": str(sum(m.files_indexed for m in done)),
+                    BUILD_ID_PARAMETER: self.build_id,
+                    "splitsCreated": str(len(adds)),
+                    "splitsInvalidated": str(len(invalidated)),
+                    "filesIndexed": str(sum(m.files_indexed for m in done)),
                     "bytesDownloaded": str(sum(m.bytes_read for m in done)),
-                    "bytesUploaded": str(sum(a.size for a in adds)), "sourceVersion": str(first.source_version),
+                    "bytesUploaded": str(sum(a.size for a in adds)),
+                    "sourceVersion": str(first.source_version),
                     "committedAt": str(int(time.time() * 1000)),
                 },
-            )  # fmt: skip
+            )
         except Exception:
             self.abort(messages)
             raise

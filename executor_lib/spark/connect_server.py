@@ -81,10 +81,15 @@ class ConnectServer:
 
     def start(self) -> ConnectServer:
         args = [
-            "bash", str(self.spark_home / "sbin" / "start-connect-server.sh"), "--master", self.master,
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-            "--conf", f"spark.connect.grpc.binding.port={self.port}",
-        ]  # fmt: skip
+            "bash",
+            str(self.spark_home / "sbin" / "start-connect-server.sh"),
+            "--master",
+            self.master,
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            f"spark.connect.grpc.binding.port={self.port}",
+        ]
         for key, value in self.conf.items():
             args += ["--conf", f"{key}={value}"]
         done = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=120, check=False)
@@ -111,8 +116,11 @@ class ConnectServer:
     def stop(self) -> None:
         subprocess.run(
             ["bash", str(self.spark_home / "sbin" / "stop-connect-server.sh")],
-            env=self.env, capture_output=True, timeout=60, check=False,
-        )  # fmt: skip
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
 
     def __enter__(self) -> ConnectServer:
         return self.start()

@@ -123,5 +123,7 @@ class IndexTables4SparkTableProvider(IndexTablesDataSource):
 
 # Every name of the data source: the short name, then IndexTables4Spark's long names.
 DATA_SOURCES: tuple[type[IndexTablesDataSource], ...] = (
-    IndexTablesDataSource, IndexTablesProvider, IndexTables4SparkTableProvider,
-)  # fmt: skip
+    IndexTablesDataSource,
+    IndexTablesProvider,
+    IndexTables4SparkTableProvider,
+)

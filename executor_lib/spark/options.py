@@ -32,37 +32,68 @@ PREFIX = "spark.indextables."
 
 # Keys used by both reads and writes (storage and log settings).
 _STORAGE_KEYS = (
-    "spark.indextables.s3.endpoint", "spark.indextables.aws.region", "spark.indextables.aws.accessKey",
-    "spark.indextables.aws.secretKey", "spark.indextables.aws.sessionToken", "spark.indextables.s3.pathStyleAccess",
-    "spark.indextables.azure.accountName", "spark.indextables.azure.accountKey", "spark.indextables.azure.tenantId",
-    "spark.indextables.azure.clientId", "spark.indextables.azure.clientSecret", "spark.indextables.azure.bearerToken",
-    "spark.indextables.azure.connectionString", "spark.indextables.azure.endpoint",
-    "endpoint_url", "region", "access_key_id", "secret_access_key", "session_token", "path_style",
-    "multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout",
-)  # fmt: skip
+    "spark.indextables.s3.endpoint",
+    "spark.indextables.aws.region",
+    "spark.indextables.aws.accessKey",
+    "spark.indextables.aws.secretKey",
+    "spark.indextables.aws.sessionToken",
+    "spark.indextables.s3.pathStyleAccess",
+    "spark.indextables.azure.accountName",
+    "spark.indextables.azure.accountKey",
+    "spark.indextables.azure.tenantId",
+    "spark.indextables.azure.clientId",
+    "spark.indextables.azure.clientSecret",
+    "spark.indextables.azure.bearerToken",
+    "spark.indextables.azure.connectionString",
+    "spark.indextables.azure.endpoint",
+    "endpoint_url",
+    "region",
+    "access_key_id",
+    "secret_access_key",
+    "session_token",
+    "path_style",
+    "multipart_threshold",
+    "multipart_chunksize",
+    "max_attempts",
+    "connect_timeout",
+    "read_timeout",
+)
 _CACHE_KEYS = (
-    "spark.indextables.cache.directoryPath", "spark.indextables.cache.maxSize", "spark.indextables.cache.fetch",
-)  # fmt: skip
+    "spark.indextables.cache.directoryPath",
+    "spark.indextables.cache.maxSize",
+    "spark.indextables.cache.fetch",
+)
 # spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
 # writes accept it, as they carry every session setting; so do the mergeOnWrite settings, which the
 # client acts on after a write: connect_plugin.session.write). sessionTimeZone: the client session's
 # spark.sql.session.timeZone, the zone of timestamp literals without an offset in filter trees.
 _COMMON_KEYS = (
-    "path", *_STORAGE_KEYS, *_CACHE_KEYS, *(PREFIX + k for k in LOG_OPTIONS), "spark.indextables.merge.sortKey",
-    "sessionTimeZone", "spark.indextables.mergeOnWrite.enabled", "spark.indextables.mergeOnWrite.targetSize",
-    "spark.indextables.mergeOnWrite.minSplitsToMerge", "spark.indextables.mergeOnWrite.streamIntervalSeconds",
-    PROGRESS_INTERVAL, "spark.indextables.merge.maxSourceSplitsPerMerge",
+    "path",
+    *_STORAGE_KEYS,
+    *_CACHE_KEYS,
+    *(PREFIX + k for k in LOG_OPTIONS),
+    "spark.indextables.merge.sortKey",
+    "sessionTimeZone",
+    "spark.indextables.mergeOnWrite.enabled",
+    "spark.indextables.mergeOnWrite.targetSize",
+    "spark.indextables.mergeOnWrite.minSplitsToMerge",
+    "spark.indextables.mergeOnWrite.streamIntervalSeconds",
+    PROGRESS_INTERVAL,
+    "spark.indextables.merge.maxSourceSplitsPerMerge",
     "spark.indextables.purge.defaultRetentionHours",
-)  # fmt: skip
+)
 # After-commit work of a batch write (executor_lib.spark.after_write), IndexTables4Spark's names and defaults.
 PURGE_ON_WRITE_KEYS = (
-    "spark.indextables.purgeOnWrite.enabled", "spark.indextables.purgeOnWrite.triggerAfterMerge",
-    "spark.indextables.purgeOnWrite.triggerAfterWrites", "spark.indextables.purgeOnWrite.splitRetentionHours",
+    "spark.indextables.purgeOnWrite.enabled",
+    "spark.indextables.purgeOnWrite.triggerAfterMerge",
+    "spark.indextables.purgeOnWrite.triggerAfterWrites",
+    "spark.indextables.purgeOnWrite.splitRetentionHours",
     "spark.indextables.purgeOnWrite.txLogRetentionHours",
-)  # fmt: skip
+)
 OPTIMIZE_WRITE_KEYS = (
-    "spark.indextables.write.optimizeWrite.enabled", "spark.indextables.write.optimizeWrite.targetSplitSize",
-)  # fmt: skip
+    "spark.indextables.write.optimizeWrite.enabled",
+    "spark.indextables.write.optimizeWrite.targetSplitSize",
+)
 
 WRITE_KEYS = (
     *_COMMON_KEYS,
@@ -110,11 +141,14 @@ def _list_form_values(prefix: str) -> tuple[str, ...]:
         "spark.indextables.indexing.indexrecordoption.": RECORD_OPTIONS,
     }.get(prefix, ())
 
+
 # IndexTables4Spark's Iceberg catalog settings (BUILD INDEXTABLES COMPANION FOR ICEBERG), as pyiceberg
 # catalog properties: catalogType -> type, uri, warehouse, token, credential, s3Endpoint -> s3.endpoint,
 # s3PathStyleAccess -> s3.path-style-access.
-ICEBERG_KEYS = tuple(f"spark.indextables.iceberg.{k}" for k in ("catalogType", "uri", "warehouse", "token",
-                                                                 "credential", "s3Endpoint", "s3PathStyleAccess"))
+ICEBERG_KEYS = tuple(
+    f"spark.indextables.iceberg.{k}"
+    for k in ("catalogType", "uri", "warehouse", "token", "credential", "s3Endpoint", "s3PathStyleAccess")
+)
 READ_KEYS = (
     *_COMMON_KEYS,
     *ICEBERG_KEYS,

@@ -98,9 +98,11 @@ class IndexTablesReader(DataSourceReader):
             self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
         )
         self.splits_per_partition: int = parsed_option(
-            self.options, "spark.indextables.read.maxSplitsPerPartition", O.parse_positive_int,
+            self.options,
+            "spark.indextables.read.maxSplitsPerPartition",
+            O.parse_positive_int,
             DEFAULT_SPLITS_PER_PARTITION,
-        )  # fmt: skip
+        )
         self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
         self._snapshot: Snapshot | None = snapshot
         self._mappings = self._doc_mappings(snapshot)
@@ -245,9 +247,15 @@ class IndexTablesReader(DataSourceReader):
             if remaining is not None and remaining <= 0:
                 return
             searcher = open_searcher(
-                cache, store, split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start,
+                cache,
+                store,
+                split.path,
+                self.table_arrow_schema,
+                split.doc_mapping,
+                split.size,
+                split.footer_start,
                 self.companion_root,
-            )  # fmt: skip
+            )
             where = f"split {store.uri_of(split.path)} of table {self.path}"
             data_columns = [c for c in self.columns if c not in self.match]
             check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
@@ -398,9 +406,13 @@ def doc_mappings(snapshot: Any) -> list[Any]:
 
 
 def option_filters(
-    path: str, options: Mapping[str, str], table_arrow: pa.Schema, mappings: Callable[[], list[Any]],
-    match: Mapping[str, F.Filter], where: F.Filter | None,
-) -> list[F.Filter]:  # fmt: skip
+    path: str,
+    options: Mapping[str, str],
+    table_arrow: pa.Schema,
+    mappings: Callable[[], list[Any]],
+    match: Mapping[str, F.Filter],
+    where: F.Filter | None,
+) -> list[F.Filter]:
     """The filter trees a read carries (its ``indexquery.<col>`` and ``indexqueryall`` options, and
     ``where``: its plan's ``filter``), each checked with ``check_filter`` (as are the ``match`` columns'
     trees): run by the data source's ``schema`` (Spark's analysis, before any job) and by the reader.

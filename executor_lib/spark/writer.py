@@ -78,9 +78,11 @@ class IndexTablesWriter(DataSourceArrowWriter):
         self.mapping_json: str = inherited
         DocMapping.from_json(self.mapping_json)
         self.target_records: int = parsed_option(
-            self.options, "spark.indextables.optimizeWrite.targetRecordsPerSplit", O.parse_positive_int,
+            self.options,
+            "spark.indextables.optimizeWrite.targetRecordsPerSplit",
+            O.parse_positive_int,
             DEFAULT_TARGET_RECORDS,
-        )  # fmt: skip
+        )
         self.target_bytes: int | None = parsed_option(
             self.options, "spark.indextables.autoSize.targetSplitSize", O.parse_size
         )
@@ -212,10 +214,15 @@ class IndexTablesWriter(DataSourceArrowWriter):
         if self.overwrite:
             snapshot = txlog.snapshot()
             removes = removes_of(snapshot.files, data_change=True)
-            return int(txlog.commit(
-                [*removes, *adds], read_version=snapshot.version, operation="WRITE",
-                operation_parameters={"mode": "Overwrite"}, fail_on_concurrent_add=True,
-            ))  # fmt: skip
+            return int(
+                txlog.commit(
+                    [*removes, *adds],
+                    read_version=snapshot.version,
+                    operation="WRITE",
+                    operation_parameters={"mode": "Overwrite"},
+                    fail_on_concurrent_add=True,
+                )
+            )
         if adds:
             return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}))
         return None

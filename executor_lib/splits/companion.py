@@ -56,16 +56,28 @@ class CompanionInfo:
     data_columns: tuple[str, ...]
 
     def to_json(self) -> str:
-        return json.dumps({"sourceRoot": self.source_root, "sourceFormat": self.source_format,
-                           "files": list(self.files), "fileRows": list(self.file_rows),
-                           "dataColumns": list(self.data_columns)}, sort_keys=True)  # fmt: skip
+        return json.dumps(
+            {
+                "sourceRoot": self.source_root,
+                "sourceFormat": self.source_format,
+                "files": list(self.files),
+                "fileRows": list(self.file_rows),
+                "dataColumns": list(self.data_columns),
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: bytes | str, where: str) -> CompanionInfo:
         try:
             d = json.loads(text)
-            return cls(str(d["sourceRoot"]), str(d["sourceFormat"]), tuple(str(f) for f in d["files"]),
-                       tuple(int(n) for n in d["fileRows"]), tuple(str(c) for c in d["dataColumns"]))  # fmt: skip
+            return cls(
+                str(d["sourceRoot"]),
+                str(d["sourceFormat"]),
+                tuple(str(f) for f in d["files"]),
+                tuple(int(n) for n in d["fileRows"]),
+                tuple(str(c) for c in d["dataColumns"]),
+            )
         except (ValueError, KeyError, TypeError) as e:
             from indextables_contract.errors import CorruptSplitError
 
@@ -138,8 +150,11 @@ class SourceFiles:
                 self._open.move_to_end(key)
         if pf is None:
             try:
-                pf = pq.ParquetFile(str(local)) if local is not None else pq.ParquetFile(pa.BufferReader(
-                    store.read(relative)))  # fmt: skip
+                pf = (
+                    pq.ParquetFile(str(local))
+                    if local is not None
+                    else pq.ParquetFile(pa.BufferReader(store.read(relative)))
+                )
             except (FileNotFoundError, ObjectNotFoundError) as e:
                 raise CompanionSourceError(
                     f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
@@ -169,8 +184,9 @@ class CompanionRows:
     Example: ``CompanionRows(locators, info, schema).select(["id"]).take(pa.array([0, 5], pa.uint64()))``.
     """
 
-    def __init__(self, locators: RowCopy, info: CompanionInfo, schema: pa.Schema,
-                 sources: SourceFiles | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, locators: RowCopy, info: CompanionInfo, schema: pa.Schema, sources: SourceFiles | None = None
+    ) -> None:
         self.locators = locators
         self.info = info
         self.schema = schema
@@ -308,8 +324,11 @@ def build_companion_split(
     """
     modes = {c: m for c, v in (indexing_modes or {}).items() if (m := PM.indexing_mode_json(v)) is not None}
     derived = {c + PM.COMPANION_SUFFIX for c, m in modes.items() if m["mode"].endswith("_exactonly")}
-    fingerprints = {f.name[len(PM.PHASH_PREFIX):]: f.name for f in mapping.fields if f.name.startswith(PM.PHASH_PREFIX)
-                    and f.type == "u64" and data_schema.get_field_index(f.name) < 0}  # fmt: skip
+    fingerprints = {
+        f.name[len(PM.PHASH_PREFIX) :]: f.name
+        for f in mapping.fields
+        if f.name.startswith(PM.PHASH_PREFIX) and f.type == "u64" and data_schema.get_field_index(f.name) < 0
+    }
     derived |= set(fingerprints.values())
     indexed = [f.name for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD, *derived)]
     mapping = locator_fields(mapping)
@@ -355,8 +374,12 @@ def build_companion_split(
             for name in fingerprints.values():
                 empty = empty.append_column(name, pa.array([], pa.uint64()))
             empty = _hashed(empty, modes)
-            for name, t in ((FILE_HASH_FIELD, pa.uint64()), (ROW_IN_FILE_FIELD, pa.uint64()),
-                            (FILE_COLUMN, pa.int32()), (ROW_COLUMN, pa.int64())):  # fmt: skip
+            for name, t in (
+                (FILE_HASH_FIELD, pa.uint64()),
+                (ROW_IN_FILE_FIELD, pa.uint64()),
+                (FILE_COLUMN, pa.int32()),
+                (ROW_COLUMN, pa.int64()),
+            ):
                 empty = empty.append_column(name, pa.array([], t))
             builder.add(empty)
         info = CompanionInfo(sources.root, source_format, tuple(files), tuple(file_rows), tuple(data_schema.names))
@@ -433,8 +456,11 @@ def transcode_jvm_companion(
         )
     mapping = _jvm_mapping(doc_mapping, manifest)
     modes = {c: _mode_value(m) for c, m in manifest.get("string_indexing_modes", {}).items()}
-    strip = {c: PM.pattern_of(m) or "" for c, m in manifest.get("string_indexing_modes", {}).items()
-             if m["mode"].endswith("_strip")}  # fmt: skip
+    strip = {
+        c: PM.pattern_of(m) or ""
+        for c, m in manifest.get("string_indexing_modes", {}).items()
+        if m["mode"].endswith("_strip")
+    }
     sources = SourceFiles(root)
     files = [str(f["relative_path"]) for f in manifest["parquet_files"]]
     in_files: set[str] = set()
@@ -444,8 +470,17 @@ def transcode_jvm_companion(
     derived = set(manifest.get("companion_hash_fields", {}))
     mapping = DocMapping(tuple(f for f in mapping.fields if f.name in data_schema.names or f.name in derived))
     mode = {v: k for k, v in PM.FAST_FIELD_MODE_NAMES.items()}.get(manifest["fast_field_mode"], "HYBRID")
-    written, _ = build_companion_split(sources, files, "parquet", data_schema, mapping, out_dir, strip=strip,
-                                       fast_field_mode=mode, indexing_modes=modes)  # fmt: skip
+    written, _ = build_companion_split(
+        sources,
+        files,
+        "parquet",
+        data_schema,
+        mapping,
+        out_dir,
+        strip=strip,
+        fast_field_mode=mode,
+        indexing_modes=modes,
+    )
     return written
 
 
@@ -490,9 +525,12 @@ def merge_companion(splits: Sequence[Path], mapping: DocMapping, out_dir: Path) 
         before += len(info.files)
     first = infos[0]
     merged = CompanionInfo(
-        first.source_root, first.source_format, tuple(f for i in infos for f in i.files),
-        tuple(n for i in infos for n in i.file_rows), first.data_columns,
-    )  # fmt: skip
+        first.source_root,
+        first.source_format,
+        tuple(f for i in infos for f in i.files),
+        tuple(n for i in infos for n in i.file_rows),
+        first.data_columns,
+    )
     members = {COMPANION_MEMBER: merged.to_json().encode()}
     if all(m is not None for m in manifests):  # splits written before the manifest have none: then neither has this
         combined = PM.combine_manifests([m for m in manifests if m is not None], "merge of companion splits")

@@ -163,10 +163,12 @@ def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None
     ``text.maxTokenLength``."""
     per_column, table_wide = f"{_PREFIX}tokenLength.{column}", f"{_PREFIX}text.maxTokenLength"
     listed = [
-        key for key, value in options.items()
-        if key.startswith(f"{_PREFIX}tokenLength.") and key != per_column
+        key
+        for key, value in options.items()
+        if key.startswith(f"{_PREFIX}tokenLength.")
+        and key != per_column
         and column in {c.strip() for c in str(value).split(",")}
-    ]  # fmt: skip
+    ]
     key = per_column if per_column in options else (listed[0] if listed else table_wide)
     if key not in options:
         return None

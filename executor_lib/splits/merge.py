@@ -130,9 +130,12 @@ def source_metas(sources: Sequence[MergeSource]) -> list[dict[str, Any]]:
 
 
 def combine_segments(
-    sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path, copy_columns: Sequence[str],
+    sources: Sequence[MergeSource],
+    mapping: DocMapping,
+    out_dir: Path,
+    copy_columns: Sequence[str],
     members: Mapping[str, bytes],
-) -> WrittenSplit:  # fmt: skip
+) -> WrittenSplit:
     """The sources' segments combined as they are (``_combine``), or ConfigError if they cannot be
     (schemas differ, or deletes): for splits whose rows cannot be indexed again (companion splits)."""
     metas = source_metas(sources)
@@ -285,8 +288,10 @@ def sort_and_cut(
     key value is in two splits. Splits are yielded one at a time (the caller uploads each)."""
     index_only = [f.name for f in mapping.fields if not f.stored]
     if index_only:
-        raise ConfigError(f"merge sorted by {sort_key!r}: the rows cannot be indexed again: columns {index_only} "
-                          "are index-only (their values are not stored)")  # fmt: skip
+        raise ConfigError(
+            f"merge sorted by {sort_key!r}: the rows cannot be indexed again: columns {index_only} "
+            "are index-only (their values are not stored)"
+        )
     columns = [f.name for f in mapping.fields]
     if sort_key not in columns:
         raise ConfigError(f"merge sorted by {sort_key!r}: no such data column (columns: {columns})")

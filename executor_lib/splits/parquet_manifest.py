@@ -124,8 +124,10 @@ def pattern_hashes(values: pa.Array | pa.ChunkedArray, pattern: str) -> pa.Array
 
     digest = xxhash.xxh64_intdigest
     compiled = re.compile(pattern)
-    out = [None if v is None else [digest(m.group(0).encode()) or 1 for m in compiled.finditer(v)]
-           for v in values.to_pylist()]  # fmt: skip
+    out = [
+        None if v is None else [digest(m.group(0).encode()) or 1 for m in compiled.finditer(v)]
+        for v in values.to_pylist()
+    ]
     return pa.array(out, pa.list_(pa.uint64()))
 
 
@@ -177,10 +179,13 @@ def column_mapping(
         kind = kinds.get(f.name)
         tantivy_type = "IpAddr" if kind == "ip" else "Json" if kind == "json" else tantivy_type_name(f.type)
         entry: dict[str, Any] = {
-            "tantivy_field_name": f.name, "parquet_column_name": f.name, "physical_ordinal": ordinal,
-            "parquet_type": parquet_type_name(f.type), "tantivy_type": tantivy_type,
+            "tantivy_field_name": f.name,
+            "parquet_column_name": f.name,
+            "physical_ordinal": ordinal,
+            "parquet_type": parquet_type_name(f.type),
+            "tantivy_type": tantivy_type,
             "field_id": field_ids.get(f.name),
-        }  # fmt: skip
+        }
         if tantivy_type == "Str":
             entry["fast_field_tokenizer"] = overrides.get(f.name, "raw")
         if overrides.get(f.name) == "exact_only":
@@ -213,17 +218,25 @@ def file_entry(pf: pq.ParquetFile, relative_path: str, size: int, row_offset: in
             col = rg.column(c)
             if g == 0 and c == 0:
                 has_offset_index = bool(col.has_offset_index)
-            columns.append({
-                "column_idx": c, "column_name": meta.schema.column(c).name,
-                "data_page_offset": int(col.data_page_offset), "compressed_size": int(col.total_compressed_size),
-                "uncompressed_size": int(col.total_uncompressed_size),
-            })  # fmt: skip
+            columns.append(
+                {
+                    "column_idx": c,
+                    "column_name": meta.schema.column(c).name,
+                    "data_page_offset": int(col.data_page_offset),
+                    "compressed_size": int(col.total_compressed_size),
+                    "uncompressed_size": int(col.total_uncompressed_size),
+                }
+            )
         groups.append({"row_group_idx": g, "num_rows": rg.num_rows, "row_offset_in_file": offset, "columns": columns})
         offset += rg.num_rows
     return {
-        "relative_path": relative_path, "file_size_bytes": int(size), "row_offset": row_offset, "num_rows": offset,
-        "has_offset_index": has_offset_index, "row_groups": groups,
-    }  # fmt: skip
+        "relative_path": relative_path,
+        "file_size_bytes": int(size),
+        "row_offset": row_offset,
+        "num_rows": offset,
+        "has_offset_index": has_offset_index,
+        "row_groups": groups,
+    }
 
 
 def indexing_mode_json(value: str) -> dict[str, str] | None:
@@ -283,13 +296,19 @@ def build_manifest(
     hashed = {name: name for name, mode in modes.items() if mode["mode"] == "exact_only"}
     hashed.update({name: name for name in companions})
     manifest = {
-        "version": MANIFEST_VERSION, "table_root": "",
+        "version": MANIFEST_VERSION,
+        "table_root": "",
         "fast_field_mode": FAST_FIELD_MODE_NAMES.get(fast_field_mode.upper(), fast_field_mode.lower()),
-        "segment_row_ranges": ranges, "parquet_files": list(files), "column_mapping": mapping,
-        "total_rows": sum(int(f["num_rows"]) for f in files), "storage_config": None, "metadata": {},
-        "string_hash_fields": hashed, "string_indexing_modes": {k: dict(v) for k, v in modes.items()},
+        "segment_row_ranges": ranges,
+        "parquet_files": list(files),
+        "column_mapping": mapping,
+        "total_rows": sum(int(f["num_rows"]) for f in files),
+        "storage_config": None,
+        "metadata": {},
+        "string_hash_fields": hashed,
+        "string_indexing_modes": {k: dict(v) for k, v in modes.items()},
         "companion_hash_fields": companions,
-    }  # fmt: skip
+    }
     validate(manifest, "new companion split")
     return manifest
 
@@ -368,17 +387,26 @@ def combine_manifests(manifests: Sequence[Mapping[str, Any]], where: str) -> dic
         for f in m["parquet_files"]:
             files.append({**f, "row_offset": offset + int(f["row_offset"])})
         offset += int(m["total_rows"])
-    united: dict[str, dict[str, Any]] = {"string_hash_fields": {}, "string_indexing_modes": {},
-                                          "companion_hash_fields": {}}  # fmt: skip
+    united: dict[str, dict[str, Any]] = {
+        "string_hash_fields": {},
+        "string_indexing_modes": {},
+        "companion_hash_fields": {},
+    }
     for m in manifests:
         for key, into in united.items():
             into.update(m.get(key, {}))
     combined = {
-        "version": MANIFEST_VERSION, "table_root": "", "fast_field_mode": first["fast_field_mode"],
-        "segment_row_ranges": [{"segment_ord": 0, "row_offset": 0, "num_rows": offset}], "parquet_files": files,
-        "column_mapping": first["column_mapping"], "total_rows": offset,
-        "storage_config": first.get("storage_config"), "metadata": dict(first.get("metadata", {})), **united,
-    }  # fmt: skip
+        "version": MANIFEST_VERSION,
+        "table_root": "",
+        "fast_field_mode": first["fast_field_mode"],
+        "segment_row_ranges": [{"segment_ord": 0, "row_offset": 0, "num_rows": offset}],
+        "parquet_files": files,
+        "column_mapping": first["column_mapping"],
+        "total_rows": offset,
+        "storage_config": first.get("storage_config"),
+        "metadata": dict(first.get("metadata", {})),
+        **united,
+    }
     validate(combined, where)
     return combined
 

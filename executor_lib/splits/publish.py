@@ -114,11 +114,13 @@ def _merge_companion(
         add = upload_split(store, written, sources[0].partition_values, _merged_ops(sources))
     versions = [a.companion_delta_version for a in sources if a.companion_delta_version is not None]
     return dataclasses.replace(
-        add, companion_source_files=tuple(dict.fromkeys(f for a in sources for f in a.companion_source_files or ())),
+        add,
+        companion_source_files=tuple(dict.fromkeys(f for a in sources for f in a.companion_source_files or ())),
         companion_delta_version=max(versions) if versions else None,
-        companion_fast_field_mode=next((a.companion_fast_field_mode for a in sources if a.companion_fast_field_mode),
-                                       None),
-    )  # fmt: skip
+        companion_fast_field_mode=next(
+            (a.companion_fast_field_mode for a in sources if a.companion_fast_field_mode), None
+        ),
+    )
 
 
 def _split_file(store: ObjectStore, add: AddAction, cache: SplitCache) -> Path:

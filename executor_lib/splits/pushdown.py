@@ -138,7 +138,8 @@ def leaf_support(f: F.Filter, mappings: Sequence[DocMapping], schema: pa.Schema)
         # tantivy4java's exact_only: the index holds the strings' xxHash64; equality finds the hash (a
         # superset, should two strings share one), nothing else can be asked of it
         exact_only = isinstance(f, (F.Term, F.TermIn)) and all(
-            isinstance(v, str) for v in ([f.value] if isinstance(f, F.Term) else f.values))  # fmt: skip
+            isinstance(v, str) for v in ([f.value] if isinstance(f, F.Term) else f.values)
+        )
         return (Support.SUPERSET, f) if exact_only else (Support.NONE, None)
     if isinstance(f, (F.Term, F.TermIn)):
         values = [f.value] if isinstance(f, F.Term) else list(f.values)

@@ -208,8 +208,10 @@ class _Compiler:
 
     def wildcard(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
         if field.type not in ("text", "json"):
-            raise self.fail(f"wildcard {leaf.source!r} on column {field.name!r} of type {field.type}: "
-                            "wildcards need a text, string or JSON field")  # fmt: skip
+            raise self.fail(
+                f"wildcard {leaf.source!r} on column {field.name!r} of type {field.type}: "
+                "wildcards need a text, string or JSON field"
+            )
         tokenizer = field.tokenizer or "default"
         pattern = []
         for kind, piece in wildcard_parts(leaf.text) or []:

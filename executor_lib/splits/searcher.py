@@ -149,9 +149,10 @@ def _ranged_copy(pieces: SplitPieces, footer: BundleFooter, member: str, split: 
     blocks = ipc_blocks(length, functools.partial(pieces.read, member))
     fetch = functools.partial(_fetch_member, pieces, member)
     return ColumnarCopy(
-        pa.PythonFile(pieces.member_file(member), mode="r"), f"{split}:{member}",
+        pa.PythonFile(pieces.member_file(member), mode="r"),
+        f"{split}:{member}",
         prefetch=None if blocks is None else (blocks, fetch),
-    )  # fmt: skip
+    )
 
 
 class SplitSearcher:
@@ -228,8 +229,11 @@ class SplitSearcher:
         self.hashed = hashed_columns(self.mapping, arrow_schema)  # exact_only columns: their values' hashes
         self.pattern_fields: dict[str, tuple[str, str]] = {}  # text_*_exactonly column -> (hash field, regex)
         if self.companion:
-            raw = pieces.member_bytes(MANIFEST_MEMBER) if pieces is not None else read_member(
-                Path(split), footer, MANIFEST_MEMBER)  # fmt: skip
+            raw = (
+                pieces.member_bytes(MANIFEST_MEMBER)
+                if pieces is not None
+                else read_member(Path(split), footer, MANIFEST_MEMBER)
+            )
             if raw is not None:
                 manifest = deserialize_manifest(raw, str(split))
                 for name, info in manifest.get("companion_hash_fields", {}).items():
@@ -393,9 +397,14 @@ class SplitSearcher:
             if kind is None:
                 raise QueryError(f"range on column {f.column!r} of type {field.type}: not answerable by the index")
             return tantivy.Query.range_query(
-                schema, f.column, kind, self._value(field, f.lower), self._value(field, f.upper),
-                include_lower=f.lower_inclusive, include_upper=f.upper_inclusive,
-            )  # fmt: skip
+                schema,
+                f.column,
+                kind,
+                self._value(field, f.lower),
+                self._value(field, f.upper),
+                include_lower=f.lower_inclusive,
+                include_upper=f.upper_inclusive,
+            )
         if isinstance(f, (filters.Prefix, filters.Contains, filters.Regex)):
             if not exact_text:
                 raise QueryError(f"{type(f).__name__.lower()} on column {f.column!r}: needs an exact (string) field")

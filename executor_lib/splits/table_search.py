@@ -196,8 +196,7 @@ def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterato
     except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
         cache.discard(store, path)
         raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was "
-            "dropped"
+            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was dropped"
         ) from e
 
 
@@ -225,9 +224,15 @@ def search_table(
         if remaining is not None and remaining <= 0:
             break
         searcher = load_split(
-            cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset,
+            cache,
+            store,
+            add.path,
+            schema,
+            snapshot.doc_mapping(add),
+            add.size,
+            add.footer_start_offset,
             parquet_table_root(snapshot.metadata.configuration),
-        )  # fmt: skip
+        )
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         check_split_columns(searcher, data_columns, where)
         with damage_of_split(cache, store, add.path):

@@ -85,14 +85,20 @@ def tantivy_schema(mapping: DocMapping) -> Any:
             continue
         if f.type == "text":
             sb.add_text_field(
-                f.name, stored=f.stored, tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
-                index_option=f.record, fast=f.fast,
-            )  # fmt: skip
+                f.name,
+                stored=f.stored,
+                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record,
+                fast=f.fast,
+            )
         elif f.type == "json":
             sb.add_json_field(
-                f.name, stored=f.stored, tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
-                index_option=f.record, fast=f.fast,
-            )  # fmt: skip
+                f.name,
+                stored=f.stored,
+                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record,
+                fast=f.fast,
+            )
         elif f.type == "i64":
             sb.add_integer_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
         elif f.type == "u64":
@@ -395,8 +401,13 @@ class SplitBuilder:
 
 
 def _has_stats(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
-            or pa.types.is_date(t) or pa.types.is_timestamp(t))  # fmt: skip
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
 
 
 def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:

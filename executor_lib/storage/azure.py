@@ -228,8 +228,9 @@ def _credential(account: str | None, o: AzureOptions, file: dict[str, str]) -> t
 
 def _explicit_credentials(o: AzureOptions) -> bool:
     """Whether the settings name credentials or an endpoint (then the environment's are not used)."""
-    return any((o.credential is not None, o.bearer_token, o.tenant_id, o.client_id, o.client_secret,
-                o.account_key, o.endpoint))  # fmt: skip
+    return any(
+        (o.credential is not None, o.bearer_token, o.tenant_id, o.client_id, o.client_secret, o.account_key, o.endpoint)
+    )
 
 
 def _account_of_endpoint(url: str) -> str | None:

@@ -122,8 +122,11 @@ def test_concurrent_processes_open_one_split_once(tmp_path: Path) -> None:
     downloaded and its index extracted once, and every process reads all its rows."""
     uri = str(tmp_path / "t")
     make(uri, {}, splits=1)
-    expected = sorted(search_table(open_store(uri), executor_lib.open_log(uri).snapshot(), None,
-                                   SplitCache(tmp_path / "other-cache")).column("id").to_pylist())  # fmt: skip
+    expected = sorted(
+        search_table(open_store(uri), executor_lib.open_log(uri).snapshot(), None, SplitCache(tmp_path / "other-cache"))
+        .column("id")
+        .to_pylist()
+    )
     ctx = mp.get_context("spawn")
     workers = 4
     barrier = ctx.Barrier(workers)

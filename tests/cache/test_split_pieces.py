@@ -49,15 +49,19 @@ QUERIES: list[str | filters.Filter | None] = [
 def rows(n: int = 24000, seed: int = 38) -> pa.Table:
     """Log-like rows: a rare word in a few messages, common words, four levels."""
     rng = np.random.default_rng(seed)
-    words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"] + [f"w{i}" for i in range(300)])
+    words = np.array(
+        ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"] + [f"w{i}" for i in range(300)]
+    )
     drawn = words[rng.integers(0, len(words), size=(n, 8))].astype(object)
     drawn[rng.choice(n, size=5, replace=False), 3] = RARE
-    return pa.table({
-        "id": pa.array(np.arange(n, dtype=np.int64)),
-        "level": pa.array(rng.choice(["INFO", "WARN", "ERROR", "DEBUG"], size=n)),
-        "latency": pa.array(rng.lognormal(5, 1, size=n)),
-        "message": pa.array([" ".join(m) for m in drawn.tolist()]),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n, dtype=np.int64)),
+            "level": pa.array(rng.choice(["INFO", "WARN", "ERROR", "DEBUG"], size=n)),
+            "latency": pa.array(rng.lognormal(5, 1, size=n)),
+            "message": pa.array([" ".join(m) for m in drawn.tolist()]),
+        }
+    )
 
 
 @pytest.fixture
@@ -85,9 +89,14 @@ def _search(uri: str, options: dict[str, Any], cache: SplitCache, query: Any, st
         out = []
         for add in snapshot.files:
             searcher = table_search.load_split(
-                cache, store, add.path, snapshot.arrow_schema(), snapshot.doc_mapping(add), add.size,
+                cache,
+                store,
+                add.path,
+                snapshot.arrow_schema(),
+                snapshot.doc_mapping(add),
+                add.size,
                 add.footer_start_offset,
-            )  # fmt: skip
+            )
             out.extend(_ids(searcher.search(query, ["id", "message"])))
         return sorted(out)
     return _ids(search_table(store, snapshot, query, cache, ["id", "message"]))
@@ -161,7 +170,9 @@ def test_a_rare_word_fetches_no_doc_store_blocks_and_few_rows(
                 assert sum(e - s for s, e in ranges) < (end - start) / 4, "the doc store's blocks were fetched"
                 assert ranges[-1][1] == end - start, "the doc store's footer was not fetched"
     copy = _fetched(cache_dir, "copy")
-    copy_total = sum(e - s for st in _states(cache_dir) for n, (s, e) in st["files"].items() if member_kind(n) == "copy")
+    copy_total = sum(
+        e - s for st in _states(cache_dir) for n, (s, e) in st["files"].items() if member_kind(n) == "copy"
+    )
     assert copy < copy_total / 2, "the rows of 5 hits were taken by range, not the whole copy"
     stats = SplitCache(cache_dir).describe()
     assert stats["bytes_downloaded"] < sum(a.size for a in adds) / 2

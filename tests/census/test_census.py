@@ -308,8 +308,12 @@ def test_purge_below_the_minimum_retention(templates: dict[str, Path], tmp_path:
 
 
 def test_a_missing_table(tmp_path: Path) -> None:
-    _refused(tmp_path / "nothing", lambda: executor_lib.open_log(str(tmp_path / "nothing")), errors.TableNotFoundError,
-             "nothing")  # fmt: skip
+    _refused(
+        tmp_path / "nothing",
+        lambda: executor_lib.open_log(str(tmp_path / "nothing")),
+        errors.TableNotFoundError,
+        "nothing",
+    )
 
 
 # --- bad queries ---------------------------------------------------------------------------------
@@ -330,8 +334,9 @@ def test_bad_queries(templates: dict[str, Path], tmp_path: Path, query: str, kwa
     root = _copy(templates, "avro", tmp_path)
     log = executor_lib.open_log(str(root))
     cache = SplitCache(tmp_path / "cache")
-    _refused(root, lambda: search_table(log.store, log.snapshot(), query, cache, **kwargs), errors.IndexTablesError,
-             fragment)  # fmt: skip
+    _refused(
+        root, lambda: search_table(log.store, log.snapshot(), query, cache, **kwargs), errors.IndexTablesError, fragment
+    )
 
 
 def test_cli_negative_limit(templates: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,10 +29,55 @@ from indextables_contract import errors, filters
 SEED = int(os.environ.get("INDEXTABLES_FUZZ_SEED", "33"))
 SECONDS = float(os.environ.get("INDEXTABLES_FUZZ_SECONDS", "4"))
 _PIECES = [
-    " ", "(", ")", "'", '"', "\\", ":", "*", "?", "~", "^", "[", "]", "{", "}", "/", "-", "+", "AND", "OR", "NOT",
-    "TO", "IN", "=", "<", ">", "<=", "!=", "%", "_", "`", ".", ",", "0", "-1", "1e309", "NaN", "\x00", "é", "東",
-    "indexquery", "LIKE", "BETWEEN", "IS NULL", "msg", "id", "_indexall", "a" * 300,
-]  # fmt: skip
+    " ",
+    "(",
+    ")",
+    "'",
+    '"',
+    "\\",
+    ":",
+    "*",
+    "?",
+    "~",
+    "^",
+    "[",
+    "]",
+    "{",
+    "}",
+    "/",
+    "-",
+    "+",
+    "AND",
+    "OR",
+    "NOT",
+    "TO",
+    "IN",
+    "=",
+    "<",
+    ">",
+    "<=",
+    "!=",
+    "%",
+    "_",
+    "`",
+    ".",
+    ",",
+    "0",
+    "-1",
+    "1e309",
+    "NaN",
+    "\x00",
+    "é",
+    "東",
+    "indexquery",
+    "LIKE",
+    "BETWEEN",
+    "IS NULL",
+    "msg",
+    "id",
+    "_indexall",
+    "a" * 300,
+]
 
 
 def _mutants(rng: random.Random, seeds: list[str]) -> Iterator[str]:
@@ -65,9 +110,12 @@ def test_fuzzed_sql_predicates_parse_or_fail_typed() -> None:
     rng = random.Random(SEED)
     seeds = [
         "level = 'ERROR' AND (n >= 5 OR msg indexquery 'a AND b') AND NOT lvl IN ('x', 'y')",
-        "s LIKE 'ab%' OR x IS NOT NULL", "n BETWEEN 1 AND 2.5", "user.name = 'Alice' AND lower(level) = 'x'",
-        "indexqueryall('x y') AND t.id <> 3", "msg textsearch 'hello' OR msg fieldmatch 'x'",
-    ]  # fmt: skip
+        "s LIKE 'ab%' OR x IS NOT NULL",
+        "n BETWEEN 1 AND 2.5",
+        "user.name = 'Alice' AND lower(level) = 'x'",
+        "indexqueryall('x y') AND t.id <> 3",
+        "msg textsearch 'hello' OR msg fieldmatch 'x'",
+    ]
     for text in _mutants(rng, seeds):
         _survives(lambda text=text: parse_predicate(text), (IndexTablesSQLError,), f"predicate {text!r}")
 
@@ -92,17 +140,28 @@ def test_fuzzed_filter_json_reads_or_fails_typed() -> None:
 
 
 def test_fuzzed_query_text_compiles_or_fails_typed(tmp_path: Path) -> None:
-    rows = pa.table({
-        "id": pa.array([1, 2], pa.int64()), "msg": ["Config loaded", "KafkaBroker up"],
-        "tag": ["a-1", "b-2"], "attrs": [{"user": "Alice"}, {"user": "Bob"}],
-    })  # fmt: skip
+    rows = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "msg": ["Config loaded", "KafkaBroker up"],
+            "tag": ["a-1", "b-2"],
+            "attrs": [{"user": "Alice"}, {"user": "Bob"}],
+        }
+    )
     mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.msg": "text"})
     searcher = SplitSearcher(write_split(rows, mapping, tmp_path / "o").path, tmp_path / "w", rows.schema, None)
     rng = random.Random(SEED)
     seeds = [
-        "Config* AND NOT up", "msg:(kafka* OR \"config loaded\")", "id:[1 TO 2] OR tag:a-*", "attrs.user:al*",
-        "msg:/conf.*/ AND -x", "'config loaded'^2", "tag: IN [a-1 b-2]", "*Broker*", "id:>1",
-    ]  # fmt: skip
+        "Config* AND NOT up",
+        'msg:(kafka* OR "config loaded")',
+        "id:[1 TO 2] OR tag:a-*",
+        "attrs.user:al*",
+        "msg:/conf.*/ AND -x",
+        "'config loaded'^2",
+        "tag: IN [a-1 b-2]",
+        "*Broker*",
+        "id:>1",
+    ]
     for column in (None, "msg"):
         for text in _mutants(rng, seeds):
             query = filters.QueryString(text, column)
@@ -119,9 +178,13 @@ def test_fuzzed_cli_flags_exit_with_a_message(
     log.commit([write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(schema, {}))])
     rng = random.Random(SEED)
     commands = [
-        ["describe", "{t}"], ["history", "{t}"], ["search", "{t}", "msg:a", "--limit", "5"],
-        ["checkpoint", "{t}"], ["cleanup", "{t}", "--dry-run"], ["cache", "describe", "--cache-dir", "{c}"],
-    ]  # fmt: skip
+        ["describe", "{t}"],
+        ["history", "{t}"],
+        ["search", "{t}", "msg:a", "--limit", "5"],
+        ["checkpoint", "{t}"],
+        ["cleanup", "{t}", "--dry-run"],
+        ["cache", "describe", "--cache-dir", "{c}"],
+    ]
     junk = ["--limit", "-1", "-o", "x=y", "spark.indextables.nope=1", "--cache-dir", "/dev/null", "", "{t}/nope", "*"]
     deadline = time.monotonic() + SECONDS
     while time.monotonic() < deadline:

@@ -255,8 +255,12 @@ def test_low_deep_nesting_and_huge_limits_are_named() -> None:
 
 
 def test_hole5_a_manifest_age_that_endangers_concurrent_writers_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(errors.ConfigError, match=r"minManifestAgeHours=0: below 0.25 hours .*allowUnsafeMinManifestAge"):
-        executor_lib.create_table(str(tmp_path / "t"), SCHEMA, **{"spark.indextables.state.gc.minManifestAgeHours": "0"})
+    with pytest.raises(
+        errors.ConfigError, match=r"minManifestAgeHours=0: below 0.25 hours .*allowUnsafeMinManifestAge"
+    ):
+        executor_lib.create_table(
+            str(tmp_path / "t"), SCHEMA, **{"spark.indextables.state.gc.minManifestAgeHours": "0"}
+        )
     assert not (tmp_path / "t").exists()  # refused before anything was written
     executor_lib.create_table(str(tmp_path / "a"), SCHEMA, **{"spark.indextables.state.gc.minManifestAgeHours": "0.25"})
     single_writer = {

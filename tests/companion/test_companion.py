@@ -74,32 +74,51 @@ def spark(request: pytest.FixtureRequest) -> Any:
 
 def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path: Path) -> None:
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
-    statement = (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
-                 f"AT LOCATION '{index}'")  # fmt: skip
+    statement = f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
     out = _build(spark, statement)
-    assert (out["status"], out["source_version"], out["splits_created"], out["splits_invalidated"],
-            out["parquet_files_indexed"]) == ("success", None, 2, 0, 4)  # fmt: skip
+    assert (
+        out["status"],
+        out["source_version"],
+        out["splits_created"],
+        out["splits_invalidated"],
+        out["parquet_files_indexed"],
+    ) == ("success", None, 2, 0, 4)
     assert out["table_path"] == index and out["source_path"] == str(src) and out["split_bytes_uploaded"] > 0
 
     # The log: the JVM's companion fields and metadata keys; the splits hold no row copies.
     snap = executor_lib.open_log(index).snapshot()
     conf = snap.metadata.configuration
     assert conf["indextables.companion.enabled"] == "true"
-    assert (conf["indextables.companion.sourceFormat"], conf["indextables.companion.sourceTablePath"],
-            conf["indextables.companion.lastSyncedVersion"], conf["indextables.companion.fastFieldMode"]) == (
-        "parquet", str(src), "-1", "HYBRID")  # fmt: skip
+    assert (
+        conf["indextables.companion.sourceFormat"],
+        conf["indextables.companion.sourceTablePath"],
+        conf["indextables.companion.lastSyncedVersion"],
+        conf["indextables.companion.fastFieldMode"],
+    ) == ("parquet", str(src), "-1", "HYBRID")
     assert json.loads(conf["indextables.companion.columnTypes"]) == {
-        "id": "bigint", "msg": "string", "level": "string", "latency": "double", "day": "string"}  # fmt: skip
+        "id": "bigint",
+        "msg": "string",
+        "level": "string",
+        "latency": "double",
+        "day": "string",
+    }
     assert json.loads(conf["indextables.companion.indexingModes"]) == {"msg": "text"}
     assert sorted(f for a in snap.files for f in a.companion_source_files or ()) == sorted(
-        str(p.relative_to(src)) for p in src.rglob("*.parquet"))  # fmt: skip
+        str(p.relative_to(src)) for p in src.rglob("*.parquet")
+    )
     assert {a.companion_fast_field_mode for a in snap.files} == {"HYBRID"}
     assert {a.companion_delta_version for a in snap.files} == {-1}
     fields = [f for a in snap.files for f in json.loads(snap.doc_mapping(a))]
     assert len(fields) == 12 and not any(f["stored"] for f in fields)  # index-only: no row copies
     # tantivy4java's locator fast fields are in every companion split (see tests/splits/test_parquet_manifest.py)
-    assert {f["name"]: f["fast"] for f in fields} == {"id": True, "latency": True, "msg": False, "level": False,
-                                                     "__pq_file_hash": True, "__pq_row_in_file": True}  # fmt: skip
+    assert {f["name"]: f["fast"] for f in fields} == {
+        "id": True,
+        "latency": True,
+        "msg": False,
+        "level": False,
+        "__pq_file_hash": True,
+        "__pq_row_in_file": True,
+    }
     assert {a.partition_values["day"] for a in snap.files} == {"2024-01-01", "2024-01-02"}
     assert sum(a.num_records or 0 for a in snap.files) == 1000
 
@@ -109,16 +128,24 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     assert sorted(map(tuple, got.collect())) == sorted(map(tuple, expected.collect()))
     assert len(got.collect()) == len([i for i in range(1000) if i % 17 == 0])
     # an index query with an exact filter and a partition filter
-    got = sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'alpha AND bravo' "
-                     "AND level = 'ERROR' AND day = '2024-01-02'")  # fmt: skip
+    got = sql(
+        spark,
+        f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'alpha AND bravo' "
+        "AND level = 'ERROR' AND day = '2024-01-02'",
+    )
     want = baseline.where("msg LIKE '%alpha%' AND msg LIKE '%bravo%' AND level = 'ERROR' AND day = '2024-01-02'")
     assert _ids(got) == _ids(want) and _ids(want)
     # aggregates: count, sum and avg on fast fields, grouped by a partition column and by a string column
-    agg = sql(spark, f"SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM indextables.`{index}` "
-                     "WHERE msg indexquery 'echo' GROUP BY day ORDER BY day")  # fmt: skip
+    agg = sql(
+        spark,
+        f"SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM indextables.`{index}` "
+        "WHERE msg indexquery 'echo' GROUP BY day ORDER BY day",
+    )
     baseline.createOrReplaceTempView("companion_source")
-    want_agg = spark.sql("SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM companion_source "
-                         "WHERE msg LIKE '%echo%' GROUP BY day ORDER BY day")  # fmt: skip
+    want_agg = spark.sql(
+        "SELECT day, count(*) AS n, sum(id) AS s, avg(latency) AS a FROM companion_source "
+        "WHERE msg LIKE '%echo%' GROUP BY day ORDER BY day"
+    )
     got_rows, want_rows = agg.collect(), want_agg.collect()
     assert [tuple(r)[:3] for r in got_rows] == [tuple(r)[:3] for r in want_rows]
     assert [r["a"] for r in got_rows] == pytest.approx([r["a"] for r in want_rows])
@@ -130,7 +157,11 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     pq.write_table(_rows(1000, 100), src / "day=2024-01-02" / "part-9.parquet")
     out = _build(spark, statement)
     assert (out["status"], out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (
-        "success", 1, 0, 1)  # fmt: skip
+        "success",
+        1,
+        0,
+        1,
+    )
     os.remove(src / "day=2024-01-01" / "part-0.parquet")
     out = _build(spark, statement)
     assert (out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (1, 1, 1)
@@ -168,18 +199,26 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
 
     spark = classic_spark
     src, index = _parquet_source(tmp_path), tmp_path / "index"
-    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' TARGET INPUT SIZE 1K "
-                        f"AT LOCATION '{index}' DRY RUN")  # fmt: skip
+    out = _build(
+        spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' TARGET INPUT SIZE 1K AT LOCATION '{index}' DRY RUN"
+    )
     assert (out["status"], out["splits_created"], out["parquet_files_indexed"]) == ("dry_run", 4, 4)
     assert out["message"] == "Would create 4 companion splits from 4 parquet files"
     assert not index.exists()  # a dry run writes nothing
-    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' SCHEMA SOURCE "
-                        f"'{src}/day=2024-01-01/part-0.parquet' INCLUDE COLUMNS ('MSG', 'level') "
-                        f"WHERE day = '2024-01-02' AT LOCATION '{index}'")  # fmt: skip
+    out = _build(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' SCHEMA SOURCE "
+        f"'{src}/day=2024-01-01/part-0.parquet' INCLUDE COLUMNS ('MSG', 'level') "
+        f"WHERE day = '2024-01-02' AT LOCATION '{index}'",
+    )
     assert (out["splits_created"], out["parquet_files_indexed"]) == (1, 2)
     snap = executor_lib.open_log(str(index)).snapshot()
     assert [f["name"] for f in json.loads(snap.doc_mapping(snap.files[0]))] == [
-        "msg", "level", "__pq_file_hash", "__pq_row_in_file"]  # fmt: skip
+        "msg",
+        "level",
+        "__pq_file_hash",
+        "__pq_row_in_file",
+    ]
     assert json.loads(snap.metadata.configuration["indextables.companion.includeColumns"]) == ["msg", "level"]
     assert snap.metadata.configuration["indextables.companion.whereClause"] == "day = '2024-01-02'"
     # a column not indexed is still read from the source (Spark evaluates the filter on the rows)
@@ -187,8 +226,11 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     assert sorted(r["id"] for r in got) == [i for i in range(500, 1000) if i % 97 == 3]
     # a strip mode: the pattern's matches are not indexed, and the rows read back keep them
     stripped = tmp_path / "stripped"
-    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text_custom_strip:krak[a-z]+') "
-                  f"AT LOCATION '{stripped}'")  # fmt: skip
+    _build(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text_custom_strip:krak[a-z]+') "
+        f"AT LOCATION '{stripped}'",
+    )
     assert sql(spark, f"SELECT id FROM indextables.`{stripped}` WHERE msg indexquery 'kraken'").count() == 0
     found = sql(spark, f"SELECT id, msg FROM indextables.`{stripped}` WHERE msg indexquery 'event' AND id = 17")
     assert [tuple(r) for r in found.collect()] == [(17, "foxtrot charlie event kraken")]
@@ -197,15 +239,24 @@ def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> 
     with pytest.raises(Exception, match="companion indexes are read-only: run BUILD INDEXTABLES COMPANION"):
         some.write.format("indextables").mode("append").save(str(index))
     for statement, message in (
-        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
-         f"AT LOCATION '{index}'", "mutually exclusive"),
-        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('nope') AT LOCATION '{index}-2'",
-         "column 'nope' is not in the source"),
-        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FROM VERSION 3 AT LOCATION '{index}-2'",
-         "FROM VERSION applies to FOR DELTA only"),
-        (f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FASTFIELDS MODE FAST AT LOCATION '{index}-2'",
-         "expected HYBRID, DISABLED or PARQUET_ONLY"),
-    ):  # fmt: skip
+        (
+            f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('msg') EXCLUDE COLUMNS ('id') "
+            f"AT LOCATION '{index}'",
+            "mutually exclusive",
+        ),
+        (
+            f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INCLUDE COLUMNS ('nope') AT LOCATION '{index}-2'",
+            "column 'nope' is not in the source",
+        ),
+        (
+            f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FROM VERSION 3 AT LOCATION '{index}-2'",
+            "FROM VERSION applies to FOR DELTA only",
+        ),
+        (
+            f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' FASTFIELDS MODE FAST AT LOCATION '{index}-2'",
+            "expected HYBRID, DISABLED or PARQUET_ONLY",
+        ),
+    ):
         with pytest.raises(Exception, match=message):
             sql(spark, statement).collect()
     with pytest.raises(IndexTablesSQLError):
@@ -221,8 +272,10 @@ def test_delta_companion_sync_after_append_delete_overwrite(spark: Any, tmp_path
 
     deltalake.write_deltalake(src, with_part(_rows(0, 300), "a"), partition_by=["part"])
     deltalake.write_deltalake(src, with_part(_rows(300, 300), "b"), partition_by=["part"], mode="append")
-    statement = (f"BUILD INDEXTABLES COMPANION FOR DELTA '{src}' INDEXING MODES ('msg':'text') "
-                 f"FASTFIELDS MODE DISABLED AT LOCATION '{index}'")  # fmt: skip
+    statement = (
+        f"BUILD INDEXTABLES COMPANION FOR DELTA '{src}' INDEXING MODES ('msg':'text') "
+        f"FASTFIELDS MODE DISABLED AT LOCATION '{index}'"
+    )
 
     def check(version: int) -> None:
         truth = deltalake.DeltaTable(src).to_pyarrow_table()
@@ -238,12 +291,20 @@ def test_delta_companion_sync_after_append_delete_overwrite(spark: Any, tmp_path
 
     out = _build(spark, statement)
     assert (out["status"], out["source_version"], out["splits_created"], out["parquet_files_indexed"]) == (
-        "success", 1, 2, 2)  # fmt: skip
+        "success",
+        1,
+        2,
+        2,
+    )
     check(1)
     deltalake.write_deltalake(src, with_part(_rows(600, 50), "a"), partition_by=["part"], mode="append")
     out = _build(spark, statement)
     assert (out["source_version"], out["splits_created"], out["splits_invalidated"], out["parquet_files_indexed"]) == (
-        2, 1, 0, 1)  # fmt: skip
+        2,
+        1,
+        0,
+        1,
+    )
     check(2)
     assert {a.companion_delta_version for a in executor_lib.open_log(index).snapshot().files} == {1, 2}
     deltalake.DeltaTable(src).delete("part = 'b'")  # removes b's file: its split is invalidated
@@ -286,8 +347,10 @@ def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any
     table.append(_rows(0, 300))
     table.append(_rows(300, 200))
     index = str(tmp_path / "index")
-    statement = (f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
-                 f"INCLUDE COLUMNS ('msg', 'level', 'latency') INDEXING MODES ('msg':'text') AT LOCATION '{index}'")  # fmt: skip
+    statement = (
+        f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
+        f"INCLUDE COLUMNS ('msg', 'level', 'latency') INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
+    )
 
     def check() -> None:
         truth = catalog.load_table("analytics.web_events").scan().to_arrow()
@@ -302,10 +365,17 @@ def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any
     out = sql(spark, statement, options).collect()[0]
     snapshot = catalog.load_table("analytics.web_events").current_snapshot()
     assert (out["status"], out["source_version"], out["splits_created"], out["parquet_files_indexed"]) == (
-        "success", snapshot.snapshot_id, 1, 2)  # fmt: skip
+        "success",
+        snapshot.snapshot_id,
+        1,
+        2,
+    )
     conf = executor_lib.open_log(index).snapshot().metadata.configuration
-    assert (conf["indextables.companion.sourceFormat"], conf["indextables.companion.icebergCatalog"],
-            conf["indextables.companion.icebergCatalogType"]) == ("iceberg", "local", "sql")  # fmt: skip
+    assert (
+        conf["indextables.companion.sourceFormat"],
+        conf["indextables.companion.icebergCatalog"],
+        conf["indextables.companion.icebergCatalogType"],
+    ) == ("iceberg", "local", "sql")
     check()
     first = snapshot.snapshot_id
     table = catalog.load_table("analytics.web_events")
@@ -325,8 +395,12 @@ def test_iceberg_companion_sync_after_append_delete_overwrite(classic_spark: Any
     check()
     # FROM SNAPSHOT: a fresh companion of the files added after the first snapshot... all were replaced since
     fresh = str(tmp_path / "fresh")
-    out = sql(spark, f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
-                     f"FROM SNAPSHOT {first} AT LOCATION '{fresh}'", options).collect()[0]  # fmt: skip
+    out = sql(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'local' TYPE 'sql' "
+        f"FROM SNAPSHOT {first} AT LOCATION '{fresh}'",
+        options,
+    ).collect()[0]
     assert out["parquet_files_indexed"] == 1
 
 
@@ -357,8 +431,11 @@ def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any,
     from executor_lib.splits import parquet_manifest as PM
 
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
-    out = _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
-                        f"TARGET INPUT SIZE 1K AT LOCATION '{index}'")  # fmt: skip
+    out = _build(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+        f"TARGET INPUT SIZE 1K AT LOCATION '{index}'",
+    )
     assert out["splits_created"] == 4  # one file per split
     query = "SELECT id, msg, level, latency, day FROM indextables.`{}` WHERE msg indexquery 'kraken OR bravo'"
     before = sorted(sql(spark, query.format(index)).collect())
@@ -373,7 +450,8 @@ def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any,
     expected = _source(spark, src).where("msg LIKE '%kraken%' OR msg LIKE '%bravo%'")
     assert after == sorted(expected.collect())
     assert sql(spark, f"SELECT count(*) AS n, sum(latency) AS s FROM indextables.`{index}`").collect()[0] == tuple(
-        _source(spark, src).selectExpr("count(*) AS n", "sum(latency) AS s").collect()[0])  # fmt: skip
+        _source(spark, src).selectExpr("count(*) AS n", "sum(latency) AS s").collect()[0]
+    )
 
     # the merged split's manifest: both files, offsets shifted, one range per segment of the merged index
     split = Path(index) / snap.files[0].path
@@ -415,22 +493,33 @@ def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: 
     src.mkdir()
     ids = list(range(300))
     uuids = [str(uuid.UUID(int=(i * 7919) << 64 | i)) for i in ids]
-    pq.write_table(pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "trace": [f"trace-{i % 40}" for i in ids],
-        "msg": [f"request {u} {WORDS[i % 6]} done" for i, u in zip(ids, uuids, strict=True)],
-    }), src / "part-0.parquet", row_group_size=100)  # fmt: skip
-    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('trace':'exact_only', "
-                  f"'msg':'text_uuid_exactonly') AT LOCATION '{index}'")  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "trace": [f"trace-{i % 40}" for i in ids],
+                "msg": [f"request {u} {WORDS[i % 6]} done" for i, u in zip(ids, uuids, strict=True)],
+            }
+        ),
+        src / "part-0.parquet",
+        row_group_size=100,
+    )
+    _build(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('trace':'exact_only', "
+        f"'msg':'text_uuid_exactonly') AT LOCATION '{index}'",
+    )
     t = f"indextables.`{index}`"
     source = spark.read.parquet(str(src))
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace = 'trace-7'")) == [i for i in ids if i % 40 == 7]
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace IN ('trace-1', 'trace-2')")) == [
-        i for i in ids if i % 40 in (1, 2)]  # fmt: skip
+        i for i in ids if i % 40 in (1, 2)
+    ]
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace indexquery 'trace-9'")) == [i for i in ids if i % 40 == 9]
     # a range cannot use hashes: Spark compares the rows (read from the source), as the JVM refuses the pushdown
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE trace > 'trace-38'")) == [
-        i for i in ids if f"trace-{i % 40}" > "trace-38"]  # fmt: skip
+        i for i in ids if f"trace-{i % 40}" > "trace-38"
+    ]
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery '{uuids[123]}'")) == [123]
     assert _ids(sql(spark, f"SELECT id FROM {t} WHERE msg indexquery 'bravo'")) == [i for i in ids if i % 6 == 1]
     row = sql(spark, f"SELECT trace, msg FROM {t} WHERE id = 5").collect()[0]
@@ -445,9 +534,13 @@ def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: 
     assert (fields["trace"]["type"], fields["msg__uuids"]["type"], fields["msg"]["type"]) == ("u64", "u64", "text")
     split = Path(index) / add.path
     manifest = PM.deserialize_manifest(read_member(split, read_footer(split), PM.MANIFEST_MEMBER) or b"", "s")
-    assert manifest["string_indexing_modes"] == {"trace": {"mode": "exact_only"}, "msg": {"mode": "text_uuid_exactonly"}}
-    assert manifest["companion_hash_fields"] == {"msg__uuids": {"original_field_name": "msg",
-                                                                "regex_pattern": PM.UUID_REGEX}}  # fmt: skip
+    assert manifest["string_indexing_modes"] == {
+        "trace": {"mode": "exact_only"},
+        "msg": {"mode": "text_uuid_exactonly"},
+    }
+    assert manifest["companion_hash_fields"] == {
+        "msg__uuids": {"original_field_name": "msg", "regex_pattern": PM.UUID_REGEX}
+    }
     assert manifest["string_hash_fields"] == {"trace": "trace", "msg__uuids": "msg__uuids"}
     by_name = {c["tantivy_field_name"]: c for c in manifest["column_mapping"]}
     assert (by_name["trace"]["tantivy_type"], by_name["msg"]["fast_field_tokenizer"]) == ("U64", "text_uuid_exactonly")
@@ -463,10 +556,16 @@ def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: A
     spark = classic_spark
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
     with pytest.raises(Exception, match=r"HASHED FASTFIELDS: 'latency' is not a plain string column"):
-        _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' HASHED FASTFIELDS INCLUDE ('latency') "
-                      f"AT LOCATION '{index}'")  # fmt: skip
-    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
-                  f"HASHED FASTFIELDS INCLUDE ('LEVEL') AT LOCATION '{index}'")  # fmt: skip
+        _build(
+            spark,
+            f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' HASHED FASTFIELDS INCLUDE ('latency') "
+            f"AT LOCATION '{index}'",
+        )
+    _build(
+        spark,
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') "
+        f"HASHED FASTFIELDS INCLUDE ('LEVEL') AT LOCATION '{index}'",
+    )
     snap = executor_lib.open_log(index).snapshot()
     # stored as written, as SyncToExternalCommand.buildCompanionMetadata does
     assert snap.metadata.configuration["indextables.companion.hashedFastfieldsInclude"] == "LEVEL"
@@ -480,15 +579,19 @@ def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: A
     searcher = tantivy.Index.open(str(tmp_path / "x")).searcher()
     addresses = [a for _, a in searcher.search(tantivy.Query.all_query(), 1000).hits]
     hashes = searcher.fast_field_values("_phash_level", addresses)
-    files = PM.file_index_of_hashes(manifest, np.array(searcher.fast_field_values("__pq_file_hash", addresses),
-                                                       np.uint64), "x")  # fmt: skip
+    files = PM.file_index_of_hashes(
+        manifest, np.array(searcher.fast_field_values("__pq_file_hash", addresses), np.uint64), "x"
+    )
     rows = searcher.fast_field_values("__pq_row_in_file", addresses)
-    levels = [pq.read_table(src / manifest["parquet_files"][f]["relative_path"]).column("level")[r].as_py()
-              for f, r in zip(files, rows, strict=True)]  # fmt: skip
+    levels = [
+        pq.read_table(src / manifest["parquet_files"][f]["relative_path"]).column("level")[r].as_py()
+        for f, r in zip(files, rows, strict=True)
+    ]
     assert hashes == [PM.hash_string_value(v) for v in levels] and len(levels) == 500
     # the fingerprints change nothing a query sees; a sync keeps the stored choice
     assert _ids(sql(spark, f"SELECT id FROM indextables.`{index}` WHERE level = 'ERROR'")) == _ids(
-        _source(spark, src).where("level = 'ERROR'"))  # fmt: skip
+        _source(spark, src).where("level = 'ERROR'")
+    )
     pq.write_table(_rows(5000, 10), src / "day=2024-01-02" / "part-9.parquet")
     _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' AT LOCATION '{index}'")
     snap = executor_lib.open_log(index).snapshot()
@@ -496,7 +599,9 @@ def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: A
     assert len(new) == 1 and "_phash_level" in {f["name"] for f in json.loads(snap.doc_mapping(new[0]))}
 
 
-def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(classic_spark: Any, tmp_path: Path) -> None:
+def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(
+    classic_spark: Any, tmp_path: Path
+) -> None:
     """A companion whose splits hold only tantivy4java's layout (index + _parquet_manifest.json, as
     IndexTables4Spark writes them) reads through the source root; spark.indextables.companion.parquetTableRoot
     points it at a moved source, as the JVM's reader option does."""
@@ -508,16 +613,25 @@ def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(cla
 
     spark = classic_spark
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
-    _build(spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'")
+    _build(
+        spark, f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
+    )
     log = executor_lib.open_log(index)
     actions: list[Any] = []
     for add in log.snapshot().files:
         old = Path(index) / add.path
         new = _as_jvm_layout(old, old.with_name("jvm-" + old.name))
         footer = read_footer(new)
-        actions += [RemoveAction(path=add.path, deletion_timestamp=1, data_change=False),
-                    dataclasses.replace(add, path=str(new.relative_to(index)), size=new.stat().st_size,
-                                        footer_start_offset=footer.footer_start, footer_end_offset=footer.footer_end)]  # fmt: skip
+        actions += [
+            RemoveAction(path=add.path, deletion_timestamp=1, data_change=False),
+            dataclasses.replace(
+                add,
+                path=str(new.relative_to(index)),
+                size=new.stat().st_size,
+                footer_start_offset=footer.footer_start,
+                footer_end_offset=footer.footer_end,
+            ),
+        ]
     log.commit(actions)
     query = f"SELECT id, msg, level, day FROM indextables.`{index}` WHERE msg indexquery 'kraken' AND level = 'ERROR'"
     expected = sorted(_source(spark, src).where("msg LIKE '%kraken%' AND level = 'ERROR'").drop("latency").collect())

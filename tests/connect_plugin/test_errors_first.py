@@ -91,23 +91,36 @@ def test_an_option_with_a_typo(spark: Any, table: str) -> None:
 
 def test_a_column_the_table_lacks(spark: Any, table: str) -> None:
     target = f"indextables.`{table}`"
-    for statement in (f"SELECT count(*) FROM {target} WHERE nosuchcol = 1",
-                      f"SELECT nosuchcol, count(*) FROM {target} GROUP BY nosuchcol"):  # fmt: skip
+    for statement in (
+        f"SELECT count(*) FROM {target} WHERE nosuchcol = 1",
+        f"SELECT nosuchcol, count(*) FROM {target} GROUP BY nosuchcol",
+    ):
         error = _failure(spark, lambda s=statement: connect_plugin.sql(spark, s).collect())
-        assert str(error) == f"[INDEXTABLES_CONFIG] read {table}: column 'nosuchcol' is not in the table (its columns: {COLUMNS})"
+        assert (
+            str(error)
+            == f"[INDEXTABLES_CONFIG] read {table}: column 'nosuchcol' is not in the table (its columns: {COLUMNS})"
+        )
     error = _failure(spark, lambda: connect_plugin.sql(spark, f"SELECT mesage FROM {target}").collect())
     assert isinstance(error, StatementError)
-    assert str(error) == (f"[INDEXTABLES_SQL_STATEMENT] column 'mesage' is not in the table {table} "
-                          f"(did you mean 'message'?; its columns: {COLUMNS})")  # fmt: skip
+    assert str(error) == (
+        f"[INDEXTABLES_SQL_STATEMENT] column 'mesage' is not in the table {table} "
+        f"(did you mean 'message'?; its columns: {COLUMNS})"
+    )
     error = _failure(spark, lambda: connect_plugin.read(spark, table, filter="nosuchcol = 1").collect())
-    assert str(error) == f"[INDEXTABLES_CONFIG] read {table}: column 'nosuchcol' is not in the table (its columns: {COLUMNS})"
+    assert (
+        str(error)
+        == f"[INDEXTABLES_CONFIG] read {table}: column 'nosuchcol' is not in the table (its columns: {COLUMNS})"
+    )
 
 
 def test_the_table_api_leads_with_the_project_line(spark: Any, table: str) -> None:
     from connect_plugin.table import IndexTable
 
     t = IndexTable.for_path(spark, table)
-    for call in (lambda: t.count("message:(error"), lambda: t.aggregate({"n": {"count": {}}}, query="message:(error"),
-                 lambda: t.search("message:(error").collect()):  # fmt: skip
+    for call in (
+        lambda: t.count("message:(error"),
+        lambda: t.aggregate({"n": {"count": {}}}, query="message:(error"),
+        lambda: t.search("message:(error").collect(),
+    ):
         error = _failure(spark, call)
         assert str(error).startswith("[INDEXTABLES_QUERY] query 'message:(error' does not parse at position 8"), error

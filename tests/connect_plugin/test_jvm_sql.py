@@ -51,22 +51,33 @@ def test_histogram_equals_aggregate_and_spark(spark: Any, logs: tuple[str, str])
     from pyspark.sql import functions as fn
 
     table, parquet = logs
-    got = sql(spark, f"SELECT indextables_histogram(score, 5.0) AS bucket, COUNT(*) AS cnt, SUM(id) AS total "
-                     f"FROM '{table}' GROUP BY indextables_histogram(score, 5.0) ORDER BY bucket")  # fmt: skip
+    got = sql(
+        spark,
+        f"SELECT indextables_histogram(score, 5.0) AS bucket, COUNT(*) AS cnt, SUM(id) AS total "
+        f"FROM '{table}' GROUP BY indextables_histogram(score, 5.0) ORDER BY bucket",
+    )
     assert [(f.name, f.dataType.simpleString()) for f in got.schema.fields] == [
-        ("bucket", "double"), ("cnt", "bigint"), ("total", "bigint")]  # fmt: skip
+        ("bucket", "double"),
+        ("cnt", "bigint"),
+        ("total", "bigint"),
+    ]
     baseline = spark.read.parquet(parquet).groupBy((fn.floor(fn.col("score") / 5) * 5.0).alias("b"))
     expected = _rows(baseline.agg(fn.count("*"), fn.sum("id")).orderBy("b"))
     assert _rows(got) == expected
     direct = IndexTable.for_path(spark, table).aggregate(
-        {"h": {"histogram": {"field": "score", "interval": 5.0}, "aggs": {"s": {"sum": {"field": "id"}}}}})
+        {"h": {"histogram": {"field": "score", "interval": 5.0}, "aggs": {"s": {"sum": {"field": "id"}}}}}
+    )
     assert [(b["key"], b["doc_count"], b["s"]["value"]) for b in direct["h"]["buckets"]] == expected
     # the tantivy4spark_ alias, a WHERE the index answers, GROUP BY the output name
-    filtered = sql(spark, f"SELECT tantivy4spark_histogram(score, 5.0) AS b, avg(score), max(id) FROM '{table}' "
-                          f"WHERE msg indexquery 'timeout' GROUP BY b")  # fmt: skip
+    filtered = sql(
+        spark,
+        f"SELECT tantivy4spark_histogram(score, 5.0) AS b, avg(score), max(id) FROM '{table}' "
+        f"WHERE msg indexquery 'timeout' GROUP BY b",
+    )
     base = spark.read.parquet(parquet).filter("msg LIKE '%timeout%'")
-    expected = _rows(base.groupBy((fn.floor(fn.col("score") / 5) * 5.0).alias("b"))
-                     .agg(fn.avg("score"), fn.max("id")).orderBy("b"))  # fmt: skip
+    expected = _rows(
+        base.groupBy((fn.floor(fn.col("score") / 5) * 5.0).alias("b")).agg(fn.avg("score"), fn.max("id")).orderBy("b")
+    )
     assert [(b, pytest.approx(a), m) for b, a, m in _rows(filtered)] == expected
 
 
@@ -74,18 +85,26 @@ def test_date_histogram_equals_aggregate_and_spark(spark: Any, logs: tuple[str, 
     from pyspark.sql import functions as fn
 
     table, parquet = logs
-    got = sql(spark, f"SELECT indextables_date_histogram(ts, '30m') AS half_hour, COUNT(*) AS cnt FROM '{table}' "
-                     f"GROUP BY indextables_date_histogram(ts, '30m')")  # fmt: skip
+    got = sql(
+        spark,
+        f"SELECT indextables_date_histogram(ts, '30m') AS half_hour, COUNT(*) AS cnt FROM '{table}' "
+        f"GROUP BY indextables_date_histogram(ts, '30m')",
+    )
     assert [(f.name, f.dataType.simpleString()) for f in got.schema.fields] == [
-        ("half_hour", "timestamp"), ("cnt", "bigint")]  # fmt: skip
+        ("half_hour", "timestamp"),
+        ("cnt", "bigint"),
+    ]
     bucket = fn.timestamp_seconds(fn.floor(fn.unix_seconds("ts") / 1800) * 1800).alias("b")
     expected = _rows(spark.read.parquet(parquet).groupBy(bucket).agg(fn.count("*")).orderBy("b"))
     assert _rows(got) == expected and len(expected) == 3
-    direct = IndexTable.for_path(spark, table).aggregate({"d": {"date_histogram": {"field": "ts",
-                                                                                    "fixed_interval": "30m"}}})
+    direct = IndexTable.for_path(spark, table).aggregate(
+        {"d": {"date_histogram": {"field": "ts", "fixed_interval": "30m"}}}
+    )
     utc = datetime.timezone.utc
-    keys = [(datetime.datetime.fromtimestamp(b["key"] / 1000, utc).replace(tzinfo=None), b["doc_count"])
-            for b in direct["d"]["buckets"]]  # fmt: skip
+    keys = [
+        (datetime.datetime.fromtimestamp(b["key"] / 1000, utc).replace(tzinfo=None), b["doc_count"])
+        for b in direct["d"]["buckets"]
+    ]
     assert keys == [(k.replace(tzinfo=None), n) for k, n in expected]
     alias = sql(spark, f"SELECT tantivy4spark_date_histogram(ts, '1h'), count(*) FROM '{table}' GROUP BY 1")
     assert [n for _, n in _rows(alias)] == [40, 20]
@@ -95,22 +114,42 @@ def test_date_histogram_equals_aggregate_and_spark(spark: Any, logs: tuple[str, 
 
 def test_range_equals_aggregate_and_spark(spark: Any, logs: tuple[str, str]) -> None:
     table, parquet = logs
-    got = sql(spark, f"SELECT indextables_range(score, 'low', NULL, 5.0, 'mid', 5.0, 10.0, 'high', 10.0, NULL) AS tier, "
-                     f"COUNT(*) AS cnt, min(id) AS first FROM '{table}' "
-                     f"GROUP BY indextables_range(score, 'low', NULL, 5.0, 'mid', 5.0, 10.0, 'high', 10.0, NULL)")  # fmt: skip
+    got = sql(
+        spark,
+        f"SELECT indextables_range(score, 'low', NULL, 5.0, 'mid', 5.0, 10.0, 'high', 10.0, NULL) AS tier, "
+        f"COUNT(*) AS cnt, min(id) AS first FROM '{table}' "
+        f"GROUP BY indextables_range(score, 'low', NULL, 5.0, 'mid', 5.0, 10.0, 'high', 10.0, NULL)",
+    )
     assert [(f.name, f.dataType.simpleString()) for f in got.schema.fields] == [
-        ("tier", "string"), ("cnt", "bigint"), ("first", "bigint")]  # fmt: skip
+        ("tier", "string"),
+        ("cnt", "bigint"),
+        ("first", "bigint"),
+    ]
     case = "CASE WHEN score < 5 THEN 'low' WHEN score < 10 THEN 'mid' ELSE 'high' END"
     spark.read.parquet(parquet).createOrReplaceTempView("jvm_sql_parquet")
     expected = _rows(spark.sql(f"SELECT {case} AS t, count(*), min(id) FROM jvm_sql_parquet GROUP BY 1"))
     assert sorted(_rows(got)) == sorted(expected)
     assert [r[0] for r in _rows(got)] == ["low", "mid", "high"]  # in the order the call names them
-    direct = IndexTable.for_path(spark, table).aggregate({"r": {"range": {"field": "score", "ranges": [
-        {"key": "low", "to": 5.0}, {"key": "mid", "from": 5.0, "to": 10.0}, {"key": "high", "from": 10.0}]}}})
+    direct = IndexTable.for_path(spark, table).aggregate(
+        {
+            "r": {
+                "range": {
+                    "field": "score",
+                    "ranges": [
+                        {"key": "low", "to": 5.0},
+                        {"key": "mid", "from": 5.0, "to": 10.0},
+                        {"key": "high", "from": 10.0},
+                    ],
+                }
+            }
+        }
+    )
     assert {b["key"]: b["doc_count"] for b in direct["r"]["buckets"]} == {t: n for t, n, _ in expected}
     with pytest.raises(Exception, match=r"a bucket function .* works in SELECT"):
-        sql(spark, f"SELECT indextables_range(score, 'a', 0, 6), count(*) FROM '{table}' JOIN '{table}' USING (id) "
-                   "GROUP BY 1")  # fmt: skip
+        sql(
+            spark,
+            f"SELECT indextables_range(score, 'a', 0, 6), count(*) FROM '{table}' JOIN '{table}' USING (id) GROUP BY 1",
+        )
     with pytest.raises(Exception, match="overlap"):
         sql(spark, f"SELECT tantivy4spark_range(score, 'a', 0, 6, 'b', 5, NULL), count(*) FROM '{table}' GROUP BY 1")
 
@@ -128,8 +167,10 @@ def test_star_searches_every_field(spark: Any, logs: tuple[str, str]) -> None:
 
 # --- the documented statements, one case per form -------------------------------------------------------
 
-EVENT_SCHEMA = ("id long, title string, content string, price double, quantity long, event_time timestamp, "
-                "region string, year string, date string")  # fmt: skip
+EVENT_SCHEMA = (
+    "id long, title string, content string, price double, quantity long, event_time timestamp, "
+    "region string, year string, date string"
+)
 EVENT_OPTS = {"spark.indextables.indexing.typemap.content": "text", "spark.indextables.indexing.typemap.title": "text"}
 EVENT_PARTITIONS = ["region", "year", "date"]
 
@@ -139,9 +180,19 @@ def _events(spark: Any, start: int, n: int) -> Any:
     rows = []
     for i in range(start, start + n):
         date = ["2023-12-31", "2024-01-01"][i % 2]
-        rows.append((i, f"title {i}", f"content about item {i} " + ("error timeout" if i % 3 == 0 else "ok"),
-                     float(i * 7 % 150), i % 5, base + datetime.timedelta(hours=i), ["us-east", "us-west"][i // 2 % 2],
-                     date[:4], date))  # fmt: skip
+        rows.append(
+            (
+                i,
+                f"title {i}",
+                f"content about item {i} " + ("error timeout" if i % 3 == 0 else "ok"),
+                float(i * 7 % 150),
+                i % 5,
+                base + datetime.timedelta(hours=i),
+                ["us-east", "us-west"][i // 2 % 2],
+                date[:4],
+                date,
+            )
+        )
     return spark.createDataFrame(rows, EVENT_SCHEMA)
 
 
@@ -166,8 +217,14 @@ def _columns(df: Any) -> list[tuple[str, str]]:
 
 
 def _ddl(ddl: str) -> list[tuple[str, str]]:
-    names = {"long": "bigint", "boolean": "boolean", "string": "string", "int": "int", "double": "double",
-             "timestamp": "timestamp"}  # fmt: skip
+    names = {
+        "long": "bigint",
+        "boolean": "boolean",
+        "string": "string",
+        "int": "int",
+        "double": "double",
+        "timestamp": "timestamp",
+    }
     return [(c.split()[0], names[c.split()[1]]) for c in ddl.split(", ")]
 
 
@@ -198,7 +255,8 @@ def test_merge_splits_forms(spark: Any, tmp_path: Path) -> None:
         assert merged and _splits(path) < before, statement
         if "WHERE" in statement:
             assert {r["partitionValues"] for r in merged} <= {
-                json_dumps({"date": "2024-01-01", "region": r, "year": "2024"}) for r in ("us-east", "us-west")}
+                json_dumps({"date": "2024-01-01", "region": r, "year": "2024"}) for r in ("us-east", "us-west")
+            }
     assert _ids(spark, path) == sorted([*range(8), *(100 + i for i in range(40))])
 
 
@@ -219,8 +277,11 @@ def test_purge_forms(spark: Any, tmp_path: Path) -> None:
     ten_days_ago = time.time() - 10 * 86400
     os.utime(orphan, (ten_days_ago, ten_days_ago))
     t = f"'{path}'"
-    for statement in (f"PURGE INDEXTABLE {t} DRY RUN", f"PURGE INDEXTABLE {t} OLDER THAN 14 DAYS DRY RUN",
-                      f"PURGE INDEXTABLE {t} OLDER THAN 168 HOURS DRY RUN"):  # fmt: skip
+    for statement in (
+        f"PURGE INDEXTABLE {t} DRY RUN",
+        f"PURGE INDEXTABLE {t} OLDER THAN 14 DAYS DRY RUN",
+        f"PURGE INDEXTABLE {t} OLDER THAN 168 HOURS DRY RUN",
+    ):
         listed = sql(spark, statement).filter("kind = 'split'").collect()
         assert orphan.exists()
         assert [r["path"].endswith("orphan-0123.split") for r in listed] == ([] if "14 DAYS" in statement else [True])
@@ -237,11 +298,15 @@ def test_purge_forms(spark: Any, tmp_path: Path) -> None:
 
 
 DROP_ROWS = [  # (id, region, year, month, date): each DROP below removes exactly one row, in this order
-    (0, "us-east", "2023", 3, "2023-03-01"), (1, "us-west", "2024", 1, "2024-01-01"),
-    (2, "us-west", "2019", 5, "2019-05-01"), (3, "us-west", "2019", 6, "2019-06-01"),
-    (4, "us-east", "2022", 8, "2022-08-01"), (5, "us-west", "2022", 9, "2022-09-01"),
-    (6, "us-west", "2021", 10, "2021-10-01"), (7, "us-west", "2019", 11, "2019-11-01"),
-]  # fmt: skip
+    (0, "us-east", "2023", 3, "2023-03-01"),
+    (1, "us-west", "2024", 1, "2024-01-01"),
+    (2, "us-west", "2019", 5, "2019-05-01"),
+    (3, "us-west", "2019", 6, "2019-06-01"),
+    (4, "us-east", "2022", 8, "2022-08-01"),
+    (5, "us-west", "2022", 9, "2022-09-01"),
+    (6, "us-west", "2021", 10, "2021-10-01"),
+    (7, "us-west", "2019", 11, "2019-11-01"),
+]
 
 
 def test_drop_partitions_forms(spark: Any, tmp_path: Path) -> None:
@@ -272,8 +337,11 @@ def test_drop_partitions_forms(spark: Any, tmp_path: Path) -> None:
 def test_checkpoint_compact_and_state(spark: Any, events: str) -> None:
     from connect_plugin.command_outputs import CHECKPOINT_COLUMNS, STATE_COLUMNS
 
-    for statement in (f"CHECKPOINT INDEXTABLES '{events}'", "CHECKPOINT INDEXTABLES my_table",
-                      f"COMPACT INDEXTABLES '{events}'"):  # fmt: skip
+    for statement in (
+        f"CHECKPOINT INDEXTABLES '{events}'",
+        "CHECKPOINT INDEXTABLES my_table",
+        f"COMPACT INDEXTABLES '{events}'",
+    ):
         df = sql(spark, statement)
         assert _columns(df) == _ddl(CHECKPOINT_COLUMNS)
         row = df.collect()[0]
@@ -282,7 +350,11 @@ def test_checkpoint_compact_and_state(spark: Any, events: str) -> None:
         assert _columns(state) == _ddl(STATE_COLUMNS)
         s = state.collect()[0]
         assert (s["format"], s["version"], s["num_files"], s["num_tombstones"]) == (
-            "avro-state", row["checkpoint_version"], row["num_files"], 0)  # fmt: skip
+            "avro-state",
+            row["checkpoint_version"],
+            row["num_files"],
+            0,
+        )
 
 
 def test_truncate_time_travel_forms(spark: Any, tmp_path: Path) -> None:
@@ -311,14 +383,22 @@ def test_prewarm_forms(spark: Any, events: str) -> None:
     cases = [
         (f"PREWARM INDEXTABLES CACHE {t}", 16, "TERM_DICT,POSTINGS", "all"),
         (f"PREWARM INDEXTABLES CACHE {t} FOR SEGMENTS (TERM_DICT, FAST_FIELD)", 16, "TERM_DICT,FAST_FIELD", "all"),
-        (f"PREWARM INDEXTABLES CACHE {t} ON FIELDS (title, content, event_time)", 16, "TERM_DICT,POSTINGS",
-         "title,content,event_time"),
+        (
+            f"PREWARM INDEXTABLES CACHE {t} ON FIELDS (title, content, event_time)",
+            16,
+            "TERM_DICT,POSTINGS",
+            "title,content,event_time",
+        ),
         (f"PREWARM INDEXTABLES CACHE {t} WHERE date >= '2024-01-01'", 8, "TERM_DICT,POSTINGS", "all"),
         (f"PREWARM INDEXTABLES CACHE {t} WITH PERWORKER PARALLELISM OF 5", 16, "TERM_DICT,POSTINGS", "all"),
-        (f"PREWARM INDEXTABLES CACHE {t}\n  FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM)\n"
-         f"  ON FIELDS (title, content)\n  WITH PERWORKER PARALLELISM OF 4\n  WHERE region = 'us-east'", 8,
-         "TERM_DICT,FAST_FIELD,POSTINGS,FIELD_NORM", "title,content"),
-    ]  # fmt: skip
+        (
+            f"PREWARM INDEXTABLES CACHE {t}\n  FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM)\n"
+            f"  ON FIELDS (title, content)\n  WITH PERWORKER PARALLELISM OF 4\n  WHERE region = 'us-east'",
+            8,
+            "TERM_DICT,FAST_FIELD,POSTINGS,FIELD_NORM",
+            "title,content",
+        ),
+    ]
     for statement, splits, segments, fields in cases:
         df = sql(spark, statement)
         assert _columns(df) == _ddl(PREWARM_COLUMNS)
@@ -350,8 +430,12 @@ def _describe_and_flush_caches(spark: Any, events: str) -> None:
     after = stats.collect()[0]
     assert after["bytes_fetched"] > before["bytes_fetched"] and after["requests"] >= before["requests"] + 16
     searcher = sql(spark, "FLUSH INDEXTABLES SEARCHER CACHE")
-    assert _columns(searcher) == [("cache_type", "string"), ("status", "string"), ("cleared_entries", "bigint"),
-                                  ("message", "string")]  # fmt: skip
+    assert _columns(searcher) == [
+        ("cache_type", "string"),
+        ("status", "string"),
+        ("cleared_entries", "bigint"),
+        ("message", "string"),
+    ]
     assert {r["status"] for r in searcher.collect()} == {"success"}
     assert sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()[0]["splitsCached"] == 0
     assert sql(spark, "DESCRIBE INDEXTABLES DISK CACHE").collect()[0]["splits_cached"] == 0
@@ -359,11 +443,18 @@ def _describe_and_flush_caches(spark: Any, events: str) -> None:
 
 
 def test_invalidate_transaction_log_cache_forms(spark: Any, events: str) -> None:
-    expected = [("table_path", "string"), ("result", "string"), ("cache_hits_before", "bigint"),
-                ("cache_misses_before", "bigint"), ("hit_rate_before", "string")]  # fmt: skip
-    for statement, table in (("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE", "GLOBAL"),
-                             (f"INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR '{events}'", events),
-                             ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR my_table", events)):  # fmt: skip
+    expected = [
+        ("table_path", "string"),
+        ("result", "string"),
+        ("cache_hits_before", "bigint"),
+        ("cache_misses_before", "bigint"),
+        ("hit_rate_before", "string"),
+    ]
+    for statement, table in (
+        ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE", "GLOBAL"),
+        (f"INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR '{events}'", events),
+        ("INVALIDATE INDEXTABLES TRANSACTION LOG CACHE FOR my_table", events),
+    ):
         df = sql(spark, statement)
         assert _columns(df) == expected
         assert [r["table_path"] for r in df.collect()] == [table]
@@ -405,9 +496,15 @@ def test_repair_transaction_log(spark: Any, tmp_path: Path) -> None:
     os.remove(lost)
     target = tmp_path / "repair" / "_transaction_log_repaired"
     df = sql(spark, f"REPAIR INDEXFILES TRANSACTION LOG '{path}/_transaction_log'\n  AT LOCATION '{target}'")
-    assert _columns(df) == [("source_path", "string"), ("target_path", "string"), ("source_version", "bigint"),
-                            ("total_splits", "int"), ("valid_splits", "int"), ("missing_splits", "int"),
-                            ("status", "string")]  # fmt: skip
+    assert _columns(df) == [
+        ("source_path", "string"),
+        ("target_path", "string"),
+        ("source_version", "bigint"),
+        ("total_splits", "int"),
+        ("valid_splits", "int"),
+        ("missing_splits", "int"),
+        ("status", "string"),
+    ]
     row = df.collect()[0]
     assert (row["total_splits"], row["valid_splits"], row["missing_splits"], row["status"]) == (16, 15, 1, "SUCCESS")
     (path / "_transaction_log").rename(path / "_transaction_log_broken")
@@ -416,11 +513,19 @@ def test_repair_transaction_log(spark: Any, tmp_path: Path) -> None:
 
 
 def test_component_sizes_forms(spark: Any, events: str) -> None:
-    expected = [("split_path", "string"), ("partition_values", "string"), ("component_key", "string"),
-                ("size_bytes", "bigint"), ("component_type", "string"), ("field_name", "string")]  # fmt: skip
-    for statement, splits in ((f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}'", 16),
-                              ("DESCRIBE INDEXTABLES COMPONENT SIZES my_table", 16),
-                              (f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}' WHERE year = '2024'", 8)):  # fmt: skip
+    expected = [
+        ("split_path", "string"),
+        ("partition_values", "string"),
+        ("component_key", "string"),
+        ("size_bytes", "bigint"),
+        ("component_type", "string"),
+        ("field_name", "string"),
+    ]
+    for statement, splits in (
+        (f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}'", 16),
+        ("DESCRIBE INDEXTABLES COMPONENT SIZES my_table", 16),
+        (f"DESCRIBE INDEXTABLES COMPONENT SIZES '{events}' WHERE year = '2024'", 8),
+    ):
         df = sql(spark, statement)
         assert _columns(df) == expected
         rows = df.collect()
@@ -436,7 +541,7 @@ def test_jobs_and_environment(spark: Any, events: str) -> None:
         PREWARM_JOBS_COLUMNS,
         REDACTED,
         WAIT_COLUMNS,
-    )  # fmt: skip
+    )
 
     spark.conf.set("spark.indextables.aws.secretKey", "very-secret")
     try:
@@ -473,11 +578,15 @@ def test_textsearch_over_a_named_table(spark: Any, events: str) -> None:
 
 # Documented statements that need what only the JVM (or a feature not built here yet) has: (statement, why).
 UNSUPPORTED = [
-    ("BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/i'",
-     "Unity Catalog's REST API"),
-    ("BUILD INDEXTABLES COMPANION FOR DELTA '/d' AT LOCATION '/i' WITH STREAMING POLL INTERVAL 30 SECONDS",
-     "companion manager"),
-]  # fmt: skip
+    (
+        "BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/i'",
+        "Unity Catalog's REST API",
+    ),
+    (
+        "BUILD INDEXTABLES COMPANION FOR DELTA '/d' AT LOCATION '/i' WITH STREAMING POLL INTERVAL 30 SECONDS",
+        "companion manager",
+    ),
+]
 
 
 @pytest.mark.parametrize(("statement", "why"), UNSUPPORTED)
@@ -499,11 +608,17 @@ def test_build_companion_forms(spark: Any, tmp_path: Path) -> None:
     pytest.importorskip("pyiceberg")
     from pyiceberg.catalog.sql import SqlCatalog
 
-    rows = pa.table({"content": [f"event {i} {'error' if i % 4 == 0 else 'ok'}" for i in range(40)],
-                     "status": ["500" if i % 4 == 0 else "200" for i in range(40)],
-                     "message": [f"message {i}" for i in range(40)], "trace_id": [f"t-{i}" for i in range(40)],
-                     "raw_payload": ["x" * 10] * 40, "level": ["ERROR" if i % 4 == 0 else "INFO" for i in range(40)],
-                     "year": ["2024" if i < 30 else "2023" for i in range(40)]})  # fmt: skip
+    rows = pa.table(
+        {
+            "content": [f"event {i} {'error' if i % 4 == 0 else 'ok'}" for i in range(40)],
+            "status": ["500" if i % 4 == 0 else "200" for i in range(40)],
+            "message": [f"message {i}" for i in range(40)],
+            "trace_id": [f"t-{i}" for i in range(40)],
+            "raw_payload": ["x" * 10] * 40,
+            "level": ["ERROR" if i % 4 == 0 else "INFO" for i in range(40)],
+            "year": ["2024" if i < 30 else "2023" for i in range(40)],
+        }
+    )
     delta, parquet = str(tmp_path / "delta"), tmp_path / "data"
     deltalake.write_deltalake(delta, rows, partition_by=["year"])
     parquet.mkdir()
@@ -523,35 +638,54 @@ def test_build_companion_forms(spark: Any, tmp_path: Path) -> None:
     index = tmp_path / "index"
     assert build(f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' AT LOCATION '{index}/delta_table'") == ("success", 2)
     assert build(f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' AT LOCATION '{index}/delta_table'") == (
-        "no_action", 0)  # the incremental sync: run the same command again
-    options_form = (f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' INDEXING MODES ('content':'text', "
-                    "'status':'string') FASTFIELDS MODE PARQUET_ONLY TARGET INPUT SIZE 1G WRITER HEAP SIZE 512M "
-                    f"FROM VERSION 0 WHERE year = '2024' AT LOCATION '{index}/delta'")  # fmt: skip
+        "no_action",
+        0,
+    )  # the incremental sync: run the same command again
+    options_form = (
+        f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' INDEXING MODES ('content':'text', "
+        "'status':'string') FASTFIELDS MODE PARQUET_ONLY TARGET INPUT SIZE 1G WRITER HEAP SIZE 512M "
+        f"FROM VERSION 0 WHERE year = '2024' AT LOCATION '{index}/delta'"
+    )
     assert build(options_form + " DRY RUN") == ("dry_run", 1)
-    assert build(f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' INDEXING MODES ('content':'text', "
-                 "'status':'string') FASTFIELDS MODE PARQUET_ONLY TARGET INPUT SIZE 1G WRITER HEAP SIZE 512M "
-                 f"WHERE year = '2024' AT LOCATION '{index}/delta'") == ("success", 1)
+    assert build(
+        f"BUILD INDEXTABLES COMPANION FOR DELTA '{delta}' INDEXING MODES ('content':'text', "
+        "'status':'string') FASTFIELDS MODE PARQUET_ONLY TARGET INPUT SIZE 1G WRITER HEAP SIZE 512M "
+        f"WHERE year = '2024' AT LOCATION '{index}/delta'"
+    ) == ("success", 1)
     got = sql(spark, f"SELECT count(*) FROM indextables.`{index}/delta` WHERE content indexquery 'error'").collect()
     assert got[0][0] == 8  # year 2024 only (WHERE), the text mode tokenized 'content'
-    assert build(f"BUILD INDEXTABLES COMPANION FOR PARQUET '{parquet}' SCHEMA SOURCE "
-                 f"'{parquet}/part-00000.parquet' AT LOCATION '{index}/parquet'") == ("success", 1)
-    for clauses in ("", "INCLUDE COLUMNS ('message', 'level', 'trace_id')",
-                    "EXCLUDE COLUMNS ('raw_payload', 'trace_id')"):  # fmt: skip
+    assert build(
+        f"BUILD INDEXTABLES COMPANION FOR PARQUET '{parquet}' SCHEMA SOURCE "
+        f"'{parquet}/part-00000.parquet' AT LOCATION '{index}/parquet'"
+    ) == ("success", 1)
+    for clauses in (
+        "",
+        "INCLUDE COLUMNS ('message', 'level', 'trace_id')",
+        "EXCLUDE COLUMNS ('raw_payload', 'trace_id')",
+    ):
         location = f"{index}/iceberg-{len(clauses)}"
-        assert build(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'uc_catalog' "
-                     f"TYPE 'sql' WAREHOUSE '{warehouse}' {clauses} AT LOCATION '{location}'") == ("success", 1)
+        assert build(
+            f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'uc_catalog' "
+            f"TYPE 'sql' WAREHOUSE '{warehouse}' {clauses} AT LOCATION '{location}'"
+        ) == ("success", 1)
         found = sql(spark, f"SELECT trace_id FROM indextables.`{location}` WHERE level = 'ERROR'").collect()
         assert sorted(r["trace_id"] for r in found) == sorted(f"t-{i}" for i in range(0, 40, 4))
     # the compact string modes (features.md: exact_only hashes trace ids)
     for kind, source in (("DELTA", delta), ("PARQUET", str(parquet))):
         location = f"{index}/exact-{kind}"
-        assert build(f"BUILD INDEXTABLES COMPANION FOR {kind} '{source}' INDEXING MODES ('trace_id':'exact_only') "
-                     f"AT LOCATION '{location}'")[0] == "success"  # fmt: skip
+        assert (
+            build(
+                f"BUILD INDEXTABLES COMPANION FOR {kind} '{source}' INDEXING MODES ('trace_id':'exact_only') "
+                f"AT LOCATION '{location}'"
+            )[0]
+            == "success"
+        )
         found = sql(spark, f"SELECT level FROM indextables.`{location}` WHERE trace_id = 't-8'").collect()
         assert [r["level"] for r in found] == ["ERROR"]
-    assert build(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'uc_catalog' TYPE 'sql' "
-                 f"WAREHOUSE '{warehouse}' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '{index}/exact-ice'"
-                 ) == ("success", 1)  # fmt: skip
+    assert build(
+        f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'analytics.web_events' CATALOG 'uc_catalog' TYPE 'sql' "
+        f"WAREHOUSE '{warehouse}' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '{index}/exact-ice'"
+    ) == ("success", 1)
 
 
 def test_results_as_temp_views(spark: Any, events: str) -> None:
@@ -571,8 +705,11 @@ def test_results_as_temp_views(spark: Any, events: str) -> None:
 
 # --- the read-path profiler and the data-skipping statistics, in classic and Connect sessions -----------
 
-MY_INDEX_ROWS = [(1, "example", "machine learning at scale", 4.0, "tech"), (2, "other", "cooking", 2.0, "food"),
-                 (3, "example", "deep learning machines", 3.0, "tech")]  # fmt: skip
+MY_INDEX_ROWS = [
+    (1, "example", "machine learning at scale", 4.0, "tech"),
+    (2, "other", "cooking", 2.0, "food"),
+    (3, "example", "deep learning machines", 3.0, "tech"),
+]
 
 
 def _my_index(session: Any, path: str, commits: int = 1) -> None:
@@ -612,7 +749,7 @@ def _profiler_forms(session: Any, tmp_path: Path) -> None:
         PROFILER_CACHE_COLUMNS,
         PROFILER_SECTION_COLUMNS,
         PROFILER_SWITCH_COLUMNS,
-    )  # fmt: skip
+    )
 
     _my_index(session, str(tmp_path / "my_index"), commits=3)
     sql(session, "FLUSH INDEXTABLES SEARCHER CACHE").collect()  # every split opened again: searcher misses
@@ -630,8 +767,11 @@ def _profiler_forms(session: Any, tmp_path: Path) -> None:
         # one scan planned; every split opened, searched and its rows fetched
         n = _splits(str(tmp_path / "my_index"))
         assert {k: v[:2] for k, v in timings.items()} == {
-            "plan_prune": ("planning", 1), "split_open": ("search", n), "query_search": ("search", n),
-            "doc_batch_retrieval": ("doc_retrieval", n)}  # fmt: skip
+            "plan_prune": ("planning", 1),
+            "split_open": ("search", n),
+            "query_search": ("search", n),
+            "doc_batch_retrieval": ("doc_retrieval", n),
+        }
         for _, calls, total_ms, avg_us, min_us, max_us in timings.values():
             assert 0 < min_us <= avg_us <= max_us and avg_us == pytest.approx(total_ms * 1000 / calls)
         caches = sql(session, "DESCRIBE INDEXTABLES PROFILER CACHE")
@@ -673,8 +813,7 @@ def _profiler_workflow(spark: Any, tmp_path: Path) -> None:
         assert sql(spark, "ENABLE INDEXTABLES PROFILER").collect()[0]["status"] == "enabled"
         rows = sql(spark, "SELECT * FROM my_index WHERE title = 'example' LIMIT 100").collect()
         assert sorted(r["id"] for r in rows) == [1, 3]
-        assert tuple(sql(spark, "SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'").head()) == (
-            2, 3.5)  # fmt: skip
+        assert tuple(sql(spark, "SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'").head()) == (2, 3.5)
         timings = _table(sql(spark, "DESCRIBE INDEXTABLES PROFILER"))
         assert {"split_open", "query_search"} <= set(timings) and timings["plan_prune"][1] >= 1
         assert "searcher" in _table(sql(spark, "DESCRIBE INDEXTABLES PROFILER CACHE"))
@@ -701,12 +840,16 @@ def _data_skipping_forms(session: Any, tmp_path: Path) -> None:
         DATA_SKIPPING_COLUMNS,
         FLUSH_SKIPPING_COLUMNS,
         INVALIDATE_SKIPPING_COLUMNS,
-    )  # fmt: skip
+    )
 
     path = str(tmp_path / "skipping")
     for start in (0, 8):
-        connect_plugin.write(session.createDataFrame(_events(session, start, 8).collect(), EVENT_SCHEMA), path,
-                             partition_by=EVENT_PARTITIONS, options=EVENT_OPTS)  # fmt: skip
+        connect_plugin.write(
+            session.createDataFrame(_events(session, start, 8).collect(), EVENT_SCHEMA),
+            path,
+            partition_by=EVENT_PARTITIONS,
+            options=EVENT_OPTS,
+        )
     files = executor_lib.open_log(path).snapshot().files
     flushed = sql(session, "FLUSH INDEXTABLES DATA SKIPPING STATS")
     assert _columns(flushed) == _ddl(FLUSH_SKIPPING_COLUMNS)
@@ -728,11 +871,15 @@ def _data_skipping_forms(session: Any, tmp_path: Path) -> None:
     pruned, skipped = (n - len(by_date)) * 2, (n - len(late)) + (len(by_date) - len(both))
     final = len(by_date) + len(late) + len(both)
     assert metrics == {
-        "total_files_considered": str(3 * n), "partition_pruned_files": str(pruned),
-        "data_skipped_files": str(skipped), "final_files_scanned": str(final),
+        "total_files_considered": str(3 * n),
+        "partition_pruned_files": str(pruned),
+        "data_skipped_files": str(skipped),
+        "final_files_scanned": str(final),
         "partition_skip_rate": f"{100 * pruned / (3 * n):.2f}%",
         "data_skip_rate": f"{100 * skipped / (3 * n - pruned):.2f}%",
-        "total_skip_rate": f"{100 * (3 * n - final) / (3 * n):.2f}%", "scans": "3"}  # fmt: skip
+        "total_skip_rate": f"{100 * (3 * n - final) / (3 * n):.2f}%",
+        "scans": "3",
+    }
     assert [r for r in rows if r[0] == "filter_type_skips"] == [("filter_type_skips", "Between", str(skipped))]
     invalidated = sql(session, "INVALIDATE INDEXTABLES DATA SKIPPING CACHE")
     assert _columns(invalidated) == _ddl(INVALIDATE_SKIPPING_COLUMNS)
@@ -768,8 +915,7 @@ DOCUMENTED: list[tuple[str, str]] = [
     (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year > '2020'", "test_drop_partitions_forms"),
     (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE month < 6", "test_drop_partitions_forms"),
     (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE month BETWEEN 1 AND 6", "test_drop_partitions_forms"),
-    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE region = 'us-east' AND year > '2020'",
-     "test_drop_partitions_forms"),
+    (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE region = 'us-east' AND year > '2020'", "test_drop_partitions_forms"),
     (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year = '2022' OR year = '2023'", "test_drop_partitions_forms"),
     (f"DROP INDEXTABLES PARTITIONS FROM {P} WHERE year < '2022'", "test_drop_partitions_forms"),
     (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P} INCLUDE ALL", "test_describe_transaction_log_forms"),
@@ -787,8 +933,11 @@ DOCUMENTED: list[tuple[str, str]] = [
     (f"PREWARM INDEXTABLES CACHE {P} ON FIELDS (title, content, event_time)", "test_prewarm_forms"),
     (f"PREWARM INDEXTABLES CACHE {P} WHERE date >= '2024-01-01'", "test_prewarm_forms"),
     (f"PREWARM INDEXTABLES CACHE {P} WITH PERWORKER PARALLELISM OF 5", "test_prewarm_forms"),
-    (f"PREWARM INDEXTABLES CACHE {P} FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM) ON FIELDS (title) "
-     "WITH PERWORKER PARALLELISM OF 4 WHERE region = 'us-east'", "test_prewarm_forms"),
+    (
+        f"PREWARM INDEXTABLES CACHE {P} FOR SEGMENTS (TERM_DICT, FAST_FIELD, POSTINGS, FIELD_NORM) ON FIELDS (title) "
+        "WITH PERWORKER PARALLELISM OF 4 WHERE region = 'us-east'",
+        "test_prewarm_forms",
+    ),
     # Describe state, and the JSON-to-Avro migration
     (f"DESCRIBE INDEXTABLES STATE {P}", "test_checkpoint_compact_and_state"),
     (f"DESCRIBE INDEXTABLES STATE {P}", "test_checkpoint_compact_and_state"),
@@ -822,10 +971,14 @@ DOCUMENTED: list[tuple[str, str]] = [
     (f"DESCRIBE INDEXTABLES TRANSACTION LOG {P}", "test_describe_transaction_log_forms"),
     ("SELECT version, action_type, COUNT(*) FROM txlog GROUP BY version, action_type", "test_results_as_temp_views"),
     # Repair (and its post-repair workflow)
-    ("REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
-     "test_repair_transaction_log"),
-    ("REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
-     "test_repair_transaction_log"),
+    (
+        "REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
+        "test_repair_transaction_log",
+    ),
+    (
+        "REPAIR INDEXFILES TRANSACTION LOG '/t/_transaction_log' AT LOCATION '/r/_transaction_log'",
+        "test_repair_transaction_log",
+    ),
     # Component sizes (and the temp view over it)
     (f"DESCRIBE INDEXTABLES COMPONENT SIZES {P}", "test_component_sizes_forms"),
     ("DESCRIBE INDEXTABLES COMPONENT SIZES my_table", "test_component_sizes_forms"),
@@ -841,51 +994,95 @@ DOCUMENTED: list[tuple[str, str]] = [
     ("WAIT FOR INDEXTABLES PREWARM JOBS TIMEOUT 300", "test_jobs_and_environment"),
     (f"WAIT FOR INDEXTABLES PREWARM JOBS {P} JOB 'job-123' TIMEOUT 1800", "test_jobs_and_environment"),
     # Build companion (the 8 forms of sql-commands.md)
-    *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
-      for kind in ("DELTA", "DELTA")],
-    ("BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/index'",
-     "JVM-only: Unity Catalog's REST API resolves the Delta table (a live service)"),
-    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/src' SCHEMA SOURCE '/src/p.parquet' AT LOCATION '/index'",
-     "test_build_companion_forms"),
-    *[(f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' CATALOG 'c' TYPE 'rest' {c} AT LOCATION '/index'",
-       "test_build_companion_forms") for c in ("", "INCLUDE COLUMNS ('x')", "EXCLUDE COLUMNS ('x')")],
-    ("BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "test_build_companion_forms"),
+    *[
+        (f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
+        for kind in ("DELTA", "DELTA")
+    ],
+    (
+        "BUILD INDEXTABLES COMPANION FOR DELTA 'my_schema.events' CATALOG 'unity' TYPE 'rest' AT LOCATION '/index'",
+        "JVM-only: Unity Catalog's REST API resolves the Delta table (a live service)",
+    ),
+    (
+        "BUILD INDEXTABLES COMPANION FOR PARQUET '/src' SCHEMA SOURCE '/src/p.parquet' AT LOCATION '/index'",
+        "test_build_companion_forms",
+    ),
+    *[
+        (
+            f"BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' CATALOG 'c' TYPE 'rest' {c} AT LOCATION '/index'",
+            "test_build_companion_forms",
+        )
+        for c in ("", "INCLUDE COLUMNS ('x')", "EXCLUDE COLUMNS ('x')")
+    ],
+    (
+        "BUILD INDEXTABLES COMPANION FOR ICEBERG 'a.b' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
+        "test_build_companion_forms",
+    ),
     # The read-path profiler, and its example workflow
-    *[(s, "test_profiler_forms") for s in (
-        "ENABLE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER",
-        "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER", "RESET INDEXTABLES PROFILER CACHE")],
+    *[
+        (s, "test_profiler_forms")
+        for s in (
+            "ENABLE INDEXTABLES PROFILER",
+            "DISABLE INDEXTABLES PROFILER",
+            "DESCRIBE INDEXTABLES PROFILER",
+            "DESCRIBE INDEXTABLES PROFILER CACHE",
+            "RESET INDEXTABLES PROFILER",
+            "RESET INDEXTABLES PROFILER CACHE",
+        )
+    ],
     ("ENABLE INDEXTABLES PROFILER", "test_profiler_workflow"),
     ("SELECT * FROM my_index WHERE title = 'example' LIMIT 100", "test_profiler_workflow"),
     ("SELECT COUNT(*), AVG(score) FROM my_index WHERE category = 'tech'", "test_profiler_workflow"),
-    *[(s, "test_profiler_workflow") for s in (
-        "DESCRIBE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER")],
+    *[
+        (s, "test_profiler_workflow")
+        for s in ("DESCRIBE INDEXTABLES PROFILER", "DESCRIBE INDEXTABLES PROFILER CACHE", "RESET INDEXTABLES PROFILER")
+    ],
     ("SELECT * FROM my_index WHERE content indexquery 'machine learning'", "test_profiler_workflow"),
     *[(s, "test_profiler_workflow") for s in ("DESCRIBE INDEXTABLES PROFILER", "DISABLE INDEXTABLES PROFILER")],
     # features.md: bucket aggregations
-    ("SELECT indextables_histogram(price, 50.0) AS b, COUNT(*), SUM(quantity) FROM t GROUP BY "
-     "indextables_histogram(price, 50.0)", "test_histogram_equals_aggregate_and_spark"),
-    ("SELECT indextables_date_histogram(event_time, '1d') AS d, COUNT(*) FROM t GROUP BY "
-     "indextables_date_histogram(event_time, '1d')", "test_date_histogram_equals_aggregate_and_spark"),
-    ("SELECT indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', 100.0, NULL) AS tier, "
-     "COUNT(*) FROM t GROUP BY indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', "
-     "100.0, NULL)", "test_range_equals_aggregate_and_spark"),
+    (
+        "SELECT indextables_histogram(price, 50.0) AS b, COUNT(*), SUM(quantity) FROM t GROUP BY "
+        "indextables_histogram(price, 50.0)",
+        "test_histogram_equals_aggregate_and_spark",
+    ),
+    (
+        "SELECT indextables_date_histogram(event_time, '1d') AS d, COUNT(*) FROM t GROUP BY "
+        "indextables_date_histogram(event_time, '1d')",
+        "test_date_histogram_equals_aggregate_and_spark",
+    ),
+    (
+        "SELECT indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', 100.0, NULL) AS tier, "
+        "COUNT(*) FROM t GROUP BY indextables_range(price, 'cheap', NULL, 50.0, 'mid', 50.0, 100.0, 'expensive', "
+        "100.0, NULL)",
+        "test_range_equals_aggregate_and_spark",
+    ),
     # features.md: companion indexes, the catalog, compact string indexing
-    *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
-      for kind in ("DELTA", "DELTA")],
-    ("BUILD INDEXTABLES COMPANION FOR DELTA '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "test_build_companion_forms"),
-    *[(f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
-      for kind in ("PARQUET", "ICEBERG")],
+    *[
+        (f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
+        for kind in ("DELTA", "DELTA")
+    ],
+    (
+        "BUILD INDEXTABLES COMPANION FOR DELTA '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
+        "test_build_companion_forms",
+    ),
+    *[
+        (f"BUILD INDEXTABLES COMPANION FOR {kind} '/src' AT LOCATION '/index'", "test_build_companion_forms")
+        for kind in ("PARQUET", "ICEBERG")
+    ],
     ("SELECT * FROM events WHERE message TEXTSEARCH 'connection timeout'", "test_textsearch_over_a_named_table"),
-    ("ALTER TABLE uc.production.users SET TBLPROPERTIES ('indextables.companion.indexroot' = 's3://b/i')",
-     "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
-    ("SELECT * FROM indextables.uc.production.users WHERE content indexquery 'machine learning'",
-     "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)"),
-    ("BUILD INDEXTABLES COMPANION FOR PARQUET '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
-     "test_build_companion_forms"),
+    (
+        "ALTER TABLE uc.production.users SET TBLPROPERTIES ('indextables.companion.indexroot' = 's3://b/i')",
+        "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)",
+    ),
+    (
+        "SELECT * FROM indextables.uc.production.users WHERE content indexquery 'machine learning'",
+        "JVM-only: IndexTablesCatalog (a Spark V2 catalog; companion indexes, issue 35)",
+    ),
+    (
+        "BUILD INDEXTABLES COMPANION FOR PARQUET '/src' INDEXING MODES ('trace_id':'exact_only') AT LOCATION '/index'",
+        "test_build_companion_forms",
+    ),
     ("SELECT * FROM logs WHERE message TEXTSEARCH 'error timeout'", "test_textsearch_over_a_named_table"),
-]  # fmt: skip
+]
 
 
 def test_the_tally_of_documented_statements() -> None:

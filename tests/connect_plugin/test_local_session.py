@@ -38,18 +38,31 @@ def _system_python_lacks_the_project() -> bool:
     python = shutil.which("python3", path=BARE_PATH)
     if python is None:
         return True
-    done = subprocess.run([python, "-c", "import pyarrow, tantivy, pyspark"], capture_output=True, timeout=60,
-                          env={"PATH": BARE_PATH}, check=False)  # fmt: skip
+    done = subprocess.run(
+        [python, "-c", "import pyarrow, tantivy, pyspark"],
+        capture_output=True,
+        timeout=60,
+        env={"PATH": BARE_PATH},
+        check=False,
+    )
     return done.returncode != 0
 
 
 def _run_unactivated(mode: str, table: Path) -> subprocess.CompletedProcess[str]:
     """The script run as ``<venv>/bin/python script.py`` from a shell where the venv is not activated."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SPARK_", "PYSPARK_", "VIRTUAL_ENV")) and k != "PATH"}  # fmt: skip
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "VIRTUAL_ENV")) and k != "PATH"
+    }
     env.update(PATH=BARE_PATH, PYTHONPATH=str(REPO_ROOT))
-    return subprocess.run([sys.executable, "-c", SCRIPT, mode, str(table)], cwd=table.parent, env=env,
-                          capture_output=True, text=True, timeout=280, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, str(table)],
+        cwd=table.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
 
 
 pytestmark = pytest.mark.skipif(
@@ -68,10 +81,14 @@ def test_a_plain_local_session_on_the_system_python_fails_in_one_line_naming_the
     done = _run_unactivated("plain", tmp_path / "t")
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("indextables_contract.errors.ConfigError: [INDEXTABLES_CONFIG] this local Spark "
-                           f"session's Python workers run {shutil.which('python3', path=BARE_PATH)} (PYSPARK_PYTHON is not set: python3 on PATH), "
-                           "which cannot import the data source (ModuleNotFoundError: No module named"), last  # fmt: skip
-    assert last.endswith(f"start the session with connect_plugin.local_session(), or set PYSPARK_PYTHON={sys.executable} "
-                         "in the environment before the session starts (or activate the venv)"), last  # fmt: skip
+    assert last.startswith(
+        "indextables_contract.errors.ConfigError: [INDEXTABLES_CONFIG] this local Spark "
+        f"session's Python workers run {shutil.which('python3', path=BARE_PATH)} (PYSPARK_PYTHON is not set: python3 on PATH), "
+        "which cannot import the data source (ModuleNotFoundError: No module named"
+    ), last
+    assert last.endswith(
+        f"start the session with connect_plugin.local_session(), or set PYSPARK_PYTHON={sys.executable} "
+        "in the environment before the session starts (or activate the venv)"
+    ), last
     assert "DATA_SOURCE_NOT_FOUND" not in done.stderr  # refused before any read or write reached Spark
     assert not (tmp_path / "t").exists()

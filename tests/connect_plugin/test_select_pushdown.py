@@ -30,15 +30,17 @@ def _rows(n: int, seed: int) -> list[tuple[Any, ...]]:
     out = []
     for i in range(n):
         words = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(2, 6)))
-        out.append((
-            i + seed * 10_000,
-            rnd.choice(LEVELS),
-            rnd.choice(SERVICES),
-            None if rnd.random() < 0.1 else rnd.randint(0, 500),
-            round(rnd.uniform(0, 10), 3),
-            words,
-            rnd.choice(["eu", "us"]),
-        ))  # fmt: skip
+        out.append(
+            (
+                i + seed * 10_000,
+                rnd.choice(LEVELS),
+                rnd.choice(SERVICES),
+                None if rnd.random() < 0.1 else rnd.randint(0, 500),
+                round(rnd.uniform(0, 10), 3),
+                words,
+                rnd.choice(["eu", "us"]),
+            )
+        )
     return out
 
 
@@ -55,8 +57,13 @@ def tables(tmp_path_factory: pytest.TempPathFactory, classic_spark: Any) -> dict
     # run in Tantivy on the first commit's splits and over Arrow rows on the second's
     for seed, fast in ((1, {}), (2, {"spark.indextables.indexing.fastfields": "id,latency"})):
         df = spark.createDataFrame(_rows(300, seed), SCHEMA)
-        connect_plugin.write(df, it, mode="append", partition_by=["region"],
-                             options={"spark.indextables.indexing.typemap.message": "text", **fast})  # fmt: skip
+        connect_plugin.write(
+            df,
+            it,
+            mode="append",
+            partition_by=["region"],
+            options={"spark.indextables.indexing.typemap.message": "text", **fast},
+        )
         df.write.mode("append").parquet(pq)
     return {"it": it, "pq": pq}
 
@@ -99,13 +106,22 @@ def _statements(seed: int) -> list[tuple[str, str]]:
     for _ in range(6):
         a, b = predicate()
         group = rnd.choice(["level", "service", "region", "level, service", "region, level"])
-        measures = rnd.choice([
-            "count(*)", "count(*) AS n, sum(latency)", "avg(latency), min(latency), max(latency)",
-            "count(latency), max(score), min(message)", "sum(score), avg(score)",
-        ])  # fmt: skip
+        measures = rnd.choice(
+            [
+                "count(*)",
+                "count(*) AS n, sum(latency)",
+                "avg(latency), min(latency), max(latency)",
+                "count(latency), max(score), min(message)",
+                "sum(score), avg(score)",
+            ]
+        )
         where = rnd.choice([("", ""), (f" WHERE {a}", f" WHERE {b}")])
-        out.append((f"SELECT {group}, {measures} FROM {{t}}{where[0]} GROUP BY {group}",
-                    f"SELECT {group}, {measures} FROM {{t}}{where[1]} GROUP BY {group}"))  # fmt: skip
+        out.append(
+            (
+                f"SELECT {group}, {measures} FROM {{t}}{where[0]} GROUP BY {group}",
+                f"SELECT {group}, {measures} FROM {{t}}{where[1]} GROUP BY {group}",
+            )
+        )
     out += [
         ("SELECT count(*) FROM {t}",) * 2,
         ("SELECT count(*) FROM {t} WHERE region = 'eu'",) * 2,
@@ -115,18 +131,25 @@ def _statements(seed: int) -> list[tuple[str, str]]:
         ("SELECT count(*), sum(latency) FROM {t} WHERE latency > 100000",) * 2,
         ("SELECT level, count(*) FROM {t} WHERE latency > 100000 GROUP BY level",) * 2,
         ("SELECT level, count(*) FROM (SELECT * FROM {t} WHERE latency > 250) s GROUP BY level",) * 2,
-        ("WITH e AS (SELECT id, service FROM {t} WHERE level = 'ERROR') SELECT service, count(*) FROM e GROUP BY service",) * 2,
+        (
+            "WITH e AS (SELECT id, service FROM {t} WHERE level = 'ERROR') SELECT service, count(*) FROM e GROUP BY service",
+        )
+        * 2,
         ("SELECT a.id, b.level FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.latency > 400",) * 2,
         ("SELECT id FROM {t} WHERE latency < 20 UNION ALL SELECT id FROM {t} WHERE latency > 480",) * 2,
         ("SELECT level, count(*) FROM {t} GROUP BY level HAVING count(*) > 10",) * 2,
         ("SELECT DISTINCT service FROM {t}",) * 2,
-        ("SELECT service, count(*) FROM {t} WHERE message indexquery 'error' GROUP BY service",
-         "SELECT service, count(*) FROM {t} WHERE array_contains(split(message, ' '), 'error') GROUP BY service"),
-        ("SELECT x.id FROM {t} x WHERE x.message indexquery 'disk' OR x.id IN "
-         "(SELECT id FROM {t} WHERE message indexquery 'cache' AND latency < 30)",
-         "SELECT x.id FROM {t} x WHERE array_contains(split(x.message, ' '), 'disk') OR x.id IN "
-         "(SELECT id FROM {t} WHERE array_contains(split(message, ' '), 'cache') AND latency < 30)"),
-    ]  # fmt: skip
+        (
+            "SELECT service, count(*) FROM {t} WHERE message indexquery 'error' GROUP BY service",
+            "SELECT service, count(*) FROM {t} WHERE array_contains(split(message, ' '), 'error') GROUP BY service",
+        ),
+        (
+            "SELECT x.id FROM {t} x WHERE x.message indexquery 'disk' OR x.id IN "
+            "(SELECT id FROM {t} WHERE message indexquery 'cache' AND latency < 30)",
+            "SELECT x.id FROM {t} x WHERE array_contains(split(x.message, ' '), 'disk') OR x.id IN "
+            "(SELECT id FROM {t} WHERE array_contains(split(message, ' '), 'cache') AND latency < 30)",
+        ),
+    ]
     return out
 
 
@@ -168,11 +191,11 @@ def test_limit_reads_at_most_the_limit(spark: Any, tables: dict[str, Any]) -> No
 def test_projection_reads_only_the_columns_used(spark: Any, tables: dict[str, Any]) -> None:
     table = f"indextables.`{tables['it']}`"
     pushed = f"SELECT id, upper(level) FROM {table} t WHERE t.latency > 3 AND message indexquery 'disk' ORDER BY id"
-    (_, read), = plan_statement(spark, pushed).reads  # fmt: skip
+    ((_, read),) = plan_statement(spark, pushed).reads
     assert read.dataframe(spark).columns == ["id", "level"]  # the WHERE runs on the executors
     assert "columns: the table's columns among" in explain(spark, pushed)
     in_spark = f"SELECT id FROM {table} WHERE abs(latency) > 3"
-    (_, read), = plan_statement(spark, in_spark).reads  # fmt: skip
+    ((_, read),) = plan_statement(spark, in_spark).reads
     assert read.dataframe(spark).columns == ["id", "latency"]
     joined = f"SELECT a.id FROM {table} a JOIN {table} b ON a.id = b.id WHERE b.score > 1"
     assert [r.dataframe(spark).columns for _, r in plan_statement(spark, joined).reads] == [["id", "score"]] * 2
@@ -200,10 +223,16 @@ def test_count_star_from_the_log_is_answered_at_analysis(spark: Any, tmp_path: P
     table = str(tmp_path / "t")
     target = f"indextables.`{table}`"
     rows = _rows(50, 3)
-    connect_plugin.write(spark.createDataFrame(rows, SCHEMA), table, partition_by=["region"],
-                         options={"spark.indextables.indexing.typemap.message": "text"})  # fmt: skip
+    connect_plugin.write(
+        spark.createDataFrame(rows, SCHEMA),
+        table,
+        partition_by=["region"],
+        options={"spark.indextables.indexing.typemap.message": "text"},
+    )
     assert connect_plugin.sql(spark, f"SELECT count(*) FROM {target}").collect()[0][0] == 50
-    context = getattr(spark, "sparkContext", None) if not type(spark).__module__.startswith("pyspark.sql.connect") else None
+    context = (
+        getattr(spark, "sparkContext", None) if not type(spark).__module__.startswith("pyspark.sql.connect") else None
+    )
 
     def jobs(group: str) -> list[str]:
         tracker = context.statusTracker()
@@ -230,8 +259,10 @@ def test_count_star_from_the_log_is_answered_at_analysis(spark: Any, tmp_path: P
 
 
 def test_pushed_aggregate_ships_no_row(spark: Any, tables: dict[str, Any]) -> None:
-    text = (f"SELECT service, count(*), avg(latency) FROM indextables.`{tables['it']}` "
-            "WHERE message indexquery 'error' GROUP BY service")  # fmt: skip
+    text = (
+        f"SELECT service, count(*), avg(latency) FROM indextables.`{tables['it']}` "
+        "WHERE message indexquery 'error' GROUP BY service"
+    )
     plan = plan_statement(spark, text)
     assert plan.aggregate is not None and not plan.reads
     plan.dataframe(spark).collect()

@@ -131,8 +131,11 @@ def test_a_bad_sort_key_is_named_before_anything_is_written(spark: Any, tmp_path
 
 def test_merge_on_write_merges_once_enough_splits_wait(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    settings = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
-                "spark.indextables.mergeOnWrite.targetSize": "10M"}  # fmt: skip
+    settings = {
+        "spark.indextables.mergeOnWrite.enabled": "true",
+        "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
+        "spark.indextables.mergeOnWrite.targetSize": "10M",
+    }
     rows = log_rows(ROWS)
     batches = [spark.createDataFrame(rows[k::3], SCHEMA).coalesce(1) for k in range(3)]
     for conf, value in {**settings, "spark.indextables.merge.sortKey": "ts"}.items():
@@ -187,11 +190,16 @@ def test_merge_on_write_merges_a_running_stream(spark: Any, tmp_path: Path) -> N
     source, table, checkpoint = tmp_path / "in", tmp_path / "t", tmp_path / "ck"
     for i in range(8):
         put_file(source, i)
-    settings = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
-                "spark.indextables.mergeOnWrite.streamIntervalSeconds": "1", "spark.indextables.merge.sortKey": "id"}  # fmt: skip
+    settings = {
+        "spark.indextables.mergeOnWrite.enabled": "true",
+        "spark.indextables.mergeOnWrite.minSplitsToMerge": "3",
+        "spark.indextables.mergeOnWrite.streamIntervalSeconds": "1",
+        "spark.indextables.merge.sortKey": "id",
+    }
     df = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
-    query = connect_plugin.write_stream(df, str(table), checkpoint_location=str(checkpoint),
-                                        trigger={"processingTime": "0 seconds"}, options=settings)  # fmt: skip
+    query = connect_plugin.write_stream(
+        df, str(table), checkpoint_location=str(checkpoint), trigger={"processingTime": "0 seconds"}, options=settings
+    )
     try:
         deadline = time.time() + 240
         while time.time() < deadline:

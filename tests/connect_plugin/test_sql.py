@@ -17,11 +17,13 @@ from tests.spark.test_datasource import TEXT_OPTS, ids, log_rows, make_df
 
 def test_predicates_become_filter_trees() -> None:
     tree = parse_predicate("day = '2024-01-01' AND (n >= 5 OR msg indexquery 'a AND b') AND NOT lvl IN ('x', 'y')")
-    assert tree == F.And((
-        F.Term("day", "2024-01-01"),
-        F.Or((F.Between("n", lower=5), F.QueryString("a AND b", "msg"))),
-        F.Not(F.TermIn("lvl", ("x", "y"))),
-    ))  # fmt: skip
+    assert tree == F.And(
+        (
+            F.Term("day", "2024-01-01"),
+            F.Or((F.Between("n", lower=5), F.QueryString("a AND b", "msg"))),
+            F.Not(F.TermIn("lvl", ("x", "y"))),
+        )
+    )
     assert parse_predicate("s LIKE 'ab%'") == F.Prefix("s", "ab")
     assert parse_predicate("s LIKE '%ab%'") == F.Contains("s", "ab")
     assert parse_predicate("s LIKE 'a_c%'") == F.Regex("s", "(?s)a.c.*")
@@ -141,7 +143,9 @@ def test_wildcards_long_tokens_and_mixed_number_literals_through_sql(spark: Any,
     connect_plugin.write(df, str(table), options={"spark.indextables.indexing.typemap.msg": "text"})
 
     def ids_of(where: str) -> list[int]:
-        return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()]
+        return [
+            r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()
+        ]
 
     assert ids_of("msg indexquery 'Config*'") == [1, 3]
     assert ids_of("msg indexquery '*Broker*'") == [2, 3]
@@ -174,7 +178,9 @@ def test_nested_columns_round_trip_and_answer_nested_queries(spark: Any, tmp_pat
     assert [r.asDict(recursive=True) for r in back] == [r.asDict(recursive=True) for r in df.orderBy("id").collect()]
 
     def ids_of(where: str) -> list[int]:
-        return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()]
+        return [
+            r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{table}` WHERE {where} ORDER BY id").collect()
+        ]
 
     assert ids_of("user.name = 'Alice'") == [1]
     assert ids_of("user.age > 40 AND id > 0") == [2]
@@ -197,42 +203,81 @@ def test_nested_columns_round_trip_and_answer_nested_queries(spark: Any, tmp_pat
 def test_the_jvms_indexquery_boolean_cases(spark: Any, tmp_path: Path) -> None:
     """IndexTables4Spark's IndexQueryBooleanTest: index operators under SQL OR, AND and NOT, mixed with
     plain predicates, and ``_indexall`` over several text columns."""
+
     def table(name: str, rows: list[tuple[Any, ...]], schema: str) -> str:
         path = str(tmp_path / name)
         df = spark.createDataFrame(rows, schema)
-        text = {f"spark.indextables.indexing.typemap.{c}": "text" for c in ("url", "content", "tags") if c in df.columns}
+        text = {
+            f"spark.indextables.indexing.typemap.{c}": "text" for c in ("url", "content", "tags") if c in df.columns
+        }
         connect_plugin.write(df, path, options=text)
         return path
 
     def ids_of(path: str, where: str) -> list[Any]:
         return [r["id"] for r in sql(spark, f"SELECT id FROM indextables.`{path}` WHERE {where} ORDER BY id").collect()]
 
-    urls = table("urls", [(1, "user1", "https://community.example.com/page"), (2, "user2", "https://curl.example.com/download"),
-                          (3, "user3", "https://other.example.com/page"), (4, "user1", "https://community.example.com/forum")],
-                 "id int, uid string, url string")  # fmt: skip
+    urls = table(
+        "urls",
+        [
+            (1, "user1", "https://community.example.com/page"),
+            (2, "user2", "https://curl.example.com/download"),
+            (3, "user3", "https://other.example.com/page"),
+            (4, "user1", "https://community.example.com/forum"),
+        ],
+        "id int, uid string, url string",
+    )
     assert ids_of(urls, "url indexquery 'community OR curl'") == [1, 2, 4]
     assert ids_of(urls, "(url indexquery 'community') OR (url indexquery 'curl')") == [1, 2, 4]
-    mixed = table("mixed", [(1, "user1", "CRITICAL", "https://one.example.com/page"),
-                            (2, "user1", "CLASS2", "https://two.example.com/download"),
-                            (3, "user1", "CLASS1", "https://two.example.com/page"),
-                            (4, "user1", "CLASS2", "https://one.example.com/forum"),
-                            (5, "user2", "CRITICAL", "https://three.example.com/page")],
-                  "id int, uid string, urgency string, url string")  # fmt: skip
-    where = ("uid = 'user1' AND ((urgency = 'CRITICAL' AND url indexquery 'one') "
-             "OR (urgency <> 'CLASS2' AND url indexquery 'two'))")  # fmt: skip
+    mixed = table(
+        "mixed",
+        [
+            (1, "user1", "CRITICAL", "https://one.example.com/page"),
+            (2, "user1", "CLASS2", "https://two.example.com/download"),
+            (3, "user1", "CLASS1", "https://two.example.com/page"),
+            (4, "user1", "CLASS2", "https://one.example.com/forum"),
+            (5, "user2", "CRITICAL", "https://three.example.com/page"),
+        ],
+        "id int, uid string, urgency string, url string",
+    )
+    where = (
+        "uid = 'user1' AND ((urgency = 'CRITICAL' AND url indexquery 'one') "
+        "OR (urgency <> 'CLASS2' AND url indexquery 'two'))"
+    )
     assert ids_of(mixed, where) == [1, 3]
-    nested = table("nested", [(1, "term1", "active", 10), (2, "term2", "inactive", 5), (3, "term1", "inactive", 8),
-                              (4, "term2", "active", 3), (5, "other", "active", 15)],
-                   "id int, content string, status string, priority int")  # fmt: skip
+    nested = table(
+        "nested",
+        [
+            (1, "term1", "active", 10),
+            (2, "term2", "inactive", 5),
+            (3, "term1", "inactive", 8),
+            (4, "term2", "active", 3),
+            (5, "other", "active", 15),
+        ],
+        "id int, content string, status string, priority int",
+    )
     where = "((content indexquery 'term1') OR (content indexquery 'term2')) AND (status = 'active' OR priority > 5)"
     assert ids_of(nested, where) == [1, 3, 4]
-    negated = table("negated", [(1, "excluded term here", "active"), (2, "good content", "active"),
-                                (3, "excluded term also", "inactive"), (4, "another good one", "active")],
-                    "id int, content string, status string")  # fmt: skip
+    negated = table(
+        "negated",
+        [
+            (1, "excluded term here", "active"),
+            (2, "good content", "active"),
+            (3, "excluded term also", "inactive"),
+            (4, "another good one", "active"),
+        ],
+        "id int, content string, status string",
+    )
     assert ids_of(negated, "NOT (content indexquery 'excluded') AND status = 'active'") == [2, 4]
-    docs = table("docs", [("doc1", "apache spark", "distributed"), ("doc2", "machine learning", "spark"),
-                          ("doc3", "data engineering", "pipelines"), ("doc4", "streaming", "spark applications")],
-                 "id string, content string, tags string")  # fmt: skip
+    docs = table(
+        "docs",
+        [
+            ("doc1", "apache spark", "distributed"),
+            ("doc2", "machine learning", "spark"),
+            ("doc3", "data engineering", "pipelines"),
+            ("doc4", "streaming", "spark applications"),
+        ],
+        "id string, content string, tags string",
+    )
     assert ids_of(docs, "_indexall indexquery 'spark'") == ["doc1", "doc2", "doc4"]
 
 
@@ -276,13 +321,30 @@ def test_only_real_uses_of_the_index_operators_are_ours(text: str, ours: bool) -
 
 def test_quoting_follows_sparks_lexer() -> None:
     tree = parse_predicate("`a``b` = 'it''s' AND `c` = \"d\\\"q\" AND m indexquery r'x\\d' AND n = 'a\\tb\\u0041\\101'")
-    assert tree == F.And((
-        F.Term("a`b", "it's"), F.Term("c", 'd"q'), F.QueryString("x\\d", "m"), F.Term("n", "a\tbAA"),
-    ))  # fmt: skip
+    assert tree == F.And(
+        (
+            F.Term("a`b", "it's"),
+            F.Term("c", 'd"q'),
+            F.QueryString("x\\d", "m"),
+            F.Term("n", "a\tbAA"),
+        )
+    )
 
 
-LITERALS = [r"'a''b'", r"'a\nb'", r"'a\'b'", '"d""q"', r'"d\"q"', r"r'a\nb'", r"'a\%b\_c'", r"'\u0041\101'",
-            r"'x\zy'", r"'\''''", r"'tab\there'", r"'\U0001F600'"]  # fmt: skip
+LITERALS = [
+    r"'a''b'",
+    r"'a\nb'",
+    r"'a\'b'",
+    '"d""q"',
+    r'"d\"q"',
+    r"r'a\nb'",
+    r"'a\%b\_c'",
+    r"'\u0041\101'",
+    r"'x\zy'",
+    r"'\''''",
+    r"'tab\there'",
+    r"'\U0001F600'",
+]
 
 
 def test_literals_and_paths_unquote_as_spark_does(spark: Any, tmp_path: Path) -> None:

@@ -325,12 +325,19 @@ def test_the_readme_table_api_example_runs_as_written(spark: Any, tmp_path: Path
     utc = datetime.timezone.utc
     for day in ("2023-12-31", "2024-05-01", "2024-05-01"):
         rows = [
-            (datetime.datetime(2024, 5, 1, tzinfo=utc) + datetime.timedelta(minutes=i), f"needle timeout {i}" if i % 3
-             else f"request {i} served", ["INFO", "ERROR"][i % 2], i * 100, day)
+            (
+                datetime.datetime(2024, 5, 1, tzinfo=utc) + datetime.timedelta(minutes=i),
+                f"needle timeout {i}" if i % 3 else f"request {i} served",
+                ["INFO", "ERROR"][i % 2],
+                i * 100,
+                day,
+            )
             for i in range(12)
-        ]  # fmt: skip
+        ]
         df = spark.createDataFrame(rows, "ts timestamp, message string, level string, latency_ms long, day string")
-        connect_plugin.write(df, path, partition_by=["day"], options={"spark.indextables.indexing.typemap.message": "text"})
+        connect_plugin.write(
+            df, path, partition_by=["day"], options={"spark.indextables.indexing.typemap.message": "text"}
+        )
     assert block.count("s3://bucket/logs") >= 4
     env: dict[str, Any] = {"spark": spark}
     exec(compile(block.replace("s3://bucket/logs", path), "README: table API", "exec"), env)

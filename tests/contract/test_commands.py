@@ -92,12 +92,15 @@ def _string_constants(path: Path) -> set[str]:
         id(node.body[0].value)
         for node in ast.walk(tree)
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
-        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
-    }  # fmt: skip
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     return {
-        n.value for n in ast.walk(tree)
+        n.value
+        for n in ast.walk(tree)
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
-    }  # fmt: skip
+    }
 
 
 def test_no_command_name_or_argument_key_is_spelled_outside_the_contract() -> None:
@@ -105,14 +108,23 @@ def test_no_command_name_or_argument_key_is_spelled_outside_the_contract() -> No
     result_columns = {c.split()[0] for cls in C.COMMANDS.values() for c in cls.RESULT.split(",") if c.strip()}
     # argument keys that only a command uses (limit/filter are also read options, spelled by the reads)
     keys = {k for k in C.option_keys() if any(ch.isupper() for ch in k)} - result_columns
-    sides = [*sorted((ROOT / "connect_plugin").glob("*.py")), ROOT / "executor_lib/spark/commands.py",
-             *(ROOT / "executor_lib/spark" / m for m in ("datasource.py", "reader.py", "writer.py", "common.py"))]  # fmt: skip
-    found = {str(p.relative_to(ROOT)): set(_string_constants(p) & (names | keys | {C.COMMAND_OPTION}))
-             for p in sides}  # fmt: skip
+    sides = [
+        *sorted((ROOT / "connect_plugin").glob("*.py")),
+        ROOT / "executor_lib/spark/commands.py",
+        *(ROOT / "executor_lib/spark" / m for m in ("datasource.py", "reader.py", "writer.py", "common.py")),
+    ]
+    found = {str(p.relative_to(ROOT)): set(_string_constants(p) & (names | keys | {C.COMMAND_OPTION})) for p in sides}
     # the same words in other namespaces: the SQL grammar's rule names (statement kinds), and the
     # session settings spark.indextables.mergeOnWrite.{targetSize,minSplitsToMerge}
-    found["connect_plugin/sql.py"] -= {"checkpoint", "describe_cache", "describe_state", "flush_cache", "merge",
-                                       "prewarm", "purge"}  # fmt: skip
+    found["connect_plugin/sql.py"] -= {
+        "checkpoint",
+        "describe_cache",
+        "describe_state",
+        "flush_cache",
+        "merge",
+        "prewarm",
+        "purge",
+    }
     found["connect_plugin/merge_on_write.py"] -= {"targetSize", "minSplitsToMerge"}
     # values of IndexTables4Spark's outputs: a DATA SKIPPING STATS metric_type, a PROFILER category
     found["connect_plugin/command_outputs.py"] -= {"data_skipping", "prewarm"}

@@ -63,14 +63,16 @@ def test_dates_travel_as_iso_text() -> None:
     ("tree", "message"),
     [
         ({"op": "nope"}, "filter: unknown op 'nope'"),
-        ({"op": "and", "children": [{"op": "term", "column": "a", "value": 1}, {"op": "term"}]},
-         "filter.and[1]: 'term' is missing 'column'"),
+        (
+            {"op": "and", "children": [{"op": "term", "column": "a", "value": 1}, {"op": "term"}]},
+            "filter.and[1]: 'term' is missing 'column'",
+        ),
         ({"op": "or", "children": []}, "'or' needs a non-empty 'children' list"),
         ({"op": "not", "child": {"op": "prefix", "column": "a", "value": 3}}, "filter.not: expected a string, got 3"),
         ({"op": "query", "query": "x", "kind": "fuzzy"}, "query kind must be 'text' or 'exact'"),
         ("level = 'x'", "expected an object with an 'op'"),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_tree_names_its_part(tree: Any, message: str) -> None:
     with pytest.raises(FilterError) as e:
         F.from_json(tree)

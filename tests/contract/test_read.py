@@ -50,7 +50,8 @@ def test_bad_read_plans_are_named() -> None:
 def test_the_client_spells_no_read_plan_key() -> None:
     camel = {k for k in KEYS if any(c.isupper() for c in k)}
     spelled = {
-        str(p.relative_to(ROOT)): sorted(_string_constants(p) & camel) for p in sorted((ROOT / "connect_plugin").glob("*.py"))
+        str(p.relative_to(ROOT)): sorted(_string_constants(p) & camel)
+        for p in sorted((ROOT / "connect_plugin").glob("*.py"))
     }
     assert {p: s for p, s in spelled.items() if s} == {}
 
@@ -61,13 +62,23 @@ TABLE = ["id", "Level", "msg", "a b", "名前"]
 _VALUES: list[Any] = ["ERROR", "", 'q"uote,comma', 0, -7, 2**53 + 1, 2.5, 0.1, -1e-300, True, False, Decimal("12.50")]
 _LEAVES: list[F.Filter] = [
     *(F.Term("Level", v) for v in _VALUES),
-    F.TermIn("id", (1, 2, 3)), F.TermIn("msg", ("a", "b")), F.TermIn("id", (0.5, 2)),
-    F.Between("id", 1, None), F.Between("id", None, 9.75, upper_inclusive=False),
-    F.Between("id", -3, 3, lower_inclusive=False), F.gt("msg", "m"), F.le("id", 0),
-    F.Prefix("msg", "time"), F.Contains("msg", "out"), F.Regex("msg", "t.*t"), F.Exists("a b"),
-    F.QueryString("timeout"), F.QueryString("msg:timeout AND a", "msg"),
-    F.QueryString("x", "msg", "text"), F.QueryString("x", "msg", "exact"),
-]  # fmt: skip
+    F.TermIn("id", (1, 2, 3)),
+    F.TermIn("msg", ("a", "b")),
+    F.TermIn("id", (0.5, 2)),
+    F.Between("id", 1, None),
+    F.Between("id", None, 9.75, upper_inclusive=False),
+    F.Between("id", -3, 3, lower_inclusive=False),
+    F.gt("msg", "m"),
+    F.le("id", 0),
+    F.Prefix("msg", "time"),
+    F.Contains("msg", "out"),
+    F.Regex("msg", "t.*t"),
+    F.Exists("a b"),
+    F.QueryString("timeout"),
+    F.QueryString("msg:timeout AND a", "msg"),
+    F.QueryString("x", "msg", "text"),
+    F.QueryString("x", "msg", "exact"),
+]
 _TREES: list[F.Filter] = [
     *_LEAVES,
     F.Not(F.Term("id", 1)),
@@ -78,7 +89,8 @@ _COLUMNS: list[tuple[str, ...] | None] = [None, ("id",), ("id", "Level"), ("a b"
 _REQUIRED: list[tuple[str, ...] | None] = [None, (), ("*",), ("id", "nope"), ("a,b", 'q"', "名前", "")]
 _LIMITS: list[int | None] = [None, 0, 1, 7, 2147483647]
 _MATCHES: list[tuple[tuple[str, F.Filter], ...]] = [
-    (), (("__m0", F.QueryString("a", "msg", "text")),),
+    (),
+    (("__m0", F.QueryString("a", "msg", "text")),),
     (("__m0", F.Term("id", 0.1)), ("__m1", F.Not(F.Exists("x")))),
 ]
 
@@ -98,10 +110,12 @@ def _expected(plan: ReadPlan) -> ReadPlan:
         return F.map_values(f, lambda _, v: _on_the_wire(v))
 
     return ReadPlan(
-        columns=plan.columns, required_columns=plan.required_columns,
-        filter=None if plan.filter is None else wire(plan.filter), limit=plan.limit,
+        columns=plan.columns,
+        required_columns=plan.required_columns,
+        filter=None if plan.filter is None else wire(plan.filter),
+        limit=plan.limit,
         match_columns=tuple((name, wire(tree)) for name, tree in plan.match_columns),
-    )  # fmt: skip
+    )
 
 
 def _plans() -> Iterator[ReadPlan]:

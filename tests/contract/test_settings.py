@@ -18,7 +18,9 @@ JVM_KEYS_FILE = Path(__file__).with_name("jvm_documented_settings.txt")
 
 
 def jvm_documented_keys() -> list[str]:
-    return [line.strip() for line in JVM_KEYS_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return [
+        line.strip() for line in JVM_KEYS_FILE.read_text().splitlines() if line.strip() and not line.startswith("#")
+    ]
 
 
 def test_the_documented_list_names_its_source_commit() -> None:
@@ -38,12 +40,24 @@ def test_every_jvm_entry_of_the_registry_is_documented_or_defined_by_the_jvm() -
     """Entries marked as IndexTables4Spark's are in its docs (or, for a few, only in its code: these
     are listed here so the list cannot grow unnoticed)."""
     documented = {S.lookup(k).key for k in jvm_documented_keys()}  # type: ignore[union-attr]
-    only_in_code = {S.PREFIX + k for k in ("aws.sessionToken", "aws.region", "s3.endpoint", "s3.pathStyleAccess",
-                                           "write.optimizeWrite.maxSplitSize", "azure.bearerToken",
-                                           "azure.connectionString", "azure.endpoint")}  # fmt: skip
+    only_in_code = {
+        S.PREFIX + k
+        for k in (
+            "aws.sessionToken",
+            "aws.region",
+            "s3.endpoint",
+            "s3.pathStyleAccess",
+            "write.optimizeWrite.maxSplitSize",
+            "azure.bearerToken",
+            "azure.connectionString",
+            "azure.endpoint",
+        )
+    }
     # BUILD INDEXTABLES COMPANION FOR ICEBERG's catalog settings (SyncToExternalCommand.buildIcebergConfig)
-    only_in_code |= {S.PREFIX + "iceberg." + k for k in ("catalogType", "uri", "warehouse", "token", "credential",
-                                                         "s3Endpoint", "s3PathStyleAccess")}  # fmt: skip
+    only_in_code |= {
+        S.PREFIX + "iceberg." + k
+        for k in ("catalogType", "uri", "warehouse", "token", "credential", "s3Endpoint", "s3PathStyleAccess")
+    }
     # the companion reader's source root override (IndexTables4SparkScanBuilder.effectiveConfig)
     only_in_code.add(S.PREFIX + "companion.parquetTableRoot")
     jvm = {s.key for s in S.SETTINGS if s.jvm}
@@ -71,8 +85,11 @@ def test_lookup_is_case_insensitive_and_matches_per_column_keys() -> None:
 
 
 def test_an_unknown_key_is_an_error_naming_the_closest_one() -> None:
-    with pytest.raises(ConfigError, match=r"unknown option 'spark.indextables.cache.disk.enabeld' \(did you mean "
-                                          r"spark.indextables.cache.disk.enabled\?\)"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown option 'spark.indextables.cache.disk.enabeld' \(did you mean "
+        r"spark.indextables.cache.disk.enabled\?\)",
+    ):
         S.check_key("spark.indextables.cache.disk.enabeld", "read")
     with pytest.raises(ConfigError, match=r"unknown option 'spark.indextables.zzz'; the known"):
         S.check_key("spark.indextables.zzz")

@@ -16,8 +16,16 @@ from indextables_contract.write_settings import size_bytes
 
 BOOLEANS = {"true": True, "TRUE": True, " yes ": True, "1": True, "false": False, "No": False, "0": False}
 NOT_BOOLEANS = ["", "maybe", "on", "2", "truthy"]
-SIZES = {"104857600": 104857600, "512K": 512 << 10, "100m": 100 << 20, "1G": 1 << 30, "1.5G": 3 << 29, "4GiB": 4 << 30,
-         "64 MB": 64 << 20, "7": 7}  # fmt: skip
+SIZES = {
+    "104857600": 104857600,
+    "512K": 512 << 10,
+    "100m": 100 << 20,
+    "1G": 1 << 30,
+    "1.5G": 3 << 29,
+    "4GiB": 4 << 30,
+    "64 MB": 64 << 20,
+    "7": 7,
+}
 NOT_SIZES = ["", "0", "-1", "1.5", "12X", "G", "1e9", "0K"]
 
 
@@ -25,7 +33,9 @@ def _log_bool(value: str) -> Any:
     return LogConfig.from_options({"spark.indextables.checkpoint.enabled": value}).checkpoint_enabled
 
 
-@pytest.mark.parametrize("parse", [as_bool, lambda v: parse_bool("o", v), lambda v: _convert("path_style", v), _log_bool])
+@pytest.mark.parametrize(
+    "parse", [as_bool, lambda v: parse_bool("o", v), lambda v: _convert("path_style", v), _log_bool]
+)
 def test_every_boolean_parser_has_one_vocabulary(parse: Any) -> None:
     for text, expected in BOOLEANS.items():
         assert parse(text) is expected, text

@@ -41,7 +41,9 @@ def test_the_source_reader_and_the_installed_fallback(tmp_path: Path) -> None:
     assert V.source_version(REPO_ROOT) == _pyproject_version(REPO_ROOT / "pyproject.toml")
     (tmp_path / "pyproject.toml").write_text('[tool.x]\nversion = "9"\n[project]\nname = "other"\nversion = "2.0"\n')
     assert V.source_version(tmp_path) is None  # another project's file
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "indextables"\nversion = "3.1"\n[tool.x]\nversion = "9"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "indextables"\nversion = "3.1"\n[tool.x]\nversion = "9"\n'
+    )
     assert V.source_version(tmp_path) == "3.1"
     assert V.source_version(tmp_path / "missing") is None
     installed = V.installed_version()
@@ -60,12 +62,22 @@ def test_an_installed_copy_reads_its_metadata(tmp_path: Path) -> None:
     """Outside a source checkout (no pyproject.toml beside the packages) the version comes from the
     distribution's metadata: here a copy of the contract package beside a made-up dist-info."""
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-c", "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2])",
-                    str(REPO_ROOT / "indextables_contract"), str(target / "indextables_contract")], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2])",
+            str(REPO_ROOT / "indextables_contract"),
+            str(target / "indextables_contract"),
+        ],
+        check=True,
+    )
     info = target / "indextables_connect-7.7.7.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: indextables-connect\nVersion: 7.7.7\n")
-    code = "import sys; sys.path.insert(0, sys.argv[1]); from indextables_contract.version import VERSION; print(VERSION)"
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from indextables_contract.version import VERSION; print(VERSION)"
+    )
     done = subprocess.run([sys.executable, "-I", "-c", code, str(target)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     expected = V.installed_version() if _has("indextables") else "7.7.7"  # "indextables" comes first

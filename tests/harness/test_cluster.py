@@ -28,16 +28,22 @@ CLIENT_DIR = REPO / ".cache" / "thin-client"
 
 
 def harness_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def thin_client_job(url: str, path: str, rows: int) -> dict[str, Any]:
     python = ensure_client_env(CLIENT_DIR)
     done = subprocess.run(
         [str(python), str(Path(__file__).with_name("thin_client_job.py")), url, path, str(rows)],
-        cwd=CLIENT_DIR, env=client_env_vars(CLIENT_DIR), capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        cwd=CLIENT_DIR,
+        env=client_env_vars(CLIENT_DIR),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     python_lines = [line for line in done.stderr.splitlines() if not line.lstrip().startswith("at ")]
     assert done.returncode == 0, "\n".join(python_lines)[-4000:]  # without the JVM frames that bury the error
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -79,8 +85,13 @@ def splits_uploaded(cluster: Any, prefix: str) -> Callable[[], bool]:
     """True once a task of a write has uploaded its first split under ``prefix`` in the bucket."""
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=cluster.info.s3_endpoint, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=cluster.info.s3_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
     def any_split() -> bool:
         listed = s3.list_objects_v2(Bucket=cluster.info.bucket, Prefix=prefix)
@@ -154,9 +165,19 @@ def test_cluster_client_write_and_executor_loss(cluster: Any) -> None:
     # A client with only pyspark-client + connect_plugin writes and reads through Connect.
     table = f"s3://{cluster.info.bucket}/tables/thin-client"
     out = thin_client_job(cluster.info.connect_url, table, 30_000)
-    assert out == {"count": 30_000, "hits": 3_000, "sql_hits": 3_000, "day0": 10_000, "versions": 2,
-                   "has_tantivy": False, "has_executor_lib": False, "has_boto3": False}  # fmt: skip
-    cached = [p for d in cluster.info.cache_dirs for pattern in ("*.split", "pieces.json") for p in Path(d).rglob(pattern)]
+    assert out == {
+        "count": 30_000,
+        "hits": 3_000,
+        "sql_hits": 3_000,
+        "day0": 10_000,
+        "versions": 2,
+        "has_tantivy": False,
+        "has_executor_lib": False,
+        "has_boto3": False,
+    }
+    cached = [
+        p for d in cluster.info.cache_dirs for pattern in ("*.split", "pieces.json") for p in Path(d).rglob(pattern)
+    ]
     assert cached, "no worker cached a split (whole, or by the piece)"
 
     spark = remote_session(cluster.info.connect_url)
@@ -200,8 +221,10 @@ def _executor_killed_during_read(spark: Any, cluster: Any) -> None:
 def test_harness_cli_names_what_is_wrong(tmp_path: Path) -> None:
     status = harness_cli("status", "--run-dir", str(tmp_path / "nothing"))
     assert status.returncode == 3 and status.stderr == "", status.stderr
-    assert status.stdout == (f"nothing is running in {tmp_path / 'nothing'}: nothing was started there; "
-                             "python -m harness up starts a cluster\n")  # fmt: skip
+    assert status.stdout == (
+        f"nothing is running in {tmp_path / 'nothing'}: nothing was started there; "
+        "python -m harness up starts a cluster\n"
+    )
     bad = harness_cli("up", "--workers", "0", "--run-dir", str(tmp_path))
     assert bad.returncode == 2 and "--workers must be at least 1" in bad.stderr
 
@@ -215,8 +238,9 @@ def test_harness_cli_names_what_is_wrong(tmp_path: Path) -> None:
         ({"master": "self"}, 0, "process backend: master=up"),
     ],
 )
-def test_status_exit_code_says_whether_anything_runs(tmp_path: Path, pids: dict[str, str], code: int,
-                                                    first_line: str) -> None:  # fmt: skip
+def test_status_exit_code_says_whether_anything_runs(
+    tmp_path: Path, pids: dict[str, str], code: int, first_line: str
+) -> None:
     """0: all up; 1: part of it down; 3: nothing running (as ``down`` leaves it, or all dead)."""
     import dataclasses
 

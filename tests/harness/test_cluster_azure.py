@@ -31,8 +31,9 @@ def _table_in_a_fresh_process(env: dict[str, str], uri: str) -> str:
         "log = executor_lib.create_table(sys.argv[1], pa.schema([('id', pa.int64())]))\n"
         "print(log.latest_version(), log.store.cache_identity)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code, uri], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, uri], env=env, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
 

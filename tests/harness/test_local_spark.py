@@ -46,8 +46,15 @@ JOB = textwrap.dedent("""
 
 def test_bench_session_prints_warnings_and_errors_but_no_start_up_noise(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "INDEXTABLES_"))}
-    done = subprocess.run([sys.executable, "-c", JOB, str(tmp_path / "t")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=240, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", JOB, str(tmp_path / "t")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "rows 3" in lines and "worker error raised" in lines

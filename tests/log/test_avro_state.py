@@ -77,10 +77,18 @@ def avro_bytes(schema: dict[str, Any], records: list[dict[str, Any]], codec: str
 
 def entry(path: str, records: int) -> dict[str, Any]:
     return {
-        "path": path, "partitionValues": {}, "size": 100, "modificationTime": 1, "dataChange": True,
-        "numRecords": records, "hasFooterOffsets": False, "docMappingRef": "ref1",
-        "addedAtVersion": 0, "addedAtTimestamp": 1, "someFutureField": None,
-    }  # fmt: skip
+        "path": path,
+        "partitionValues": {},
+        "size": 100,
+        "modificationTime": 1,
+        "dataChange": True,
+        "numRecords": records,
+        "hasFooterOffsets": False,
+        "docMappingRef": "ref1",
+        "addedAtVersion": 0,
+        "addedAtTimestamp": 1,
+        "someFutureField": None,
+    }
 
 
 def write_v0(uri: str, options: dict[str, Any]) -> None:
@@ -112,16 +120,26 @@ def test_state_with_all_path_forms_tombstones_and_codecs(
     for key, records in manifests.items():
         store.put(key, avro_bytes(FILE_ENTRY_SCHEMA, records, codec))
     manifest = {
-        "formatVersion": 1, "stateVersion": 3, "createdAt": 5, "numFiles": 4, "totalBytes": 400,
+        "formatVersion": 1,
+        "stateVersion": 3,
+        "createdAt": 5,
+        "numFiles": 4,
+        "totalBytes": 400,
         "manifests": [
             {"path": "manifests/manifest-shared.avro", "numEntries": 2, "minAddedAtVersion": 0, "maxAddedAtVersion": 1},
-            {"path": "state-v00000000000000000002/manifest-normalized.avro", "numEntries": 1,
-             "minAddedAtVersion": 2, "maxAddedAtVersion": 2},
+            {
+                "path": "state-v00000000000000000002/manifest-normalized.avro",
+                "numEntries": 1,
+                "minAddedAtVersion": 2,
+                "maxAddedAtVersion": 2,
+            },
             {"path": "manifest-legacy.avro", "numEntries": 2, "minAddedAtVersion": 3, "maxAddedAtVersion": 3},
         ],
-        "tombstones": ["b.split"], "schemaRegistry": {"ref1": '[{"name":"id","type":"i64"}]'},
-        "protocolVersion": 4, "metadata": None,
-    }  # fmt: skip
+        "tombstones": ["b.split"],
+        "schemaRegistry": {"ref1": '[{"name":"id","type":"i64"}]'},
+        "protocolVersion": 4,
+        "metadata": None,
+    }
     data = (
         avro_bytes(STATE_SCHEMA, [manifest], codec)
         if manifest_name.endswith(".avro")
@@ -144,11 +162,19 @@ def test_missing_or_corrupt_manifest_is_named(table: tuple[str, dict[str, Any]])
     write_v0(uri, options)
     store = open_store(uri, **options)
     manifest = {
-        "formatVersion": 1, "stateVersion": 1, "createdAt": 5, "numFiles": 1, "totalBytes": 1,
-        "manifests": [{"path": "manifests/manifest-gone.avro", "numEntries": 1, "minAddedAtVersion": 0,
-                       "maxAddedAtVersion": 0}],
-        "tombstones": [], "schemaRegistry": {}, "protocolVersion": 4, "metadata": None,
-    }  # fmt: skip
+        "formatVersion": 1,
+        "stateVersion": 1,
+        "createdAt": 5,
+        "numFiles": 1,
+        "totalBytes": 1,
+        "manifests": [
+            {"path": "manifests/manifest-gone.avro", "numEntries": 1, "minAddedAtVersion": 0, "maxAddedAtVersion": 0}
+        ],
+        "tombstones": [],
+        "schemaRegistry": {},
+        "protocolVersion": 4,
+        "metadata": None,
+    }
     store.put(
         "_transaction_log/state-v00000000000000000001/_manifest.avro", avro_bytes(STATE_SCHEMA, [manifest], "null")
     )
@@ -176,10 +202,17 @@ def test_absolute_manifest_paths_inside_the_table_are_accepted(tmp_path: Any) ->
     store.put("_transaction_log/manifests/m-abs.avro", avro_bytes(FILE_ENTRY_SCHEMA, [entry("z.split", 3)], "null"))
     info = {"numEntries": 1, "minAddedAtVersion": 0, "maxAddedAtVersion": 0}
     manifest = {
-        "formatVersion": 1, "stateVersion": 1, "createdAt": 5, "numFiles": 1, "totalBytes": 100,
+        "formatVersion": 1,
+        "stateVersion": 1,
+        "createdAt": 5,
+        "numFiles": 1,
+        "totalBytes": 100,
         "manifests": [{"path": f"{store.root_uri}/_transaction_log/manifests/m-abs.avro", **info}],
-        "tombstones": [], "schemaRegistry": {}, "protocolVersion": 4, "metadata": None,
-    }  # fmt: skip
+        "tombstones": [],
+        "schemaRegistry": {},
+        "protocolVersion": 4,
+        "metadata": None,
+    }
     store.put("_transaction_log/state-v00000000000000000001/_manifest.json", json.dumps(manifest).encode())
     assert [f.path for f in executor_lib.open_log(uri).snapshot().files] == ["z.split"]
     manifest["manifests"] = [{"path": "file:///elsewhere/_transaction_log/manifests/m-abs.avro", **info}]

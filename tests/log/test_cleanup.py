@@ -48,8 +48,9 @@ def test_old_states_and_unreferenced_manifests_are_collected(table: Table) -> No
     report = executor_lib.open_log(uri, **options, **NOW_RETENTION).cleanup()
     assert report.deleted_states == list(range(1, 8)) and report.deleted_manifests
     assert {k.split("/")[1] for k in keys(uri, options, f"{LOG}/state-v")} == {
-        "state-v00000000000000000008", "state-v00000000000000000009",
-    }  # fmt: skip
+        "state-v00000000000000000008",
+        "state-v00000000000000000009",
+    }
     snap = executor_lib.open_log(uri, **options).snapshot()
     assert {f.path for f in snap.files} == expected
     assert {f.path for f in executor_lib.open_log(uri, **options).snapshot(version=8).files} == {f.path for f in files}

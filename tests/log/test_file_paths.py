@@ -79,8 +79,16 @@ def test_table_key_is_the_one_rule() -> None:
     assert table_key(root, "a=1/splits/x.split") == "a=1/splits/x.split"
     assert table_key(root, "s3://bucket/tables/t/a=1/x.split") == "a=1/x.split"
     assert table_key(root + "/", "s3n://bucket/tables/t/x.split") == "x.split"
-    for bad in ("s3://bucket/tables/t2/x.split", "s3://other/tables/t/x.split", "s3://bucket/tables/t/a//x",
-                "s3://bucket/tables/t/../u/x", "/abs/x.split", "a/../x", "", "a\\b"):  # fmt: skip
+    for bad in (
+        "s3://bucket/tables/t2/x.split",
+        "s3://other/tables/t/x.split",
+        "s3://bucket/tables/t/a//x",
+        "s3://bucket/tables/t/../u/x",
+        "/abs/x.split",
+        "a/../x",
+        "",
+        "a\\b",
+    ):
         with pytest.raises(InvalidPathError):
             table_key(root, bad)
     with pytest.raises(InvalidPathError) as e:

@@ -66,8 +66,12 @@ def test_a_new_process_reads_the_disk_cache(tmp_path: Path) -> None:
         "import sys,executor_lib; from executor_lib.log.manifest_cache import MANIFEST_CACHE as C;"
         "s=executor_lib.open_log(sys.argv[1]).snapshot(); print(len(s.files), C.misses, C.disk_hits)"
     )
-    outs = [subprocess.run([sys.executable, "-c", code, uri], env=env, check=True, capture_output=True, text=True)
-            .stdout.split() for _ in range(2)]  # fmt: skip
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code, uri], env=env, check=True, capture_output=True, text=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
     assert outs == [["4", "1", "0"], ["4", "0", "1"]]
 
 

@@ -122,11 +122,19 @@ def test_state_manifest_entry_count_must_match_the_manifest(tmp_path: Path, fres
     store = open_store(uri)
     store.put(f"{MANIFESTS}/manifest-m.avro", avro_bytes(FILE_ENTRY_SCHEMA, [entry("a.split", 1)] * 2, "null"))
     manifest = {
-        "formatVersion": 1, "stateVersion": 1, "createdAt": 5, "numFiles": 3, "totalBytes": 1,
-        "manifests": [{"path": "manifests/manifest-m.avro", "numEntries": 3, "minAddedAtVersion": 0,
-                       "maxAddedAtVersion": 0}],
-        "tombstones": [], "schemaRegistry": {}, "protocolVersion": 4, "metadata": None,
-    }  # fmt: skip
+        "formatVersion": 1,
+        "stateVersion": 1,
+        "createdAt": 5,
+        "numFiles": 3,
+        "totalBytes": 1,
+        "manifests": [
+            {"path": "manifests/manifest-m.avro", "numEntries": 3, "minAddedAtVersion": 0, "maxAddedAtVersion": 0}
+        ],
+        "tombstones": [],
+        "schemaRegistry": {},
+        "protocolVersion": 4,
+        "metadata": None,
+    }
     store.put(
         "_transaction_log/state-v00000000000000000001/_manifest.avro", avro_bytes(STATE_SCHEMA, [manifest], "null")
     )

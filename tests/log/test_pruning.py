@@ -55,12 +55,22 @@ def make(tmp_path: Path) -> tuple[executor_lib.TransactionLog, dict[str, AddActi
     log = executor_lib.create_table(str(tmp_path / "t"), schema, ["bucket"])
     base = AddAction("x", {}, 1, 1, True)
     files = {
-        "b9": dataclasses.replace(base, path="bucket=9/a.split", partition_values={"bucket": "9"},
-                                  min_values={"score": "2.5", "name": "apple"}, max_values={"score": "9.5", "name": "kiwi"}),
-        "b10": dataclasses.replace(base, path="bucket=10/b.split", partition_values={"bucket": "10"},
-                                   min_values={"score": "10", "name": "a" * 32}, max_values={"score": "100", "name": "m" * 32}),
+        "b9": dataclasses.replace(
+            base,
+            path="bucket=9/a.split",
+            partition_values={"bucket": "9"},
+            min_values={"score": "2.5", "name": "apple"},
+            max_values={"score": "9.5", "name": "kiwi"},
+        ),
+        "b10": dataclasses.replace(
+            base,
+            path="bucket=10/b.split",
+            partition_values={"bucket": "10"},
+            min_values={"score": "10", "name": "a" * 32},
+            max_values={"score": "100", "name": "m" * 32},
+        ),
         "nostats": dataclasses.replace(base, path="bucket=10/c.split", partition_values={"bucket": "10"}),
-    }  # fmt: skip
+    }
     log.commit(list(files.values()))
     return log, files
 
@@ -157,8 +167,9 @@ def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() ->
     assert days(f.Or((f.Term("date", "2024-01-01"), f.Term("date", "2024-05-01")))) == {"2024-01-01", "2024-05-01"}
     assert days(f.Prefix("date", "2024-0"), f.Prefix("date", "2024-03")) == {"2024-03-01"}
     assert days(f.And((f.Prefix("date", "2024"), f.Between("date", upper="2024-02-01")))) == {
-        "2024-01-01", "2024-02-01",
-    }  # fmt: skip
+        "2024-01-01",
+        "2024-02-01",
+    }
     assert days(f.Not(f.Term("date", "2024-01-01"))) == all_days  # never skips: not judged from bounds
     assert days(f.QueryString("text:anything")) == all_days
     with pytest.raises(ConfigError, match="unknown column 'nope'"):
@@ -178,7 +189,13 @@ def test_prune_scan_counts_what_each_stage_skips() -> None:
     predicates = [Term("date", "2024-03-01"), gt("id", top)]
     kept, counts = prune_scan(files, predicates, schema, columns)
     assert kept == prune_files(files, predicates, schema, columns) == []
-    assert counts == {"scans": 1, "total_files": len(files), "partition_pruned_files": len(files) - len(by_date),
-                      "data_skipped_files": len(late), "final_files": 0, "filter_types": {"Between": len(late)}}  # fmt: skip
+    assert counts == {
+        "scans": 1,
+        "total_files": len(files),
+        "partition_pruned_files": len(files) - len(by_date),
+        "data_skipped_files": len(late),
+        "final_files": 0,
+        "filter_types": {"Between": len(late)},
+    }
     kept, counts = prune_scan(files, [], schema, columns)
     assert kept == list(files) and counts["final_files"] == len(files) and counts["filter_types"] == {}

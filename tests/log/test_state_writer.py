@@ -55,8 +55,11 @@ def test_each_commit_writes_one_manifest_with_only_its_files(table: Table) -> No
     assert (last.min_added_at_version, last.max_added_at_version) == (5, 5)
     hint = json.loads(open_store(uri, **options).read(f"{LOG}/_last_checkpoint"))
     assert (hint["version"], hint["format"], hint["stateDir"], hint["numFiles"]) == (
-        5, "avro-state", "state-v00000000000000000005", 15,
-    )  # fmt: skip
+        5,
+        "avro-state",
+        "state-v00000000000000000005",
+        15,
+    )
     snap = executor_lib.open_log(uri, **options).snapshot()
     assert snap.base == "state-v00000000000000000005" and len(snap.files) == 15
 
@@ -236,11 +239,21 @@ def test_every_add_field_survives_the_state(table: Table) -> None:
     uri, options = table
     log = make_table(uri, options, **{"spark.indextables.state.format": "json"})
     full = dataclasses.replace(
-        add(), tags={"k": "v"}, time_range_start="2024-01-01T00:00:00Z", time_range_end="2024-01-02T00:00:00Z",
-        delete_opstamp=7, hotcache_start_offset=11, hotcache_length=12, split_tags=frozenset({"hot"}),
-        num_merge_ops=2, companion_source_files=("a.parquet",), companion_delta_version=3,
-        companion_fast_field_mode="HYBRID", stats='{"x":1}', uncompressed_size_bytes=99,
-    )  # fmt: skip
+        add(),
+        tags={"k": "v"},
+        time_range_start="2024-01-01T00:00:00Z",
+        time_range_end="2024-01-02T00:00:00Z",
+        delete_opstamp=7,
+        hotcache_start_offset=11,
+        hotcache_length=12,
+        split_tags=frozenset({"hot"}),
+        num_merge_ops=2,
+        companion_source_files=("a.parquet",),
+        companion_delta_version=3,
+        companion_fast_field_mode="HYBRID",
+        stats='{"x":1}',
+        uncompressed_size_bytes=99,
+    )
     log.commit([full])
     # a legacy inline doc mapping, committed raw (as an old writer would have)
     from executor_lib.protocol.actions import actions_to_ndjson

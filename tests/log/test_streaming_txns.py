@@ -40,8 +40,9 @@ def test_a_batch_is_committed_once_and_a_replay_is_skipped(table: tuple[str, dic
     # another query's batch 0 is its own
     assert log.commit_streaming_batch([add()], StreamingTxn("other", 0)) == 3
     assert executor_lib.open_log(uri, **options).streaming_txns() == {
-        APP: TxnRecord(1, 2), "other": TxnRecord(0, 3),
-    }  # fmt: skip
+        APP: TxnRecord(1, 2),
+        "other": TxnRecord(0, 3),
+    }
     info = log.commit_info(3)
     assert info is not None and info.operation == "STREAMING UPDATE"
     assert info.operation_parameters == {"appId": "other", "batchId": "0"}
@@ -57,9 +58,14 @@ def test_the_map_is_carried_by_states_checkpoints_cleanup_and_merges(tmp_path: P
     # a merge removes every tagged split and adds an untagged one (dataChange=false)
     files = log.snapshot().files
     merged = AddAction(
-        path="date=2024-01-01/splits/merged.split", partition_values={"date": "2024-01-01"}, size=5,
-        modification_time=1, data_change=False, num_records=60, num_merge_ops=1,
-    )  # fmt: skip
+        path="date=2024-01-01/splits/merged.split",
+        partition_values={"date": "2024-01-01"},
+        size=5,
+        modification_time=1,
+        data_change=False,
+        num_records=60,
+        num_merge_ops=1,
+    )
     log.commit([*removes_of(files, data_change=False), merged], operation="MERGE SPLITS")
     log.checkpoint()
     log.cleanup()

@@ -106,10 +106,17 @@ def test_unknown_fields_are_tolerated_and_written_back() -> None:
 
 def test_a_schema_checked_record_builds_the_same_action_as_json() -> None:
     record = {
-        "path": "a.split", "partitionValues": {"d": "1"}, "size": 1, "modificationTime": 2, "dataChange": True,
-        "splitTags": ["b", "a"], "companionSourceFiles": ["x.parquet"], "numRecords": None,
-        "addedAtVersion": 3, "futureField": 7,
-    }  # fmt: skip
+        "path": "a.split",
+        "partitionValues": {"d": "1"},
+        "size": 1,
+        "modificationTime": 2,
+        "dataChange": True,
+        "splitTags": ["b", "a"],
+        "companionSourceFiles": ["x.parquet"],
+        "numRecords": None,
+        "addedAtVersion": 3,
+        "futureField": 7,
+    }
     add = AddAction.from_trusted_dict(record, ignore=frozenset({"addedAtVersion"}))
     as_json = {k: v for k, v in record.items() if v is not None and k != "addedAtVersion"}
     assert add == AddAction.from_json_dict(as_json)

@@ -287,8 +287,12 @@ def test_build_hotcache_reads_only_what_it_caches() -> None:
 
 
 def test_encoder_refuses_bad_slices() -> None:
-    for slices in [(CachedSlice(5, 3, b""),), (CachedSlice(0, 4, b"abcd"), CachedSlice(2, 6, b"cdef")),
-                   (CachedSlice(8, 12, b"abcd"),), (CachedSlice(0, 4, b"abc"),)]:  # fmt: skip
+    for slices in [
+        (CachedSlice(5, 3, b""),),
+        (CachedSlice(0, 4, b"abcd"), CachedSlice(2, 6, b"cdef")),
+        (CachedSlice(8, 12, b"abcd"),),
+        (CachedSlice(0, 4, b"abc"),),
+    ]:
         with pytest.raises(ValueError, match=r"f\.txt"):
             encode_hotcache(HotCache({"f.txt": 10}, {"f.txt": FileSliceCache(10, slices)}))
     with pytest.raises(ValueError, match="not in file_lengths"):

@@ -35,8 +35,15 @@ def test_merge_plan_tasks_are_merge_tasks(tmp_path: Path) -> None:
     assert len(task.sources) == 2 and task.size == sizes[str(task.partition_values["date"])]
     assert task.target == 1 << 30 and task.version == 4
     (row,) = reader.read(CommandPartition(0, task))
-    assert row == (0, json.dumps(task.partition_values, sort_keys=True), json.dumps(task.sources), task.size,
-                   task.version, None, 1 << 30)  # fmt: skip
+    assert row == (
+        0,
+        json.dumps(task.partition_values, sort_keys=True),
+        json.dumps(task.sources),
+        task.size,
+        task.version,
+        None,
+        1 << 30,
+    )
 
 
 def test_group_aggregate_tasks_say_whether_the_log_answers(tmp_path: Path) -> None:

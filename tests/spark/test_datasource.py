@@ -148,11 +148,19 @@ def test_index_queries_and_pushed_options(spark: Any, tmp_path_factory: pytest.T
         r[0] for r in rows if "timeout" in r[2] and "host-0" in r[2]
     )
     # columns / limit / a full boolean filter: same rows as Spark computing them itself
-    mixed = {"op": "or", "children": [
-        {"op": "query", "query": "timeout", "column": "msg"},
-        {"op": "and", "children": [{"op": "term", "column": "level", "value": "WARN"},
-                                   {"op": "range", "column": "ts", "upper": "2024-01-01T00:30:00+00:00"}]},
-    ]}  # fmt: skip
+    mixed = {
+        "op": "or",
+        "children": [
+            {"op": "query", "query": "timeout", "column": "msg"},
+            {
+                "op": "and",
+                "children": [
+                    {"op": "term", "column": "level", "value": "WARN"},
+                    {"op": "range", "column": "ts", "upper": "2024-01-01T00:30:00+00:00"},
+                ],
+            },
+        ],
+    }
     expected = sorted(
         r[0]
         for r in rows
@@ -229,8 +237,11 @@ def test_session_settings_of_other_operations_are_ignored_and_typos_are_not(spar
     each ignores the others' settings (a write's typemap at a read), but not a key nobody knows."""
     table = tmp_path / "t"
     write(make_df(spark, 6), table, **TEXT_OPTS)
-    session = {"spark.indextables.indexing.typemap.msg": "text", "spark.indextables.indexWriter.heapSize": "64M",
-               "spark.indextables.read.maxSplitsPerPartition": "1"}  # fmt: skip
+    session = {
+        "spark.indextables.indexing.typemap.msg": "text",
+        "spark.indextables.indexWriter.heapSize": "64M",
+        "spark.indextables.read.maxSplitsPerPartition": "1",
+    }
     for key, value in session.items():
         spark.conf.set(key, value)
     try:
@@ -413,8 +424,11 @@ def test_store_only_and_index_only_columns_in_spark(spark: Any, tmp_path: Path) 
     on its (unstored) values fails before any task runs. A store-only column reads back and is filtered on
     the rows."""
     table = tmp_path / "io"
-    write(make_df(spark, 40), table, **{**TEXT_OPTS, "spark.indextables.indexing.indexonly": "level",
-                                        "spark.indextables.indexing.storeonly": "msg"})  # fmt: skip
+    write(
+        make_df(spark, 40),
+        table,
+        **{**TEXT_OPTS, "spark.indextables.indexing.indexonly": "level", "spark.indextables.indexing.storeonly": "msg"},
+    )
     df = read(spark, table)
     assert {r["level"] for r in df.collect()} == {None}
     assert ids(df.filter("level = 'WARN'")) == [i for i in range(40) if i % 4 == 1]

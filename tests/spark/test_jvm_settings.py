@@ -21,8 +21,11 @@ from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 from tests.spark.test_datasource import SCHEMA, TEXT_OPTS, log_rows, make_df, read, write
 
-JVM_ONLY = {"spark.indextables.cache.disk.enabled": "true", "spark.indextables.transaction.cache.ttl.ms": "1000",
-            "spark.indextables.read.batchOptimization.profile": "aggressive"}  # fmt: skip
+JVM_ONLY = {
+    "spark.indextables.cache.disk.enabled": "true",
+    "spark.indextables.transaction.cache.ttl.ms": "1000",
+    "spark.indextables.read.batchOptimization.profile": "aggressive",
+}
 CLIENT_ONLY = {S.PREFIX + "table.<column>", S.PREFIX + "mergeOnWrite.streamIntervalSeconds"}
 
 
@@ -42,7 +45,9 @@ def test_every_supported_key_is_known_to_an_operation_and_every_option_is_in_the
     assert [k for k in options if (S.lookup(k) or S.Setting("", "", "", "")).status != S.SUPPORTED] == []
 
 
-def test_a_jvm_only_key_never_breaks_sql_or_writes(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_jvm_only_key_never_breaks_sql_or_writes(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """JVM-only keys in the session (and as options) are accepted, each warned about once on the client."""
     path = str(tmp_path / "t")
     for key in JVM_ONLY:
@@ -83,9 +88,15 @@ def test_an_unknown_key_fails_with_a_suggestion(spark: Any, tmp_path: Path) -> N
 def test_the_jvm_list_forms_and_text_record_option(spark: Any, tmp_path: Path) -> None:
     """``typemap.text = "msg"`` (a type, then the columns) and ``text.indexRecordOption`` as in the JVM."""
     path, building = tmp_path / "t", tmp_path / "building"
-    write(make_df(spark, 20), path, **{"spark.indextables.indexing.typemap.text": "msg",
-                                       "spark.indextables.indexing.text.indexRecordOption": "basic",
-                                       "spark.indextables.indexWriter.tempDirectoryPath": str(building)})  # fmt: skip
+    write(
+        make_df(spark, 20),
+        path,
+        **{
+            "spark.indextables.indexing.typemap.text": "msg",
+            "spark.indextables.indexing.text.indexRecordOption": "basic",
+            "spark.indextables.indexWriter.tempDirectoryPath": str(building),
+        },
+    )
     assert building.is_dir() and not any(building.iterdir())  # splits were built there, then uploaded
     snapshot = open_log(str(path)).snapshot()
     mapping = snapshot.doc_mapping(snapshot.files[0]) or ""
@@ -93,8 +104,9 @@ def test_the_jvm_list_forms_and_text_record_option(spark: Any, tmp_path: Path) -
     assert read(spark, path, **{"indexquery.msg": "timeout"}).count() == 4  # tokenized: a word matches
 
 
-@pytest.mark.parametrize("name", ["io.indextables.provider.IndexTablesProvider",
-                                  "io.indextables.spark.core.IndexTables4SparkTableProvider"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["io.indextables.provider.IndexTablesProvider", "io.indextables.spark.core.IndexTables4SparkTableProvider"]
+)
 def test_the_jvm_format_names_are_this_data_source(spark: Any, tmp_path: Path, name: str) -> None:
     connect_plugin.install(spark)
     path = str(tmp_path / "t")
@@ -132,8 +144,15 @@ def test_merge_and_purge_on_write_through_df_write(spark: Any, tmp_path: Path) -
     orphan.write_bytes(b"x" * 10)
     old = time.time() - 48 * 3600
     os.utime(orphan, (old, old))
-    write(make_df(spark, 10, start=20).coalesce(1), path, **merge, **{"spark.indextables.purgeOnWrite.enabled": "true",
-          "spark.indextables.purgeOnWrite.splitRetentionHours": "24"})  # fmt: skip
+    write(
+        make_df(spark, 10, start=20).coalesce(1),
+        path,
+        **merge,
+        **{
+            "spark.indextables.purgeOnWrite.enabled": "true",
+            "spark.indextables.purgeOnWrite.splitRetentionHours": "24",
+        },
+    )
     log = open_log(str(path))
     assert [e.operation for e in log.history()][:2] == ["MERGE SPLITS", "WRITE"]
     assert len(log.snapshot().files) == 1
@@ -164,8 +183,9 @@ def test_bad_write_option_values_fail_before_anything_is_written(spark: Any, tmp
         write(make_df(spark, 3), path, **{"spark.indextables.purgeOnWrite.splitRetentionHours": "1"})
     assert "purgeOnWrite.splitRetentionHours=1 is below the minimum of 24 hours" in str(raised.value)
     with pytest.raises(ConfigError, match=r"write.optimizeWrite.targetSplitSize must be a size"):
-        connect_plugin.write(make_df(spark, 3), str(path),
-                             options={"spark.indextables.write.optimizeWrite.targetSplitSize": "huge"})  # fmt: skip
+        connect_plugin.write(
+            make_df(spark, 3), str(path), options={"spark.indextables.write.optimizeWrite.targetSplitSize": "huge"}
+        )
     assert not path.exists()
 
 
@@ -184,7 +204,10 @@ def test_purge_default_retention_and_max_source_splits_settings(classic_spark: A
     table = IndexTable.for_path(spark, str(path))
     listed = {r[1] for r in table.purge(dry_run=True).collect()}
     assert "orphan.split" not in listed  # the default 168 hours keeps it
-    settings = {"spark.indextables.purge.defaultRetentionHours": "24", "spark.indextables.merge.maxSourceSplitsPerMerge": "2"}
+    settings = {
+        "spark.indextables.purge.defaultRetentionHours": "24",
+        "spark.indextables.merge.maxSourceSplitsPerMerge": "2",
+    }
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:

@@ -35,8 +35,11 @@ def test_long_writes_and_merges_report_progress_while_they_run(spark: Any, tmp_p
     table = tmp_path / "t"
     rows = 60_000
     df = spark.range(0, rows, numPartitions=2).selectExpr("id", "concat('message number ', id) AS msg")
-    options = {INTERVAL_OPTION: "0.000001", "spark.indextables.optimizeWrite.targetRecordsPerSplit": "12000",
-               "spark.indextables.indexing.typemap.msg": "text"}  # fmt: skip
+    options = {
+        INTERVAL_OPTION: "0.000001",
+        "spark.indextables.optimizeWrite.targetRecordsPerSplit": "12000",
+        "spark.indextables.indexing.typemap.msg": "text",
+    }
     spark.conf.set("spark.sql.pyspark.worker.logging.enabled", "true")
     try:
         connect_plugin.write(df, str(table), options=options)

@@ -44,9 +44,15 @@ SCHEMA = pa.schema(
 def table(tmp_path: Path) -> Path:
     path = tmp_path / "t"
     log = executor_lib.create_table(str(path), SCHEMA, ["day"])
-    rows = pa.table({"id": [1, 2], "level": ["INFO", None], "msg": ["a b", "c d"],
-                     "ts": pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)] * 2, SCHEMA.field("ts").type),
-                     "f": pa.array([1.5, 2.5], pa.float32())})  # fmt: skip
+    rows = pa.table(
+        {
+            "id": [1, 2],
+            "level": ["INFO", None],
+            "msg": ["a b", "c d"],
+            "ts": pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)] * 2, SCHEMA.field("ts").type),
+            "f": pa.array([1.5, 2.5], pa.float32()),
+        }
+    )
     mapping = mapping_for(SCHEMA, {"spark.indextables.indexing.typemap.msg": "text"}, ["day"])
     log.commit([write_and_upload(open_store(str(path)), rows, mapping, {"day": "d1"})])
     return path

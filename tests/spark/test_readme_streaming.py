@@ -15,17 +15,18 @@ from tests.conftest import REPO_ROOT
 def _pipeline() -> str:
     text = (REPO_ROOT / "README.md").read_text()
     section = text[text.index("### Streaming: `writeStream` and `readStream`") :]
-    return section[section.index("```python\n") + len("```python\n") : section.index("```", section.index("```python") + 9)]
+    return section[
+        section.index("```python\n") + len("```python\n") : section.index("```", section.index("```python") + 9)
+    ]
 
 
 def _run(spark: Any, tmp_path: Path, replacements: dict[str, str]) -> dict[str, Any]:
     code = _pipeline()
     for old, new in {
-        'table, checkpoints = "s3://bucket/logs", "s3://bucket/checkpoints"':
-            f"table, checkpoints = {str(tmp_path / 'logs')!r}, {str(tmp_path / 'checkpoints')!r}",
-        '.show()': '.collect()',
+        'table, checkpoints = "s3://bucket/logs", "s3://bucket/checkpoints"': f"table, checkpoints = {str(tmp_path / 'logs')!r}, {str(tmp_path / 'checkpoints')!r}",
+        ".show()": ".collect()",
         **replacements,
-    }.items():  # fmt: skip
+    }.items():
         assert old in code, f"the README's streaming example no longer contains {old!r}: update this test"
         code = code.replace(old, new)
     env: dict[str, Any] = {"spark": spark}
@@ -50,6 +51,8 @@ def test_readme_streaming_pipeline_runs(classic_spark: Any, tmp_path: Path) -> N
 def test_readme_streaming_pipeline_raises_when_a_query_died(classic_spark: Any, tmp_path: Path) -> None:
     """The ingest dies in its first micro-batch (a typemap value the writer refuses): the example raises
     the query's error naming it, rather than waiting forever or printing an empty count."""
-    bad = {'"spark.indextables.indexing.typemap.message": "text"': '"spark.indextables.indexing.typemap.message": "txt"'}
+    bad = {
+        '"spark.indextables.indexing.typemap.message": "text"': '"spark.indextables.indexing.typemap.message": "txt"'
+    }
     with pytest.raises(Exception, match=r"typemap.message='txt'|typemap\.message=.txt"):
         _run(classic_spark, tmp_path, bad)

@@ -63,9 +63,14 @@ def test_a_merge_is_not_emitted_and_deletes_need_ignore_deletes(tmp_path: Path) 
     log.commit([add(), add()])  # 1
     files = log.snapshot().files
     merged = AddAction(
-        path="date=2024-01-01/splits/m.split", partition_values={"date": "2024-01-01"}, size=9,
-        modification_time=1, data_change=False, num_records=20, num_merge_ops=1,
-    )  # fmt: skip
+        path="date=2024-01-01/splits/m.split",
+        partition_values={"date": "2024-01-01"},
+        size=9,
+        modification_time=1,
+        data_change=False,
+        num_records=20,
+        num_merge_ops=1,
+    )
     log.commit([*removes_of(files, data_change=False), merged], operation="MERGE SPLITS")  # 2
     appended = add()
     log.commit([appended])  # 3

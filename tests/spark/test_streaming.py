@@ -46,9 +46,13 @@ def stream_files(spark: Any, source: Path, table: Path, checkpoint: Path, transf
     if transform is not None:
         df = transform(df)
     query = connect_plugin.write_stream(
-        df, str(table), checkpoint_location=str(checkpoint), trigger=AVAILABLE_NOW, partition_by=["day"],
+        df,
+        str(table),
+        checkpoint_location=str(checkpoint),
+        trigger=AVAILABLE_NOW,
+        partition_by=["day"],
         options={"spark.indextables.indexing.typemap.msg": "text"},
-    )  # fmt: skip
+    )
     query.awaitTermination()
 
 
@@ -156,9 +160,12 @@ def test_a_query_stopped_mid_batch_then_restarted_commits_every_row_once(spark: 
     udf = session_functions(spark).udf(slow, StringType())
     df = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
     query = connect_plugin.write_stream(
-        df.withColumn("msg", udf("msg")), str(table), checkpoint_location=str(checkpoint),
-        trigger={"processingTime": "0 seconds"}, partition_by=["day"],
-    )  # fmt: skip
+        df.withColumn("msg", udf("msg")),
+        str(table),
+        checkpoint_location=str(checkpoint),
+        trigger={"processingTime": "0 seconds"},
+        partition_by=["day"],
+    )
     deadline = time.time() + 300
     while not query.recentProgress and time.time() < deadline:
         time.sleep(0.2)

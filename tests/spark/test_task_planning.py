@@ -112,8 +112,9 @@ def test_a_one_wave_read_returns_every_matching_row(spark: Any, eight_splits: Pa
     assert sorted(r["id"] for r in rows) == list(range(80))
     few = connect_plugin.read(spark, str(eight_splits), filter=F.QueryString("word3", "msg"), columns=["id"])
     assert sorted(r["id"] for r in few.collect()) == [i * 10 + 3 for i in range(8)]
-    got = connect_plugin.sql(spark, f"SELECT day, count(*) AS n FROM indextables.`{eight_splits}` "
-                             "WHERE msg indexquery 'word3' GROUP BY day").collect()  # fmt: skip
+    got = connect_plugin.sql(
+        spark, f"SELECT day, count(*) AS n FROM indextables.`{eight_splits}` WHERE msg indexquery 'word3' GROUP BY day"
+    ).collect()
     assert sorted((r["day"], r["n"]) for r in got) == [("d0", 4), ("d1", 4)]
 
 

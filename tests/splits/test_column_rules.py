@@ -56,10 +56,16 @@ def test_create_table_refuses_a_type_no_split_can_hold(tmp_path: Path, case: str
 
 
 def test_nested_types_that_can_be_written_are_accepted(tmp_path: Path) -> None:
-    schema = pa.schema([
-        ("id", pa.int64()), ("s", pa.struct([("a", pa.int64())])), ("l", pa.list_(pa.struct([("b", pa.string())]))),
-        ("tags", pa.list_(pa.string())), ("m", pa.map_(pa.string(), pa.int64())), ("ll", pa.large_list(pa.int64())),
-    ])  # fmt: skip
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("s", pa.struct([("a", pa.int64())])),
+            ("l", pa.list_(pa.struct([("b", pa.string())]))),
+            ("tags", pa.list_(pa.string())),
+            ("m", pa.map_(pa.string(), pa.int64())),
+            ("ll", pa.large_list(pa.int64())),
+        ]
+    )
     executor_lib.create_table(str(tmp_path / "t"), schema)
     assert [f.type for f in mapping_for(schema, {}).fields] == ["i64", "json", "json", "json", "json", "json"]
 

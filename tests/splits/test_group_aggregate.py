@@ -26,19 +26,33 @@ from indextables_contract.aggregate import (
     partials_to_json,
 )
 
-SCHEMA = pa.schema([("id", pa.int64()), ("level", pa.string()), ("service", pa.string()), ("lat", pa.int32()),
-                    ("score", pa.float64()), ("msg", pa.string())])  # fmt: skip
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("level", pa.string()),
+        ("service", pa.string()),
+        ("lat", pa.int32()),
+        ("score", pa.float64()),
+        ("msg", pa.string()),
+    ]
+)
 WORDS = ["alpha", "beta", "gamma", "delta"]
 
 
 def _rows(n: int, seed: int, levels_with_null: bool) -> list[dict[str, Any]]:
     rnd = random.Random(seed)
     levels = ["INFO", "WARN", "ERROR"] + ([None] if levels_with_null else [])
-    return [{
-        "id": i, "level": rnd.choice(levels), "service": rnd.choice(["api", "db"]),
-        "lat": None if rnd.random() < 0.2 else rnd.randint(-50, 500), "score": rnd.uniform(0, 1),
-        "msg": " ".join(rnd.choice(WORDS) for _ in range(3)),
-    } for i in range(n)]  # fmt: skip
+    return [
+        {
+            "id": i,
+            "level": rnd.choice(levels),
+            "service": rnd.choice(["api", "db"]),
+            "lat": None if rnd.random() < 0.2 else rnd.randint(-50, 500),
+            "score": rnd.uniform(0, 1),
+            "msg": " ".join(rnd.choice(WORDS) for _ in range(3)),
+        }
+        for i in range(n)
+    ]
 
 
 def _searcher(tmp: Path, rows: list[dict[str, Any]]) -> SplitSearcher:
@@ -115,8 +129,9 @@ def test_partials_merge_across_splits(tmp_path: Path) -> None:
 
 
 def test_integer_sums_beyond_float_precision_take_the_rows_route(tmp_path: Path) -> None:
-    big = [{"id": 2**60 + i, "level": "INFO", "service": "api", "lat": 1, "score": 0.0, "msg": "alpha"}
-           for i in range(3)]  # fmt: skip
+    big = [
+        {"id": 2**60 + i, "level": "INFO", "service": "api", "lat": 1, "score": 0.0, "msg": "alpha"} for i in range(3)
+    ]
     agg = AggregatePlan(("level",), (Measure("sum", "id"),))
     partials, route = aggregate_split(_searcher(tmp_path, big), agg, None, SCHEMA, {})
     assert route == "rows"

@@ -11,10 +11,16 @@ def split(name: str, low: int | None, high: int | None, level: int = 0, day: str
     stats = {} if low is None else {"ts": str(low)}
     top = {} if high is None else {"ts": str(high)}
     return AddAction(
-        path=f"day={day}/splits/{name}.split", partition_values={"day": day}, size=1000, modification_time=0,
-        data_change=level == 0, min_values=stats, max_values=top, num_records=10,
+        path=f"day={day}/splits/{name}.split",
+        partition_values={"day": day},
+        size=1000,
+        modification_time=0,
+        data_change=level == 0,
+        min_values=stats,
+        max_values=top,
+        num_records=10,
         tags={SORT_KEY_TAG: "ts"} if level else None,
-    )  # fmt: skip
+    )
 
 
 def plan(files: list[AddAction]) -> list[list[str]]:
@@ -55,9 +61,16 @@ def test_numeric_keys_compare_as_numbers_not_strings() -> None:
 
 
 def test_each_partition_is_planned_on_its_own_and_splits_of_another_key_are_level_0() -> None:
-    other_key = AddAction(path="day=d2/splits/x.split", partition_values={"day": "d2"}, size=1, modification_time=0,
-                          data_change=False, min_values={"ts": "0"}, max_values={"ts": "5"},
-                          tags={SORT_KEY_TAG: "latency"})  # fmt: skip
+    other_key = AddAction(
+        path="day=d2/splits/x.split",
+        partition_values={"day": "d2"},
+        size=1,
+        modification_time=0,
+        data_change=False,
+        min_values={"ts": "0"},
+        max_values={"ts": "5"},
+        tags={SORT_KEY_TAG: "latency"},
+    )
     files = [split("a", 0, 5), split("b", 3, 8), split("c", 0, 5, day="d2"), other_key]
     assert level_of(other_key, "ts") == 0
     assert sorted(plan(files)) == [["a", "b"], ["c", "x"]]

@@ -34,14 +34,31 @@ RUST_DEFAULT_HASHER = {
 }
 
 # manifest.rs: the serde names of ParquetManifest, ParquetFileEntry, RowGroupEntry, ColumnChunkInfo, ColumnMapping
-MANIFEST_KEYS = {"version", "table_root", "fast_field_mode", "segment_row_ranges", "parquet_files", "column_mapping",
-                 "total_rows", "storage_config", "metadata", "string_hash_fields", "string_indexing_modes",
-                 "companion_hash_fields"}  # fmt: skip
+MANIFEST_KEYS = {
+    "version",
+    "table_root",
+    "fast_field_mode",
+    "segment_row_ranges",
+    "parquet_files",
+    "column_mapping",
+    "total_rows",
+    "storage_config",
+    "metadata",
+    "string_hash_fields",
+    "string_indexing_modes",
+    "companion_hash_fields",
+}
 FILE_KEYS = {"relative_path", "file_size_bytes", "row_offset", "num_rows", "has_offset_index", "row_groups"}
 GROUP_KEYS = {"row_group_idx", "num_rows", "row_offset_in_file", "columns"}
 CHUNK_KEYS = {"column_idx", "column_name", "data_page_offset", "compressed_size", "uncompressed_size"}
-MAPPING_KEYS = {"tantivy_field_name", "parquet_column_name", "physical_ordinal", "parquet_type", "tantivy_type",
-                "field_id"}  # fmt: skip
+MAPPING_KEYS = {
+    "tantivy_field_name",
+    "parquet_column_name",
+    "physical_ordinal",
+    "parquet_type",
+    "tantivy_type",
+    "field_id",
+}
 
 # manifest.rs test_manifest_backward_compat_missing_new_fields, verbatim
 UPSTREAM_OLD_MANIFEST = b"""{
@@ -98,8 +115,9 @@ def _source(root: Path) -> list[str]:
     names = []
     for i, rows in enumerate((700, 300, 1)):
         ids = np.arange(i * 1000, i * 1000 + rows, dtype=np.int64)
-        table = pa.table({"id": ids, "msg": [f"event {n} kraken{n % 7}" for n in ids],
-                          "score": ids.astype(np.float64) / 10})  # fmt: skip
+        table = pa.table(
+            {"id": ids, "msg": [f"event {n} kraken{n % 7}" for n in ids], "score": ids.astype(np.float64) / 10}
+        )
         name = f"part={i}/f{i}.parquet"
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, root / name, row_group_size=256)
@@ -107,10 +125,14 @@ def _source(root: Path) -> list[str]:
     return names
 
 
-MAPPING = DocMapping.from_json(json.dumps([
-    {"name": "id", "type": "i64", "stored": False, "indexed": True, "fast": True},
-    {"name": "msg", "type": "text", "stored": False, "indexed": True, "fast": False, "tokenizer": "default"},
-]))  # fmt: skip
+MAPPING = DocMapping.from_json(
+    json.dumps(
+        [
+            {"name": "id", "type": "i64", "stored": False, "indexed": True, "fast": True},
+            {"name": "msg", "type": "text", "stored": False, "indexed": True, "fast": False, "tokenizer": "default"},
+        ]
+    )
+)
 
 
 def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: Path) -> None:
@@ -118,9 +140,15 @@ def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: 
     files = _source(src)
     schema = pq.read_schema(src / files[0])
     written, _ = build_companion_split(
-        SourceFiles(str(src)), files, "parquet", schema, MAPPING, tmp_path / "out", fast_field_mode="HYBRID",
+        SourceFiles(str(src)),
+        files,
+        "parquet",
+        schema,
+        MAPPING,
+        tmp_path / "out",
+        fast_field_mode="HYBRID",
         indexing_modes={"msg": "text_uuid_strip"},
-    )  # fmt: skip
+    )
     footer = read_footer(written.path)
     raw = read_member(written.path, footer, PM.MANIFEST_MEMBER)
     assert raw is not None
@@ -128,7 +156,10 @@ def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: 
     assert set(m) == MANIFEST_KEYS and m["version"] == 1 and m["table_root"] == ""
     assert m["fast_field_mode"] == "hybrid" and m["total_rows"] == 1001
     assert [(f["relative_path"], f["row_offset"], f["num_rows"]) for f in m["parquet_files"]] == [
-        (files[0], 0, 700), (files[1], 700, 300), (files[2], 1000, 1)]  # fmt: skip
+        (files[0], 0, 700),
+        (files[1], 700, 300),
+        (files[2], 1000, 1),
+    ]
     f0 = m["parquet_files"][0]
     assert set(f0) == FILE_KEYS and f0["file_size_bytes"] == (src / files[0]).stat().st_size
     assert [g["num_rows"] for g in f0["row_groups"]] == [256, 256, 188]
@@ -136,10 +167,18 @@ def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: 
     chunk = f0["row_groups"][1]["columns"][1]
     meta = pq.ParquetFile(src / files[0]).metadata.row_group(1).column(1)
     assert set(chunk) == CHUNK_KEYS and (chunk["column_name"], chunk["data_page_offset"], chunk["compressed_size"]) == (
-        "msg", meta.data_page_offset, meta.total_compressed_size)  # fmt: skip
-    assert [(c["tantivy_field_name"], c["parquet_type"], c["tantivy_type"], c.get("fast_field_tokenizer"))
-            for c in m["column_mapping"]] == [("id", "INT64", "I64", None), ("msg", "BYTE_ARRAY", "Str",
-                                               "text_uuid_strip"), ("score", "DOUBLE", "F64", None)]  # fmt: skip
+        "msg",
+        meta.data_page_offset,
+        meta.total_compressed_size,
+    )
+    assert [
+        (c["tantivy_field_name"], c["parquet_type"], c["tantivy_type"], c.get("fast_field_tokenizer"))
+        for c in m["column_mapping"]
+    ] == [
+        ("id", "INT64", "I64", None),
+        ("msg", "BYTE_ARRAY", "Str", "text_uuid_strip"),
+        ("score", "DOUBLE", "F64", None),
+    ]
     assert all(set(c) - {"fast_field_tokenizer"} == MAPPING_KEYS for c in m["column_mapping"])
     assert m["string_indexing_modes"] == {"msg": {"mode": "text_uuid_strip"}} and m["companion_hash_fields"] == {}
     assert sum(r["num_rows"] for r in m["segment_row_ranges"]) == 1001
@@ -168,16 +207,25 @@ def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: 
 def test_large_manifests_are_zstd_and_merges_shift_offsets() -> None:
     base = json.loads(UPSTREAM_OLD_MANIFEST)
     base["column_mapping"] = [
-        {"tantivy_field_name": f"field_{i}", "parquet_column_name": f"column_{i}", "physical_ordinal": i,
-         "parquet_type": "BYTE_ARRAY", "tantivy_type": "Str", "field_id": i} for i in range(100)
+        {
+            "tantivy_field_name": f"field_{i}",
+            "parquet_column_name": f"column_{i}",
+            "physical_ordinal": i,
+            "parquet_type": "BYTE_ARRAY",
+            "tantivy_type": "Str",
+            "field_id": i,
+        }
+        for i in range(100)
     ]  # fmt: skip  (manifest_io.rs test_roundtrip_zstd)
     packed = PM.serialize_manifest(base)
     assert packed[:4] == b"\x28\xb5\x2f\xfd" and PM.deserialize_manifest(packed, "x") == base
     other = json.loads(json.dumps(base))
     other["parquet_files"][0]["relative_path"] = "q.parquet"
     merged = PM.combine_manifests([base, other], "merge")
-    assert [(f["relative_path"], f["row_offset"]) for f in merged["parquet_files"]] == [("p.parquet", 0),
-                                                                                      ("q.parquet", 10)]  # fmt: skip
+    assert [(f["relative_path"], f["row_offset"]) for f in merged["parquet_files"]] == [
+        ("p.parquet", 0),
+        ("q.parquet", 10),
+    ]
     assert merged["segment_row_ranges"] == [{"segment_ord": 0, "row_offset": 0, "num_rows": 20}]
     other["fast_field_mode"] = "hybrid"
     with pytest.raises(CorruptSplitError, match="fast_field_mode"):
@@ -221,15 +269,31 @@ def test_a_split_in_the_jvm_layout_is_read_through_its_manifest(tmp_path: Path) 
     jvm = _as_jvm_layout(written.path, index / "splits" / "companion-0-x.split")
     jvm_footer = read_footer(jvm)
     assert PM.MANIFEST_MEMBER in jvm_footer.files and not any(n.startswith("indextables.") for n in jvm_footer.files)
-    configuration = {"indextables.companion.enabled": "true", "indextables.companion.sourceTablePath": str(src),
-                     "indextables.companion.sourceFormat": "parquet"}  # fmt: skip
+    configuration = {
+        "indextables.companion.enabled": "true",
+        "indextables.companion.sourceTablePath": str(src),
+        "indextables.companion.sourceFormat": "parquet",
+    }
     log = create_table(str(index), schema, configuration=configuration)
-    log.commit([AddAction(
-        path="splits/companion-0-x.split", partition_values={}, size=jvm.stat().st_size, modification_time=1,
-        data_change=True, num_records=1001, has_footer_offsets=True, footer_start_offset=jvm_footer.footer_start,
-        footer_end_offset=jvm_footer.footer_end, doc_mapping_json=written.doc_mapping_json,
-        companion_source_files=tuple(files), companion_delta_version=-1, companion_fast_field_mode="HYBRID",
-    )])  # fmt: skip
+    log.commit(
+        [
+            AddAction(
+                path="splits/companion-0-x.split",
+                partition_values={},
+                size=jvm.stat().st_size,
+                modification_time=1,
+                data_change=True,
+                num_records=1001,
+                has_footer_offsets=True,
+                footer_start_offset=jvm_footer.footer_start,
+                footer_end_offset=jvm_footer.footer_end,
+                doc_mapping_json=written.doc_mapping_json,
+                companion_source_files=tuple(files),
+                companion_delta_version=-1,
+                companion_fast_field_mode="HYBRID",
+            )
+        ]
+    )
     snapshot = executor_lib.open_log(str(index)).snapshot()
     cache = SplitCache(tmp_path / "cache")
     got = executor_lib.search_table(open_store(str(index)), snapshot, "msg:kraken3 AND id:[0 TO 1500]", cache)
@@ -254,22 +318,58 @@ def test_a_jvm_layout_split_with_hashed_modes_answers_hash_lookups(tmp_path: Pat
     src = tmp_path / "src"
     src.mkdir()
     uuids = [str(uuid.UUID(int=i * 104729 + 1)) for i in range(200)]
-    table = pa.table({"id": pa.array(range(200), pa.int64()), "trace": [f"t-{i % 9}" for i in range(200)],
-                      "msg": [f"call {u} ok" for u in uuids]})  # fmt: skip
+    table = pa.table(
+        {
+            "id": pa.array(range(200), pa.int64()),
+            "trace": [f"t-{i % 9}" for i in range(200)],
+            "msg": [f"call {u} ok" for u in uuids],
+        }
+    )
     pq.write_table(table, src / "a.parquet")
     modes = {"trace": "exact_only", "msg": "text_uuid_exactonly"}
-    mapping = hashed_fields(DocMapping.from_json(json.dumps([
-        {"name": "id", "type": "i64", "stored": False, "indexed": True, "fast": True},
-        {"name": "trace", "type": "text", "stored": False, "indexed": True, "fast": True, "tokenizer": "raw"},
-        {"name": "msg", "type": "text", "stored": False, "indexed": True, "fast": False, "tokenizer": "default"},
-    ])), modes, {"trace": "trace", "msg": "msg", "id": "id"})  # fmt: skip
-    written, _ = build_companion_split(SourceFiles(str(src)), ["a.parquet"], "parquet", table.schema, mapping,
-                                       tmp_path / "out", strip={"msg": PM.UUID_REGEX}, indexing_modes=modes)  # fmt: skip
+    mapping = hashed_fields(
+        DocMapping.from_json(
+            json.dumps(
+                [
+                    {"name": "id", "type": "i64", "stored": False, "indexed": True, "fast": True},
+                    {
+                        "name": "trace",
+                        "type": "text",
+                        "stored": False,
+                        "indexed": True,
+                        "fast": True,
+                        "tokenizer": "raw",
+                    },
+                    {
+                        "name": "msg",
+                        "type": "text",
+                        "stored": False,
+                        "indexed": True,
+                        "fast": False,
+                        "tokenizer": "default",
+                    },
+                ]
+            )
+        ),
+        modes,
+        {"trace": "trace", "msg": "msg", "id": "id"},
+    )
+    written, _ = build_companion_split(
+        SourceFiles(str(src)),
+        ["a.parquet"],
+        "parquet",
+        table.schema,
+        mapping,
+        tmp_path / "out",
+        strip={"msg": PM.UUID_REGEX},
+        indexing_modes=modes,
+    )
     jvm = _as_jvm_layout(written.path, tmp_path / "jvm.split")
     for path, work in ((written.path, "ours"), (jvm, "jvm")):  # this project's layout, then the JVM's alone
         s = SplitSearcher(path, tmp_path / work, table.schema, written.doc_mapping_json, companion_root=str(src))
         by_trace = s.search(F.Term("trace", "t-4"), ["id"]).column("id").to_pylist()
         assert sorted(by_trace) == [i for i in range(200) if i % 9 == 4], work
         assert s.search(F.QueryString(uuids[77], "msg"), ["id", "msg"]).to_pylist() == [
-            {"id": 77, "msg": f"call {uuids[77]} ok"}], work  # fmt: skip
+            {"id": 77, "msg": f"call {uuids[77]} ok"}
+        ], work
         assert s.search(F.QueryString("call", "msg"), ["id"]).num_rows == 200, work

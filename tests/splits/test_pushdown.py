@@ -185,10 +185,13 @@ def test_literals_of_another_number_type_compare_as_spark_compares(tmp_path: Pat
 
     schema = pa.schema([("n", pa.int64()), ("dec", pa.decimal128(10, 2)), ("f", pa.float64())])
     rows = pa.table(
-        {"n": [0, 1, 2, None], "dec": [Decimal("0.00"), Decimal("2.50"), Decimal("-1.25"), None],
-         "f": [0.5, 1.0, 2.5, None]},
+        {
+            "n": [0, 1, 2, None],
+            "dec": [Decimal("0.00"), Decimal("2.50"), Decimal("-1.25"), None],
+            "f": [0.5, 1.0, 2.5, None],
+        },
         schema=schema,
-    )  # fmt: skip
+    )
     mapping = mapping_for(schema, {})
     searcher = SplitSearcher(write_split(rows, mapping, tmp_path / "o").path, tmp_path / "w", schema, None)
     cases = [
@@ -215,16 +218,21 @@ def test_literals_of_another_number_type_compare_as_spark_compares(tmp_path: Pat
 def test_filters_on_nested_fields_are_evaluated_on_the_rows(tmp_path: Path) -> None:
     from executor_lib.spark.common import typed_filter
 
-    schema = pa.schema([
-        ("id", pa.int64()),
-        ("user", pa.struct([("name", pa.string()), ("age", pa.int32())])),
-        ("attrs", pa.map_(pa.string(), pa.string())),
-    ])  # fmt: skip
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("user", pa.struct([("name", pa.string()), ("age", pa.int32())])),
+            ("attrs", pa.map_(pa.string(), pa.string())),
+        ]
+    )
     rows = pa.table(
-        {"id": [1, 2, 3], "user": [{"name": "Alice", "age": 31}, {"name": "Bob", "age": 45}, None],
-         "attrs": [[("color", "red")], [("color", "blue")], []]},
+        {
+            "id": [1, 2, 3],
+            "user": [{"name": "Alice", "age": 31}, {"name": "Bob", "age": 45}, None],
+            "attrs": [[("color", "red")], [("color", "blue")], []],
+        },
         schema=schema,
-    )  # fmt: skip
+    )
     mapping = mapping_for(schema, {})
     searcher = SplitSearcher(write_split(rows, mapping, tmp_path / "o").path, tmp_path / "w", schema, None)
     for f, expected in [

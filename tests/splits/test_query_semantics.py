@@ -91,8 +91,9 @@ def test_wildcards_with_aggregates_and_other_filters(tmp_path: Path) -> None:
 
 def test_wildcards_on_exact_strings_keep_case(tmp_path: Path) -> None:
     rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "host": ["Web-01", "web-02", "db-01"]})
-    searcher = SplitSearcher(write_split(rows, mapping_for(rows.schema, {}), tmp_path / "o").path, tmp_path / "w",
-                             rows.schema, None)  # fmt: skip
+    searcher = SplitSearcher(
+        write_split(rows, mapping_for(rows.schema, {}), tmp_path / "o").path, tmp_path / "w", rows.schema, None
+    )
     assert _ids(searcher, "web-*", "host") == [2]
     assert _ids(searcher, "*-01", "host") == [1, 3]
     assert _ids(searcher, "host:?eb-0?", None) == [1, 2]
@@ -175,9 +176,26 @@ def test_queries_that_cannot_mean_anything_are_refused(tmp_path: Path, query: st
 # --- the differential test -------------------------------------------------------------------
 
 _WORDS = [
-    "config", "Configuration", "CONFIGURED", "KafkaBroker", "broker", "connection", "Connect", "reset", "ERROR",
-    "timeout", "café", "naïve", "東京", "Straße", "upstream", "retry", "x1", "v2beta", "déjà",
-]  # fmt: skip
+    "config",
+    "Configuration",
+    "CONFIGURED",
+    "KafkaBroker",
+    "broker",
+    "connection",
+    "Connect",
+    "reset",
+    "ERROR",
+    "timeout",
+    "café",
+    "naïve",
+    "東京",
+    "Straße",
+    "upstream",
+    "retry",
+    "x1",
+    "v2beta",
+    "déjà",
+]
 _SEPARATORS = [" ", " ", " ", "-", ".", "/", ", ", ": ", "_"]
 Doc = dict[str, list[str]]  # field searched -> its tokens
 

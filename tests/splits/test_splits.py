@@ -51,8 +51,13 @@ def test_written_split_records_stats_and_footer(tmp_path: Path) -> None:
     footer = read_footer(written.path)
     assert (footer.footer_start, footer.footer_end) == (written.footer.footer_start, written.path.stat().st_size)
     assert json.loads(written.doc_mapping_json)[1] == {
-        "fast": False, "indexed": True, "name": "title", "stored": True, "tokenizer": "default", "type": "text",
-    }  # fmt: skip
+        "fast": False,
+        "indexed": True,
+        "name": "title",
+        "stored": True,
+        "tokenizer": "default",
+        "type": "text",
+    }
 
 
 def test_queries_on_this_projects_splits(split: SplitSearcher) -> None:
@@ -108,16 +113,30 @@ def test_table_search_through_the_store(table: tuple[str, dict[str, Any]], tmp_p
         written = write_split(rows, mapping, tmp_path / "out")
         key = f"day={day}/splits/{written.path.name}"
         store.put(key, written.path.read_bytes())
-        adds.append(AddAction(key, {"day": day}, written.path.stat().st_size, 1, True, num_records=written.num_records,
-                              doc_mapping_json=written.doc_mapping_json, has_footer_offsets=True,
-                              footer_start_offset=written.footer.footer_start,
-                              footer_end_offset=written.footer.footer_end))  # fmt: skip
+        adds.append(
+            AddAction(
+                key,
+                {"day": day},
+                written.path.stat().st_size,
+                1,
+                True,
+                num_records=written.num_records,
+                doc_mapping_json=written.doc_mapping_json,
+                has_footer_offsets=True,
+                footer_start_offset=written.footer.footer_start,
+                footer_end_offset=written.footer.footer_end,
+            )
+        )
     log.commit(adds)
     snap = executor_lib.open_log(uri, **options).snapshot()
     rows = search_table(store, snap, "tag:t0", SplitCache(tmp_path / "work"), ["id", "day"])
     assert sorted(zip(rows.column("id").to_pylist(), rows.column("day").to_pylist(), strict=True)) == [
-        (0, "2024-01-01"), (4, "2024-01-01"), (8, "2024-01-02"), (12, "2024-01-02"), (16, "2024-01-02"),
-    ]  # fmt: skip
+        (0, "2024-01-01"),
+        (4, "2024-01-01"),
+        (8, "2024-01-02"),
+        (12, "2024-01-02"),
+        (16, "2024-01-02"),
+    ]
     assert search_table(store, snap, "*", SplitCache(tmp_path / "work"), limit=11).num_rows == 11
     with pytest.raises(QueryError, match="columns \\['nope'\\] are not in the table"):
         search_table(store, snap, "*", SplitCache(tmp_path / "work"), ["nope"])
@@ -168,8 +187,15 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
     # a local table's splits are merged where they lie; an S3 table's through the node's split cache
     assert cache.describe()["splitsCached"] == (0 if store.local_path(parts[0].path) else len(parts))
     assert (merged.min_values["id"], merged.max_values["id"]) == ("0", "19")
-    log.commit([merged, *(RemoveAction(a.path, 1, data_change=False, partition_values=a.partition_values,
-                                       size=a.size) for a in snap.files)])  # fmt: skip
+    log.commit(
+        [
+            merged,
+            *(
+                RemoveAction(a.path, 1, data_change=False, partition_values=a.partition_values, size=a.size)
+                for a in snap.files
+            ),
+        ]
+    )
     after = executor_lib.open_log(uri, **options).snapshot()
     assert [f.path for f in after.files] == [merged.path]
     rows = search_table(store, after, "*", SplitCache(tmp_path / "work2"), ["id"])
@@ -189,9 +215,12 @@ def test_merging_jvm_splits(tmp_path: Path) -> None:
     store = open_store(str(table))
     sources = snap.files[:3]
     merged = merge_splits(
-        store, sources, snap.arrow_schema(), {a.path: snap.doc_mapping(a) for a in sources},
+        store,
+        sources,
+        snap.arrow_schema(),
+        {a.path: snap.doc_mapping(a) for a in sources},
         SplitCache(tmp_path / "work"),
-    )  # fmt: skip
+    )
     assert merged.num_records == sum(a.num_records or 0 for a in sources)
     assert store.exists(merged.path) and merged.path.startswith("splits/split-")
 
@@ -430,9 +459,18 @@ def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None
     b = SplitSearcher(dicts.path, tmp_path / "wb", with_blob.schema, None)
     expected = {k: {c: v for c, v in d.items() if c != "blob"} for k, d in _stored_docs(b).items()}
     assert _stored_docs(a) == expected
-    for query in ['s:"say \\"hi\\""', "text:ünïcødé", "text:ctl", 'u:18446744073709551615', "big:[* TO 0]",
-                  "x:[0 TO 1]", "ok:true", 'ts:[2024-01-01T00:00:00Z TO 2024-12-31T00:00:00Z]',
-                  'day:"2024-01-03T00:00:00Z"', "s:plain"]:  # fmt: skip
+    for query in [
+        's:"say \\"hi\\""',
+        "text:ünïcødé",
+        "text:ctl",
+        "u:18446744073709551615",
+        "big:[* TO 0]",
+        "x:[0 TO 1]",
+        "ok:true",
+        "ts:[2024-01-01T00:00:00Z TO 2024-12-31T00:00:00Z]",
+        'day:"2024-01-03T00:00:00Z"',
+        "s:plain",
+    ]:
         assert a.search(query, ["id"]).column("id").to_pylist() == b.search(query, ["id"]).column("id").to_pylist()
         assert a.count(query) > 0, query
     assert a.count(f.Exists("big")) == b.count(f.Exists("big")) == n - 1
@@ -515,8 +553,12 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -
 
     def merge(inputs: list[SplitSearcher], name: str) -> SplitSearcher:
         # the bundles read in place (what MERGE SPLITS does), or extracted index directories
-        sources = [MergeSource.from_bundle(s.split) if name != "m2" else
-                   MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets) for s in inputs]  # fmt: skip
+        sources = [
+            MergeSource.from_bundle(s.split)
+            if name != "m2"
+            else MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets)
+            for s in inputs
+        ]
         written = merge_sources(sources, mapping, tmp_path / name)
         assert SEGMENTS_MEMBER in read_footer(written.path).files, "segments were combined, not re-indexed"
         assert written.num_records == sum(s.num_docs for s in inputs)
@@ -603,8 +645,9 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     ids = a.row_ids("tag:t1")
     assert take_rows(a.rows, ids).equals(rows.take(ids)) and len(ids) == 2_500
 
-    merged_split = merge_sources([MergeSource.from_bundle(a.split), MergeSource.from_bundle(b.split)], mapping,
-                                 tmp_path / "m")  # fmt: skip
+    merged_split = merge_sources(
+        [MergeSource.from_bundle(a.split), MergeSource.from_bundle(b.split)], mapping, tmp_path / "m"
+    )
     merged = SplitSearcher(merged_split.path, tmp_path / "w-m", DATA.schema, None)
     assert merged.rows.read_all().equals(pa.concat_tables([rows, rows]))
     # the sources' compressed copies are the merged split's parts, as they were
@@ -649,8 +692,11 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     assert {field["name"] for field in meta["schema"]} == {"id", "tag", "score", "__row"}, "title is not indexed"
     copy = pa.ipc.open_file(pa.py_buffer(read_member(written.path, written.footer, COLUMNS_MEMBER))).read_all()
     assert copy.column_names == ["id", "title", "score"], "tag's values are not copied"
-    assert searcher.search(None, ["id", "title", "tag"]).to_pylist()[1] == {"id": 1, "title": DATA["title"][1].as_py(),
-                                                                          "tag": None}  # fmt: skip
+    assert searcher.search(None, ["id", "title", "tag"]).to_pylist()[1] == {
+        "id": 1,
+        "title": DATA["title"][1].as_py(),
+        "tag": None,
+    }
     assert searcher.count("tag:t1") == 5 and searcher.count(f.Term("tag", "t1")) == 5
     with pytest.raises(QueryError, match="'title' is not an indexed field"):
         from executor_lib.splits.searcher import check_query
@@ -686,15 +732,19 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
 
     def rows(k: int) -> pa.Table:
         n = 50
-        return pa.table({
-            "id": pa.array([k * 1_000 - i for i in range(n)], pa.int64()),
-            "score": pa.array([float("nan") if k == 1 and i == 3 else k + i / 7 for i in range(n)], pa.float64()),
-            "name": pa.array([("z" * 40 if k == 2 else "m") + str(i) for i in range(n)]),
-            "ts": pa.array([datetime.datetime(2024, 1, 1 + k, 0, 0, i, 1234, tzinfo=utc) for i in range(n)],
-                           pa.timestamp("us", tz="UTC")),
-            "day": pa.array([datetime.date(2024, 2, 1 + k)] * n, pa.date32()),
-            "rare": pa.array([None] * n if k != 0 else [f"r{i}" for i in range(n)], pa.string()),
-        })  # fmt: skip
+        return pa.table(
+            {
+                "id": pa.array([k * 1_000 - i for i in range(n)], pa.int64()),
+                "score": pa.array([float("nan") if k == 1 and i == 3 else k + i / 7 for i in range(n)], pa.float64()),
+                "name": pa.array([("z" * 40 if k == 2 else "m") + str(i) for i in range(n)]),
+                "ts": pa.array(
+                    [datetime.datetime(2024, 1, 1 + k, 0, 0, i, 1234, tzinfo=utc) for i in range(n)],
+                    pa.timestamp("us", tz="UTC"),
+                ),
+                "day": pa.array([datetime.date(2024, 2, 1 + k)] * n, pa.date32()),
+                "rare": pa.array([None] * n if k != 0 else [f"r{i}" for i in range(n)], pa.string()),
+            }
+        )
 
     tables = [rows(k) for k in range(3)]
     mapping = mapping_for(tables[0].schema, {})

@@ -277,7 +277,9 @@ def _reference_term_infos(data: bytes) -> list[list[int]]:
     metas, packed = data[16 : 16 + metas_len], data[16 + metas_len :]
     out = []
     for block in range(0, len(metas), 39):
-        offset, df, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = struct.unpack_from("<QIQIQIBBB", metas, block)
+        offset, df, p_start, p_len, q_start, q_len, df_bits, p_bits, q_bits = struct.unpack_from(
+            "<QIQIQIBBB", metas, block
+        )
         out.append([df, p_start, p_start + p_len, q_start, q_start + q_len])
         count = min(256, num_terms - len(out) + 1) - 1
         nbits = df_bits + p_bits + q_bits
@@ -288,8 +290,15 @@ def _reference_term_infos(data: bytes) -> list[list[int]]:
 
         for i in range(count):
             at, nxt = nbits * i, nbits * (i + 1)
-            out.append([field(at + p_bits + q_bits, df_bits), p_start + field(at, p_bits), p_start + field(nxt, p_bits),
-                        q_start + field(at + p_bits, q_bits), q_start + field(nxt + p_bits, q_bits)])  # fmt: skip
+            out.append(
+                [
+                    field(at + p_bits + q_bits, df_bits),
+                    p_start + field(at, p_bits),
+                    p_start + field(nxt, p_bits),
+                    q_start + field(at + p_bits, q_bits),
+                    q_start + field(nxt + p_bits, q_bits),
+                ]
+            )
     return out
 
 

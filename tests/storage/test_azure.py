@@ -177,9 +177,13 @@ def test_an_unreachable_endpoint_names_it_and_no_secret() -> None:
 
 def test_options_of_the_other_backend_are_ignored_and_unknown_ones_named() -> None:
     s3_and_azure = {
-        "spark.indextables.aws.accessKey": "AKID", "spark.indextables.s3.endpoint": "http://x", "path_style": "true",
-        "spark.indextables.azure.accountKey": "k", "azure_endpoint": "http://127.0.0.1:1/a", "max_attempts": "2",
-    }  # fmt: skip
+        "spark.indextables.aws.accessKey": "AKID",
+        "spark.indextables.s3.endpoint": "http://x",
+        "path_style": "true",
+        "spark.indextables.azure.accountKey": "k",
+        "azure_endpoint": "http://127.0.0.1:1/a",
+        "max_attempts": "2",
+    }
     azure = open_store(azure_uri("t"), **s3_and_azure)
     assert azure._options.max_attempts == 2 and azure._options.endpoint == "http://127.0.0.1:1/a"  # type: ignore[attr-defined]
     s3 = open_store("s3://b/t", **s3_and_azure)
@@ -259,10 +263,12 @@ def test_a_sas_in_the_endpoint_lists_reads_and_writes(azurite_server: Any) -> No
     from azure.storage.blob import AccountSasPermissions, ResourceTypes, generate_account_sas
 
     sas = generate_account_sas(
-        ACCOUNT, ACCOUNT_KEY, ResourceTypes(container=True, object=True),
+        ACCOUNT,
+        ACCOUNT_KEY,
+        ResourceTypes(container=True, object=True),
         AccountSasPermissions(read=True, write=True, list=True, delete=True, create=True),
         datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1),
-    )  # fmt: skip
+    )
     store = open_store(
         azure_uri(f"sas/{uuid.uuid4().hex}"), **{"spark.indextables.azure.endpoint": f"{azurite_server.endpoint}?{sas}"}
     )
@@ -272,9 +278,12 @@ def test_a_sas_in_the_endpoint_lists_reads_and_writes(azurite_server: Any) -> No
     sig = sas.split("sig=")[1].split("&")[0]
     assert sig not in repr(store) and sig not in store.cache_identity
     readonly = generate_account_sas(
-        ACCOUNT, ACCOUNT_KEY, ResourceTypes(container=True, object=True), AccountSasPermissions(read=True, list=True),
+        ACCOUNT,
+        ACCOUNT_KEY,
+        ResourceTypes(container=True, object=True),
+        AccountSasPermissions(read=True, list=True),
         datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1),
-    )  # fmt: skip
+    )
     denied = open_store(store.root_uri, **{"spark.indextables.azure.endpoint": f"{azurite_server.endpoint}?{readonly}"})
     assert denied.read("a/1") == b"one"
     with pytest.raises(StorageError, match="refused the credentials") as err:

@@ -148,9 +148,13 @@ def test_credentials_never_reach_the_log_output_or_messages(
 
     secret, token = "SUPER-SECRET-KEY-456", "TOKEN-ABC"
     options = {
-        "endpoint_url": moto_server.endpoint_url, "region": "us-east-1", "access_key_id": "AKIDTEST",
-        "secret_access_key": secret, "session_token": token, "path_style": True,
-    }  # fmt: skip
+        "endpoint_url": moto_server.endpoint_url,
+        "region": "us-east-1",
+        "access_key_id": "AKIDTEST",
+        "secret_access_key": secret,
+        "session_token": token,
+        "path_style": True,
+    }
     uri = f"s3://{BUCKET}/creds-log"
     caplog.set_level(logging.DEBUG)
     log = make_table(uri, options)

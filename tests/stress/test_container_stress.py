@@ -35,13 +35,21 @@ def docker_cluster(docker_engine: None, tmp_path: Path) -> Iterator[DockerCluste
 @pytest.mark.timeout(1800)
 def test_container_faults(docker_cluster: DockerCluster, tmp_path: Path, record_property: Any) -> None:
     run = uuid.uuid4().hex
-    storage = {"endpoint_url": docker_cluster.info.s3_endpoint, "region": "us-east-1", "path_style": True,
-               "access_key_id": "testing", "secret_access_key": "testing"}  # fmt: skip
+    storage = {
+        "endpoint_url": docker_cluster.info.s3_endpoint,
+        "region": "us-east-1",
+        "path_style": True,
+        "access_key_id": "testing",
+        "secret_access_key": "testing",
+    }
     cfg = StressConfig(
         table_a=f"s3://{docker_cluster.info.bucket}/stress/{run}/shared",
         table_b=f"s3://{docker_cluster.info.bucket}/stress/{run}/private",
-        storage=storage, commits_per_writer=8, fault_rate=0.02, timeout_s=900,
-    )  # fmt: skip
+        storage=storage,
+        commits_per_writer=8,
+        fault_rate=0.02,
+        timeout_s=900,
+    )
     result = run_container_stress(docker_cluster, cfg, tmp_path)
     _record(result, record_property, "container stress")
     _assert_clean(result)

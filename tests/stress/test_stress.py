@@ -63,9 +63,12 @@ def test_concurrent_commits_with_faults(
     cfg = StressConfig(
         table_a=f"s3://{BUCKET}/stress/{run_uid}/shared",
         table_b=f"s3://{BUCKET}/stress/{run_uid}/private-{shard}",
-        storage=s3_options(moto_server), writers=WRITERS, commits_per_writer=COMMITS,
-        fault_rate=FAULT_RATE, seed=shard,
-    )  # fmt: skip
+        storage=s3_options(moto_server),
+        writers=WRITERS,
+        commits_per_writer=COMMITS,
+        fault_rate=FAULT_RATE,
+        seed=shard,
+    )
     result = run_stress(cfg, tmp_path)
     _record(result, record_property)
     _assert_clean(result)
@@ -80,10 +83,14 @@ def test_concurrent_commits_with_faults_on_azure(azurite_server: Any, tmp_path: 
     with busy answers, resets, timeouts and put-if-absent calls whose answers are lost."""
     run = uuid.uuid4().hex
     cfg = StressConfig(
-        table_a=azure_uri(f"stress/{run}/shared"), table_b=azure_uri(f"stress/{run}/private"),
-        storage=azure_options(azurite_server), writers=WRITERS, commits_per_writer=COMMITS,
-        fault_rate=FAULT_RATE, seed=11,
-    )  # fmt: skip
+        table_a=azure_uri(f"stress/{run}/shared"),
+        table_b=azure_uri(f"stress/{run}/private"),
+        storage=azure_options(azurite_server),
+        writers=WRITERS,
+        commits_per_writer=COMMITS,
+        fault_rate=FAULT_RATE,
+        seed=11,
+    )
     result = run_stress(cfg, tmp_path)
     _record(result, record_property, "stress azure")
     _assert_clean(result)
@@ -99,10 +106,15 @@ def test_soak(moto_server: Any, run_uid: str, tmp_path: Path, record_property: A
     writers = int(os.environ.get("INDEXTABLES_SOAK_WRITERS", "16"))
     commits = int(os.environ.get("INDEXTABLES_SOAK_COMMITS", str(-(-1000 // writers))))
     cfg = StressConfig(
-        table_a=f"s3://{BUCKET}/stress/{run_uid}/soak", table_b=f"s3://{BUCKET}/stress/{run_uid}/soak-b",
-        storage=s3_options(moto_server), writers=writers, commits_per_writer=commits,
-        fault_rate=max(0.05, FAULT_RATE), readers=2, timeout_s=3300,
-    )  # fmt: skip
+        table_a=f"s3://{BUCKET}/stress/{run_uid}/soak",
+        table_b=f"s3://{BUCKET}/stress/{run_uid}/soak-b",
+        storage=s3_options(moto_server),
+        writers=writers,
+        commits_per_writer=commits,
+        fault_rate=max(0.05, FAULT_RATE),
+        readers=2,
+        timeout_s=3300,
+    )
     result = run_stress(cfg, tmp_path)
     _record(result, record_property)
     _assert_clean(result)
@@ -117,10 +129,17 @@ def test_checker_reports_lost_commits_on_unpatched_moto(tmp_path: Path, record_p
         _create_bucket(server.endpoint_url)
         run = uuid.uuid4().hex
         cfg = StressConfig(
-            table_a=f"s3://{BUCKET}/unpatched/{run}/a", table_b=f"s3://{BUCKET}/unpatched/{run}/b",
-            storage=s3_options(server), writers=6, commits_per_writer=8, fault_rate=0.0,
-            merges=False, checkpoints=False, readers=0, table_b_workload=False,
-        )  # fmt: skip
+            table_a=f"s3://{BUCKET}/unpatched/{run}/a",
+            table_b=f"s3://{BUCKET}/unpatched/{run}/b",
+            storage=s3_options(server),
+            writers=6,
+            commits_per_writer=8,
+            fault_rate=0.0,
+            merges=False,
+            checkpoints=False,
+            readers=0,
+            table_b_workload=False,
+        )
         result = run_stress(cfg, tmp_path)
     _record(result, record_property, "SELF-TEST on unpatched moto, losses expected")
     assert not result.errors, result.errors[:3]
