@@ -19,7 +19,12 @@ import pytest
 from harness.local_spark import get_or_create_retrying
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("INDEXTABLES_CACHE_DIR", tempfile.mkdtemp(prefix="indextables-test-split-cache-"))
+# The default split cache: one per test process (each pytest-xdist worker has its own), so one worker's
+# FLUSH INDEXTABLES DISK CACHE or cache counts never meet another worker's splits. Workers inherit the
+# controlling process's environment, so a worker does not keep the directory it finds there.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER or "INDEXTABLES_CACHE_DIR" not in os.environ:
+    os.environ["INDEXTABLES_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"indextables-test-split-cache-{_WORKER or 'main'}-")
 
 SESSION_KINDS = ["classic", "connect"]
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from indextables_contract.errors import CorruptSplitError
+from indextables_contract.errors import ConfigError, CorruptSplitError
 
 try:
     from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
@@ -96,20 +96,28 @@ def hash_parquet_path(relative_path: str) -> int:
     return siphash13(relative_path.encode() + b"\xff")
 
 
+def _xxhash() -> Any:
+    """The ``xxhash`` package (the ``companion`` extra), or ConfigError saying how to install it."""
+    try:
+        import xxhash
+    except ImportError as e:
+        raise ConfigError(
+            "the hashed companion modes (exact_only, *_exactonly, HASHED FASTFIELDS) need the xxhash "
+            "package on the driver and executors: pip install 'indextables[companion]'"
+        ) from e
+    return xxhash
+
+
 def hash_string_value(value: str) -> int:
     """tantivy4java's ``hash_string_value``: xxHash64 (seed 0) of the UTF-8 bytes, 0 mapped to 1."""
-    import xxhash
-
-    h = xxhash.xxh64_intdigest(value.encode())
+    h = _xxhash().xxh64_intdigest(value.encode())
     return h or 1
 
 
 def hash_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """``hash_string_value`` of each string (nulls stay null), as uint64. One C call per value
     (xxHash has no vectorized Arrow kernel); used at indexing and on query literals only."""
-    import xxhash
-
-    digest = xxhash.xxh64_intdigest
+    digest = _xxhash().xxh64_intdigest
     hashed = [None if v is None else (digest(v.encode()) or 1) for v in values.to_pylist()]
     return pa.array(hashed, pa.uint64())
 
@@ -120,9 +128,7 @@ def pattern_hashes(values: pa.Array | pa.ChunkedArray, pattern: str) -> pa.Array
     ordinary ones mean the same in Rust's ``regex``); one call per value, at indexing only."""
     import re
 
-    import xxhash
-
-    digest = xxhash.xxh64_intdigest
+    digest = _xxhash().xxh64_intdigest
     compiled = re.compile(pattern)
     out = [
         None if v is None else [digest(m.group(0).encode()) or 1 for m in compiled.finditer(v)]
