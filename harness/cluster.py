@@ -183,21 +183,7 @@ class ProcessCluster:
             ensure_installed()
         except AzuriteUnavailable as e:
             raise ClusterError(str(e)) from e
-        port = free_port()
-        log = self.run_dir / "logs" / "azure.log"
-        cmd = [sys.executable, "-m", "harness.azurite", "--port", str(port), "--detached"]
-        with log.open("w") as out:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=_repo_root(),
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        self.info.pids["azure"] = proc.pid
-        self._save()
-        _wait(lambda: "READY" in log.read_text(), timeout_s, f"Azurite (see {log})", proc)
+        port = self._start_server("azure", "harness.azurite", "Azurite", timeout_s)
         from harness.azurite import ACCOUNT
 
         self.info.azure_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT}"
@@ -205,22 +191,9 @@ class ProcessCluster:
         create_container(self.info.azure_endpoint, BUCKET)
 
     def _start_s3(self, timeout_s: float) -> None:
-        port = free_port()
-        log = self.run_dir / "logs" / "s3.log"
-        cmd = [sys.executable, "-m", "harness.moto_server", "--port", str(port), "--detached"]
-        with log.open("w") as out:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=_repo_root(),
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        self.info.pids["s3"] = proc.pid
+        port = self._start_server("s3", "harness.moto_server", "S3 server", timeout_s)
         self.info.s3_endpoint = f"http://127.0.0.1:{port}"
         self._save()
-        _wait(lambda: "READY" in log.read_text(), timeout_s, f"S3 server (see {log})", proc)
         import boto3
 
         s3 = boto3.client(
@@ -231,6 +204,26 @@ class ProcessCluster:
             aws_secret_access_key="testing",
         )
         s3.create_bucket(Bucket=BUCKET)
+
+    def _start_server(self, name: str, module: str, what: str, timeout_s: float) -> int:
+        """Start ``python -m <module> --port P --detached`` (a storage server that prints READY), logged
+        to ``logs/<name>.log``, its pid recorded under ``name`` before it is waited for; returns P."""
+        port = free_port()
+        log = self.run_dir / "logs" / f"{name}.log"
+        cmd = [sys.executable, "-m", module, "--port", str(port), "--detached"]
+        with log.open("w") as out:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=_repo_root(),
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        self.info.pids[name] = proc.pid
+        self._save()
+        _wait(lambda: "READY" in log.read_text(), timeout_s, f"{what} (see {log})", proc)
+        return port
 
     def _daemon(self, action: str, cls: str, instance: int, args: list[str], env: dict[str, str]) -> None:
         cmd = ["bash", str(spark_home() / "sbin" / "spark-daemon.sh"), action, cls, str(instance), *args]
