@@ -44,7 +44,13 @@ from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.protocol.actions import AddAction
-from executor_lib.protocol.bundle import BundleFooter, footer_length_hint, footer_length_needed, parse_footer
+from executor_lib.protocol.bundle import (
+    ROWS_IN_STORE_MEMBER,
+    BundleFooter,
+    footer_length_hint,
+    footer_length_needed,
+    parse_footer,
+)
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
@@ -158,8 +164,8 @@ class SplitCache:
                 f"{uri}: the split is {footer.footer_end} bytes but the transaction log's add action says {size}: "
                 "the split was damaged or replaced"
             )
-        if not any(member_kind(name) == "copy" for name in footer.files):
-            return None
+        if not any(member_kind(name) == "copy" for name in footer.files) and ROWS_IN_STORE_MEMBER not in footer.files:
+            return None  # an IndexTables4Spark split: its rows are read through its doc store, whole
         with exclusive_lock(entry_lock(entry)):
             found = SplitPieces.load(store, key, entry, size, self._count_bytes)
             if found is not None:  # another process fetched it while we waited

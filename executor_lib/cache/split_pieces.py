@@ -8,10 +8,13 @@ reads of the split, only:
 * **whole**: every member that is neither a doc store, a composite index file nor a columnar copy
   (``meta.json``, ``.managed.json``, ``.fast``, ``.del``, the doc mapping, the segment offsets,
   and any member this code does not know, e.g. a ``.term.fst``);
-* **doc store** (``<seg>.store``): the ranges Tantivy reads to open it (skip index, doc store and
-  Tantivy footers, ``hotcache.open_ranges``). Its blocks, where the rows are, are never fetched:
-  this project's searches read rows from the columnar copy, and a split without one (written by
-  IndexTables4Spark, transcoded through its doc store) is fetched whole, never by the piece;
+* **doc store** (``<seg>.store``, laid out as ``<seg>.docstore`` beside an empty stand-in the
+  ``tantivy`` package opens, ``bundle.local_files``): its skip index, doc store and Tantivy footers
+  (``hotcache.open_ranges``), then, of a split that keeps its rows there
+  (``ROWS_IN_STORE_MEMBER``), the blocks holding a search's hits, all at once before they are
+  decoded (``store_rows.DocStoreRows``). A split with a columnar copy never has its blocks fetched,
+  and a split with neither (written by IndexTables4Spark, transcoded through its doc store) is
+  fetched whole, never by the piece;
 * **composite index files** (``<seg>.idx .pos .term .fieldnorm``): their footers at open, and the
   sections of a field when a query on that field is about to run (``ensure_fields``). A query's
   fields are read off the compiled Tantivy query (``query_fields``); when they cannot be, every
@@ -45,7 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.protocol.bundle import BundleFooter, local_files
+from executor_lib.protocol.bundle import (
+    LOCAL_STORE_SUFFIX,
+    ROWS_IN_STORE_MEMBER,
+    BundleFooter,
+    empty_doc_store,
+    local_files,
+    member_name,
+)
 from executor_lib.protocol.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
@@ -68,7 +78,7 @@ def member_kind(name: str) -> str:
         return "copy"
     match = _SEGMENT_MEMBER.match(name)
     ext = match.group(1) if match else ""
-    if ext == "store":
+    if ext in ("store", "docstore"):  # a doc store is laid out aside, as <segment>.docstore (bundle.local_files)
         return "store"
     if ext in COMPOSITE_EXTENSIONS:
         return "composite"
@@ -188,6 +198,10 @@ class SplitPieces:
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
                 pieces._fetch({name: pieces._open_ranges(name)})
+            if name.endswith(LOCAL_STORE_SUFFIX):  # the tantivy package opens an empty stand-in
+                tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
+                stand_in = directory / (name[: -len(LOCAL_STORE_SUFFIX)] + ".store")
+                stand_in.write_bytes(empty_doc_store(tail, f"{store.uri_of(key)}: {member_name(name)}"))
         pieces._save()
         (entry / "source.uri").write_text(store.uri_of(key))
         return pieces
@@ -327,7 +341,7 @@ class SplitPieces:
 
     def _open_ranges(self, name: str) -> Ranges:
         try:
-            return open_ranges(name, self._length(name), self._local_reader(name))
+            return open_ranges(member_name(name), self._length(name), self._local_reader(name))
         except ValueError as e:
             raise CorruptSplitError(f"{self.store.uri_of(self.key)}: member {name} does not parse ({e})") from e
 
@@ -365,10 +379,12 @@ class SplitPieces:
         return True
 
     def ensure_all_index(self) -> None:
-        """Everything a search of any field needs (PREWARM): every composite section, and the
-        whole columnar copy. The doc store's blocks stay unfetched."""
+        """Everything a search of any field needs (PREWARM): every composite section, and the rows:
+        the whole columnar copy, or the whole doc stores of a split that keeps its rows there
+        (``ROWS_IN_STORE_MEMBER``); a split with a columnar copy leaves its doc store's blocks unfetched."""
         self.ensure_fields(None)
-        self.fetch({n: [(0, self._length(n))] for n in self.footer.files if member_kind(n) == "copy"})
+        rows_kind = "store" if ROWS_IN_STORE_MEMBER in self.footer.files else "copy"
+        self.fetch({n: [(0, self._length(n))] for n in self.footer.files if member_kind(n) == rows_kind})
 
     def member_bytes(self, name: str) -> bytes | None:
         """A whole member (fetched if absent), or None if the split does not hold it."""

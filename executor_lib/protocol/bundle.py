@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,13 @@ _COPY_CHUNK = 8 << 20
 # A member "<segment>.term.fst" holds the FST term dictionaries of "<segment>.term" (which holds
 # them as SSTables for IndexTables4Spark): extracted, it becomes "<segment>.term" (splits/term_convert.py).
 LOCAL_TERM_SUFFIX = ".term.fst"
+STORE_SUFFIX = ".store"
+LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
+STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
+TANTIVY_FOOTER_MAGIC = 1337
+# A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
+# (splits/writer.py, splits/store_rows.py).
+ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
 
 
 @dataclass(frozen=True)
@@ -212,32 +220,81 @@ def read_hotcache(path: Path) -> HotCache:
         return parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), str(path))
 
 
-def local_files(files: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+def local_files(files: Mapping[str, tuple[int, int]], stores_aside: bool = True) -> dict[str, tuple[int, int]]:
     """The index files a local directory of the split holds, by name -> the member's range: a member
     ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) under the name ``<segment>.term``, in place of that
-    member's SSTable dictionaries, which the ``tantivy`` package cannot read; every other member as is."""
+    member's SSTable dictionaries, which the ``tantivy`` package cannot read; with ``stores_aside``,
+    each doc store ``<segment>.store`` under the name ``<segment>.docstore`` (``LOCAL_STORE_SUFFIX``:
+    the ``tantivy`` package cannot read zstd doc stores, and searches here never read rows through
+    it; ``<segment>.store`` is then ``empty_doc_store``); every other member as is."""
     out: dict[str, tuple[int, int]] = {}
     for name, span in files.items():
         if name.endswith(".term") and name + ".fst" in files:
             continue  # the SSTable version: its FST member is laid out under this name
+        if stores_aside and name.endswith(STORE_SUFFIX):
+            out[name[: -len(STORE_SUFFIX)] + LOCAL_STORE_SUFFIX] = span
+            continue
         out[name[: -len(".fst")] if name.endswith(LOCAL_TERM_SUFFIX) else name] = span
     return out
 
 
-def extract_bundle(path: Path, footer: BundleFooter, dest: Path) -> None:
-    """Lay the index files of a local split out in ``dest`` (tantivy opens a directory). A member
-    ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) is written as ``<segment>.term``, in place of
-    that member's SSTable dictionaries, which the ``tantivy`` package cannot read."""
+def member_name(local: str) -> str:
+    """The bundle member a file of a local directory (``local_files``) holds."""
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX
+    return local
+
+
+def tantivy_file_footer(version: Mapping[str, object], crc: int) -> bytes:
+    """The footer every Tantivy index file ends with: JSON ``{"version": ..., "crc": crc}`` (as
+    Tantivy's serde writes it: compact, keys in order), its u32 length, u32 magic 1337."""
+    footer = json.dumps({"version": version, "crc": crc}, separators=(",", ":")).encode()
+    return footer + _U32.pack(len(footer)) + _U32.pack(TANTIVY_FOOTER_MAGIC)
+
+
+def empty_doc_store(store_tail: bytes, source: str) -> bytes:
+    """A doc store of no block, lz4 (which the ``tantivy`` package reads), with the Tantivy version
+    of the real store whose last bytes are ``store_tail`` (at least its Tantivy footer): what a
+    local directory holds as ``<segment>.store`` beside the real ``<segment>.docstore``. Searches
+    never read documents there (a read of one fails; it never returns a wrong row).
+
+    Layout (``splits/doc_store.py``): an empty skip index (VInt 0: ``0x80``), the doc store footer
+    (version 2, skip index at 0, compressor 1 = lz4, 15 reserved bytes), the Tantivy footer.
+
+    Raises:
+        CorruptSplitError: ``store_tail`` does not end with a Tantivy footer (names ``source``).
+    """
+    try:
+        json_len, magic = struct.unpack_from("<II", store_tail, len(store_tail) - 8)
+        if magic != TANTIVY_FOOTER_MAGIC or json_len + 8 > len(store_tail):
+            raise ValueError(f"magic {magic}, footer length {json_len}")
+        version = json.loads(store_tail[len(store_tail) - 8 - json_len : len(store_tail) - 8])["version"]
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: the doc store's Tantivy footer does not parse ({e})") from e
+    body = b"\x80" + struct.pack("<IQB15x", 2, 0, 1)
+    return body + tantivy_file_footer(version, zlib.crc32(body))
+
+
+def extract_bundle(path: Path, footer: BundleFooter, dest: Path, stores_aside: bool = True) -> None:
+    """Lay the index files of a local split out in ``dest`` (tantivy opens a directory), under their
+    local names (``local_files``); with ``stores_aside``, an ``empty_doc_store`` as each segment's
+    ``.store``. Without it, the doc stores are where the ``tantivy`` package reads them (a split
+    whose rows are read through it: IndexTables4Spark's, transcoded)."""
     dest.mkdir(parents=True, exist_ok=True)
     size = path.stat().st_size
     with open(path, "rb", buffering=0) as f:
-        for name, (start, end) in local_files(footer.files).items():
+        for name, (start, end) in local_files(footer.files, stores_aside).items():
             if "/" in name or name in ("", ".", ".."):
                 raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
             if end > size:
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
             with open(dest / name, "wb", buffering=0) as out:
                 copy_range(f.fileno(), out.fileno(), start, end - start)
+            if name.endswith(LOCAL_STORE_SUFFIX):
+                tail_len = min(end - start, STORE_TAIL_BYTES)
+                tail = os.pread(f.fileno(), tail_len, end - tail_len)
+                stub = dest / (name[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX)
+                stub.write_bytes(empty_doc_store(tail, f"{path}: {member_name(name)}"))
 
 
 def read_member(path: Path, footer: BundleFooter, name: str) -> bytes | None:

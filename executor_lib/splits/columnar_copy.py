@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib.protocol.bundle import BundleFooter
+from executor_lib.splits.store_rows import DocStoreRows
 
 COPY_COMPRESSION = "zstd"
 # Uncompressed bytes a batch aims at. Smaller batches cost a search less to decompress (a hit costs
@@ -333,7 +334,7 @@ class PartedCopy:
         return grouped.take(pa.array(inverse))
 
 
-RowCopy = ColumnarCopy | PartedCopy  # what a split's columnar copy opens as
+RowCopy = ColumnarCopy | PartedCopy | DocStoreRows  # a split's rows: its columnar copy, or its doc stores
 
 
 def _as_in(stored: pa.Schema, field: pa.Field) -> pa.Field:

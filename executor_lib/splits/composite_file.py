@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from executor_lib.protocol.bundle import tantivy_file_footer
 from indextables_contract.errors import CorruptSplitError
 
 FOOTER_MAGIC = 1337
@@ -94,8 +95,10 @@ def split_footer(data: bytes, source: str) -> TantivyFile:
 def with_footer(body: bytes, version: dict[str, Any]) -> bytes:
     """``body`` with a Tantivy footer: ``version`` (as Tantivy's serde writes it: compact JSON, keys
     in the given order) and the body's CRC32 (crc32fast = zlib's CRC-32)."""
-    footer = json.dumps({"version": version, "crc": zlib.crc32(body)}, separators=(",", ":")).encode()
-    return body + footer + _U32.pack(len(footer)) + _U32.pack(FOOTER_MAGIC)
+    return body + file_footer(version, zlib.crc32(body))
+
+
+file_footer = tantivy_file_footer  # the Tantivy footer of a file whose body has this CRC32
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ changes.
 from __future__ import annotations
 
 import json
+import mmap
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,13 +38,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.protocol.bundle import FileRange, read_footer, read_member, write_bundle
+from executor_lib.protocol.bundle import (
+    BundleFooter,
+    FileRange,
+    read_footer,
+    read_member,
+    write_bundle,
+)
 from executor_lib.splits.columnar_copy import ColumnarCopyWriter, RowCopy
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.store_rows import DocStoreRows, open_doc_store_rows
 from executor_lib.splits.term_convert import FST_TERM_SUFFIX, with_sstable_terms
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
+    ROWS_IN_STORE_MEMBER,
     SEGMENTED_COLUMNS_MEMBER,
     SEGMENTS_MEMBER,
     SplitBuilder,
@@ -78,13 +87,6 @@ class MergeSource:
     stats: Stats | None = None
 
     @classmethod
-    def from_index_dir(
-        cls, index_dir: Path, rows: pa.Table | RowCopy, row_offsets: dict[str, int] | None = None
-    ) -> MergeSource:
-        """A source whose index is laid out in a directory (a transcoded IndexTables4Spark split)."""
-        return cls({p.name: p for p in index_dir.iterdir() if p.is_file()}, _table(rows), row_offsets)
-
-    @classmethod
     def from_bundle(cls, split: Path) -> MergeSource | None:
         """A split of this project's format read in place: no index file is extracted, the merged
         bundle copies the segments' byte ranges. None for a split without a columnar copy (an
@@ -92,6 +94,8 @@ class MergeSource:
         parts do not agree."""
         footer = read_footer(split)
         members = columns_members(footer)
+        if ROWS_IN_STORE_MEMBER in footer.files:
+            return cls._in_store(split, footer)
         if members is None:
             return None
         try:
@@ -109,11 +113,44 @@ class MergeSource:
         files = {name: FileRange(split, s, e) for name, (s, e) in footer.files.items()}
         return cls(files, rows, offsets, tuple(files[m] for m in members))
 
+    @classmethod
+    def _in_store(cls, split: Path, footer: BundleFooter) -> MergeSource:
+        """A split that keeps its rows in its doc stores, read in place (memory-mapped)."""
+        files = {name: FileRange(split, s, e) for name, (s, e) in footer.files.items()}
+        try:
+            mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
+            types = {f.name: f.type for f in DocMapping.from_json((mapping_json or b"null").decode()).fields}
+            with open(split, "rb") as f:
+                mapped = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+        except (ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+            raise CorruptSplitError(f"{split}: the split's parts do not read ({type(e).__name__}: {e})") from e
+
+        def store(stem: str) -> tuple[memoryview, None]:
+            start, end = footer.files[f"{stem}.store"]
+            return mapped[start:end], None
+
+        rows = open_doc_store_rows(
+            files[ROWS_IN_STORE_MEMBER].read_bytes(), files["meta.json"].read_bytes(), types, store, str(split)
+        )
+        return cls(files, rows)
+
 
 def merge_sources(sources: Sequence[MergeSource], mapping: DocMapping, out_dir: Path) -> WrittenSplit:
-    """One split in ``out_dir`` holding every row of ``sources``, in source order."""
+    """One split in ``out_dir`` holding every row of ``sources``, in source order.
+
+    Sources that keep their rows in their doc stores (``store_rows``) are combined only with each
+    other (their rows are document ordinals; the others' are ``__row`` numbers); a mix of both
+    kinds is indexed again."""
     metas = source_metas(sources)
     index_only = [f.name for f in mapping.fields if not f.stored]
+    in_store = [isinstance(s.rows, DocStoreRows) for s in sources]
+    if any(in_store) and not (all(in_store) and _same_stored_schema(sources)):
+        if index_only:
+            raise ConfigError(
+                "merge: these splits keep their rows in different ways (doc stores, columnar copies) and "
+                f"their rows cannot be indexed again: columns {index_only} are index-only (their values are not stored)"
+            )
+        return _reindex(sources, mapping, out_dir)
     if _combinable(metas, max_segments=None if index_only else MAX_SEGMENTS):
         return _combine(sources, metas, mapping, out_dir)
     if index_only:
@@ -147,11 +184,18 @@ def combine_segments(
     return _combine(sources, metas, mapping, out_dir, copy_columns, members)
 
 
+def _reader_schema(meta: dict[str, Any]) -> list[Any]:
+    """A ``meta.json`` schema without ``coerce`` (how JSON values are parsed when indexing: segments
+    indexed either way read the same)."""
+    return [{**f, "options": {k: v for k, v in f.get("options", {}).items() if k != "coerce"}} for f in meta["schema"]]
+
+
 def _combinable(metas: list[dict[str, Any]], max_segments: int | None) -> bool:
     first = metas[0]
     segments = [seg for meta in metas for seg in meta["segments"]]
+    schema = _reader_schema(first)
     return (
-        all(m["schema"] == first["schema"] and m.get("index_settings") == first.get("index_settings") for m in metas)
+        all(_reader_schema(m) == schema and m.get("index_settings") == first.get("index_settings") for m in metas)
         and all(seg.get("deletes") is None for seg in segments)
         and len({seg["segment_id"] for seg in segments}) == len(segments)
         and (max_segments is None or len(segments) <= max_segments)
@@ -194,13 +238,22 @@ def _combine(
     # segments of splits written before SSTable .term members (or of a transcoded index) get them
     files = with_sstable_terms(files, "merged split")
     out_dir.mkdir(parents=True, exist_ok=True)
-    files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
     files[DOC_MAPPING_MEMBER] = mapping.to_json().encode()
     files.update(members or {})
+    path = out_dir / f"split-{uuid.uuid4()}.split"
+    first = sources[0]
+    if isinstance(first.rows, DocStoreRows):  # rows stay in the doc stores: document ordinals, in order
+        files[ROWS_IN_STORE_MEMBER] = first.index_files[ROWS_IN_STORE_MEMBER].read_bytes()
+        footer = write_bundle(files, path)
+        stats = _merged_stats([s.stats for s in sources], mapping, first.rows.schema)
+        if stats is None:
+            stats = _stats(pa.concat_tables(s.rows.read_all() for s in sources), mapping)
+        mins, maxs = stats
+        return WrittenSplit(path, footer, base, footer.footer_start, dict(mins), dict(maxs), mapping.to_json())
+    files[SEGMENTS_MEMBER] = json.dumps({"row_offsets": offsets}, sort_keys=True).encode()
     # the columnar copy's columns: given (a companion split's locators), else the stored fields
     # (index-only columns read as nulls)
     stored = list(copy_columns) if copy_columns is not None else [f.name for f in mapping.fields if in_columnar_copy(f)]
-    path = out_dir / f"split-{uuid.uuid4()}.split"
     if _parts_copyable(sources, stored):
         parts = [part for source in sources for part in source.copy_parts]
         files.update((column_part_member(k), part) for k, part in enumerate(parts))
@@ -229,6 +282,15 @@ def _combine(
     finally:
         columns.unlink(missing_ok=True)
     return WrittenSplit(path, footer, base, footer.footer_start, mins, maxs, mapping.to_json())
+
+
+def _same_stored_schema(sources: Sequence[MergeSource]) -> bool:
+    """Whether sources that keep their rows in their doc stores describe them alike."""
+    members = [s.index_files.get(ROWS_IN_STORE_MEMBER) for s in sources]
+    if any(m is None for m in members):
+        return False
+    schemas = [pa.ipc.open_stream(m.read_bytes()).schema for m in members if m is not None]
+    return all(schema.equals(schemas[0]) for schema in schemas)
 
 
 def _parts_copyable(sources: Sequence[MergeSource], stored: list[str]) -> bool:

@@ -192,9 +192,12 @@ def _merge_inputs(
                 cache.discard(store, add.path)
             dropped = "; its cached copy was dropped" if cached else ""
             raise CorruptSplitError(f"{store.uri_of(add.path)}: {e}{dropped}") from e
-        if source is None:  # an IndexTables4Spark split: merged from its transcoded index
+        if source is None:  # an IndexTables4Spark split: merged from its transcoded version
             searcher = load_split(cache, store, add.path, arrow_schema, mapping_json, add.size)
-            source = MergeSource.from_index_dir(searcher.index_dir, searcher.rows, searcher.row_offsets)
+            transcoded = MergeSource.from_bundle(searcher.bundle) if searcher.bundle is not None else None
+            if transcoded is None:
+                raise CorruptSplitError(f"{store.uri_of(add.path)}: its transcoded version was not kept")
+            source = transcoded
         elif add.min_values is not None and add.max_values is not None:  # the merged statistics need no rows
             source = dataclasses.replace(source, stats=(add.min_values, add.max_values))
         inputs.append(source)

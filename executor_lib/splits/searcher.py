@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import mmap
 import re
 import shutil
 import tempfile
@@ -32,17 +33,19 @@ import tantivy
 
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.protocol.bundle import BundleFooter, extract_bundle, read_footer, read_member
+from executor_lib.protocol.bundle import LOCAL_STORE_SUFFIX, BundleFooter, extract_bundle, read_footer, read_member
 from executor_lib.splits.columnar_copy import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
 from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows, transcode_jvm_companion
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.splits.query_compile import compile_query
+from executor_lib.splits.store_rows import DocStoreRows, Fetch, open_doc_store_rows
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
+    ROWS_IN_STORE_MEMBER,
     SEGMENTS_MEMBER,
     columns_members,
     open_columns,
@@ -176,6 +179,7 @@ class SplitSearcher:
         self.split = split
         self.work_dir = work_dir
         self.pieces = pieces
+        self.bundle: Path | None = None  # the local split file read (None: read by the piece)
         jvm_companion = False  # a companion split in tantivy4java's layout only (transcoded here)
         if pieces is not None:
             footer = pieces.footer
@@ -191,8 +195,9 @@ class SplitSearcher:
             work_dir.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(entry_lock(work_dir)):
                 jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
-                if columns_members(footer) is None:
+                if columns_members(footer) is None and ROWS_IN_STORE_MEMBER not in footer.files:
                     split, footer = self._transcode(split, footer, arrow_schema, doc_mapping, companion_root)
+                self.bundle = split  # the local split read: this one, or its transcoded version
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
@@ -201,13 +206,22 @@ class SplitSearcher:
             mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
             segments = read_member(split, footer, SEGMENTS_MEMBER)
         members = columns_members(footer)
-        if members is None or mapping_json is None:
+        rows_member = (
+            pieces.member_bytes(ROWS_IN_STORE_MEMBER)
+            if pieces is not None
+            else read_member(Path(split), footer, ROWS_IN_STORE_MEMBER)
+        )
+        if (members is None and rows_member is None) or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         self.mapping = DocMapping.from_json(mapping_json.decode())
+        self._segment_starts: np.ndarray | None = None  # rows in the doc stores: each segment's first row
         try:
             copy: RowCopy
-            if pieces is not None:  # read by range: the batches a take needs are fetched at once
-                parts = [_ranged_copy(pieces, footer, member, split) for member in members]
+            if rows_member is not None:  # rows kept in the doc stores (store_rows)
+                copy = self._store_rows(rows_member)
+                self._segment_starts = copy.segment_starts
+            elif pieces is not None:  # read by range: the batches a take needs are fetched at once
+                parts = [_ranged_copy(pieces, footer, member, split) for member in members or ()]
                 copy = parts[0] if len(parts) == 1 else PartedCopy(parts, str(split))
             else:
                 copy = open_columns(Path(split), footer)
@@ -260,6 +274,24 @@ class SplitSearcher:
             except (OSError, ValueError, KeyError, TypeError) as e:
                 raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
 
+    def _store_rows(self, rows_member: bytes) -> DocStoreRows:
+        """The rows of a split that keeps them in its doc stores, laid out in ``index_dir`` as
+        ``<segment>.docstore`` (``bundle.local_files``), each read in place (memory-mapped; a split
+        read by the piece fetches the blocks a take needs first)."""
+        try:
+            meta_json = (self.index_dir / "meta.json").read_bytes()
+        except OSError as e:
+            raise CorruptSplitError(f"{self.split}: the split's meta.json does not read ({e})") from e
+        types = {f.name: f.type for f in self.mapping.fields}
+        return open_doc_store_rows(rows_member, meta_json, types, self._segment_store, str(self.split))
+
+    def _segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
+        local = f"{stem}{LOCAL_STORE_SUFFIX}"
+        with open(self.index_dir / local, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        fetch = None if self.pieces is None else functools.partial(_fetch_member, self.pieces, local)
+        return memoryview(mapped), fetch
+
     def _load_row_offsets(self, member: bytes) -> None:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
         try:
@@ -273,7 +305,12 @@ class SplitSearcher:
         self.row_offsets = offsets
 
     def _rows_of(self, addresses: Sequence[Any]) -> pa.Array:
-        """Row numbers (into ``rows``) of documents, from the ``__row`` fast field and segment offsets."""
+        """Row numbers (into ``rows``) of documents: document ordinals (rows in the doc stores), else
+        from the ``__row`` fast field and segment offsets."""
+        if self._segment_starts is not None:
+            docs = np.fromiter((a.doc for a in addresses), np.int64, len(addresses))
+            ordinals = np.fromiter((a.segment_ord for a in addresses), np.int64, len(addresses))
+            return pa.array(self._segment_starts[ordinals] + docs, pa.uint64())
         rows = pa.array(self.searcher.fast_field_values(ROW_FIELD, list(addresses)), pa.uint64())
         if self._offsets_by_ordinal is None:
             return rows
@@ -300,7 +337,7 @@ class SplitSearcher:
         mapping = DocMapping.from_json(doc_mapping)
         raw_dir = self.work_dir / "source"
         shutil.rmtree(raw_dir, ignore_errors=True)
-        extract_bundle(split, footer, raw_dir)
+        extract_bundle(split, footer, raw_dir, stores_aside=False)  # its rows are read through its doc store
         try:
             index = tantivy.Index.open(str(raw_dir))
         except (OSError, ValueError) as e:
@@ -468,6 +505,15 @@ class SplitSearcher:
             return pa.array(range(n), type=pa.uint64())
         if n <= 0:
             return pa.array([], type=pa.uint64())
+        if self._segment_starts is not None:  # rows are document ordinals: any n matches, sorted
+            try:
+                hits = self.searcher.search(
+                    self._query(query), n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
+                ).hits
+            except ValueError as e:
+                raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+            rows = self._rows_of([address for _, address in hits])
+            return rows.take(pc.array_sort_indices(rows))
         if self._offsets_by_ordinal is not None:  # row order is not __row order: sort every match
             try:
                 hits = self.searcher.search(self._query(query), self.num_docs, count=False).hits

@@ -193,6 +193,9 @@ def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterato
     """
     try:
         yield
+    except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
+        cache.discard(store, path)
+        raise CorruptSplitError(f"{e.message}; its cached copy was dropped") from e
     except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
         cache.discard(store, path)
         raise CorruptSplitError(

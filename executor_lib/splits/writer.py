@@ -1,10 +1,15 @@
 """Split writer: Arrow rows -> one Tantivy index -> one ``.split`` bundle, plus its statistics.
 
-Besides the Tantivy files, the bundle holds a columnar copy of the rows
-(``indextables.columns.arrow``, zstd-compressed Arrow IPC, see ``columnar_copy``) and every
-document carries its row number in a fast field (``__row``): a search maps hits to row numbers
-through the fast field and takes the rows from the columnar copy, never going document by
-document through the doc store.
+Where the rows are kept, once (PROTOCOL.md §15):
+
+* **in the doc stores** (``indextables.docstore-rows.arrow`` names the stored columns' Arrow
+  types), when every stored column's values come back exactly from Tantivy's stored values
+  (``stored_docs.decodable``: strings, integers, floats, booleans, timestamps, dates, bytes). The
+  doc stores are re-written with zstd (``doc_store.to_zstd``), which the JVM reads too; rows are
+  read from them by ``store_rows.DocStoreRows``, row ``n`` being the ``n``-th document;
+* **in a columnar copy** otherwise (``indextables.columns.arrow``, zstd-compressed Arrow IPC, see
+  ``columnar_copy``), and for companion splits' locators: every document carries its row number
+  in a fast field (``__row``), and a search maps hits to rows through it.
 
 ``SplitBuilder`` takes the rows batch by batch: each batch becomes one JSON document per row,
 built column-wise by Arrow compute (no per-row Python dicts), handed to Tantivy's
@@ -31,10 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.protocol.bundle import BundleFooter, write_bundle
+from executor_lib.protocol.bundle import ROWS_IN_STORE_MEMBER, BundleFooter, write_bundle
 from executor_lib.splits.columnar_copy import ColumnarCopy, ColumnarCopyWriter, PartedCopy
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.doc_store import to_zstd
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.stored_docs import decodable
 from executor_lib.splits.term_convert import with_sstable_terms
 from executor_lib.splits.tokenizers import analyzer_name
 from executor_lib.splits.tokenizers import register as register_analyzers
@@ -74,6 +81,23 @@ def in_index(f: FieldMapping) -> bool:
 def in_columnar_copy(f: FieldMapping) -> bool:
     """Whether the field's values are in the columnar copy: index-only fields' are not."""
     return f.stored
+
+
+def rows_fit_doc_store(mapping: DocMapping, schema: pa.Schema) -> bool:
+    """Whether the rows of ``schema`` are kept in the doc stores alone (no columnar copy): every
+    stored column is in the index and its stored values give back its Arrow values exactly."""
+    stored = [f for f in mapping.fields if in_columnar_copy(f)]
+    return bool(stored) and all(
+        in_index(f) and f.name in schema.names and decodable(f.type, schema.field(f.name).type) for f in stored
+    )
+
+
+def rows_schema_member(schema: pa.Schema) -> bytes:
+    """The ``indextables.docstore-rows.arrow`` member: ``schema`` as an Arrow IPC stream of no batch."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema):
+        pass
+    return sink.getvalue().to_pybytes()
 
 
 @guarded(lambda mapping: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
@@ -117,6 +141,20 @@ def tantivy_schema(mapping: DocMapping) -> Any:
     return sb.build()
 
 
+def _coerce_floats(index_dir: Path) -> None:
+    """Set ``coerce`` on the f64 fields of a new index's ``meta.json``, so that Tantivy parses their
+    JSON values from strings, with Rust's exact ``f64::from_str``. The ``tantivy`` package parses
+    JSON numbers with serde_json's fast path (``significand / 10^k``), which is one ulp off for about
+    one float64 value in nine (tested): such values were indexed, stored and aggregated wrong, and
+    an equality query on them found nothing. ``coerce`` changes nothing for readers."""
+    meta_path = index_dir / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    for field in meta["schema"]:
+        if field.get("type") == "f64":
+            field.setdefault("options", {})["coerce"] = True
+    meta_path.write_text(json.dumps(meta))
+
+
 def writer_heap(heap_bytes: int | None, threads: int) -> int:
     """Tantivy's indexing heap for ``threads`` threads: the setting (default 256 MB), at least 15 MB a thread."""
     return max(heap_bytes or _WRITER_HEAP, MIN_HEAP_PER_THREAD * threads)
@@ -149,8 +187,8 @@ def _json_fragment(name: str, col: pa.Array) -> pa.Array | None:
     """``"name":value`` per row (null where the value is null), or None if JSON cannot carry this column."""
     t = col.type
     key = json.dumps(name) + ":"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return pc.binary_join_element_wise(key + '"', _escaped(col), '"', "")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):  # a batch's strings: well under 2 GB
+        return pc.binary_join_element_wise(key + '"', _escaped(col.cast(pa.string())), '"', "")
     if pa.types.is_timestamp(t) or pa.types.is_date(t):
         plain = col.cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))  # UTC wall time
         text = pc.replace_substring(plain.cast(pa.string()), " ", "T", max_replacements=1)
@@ -158,7 +196,8 @@ def _json_fragment(name: str, col: pa.Array) -> pa.Array | None:
     if pa.types.is_floating(t):
         if not pc.all(pc.is_finite(col)).as_py():
             return None  # NaN and infinities have no JSON form
-        return pc.binary_join_element_wise(key, col.cast(pa.string()), "")
+        # a string (shortest round-trip digits), which a coerced f64 field parses exactly (_coerce_floats)
+        return pc.binary_join_element_wise(key + '"', col.cast(pa.string()), '"', "")
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return pc.binary_join_element_wise(key, col.cast(pa.string()), "")
     return None
@@ -268,9 +307,12 @@ class SplitBuilder:
         heap_bytes: int | None = None,
         threads: int = 1,
         copy_columns: list[str] | None = None,
+        columnar_copy: bool | None = None,
     ) -> None:
         """``copy_columns``: the columns of the rows given that the columnar copy holds instead of the
-        mapping's stored fields (a companion split's source locators, ``splits.companion``)."""
+        mapping's stored fields (a companion split's source locators, ``splits.companion``).
+        ``columnar_copy``: keep the rows in a columnar copy (True), or in the doc stores where
+        every stored column fits them (None, the default; ``rows_fit_doc_store``)."""
         self.mapping = mapping
         self.extra_columns = [c for c in copy_columns or () if mapping.field(c) is None]
         self.columns = [f.name for f in mapping.fields] + self.extra_columns
@@ -288,10 +330,14 @@ class SplitBuilder:
         self.index_dir.mkdir()
         self.schema = tantivy_schema(mapping)
         threads = max(1, threads)
-        index = register_analyzers(tantivy.Index(self.schema, path=str(self.index_dir)), mapping.fields)
+        tantivy.Index(self.schema, path=str(self.index_dir))
+        _coerce_floats(self.index_dir)
+        index = register_analyzers(tantivy.Index.open(str(self.index_dir)), mapping.fields)
         self.writer: Any = index.writer(writer_heap(heap_bytes, threads), threads)
         self.columns_path = self.work / COLUMNS_MEMBER
+        self.copy_given = copy_columns is not None or bool(columnar_copy)
         self._copy: ColumnarCopyWriter | None = None
+        self._rows_schema: pa.Schema | None = None  # the rows kept in the doc stores: their schema
         self.num_rows = 0
         self.nbytes = 0
 
@@ -300,7 +346,10 @@ class SplitBuilder:
         """Index ``rows`` (the mapping's columns are taken; others are ignored) and append them to the copy."""
         data = rows.select(self.columns)
         if self._copy is None:
-            self._copy = ColumnarCopyWriter(self.columns_path, data.select(self.copied_columns).schema)
+            copied = data.select(self.copied_columns).schema
+            if not self.copy_given and rows_fit_doc_store(self.mapping, copied):
+                self._rows_schema = copied
+            self._copy = ColumnarCopyWriter(self.columns_path, copied)
             self.has_json_strings = any(
                 self.json_fields.get(f.name) and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
                 for f in data.schema
@@ -321,7 +370,8 @@ class SplitBuilder:
         else:
             self._add_json(documents.to_pylist())
         # Tantivy indexes the batch meanwhile, on its own threads
-        copy.write(batch.select(self.copied_columns))
+        if self._rows_schema is None:
+            copy.write(batch.select(self.copied_columns))
         self._extremes.append(_extremes(batch, self.mapping))
         self.num_rows += batch.num_rows
         self.nbytes += batch.nbytes
@@ -372,8 +422,15 @@ class SplitBuilder:
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
             path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
+            for member, store in list(index_files.items()):  # zstd doc stores: the JVM reads them
+                if member.endswith(".store") and isinstance(store, Path):
+                    zstd_store = index_files[member] = self.work / f"{member}.zstd"
+                    to_zstd(store, zstd_store)
             files = with_sstable_terms(index_files, str(path))  # SSTable .term for the JVM, FST kept
-            files[COLUMNS_MEMBER] = self.columns_path
+            if self._rows_schema is None:
+                files[COLUMNS_MEMBER] = self.columns_path
+            else:
+                files[ROWS_IN_STORE_MEMBER] = rows_schema_member(self._rows_schema)
             files[DOC_MAPPING_MEMBER] = self.mapping.to_json().encode()
             files.update(members or {})
             if late_members is not None:
@@ -458,10 +515,16 @@ def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[s
 
 @guarded(lambda table, mapping, *a, **k: f"indexing {table.num_rows} rows (columns {table.column_names}) into a split")
 def write_split(
-    table: pa.Table, mapping: DocMapping, out_dir: Path, heap_bytes: int | None = None, threads: int = 1
+    table: pa.Table,
+    mapping: DocMapping,
+    out_dir: Path,
+    heap_bytes: int | None = None,
+    threads: int = 1,
+    columnar_copy: bool | None = None,
 ) -> WrittenSplit:
-    """Index ``table`` (only the mapping's columns) into ``out_dir/split-<uuid>.split``."""
-    builder = SplitBuilder(mapping, out_dir, heap_bytes, threads)
+    """Index ``table`` (only the mapping's columns) into ``out_dir/split-<uuid>.split``
+    (``columnar_copy``: as ``SplitBuilder``'s)."""
+    builder = SplitBuilder(mapping, out_dir, heap_bytes, threads, columnar_copy=columnar_copy)
     try:
         builder.add(table)
     except BaseException:

@@ -133,6 +133,7 @@ OUR_MEMBERS_NOT_LISTED = (
     "indextables.columns-by-segment.arrow",
     "indextables.segments.json",
     "indextables.docmapping.json",
+    "indextables.docstore-rows.arrow",
 )
 
 

@@ -19,6 +19,7 @@ from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.bundle import read_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.store_rows import DocStoreRows
 from executor_lib.splits.table_search import search_table
 from executor_lib.splits.writer import write_split
 from executor_lib.storage import open_store
@@ -410,10 +411,9 @@ def test_bad_index_record_options_are_named() -> None:
 
 
 def _stored_docs(searcher: SplitSearcher) -> dict[int, dict[str, Any]]:
-    s = searcher.searcher
-    hits = s.search(searcher._query(None), max(1, s.num_docs)).hits
-    docs = [s.doc(address).to_dict() for _, address in hits]
-    return {d["id"][0]: d for d in docs}
+    """Each document's stored values (decoded from the split's doc store), by id."""
+    assert isinstance(searcher.rows, DocStoreRows), "the rows are read from the doc stores"
+    return {d["id"]: d for d in searcher.rows.read_all().to_pylist()}
 
 
 def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None:
@@ -459,6 +459,7 @@ def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None
     b = SplitSearcher(dicts.path, tmp_path / "wb", with_blob.schema, None)
     expected = {k: {c: v for c, v in d.items() if c != "blob"} for k, d in _stored_docs(b).items()}
     assert _stored_docs(a) == expected
+    assert a.rows.read_all().equals(rows) and b.rows.read_all().equals(with_blob), "stored exactly as written"
     for query in [
         's:"say \\"hi\\""',
         "text:ünïcødé",
@@ -532,52 +533,61 @@ def test_a_large_write_stays_within_its_memory_bound(tmp_path: Path) -> None:
     assert arrow_peak < 40_000_000, f"Arrow buffers peaked at {arrow_peak:,} bytes"
 
 
-def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path) -> None:
-    """A merge copies the sources' segments (no re-indexing) and records each segment's row offset: every
-    query answers exactly as on the concatenated rows, including merges of merged splits and sources with
-    several segments."""
-    from executor_lib.protocol.bundle import read_footer
+@pytest.mark.parametrize("columnar_copy", [True, None], ids=["columnar-copy", "doc-store-rows"])
+def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, columnar_copy: bool | None) -> None:
+    """A merge copies the sources' segments (no re-indexing): with columnar copies it records each
+    segment's row offset; with rows in the doc stores a row is a document ordinal. Every query answers
+    exactly as on the concatenated rows, including merges of merged splits and sources with several
+    segments."""
+    from executor_lib.protocol.bundle import ROWS_IN_STORE_MEMBER, read_footer
     from executor_lib.splits.merge import MergeSource, merge_sources
     from executor_lib.splits.writer import SEGMENTS_MEMBER
     from indextables_contract import filters as f
 
     mapping = mapping_for(DATA.schema, OPTIONS)
     big = pa.concat_tables([DATA] * 500).set_column(0, "id", pa.array(range(10_000), pa.int64()))
+    in_store = columnar_copy is None
 
     def open_split(written: Any, name: str) -> SplitSearcher:
         return SplitSearcher(written.path, tmp_path / f"w-{name}", DATA.schema, None)
 
-    parts = [write_split(big.slice(i, 2_500), mapping, tmp_path / f"p{i}", threads=2) for i in range(0, 10_000, 2_500)]
+    parts = [
+        write_split(big.slice(i, 2_500), mapping, tmp_path / f"p{i}", threads=2, columnar_copy=columnar_copy)
+        for i in range(0, 10_000, 2_500)
+    ]
     searchers = [open_split(w, str(i)) for i, w in enumerate(parts)]
     assert sum(s.searcher.num_segments for s in searchers) > 4, "multi-threaded sources have several segments"
 
     def merge(inputs: list[SplitSearcher], name: str) -> SplitSearcher:
-        # the bundles read in place (what MERGE SPLITS does), or extracted index directories
-        sources = [
-            MergeSource.from_bundle(s.split)
-            if name != "m2"
-            else MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets)
-            for s in inputs
-        ]
-        written = merge_sources(sources, mapping, tmp_path / name)
-        assert SEGMENTS_MEMBER in read_footer(written.path).files, "segments were combined, not re-indexed"
+        sources = [MergeSource.from_bundle(Path(s.split)) for s in inputs]  # read in place, as MERGE SPLITS does
+        written = merge_sources([s for s in sources if s is not None], mapping, tmp_path / name)
+        files = read_footer(written.path).files
+        assert (SEGMENTS_MEMBER in files, ROWS_IN_STORE_MEMBER in files) == (not in_store, in_store)
+        merged = open_split(written, name)
+        assert merged.searcher.num_segments == sum(s.searcher.num_segments for s in inputs), "re-indexed"
         assert written.num_records == sum(s.num_docs for s in inputs)
-        return open_split(written, name)
+        return merged
 
     first, second = merge(searchers[:2], "m1"), merge(searchers[2:], "m2")
     merged = merge([first, second], "m12")  # offsets of merged sources compose
-    assert merged.rows.read_all().column("id").to_pylist() == list(range(10_000))
+    ids = merged.rows.read_all().column("id").to_pylist()
+    assert (sorted(ids) if in_store else ids) == list(range(10_000))  # doc-store rows: in document order
     for query in ["title:red", "tag:t1", f.Between("id", 4_990, 5_010), f.TermIn("tag", ("t0", "t3")), None]:
         expected = [i for i in range(10_000) if _matches(big.slice(i, 1).to_pylist()[0], query)]
         found = merged.search(query, ["id"]).column("id").to_pylist()
         assert sorted(found) == expected, query
-        assert merged.row_ids(query).to_pylist() == expected, "row ids ascend"
-        assert merged.row_ids(query, limit=7).to_pylist() == expected[:7], "a limit keeps the first rows"
+        rows = merged.row_ids(query).to_pylist()
+        assert rows == sorted(rows), "row ids ascend"
+        assert sorted(merged.rows.take(pa.array(rows, pa.uint64())).column("id").to_pylist()) == expected
+        limited = merged.row_ids(query, limit=7).to_pylist()
+        if not in_store:
+            assert limited == rows[:7], "a limit keeps the first rows"
+        assert len(limited) == min(7, len(expected)) and set(limited) <= set(rows)
         assert merged.count(query) == len(expected)
     assert merged.aggregate({"s": {"stats": {"field": "id"}}})["s"]["sum"] == sum(range(10_000))
-    doubled = merge_sources(
-        [MergeSource.from_index_dir(first.index_dir, first.rows, first.row_offsets)] * 2, mapping, tmp_path / "d"
-    )
+    source = MergeSource.from_bundle(Path(first.split))
+    assert source is not None
+    doubled = merge_sources([source] * 2, mapping, tmp_path / "d")
     assert SEGMENTS_MEMBER not in read_footer(doubled.path).files, "the same segment twice: re-indexed instead"
     again = open_split(doubled, "d")
     assert again.count("tag:t1") == 2 * first.count("tag:t1") and again.num_docs == 2 * first.num_docs
@@ -590,7 +600,7 @@ def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
     from executor_lib.splits.merge import MergeSource
     from executor_lib.splits.writer import COLUMNS_MEMBER
 
-    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path / "s")
+    written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path / "s", columnar_copy=True)
     footer = read_footer(written.path)
     members: dict[str, Any] = {name: read_member(written.path, footer, name) for name in footer.files}
     copy = pa.ipc.open_file(pa.py_buffer(members[COLUMNS_MEMBER])).read_all().slice(0, 19)
@@ -623,7 +633,7 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     mapping = mapping_for(DATA.schema, OPTIONS)
 
     def built(name: str) -> SplitSearcher:
-        builder = SplitBuilder(mapping, tmp_path / name)
+        builder = SplitBuilder(mapping, tmp_path / name, columnar_copy=True)
         for batch in rows.to_batches(max_chunksize=100):
             builder.add(batch)
         return SplitSearcher(builder.finish().path, tmp_path / f"w-{name}", DATA.schema, None)
@@ -708,7 +718,7 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     assert rows.to_pylist() == [{"id": i, "tag": None} for i in (2, 6, 10, 14, 18)]
     other = SplitSearcher(write_split(DATA, mapping, tmp_path / "s2").path, tmp_path / "w2", DATA.schema, None)
     merged = merge_sources(
-        [MergeSource.from_index_dir(s.index_dir, s.rows, s.row_offsets) for s in (searcher, other)],
+        [MergeSource.from_bundle(Path(s.split)) for s in (searcher, other)],  # type: ignore[misc]
         mapping,
         tmp_path / "m",
     )
@@ -718,10 +728,14 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     assert written.min_values["tag"] == "t0", "statistics still cover index-only columns"
 
 
-def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistics(tmp_path: Path) -> None:
-    """MERGE SPLITS keeps the sources' compressed columnar copies as parts (nothing decoded) and takes
-    the merged min/max values from the sources' recorded ones: equal to computing them from the rows,
-    for every type with statistics (NaN, truncated strings, time zones, a column null in one source)."""
+@pytest.mark.parametrize("columnar_copy", [True, None], ids=["columnar-copy", "doc-store-rows"])
+def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistics(
+    tmp_path: Path, columnar_copy: bool | None
+) -> None:
+    """MERGE SPLITS keeps the sources' compressed rows as they are (columnar copies as parts, or the
+    segments' doc stores; nothing decoded) and takes the merged min/max values from the sources'
+    recorded ones: equal to computing them from the rows, for every type with statistics (NaN,
+    truncated strings, time zones, a column null in one source)."""
     import datetime
 
     from executor_lib.protocol.bundle import read_footer
@@ -748,7 +762,7 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
 
     tables = [rows(k) for k in range(3)]
     mapping = mapping_for(tables[0].schema, {})
-    splits = [write_split(t, mapping, tmp_path / f"s{k}") for k, t in enumerate(tables)]
+    splits = [write_split(t, mapping, tmp_path / f"s{k}", columnar_copy=columnar_copy) for k, t in enumerate(tables)]
 
     def sources(with_stats: bool) -> list[MergeSource]:
         out = []
@@ -763,7 +777,8 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
     for with_stats in (True, False):
         merged = merge_sources(sources(with_stats), mapping, tmp_path / f"m-{with_stats}")
         files = read_footer(merged.path).files
-        assert [column_part_member(k) in files for k in range(4)] == [True, True, True, False]
+        parts = [True, True, True, False] if columnar_copy else [False] * 4
+        assert [column_part_member(k) in files for k in range(4)] == parts
         got = (merged.min_values, merged.max_values)
         # a source without a column's statistic: none for the merge (fewer files pruned)
         without_rare = tuple({c: v for c, v in side.items() if c != "rare"} for side in expected)
@@ -773,3 +788,35 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
         read, written_rows = searcher.rows.read_all(), pa.concat_tables(tables)
         assert read.drop_columns(["score"]).equals(written_rows.drop_columns(["score"]))
         np.testing.assert_array_equal(read.column("score").to_numpy(), written_rows.column("score").to_numpy())
+
+
+def test_float_values_are_indexed_and_stored_exactly(tmp_path: Path) -> None:
+    """Floats reach Tantivy as strings parsed exactly (``writer._coerce_floats``): as JSON numbers about
+    one float64 in nine was a unit in the last place off, so an equality query on it found nothing
+    (17 of 200 such queries before) and its stored, fast and indexed values differed from the row's."""
+    values = np.random.default_rng(1).lognormal(3, 1, 2_000)
+    rows = pa.table({"i": pa.array(range(2_000), pa.int64()), "x": pa.array(values)})
+    searcher = SplitSearcher(
+        write_split(rows, mapping_for(rows.schema, {}), tmp_path).path, tmp_path / "w", rows.schema, None
+    )
+    assert [searcher.count(f"x:{float(v)!r}") for v in values[:300]] == [1] * 300
+    assert searcher.rows.read_all().equals(rows)
+    stats = searcher.aggregate({"s": {"stats": {"field": "x"}}})["s"]
+    assert (stats["min"], stats["max"]) == (values.min(), values.max())
+
+
+def test_large_string_and_binary_columns_are_written(tmp_path: Path) -> None:
+    """Arrow's large types (as pyarrow and pandas make them) index and read back like the small ones."""
+    rows = pa.table(
+        {
+            "name": pa.array(["x y", "z", None], pa.large_string()),
+            "body": pa.array(["quick fox", "lazy dog", "fox"], pa.large_string()),
+            "raw": pa.array([b"1", None, b"3"], pa.large_binary()),
+        }
+    )
+    options = {"spark.indextables.indexing.typemap.body": "text"}
+    written = write_split(rows, mapping_for(rows.schema, options), tmp_path)
+    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    assert searcher.rows.read_all().equals(rows)
+    assert sorted(map(str, searcher.search("body:fox", ["name"]).column("name").to_pylist())) == ["None", "x y"]
+    assert searcher.count("body:fox") == 2 and searcher.search("body:dog", ["name"]).column("name").to_pylist() == ["z"]
