@@ -60,7 +60,7 @@ def column_name_problem(name: str) -> str | None:
     if name.startswith("-"):
         return "a column name must not start with '-' (Tantivy field name rule)"
     if name in RESERVED_COLUMNS:
-        return f"{name!r} is reserved (the hidden row-number field of every split)"
+        return f"{name!r} is reserved (the hidden row-number field of splits with a columnar copy)"
     return None
 
 

@@ -505,11 +505,9 @@ class SplitSearcher:
             return pa.array(range(n), type=pa.uint64())
         if n <= 0:
             return pa.array([], type=pa.uint64())
-        if self._segment_starts is not None:  # rows are document ordinals: any n matches, sorted
+        if self._segment_starts is not None:  # rows are document ordinals (no __row): any n matches, sorted
             try:
-                hits = self.searcher.search(
-                    self._query(query), n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
-                ).hits
+                hits = self.searcher.search(self._query(query), n, count=False).hits
             except ValueError as e:
                 raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
             rows = self._rows_of([address for _, address in hits])

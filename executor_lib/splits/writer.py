@@ -45,7 +45,8 @@ from executor_lib.splits.stored_docs import decodable
 from executor_lib.splits.term_convert import with_sstable_terms
 from executor_lib.splits.tokenizers import analyzer_name
 from executor_lib.splits.tokenizers import register as register_analyzers
-from indextables_contract.errors import CorruptSplitError, InvalidDataError
+from executor_lib.table_schema import column_name_problem
+from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError
 
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
@@ -100,9 +101,9 @@ def rows_schema_member(schema: pa.Schema) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-@guarded(lambda mapping: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
-def tantivy_schema(mapping: DocMapping) -> Any:
-    """The Tantivy schema of a doc mapping, plus the hidden row-number fast field."""
+@guarded(lambda mapping, *a, **k: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
+def tantivy_schema(mapping: DocMapping, row_field: bool = True) -> Any:
+    """The Tantivy schema of a doc mapping, plus (``row_field``) the hidden row-number fast field."""
     sb = tantivy.SchemaBuilder()
     for f in mapping.fields:
         if not in_index(f):
@@ -137,7 +138,8 @@ def tantivy_schema(mapping: DocMapping) -> Any:
             sb.add_bytes_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
         elif f.type == "ip":
             sb.add_ip_addr_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-    sb.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
+    if row_field:
+        sb.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
     return sb.build()
 
 
@@ -203,17 +205,18 @@ def _json_fragment(name: str, col: pa.Array) -> pa.Array | None:
     return None
 
 
-def json_documents(batch: pa.RecordBatch, first_row: int) -> pa.Array | None:
-    """One JSON object per row of ``batch`` (nulls left out, ``__row`` numbered from ``first_row``),
-    built by Arrow compute; None if a column needs the ``Document.from_dict`` path."""
+def json_documents(batch: pa.RecordBatch, first_row: int | None) -> pa.Array | None:
+    """One JSON object per row of ``batch`` (nulls left out, ``__row`` numbered from ``first_row``;
+    None: no ``__row``), built by Arrow compute; None if a column needs the ``Document.from_dict`` path."""
     fragments = []
     for name, col in zip(batch.schema.names, batch.columns, strict=True):
         fragment = _json_fragment(name, col)
         if fragment is None:
             return None
         fragments.append(fragment)
-    rows = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
-    fragments.append(pc.binary_join_element_wise(f'"{ROW_FIELD}":', rows, ""))
+    if first_row is not None:
+        rows = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
+        fragments.append(pc.binary_join_element_wise(f'"{ROW_FIELD}":', rows, ""))
     body = pc.binary_join_element_wise(*fragments, ",", null_handling="skip")
     return pc.binary_join_element_wise("{", body, "}", "")
 
@@ -313,6 +316,9 @@ class SplitBuilder:
         mapping's stored fields (a companion split's source locators, ``splits.companion``).
         ``columnar_copy``: keep the rows in a columnar copy (True), or in the doc stores where
         every stored column fits them (None, the default; ``rows_fit_doc_store``)."""
+        problems = [p for p in (column_name_problem(f.name) for f in mapping.fields) if p is not None]
+        if problems:  # a doc mapping built by hand (mapping_for checks the table's columns)
+            raise ConfigError(f"split writer: doc mapping {[f.name for f in mapping.fields]}: {problems[0]}")
         self.mapping = mapping
         self.extra_columns = [c for c in copy_columns or () if mapping.field(c) is None]
         self.columns = [f.name for f in mapping.fields] + self.extra_columns
@@ -328,12 +334,9 @@ class SplitBuilder:
         self.work = Path(tempfile.mkdtemp(prefix="split-", dir=out_dir))
         self.index_dir = self.work / "index"
         self.index_dir.mkdir()
-        self.schema = tantivy_schema(mapping)
-        threads = max(1, threads)
-        tantivy.Index(self.schema, path=str(self.index_dir))
-        _coerce_floats(self.index_dir)
-        index = register_analyzers(tantivy.Index.open(str(self.index_dir)), mapping.fields)
-        self.writer: Any = index.writer(writer_heap(heap_bytes, threads), threads)
+        self.heap_bytes, self.threads = heap_bytes, max(1, threads)
+        self.schema: Any = None  # the Tantivy schema, and its writer, made with the first rows (_start)
+        self.writer: Any = None
         self.columns_path = self.work / COLUMNS_MEMBER
         self.copy_given = copy_columns is not None or bool(columnar_copy)
         self._copy: ColumnarCopyWriter | None = None
@@ -350,6 +353,7 @@ class SplitBuilder:
             if not self.copy_given and rows_fit_doc_store(self.mapping, copied):
                 self._rows_schema = copied
             self._copy = ColumnarCopyWriter(self.columns_path, copied)
+            self._start()
             self.has_json_strings = any(
                 self.json_fields.get(f.name) and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
                 for f in data.schema
@@ -360,11 +364,21 @@ class SplitBuilder:
             for start in range(0, batch.num_rows, FEED_BATCH_ROWS):
                 self._add_batch(batch.slice(start, FEED_BATCH_ROWS), copy)
 
+    def _start(self) -> None:
+        """The Tantivy index and its writer: with the hidden ``__row`` field only when the rows go to
+        a columnar copy (rows kept in the doc stores are document ordinals, ``store_rows``)."""
+        self.schema = tantivy_schema(self.mapping, row_field=self._rows_schema is None)
+        tantivy.Index(self.schema, path=str(self.index_dir))
+        _coerce_floats(self.index_dir)
+        index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
+        self.writer = index.writer(writer_heap(self.heap_bytes, self.threads), self.threads)
+
     def _add_batch(self, batch: pa.RecordBatch, copy: ColumnarCopyWriter) -> None:
         if batch.num_rows == 0:
             return
         indexed = batch.select(self.indexed_columns)
-        documents = None if self.has_json_strings else json_documents(indexed, self.num_rows)
+        first_row = self.num_rows if self._rows_schema is None else None  # no __row: rows in the doc stores
+        documents = None if self.has_json_strings else json_documents(indexed, first_row)
         if documents is None:
             self._add_dicts(indexed)
         else:
@@ -396,7 +410,8 @@ class SplitBuilder:
             for name, arrow_type in converted.items():
                 if name in doc:
                     doc[name] = json_value(doc[name], arrow_type)
-            doc[ROW_FIELD] = row
+            if self._rows_schema is None:
+                doc[ROW_FIELD] = row
             try:
                 self.writer.add_document(tantivy.Document.from_dict(doc, self.schema))
             except ValueError as e:  # e.g. "Expected IpAddr type for field ip, got 'x'"
