@@ -6,7 +6,9 @@ A split whose every stored column comes back exactly from Tantivy's stored value
 (``doc_store.py``). Its row ``n`` is a document ordinal: the documents of its segments, in the order
 of the index's ``meta.json``, numbered from 0. A row is read by finding its segment (the segments'
 first rows), its block (the store's checkpoints), decompressing that block (kept in a process-wide
-cache of ``BLOCK_BYTES_KEPT``) and decoding only the documents asked for (``stored_docs``).
+cache of ``BLOCK_BYTES_KEPT``) and decoding only the documents asked for (``stored_docs``); a
+block read a second time is decoded whole and kept decoded (``DECODED_BYTES_KEPT``), so repeated
+searches take their rows with Arrow.
 
 Table-like as ``columnar_copy.ColumnarCopy``: ``num_rows``, ``schema``, ``column_names``, ``select``,
 ``with_schema``, ``take``, ``read_all``. Columns of ``schema`` the store does not hold (index-only
@@ -21,6 +23,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -30,36 +33,42 @@ from executor_lib.splits.stored_docs import StoredColumn, decode_blocks, decode_
 from indextables_contract.errors import CorruptSplitError
 
 BLOCK_BYTES_KEPT = 256 << 20  # decompressed blocks kept by the process (all splits), least recently used out
+DECODED_BYTES_KEPT = 256 << 20  # blocks kept decoded (as Arrow), likewise
 Fetch = Callable[[list[tuple[int, int]]], None]  # fetches byte ranges of a store (a split read by the piece)
 
 
-class _Blocks:
-    """Decompressed blocks of every open store, least recently used dropped past ``BLOCK_BYTES_KEPT``."""
+class _LeastRecentlyUsed:
+    """Values of every open store, least recently used dropped past ``limit`` bytes."""
 
-    def __init__(self) -> None:
-        self._blocks: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+    def __init__(self, limit: int, size: Callable[[Any], int]) -> None:
+        self._values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._bytes = 0
+        self._limit = limit
+        self._size = size
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[int, int]) -> bytes | None:
+    def get(self, key: tuple[Any, ...]) -> Any:
         with self._lock:
-            block = self._blocks.get(key)
-            if block is not None:
-                self._blocks.move_to_end(key)
-            return block
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
 
-    def put(self, key: tuple[int, int], block: bytes) -> None:
+    def put(self, key: tuple[Any, ...], value: Any) -> None:
         with self._lock:
-            if key in self._blocks:
+            if key in self._values:
                 return
-            self._blocks[key] = block
-            self._bytes += len(block)
-            while self._bytes > BLOCK_BYTES_KEPT and len(self._blocks) > 1:
-                _, dropped = self._blocks.popitem(last=False)
-                self._bytes -= len(dropped)
+            self._values[key] = value
+            self._bytes += self._size(value)
+            while self._bytes > self._limit and len(self._values) > 1:
+                _, dropped = self._values.popitem(last=False)
+                self._bytes -= self._size(dropped)
 
 
-_BLOCKS = _Blocks()
+_BLOCKS = _LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # decompressed blocks
+# Blocks read a second time are decoded whole and kept decoded: a repeated search takes its rows with
+# Arrow (a first search decodes only its hits' documents).
+_DECODED = _LeastRecentlyUsed(DECODED_BYTES_KEPT, lambda table: int(table.nbytes))
 _STORE_IDS = itertools.count()
 
 
@@ -75,6 +84,10 @@ class SegmentStore:
 
     def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes]:
         """Blocks ``indexes`` decompressed (fetched first, all at once, if absent)."""
+        return [block for block, _ in self._blocks(indexes, keep)]
+
+    def _blocks(self, indexes: Sequence[int], keep: bool = True) -> list[tuple[bytes, bool]]:
+        """Blocks ``indexes`` decompressed, each with whether it was read before (kept)."""
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
         if absent and self.fetch is not None:
@@ -86,8 +99,33 @@ class SegmentStore:
                 block = self.store.block(i, self.source)
                 if keep:
                     _BLOCKS.put((self.key, i), block)
-            out.append(block)
+            out.append((block, found[i] is not None))
         return out
+
+    def take(self, docs: np.ndarray, columns: Sequence[StoredColumn]) -> list[pa.Table]:
+        """The documents ``docs`` (ascending doc ids) of this store, as tables of ``columns``, one
+        per block they are in, in order."""
+        names = tuple(c.name for c in columns)
+        block_of = self.store.block_of(docs)
+        used = np.flatnonzero(np.bincount(block_of)).tolist()
+        decoded = {b: _DECODED.get((self.key, b, names)) for b in used}
+        pending = [b for b in used if decoded[b] is None]
+        raw: dict[int, bytes] = {}
+        for b, (block, seen) in zip(pending, self._blocks(pending), strict=True):
+            if seen:  # read a second time: decode it whole, once
+                decoded[b] = decode_blocks([block], columns, self.source)
+                _DECODED.put((self.key, b, names), decoded[b])
+            else:
+                raw[b] = block
+        parts = []
+        for b in used:
+            local = docs[block_of == b] - self.store.first_doc[b]
+            table = decoded[b]
+            if table is not None:
+                parts.append(table.take(pa.array(local)))
+            else:
+                parts.append(decode_docs(raw[b], local, columns, self.source))
+        return parts
 
 
 class DocStoreRows:
@@ -170,13 +208,7 @@ class DocStoreRows:
         segment_of = np.searchsorted(self._starts, ordered, side="right") - 1
         parts = []
         for seg in np.flatnonzero(np.bincount(segment_of, minlength=len(self._segments))).tolist():
-            segment = self._segments[seg]
-            docs = ordered[segment_of == seg] - self._starts[seg]
-            block_of = segment.store.block_of(docs)
-            used = np.flatnonzero(np.bincount(block_of)).tolist()
-            for b, block in zip(used, segment.blocks(used), strict=True):
-                local = docs[block_of == b] - segment.store.first_doc[b]
-                parts.append(decode_docs(block, local, columns, segment.source))
+            parts += self._segments[seg].take(ordered[segment_of == seg] - self._starts[seg], columns)
         table = self._assemble(parts, columns, n)
         if n < 2 or bool(np.all(order[1:] > order[:-1])):
             return table

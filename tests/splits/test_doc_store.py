@@ -130,3 +130,24 @@ def test_damaged_doc_stores_are_named(tmp_path: Path) -> None:
         doc_store.decompress_block(b"\x10\x00\x00\x00garbage", doc_store.COMPRESSOR_ZSTD, "s2.split")
     with pytest.raises(CorruptSplitError, match=r"s3\.split: the doc store's Tantivy footer"):
         empty_doc_store(b"not a footer", "s3.split")
+
+
+def test_rows_read_again_come_from_whole_decoded_blocks_and_stay_equal(tmp_path: Path) -> None:
+    """A first take decodes only its documents; a block read again is decoded whole and kept: every
+    take, in any order with repeats, equals Arrow's take over the rows written."""
+    from executor_lib.splits import store_rows
+
+    n = 20_000
+    rows = pa.table({"id": pa.array(range(n), pa.int64()), "body": [f"row {i} " + "w" * (i % 50) for i in range(n)]})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 32 << 10)
+        written = write_split(rows, mapping, tmp_path)
+    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    assert isinstance(searcher.rows, store_rows.DocStoreRows)
+    ids = pa.array(np.random.default_rng(5).integers(0, n, 300), pa.uint64())
+    decoded_before = len(store_rows._DECODED._values)
+    for _ in range(3):
+        assert searcher.rows.take(ids).equals(rows.take(ids))
+    assert len(store_rows._DECODED._values) > decoded_before, "blocks read again were kept decoded"
+    assert searcher.rows.select(["body"]).take(ids).column("body").equals(rows.take(ids).column("body"))
