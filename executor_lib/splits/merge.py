@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.protocol.bundle import (
+    ROWS_IN_STORE_MEMBER,
     BundleFooter,
     FileRange,
     read_footer,
@@ -52,7 +53,6 @@ from executor_lib.splits.term_convert import FST_TERM_SUFFIX, with_sstable_terms
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
-    ROWS_IN_STORE_MEMBER,
     SEGMENTED_COLUMNS_MEMBER,
     SEGMENTS_MEMBER,
     SplitBuilder,

@@ -33,7 +33,14 @@ import tantivy
 
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.protocol.bundle import LOCAL_STORE_SUFFIX, BundleFooter, extract_bundle, read_footer, read_member
+from executor_lib.protocol.bundle import (
+    LOCAL_STORE_SUFFIX,
+    ROWS_IN_STORE_MEMBER,
+    BundleFooter,
+    extract_bundle,
+    read_footer,
+    read_member,
+)
 from executor_lib.splits.columnar_copy import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
 from executor_lib.splits.companion import COMPANION_MEMBER, CompanionRows, companion_rows, transcode_jvm_companion
 from executor_lib.splits.doc_mapping import DocMapping
@@ -45,7 +52,6 @@ from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
-    ROWS_IN_STORE_MEMBER,
     SEGMENTS_MEMBER,
     columns_members,
     open_columns,
