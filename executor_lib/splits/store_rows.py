@@ -6,9 +6,8 @@ A split whose every stored column comes back exactly from Tantivy's stored value
 (``doc_store.py``). Its row ``n`` is a document ordinal: the documents of its segments, in the order
 of the index's ``meta.json``, numbered from 0. A row is read by finding its segment (the segments'
 first rows), its block (the store's checkpoints), decompressing that block (kept in a process-wide
-cache of ``BLOCK_BYTES_KEPT``) and decoding only the documents asked for (``stored_docs``); a
-block read a second time is decoded whole and kept decoded (``DECODED_BYTES_KEPT``), so repeated
-searches take their rows with Arrow.
+cache of ``BLOCK_BYTES_KEPT``), gathering the bytes of the documents asked for from all their blocks
+and decoding them in one vectorized pass (``stored_docs``).
 
 Table-like as ``columnar_copy.ColumnarCopy``: ``num_rows``, ``schema``, ``column_names``, ``select``,
 ``with_schema``, ``take``, ``read_all``. Columns of ``schema`` the store does not hold (index-only
@@ -19,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -29,11 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib.splits.doc_store import DocStore, parse_store
-from executor_lib.splits.stored_docs import StoredColumn, decode_blocks, decode_docs
+from executor_lib.splits.stored_docs import StoredColumn, decode_blocks
 from indextables_contract.errors import CorruptSplitError
 
 BLOCK_BYTES_KEPT = 256 << 20  # decompressed blocks kept by the process (all splits), least recently used out
-DECODED_BYTES_KEPT = 256 << 20  # blocks kept decoded (as Arrow), likewise
 Fetch = Callable[[list[tuple[int, int]]], None]  # fetches byte ranges of a store (a split read by the piece)
 
 
@@ -66,9 +65,6 @@ class _LeastRecentlyUsed:
 
 
 _BLOCKS = _LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # decompressed blocks
-# Blocks read a second time are decoded whole and kept decoded: a repeated search takes its rows with
-# Arrow (a first search decodes only its hits' documents).
-_DECODED = _LeastRecentlyUsed(DECODED_BYTES_KEPT, lambda table: int(table.nbytes))
 _STORE_IDS = itertools.count()
 
 
@@ -83,11 +79,8 @@ class SegmentStore:
     key: int = field(default_factory=lambda: next(_STORE_IDS))  # its blocks' key in the process's cache
 
     def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes]:
-        """Blocks ``indexes`` decompressed (fetched first, all at once, if absent)."""
-        return [block for block, _ in self._blocks(indexes, keep)]
-
-    def _blocks(self, indexes: Sequence[int], keep: bool = True) -> list[tuple[bytes, bool]]:
-        """Blocks ``indexes`` decompressed, each with whether it was read before (kept)."""
+        """Blocks ``indexes`` decompressed (fetched first, all at once, if absent; ``keep``: kept
+        in the process's cache)."""
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
         if absent and self.fetch is not None:
@@ -99,33 +92,37 @@ class SegmentStore:
                 block = self.store.block(i, self.source)
                 if keep:
                     _BLOCKS.put((self.key, i), block)
-            out.append((block, found[i] is not None))
+            out.append(block)
         return out
 
-    def take(self, docs: np.ndarray, columns: Sequence[StoredColumn]) -> list[pa.Table]:
-        """The documents ``docs`` (ascending doc ids) of this store, as tables of ``columns``, one
-        per block they are in, in order."""
-        names = tuple(c.name for c in columns)
+    def take(self, docs: np.ndarray, columns: Sequence[StoredColumn]) -> pa.Table:
+        """The documents ``docs`` (ascending doc ids, repeats allowed) of this store as a table of
+        ``columns``: their bytes gathered from their blocks, then decoded in one pass."""
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
-        decoded = {b: _DECODED.get((self.key, b, names)) for b in used}
-        pending = [b for b in used if decoded[b] is None]
-        raw: dict[int, bytes] = {}
-        for b, (block, seen) in zip(pending, self._blocks(pending), strict=True):
-            if seen:  # read a second time: decode it whole, once
-                decoded[b] = decode_blocks([block], columns, self.source)
-                _DECODED.put((self.key, b, names), decoded[b])
-            else:
-                raw[b] = block
-        parts = []
-        for b in used:
-            local = docs[block_of == b] - self.store.first_doc[b]
-            table = decoded[b]
-            if table is not None:
-                parts.append(table.take(pa.array(local)))
-            else:
-                parts.append(decode_docs(raw[b], local, columns, self.source))
-        return parts
+        first = self.store.first_doc
+        picked = [
+            _documents_of(block, docs[block_of == b] - first[b])
+            for b, block in zip(used, self.blocks(used), strict=True)
+        ]
+        return decode_blocks(picked, columns, self.source)
+
+
+def _documents_of(block: bytes, local: np.ndarray) -> bytes:
+    """A decompressed block holding only the documents ``local`` (positions in ``block``, in that
+    order): their bytes gathered, with their own offsets and count (``stored_docs``'s block layout)."""
+    (count,) = struct.unpack_from("<I", block, len(block) - 4)
+    if len(local) == count and bool(np.all(local == np.arange(count))):
+        return block
+    table = len(block) - 4 - 4 * count
+    starts = np.frombuffer(block, "<u4", count, table).astype(np.int64)
+    ends = np.append(starts[1:], table)
+    lo, hi = starts[local], ends[local]
+    lengths = hi - lo
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    gather = np.repeat(lo - offsets, lengths) + np.arange(int(lengths.sum()))
+    data = np.frombuffer(block, np.uint8)[gather].tobytes()
+    return data + offsets.astype("<u4").tobytes() + struct.pack("<I", len(local))
 
 
 class DocStoreRows:
@@ -206,9 +203,10 @@ class DocStoreRows:
         order = np.argsort(wanted, kind="stable")
         ordered = wanted[order]
         segment_of = np.searchsorted(self._starts, ordered, side="right") - 1
-        parts = []
-        for seg in np.flatnonzero(np.bincount(segment_of, minlength=len(self._segments))).tolist():
-            parts += self._segments[seg].take(ordered[segment_of == seg] - self._starts[seg], columns)
+        parts = [
+            self._segments[seg].take(ordered[segment_of == seg] - self._starts[seg], columns)
+            for seg in np.flatnonzero(np.bincount(segment_of, minlength=len(self._segments))).tolist()
+        ]
         table = self._assemble(parts, columns, n)
         if n < 2 or bool(np.all(order[1:] > order[:-1])):
             return table
