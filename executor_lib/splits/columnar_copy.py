@@ -22,8 +22,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib.protocol.bundle import BundleFooter
+from executor_lib.splits.process_cache import LeastRecentlyUsed
 from executor_lib.splits.store_rows import DocStoreRows
 
 COPY_COMPRESSION = "zstd"
@@ -44,33 +43,7 @@ BATCH_ROWS_KEY = b"indextables.batchRows"
 DECODED_BYTES_KEPT = 256 << 20  # decoded batches kept by the process (all copies), least recently used out
 
 
-class _DecodedBatches:
-    """Decoded batches of every open copy, least recently used dropped past ``DECODED_BYTES_KEPT``."""
-
-    def __init__(self) -> None:
-        self._batches: OrderedDict[tuple[int, int, tuple[str, ...]], pa.RecordBatch] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[int, int, tuple[str, ...]]) -> pa.RecordBatch | None:
-        with self._lock:
-            batch = self._batches.get(key)
-            if batch is not None:
-                self._batches.move_to_end(key)
-            return batch
-
-    def put(self, key: tuple[int, int, tuple[str, ...]], batch: pa.RecordBatch) -> None:
-        with self._lock:
-            if key in self._batches:
-                return
-            self._batches[key] = batch
-            self._bytes += batch.nbytes
-            while self._bytes > DECODED_BYTES_KEPT and len(self._batches) > 1:
-                _, dropped = self._batches.popitem(last=False)
-                self._bytes -= dropped.nbytes
-
-
-_DECODED = _DecodedBatches()
+_DECODED: LeastRecentlyUsed[pa.RecordBatch] = LeastRecentlyUsed(DECODED_BYTES_KEPT, lambda b: int(b.nbytes))
 _COPY_IDS = itertools.count()  # one per opened copy: the decoded batches' key (views share it)
 
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 import itertools
 import json
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from executor_lib.splits.doc_store import DocStore, parse_store
+from executor_lib.splits.process_cache import LeastRecentlyUsed
 from executor_lib.splits.stored_docs import StoredColumn, decode_blocks
 from indextables_contract.errors import CorruptSplitError
 
@@ -36,35 +34,7 @@ BLOCK_BYTES_KEPT = 256 << 20  # decompressed blocks kept by the process (all spl
 Fetch = Callable[[list[tuple[int, int]]], None]  # fetches byte ranges of a store (a split read by the piece)
 
 
-class _LeastRecentlyUsed:
-    """Values of every open store, least recently used dropped past ``limit`` bytes."""
-
-    def __init__(self, limit: int, size: Callable[[Any], int]) -> None:
-        self._values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-        self._bytes = 0
-        self._limit = limit
-        self._size = size
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[Any, ...]) -> Any:
-        with self._lock:
-            value = self._values.get(key)
-            if value is not None:
-                self._values.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[Any, ...], value: Any) -> None:
-        with self._lock:
-            if key in self._values:
-                return
-            self._values[key] = value
-            self._bytes += self._size(value)
-            while self._bytes > self._limit and len(self._values) > 1:
-                _, dropped = self._values.popitem(last=False)
-                self._bytes -= self._size(dropped)
-
-
-_BLOCKS = _LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # decompressed blocks
+_BLOCKS: LeastRecentlyUsed[bytes] = LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # decompressed blocks
 _STORE_IDS = itertools.count()
 
 
