@@ -41,6 +41,8 @@ STORE_SUFFIX = ".store"
 LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
 STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
 TANTIVY_FOOTER_MAGIC = 1337
+# A doc store's footer (splits/doc_store.py): version, skip index offset, compressor id, 15 reserved bytes.
+DOC_STORE_FOOTER = struct.Struct("<IQB15x")
 # A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
 # (splits/writer.py, splits/store_rows.py).
 ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
@@ -271,7 +273,7 @@ def empty_doc_store(store_tail: bytes, source: str) -> bytes:
         version = json.loads(store_tail[len(store_tail) - 8 - json_len : len(store_tail) - 8])["version"]
     except (ValueError, KeyError, TypeError, struct.error) as e:
         raise CorruptSplitError(f"{source}: the doc store's Tantivy footer does not parse ({e})") from e
-    body = b"\x80" + struct.pack("<IQB15x", 2, 0, 1)
+    body = b"\x80" + DOC_STORE_FOOTER.pack(2, 0, 1)  # no layer; version 2, skip index at 0, lz4
     return body + tantivy_file_footer(version, zlib.crc32(body))
 
 

@@ -39,6 +39,7 @@ from typing import Any, BinaryIO
 import cramjam
 import numpy as np
 
+from executor_lib.protocol.bundle import DOC_STORE_FOOTER
 from executor_lib.splits.composite_file import decode_vint, encode_vint, file_footer, split_footer
 from indextables_contract.errors import CorruptSplitError
 
@@ -52,7 +53,6 @@ COMPRESSOR_LZ4 = 1
 COMPRESSOR_ZSTD = 4
 DOC_STORE_VERSION = 2  # src/store/mod.rs DOC_STORE_VERSION (V2), what the ``tantivy`` package writes
 CHECKPOINT_PERIOD = 8  # src/store/index/mod.rs
-DOC_STORE_FOOTER = struct.Struct("<IQB15x")  # version, skip index offset, compressor id, reserved
 ZSTD_LEVEL = 3
 # Uncompressed bytes a zstd block aims at. On the storage benchmark's 300K log rows (42.6 MB stored):
 # lz4 in 16 KB blocks 24.2 MB; zstd level 3 in 16 KB blocks 18.2 MB, 64 KB 16.9 MB, 256 KB 16.2 MB,
@@ -284,11 +284,3 @@ def skip_index(checkpoints: list[tuple[int, int, int, int]]) -> bytes:
     for data in reversed(layers):
         out += data
     return bytes(out)
-
-
-def compressor_of(data: bytes, source: str) -> int:
-    """The compressor id of a ``.store`` file (its doc store footer's), without parsing the rest."""
-    body = split_footer(data, source).body
-    if len(body) < DOC_STORE_FOOTER.size:
-        raise CorruptSplitError(f"{source}: doc store of {len(body)} bytes has no doc store footer")
-    return int(DOC_STORE_FOOTER.unpack_from(body, len(body) - DOC_STORE_FOOTER.size)[2])

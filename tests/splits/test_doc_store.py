@@ -103,7 +103,7 @@ def test_a_written_split_stores_zstd_blocks_and_searches_through_a_stand_in(tmp_
     written = write_split(rows, mapping, tmp_path)
     (name,) = [n for n in written.footer.files if n.endswith(".store")]
     data = read_member(written.path, written.footer, name)
-    assert data is not None and doc_store.compressor_of(data, name) == doc_store.COMPRESSOR_ZSTD
+    assert data is not None and doc_store.parse_store(data, name).compressor == doc_store.COMPRESSOR_ZSTD
     extract_bundle(written.path, written.footer, tmp_path / "x")
     stand_in = (tmp_path / "x" / name).read_bytes()
     assert (tmp_path / "x" / (name[: -len(".store")] + LOCAL_STORE_SUFFIX)).read_bytes() == data
