@@ -7,7 +7,7 @@ reads of the split, only:
 
 * **whole**: every member that is neither a doc store, a composite index file nor a columnar copy
   (``meta.json``, ``.managed.json``, ``.fast``, ``.del``, the doc mapping, the segment offsets,
-  and any member this code does not know, e.g. a ``.term.fst``);
+  and any member this code does not know, e.g. an earlier version's ``.term.fst``);
 * **doc store** (``<seg>.store``, laid out as ``<seg>.docstore`` beside an empty stand-in the
   ``tantivy`` package opens, ``bundle.local_files``): its skip index, doc store and Tantivy footers
   (``hotcache.open_ranges``), then, of a split that keeps its rows there
@@ -15,8 +15,10 @@ reads of the split, only:
   decoded (``store_rows.DocStoreRows``). A split with a columnar copy never has its blocks fetched,
   and a split with neither (written by IndexTables4Spark, transcoded through its doc store) is
   fetched whole, never by the piece;
-* **composite index files** (``<seg>.idx .pos .term .fieldnorm``): their footers at open, and the
-  sections of a field when a query on that field is about to run (``ensure_fields``). A query's
+* **composite index files** (``<seg>.idx .pos .term .fieldnorm``; an SSTable ``.term`` laid out as
+  ``<seg>.term.sstable``, whose FST version the searcher builds as fields are queried,
+  ``splits/term_convert.py``): their footers at open, and the sections of a field when a query on
+  that field is about to run (``ensure_fields``). A query's
   fields are read off the compiled Tantivy query (``query_fields``); when they cannot be, every
   section is fetched. So no query runs over bytes that were not fetched;
 * **columnar copy** (``indextables.columns*.arrow``): its IPC footer, then the record batches
@@ -49,12 +51,13 @@ from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import (
+    LOCAL_SSTABLE_SUFFIX,
     LOCAL_STORE_SUFFIX,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
-    empty_doc_store,
     local_files,
     member_name,
+    stand_in,
 )
 from executor_lib.protocol.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
 from executor_lib.storage.base import ObjectStore
@@ -76,7 +79,7 @@ def member_kind(name: str) -> str:
     (footers, then per field) or ``whole``."""
     if name.startswith(COPY_PREFIX) and name.endswith(".arrow"):
         return "copy"
-    match = _SEGMENT_MEMBER.match(name)
+    match = _SEGMENT_MEMBER.match(member_name(name))
     ext = match.group(1) if match else ""
     if ext in ("store", "docstore"):  # a doc store is laid out aside, as <segment>.docstore (bundle.local_files)
         return "store"
@@ -172,7 +175,8 @@ class SplitPieces:
         fetch what every query needs: whole members, doc store and composite file tails."""
         directory = entry / PIECES_DIR
         directory.mkdir(parents=True, exist_ok=True)
-        # Laid out under their local names: the FST ``.term.fst`` member as ``.term`` (bundle.local_files).
+        # Laid out under their local names (bundle.local_files): an FST ``.term.fst`` member as ``.term``,
+        # else the SSTable ``.term`` as ``.term.sstable`` (a composite file too, fetched by field).
         footer = BundleFooter(local_files(footer.files), footer.footer_start, footer.footer_end)
         for name, (start, end) in footer.files.items():
             if "/" in name or name in ("", ".", ".."):
@@ -198,10 +202,11 @@ class SplitPieces:
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
                 pieces._fetch({name: pieces._open_ranges(name)})
-            if name.endswith(LOCAL_STORE_SUFFIX):  # the tantivy package opens an empty stand-in
+            if name.endswith((LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)):  # the tantivy package opens a stand-in
                 tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
-                stand_in = directory / (name[: -len(LOCAL_STORE_SUFFIX)] + ".store")
-                stand_in.write_bytes(empty_doc_store(tail, f"{store.uri_of(key)}: {member_name(name)}"))
+                made = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
+                if made is not None:
+                    (directory / made[0]).write_bytes(made[1])
         pieces._save()
         (entry / "source.uri").write_text(store.uri_of(key))
         return pieces

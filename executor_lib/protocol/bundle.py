@@ -34,9 +34,14 @@ BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1
 _U32 = struct.Struct("<I")
 _COPY_CHUNK = 8 << 20
-# A member "<segment>.term.fst" holds the FST term dictionaries of "<segment>.term" (which holds
-# them as SSTables for IndexTables4Spark): extracted, it becomes "<segment>.term" (splits/term_convert.py).
+# A member "<segment>.term.fst" (splits written before 0.9) holds the FST term dictionaries of
+# "<segment>.term" (which holds them as SSTables for IndexTables4Spark): extracted, it becomes
+# "<segment>.term". Without it, "<segment>.term" is laid out as "<segment>.term.sstable" and the
+# "<segment>.term" the tantivy package opens is built from it, field by field as queries need them,
+# starting empty (splits/term_convert.py: ensure_fst_terms).
 LOCAL_TERM_SUFFIX = ".term.fst"
+TERM_SUFFIX = ".term"
+LOCAL_SSTABLE_SUFFIX = ".term.sstable"
 STORE_SUFFIX = ".store"
 LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
 STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
@@ -225,14 +230,18 @@ def read_hotcache(path: Path) -> HotCache:
 def local_files(files: Mapping[str, tuple[int, int]], stores_aside: bool = True) -> dict[str, tuple[int, int]]:
     """The index files a local directory of the split holds, by name -> the member's range: a member
     ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) under the name ``<segment>.term``, in place of that
-    member's SSTable dictionaries, which the ``tantivy`` package cannot read; with ``stores_aside``,
+    member's SSTable dictionaries, which the ``tantivy`` package cannot read; a ``<segment>.term``
+    without it as ``<segment>.term.sstable`` (``LOCAL_SSTABLE_SUFFIX``: ``<segment>.term`` is then
+    ``empty_term_file``, filled from it as queries need); with ``stores_aside``,
     each doc store ``<segment>.store`` under the name ``<segment>.docstore`` (``LOCAL_STORE_SUFFIX``:
     the ``tantivy`` package cannot read zstd doc stores, and searches here never read rows through
     it; ``<segment>.store`` is then ``empty_doc_store``); every other member as is."""
     out: dict[str, tuple[int, int]] = {}
     for name, span in files.items():
-        if name.endswith(".term") and name + ".fst" in files:
-            continue  # the SSTable version: its FST member is laid out under this name
+        if name.endswith(TERM_SUFFIX):
+            if name + ".fst" not in files:  # its FST version is built from it (``empty_term_file``)
+                out[name[: -len(TERM_SUFFIX)] + LOCAL_SSTABLE_SUFFIX] = span
+            continue  # else the SSTable version of the FST member, which is laid out under this name
         if stores_aside and name.endswith(STORE_SUFFIX):
             out[name[: -len(STORE_SUFFIX)] + LOCAL_STORE_SUFFIX] = span
             continue
@@ -244,6 +253,8 @@ def member_name(local: str) -> str:
     """The bundle member a file of a local directory (``local_files``) holds."""
     if local.endswith(LOCAL_STORE_SUFFIX):
         return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX
+    if local.endswith(LOCAL_SSTABLE_SUFFIX):
+        return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX
     return local
 
 
@@ -252,6 +263,57 @@ def tantivy_file_footer(version: Mapping[str, object], crc: int) -> bytes:
     Tantivy's serde writes it: compact, keys in order), its u32 length, u32 magic 1337."""
     footer = json.dumps({"version": version, "crc": crc}, separators=(",", ":")).encode()
     return footer + _U32.pack(len(footer)) + _U32.pack(TANTIVY_FOOTER_MAGIC)
+
+
+def _footer_version(tail: bytes, what: str, source: str) -> dict[str, object]:
+    """The Tantivy version in the Tantivy footer that ``tail`` (a file's last bytes) ends with.
+
+    Raises:
+        CorruptSplitError: ``tail`` does not end with a Tantivy footer (names ``what`` and ``source``).
+    """
+    try:
+        json_len, magic = struct.unpack_from("<II", tail, len(tail) - 8)
+        if magic != TANTIVY_FOOTER_MAGIC or json_len + 8 > len(tail):
+            raise ValueError(f"magic {magic}, footer length {json_len}")
+        version = json.loads(tail[len(tail) - 8 - json_len : len(tail) - 8])["version"]
+        if not isinstance(version, dict):
+            raise ValueError(f"version {version!r}")
+        return version
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: the {what}'s Tantivy footer does not parse ({e})") from e
+
+
+# A composite file of no slice: VInt 0 entries, then the u32 length (1) of that footer.
+EMPTY_COMPOSITE = b"\x80" + _U32.pack(1)
+
+
+def empty_term_file(sstable_tail: bytes, source: str) -> bytes:
+    """A ``.term`` file of no field's dictionary, with the Tantivy version of the SSTable ``.term``
+    file whose last bytes are ``sstable_tail``: what a local directory holds as ``<segment>.term``
+    beside ``<segment>.term.sstable`` until queries need fields' dictionaries
+    (``splits/term_convert.py``). A query on a field still missing fails (Tantivy: "Failed to open
+    field's term dictionary"); it never finds nothing.
+
+    Raises:
+        CorruptSplitError: ``sstable_tail`` does not end with a Tantivy footer (names ``source``).
+    """
+    version = _footer_version(sstable_tail, "term dictionary", source)
+    return EMPTY_COMPOSITE + tantivy_file_footer(version, zlib.crc32(EMPTY_COMPOSITE))
+
+
+def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes] | None:
+    """The file a local directory holds beside a member laid out aside (``local_files``), given the
+    member's last bytes: ``empty_doc_store`` as ``<segment>.store`` for ``<segment>.docstore``,
+    ``empty_term_file`` as ``<segment>.term`` for ``<segment>.term.sstable``; None for others.
+
+    Raises:
+        CorruptSplitError: as those (names ``source``).
+    """
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX, empty_doc_store(tail, source)
+    if local.endswith(LOCAL_SSTABLE_SUFFIX):
+        return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
+    return None
 
 
 def empty_doc_store(store_tail: bytes, source: str) -> bytes:
@@ -266,22 +328,18 @@ def empty_doc_store(store_tail: bytes, source: str) -> bytes:
     Raises:
         CorruptSplitError: ``store_tail`` does not end with a Tantivy footer (names ``source``).
     """
-    try:
-        json_len, magic = struct.unpack_from("<II", store_tail, len(store_tail) - 8)
-        if magic != TANTIVY_FOOTER_MAGIC or json_len + 8 > len(store_tail):
-            raise ValueError(f"magic {magic}, footer length {json_len}")
-        version = json.loads(store_tail[len(store_tail) - 8 - json_len : len(store_tail) - 8])["version"]
-    except (ValueError, KeyError, TypeError, struct.error) as e:
-        raise CorruptSplitError(f"{source}: the doc store's Tantivy footer does not parse ({e})") from e
+    version = _footer_version(store_tail, "doc store", source)
     body = b"\x80" + DOC_STORE_FOOTER.pack(2, 0, 1)  # no layer; version 2, skip index at 0, lz4
     return body + tantivy_file_footer(version, zlib.crc32(body))
 
 
 def extract_bundle(path: Path, footer: BundleFooter, dest: Path, stores_aside: bool = True) -> None:
     """Lay the index files of a local split out in ``dest`` (tantivy opens a directory), under their
-    local names (``local_files``); with ``stores_aside``, an ``empty_doc_store`` as each segment's
-    ``.store``. Without it, the doc stores are where the ``tantivy`` package reads them (a split
-    whose rows are read through it: IndexTables4Spark's, transcoded)."""
+    local names (``local_files``), with their ``stand_in``s: an ``empty_term_file`` as the ``.term``
+    of each segment whose FST dictionaries are built here; with ``stores_aside``, an
+    ``empty_doc_store`` as each segment's ``.store``. Without it, the doc stores are where the
+    ``tantivy`` package reads them (a split whose rows are read through it: IndexTables4Spark's,
+    transcoded)."""
     dest.mkdir(parents=True, exist_ok=True)
     size = path.stat().st_size
     with open(path, "rb", buffering=0) as f:
@@ -292,11 +350,12 @@ def extract_bundle(path: Path, footer: BundleFooter, dest: Path, stores_aside: b
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
             with open(dest / name, "wb", buffering=0) as out:
                 copy_range(f.fileno(), out.fileno(), start, end - start)
-            if name.endswith(LOCAL_STORE_SUFFIX):
+            if name.endswith((LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)):
                 tail_len = min(end - start, STORE_TAIL_BYTES)
                 tail = os.pread(f.fileno(), tail_len, end - tail_len)
-                stub = dest / (name[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX)
-                stub.write_bytes(empty_doc_store(tail, f"{path}: {member_name(name)}"))
+                made = stand_in(name, tail, f"{path}: {member_name(name)}")
+                if made is not None:
+                    (dest / made[0]).write_bytes(made[1])
 
 
 def read_member(path: Path, footer: BundleFooter, name: str) -> bytes | None:

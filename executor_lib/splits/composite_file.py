@@ -139,7 +139,7 @@ def parse_composite(body: bytes, source: str) -> list[CompositeSlice]:
             raise ValueError(f"{len(footer) - pos} bytes after the composite footer's entries")
     except (ValueError, IndexError, struct.error) as e:
         raise CorruptSplitError(f"{source}: composite file footer does not parse ({e})") from e
-    ends = [a[2] for a in addrs[1:]] + [footer_start]
+    ends = [a[2] for a in addrs[1:]] + ([footer_start] if addrs else [])
     out = []
     for (field, idx, start), end in zip(addrs, ends, strict=True):
         if not 0 <= start <= end <= footer_start:

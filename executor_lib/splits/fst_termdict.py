@@ -19,12 +19,13 @@ the next one's start.
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import numpy as np
 
 from executor_lib.splits.composite_file import parse_composite, split_footer
-from executor_lib.splits.fst import FstError, read_keys_values
+from executor_lib.splits.fst import FstError, build_map, read_keys_values
 from executor_lib.splits.sstable_termdict import (
     DICT_TYPE_FST,
     DICT_TYPE_SSTABLE,
@@ -115,6 +116,108 @@ def _bit_field(padded: np.ndarray, at_bit: np.ndarray, nbits: np.ndarray) -> np.
     word >>= (at_bit & 7).astype(np.uint64)
     mask = (np.uint64(1) << nbits.astype(np.uint64)) - np.uint64(1)
     return (word & mask).astype(np.int64)
+
+
+def _num_bits(values: np.ndarray) -> np.ndarray:
+    """Tantivy's ``compute_num_bits``: the bits of each (non-negative) value, 0 for 0."""
+    out = np.zeros(len(values), np.int64)
+    rest = values.astype(np.uint64)
+    while rest.any():
+        out += rest > 0
+        rest >>= np.uint64(1)
+    return out
+
+
+def encode_term_info_store(infos: np.ndarray) -> bytes:
+    """The ``TermInfoStore`` of ``infos`` (an ``(n, 5)`` array as ``term_info_columns`` gives), byte
+    for byte as Tantivy's ``TermInfoStoreWriter`` writes it: blocks of 256 terms, the first in the
+    block's meta, the others' ``postings start, positions start, doc_freq`` bit-packed relative to
+    it, then the last term's ends; each block ends on a byte boundary.
+
+    Raises:
+        ValueError: a value that does not fit its field (a ``TermInfo`` Tantivy cannot hold).
+    """
+    n = len(infos)
+    blocks = -(-n // TERM_INFO_BLOCK_LEN)
+    first = np.arange(blocks) * TERM_INFO_BLOCK_LEN
+    last = np.minimum(first + TERM_INFO_BLOCK_LEN, n) - 1
+    block = np.arange(n) // TERM_INFO_BLOCK_LEN
+    rest = np.arange(n) % TERM_INFO_BLOCK_LEN != 0  # the terms bit-packed (not their block's first)
+    postings_ref, positions_ref = infos[first, 1], infos[first, 3]
+    postings_end = infos[last, 2] - postings_ref
+    positions_end = infos[last, 4] - positions_ref
+    doc_freq_max = np.zeros(blocks, np.int64)
+    np.maximum.at(doc_freq_max, block[rest], infos[rest, 0])
+    bits = np.stack([_num_bits(postings_end), _num_bits(positions_end), _num_bits(doc_freq_max)], axis=1)
+    if (bits > _MAX_FIELD_BITS).any() or (infos[first][:, [0, 2, 4]] - infos[first][:, [0, 1, 3]] >= 1 << 32).any():
+        raise ValueError("a term info does not fit the term info store's fields")
+    # Every packed number in order: per block its terms' (postings start, positions start, doc_freq),
+    # then the postings and positions ends, then zero bits up to the next byte.
+    packed_terms = np.flatnonzero(rest)
+    term_values = np.stack(
+        [
+            infos[packed_terms, 1] - postings_ref[block[packed_terms]],
+            infos[packed_terms, 3] - positions_ref[block[packed_terms]],
+            infos[packed_terms, 0],
+        ],
+        axis=1,
+    )
+    term_widths = bits[block[packed_terms]]
+    block_bits = (np.bincount(block[packed_terms], minlength=blocks) * bits.sum(axis=1)) + bits[:, 0] + bits[:, 1]
+    padding = -block_bits % 8
+    tails = np.stack([postings_end, positions_end, np.zeros(blocks, np.int64)], axis=1)
+    tail_widths = np.stack([bits[:, 0], bits[:, 1], padding], axis=1)
+    # Order: block b's terms, then its tail; a term sorts by its block, tails after.
+    keys = np.concatenate([block[packed_terms] * 2, np.arange(blocks) * 2 + 1])
+    order = np.argsort(keys, kind="stable")
+    values = np.concatenate([term_values, tails])[order].ravel()
+    widths = np.concatenate([term_widths, tail_widths])[order].ravel()
+    data = _pack_bits(values, widths)
+    offsets = np.concatenate([[0], np.cumsum((block_bits + padding) // 8)[:-1]]) if blocks else np.zeros(0)
+    metas = np.zeros(blocks, _META_DTYPE)
+    metas["offset"] = offsets
+    metas["doc_freq"] = infos[first, 0]
+    metas["postings_start"] = postings_ref
+    metas["postings_len"] = infos[first, 2] - postings_ref
+    metas["positions_start"] = positions_ref
+    metas["positions_len"] = infos[first, 4] - positions_ref
+    metas["doc_freq_bits"] = bits[:, 2]
+    metas["postings_bits"] = bits[:, 0]
+    metas["positions_bits"] = bits[:, 1]
+    return struct.pack("<QQ", metas.nbytes, n) + metas.tobytes() + data
+
+
+_PACK_CHUNK = 1 << 16  # numbers expanded to bits at once (64 bytes each)
+
+
+def _pack_bits(values: np.ndarray, widths: np.ndarray) -> bytes:
+    """``values`` written low bits first, each in its ``widths`` bits, as one bit stream (whose
+    length the caller makes a multiple of 8)."""
+    parts = []
+    for lo in range(0, len(values), _PACK_CHUNK):
+        v = values[lo : lo + _PACK_CHUNK].astype(np.uint64)
+        w = widths[lo : lo + _PACK_CHUNK]
+        width = int(w.max(initial=0))
+        bit_matrix = ((v[:, None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+        parts.append(bit_matrix[np.arange(width) < w[:, None]])
+    stream = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    return np.packbits(stream, bitorder="little").tobytes()
+
+
+def encode_fst_dictionary(terms: TermColumns) -> bytes:
+    """One field's FST term dictionary (a ``.term`` composite slice, dictionary type included) of
+    ``terms``: the FST map term -> ordinal (``fst.build_map``), the ``TermInfoStore``, its length,
+    version 1, type 1; what ``fst_dictionary_columns`` reads back.
+
+    Raises:
+        FstError: terms not strictly increasing.
+        ValueError: as ``encode_term_info_store``.
+    """
+    blob = terms.data.tobytes()
+    bounds = terms.offsets.tolist()
+    fst = build_map(zip((blob[a:b] for a, b in itertools.pairwise(bounds)), range(len(terms)), strict=False))
+    store = encode_term_info_store(terms.infos)
+    return fst + store + struct.pack("<QII", len(store), FST_TERMDICT_VERSION, DICT_TYPE_FST)
 
 
 def fst_dictionary_columns(data: bytes, source: str = "term dictionary") -> TermColumns:

@@ -48,6 +48,7 @@ from executor_lib.splits.panics import guarded
 from executor_lib.splits.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.splits.query_compile import compile_query
 from executor_lib.splits.store_rows import DocStoreRows, Fetch, open_doc_store_rows
+from executor_lib.splits.term_convert import ensure_fst_terms, fields_to_build
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.writer import (
     DOC_MAPPING_MEMBER,
@@ -273,12 +274,13 @@ class SplitSearcher:
         except (OSError, ValueError) as e:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
         self.searcher = self.index.searcher()
-        if self.pieces is not None:  # Tantivy field ids are positions in meta.json's schema
-            try:
-                schema = json.loads((self.index_dir / "meta.json").read_text())["schema"]
-                self._field_names = [str(f["name"]) for f in schema]
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
+        try:  # Tantivy field ids are positions in meta.json's schema
+            schema = json.loads((self.index_dir / "meta.json").read_text())["schema"]
+            self._field_names = [str(f["name"]) for f in schema]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
+        # the fields whose FST term dictionaries the index just opened lacks (built as queries need them)
+        self._fields_to_build = fields_to_build(self.index_dir)
 
     def _store_rows(self, rows_member: bytes) -> DocStoreRows:
         """The rows of a split that keeps them in its doc stores, laid out in ``index_dir`` as
@@ -368,17 +370,32 @@ class SplitSearcher:
         return int(self.searcher.num_docs)
 
     def _query(self, query: str | filters.Filter | None) -> Any:
-        """``query`` compiled; on a split fetched by the piece, the index sections of the fields it
-        reads are fetched first (and the index opened again over them)."""
+        """``query`` compiled, with what it reads made ready first (and the index opened again over
+        it): on a split fetched by the piece, the index sections of its fields; the FST term
+        dictionaries of its fields, built from the split's SSTable ones (``term_convert``)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
         if not isinstance(query, str):
             compiled = self._compile(query)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
-        if self.pieces is not None and self.pieces.ensure_fields(*query_needs(compiled, self._field_names)):
+        fields, positions = query_needs(compiled, self._field_names)
+        fetched = self.pieces is not None and self.pieces.ensure_fields(fields, positions)
+        if self._ensure_terms(fields) or fetched:
             self._open_index()
         return compiled
+
+    def _ensure_terms(self, fields: set[int] | None) -> bool:
+        """Build the FST term dictionaries of ``fields`` (None: all) that the open index lacks, under
+        the cache entry's lock (processes of a node share the directory). True when the index has to
+        be opened again (built now, or by another process since it was opened)."""
+        wanted = set(self._fields_to_build) if fields is None else fields & self._fields_to_build
+        if not wanted:
+            return False
+        entry = self.pieces.entry if self.pieces is not None else self.work_dir
+        with exclusive_lock(entry_lock(entry)):
+            ensure_fst_terms(self.index_dir, wanted)
+        return True
 
     def _hashed_query(self, column: str, text: str) -> Any:
         """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
@@ -467,7 +484,8 @@ class SplitSearcher:
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
         try:
-            return int(self.searcher.search(self._query(query), 1, count=True).count)
+            compiled = self._query(query)  # first: it may open the index again
+            return int(self.searcher.search(compiled, 1, count=True).count)
         except ValueError as e:  # e.g. an exists query on a field the split lacks
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
 
@@ -477,7 +495,8 @@ class SplitSearcher:
         date_histogram, range) over the rows matching ``query``, computed on fast fields."""
         self._check_aggregation_fields(aggregations, "")
         try:
-            return dict(self.searcher.aggregate(self._query(query), dict(aggregations)))
+            compiled = self._query(query)  # first: it may open the index again
+            return dict(self.searcher.aggregate(compiled, dict(aggregations)))
         except ValueError as e:
             raise QueryError(f"aggregation {json.dumps(aggregations)} failed: {e}") from e
 
@@ -513,21 +532,24 @@ class SplitSearcher:
             return pa.array([], type=pa.uint64())
         if self._segment_starts is not None:  # rows are document ordinals (no __row): any n matches, sorted
             try:
-                hits = self.searcher.search(self._query(query), n, count=False).hits
+                compiled = self._query(query)  # first: it may open the index again
+                hits = self.searcher.search(compiled, n, count=False).hits
             except ValueError as e:
                 raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
             rows = self._rows_of([address for _, address in hits])
             return rows.take(pc.array_sort_indices(rows))
         if self._offsets_by_ordinal is not None:  # row order is not __row order: sort every match
             try:
-                hits = self.searcher.search(self._query(query), self.num_docs, count=False).hits
+                compiled = self._query(query)
+                hits = self.searcher.search(compiled, self.num_docs, count=False).hits
             except ValueError as e:
                 raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
             rows = self._rows_of([address for _, address in hits])
             return rows.take(pc.array_sort_indices(rows)).slice(0, n)
         try:
+            compiled = self._query(query)
             hits = self.searcher.search(
-                self._query(query), n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
+                compiled, n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
             ).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
@@ -548,7 +570,8 @@ class SplitSearcher:
                 list(columns) if columns is not None else self.rows.column_names
             )
         try:
-            hits = self.searcher.search(self._query(query), n, count=False).hits
+            compiled = self._query(query)  # first: it may open the index again
+            hits = self.searcher.search(compiled, n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
         table = take_rows(self.rows, self._rows_of([address for _, address in hits]))

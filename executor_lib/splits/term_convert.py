@@ -1,26 +1,32 @@
-"""SSTable ``.term`` members for the splits this project writes, so that IndexTables4Spark (whose
-Tantivy reads only SSTable term dictionaries) can run term queries on them. No tantivy here.
+"""Term dictionaries converted between the two kinds: SSTable ``.term`` members for the splits this
+project writes, so that IndexTables4Spark (whose Tantivy reads only SSTable term dictionaries) can
+run term queries on them, and FST ones built from those when a split is read here. No tantivy here.
 
 The ``tantivy`` Python package writes FST term dictionaries and reads nothing else, the JVM's
-Tantivy the opposite. A split written here therefore holds both, per segment (PROTOCOL.md §15):
+Tantivy the opposite. A split written here holds the SSTable ones only (PROTOCOL.md §15):
 
-- ``<segment>.term``: SSTable dictionaries (``sstable_termdict.py``), the member the JVM opens
-  and the one the split's hotcache lists and describes;
-- ``<segment>.term.fst``: the FST dictionaries Tantivy wrote (``fst_termdict.py``), which this
-  project's reader lays out as ``<segment>.term`` when it extracts the index
-  (``protocol.bundle.extract_bundle``).
+- writing, ``with_sstable_terms`` turns each segment's ``<segment>.term`` (FST, as Tantivy wrote
+  it) into SSTable dictionaries (``sstable_termdict.py``): the member the JVM opens and the one the
+  split's hotcache lists and describes;
+- reading, the member is laid out as ``<segment>.term.sstable`` beside an empty ``<segment>.term``
+  (``protocol.bundle.local_files``, ``empty_term_file``), and ``ensure_fst_terms`` adds to that
+  file the FST dictionaries of the fields a query is about to read (``sstable_columns.py``,
+  ``fst_termdict.encode_fst_dictionary``): the same terms and ``TermInfo``s, the bytes Tantivy
+  itself would have written. A rare-word search converts its field's few thousand terms only.
 
-Both hold the same ``TermInfo``s: the postings (``.idx``) and positions (``.pos``) are untouched,
-so their offsets stay valid. Splits written before (FST in ``<segment>.term``, no ``.fst``
-member) still open here; merging them converts their dictionaries.
+The postings (``.idx``) and positions (``.pos``) are untouched, so their offsets stay valid.
+Splits written before keep opening: with a ``<segment>.term.fst`` member (laid out as
+``<segment>.term``), or with FST dictionaries in ``<segment>.term`` (copied by
+``ensure_fst_terms`` as they are). Merging them drops or converts their FST dictionaries.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from executor_lib.protocol.bundle import LOCAL_TERM_SUFFIX, FileRange
+from executor_lib.protocol.bundle import LOCAL_SSTABLE_SUFFIX, LOCAL_TERM_SUFFIX, TERM_SUFFIX, FileRange
 from executor_lib.splits.composite_file import (
     CompositeSlice,
     encode_composite,
@@ -28,7 +34,8 @@ from executor_lib.splits.composite_file import (
     split_footer,
     with_footer,
 )
-from executor_lib.splits.fst_termdict import fst_dictionary_columns
+from executor_lib.splits.fst_termdict import encode_fst_dictionary, fst_dictionary_columns
+from executor_lib.splits.sstable_columns import read_sstable_columns
 from executor_lib.splits.sstable_termdict import DICT_TYPE_FST, dictionary_type, encode_sstable_columns
 from indextables_contract.errors import CorruptSplitError
 
@@ -69,21 +76,99 @@ def _bytes(member: Member) -> bytes:
 
 def with_sstable_terms(files: Mapping[str, Member], source: str = "split") -> dict[str, Member]:
     """``files`` (the members of a bundle to write, in order) with every ``<segment>.term`` that
-    holds FST dictionaries replaced by its SSTable version, the FST bytes kept right after it as
-    ``<segment>.term.fst``. A ``.term`` that already has its ``.fst`` member beside it (a segment
-    copied from a split written this way) and any other member stay as they are.
+    holds FST dictionaries replaced by its SSTable version, and no ``<segment>.term.fst`` member (a
+    segment copied from a split written before, whose ``.term`` beside it holds SSTables already).
+    Every other member stays as it is.
 
     Raises:
         CorruptSplitError, ValueError: as ``fst_to_sstable``.
     """
     out: dict[str, Member] = {}
     for name, member in files.items():
-        if name.endswith(".term") and name + ".fst" not in files:
+        if name.endswith(FST_TERM_SUFFIX):
+            continue
+        if name.endswith(TERM_SUFFIX) and name + ".fst" not in files:
             data = _bytes(member)
             if holds_fst(data, f"{source}: {name}"):
                 out[name] = fst_to_sstable(data, f"{source}: {name}")
-                out[name + ".fst"] = member  # as given: a local file is copied, not held in memory
                 continue
             del data
         out[name] = member
     return out
+
+
+def fst_slice(data: bytes, source: str) -> bytes:
+    """One field's FST dictionary (a ``.term`` composite slice) from its SSTable one; an FST one
+    (a split written before SSTable members) as it is.
+
+    Raises:
+        CorruptSplitError: a dictionary that does not parse (names ``source``).
+    """
+    if dictionary_type(data) == DICT_TYPE_FST:
+        return data
+    try:
+        return encode_fst_dictionary(read_sstable_columns(data, source))
+    except ValueError as e:  # FstError is one: terms out of order
+        raise CorruptSplitError(f"{source}: the term dictionary does not convert ({e})") from e
+
+
+def _local_term_files(index_dir: Path) -> list[tuple[Path, Path]]:
+    """Each segment's laid-out SSTable ``.term`` (``<segment>.term.sstable``) and its FST ``.term``."""
+    pairs = []
+    for sstable in sorted(index_dir.glob(f"*{LOCAL_SSTABLE_SUFFIX}")):
+        pairs.append((sstable, index_dir / (sstable.name[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX)))
+    return pairs
+
+
+def fields_to_build(index_dir: Path) -> set[int]:
+    """Of a local index directory (``protocol.bundle.local_files``), the fields some segment holds
+    an SSTable dictionary of and no FST one yet (``ensure_fst_terms`` builds them; empty when no
+    segment's dictionaries are built here).
+
+    Raises:
+        CorruptSplitError: a ``.term`` file that does not parse.
+    """
+    pending: set[int] = set()
+    for sstable, fst in _local_term_files(index_dir):
+        known = {p.field for p in _slices(sstable.read_bytes(), str(sstable))}
+        pending |= known - {p.field for p in _slices(fst.read_bytes(), str(fst))}
+    return pending
+
+
+def _slices(data: bytes, source: str) -> list[CompositeSlice]:
+    return parse_composite(split_footer(data, source).body, source)
+
+
+def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
+    """Add to each segment's ``<segment>.term`` in ``index_dir`` the FST dictionaries of ``fields``
+    (Tantivy field ids; None: every field) that it lacks, built from ``<segment>.term.sstable``
+    (whose slices of those fields must be present: a split read by the piece fetches them first).
+    Each file is replaced whole (written aside, renamed), so an index opened before keeps reading
+    the file it opened. The caller holds the directory's lock. True when a file changed.
+
+    Example: ``ensure_fst_terms(Path("index"), {4})`` before a search of field 4.
+
+    Raises:
+        CorruptSplitError: a ``.term`` file or dictionary that does not parse (names the file).
+    """
+    changed = False
+    for sstable, fst in _local_term_files(index_dir):
+        current = split_footer(fst.read_bytes(), str(fst))
+        have = {p.field: p for p in parse_composite(current.body, str(fst))}
+        missing = None if fields is None else fields - set(have)
+        if missing is not None and not missing:
+            continue
+        source = split_footer(sstable.read_bytes(), str(sstable))
+        added = [
+            CompositeSlice(p.field, 0, fst_slice(p.data, f"{sstable} field {p.field}"))
+            for p in parse_composite(source.body, str(sstable))
+            if p.field not in have and (missing is None or p.field in missing)
+        ]
+        if not added:
+            continue
+        slices = sorted([*have.values(), *added], key=lambda p: p.field)
+        tmp = fst.with_name(f"{fst.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(with_footer(encode_composite(slices), current.version))
+        os.replace(tmp, fst)
+        changed = True
+    return changed

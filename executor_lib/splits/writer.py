@@ -441,7 +441,8 @@ class SplitBuilder:
                 if member.endswith(".store") and isinstance(store, Path):
                     zstd_store = index_files[member] = self.work / f"{member}.zstd"
                     to_zstd(store, zstd_store)
-            files = with_sstable_terms(index_files, str(path))  # SSTable .term for the JVM, FST kept
+            # SSTable .term for the JVM; read here through FSTs built from it (term_convert)
+            files = with_sstable_terms(index_files, str(path))
             if self._rows_schema is None:
                 files[COLUMNS_MEMBER] = self.columns_path
             else:

@@ -113,6 +113,10 @@ def _states(cache_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(cache_dir.glob(f"splits/*/{STATE_FILE}"))]
 
 
+def _member_bytes(state: dict[str, Any], kind: str) -> int:
+    return sum(end - start for name, (start, end) in state["files"].items() if member_kind(name) == kind)
+
+
 def _fetched(cache_dir: Path, kind: str | None = None) -> int:
     return sum(
         stop - start
@@ -191,8 +195,11 @@ def test_a_rare_word_fetches_the_blocks_of_its_hits_only(
                 assert in_blocks <= 5 * largest < blocks_end / 2, "more blocks than hits were fetched"
                 assert ranges[-1][1] == end - start, "the doc store's footer was not fetched"
     stats = SplitCache(cache_dir).describe()
-    assert stats["bytes_downloaded"] < sum(a.size for a in adds) / 2
-    assert stats["bytesCached"] < sum(a.size for a in adds) / 2, "holes take no space in the budget"
+    # Of these small splits (12K rows), the message field's postings and the 16 KiB tails read at open
+    # are a large part; the doc stores (the bulk) are fetched by block, a quarter of them or less.
+    assert _fetched(cache_dir, "store") < sum(_member_bytes(s, "store") for s in _states(cache_dir)) / 4
+    assert stats["bytes_downloaded"] < 0.6 * sum(a.size for a in adds)
+    assert stats["bytesCached"] < 0.6 * sum(a.size for a in adds), "holes take no space in the budget"
 
 
 def test_warm_queries_read_nothing_and_new_fields_fetch_their_sections(

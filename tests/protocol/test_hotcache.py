@@ -144,14 +144,13 @@ def _check_ours(split: Path) -> HotCache:
     ours = {*OUR_MEMBERS_NOT_LISTED, *copy_parts}  # copy parts: a merged split's sources' columnar copies
     for name in ours:
         assert name not in hot.file_lengths, f"{split}: our member {name} is listed in the hotcache"
-    fst_members = {n for n in footer.files if n.endswith(".term.fst")}  # splits/term_convert.py
-    assert not set(footer.files) - set(hot.file_lengths) - ours - fst_members, (
+    assert not [n for n in footer.files if n.endswith(".term.fst")], f"{split}: FST dictionaries stored"
+    assert not set(footer.files) - set(hot.file_lengths) - ours, (
         f"{split}: members neither listed nor ours: {set(footer.files) - set(hot.file_lengths)}"
     )
     members = _members(split, footer)
     for name in hot.file_lengths:
-        if name.endswith(".term"):  # the JVM's Tantivy reads SSTable dictionaries only; the FST is kept beside
-            assert name + ".fst" in fst_members, f"{split}: {name} has no FST member beside it"
+        if name.endswith(".term"):  # the JVM's Tantivy reads SSTable dictionaries only (readers here build FSTs)
             body = split_footer(members[name], name).body
             for piece in parse_composite(body, name):
                 assert dictionary_type(piece.data) == 2, f"{split}: {name} field {piece.field} is not an SSTable"

@@ -17,6 +17,7 @@ from executor_lib.splits import doc_store
 from executor_lib.splits.composite_file import split_footer
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.term_convert import ensure_fst_terms
 from executor_lib.splits.writer import write_split
 from indextables_contract.errors import CorruptSplitError
 from tests.conftest import COMPAT_ROOT
@@ -108,6 +109,10 @@ def test_a_written_split_stores_zstd_blocks_and_searches_through_a_stand_in(tmp_
     stand_in = (tmp_path / "x" / name).read_bytes()
     assert (tmp_path / "x" / (name[: -len(".store")] + LOCAL_STORE_SUFFIX)).read_bytes() == data
     assert doc_store.parse_store(stand_in, "stand-in").num_docs == 0
+    index = tantivy.Index.open(str(tmp_path / "x"))
+    with pytest.raises(ValueError, match="term dictionary"):  # FSTs not built yet: an error, never no hit
+        index.searcher().search(index.parse_query("fox", ["body"]), 3)
+    assert ensure_fst_terms(tmp_path / "x", None)  # the FST dictionaries, from the split's SSTables
     index = tantivy.Index.open(str(tmp_path / "x"))
     searcher = index.searcher()
     hits = searcher.search(index.parse_query("fox", ["body"]), 3).hits

@@ -22,6 +22,7 @@ from executor_lib.protocol.bundle import extract_bundle, read_footer, read_membe
 from executor_lib.splits import parquet_manifest as PM
 from executor_lib.splits.companion import SourceFiles, build_companion_split
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.term_convert import ensure_fst_terms
 from indextables_contract.errors import CorruptSplitError
 
 # rustc 1.95.0: `let mut h = DefaultHasher::new(); s.hash(&mut h); h.finish()`
@@ -187,6 +188,7 @@ def test_companion_split_has_the_jvm_manifest_and_locator_fast_fields(tmp_path: 
     # __pq_row_in_file fast fields -> (file of that hash, row) -> the source row. Check it for every document.
     index_dir = tmp_path / "index"
     extract_bundle(written.path, footer, index_dir)
+    ensure_fst_terms(index_dir, None)  # the FST term dictionaries the tantivy package reads, from the SSTables
     index = tantivy.Index.open(str(index_dir))
     schema_names = [f["name"] for f in json.loads((index_dir / "meta.json").read_text())["schema"]]
     assert {"__pq_file_hash", "__pq_row_in_file"} <= set(schema_names)

@@ -25,16 +25,19 @@ from executor_lib.splits.fst_termdict import (
     term_info_columns,
 )
 from executor_lib.splits.searcher import SplitSearcher
+from executor_lib.splits.sstable_columns import read_sstable_columns
 from executor_lib.splits.sstable_termdict import (
     TermColumns,
     TermDictionary,
     TermInfo,
+    dictionary_type,
     encode_sstable,
     encode_sstable_columns,
     encode_sstable_term_file,
     parse_sstable,
     read_sstable_term_file,
 )
+from executor_lib.splits.term_convert import ensure_fst_terms, fst_slice, fst_to_sstable
 from executor_lib.splits.writer import write_split
 from indextables_contract.errors import CorruptSplitError
 from tests.conftest import COMPAT_ROOT
@@ -214,16 +217,25 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, pa.Sc
     return write_split(rows, mapping, out).path, out / "work", rows.schema
 
 
-def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, Path, pa.Schema]) -> None:
-    """Every term the reader lists has the doc_freq tantivy reports for it, and every field's FST
+def _built_fst_term_file(split: Path, work: Path, schema: pa.Schema) -> tuple[SplitSearcher, str, bytes]:
+    """A searcher of ``split`` whose (only) segment's FST ``.term`` was built from its SSTable one for
+    every field (``term_convert.ensure_fst_terms``), and that file's name and bytes."""
+    searcher = SplitSearcher(split, work, schema, None)
+    assert ensure_fst_terms(searcher.index_dir, None)
+    (path,) = sorted(searcher.index_dir.glob("*.term"))
+    return searcher, path.name, path.read_bytes()
+
+
+def test_fst_term_file_built_for_a_written_split_matches_tantivy(written: tuple[Path, Path, pa.Schema]) -> None:
+    """The FST dictionaries built from a written split's SSTables: every term the reader lists has the
+    doc_freq tantivy reports for it (tantivy reading those very dictionaries), and every field's FST
     is what ``fst.build_map`` builds from the listed terms, byte for byte."""
     import tantivy
 
     split, work, schema = written
-    name, data = _member(split, ".term.fst")  # the FST dictionaries Tantivy wrote (term_convert.py)
+    searcher, name, data = _built_fst_term_file(split, work, schema)
     term_file = read_fst_term_file(data, name)
-    searcher = SplitSearcher(split, work, schema, None)
-    index = searcher.index
+    index = tantivy.Index.open(str(searcher.index_dir))
     meta = json.loads((searcher.index_dir / "meta.json").read_text())
     schema_fields = {i: f["name"] for i, f in enumerate(meta["schema"])}
     tantivy_searcher = index.searcher()
@@ -246,6 +258,94 @@ def test_fst_term_file_of_a_written_split_matches_tantivy(written: tuple[Path, P
         assert build_map(items) == fst_map_bytes(piece.data), f"field {piece.field}"
         store = _parts(piece.data, name)[1]
         assert term_info_columns(store).tolist() == _reference_term_infos(store), f"field {piece.field}"
+
+
+def _tantivy_term_file(tmp_path: Path, rows: pa.Table, options: dict[str, str]) -> bytes:
+    """The ``.term`` file (FST dictionaries) Tantivy itself writes for ``rows``: one segment,
+    indexed by the ``tantivy`` package with the schema a split of these rows gets."""
+    import tantivy
+
+    from executor_lib.splits.writer import tantivy_schema
+
+    mapping = mapping_for(rows.schema, options)
+    index_dir = tmp_path / "tantivy-index"
+    index_dir.mkdir()
+    index = tantivy.Index(tantivy_schema(mapping, row_field=False), path=str(index_dir))
+    writer = index.writer(50_000_000, 1)
+    for row in rows.to_pylist():
+        writer.add_document(tantivy.Document.from_dict(row, index.schema))
+    writer.commit()
+    writer.wait_merging_threads()
+    (term,) = sorted(index_dir.glob("*.term"))
+    return term.read_bytes()
+
+
+def test_fst_dictionaries_built_from_sstables_are_the_bytes_tantivy_writes(tmp_path: Path) -> None:
+    """Tantivy's own FST ``.term`` file, turned into SSTables (as a split stores it) and back
+    (``fst_slice``, as a reader builds it): byte for byte what Tantivy wrote, for every field: many
+    blocks of terms and of term infos, text with positions, raw strings, integers and floats."""
+    rng = random.Random(11)
+    n = 40_000
+    rows = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "message": [" ".join(rng.choices(LOG_WORDS, k=5)) + f" tok{i * 7919 % 100_003}" for i in range(n)],
+            "level": [rng.choice(["INFO", "WARN", "ERROR"]) for _ in range(n)],
+            "latency": [rng.lognormvariate(3, 1) for _ in range(n)],
+        }
+    )
+    original = _tantivy_term_file(tmp_path, rows, {"spark.indextables.indexing.typemap.message": "text"})
+    sstables = fst_to_sstable(original, "tantivy .term")
+    original_slices = parse_composite(split_footer(original, "fst").body, "fst")
+    converted = parse_composite(split_footer(sstables, "sstable").body, "sstable")
+    assert [p.field for p in converted] == [p.field for p in original_slices]
+    for theirs, ours in zip(original_slices, converted, strict=True):
+        assert dictionary_type(ours.data) == 2
+        columns = read_sstable_columns(ours.data, f"field {ours.field}")
+        assert columns.to_dictionary() == parse_sstable(ours.data).dictionary, f"field {ours.field}"
+        assert fst_slice(ours.data, f"field {ours.field}") == theirs.data, f"field {ours.field}"
+        assert fst_slice(theirs.data, "an FST slice") == theirs.data  # splits written before: kept as they are
+
+
+def test_sstable_column_reader_equals_the_term_by_term_reader() -> None:
+    """The vectorized reader on dictionaries with long shared prefixes, long keys (past a delta's
+    4-bit lengths), empty and one-term blocks' edges, compressed and plain blocks."""
+    rng = random.Random(5)
+    cases = [
+        [b"a"],
+        [b"", b"a"],
+        sorted({bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))) for _ in range(5000)}),
+        sorted({b"prefix/" * 5 + str(i).encode() * (1 + i % 9) for i in range(3000)}),
+        sorted({b"x" * rng.randrange(1, 600) + bytes([rng.randrange(256)]) for _ in range(400)}),
+        [i.to_bytes(8, "big") for i in range(0, 2_000_000, 7)],
+    ]
+    for terms in cases:
+        infos = np.zeros((len(terms), 5), np.int64)
+        infos[:, 0] = 1 + np.arange(len(terms)) % 5
+        infos[:, 2] = np.cumsum(1 + np.arange(len(terms)) % 11)
+        infos[1:, 1] = infos[:-1, 2]
+        infos[:, 4] = np.cumsum(np.arange(len(terms)) % 3)
+        infos[1:, 3] = infos[:-1, 4]
+        for block_len in (16, 4000):
+            data = encode_sstable_columns(TermColumns.from_terms(terms, infos), block_len)
+            assert read_sstable_columns(data).to_dictionary() == parse_sstable(data).dictionary
+
+
+def test_the_sstable_column_reader_names_damaged_dictionaries() -> None:
+    terms = [f"term{i:05d}".encode() for i in range(2000)]
+    infos = np.zeros((len(terms), 5), np.int64)
+    infos[:, 0] = 1
+    infos[:, 2] = np.arange(1, len(terms) + 1)
+    infos[1:, 1] = infos[:-1, 2]
+    data = encode_sstable_columns(TermColumns.from_terms(terms, infos), 64)
+    with pytest.raises(CorruptSplitError, match="field 9: an FST term dictionary"):
+        read_sstable_columns(data[:-4] + b"\x01\x00\x00\x00", "field 9")
+    damaged = bytearray(data)
+    damaged[20] ^= 0xFF  # inside the first block's values or deltas
+    with pytest.raises(CorruptSplitError, match="field 9: SSTable term dictionary does not parse"):
+        read_sstable_columns(bytes(damaged), "field 9")
+    with pytest.raises(CorruptSplitError, match="field 9"):
+        read_sstable_columns(data[:10], "field 9")
 
 
 def test_term_info_stores_ending_in_a_one_term_block_with_wide_fields() -> None:
@@ -305,52 +405,49 @@ def _reference_term_infos(data: bytes) -> list[list[int]]:
 # --- SSTable .term members of the splits this project writes (term_convert.py) ----------------------
 
 
-def _term_members(split: Path) -> dict[str, tuple[bytes, bytes | None]]:
-    """Per segment ``.term`` member: its bytes and those of its ``.term.fst`` member (or None)."""
+def _term_members(split: Path) -> dict[str, bytes]:
+    """Per segment ``.term`` member, its bytes; a split written now has no ``.term.fst`` member."""
     footer = read_footer(split)
     data = split.read_bytes()
-    out = {}
-    for name, (s, e) in footer.files.items():
-        if name.endswith(".term"):
-            fst = footer.files.get(name + ".fst")
-            out[name] = (data[s:e], data[fst[0] : fst[1]] if fst else None)
-    return out
+    assert not [n for n in footer.files if n.endswith(".term.fst")], f"{split}: FST dictionaries stored"
+    return {name: data[s:e] for name, (s, e) in footer.files.items() if name.endswith(".term")}
 
 
-def check_sstable_terms(split: Path) -> int:
-    """Every segment's ``.term`` holds SSTable dictionaries with exactly the terms and TermInfos of
-    the FST dictionaries beside it; the hotcache lists the SSTable's length. Returns the term count."""
+def check_sstable_terms(split: Path, work: Path, schema: pa.Schema) -> int:
+    """Every segment's ``.term`` holds SSTable dictionaries, which the vectorized reader reads as the
+    term-by-term one does, and from which a reader builds FST dictionaries of the same terms and
+    TermInfos; the hotcache lists the SSTable's length. Returns the term count."""
     from executor_lib.protocol.bundle import read_hotcache
 
     hot = read_hotcache(split)
     terms = 0
     members = _term_members(split)
     assert members, f"{split}: no .term member"
-    for name, (sstable, fst) in members.items():
-        assert fst is not None, f"{split}: {name} has no .term.fst member"
+    searcher = SplitSearcher(split, work, schema, None)
+    ensure_fst_terms(searcher.index_dir, None)
+    for name, sstable in members.items():
         ours = read_sstable_term_file(sstable, name)
-        theirs = read_fst_term_file(fst, name + ".fst")
+        theirs = read_fst_term_file((searcher.index_dir / name).read_bytes(), f"built {name}")
         assert list(ours.fields) == list(theirs.fields), f"{split}: {name} fields differ"
+        for piece in parse_composite(split_footer(sstable, name).body, name):
+            assert read_sstable_columns(piece.data).to_dictionary() == ours.fields[piece.field]
         for field, dictionary in theirs.fields.items():
             assert ours.fields[field] == dictionary, f"{split}: {name} field {field} differs from the FST"
             terms += len(dictionary.terms)
         assert split_footer(sstable, name).crc_matches()
         assert ours.version == theirs.version
         assert hot.file_lengths[name] == len(sstable)
-        assert name + ".fst" not in hot.file_lengths
     return terms
 
 
 def test_written_splits_hold_sstable_terms_equal_to_their_fst(written: tuple[Path, Path, pa.Schema]) -> None:
-    assert check_sstable_terms(written[0]) > 6000
-    for sstable, fst in _term_members(written[0]).values():  # the streaming converter = the reader + writer
-        assert fst is not None
-        assert sstable == encode_sstable_term_file(read_fst_term_file(fst, "fst"))
+    split, work, schema = written
+    assert check_sstable_terms(split, work.parent / "check", schema) > 6000
 
 
 def test_every_field_type_converts(tmp_path: Path) -> None:
     """Text, raw strings, numbers, dates, bytes, booleans, IP addresses and JSON (several term types
-    in one field) all convert; the split still answers queries through the FST kept beside."""
+    in one field) all convert; the split answers queries through the FSTs built from them."""
     import datetime
 
     n = 500
@@ -371,7 +468,7 @@ def test_every_field_type_converts(tmp_path: Path) -> None:
     )
     options = {"spark.indextables.indexing.typemap.text": "text", "spark.indextables.indexing.typemap.ip": "ip"}
     split = write_split(rows, mapping_for(rows.schema, options), tmp_path).path
-    assert check_sstable_terms(split) > 2 * n
+    assert check_sstable_terms(split, tmp_path / "check", rows.schema) > 2 * n
     searcher = SplitSearcher(split, tmp_path / "work", rows.schema, None)
     assert searcher.count("text:gamma7") == 1
     assert searcher.count("text:beta3") == len(range(3, n, 31))
@@ -379,16 +476,15 @@ def test_every_field_type_converts(tmp_path: Path) -> None:
     assert searcher.count('name:"name 5"') == len(range(5, n, 17))
 
 
-def _as_written_before(split: Path, out: Path) -> Path:
+def _as_written_before(split: Path, out: Path, schema: pa.Schema) -> Path:
     """The same split as written before SSTable members: FST dictionaries in ``<segment>.term``."""
     from executor_lib.protocol.bundle import write_bundle
 
     footer = read_footer(split)
     data = split.read_bytes()
-    members = {n: data[s:e] for n, (s, e) in footer.files.items() if not n.endswith(".term.fst")}
-    for name, (_, fst) in _term_members(split).items():
-        assert fst is not None
-        members[name] = fst
+    members = {n: data[s:e] for n, (s, e) in footer.files.items()}
+    _, name, fst = _built_fst_term_file(split, out.parent / "built-before", schema)
+    members[name] = fst
     write_bundle(members, out)
     return out
 
@@ -399,15 +495,69 @@ def test_splits_written_before_still_open_and_merges_convert_them(tmp_path: Path
     rows = pa.table({"id": pa.array(range(300), pa.int64()), "msg": [f"hello w{i % 7} n{i}" for i in range(300)]})
     mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.msg": "text"})
     new = write_split(rows.slice(0, 150), mapping, tmp_path / "new").path
-    old = _as_written_before(write_split(rows.slice(150), mapping, tmp_path / "old").path, tmp_path / "old.split")
-    assert all(fst is None for _, fst in _term_members(old).values())
+    old = _as_written_before(
+        write_split(rows.slice(150), mapping, tmp_path / "old").path, tmp_path / "old.split", rows.schema
+    )
+    assert all(
+        dictionary_type(parse_composite(split_footer(t, n).body, n)[0].data) == 1 for n, t in _term_members(old).items()
+    )
     old_searcher = SplitSearcher(old, tmp_path / "w-old", rows.schema, None)
     assert old_searcher.count("msg:w3") == len([i for i in range(150, 300) if i % 7 == 3])
     sources = [MergeSource.from_bundle(p) for p in (new, old)]
     assert all(s is not None for s in sources)
     merged = merge_sources([s for s in sources if s is not None], mapping, tmp_path / "merged").path
     assert len(_term_members(merged)) == 2  # the segments were combined, not indexed again
-    check_sstable_terms(merged)
+    check_sstable_terms(merged, tmp_path / "check", rows.schema)
     searcher = SplitSearcher(merged, tmp_path / "w-merged", rows.schema, None)
     assert searcher.count("msg:w3") == len([i for i in range(300) if i % 7 == 3])
     assert searcher.search("msg:n299", ["id"]).column("id").to_pylist() == [299]
+
+
+def test_queries_build_only_their_fields_dictionaries_and_searchers_sharing_them_reopen(
+    written: tuple[Path, Path, pa.Schema], tmp_path: Path
+) -> None:
+    """A split's FST dictionaries are built field by field, as queries need them; two searchers of
+    one directory (as two processes of a node share a cache entry) each open the index again over
+    dictionaries the other built, and every count is right."""
+    split, _, schema = written
+    first = SplitSearcher(split, tmp_path / "shared", schema, None)
+    everything = first.search(None)
+    fields = {name: i for i, name in enumerate(first._field_names)}
+    assert first._fields_to_build >= {fields["message"], fields["level"], fields["id"]}
+    word = LOG_WORDS[17]
+    expected = sum(word in m.split() for m in everything.column("message").to_pylist())
+    assert first.count(f"message:{word}") == expected
+    assert fields["message"] not in first._fields_to_build and fields["level"] in first._fields_to_build
+    (term,) = sorted(first.index_dir.glob("*.term"))
+    assert {p.field for p in parse_composite(split_footer(term.read_bytes(), "t").body, "t")} == {fields["message"]}
+    second = SplitSearcher(split, tmp_path / "shared", schema, None)  # the entry as extracted: reused
+    assert second._fields_to_build == first._fields_to_build
+    levels = everything.column("level").to_pylist()
+    assert first.count("level:WARN") == levels.count("WARN")  # builds level's; second's index predates it
+    assert second.count("level:ERROR") == levels.count("ERROR")
+    assert fields["level"] not in second._fields_to_build and fields["id"] in second._fields_to_build
+    ids = everything.column("id").to_pylist()
+    assert second.search("id:4321", ["id"]).column("id").to_pylist() == [4321] == [i for i in ids if i == 4321]
+    assert first.count("*") == len(ids)
+
+
+def test_a_field_one_segment_lacks_is_built_once_in_a_merged_split(tmp_path: Path) -> None:
+    """A merged split whose second segment has no term of a column (all null there): a query on it
+    builds the first segment's dictionary, and then nothing is left to build for it."""
+    from executor_lib.splits.merge import MergeSource, merge_sources
+
+    rows = pa.table(
+        {"id": pa.array(range(200), pa.int64()), "tag": [f"t{i % 5}" if i < 100 else None for i in range(200)]}
+    )
+    mapping = mapping_for(rows.schema, {})
+    parts = [write_split(rows.slice(0, 100), mapping, tmp_path / "a").path]
+    parts.append(write_split(rows.slice(100), mapping, tmp_path / "b").path)
+    sources = [MergeSource.from_bundle(p) for p in parts]
+    merged = merge_sources([s for s in sources if s is not None], mapping, tmp_path / "merged").path
+    assert len(_term_members(merged)) == 2
+    searcher = SplitSearcher(merged, tmp_path / "work", rows.schema, None)
+    tag = searcher._field_names.index("tag")
+    assert tag in searcher._fields_to_build
+    assert searcher.count("tag:t3") == 20
+    assert tag not in searcher._fields_to_build
+    assert searcher.search("tag:t4", ["id"]).column("id").to_pylist() == list(range(4, 100, 5))
