@@ -98,6 +98,19 @@ class ClusterInfo:
         return cls(**json.loads(state.read_text()))
 
 
+def cluster_identity(run_dir: str | Path, storage: str) -> tuple[Path, str]:
+    """A cluster's run directory (resolved) and the name its processes or containers carry,
+    ``indextables-<10 hex digits of the directory's hash>``: what both backends start from.
+
+    Raises:
+        ClusterError: ``storage`` is neither ``s3`` nor ``azure``.
+    """
+    if storage not in ("s3", "azure"):
+        raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
+    resolved = Path(run_dir).resolve()
+    return resolved, "indextables-" + hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+
+
 class ProcessCluster:
     """The process backend: every node is a local process, stopped by the pid it recorded."""
 
@@ -109,13 +122,10 @@ class ProcessCluster:
         worker_memory: str = "1g",
         storage: str = "s3",
     ) -> None:
-        if storage not in ("s3", "azure"):
-            raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
-        self.run_dir = Path(run_dir).resolve()
+        self.run_dir, self.ident = cluster_identity(run_dir, storage)
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.info = ClusterInfo(run_dir=str(self.run_dir), workers=workers, storage=storage)
-        self.ident = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
 
     # -- paths and environment -------------------------------------------------------------
     @property

@@ -27,7 +27,6 @@ from the network (its store becomes unreachable), ``pause``/``unpause`` (a froze
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.request
 from collections.abc import Callable
@@ -36,7 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.spark.connect_server import free_port
-from harness.cluster import BUCKET, CREDENTIALS, ClusterError, ClusterInfo, _all_pids, _parent_pid, _wait
+from harness.cluster import (
+    BUCKET,
+    CREDENTIALS,
+    ClusterError,
+    ClusterInfo,
+    _all_pids,
+    _parent_pid,
+    _wait,
+    cluster_identity,
+)
 from harness.docker_images import DockerUnavailableError, docker, docker_available, ensure_images
 
 __all__ = ["DockerCluster", "DockerUnavailableError", "docker_available"]
@@ -62,12 +70,9 @@ class DockerCluster:
         worker_memory: str = "1g",
         storage: str = "s3",
     ) -> None:
-        if storage not in ("s3", "azure"):
-            raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
-        self.run_dir = Path(run_dir).resolve()
+        self.run_dir, self.id = cluster_identity(run_dir, storage)
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
-        self.id = "indextables-" + hashlib.sha1(str(self.run_dir).encode()).hexdigest()[:10]
         self.info = ClusterInfo(
             run_dir=str(self.run_dir), workers=workers, backend="docker", network=f"{self.id}-net", storage=storage
         )

@@ -333,13 +333,16 @@ def empty_doc_store(store_tail: bytes, source: str) -> bytes:
     return body + tantivy_file_footer(version, zlib.crc32(body))
 
 
-def extract_bundle(path: Path, footer: BundleFooter, dest: Path, stores_aside: bool = True) -> None:
+def extract_bundle(
+    path: Path, footer: BundleFooter, dest: Path, stores_aside: bool = True, copy_stores: bool = True
+) -> None:
     """Lay the index files of a local split out in ``dest`` (tantivy opens a directory), under their
     local names (``local_files``), with their ``stand_in``s: an ``empty_term_file`` as the ``.term``
     of each segment whose FST dictionaries are built here; with ``stores_aside``, an
     ``empty_doc_store`` as each segment's ``.store``. Without it, the doc stores are where the
     ``tantivy`` package reads them (a split whose rows are read through it: IndexTables4Spark's,
-    transcoded)."""
+    transcoded). Without ``copy_stores`` (with ``stores_aside``), the doc stores laid aside are not
+    copied: their reader maps them in the split file itself."""
     dest.mkdir(parents=True, exist_ok=True)
     size = path.stat().st_size
     with open(path, "rb", buffering=0) as f:
@@ -348,8 +351,9 @@ def extract_bundle(path: Path, footer: BundleFooter, dest: Path, stores_aside: b
                 raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
             if end > size:
                 raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
-            with open(dest / name, "wb", buffering=0) as out:
-                copy_range(f.fileno(), out.fileno(), start, end - start)
+            if copy_stores or not name.endswith(LOCAL_STORE_SUFFIX):
+                with open(dest / name, "wb", buffering=0) as out:
+                    copy_range(f.fileno(), out.fileno(), start, end - start)
             if name.endswith((LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)):
                 tail_len = min(end - start, STORE_TAIL_BYTES)
                 tail = os.pread(f.fileno(), tail_len, end - tail_len)

@@ -19,6 +19,7 @@ from typing import Any
 
 from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
 from executor_lib.spark.progress import INTERVAL_OPTION as PROGRESS_INTERVAL
+from executor_lib.storage import SPARK_STORAGE_OPTION_NAMES
 from indextables_contract import filters as F
 from indextables_contract import read as R
 from indextables_contract import settings as S
@@ -30,34 +31,9 @@ from indextables_contract.values import as_bool, as_size
 
 PREFIX = "spark.indextables."
 
-# Keys used by both reads and writes (storage and log settings).
-_STORAGE_KEYS = (
-    "spark.indextables.s3.endpoint",
-    "spark.indextables.aws.region",
-    "spark.indextables.aws.accessKey",
-    "spark.indextables.aws.secretKey",
-    "spark.indextables.aws.sessionToken",
-    "spark.indextables.s3.pathStyleAccess",
-    "spark.indextables.azure.accountName",
-    "spark.indextables.azure.accountKey",
-    "spark.indextables.azure.tenantId",
-    "spark.indextables.azure.clientId",
-    "spark.indextables.azure.clientSecret",
-    "spark.indextables.azure.bearerToken",
-    "spark.indextables.azure.connectionString",
-    "spark.indextables.azure.endpoint",
-    "endpoint_url",
-    "region",
-    "access_key_id",
-    "secret_access_key",
-    "session_token",
-    "path_style",
-    "multipart_threshold",
-    "multipart_chunksize",
-    "max_attempts",
-    "connect_timeout",
-    "read_timeout",
-)
+# Keys used by both reads and writes: the storage options (every name ``open_store`` takes one by,
+# written down once in executor_lib.storage; not the Python-only credential object).
+_STORAGE_KEYS = tuple(sorted(SPARK_STORAGE_OPTION_NAMES))
 _CACHE_KEYS = (
     "spark.indextables.cache.directoryPath",
     "spark.indextables.cache.maxSize",

@@ -36,6 +36,7 @@ from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import (
     LOCAL_STORE_SUFFIX,
     ROWS_IN_STORE_MEMBER,
+    STORE_SUFFIX,
     BundleFooter,
     extract_bundle,
     read_footer,
@@ -208,10 +209,11 @@ class SplitSearcher:
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
-                    extract_bundle(split, footer, tmp)
+                    extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
                     tmp.rename(index_dir)
             mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
             segments = read_member(split, footer, SEGMENTS_MEMBER)
+        self._footer: BundleFooter | None = footer if pieces is None else None  # the local split file's
         members = columns_members(footer)
         rows_member = (
             pieces.member_bytes(ROWS_IN_STORE_MEMBER)
@@ -283,9 +285,10 @@ class SplitSearcher:
         self._fields_to_build = fields_to_build(self.index_dir)
 
     def _store_rows(self, rows_member: bytes) -> DocStoreRows:
-        """The rows of a split that keeps them in its doc stores, laid out in ``index_dir`` as
-        ``<segment>.docstore`` (``bundle.local_files``), each read in place (memory-mapped; a split
-        read by the piece fetches the blocks a take needs first)."""
+        """The rows of a split that keeps them in its doc stores, each read in place, memory-mapped:
+        a local split's in the split file itself, a split read by the piece's as laid out in
+        ``index_dir`` (``<segment>.docstore``, ``bundle.local_files``), fetching the blocks a take
+        needs first."""
         try:
             meta_json = (self.index_dir / "meta.json").read_bytes()
         except OSError as e:
@@ -294,11 +297,16 @@ class SplitSearcher:
         return open_doc_store_rows(rows_member, meta_json, types, self._segment_store, str(self.split))
 
     def _segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
+        if self.pieces is None:  # a local split file: its doc store member in place
+            assert self.bundle is not None and self._footer is not None
+            start, end = self._footer.files[f"{stem}{STORE_SUFFIX}"]
+            with open(self.bundle, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return memoryview(mapped)[start:end], None
         local = f"{stem}{LOCAL_STORE_SUFFIX}"
         with open(self.index_dir / local, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        fetch = None if self.pieces is None else functools.partial(_fetch_member, self.pieces, local)
-        return memoryview(mapped), fetch
+        return memoryview(mapped), functools.partial(_fetch_member, self.pieces, local)
 
     def _load_row_offsets(self, member: bytes) -> None:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""

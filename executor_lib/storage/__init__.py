@@ -68,6 +68,8 @@ _AZURE_OPTION_ALIASES = {
 }
 # Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
 STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES))
+# Those a Spark option may carry: all but the credential object, which only Python code can pass.
+SPARK_STORAGE_OPTION_NAMES = STORAGE_OPTION_NAMES - {"azure_credential"}
 
 
 def normalize_uri(uri: str) -> str:

@@ -119,8 +119,10 @@ def test_a_written_split_stores_zstd_blocks_and_searches_through_a_stand_in(tmp_
     assert searcher.num_docs == 5000 and len(hits) == 3
     with pytest.raises(ValueError):  # a stored document read through the stand-in fails, never a wrong row
         searcher.doc(hits[0][1])
-    found = SplitSearcher(written.path, tmp_path / "w", rows.schema, None).search('body:"row 4321"', ["id"])
+    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    found = searcher.search('body:"row 4321"', ["id"])
     assert found.column("id").to_pylist() == [4321]
+    assert not list(searcher.index_dir.glob(f"*{LOCAL_STORE_SUFFIX}")), "rows are read in the split file, not copied"
 
 
 def test_damaged_doc_stores_are_named(tmp_path: Path) -> None:
