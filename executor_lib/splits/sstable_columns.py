@@ -21,7 +21,7 @@ import struct
 
 import numpy as np
 
-from executor_lib.splits.sstable_termdict import DICT_TYPE_FST, DICT_TYPE_SSTABLE, SSTABLE_VERSION, TermColumns
+from executor_lib.splits.sstable_termdict import TermColumns, sstable_frame
 from indextables_contract.errors import CorruptSplitError
 
 try:
@@ -47,18 +47,7 @@ def read_sstable_columns(data: bytes, source: str = "term dictionary") -> TermCo
         CorruptSplitError: not an SSTable dictionary (an FST one says so), another SSTable version,
             or bytes that do not parse; the message names ``source``.
     """
-    if len(data) < 24:
-        raise CorruptSplitError(f"{source}: {len(data)} bytes, too short for a term dictionary")
-    (dict_type,) = _U32.unpack_from(data, len(data) - 4)
-    if dict_type != DICT_TYPE_SSTABLE:
-        kind = {DICT_TYPE_FST: "an FST"}.get(dict_type, f"type {dict_type}")
-        raise CorruptSplitError(f"{source}: {kind} term dictionary, not an SSTable")
-    main = memoryview(data)[:-4]
-    index_offset, num_terms, version = struct.unpack_from("<QQI", main, len(main) - 20)
-    if version != SSTABLE_VERSION:
-        raise CorruptSplitError(f"{source}: SSTable version {version}, only {SSTABLE_VERSION} is read")
-    if not 4 <= index_offset <= len(main) - 28:
-        raise CorruptSplitError(f"{source}: SSTable index offset {index_offset} out of range")
+    main, index_offset, num_terms = sstable_frame(data, source)
     try:
         payloads = _payloads(main, index_offset)
         counts, values, deltas, delta_starts = _split_blocks(payloads)

@@ -155,6 +155,29 @@ def _read_block(payload: bytes, terms: list[bytes], infos: list[TermInfo], previ
     return key
 
 
+def sstable_frame(data: bytes, source: str = "term dictionary") -> tuple[memoryview, int, int]:
+    """One field's SSTable dictionary checked from its end: its bytes without the dictionary type,
+    where its index starts (the blocks end) and how many terms it holds.
+
+    Raises:
+        CorruptSplitError: not an SSTable dictionary (an FST one says so), an SSTable version other
+            than 3, or an index offset out of range; the message names ``source``.
+    """
+    if len(data) < 24:
+        raise CorruptSplitError(f"{source}: {len(data)} bytes, too short for a term dictionary")
+    (dict_type,) = _U32.unpack_from(data, len(data) - 4)
+    if dict_type != DICT_TYPE_SSTABLE:
+        kind = {DICT_TYPE_FST: "an FST"}.get(dict_type, f"type {dict_type}")
+        raise CorruptSplitError(f"{source}: {kind} term dictionary, not an SSTable")
+    main = memoryview(data)[:-4]
+    index_offset, num_terms, version = struct.unpack_from("<QQI", main, len(main) - 20)
+    if version != SSTABLE_VERSION:
+        raise CorruptSplitError(f"{source}: SSTable version {version}, only {SSTABLE_VERSION} is read")
+    if not 4 <= index_offset <= len(main) - 28:
+        raise CorruptSplitError(f"{source}: SSTable index offset {index_offset} out of range")
+    return main, int(index_offset), int(num_terms)
+
+
 def parse_sstable(data: bytes, source: str = "term dictionary") -> ParsedSSTable:
     """Read one field's SSTable term dictionary (a ``.term`` composite slice, dictionary type
     included).
@@ -163,18 +186,8 @@ def parse_sstable(data: bytes, source: str = "term dictionary") -> ParsedSSTable
         CorruptSplitError: not an SSTable dictionary (an FST one says so), an SSTable version other
             than 3, or bytes that do not parse; the message names ``source``.
     """
-    if len(data) < 24:
-        raise CorruptSplitError(f"{source}: {len(data)} bytes, too short for a term dictionary")
-    (dict_type,) = _U32.unpack_from(data, len(data) - 4)
-    if dict_type != DICT_TYPE_SSTABLE:
-        kind = {DICT_TYPE_FST: "an FST"}.get(dict_type, f"type {dict_type}")
-        raise CorruptSplitError(f"{source}: {kind} term dictionary, not an SSTable")
-    main = data[:-4]
-    index_offset, num_terms, version = struct.unpack_from("<QQI", main, len(main) - 20)
-    if version != SSTABLE_VERSION:
-        raise CorruptSplitError(f"{source}: SSTable version {version}, only {SSTABLE_VERSION} is read")
-    if not 4 <= index_offset <= len(main) - 28:
-        raise CorruptSplitError(f"{source}: SSTable index offset {index_offset} out of range")
+    view, index_offset, num_terms = sstable_frame(data, source)
+    main = bytes(view)
     terms: list[bytes] = []
     infos: list[TermInfo] = []
     blocks: list[BlockAddr] = []

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from executor_lib.protocol.bundle import LOCAL_SSTABLE_SUFFIX, LOCAL_TERM_SUFFIX, TERM_SUFFIX, FileRange
+from executor_lib.protocol.hotcache import composite_sections
 from executor_lib.splits.composite_file import (
     CompositeSlice,
     encode_composite,
@@ -123,28 +124,33 @@ def _local_term_files(index_dir: Path) -> list[tuple[Path, Path]]:
 def fields_to_build(index_dir: Path) -> set[int]:
     """Of a local index directory (``protocol.bundle.local_files``), the fields some segment holds
     an SSTable dictionary of and no FST one yet (``ensure_fst_terms`` builds them; empty when no
-    segment's dictionaries are built here).
+    segment's dictionaries are built here). Reads the files' footers only.
 
     Raises:
         CorruptSplitError: a ``.term`` file that does not parse.
     """
     pending: set[int] = set()
     for sstable, fst in _local_term_files(index_dir):
-        known = {p.field for p in _slices(sstable.read_bytes(), str(sstable))}
-        pending |= known - {p.field for p in _slices(fst.read_bytes(), str(fst))}
+        pending |= set(_sections(sstable)) - set(_sections(fst))
     return pending
 
 
-def _slices(data: bytes, source: str) -> list[CompositeSlice]:
-    return parse_composite(split_footer(data, source).body, source)
+def _sections(path: Path) -> dict[int, list[tuple[int, int]]]:
+    """The byte ranges of each field's slices in a local composite file, from its footers."""
+    try:
+        with open(path, "rb") as f:
+            return composite_sections(os.fstat(f.fileno()).st_size, lambda a, b: os.pread(f.fileno(), b - a, a))
+    except ValueError as e:
+        raise CorruptSplitError(f"{path}: term dictionary file does not parse ({e})") from e
 
 
 def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
     """Add to each segment's ``<segment>.term`` in ``index_dir`` the FST dictionaries of ``fields``
     (Tantivy field ids; None: every field) that it lacks, built from ``<segment>.term.sstable``
-    (whose slices of those fields must be present: a split read by the piece fetches them first).
-    Each file is replaced whole (written aside, renamed), so an index opened before keeps reading
-    the file it opened. The caller holds the directory's lock. True when a file changed.
+    (whose slices of those fields must be present: a split read by the piece fetches them first;
+    only those are read). Each file is replaced whole (written aside, renamed), so an index opened
+    before keeps reading the file it opened. The caller holds the directory's lock. True when a
+    file changed.
 
     Example: ``ensure_fst_terms(Path("index"), {4})`` before a search of field 4.
 
@@ -153,20 +159,20 @@ def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
     """
     changed = False
     for sstable, fst in _local_term_files(index_dir):
+        built = set(_sections(fst))
+        todo = {f: r for f, r in _sections(sstable).items() if f not in built and (fields is None or f in fields)}
+        if not todo:
+            continue
         current = split_footer(fst.read_bytes(), str(fst))
-        have = {p.field: p for p in parse_composite(current.body, str(fst))}
-        missing = None if fields is None else fields - set(have)
-        if missing is not None and not missing:
-            continue
-        source = split_footer(sstable.read_bytes(), str(sstable))
-        added = [
-            CompositeSlice(p.field, 0, fst_slice(p.data, f"{sstable} field {p.field}"))
-            for p in parse_composite(source.body, str(sstable))
-            if p.field not in have and (missing is None or p.field in missing)
-        ]
-        if not added:
-            continue
-        slices = sorted([*have.values(), *added], key=lambda p: p.field)
+        slices = parse_composite(current.body, str(fst))
+        with open(sstable, "rb") as f:
+            for field, ranges in todo.items():
+                if len(ranges) != 1:
+                    raise CorruptSplitError(f"{sstable}: field {field} has {len(ranges)} term dictionaries")
+                start, stop = ranges[0]
+                data = os.pread(f.fileno(), stop - start, start)
+                slices.append(CompositeSlice(field, 0, fst_slice(data, f"{sstable} field {field}")))
+        slices.sort(key=lambda p: p.field)
         tmp = fst.with_name(f"{fst.name}.{os.getpid()}.tmp")
         tmp.write_bytes(with_footer(encode_composite(slices), current.version))
         os.replace(tmp, fst)

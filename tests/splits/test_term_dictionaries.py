@@ -561,3 +561,24 @@ def test_a_field_one_segment_lacks_is_built_once_in_a_merged_split(tmp_path: Pat
     assert searcher.count("tag:t3") == 20
     assert tag not in searcher._fields_to_build
     assert searcher.search("tag:t4", ["id"]).column("id").to_pylist() == list(range(4, 100, 5))
+
+
+def test_a_damaged_sstable_fails_the_query_naming_the_file(
+    written: tuple[Path, Path, pa.Schema], tmp_path: Path
+) -> None:
+    """A field's SSTable slice that reads as zeros (a hole, a lost fetch) fails the query that
+    needs it, naming the file and field; it never builds an empty dictionary."""
+    import os
+
+    split, _, schema = written
+    searcher = SplitSearcher(split, tmp_path / "w", schema, None)
+    (sstable,) = sorted(searcher.index_dir.glob("*.term.sstable"))
+    message = searcher._field_names.index("message")
+    pieces = {p.field: p for p in parse_composite(split_footer(sstable.read_bytes(), "s").body, "s")}
+    data = sstable.read_bytes()
+    at = data.index(pieces[message].data)
+    with open(sstable, "r+b") as f:
+        os.pwrite(f.fileno(), bytes(len(pieces[message].data)), at)
+    with pytest.raises(CorruptSplitError, match=rf"term\.sstable field {message}: .*term dictionary"):
+        searcher.count(f"message:{LOG_WORDS[3]}")
+    assert searcher.count("level:INFO") > 0  # the other fields still build and answer
