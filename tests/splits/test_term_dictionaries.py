@@ -582,3 +582,32 @@ def test_a_damaged_sstable_fails_the_query_naming_the_file(
     with pytest.raises(CorruptSplitError, match=rf"term\.sstable field {message}: .*term dictionary"):
         searcher.count(f"message:{LOG_WORDS[3]}")
     assert searcher.count("level:INFO") > 0  # the other fields still build and answer
+
+
+def test_splits_with_fst_members_still_read_as_before(written: tuple[Path, Path, pa.Schema], tmp_path: Path) -> None:
+    """A split as the previous version wrote it (SSTable ``.term`` plus its FST ``.term.fst``
+    member): the FST member is laid out as ``.term``, nothing is built, queries answer; a merge of
+    it drops the FST member."""
+    from executor_lib.protocol.bundle import write_bundle
+    from executor_lib.splits.merge import MergeSource, merge_sources
+
+    split, _, schema = written
+    footer = read_footer(split)
+    data = split.read_bytes()
+    members: dict[str, bytes] = {}
+    _, name, fst = _built_fst_term_file(split, tmp_path / "built", schema)
+    for member, (s, e) in footer.files.items():
+        members[member] = data[s:e]
+        if member == name:
+            members[name + ".fst"] = fst
+    before = write_bundle(members, tmp_path / "previous.split")
+    assert name + ".fst" in before.files
+    searcher = SplitSearcher(tmp_path / "previous.split", tmp_path / "w", schema, None)
+    assert searcher._fields_to_build == set() and not list(searcher.index_dir.glob("*.term.sstable"))
+    assert (searcher.index_dir / name).read_bytes() == fst
+    levels = searcher.search(None, ["level"]).column("level").to_pylist()
+    assert searcher.count("level:WARN") == levels.count("WARN") > 0
+    source = MergeSource.from_bundle(tmp_path / "previous.split")
+    assert source is not None
+    merged = merge_sources([source], searcher.mapping, tmp_path / "merged").path
+    check_sstable_terms(merged, tmp_path / "check", schema)  # asserts no .term.fst member
