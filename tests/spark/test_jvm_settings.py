@@ -218,3 +218,18 @@ def test_purge_default_retention_and_max_source_splits_settings(classic_spark: A
             spark.conf.unset(key)
     files = open_log(str(path)).snapshot().files
     assert sorted(a.num_merge_ops or 0 for a in files) == [1, 1]  # 4 splits, at most 2 per merge
+
+
+def test_every_storage_option_name_is_accepted_and_reaches_the_store() -> None:
+    """Reads and writes accept every name ``open_store`` takes a storage option by (one list, in
+    executor_lib.storage) and hand it on; the Python-only credential object is not an option."""
+    from executor_lib.storage import SPARK_STORAGE_OPTION_NAMES, STORAGE_OPTION_NAMES
+
+    only_python = STORAGE_OPTION_NAMES - SPARK_STORAGE_OPTION_NAMES
+    assert only_python == {"azure_credential"}
+    given = {name: "x" for name in SPARK_STORAGE_OPTION_NAMES}
+    for keys, what in ((O.READ_KEYS, "read"), (O.WRITE_KEYS, "write")):
+        assert O.canonical_options(given, keys, (), ["a"], what) == given
+    assert O.storage_and_log_options({**given, "indexquery": "a:b"}) == given
+    with pytest.raises(ConfigError, match=r"unknown option 'azure_credential'"):
+        O.canonical_options({"azure_credential": "x"}, O.READ_KEYS, (), ["a"], "read")
