@@ -387,6 +387,8 @@ class SplitSearcher:
             compiled = self._compile(query)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
+        if self.pieces is None and not self._fields_to_build:
+            return compiled  # a local index with every dictionary built: nothing to make ready
         fields, positions = query_needs(compiled, self._field_names)
         fetched = self.pieces is not None and self.pieces.ensure_fields(fields, positions)
         if self._ensure_terms(fields) or fetched:
