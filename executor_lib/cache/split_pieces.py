@@ -51,8 +51,7 @@ from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.protocol.bundle import (
-    LOCAL_SSTABLE_SUFFIX,
-    LOCAL_STORE_SUFFIX,
+    ASIDE_SUFFIXES,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
     local_files,
@@ -202,11 +201,10 @@ class SplitPieces:
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
                 pieces._fetch({name: pieces._open_ranges(name)})
-            if name.endswith((LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)):  # the tantivy package opens a stand-in
+            if name.endswith(ASIDE_SUFFIXES):  # the tantivy package opens a stand-in
                 tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
-                made = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
-                if made is not None:
-                    (directory / made[0]).write_bytes(made[1])
+                stand_in_name, data = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
+                (directory / stand_in_name).write_bytes(data)
         pieces._save()
         (entry / "source.uri").write_text(store.uri_of(key))
         return pieces

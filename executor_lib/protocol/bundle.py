@@ -34,7 +34,7 @@ BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
 BUNDLE_VERSION = 1
 _U32 = struct.Struct("<I")
 _COPY_CHUNK = 8 << 20
-# A member "<segment>.term.fst" (splits written before 0.9) holds the FST term dictionaries of
+# A member "<segment>.term.fst" (in splits of earlier versions of this project) holds the FST term dictionaries of
 # "<segment>.term" (which holds them as SSTables for IndexTables4Spark): extracted, it becomes
 # "<segment>.term". Without it, "<segment>.term" is laid out as "<segment>.term.sstable" and the
 # "<segment>.term" the tantivy package opens is built from it, field by field as queries need them,
@@ -44,6 +44,8 @@ TERM_SUFFIX = ".term"
 LOCAL_SSTABLE_SUFFIX = ".term.sstable"
 STORE_SUFFIX = ".store"
 LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
+# Local files laid out aside, each with a stand-in under the member's name (``stand_in``).
+ASIDE_SUFFIXES = (LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)
 STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
 TANTIVY_FOOTER_MAGIC = 1337
 # A doc store's footer (splits/doc_store.py): version, skip index offset, compressor id, 15 reserved bytes.
@@ -301,19 +303,18 @@ def empty_term_file(sstable_tail: bytes, source: str) -> bytes:
     return EMPTY_COMPOSITE + tantivy_file_footer(version, zlib.crc32(EMPTY_COMPOSITE))
 
 
-def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes] | None:
-    """The file a local directory holds beside a member laid out aside (``local_files``), given the
-    member's last bytes: ``empty_doc_store`` as ``<segment>.store`` for ``<segment>.docstore``,
-    ``empty_term_file`` as ``<segment>.term`` for ``<segment>.term.sstable``; None for others.
+def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes]:
+    """The file a local directory holds beside a member laid out aside (``local_files``; ``local``
+    ends with one of ``ASIDE_SUFFIXES``), given the member's last bytes: ``empty_doc_store`` as
+    ``<segment>.store`` for ``<segment>.docstore``, ``empty_term_file`` as ``<segment>.term`` for
+    ``<segment>.term.sstable``.
 
     Raises:
         CorruptSplitError: as those (names ``source``).
     """
     if local.endswith(LOCAL_STORE_SUFFIX):
         return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX, empty_doc_store(tail, source)
-    if local.endswith(LOCAL_SSTABLE_SUFFIX):
-        return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
-    return None
+    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
 
 
 def empty_doc_store(store_tail: bytes, source: str) -> bytes:
@@ -354,12 +355,11 @@ def extract_bundle(
             if copy_stores or not name.endswith(LOCAL_STORE_SUFFIX):
                 with open(dest / name, "wb", buffering=0) as out:
                     copy_range(f.fileno(), out.fileno(), start, end - start)
-            if name.endswith((LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)):
+            if name.endswith(ASIDE_SUFFIXES):
                 tail_len = min(end - start, STORE_TAIL_BYTES)
                 tail = os.pread(f.fileno(), tail_len, end - tail_len)
-                made = stand_in(name, tail, f"{path}: {member_name(name)}")
-                if made is not None:
-                    (dest / made[0]).write_bytes(made[1])
+                stand_in_name, data = stand_in(name, tail, f"{path}: {member_name(name)}")
+                (dest / stand_in_name).write_bytes(data)
 
 
 def read_member(path: Path, footer: BundleFooter, name: str) -> bytes | None:

@@ -149,7 +149,9 @@ def encode_term_info_store(infos: np.ndarray) -> bytes:
     doc_freq_max = np.zeros(blocks, np.int64)
     np.maximum.at(doc_freq_max, block[rest], infos[rest, 0])
     bits = np.stack([_num_bits(postings_end), _num_bits(positions_end), _num_bits(doc_freq_max)], axis=1)
-    if (bits > _MAX_FIELD_BITS).any() or (infos[first][:, [0, 2, 4]] - infos[first][:, [0, 1, 3]] >= 1 << 32).any():
+    # each block's first term, as its meta holds it: doc_freq, postings length, positions length (u32 each)
+    first_u32 = np.stack([infos[first, 0], infos[first, 2] - postings_ref, infos[first, 4] - positions_ref], axis=1)
+    if (bits > _MAX_FIELD_BITS).any() or (first_u32 >= 1 << 32).any():
         raise ValueError("a term info does not fit the term info store's fields")
     # Every packed number in order: per block its terms' (postings start, positions start, doc_freq),
     # then the postings and positions ends, then zero bits up to the next byte.
@@ -176,11 +178,11 @@ def encode_term_info_store(infos: np.ndarray) -> bytes:
     offsets = np.concatenate([[0], np.cumsum((block_bits + padding) // 8)[:-1]]) if blocks else np.zeros(0)
     metas = np.zeros(blocks, _META_DTYPE)
     metas["offset"] = offsets
-    metas["doc_freq"] = infos[first, 0]
+    metas["doc_freq"] = first_u32[:, 0]
     metas["postings_start"] = postings_ref
-    metas["postings_len"] = infos[first, 2] - postings_ref
+    metas["postings_len"] = first_u32[:, 1]
     metas["positions_start"] = positions_ref
-    metas["positions_len"] = infos[first, 4] - positions_ref
+    metas["positions_len"] = first_u32[:, 2]
     metas["doc_freq_bits"] = bits[:, 2]
     metas["postings_bits"] = bits[:, 0]
     metas["positions_bits"] = bits[:, 1]
