@@ -32,11 +32,11 @@ import tantivy
 
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
+from executor_lib.splits.build.publish import write_and_upload
+from executor_lib.splits.build.writer import tantivy_schema, write_split
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.publish import write_and_upload
-from executor_lib.splits.searcher import SplitSearcher
-from executor_lib.splits.table_search import search_table
-from executor_lib.splits.writer import tantivy_schema, write_split
+from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
@@ -142,7 +142,7 @@ def companion(rows: pa.Table, root: Path) -> dict[str, Any]:
 
     from executor_lib.companion.sources import list_source
     from executor_lib.companion.sync import companion_mapping, resolve_columns
-    from executor_lib.splits.companion import SourceFiles, build_companion_split
+    from executor_lib.splits.build.companion import SourceFiles, build_companion_split
 
     src = root / "src"
     src.mkdir(parents=True)
@@ -200,8 +200,8 @@ def companion_table(rows: pa.Table, root: Path, files: int = 8, splits: int = 4)
     from executor_lib.companion.sources import list_source
     from executor_lib.companion.sync import companion_mapping, resolve_columns
     from executor_lib.protocol.actions import COMPANION_ENABLED
-    from executor_lib.splits.companion import SourceFiles, build_companion_split
-    from executor_lib.splits.publish import upload_split
+    from executor_lib.splits.build.companion import SourceFiles, build_companion_split
+    from executor_lib.splits.build.publish import upload_split
 
     src = root / "src"
     src.mkdir(parents=True)

@@ -238,8 +238,8 @@ def _parquet_queries(endpoint_url: str, key: str, searches: dict[str, Any]) -> d
 
 def _bytes(local: str, remote: str, s3: dict[str, Any], parquet_bytes: int) -> dict[str, Any]:
     """The splits' bytes on S3, the Parquet file's, and the local table's splits' bytes per member."""
+    from executor_lib.format.quickwit.bundle import read_footer
     from executor_lib.log.tables import read_snapshot
-    from executor_lib.protocol.bundle import read_footer
 
     remote_files = read_snapshot(remote, **s3).files
     local_files = read_snapshot(local).files

@@ -139,7 +139,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from executor_lib.log.tables import open_log
-    from executor_lib.splits.table_search import search_table
+    from executor_lib.splits.search.table_search import search_table
 
     log = open_log(args.table, **_options(args.option))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
@@ -159,7 +159,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache: SplitCache) -> int:
     """Every live split's hit count for ``query`` (Tantivy counts; no documents are read)."""
-    from executor_lib.splits.table_search import load_split
+    from executor_lib.splits.search.table_search import load_split
 
     schema = snapshot.arrow_schema()
     return sum(
@@ -207,8 +207,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
     from executor_lib.log.tables import create_table, open_log
+    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
-    from executor_lib.splits.publish import write_and_upload
 
     path = args.path or tempfile.mkdtemp(prefix="indextables-demo-") + "/events"
     schema = pa.schema([("id", pa.int64()), ("message", pa.string()), ("level", pa.string()), ("date", pa.string())])

@@ -211,6 +211,22 @@ def test_executor_lib_subpackages_import_one_way() -> None:
     assert not found, [_describe(c, layers) for c in found]
 
 
+ENGINE = ("tantivy", "executor_lib.splits", "executor_lib.cache", "executor_lib.log", "executor_lib.spark")
+
+
+def test_file_formats_import_no_engine() -> None:
+    """``executor_lib.format`` holds the bytes as Tantivy, Quickwit and tantivy4java write them: it
+    imports neither ``tantivy`` nor the engine that uses it (splits, cache, log, Spark)."""
+    offenders = []
+    for module, (path, _) in _module_files().items():
+        if not module.startswith("executor_lib.format"):
+            continue
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            offenders += [f"{module}: {n}" for n in names if n == "tantivy" or n.startswith(ENGINE)]
+    assert not offenders, offenders
+
+
 def test_the_contract_imports_only_itself() -> None:
     """The contract sits below both sides: the thin client and the executors import it, it imports
     neither (nor anything but the standard library, which the blocked-import test checks)."""
@@ -280,7 +296,7 @@ def test_the_blocker_blocks() -> None:
         "indextables_contract.aggregate",
         "executor_lib.protocol.actions",
         "executor_lib.protocol.files",
-        "executor_lib.protocol.bundle",
+        "executor_lib.format.quickwit.bundle",
         "executor_lib.protocol.schema_registry",
     ],
 )

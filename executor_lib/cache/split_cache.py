@@ -42,15 +42,15 @@ from typing import Any
 from executor_lib import profiler
 from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.private_dir import untrusted_reason
-from executor_lib.protocol.actions import AddAction
-from executor_lib.protocol.bundle import (
+from executor_lib.format.quickwit.bundle import (
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
     footer_length_hint,
     footer_length_needed,
     parse_footer,
 )
+from executor_lib.private_dir import untrusted_reason
+from executor_lib.protocol.actions import AddAction
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 

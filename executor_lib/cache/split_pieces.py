@@ -1,6 +1,6 @@
 """A split in the node's cache fetched by the piece: only the members and byte ranges queries read.
 
-A split on object storage is a bundle of members (``protocol/bundle.py``). A cold search used to
+A split on object storage is a bundle of members (``format/quickwit/bundle.py``). A cold search used to
 download all of it; a ``SplitPieces`` entry instead lays the members out as files of their full
 length in ``<entry>/pieces/`` (the directory the ``tantivy`` package opens) and fills in, by ranged
 reads of the split, only:
@@ -17,7 +17,7 @@ reads of the split, only:
   fetched whole, never by the piece;
 * **composite index files** (``<seg>.idx .pos .term .fieldnorm``; an SSTable ``.term`` laid out as
   ``<seg>.term.sstable``, whose FST version the searcher builds as fields are queried,
-  ``splits/term_convert.py``): their footers at open, and the sections of a field when a query on
+  ``format/termdict/convert.py``): their footers at open, and the sections of a field when a query on
   that field is about to run (``ensure_fields``). A query's
   fields are read off the compiled Tantivy query (``query_fields``); when they cannot be, every
   section is fetched. So no query runs over bytes that were not fetched;
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.file_lock import entry_lock, exclusive_lock
-from executor_lib.protocol.bundle import (
+from executor_lib.format.quickwit.bundle import (
     ASIDE_SUFFIXES,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
@@ -58,7 +58,7 @@ from executor_lib.protocol.bundle import (
     member_name,
     stand_in,
 )
-from executor_lib.protocol.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
+from executor_lib.format.quickwit.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
 

@@ -246,7 +246,7 @@ class CommandReader(DataSourceReader):
         return [None]
 
     def _plan_merges(self, cmd: C.MergePlan) -> list[MergeTask]:
-        from executor_lib.splits.merge_plan import DEFAULT_TARGET_BYTES
+        from executor_lib.splits.build.merge_plan import DEFAULT_TARGET_BYTES
 
         snapshot = self._log().snapshot()
         files = _matching_files(snapshot, self._where(snapshot))
@@ -457,8 +457,8 @@ class CommandReader(DataSourceReader):
 
     def _run_aggregate(self, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
         """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
-        from executor_lib.splits.pushdown import plan
-        from executor_lib.splits.table_search import damage_of_split, open_searcher
+        from executor_lib.splits.query.pushdown import plan
+        from executor_lib.splits.search.table_search import damage_of_split, open_searcher
         from executor_lib.storage import open_store
 
         request = json.loads(cmd.aggregations)
@@ -500,9 +500,9 @@ class CommandReader(DataSourceReader):
         return [(partials, self.table_schema, 0, 0, 0, True)]
 
     def _run_group_aggregate(self, cmd: C.GroupAggregate, task: LogCounts | SplitScan) -> Iterator[tuple[Any, ...]]:
-        """The task's splits aggregated (``executor_lib.splits.group_aggregate``) and merged."""
-        from executor_lib.splits.group_aggregate import aggregate_split
-        from executor_lib.splits.table_search import damage_of_split, open_searcher
+        """The task's splits aggregated (``executor_lib.splits.search.group_aggregate``) and merged."""
+        from executor_lib.splits.search.group_aggregate import aggregate_split
+        from executor_lib.splits.search.table_search import damage_of_split, open_searcher
         from executor_lib.storage import open_store
         from executor_lib.table_schema import spark_json_to_arrow
         from indextables_contract.aggregate import AggregatePlan, Partials, merge_into, partials_to_json
@@ -647,7 +647,7 @@ class CommandReader(DataSourceReader):
         yield cmd.table, f"invalidated the cached snapshot of the table on {_worker()}", hits, misses, rate
 
     def _run_flush_searcher_cache(self, cmd: C.FlushSearcherCache, _: Any) -> Iterator[tuple[Any, ...]]:
-        from executor_lib.splits import table_search
+        from executor_lib.splits.search import table_search
 
         with table_search._OPEN_LOCK:
             searchers = len(table_search._OPEN_SEARCHERS)
@@ -743,7 +743,7 @@ def plan_merge_groups(
     max_sources: int | None = DEFAULT_MAX_SOURCES,
 ) -> list[Any]:
     """The merge groups of ``files`` (live in ``snapshot``): sorted by ``sort_key`` or size-tiered."""
-    from executor_lib.splits.merge_plan import plan_merges, plan_sorted_merges
+    from executor_lib.splits.build.merge_plan import plan_merges, plan_sorted_merges
 
     if sort_key is not None:
         key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
@@ -760,7 +760,7 @@ def merge_group(
     cache: SplitCache,
 ) -> list[AddAction]:
     """Merge ``sources`` (live in ``snapshot``) into new uploaded splits (not committed)."""
-    from executor_lib.splits.publish import merge_splits, merge_splits_sorted
+    from executor_lib.splits.build.publish import merge_splits, merge_splits_sorted
 
     mappings = {a.path: snapshot.doc_mapping(a) for a in sources}
     if sort_key:
@@ -996,7 +996,7 @@ def _matching_files(snapshot: Snapshot, where: F.Filter | None) -> list[AddActio
     files = snapshot.files
     if where is None:
         return list(files)
-    from executor_lib.splits.pushdown import residual_mask
+    from executor_lib.splits.query.pushdown import residual_mask
 
     schema = snapshot.arrow_schema()
     where = typed_filter(where, schema)

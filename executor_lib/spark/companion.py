@@ -3,7 +3,7 @@
 ``command=companion_plan`` (a read) lists the source (``executor_lib.companion.sources``) and the
 companion's live splits at one version and yields one row per companion split to build
 (``executor_lib.companion.sync``). Writing those rows with ``command=companion_build`` indexes
-each row's source files into a companion split on an executor (``splits.companion``) and uploads
+each row's source files into a companion split on an executor (``splits.build.companion``) and uploads
 it; the writer's commit, on the driver, creates the companion table on its first build, then
 removes the invalidated splits, adds the new ones and updates the companion metadata in one
 version (read at the planned version: a concurrent BUILD of the same companion conflicts).
@@ -239,7 +239,7 @@ def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: M
 
 def _partition_predicate(where: F.Filter, listing: Any) -> Any:
     """A function of a file's partition values: whether WHERE keeps the file."""
-    from executor_lib.splits.pushdown import residual_mask
+    from executor_lib.splits.query.pushdown import residual_mask
 
     columns = list(listing.partition_columns)
 
@@ -307,9 +307,9 @@ class CompanionWriter(DataSourceArrowWriter):
         return open_store(self.path, **O.storage_and_log_options(self.options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CompanionCommitMessage:
-        from executor_lib.splits.companion import SourceFiles, build_companion_split
+        from executor_lib.splits.build.companion import SourceFiles, build_companion_split
+        from executor_lib.splits.build.publish import upload_split
         from executor_lib.splits.doc_mapping import DocMapping
-        from executor_lib.splits.publish import upload_split
         from executor_lib.table_schema import spark_json_to_arrow
 
         message = CompanionCommitMessage()

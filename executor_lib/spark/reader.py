@@ -121,7 +121,7 @@ class IndexTablesReader(DataSourceReader):
         return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match, where)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        from executor_lib.splits.pushdown import plan
+        from executor_lib.splits.query.pushdown import plan
 
         for spark_filter in filters:
             matched = self._match_filter(spark_filter)
@@ -204,7 +204,7 @@ class IndexTablesReader(DataSourceReader):
 
     def _light(self) -> bool:
         """Whether each split is read in part: an index query narrows the rows, or a LIMIT stops early."""
-        from executor_lib.splits.pushdown import plan
+        from executor_lib.splits.query.pushdown import plan
 
         if self.limit is not None or self.pushed:  # pushed filters have an index part
             return True
@@ -238,8 +238,13 @@ class IndexTablesReader(DataSourceReader):
         self, splits: Sequence[SplitRef], store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
-        from executor_lib.splits.pushdown import FilterPlan, plan
-        from executor_lib.splits.table_search import check_split_columns, damage_of_split, open_searcher, scan_split
+        from executor_lib.splits.query.pushdown import FilterPlan, plan
+        from executor_lib.splits.search.table_search import (
+            check_split_columns,
+            damage_of_split,
+            open_searcher,
+            scan_split,
+        )
 
         wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
         remaining = self.limit
@@ -303,7 +308,7 @@ def _joined(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
 
 def _with_match_columns(rows: pa.Table, searcher: Any, match: Mapping[str, F.Filter]) -> pa.Table:
     """``rows`` (with their row ids last) with a boolean column per match filter, row ids dropped."""
-    from executor_lib.splits.pushdown import ROW_ID_COLUMN, residual_mask
+    from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, residual_mask
 
     for name, f in match.items():
         mask = pc.fill_null(residual_mask(f, rows, lambda q: searcher.row_ids(q)), False)
@@ -441,7 +446,7 @@ def check_filter(f: F.Filter, what: str, table_arrow: pa.Schema, mappings: Calla
 
     Example: ``check_filter(F.QueryString("(error", "message"), "read /t", schema, lambda: doc_mappings(snap))``
     """
-    from executor_lib.splits.searcher import check_query
+    from executor_lib.splits.search.searcher import check_query
 
     unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
     if unknown:
@@ -493,7 +498,7 @@ def query_strings(f: F.Filter) -> list[F.QueryString]:
 def _conform(rows: pa.Table, target: pa.Schema, where: str) -> pa.Table:
     """Exactly the Arrow schema Spark expects (types, nullability, field order); SplitSchemaError
     naming the split (``where``) if a column cannot take the table's type."""
-    from executor_lib.splits.table_search import conform_rows
+    from executor_lib.splits.search.table_search import conform_rows
 
     rows = conform_rows(rows.select(target.names), target, where)
     return pa.Table.from_arrays(rows.columns, schema=target)

@@ -16,10 +16,10 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.protocol.bundle import read_footer
+from executor_lib.format.quickwit.bundle import read_footer
+from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.publish import write_and_upload
-from executor_lib.splits.table_search import search_table
+from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
@@ -266,7 +266,7 @@ def test_a_damaged_cached_copy_is_fetched_again(tmp_path: Path) -> None:
 def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
     """The executors' path (``open_searcher``, searchers kept open across queries): a split replaced
     under the same path is fetched again by its new add action's size and gets a new searcher."""
-    from executor_lib.splits.table_search import open_searcher
+    from executor_lib.splits.search.table_search import open_searcher
 
     uri = str(tmp_path / "t")
     (first,) = make(uri, {}, splits=1)
@@ -283,8 +283,8 @@ def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
 
 
 def test_a_footer_longer_than_the_hint_without_offsets_is_read_whole(tmp_path: Path) -> None:
+    from executor_lib.format.quickwit.bundle import write_bundle
     from executor_lib.protocol.actions import AddAction
-    from executor_lib.protocol.bundle import write_bundle
 
     meta = json.dumps({"segments": [], "padding": "x" * 100_000}).encode()  # cached whole: a 100 KB hotcache
     (tmp_path / "t").mkdir()

@@ -110,7 +110,7 @@ def test_parquet_companion_build_search_aggregate_and_sync(spark: Any, tmp_path:
     assert {a.companion_delta_version for a in snap.files} == {-1}
     fields = [f for a in snap.files for f in json.loads(snap.doc_mapping(a))]
     assert len(fields) == 12 and not any(f["stored"] for f in fields)  # index-only: no row copies
-    # tantivy4java's locator fast fields are in every companion split (see tests/splits/test_parquet_manifest.py)
+    # tantivy4java's locator fast fields are in every companion split (see tests/format/test_parquet_manifest.py)
     assert {f["name"]: f["fast"] for f in fields} == {
         "id": True,
         "latency": True,
@@ -410,8 +410,8 @@ def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
     import dataclasses
 
     from executor_lib.spark.companion import _check_no_concurrent_build
+    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
-    from executor_lib.splits.publish import write_and_upload
     from indextables_contract.errors import CommitConflictError
 
     rows = _rows(0, 10)
@@ -427,8 +427,8 @@ def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
 
 def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any, tmp_path: Path) -> None:
     spark = classic_spark
-    from executor_lib.protocol.bundle import read_footer, read_member
-    from executor_lib.splits import parquet_manifest as PM
+    from executor_lib.format.quickwit.bundle import read_footer, read_member
+    from executor_lib.format.tantivy4java import parquet_manifest as PM
 
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
     out = _build(
@@ -465,7 +465,7 @@ def test_merge_splits_of_a_companion_keeps_every_row_address(classic_spark: Any,
     import numpy as np
     import tantivy
 
-    from executor_lib.protocol.bundle import extract_bundle
+    from executor_lib.format.quickwit.bundle import extract_bundle
 
     extract_bundle(split, footer, tmp_path / "merged")
     idx = tantivy.Index.open(str(tmp_path / "merged"))
@@ -485,8 +485,8 @@ def test_exact_only_and_text_uuid_exactonly_modes(classic_spark: Any, tmp_path: 
     indexes the text without its UUIDs, and their hashes in <column>__uuids; rows keep the source's values."""
     import uuid
 
-    from executor_lib.protocol.bundle import read_footer, read_member
-    from executor_lib.splits import parquet_manifest as PM
+    from executor_lib.format.quickwit.bundle import read_footer, read_member
+    from executor_lib.format.tantivy4java import parquet_manifest as PM
 
     spark = classic_spark
     src, index = tmp_path / "src", str(tmp_path / "index")
@@ -550,8 +550,8 @@ def test_hashed_fastfields_are_tantivy4java_string_fingerprints(classic_spark: A
     import numpy as np
     import tantivy
 
-    from executor_lib.protocol.bundle import extract_bundle, read_footer, read_member
-    from executor_lib.splits import parquet_manifest as PM
+    from executor_lib.format.quickwit.bundle import extract_bundle, read_footer, read_member
+    from executor_lib.format.tantivy4java import parquet_manifest as PM
 
     spark = classic_spark
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")
@@ -607,9 +607,9 @@ def test_splits_in_the_jvm_layout_read_through_spark_with_a_relocated_source(
     points it at a moved source, as the JVM's reader option does."""
     import dataclasses
 
+    from executor_lib.format.quickwit.bundle import read_footer
     from executor_lib.protocol.actions import RemoveAction
-    from executor_lib.protocol.bundle import read_footer
-    from tests.splits.test_parquet_manifest import _as_jvm_layout
+    from tests.format.test_parquet_manifest import _as_jvm_layout
 
     spark = classic_spark
     src, index = _parquet_source(tmp_path), str(tmp_path / "index")

@@ -321,7 +321,7 @@ COMPAT_TABLES = sorted(p.name for p in COMPAT_ROOT.iterdir() if p.is_dir()) if C
 @pytest.mark.parametrize("name", COMPAT_TABLES)
 def test_reads_every_indextables4spark_table(spark: Any, tmp_path: Path, name: str) -> None:
     from executor_lib.cache.split_cache import SplitCache
-    from executor_lib.splits.table_search import search_table
+    from executor_lib.splits.search.table_search import search_table
     from executor_lib.storage import open_store
 
     table = tmp_path / name

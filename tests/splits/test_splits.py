@@ -15,13 +15,13 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
+from executor_lib.format.quickwit.bundle import read_footer
 from executor_lib.protocol.actions import AddAction
-from executor_lib.protocol.bundle import read_footer
+from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.searcher import SplitSearcher
-from executor_lib.splits.store_rows import DocStoreRows
-from executor_lib.splits.table_search import search_table
-from executor_lib.splits.writer import write_split
+from executor_lib.splits.rows.doc_store_rows import DocStoreRows
+from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
 from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
 from tests.conftest import COMPAT_ROOT
@@ -171,7 +171,7 @@ def test_indextables_search_on_every_jvm_table(name: str, tmp_path: Path, capsys
 
 def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
     from executor_lib.protocol.actions import RemoveAction
-    from executor_lib.splits.publish import merge_splits, write_and_upload
+    from executor_lib.splits.build.publish import merge_splits, write_and_upload
 
     uri, options = table
     schema = pa.schema([*DATA.schema, pa.field("day", pa.string())])
@@ -208,7 +208,7 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
 def test_merging_jvm_splits(tmp_path: Path) -> None:
     import shutil
 
-    from executor_lib.splits.publish import merge_splits
+    from executor_lib.splits.build.publish import merge_splits
 
     table = tmp_path / "02_five_appends"  # a copy: nothing is ever written into the shared compat tables
     shutil.copytree(COMPAT_ROOT / "02_five_appends", table)
@@ -339,7 +339,7 @@ def test_json_fields_and_date_histograms(tmp_path: Path) -> None:
 
 
 def test_ip_columns_answer_address_queries_and_keep_their_strings(tmp_path: Path) -> None:
-    from executor_lib.splits.pushdown import Support, leaf_support
+    from executor_lib.splits.query.pushdown import Support, leaf_support
     from indextables_contract import filters as f
 
     rows = pa.table(
@@ -422,7 +422,7 @@ def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None
     down the row-dict path."""
     import datetime
 
-    from executor_lib.splits.writer import json_documents
+    from executor_lib.splits.build.writer import json_documents
     from indextables_contract import filters as f
 
     utc = datetime.timezone.utc
@@ -491,8 +491,8 @@ import sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.searcher import SplitSearcher
-from executor_lib.splits.writer import SplitBuilder
+from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.build.writer import SplitBuilder
 
 rows, batch = 200_000, 10_000
 words = " ".join(f"word{i}" for i in range(60))  # ~500-byte messages: ~110 MB of rows in all
@@ -542,9 +542,9 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, c
     segment's row offset; with rows in the doc stores a row is a document ordinal. Every query answers
     exactly as on the concatenated rows, including merges of merged splits and sources with several
     segments."""
-    from executor_lib.protocol.bundle import ROWS_IN_STORE_MEMBER, read_footer
-    from executor_lib.splits.merge import MergeSource, merge_sources
-    from executor_lib.splits.writer import SEGMENTS_MEMBER
+    from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, read_footer
+    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.build.writer import SEGMENTS_MEMBER
     from indextables_contract import filters as f
 
     mapping = mapping_for(DATA.schema, OPTIONS)
@@ -598,10 +598,10 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, c
 
 def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
     """A split whose index and columnar copy disagree is not merged (its rows would be misnumbered):
-    CorruptSplitError names the split; MERGE SPLITS drops its cached copy (splits.publish)."""
-    from executor_lib.protocol.bundle import read_footer, read_member, write_bundle
-    from executor_lib.splits.merge import MergeSource
-    from executor_lib.splits.writer import COLUMNS_MEMBER
+    CorruptSplitError names the split; MERGE SPLITS drops its cached copy (splits.build.publish)."""
+    from executor_lib.format.quickwit.bundle import read_footer, read_member, write_bundle
+    from executor_lib.splits.build.merge import MergeSource
+    from executor_lib.splits.build.writer import COLUMNS_MEMBER
 
     written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path / "s", columnar_copy=True)
     footer = read_footer(written.path)
@@ -624,11 +624,11 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     """Rows fed as Spark's small batches land in a columnar copy of zstd-compressed batches of one
     fixed size (recorded in its schema), in a new split and in a merged one; searches take their
     rows batch by batch."""
-    from executor_lib.protocol.bundle import read_footer
-    from executor_lib.splits import columnar_copy
-    from executor_lib.splits.merge import MergeSource, merge_sources
-    from executor_lib.splits.searcher import take_rows
-    from executor_lib.splits.writer import SplitBuilder, columns_members
+    from executor_lib.format.quickwit.bundle import read_footer
+    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.build.writer import SplitBuilder, columns_members
+    from executor_lib.splits.rows import columnar as columnar_copy
+    from executor_lib.splits.search.searcher import take_rows
 
     monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", 3_000)
     monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
@@ -686,11 +686,11 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     """A store-only text column is not indexed (not in the Tantivy index; its values come from the
     columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
     answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
-    from executor_lib.protocol.bundle import read_member
-    from executor_lib.splits.merge import MergeSource, merge_sources
-    from executor_lib.splits.pushdown import FilterPlan
-    from executor_lib.splits.table_search import scan_split
-    from executor_lib.splits.writer import COLUMNS_MEMBER
+    from executor_lib.format.quickwit.bundle import read_member
+    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.build.writer import COLUMNS_MEMBER
+    from executor_lib.splits.query.pushdown import FilterPlan
+    from executor_lib.splits.search.table_search import scan_split
     from indextables_contract import filters as f
 
     options = {
@@ -712,7 +712,7 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     }
     assert searcher.count("tag:t1") == 5 and searcher.count(f.Term("tag", "t1")) == 5
     with pytest.raises(QueryError, match="'title' is not an indexed field"):
-        from executor_lib.splits.searcher import check_query
+        from executor_lib.splits.search.searcher import check_query
 
         check_query(f.QueryString("red", "title"), mapping)
     with pytest.raises(QueryError, match=r"columns \['tag'\] are index-only"):
@@ -741,9 +741,9 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
     truncated strings, time zones, a column null in one source)."""
     import datetime
 
-    from executor_lib.protocol.bundle import read_footer
-    from executor_lib.splits.merge import MergeSource, merge_sources
-    from executor_lib.splits.writer import _stats, column_part_member
+    from executor_lib.format.quickwit.bundle import read_footer
+    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.build.writer import _stats, column_part_member
 
     utc = datetime.timezone.utc
 

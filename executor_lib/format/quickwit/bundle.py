@@ -1,0 +1,372 @@
+"""The Quickwit split bundle: the byte layout of a ``.split`` file. No tantivy here.
+
+Layout (as IndexTables4Spark / tantivy4java write it)::
+
+    [file 1][file 2]...[file n]                  the index files, concatenated
+    [magic u32 LE][version u32 LE][offsets JSON] {"files": {name: {"start": s, "end": e}}}
+    [u32 LE: length of magic+version+JSON]
+    [hotcache bytes]
+    [u32 LE: length of hotcache]
+
+``footerStartOffset`` is where the magic starts and ``footerEndOffset`` the file size, so a
+reader fetches the whole footer with one ranged read.
+
+The hotcache (``hotcache.py``: format, parser, and what is cached) is what Quickwit's
+``HotDirectory`` opens the index through: it lists the length of every Tantivy file of the
+split and caches the ranges Tantivy reads on open. ``write_bundle`` builds one for every split;
+this project's own readers do not use it (they read the bundle metadata and the members).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from executor_lib.format.quickwit.hotcache import HotCache, build_hotcache, parse_hotcache
+from indextables_contract.errors import CorruptSplitError
+
+BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
+BUNDLE_VERSION = 1
+_U32 = struct.Struct("<I")
+_COPY_CHUNK = 8 << 20
+# A member "<segment>.term.fst" (in splits of earlier versions of this project) holds the FST term dictionaries of
+# "<segment>.term" (which holds them as SSTables for IndexTables4Spark): extracted, it becomes
+# "<segment>.term". Without it, "<segment>.term" is laid out as "<segment>.term.sstable" and the
+# "<segment>.term" the tantivy package opens is built from it, field by field as queries need them,
+# starting empty (format/termdict/convert.py: ensure_fst_terms).
+LOCAL_TERM_SUFFIX = ".term.fst"
+TERM_SUFFIX = ".term"
+LOCAL_SSTABLE_SUFFIX = ".term.sstable"
+STORE_SUFFIX = ".store"
+LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
+# Local files laid out aside, each with a stand-in under the member's name (``stand_in``).
+ASIDE_SUFFIXES = (LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)
+STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
+TANTIVY_FOOTER_MAGIC = 1337
+# A doc store's footer (format/store/blocks.py): version, skip index offset, compressor id, 15 reserved bytes.
+DOC_STORE_FOOTER = struct.Struct("<IQB15x")
+# A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
+# (splits/build/writer.py, splits/rows/doc_store_rows.py).
+ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
+
+
+@dataclass(frozen=True)
+class BundleFooter:
+    """Where each file of a split lives, and where the footer is."""
+
+    files: dict[str, tuple[int, int]]  # name -> (start, end)
+    footer_start: int
+    footer_end: int
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``start`` to ``end`` of a local file: a member of another bundle, copied as it is."""
+
+    path: Path
+    start: int
+    end: int
+
+    def read_bytes(self) -> bytes:
+        """The range's bytes (as ``Path.read_bytes`` of a whole file)."""
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            return f.read(self.end - self.start)
+
+
+def copy_range(source: int, dest: int, start: int, length: int) -> None:
+    """Copy ``length`` bytes at ``start`` of the file ``source`` to the current position of ``dest``
+    (file descriptors), in the kernel where it can (``copy_file_range``: no pass through Python's
+    memory; a reflink on file systems that share extents), else in chunks."""
+    done = 0
+    copy_file_range = getattr(os, "copy_file_range", None)
+    while copy_file_range is not None and done < length:
+        try:
+            n = copy_file_range(source, dest, length - done, start + done)
+        except OSError:  # EXDEV, ENOSYS, EINVAL on some file systems: copy the rest in chunks
+            break
+        if n == 0:
+            raise CorruptSplitError(f"copying a split member: the source ends {length - done} bytes early")
+        done += n
+    while done < length:
+        chunk = os.pread(source, min(_COPY_CHUNK, length - done), start + done)
+        if not chunk:
+            raise CorruptSplitError(f"copying a split member: the source ends {length - done} bytes early")
+        _write_all(dest, chunk)
+        done += len(chunk)
+
+
+def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> BundleFooter:
+    """Write ``files`` (contents, local files, or ranges of local files, copied in the kernel) as
+    one split bundle to ``out``, with its hotcache (``hotcache.build_hotcache``: built from the
+    members' lengths and the few ranges it caches, read back from the written file). Returns
+    its footer.
+
+    Raises:
+        ValueError: ``files`` holds a ``meta.json`` that is not a Tantivy ``meta.json``.
+    """
+    offsets: dict[str, tuple[int, int]] = {}
+    position = 0
+    with open(out, "wb+", buffering=0) as f:
+        for name, data in files.items():
+            if isinstance(data, bytes):
+                _write_all(f.fileno(), data)
+                length = len(data)
+            else:
+                part = data if isinstance(data, FileRange) else FileRange(data, 0, data.stat().st_size)
+                length = part.end - part.start
+                with open(part.path, "rb", buffering=0) as source:
+                    copy_range(source.fileno(), f.fileno(), part.start, length)
+            offsets[name] = (position, position + length)
+            position += length
+        hot = build_hotcache({n: e - s for n, (s, e) in offsets.items()}, _member_reader(f.fileno(), offsets))
+        table = {"files": {n: {"start": s, "end": e} for n, (s, e) in offsets.items()}}
+        header = _U32.pack(BUNDLE_MAGIC) + _U32.pack(BUNDLE_VERSION) + json.dumps(table).encode()
+        _write_all(f.fileno(), header + _U32.pack(len(header)) + hot + _U32.pack(len(hot)))
+        os.fsync(f.fileno())
+    end = position + len(header) + 4 + len(hot) + 4
+    return BundleFooter(offsets, position, end)
+
+
+def _member_reader(fd: int, offsets: Mapping[str, tuple[int, int]]) -> Callable[[str, int, int], bytes]:
+    """``read(name, start, stop)`` over the members already written to ``fd``."""
+
+    def read(name: str, start: int, stop: int) -> bytes:
+        base, end = offsets[name]
+        if not 0 <= start <= stop <= end - base:
+            raise ValueError(f"{name}: range {start}..{stop} outside the member ({end - base} bytes)")
+        return os.pread(fd, stop - start, base + start)
+
+    return read
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def footer_length_hint() -> int:
+    """How many tail bytes to fetch first when footer offsets are unknown (footers are small;
+    ``footer_length_needed`` says whether a larger one needs more)."""
+    return 64 * 1024
+
+
+def footer_length_needed(tail: bytes, file_size: int) -> int:
+    """How many bytes from the end of a split of ``file_size`` bytes its footer (bundle metadata
+    and hotcache) spans, as far as its last ``len(tail)`` bytes tell. More than ``len(tail)``
+    means: read that many and ask again (where the metadata's length is not in ``tail`` yet, the
+    answer adds ``footer_length_hint()`` for it, so a second read mostly suffices).
+
+    Example:
+        >>> footer_length_needed(struct.pack("<II", 0, 3000), 10**6)  # a 3000-byte hotcache
+        68544
+    """
+    if len(tail) < 8:
+        return min(file_size, footer_length_hint())
+    (hotcache_len,) = _U32.unpack(tail[-4:])
+    if len(tail) < 8 + hotcache_len:
+        return min(file_size, 8 + hotcache_len + footer_length_hint())
+    (header_len,) = _U32.unpack(tail[len(tail) - 8 - hotcache_len : len(tail) - 4 - hotcache_len])
+    return min(file_size, 8 + hotcache_len + header_len)
+
+
+def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
+    """Parse the footer from the last ``len(tail)`` bytes of a split of ``file_size`` bytes."""
+    try:
+        (hotcache_len,) = _U32.unpack(tail[-4:])
+        end_of_header = len(tail) - 4 - hotcache_len
+        (header_len,) = _U32.unpack(tail[end_of_header - 4 : end_of_header])
+        header_start = end_of_header - 4 - header_len
+        if header_start < 0:
+            raise CorruptSplitError(f"{source}: split footer is longer than the bytes read ({len(tail)})")
+        header = tail[header_start : end_of_header - 4]
+        (magic,) = _U32.unpack(header[:4])
+        if magic != BUNDLE_MAGIC:
+            raise CorruptSplitError(f"{source}: not a split bundle (magic 0x{magic:08x})")
+        table = json.loads(header[8:])
+        files = {name: (int(r["start"]), int(r["end"])) for name, r in table["files"].items()}
+    except CorruptSplitError:
+        raise
+    except (struct.error, ValueError, KeyError, TypeError) as e:
+        raise CorruptSplitError(f"{source}: split footer does not parse ({type(e).__name__}: {e})") from e
+    footer_start = file_size - len(tail) + header_start
+    if any(s < 0 or e < s or e > footer_start for s, e in files.values()):
+        raise CorruptSplitError(f"{source}: split footer lists file ranges outside the data section")
+    return BundleFooter(files, footer_start, file_size)
+
+
+def read_footer(path: Path) -> BundleFooter:
+    """The footer of a local split file."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        tail = os.pread(f.fileno(), min(size, footer_length_hint()), max(0, size - footer_length_hint()))
+        for _ in range(3):
+            needed = footer_length_needed(tail, size)
+            if needed <= len(tail):
+                break
+            tail = os.pread(f.fileno(), needed, size - needed)
+    return parse_footer(tail, size, str(path))
+
+
+def read_hotcache(path: Path) -> HotCache:
+    """The parsed hotcache of a local split.
+
+    Raises:
+        CorruptSplitError: the split is shorter than its hotcache says, or the hotcache does not
+            parse (``hotcache.parse_hotcache``); the message names ``path``.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        (length,) = _U32.unpack(os.pread(f.fileno(), 4, max(0, size - 4)).rjust(4, b"\0"))
+        if size < 4 + length:
+            raise CorruptSplitError(f"{path}: hotcache of {length} bytes does not fit in the {size}-byte split")
+        return parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), str(path))
+
+
+def local_files(files: Mapping[str, tuple[int, int]], stores_aside: bool = True) -> dict[str, tuple[int, int]]:
+    """The index files a local directory of the split holds, by name -> the member's range: a member
+    ``<segment>.term.fst`` (``LOCAL_TERM_SUFFIX``) under the name ``<segment>.term``, in place of that
+    member's SSTable dictionaries, which the ``tantivy`` package cannot read; a ``<segment>.term``
+    without it as ``<segment>.term.sstable`` (``LOCAL_SSTABLE_SUFFIX``: ``<segment>.term`` is then
+    ``empty_term_file``, filled from it as queries need); with ``stores_aside``,
+    each doc store ``<segment>.store`` under the name ``<segment>.docstore`` (``LOCAL_STORE_SUFFIX``:
+    the ``tantivy`` package cannot read zstd doc stores, and searches here never read rows through
+    it; ``<segment>.store`` is then ``empty_doc_store``); every other member as is."""
+    out: dict[str, tuple[int, int]] = {}
+    for name, span in files.items():
+        if name.endswith(TERM_SUFFIX):
+            if name + ".fst" not in files:  # its FST version is built from it (``empty_term_file``)
+                out[name[: -len(TERM_SUFFIX)] + LOCAL_SSTABLE_SUFFIX] = span
+            continue  # else the SSTable version of the FST member, which is laid out under this name
+        if stores_aside and name.endswith(STORE_SUFFIX):
+            out[name[: -len(STORE_SUFFIX)] + LOCAL_STORE_SUFFIX] = span
+            continue
+        out[name[: -len(".fst")] if name.endswith(LOCAL_TERM_SUFFIX) else name] = span
+    return out
+
+
+def member_name(local: str) -> str:
+    """The bundle member a file of a local directory (``local_files``) holds."""
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX
+    if local.endswith(LOCAL_SSTABLE_SUFFIX):
+        return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX
+    return local
+
+
+def tantivy_file_footer(version: Mapping[str, object], crc: int) -> bytes:
+    """The footer every Tantivy index file ends with: JSON ``{"version": ..., "crc": crc}`` (as
+    Tantivy's serde writes it: compact, keys in order), its u32 length, u32 magic 1337."""
+    footer = json.dumps({"version": version, "crc": crc}, separators=(",", ":")).encode()
+    return footer + _U32.pack(len(footer)) + _U32.pack(TANTIVY_FOOTER_MAGIC)
+
+
+def _footer_version(tail: bytes, what: str, source: str) -> dict[str, object]:
+    """The Tantivy version in the Tantivy footer that ``tail`` (a file's last bytes) ends with.
+
+    Raises:
+        CorruptSplitError: ``tail`` does not end with a Tantivy footer (names ``what`` and ``source``).
+    """
+    try:
+        json_len, magic = struct.unpack_from("<II", tail, len(tail) - 8)
+        if magic != TANTIVY_FOOTER_MAGIC or json_len + 8 > len(tail):
+            raise ValueError(f"magic {magic}, footer length {json_len}")
+        version = json.loads(tail[len(tail) - 8 - json_len : len(tail) - 8])["version"]
+        if not isinstance(version, dict):
+            raise ValueError(f"version {version!r}")
+        return version
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: the {what}'s Tantivy footer does not parse ({e})") from e
+
+
+# A composite file of no slice: VInt 0 entries, then the u32 length (1) of that footer.
+EMPTY_COMPOSITE = b"\x80" + _U32.pack(1)
+
+
+def empty_term_file(sstable_tail: bytes, source: str) -> bytes:
+    """A ``.term`` file of no field's dictionary, with the Tantivy version of the SSTable ``.term``
+    file whose last bytes are ``sstable_tail``: what a local directory holds as ``<segment>.term``
+    beside ``<segment>.term.sstable`` until queries need fields' dictionaries
+    (``format/termdict/convert.py``). A query on a field still missing fails (Tantivy: "Failed to open
+    field's term dictionary"); it never finds nothing.
+
+    Raises:
+        CorruptSplitError: ``sstable_tail`` does not end with a Tantivy footer (names ``source``).
+    """
+    version = _footer_version(sstable_tail, "term dictionary", source)
+    return EMPTY_COMPOSITE + tantivy_file_footer(version, zlib.crc32(EMPTY_COMPOSITE))
+
+
+def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes]:
+    """The file a local directory holds beside a member laid out aside (``local_files``; ``local``
+    ends with one of ``ASIDE_SUFFIXES``), given the member's last bytes: ``empty_doc_store`` as
+    ``<segment>.store`` for ``<segment>.docstore``, ``empty_term_file`` as ``<segment>.term`` for
+    ``<segment>.term.sstable``.
+
+    Raises:
+        CorruptSplitError: as those (names ``source``).
+    """
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX, empty_doc_store(tail, source)
+    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
+
+
+def empty_doc_store(store_tail: bytes, source: str) -> bytes:
+    """A doc store of no block, lz4 (which the ``tantivy`` package reads), with the Tantivy version
+    of the real store whose last bytes are ``store_tail`` (at least its Tantivy footer): what a
+    local directory holds as ``<segment>.store`` beside the real ``<segment>.docstore``. Searches
+    never read documents there (a read of one fails; it never returns a wrong row).
+
+    Layout (``format/store/blocks.py``): an empty skip index (VInt 0: ``0x80``), the doc store footer
+    (version 2, skip index at 0, compressor 1 = lz4, 15 reserved bytes), the Tantivy footer.
+
+    Raises:
+        CorruptSplitError: ``store_tail`` does not end with a Tantivy footer (names ``source``).
+    """
+    version = _footer_version(store_tail, "doc store", source)
+    body = b"\x80" + DOC_STORE_FOOTER.pack(2, 0, 1)  # no layer; version 2, skip index at 0, lz4
+    return body + tantivy_file_footer(version, zlib.crc32(body))
+
+
+def extract_bundle(
+    path: Path, footer: BundleFooter, dest: Path, stores_aside: bool = True, copy_stores: bool = True
+) -> None:
+    """Lay the index files of a local split out in ``dest`` (tantivy opens a directory), under their
+    local names (``local_files``), with their ``stand_in``s: an ``empty_term_file`` as the ``.term``
+    of each segment whose FST dictionaries are built here; with ``stores_aside``, an
+    ``empty_doc_store`` as each segment's ``.store``. Without it, the doc stores are where the
+    ``tantivy`` package reads them (a split whose rows are read through it: IndexTables4Spark's,
+    transcoded). Without ``copy_stores`` (with ``stores_aside``), the doc stores laid aside are not
+    copied: their reader maps them in the split file itself."""
+    dest.mkdir(parents=True, exist_ok=True)
+    size = path.stat().st_size
+    with open(path, "rb", buffering=0) as f:
+        for name, (start, end) in local_files(footer.files, stores_aside).items():
+            if "/" in name or name in ("", ".", ".."):
+                raise CorruptSplitError(f"{path}: split lists an invalid file name {name!r}")
+            if end > size:
+                raise CorruptSplitError(f"{path}: split is truncated (file {name!r} ends past the data)")
+            if copy_stores or not name.endswith(LOCAL_STORE_SUFFIX):
+                with open(dest / name, "wb", buffering=0) as out:
+                    copy_range(f.fileno(), out.fileno(), start, end - start)
+            if name.endswith(ASIDE_SUFFIXES):
+                tail_len = min(end - start, STORE_TAIL_BYTES)
+                tail = os.pread(f.fileno(), tail_len, end - tail_len)
+                stand_in_name, data = stand_in(name, tail, f"{path}: {member_name(name)}")
+                (dest / stand_in_name).write_bytes(data)
+
+
+def read_member(path: Path, footer: BundleFooter, name: str) -> bytes | None:
+    """One file of the bundle, or None if the split does not hold it."""
+    if name not in footer.files:
+        return None
+    start, end = footer.files[name]
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(end - start)

@@ -1,0 +1,286 @@
+"""Tantivy's doc store (``<segment>.store``) as a container of blocks: parsing its skip index,
+decompressing its blocks, re-compressing it with zstd, and the empty store the ``tantivy`` package
+opens in its place. No tantivy here; the documents inside a block are ``stored_docs.py``'s.
+
+The layout, as the fork IndexTables4Spark reads with writes it (GitHub ``indextables/tantivy``,
+``src/store/``: ``writer.rs``, ``store_compressor.rs``, ``footer.rs``, ``index/block.rs``,
+``index/skip_index_builder.rs``, ``compression_lz4_block.rs``, ``compression_zstd_block.rs``),
+little-endian::
+
+    store     = [block 0][block 1]...[skip index][doc store footer][Tantivy file footer]
+    block     = [u32 uncompressed length][lz4 block | zstd frame]   (compressor 1 | 4; 0: raw bytes)
+    skip index = [VInt number of layers][VInt end offset of each layer][layers, the coarsest first]
+    layer     = checkpoint blocks of at most 8 (``CHECKPOINT_PERIOD``) checkpoints:
+                [VInt n][VInt first doc][VInt first byte][(VInt docs, VInt bytes) x n]
+    footer    = [u32 doc store version][u64 skip index offset][u8 compressor id][15 zero bytes]
+
+Layer 0 (the last one written) lists every block; each coarser layer has a checkpoint per
+checkpoint block of the layer below it. The Tantivy file footer (``composite_file.with_footer``)
+holds the body's CRC32.
+
+Why this module exists: the ``tantivy`` package writes lz4 doc stores in 16 KB blocks and cannot
+read any other (it is built without ``zstd-compression`` and panics on a zstd store). The JVM's
+Tantivy reads zstd stores (``tantivy4java``'s ``native/Cargo.toml`` enables ``zstd-compression``).
+So a split written here stores rows in zstd blocks of about ``ZSTD_BLOCK_BYTES`` (``to_zstd``:
+a third fewer bytes than lz4 on log rows), and the directory the ``tantivy`` package opens holds
+``format.quickwit.bundle.empty_doc_store`` in place of each ``.store`` (the real one beside it as
+``<segment>.docstore``): this project never reads rows through the ``tantivy`` package.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import cramjam
+import numpy as np
+
+from executor_lib.format.directory import decode_vint, encode_vint, file_footer, split_footer
+from executor_lib.format.quickwit.bundle import DOC_STORE_FOOTER
+from indextables_contract.errors import CorruptSplitError
+
+try:
+    from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
+except ImportError:  # pragma: no cover - depends on the Python version
+    from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+COMPRESSOR_NONE = 0
+COMPRESSOR_LZ4 = 1
+COMPRESSOR_ZSTD = 4
+DOC_STORE_VERSION = 2  # src/store/mod.rs DOC_STORE_VERSION (V2), what the ``tantivy`` package writes
+CHECKPOINT_PERIOD = 8  # src/store/index/mod.rs
+ZSTD_LEVEL = 3
+# Uncompressed bytes a zstd block aims at. On the storage benchmark's 300K log rows (42.6 MB stored):
+# lz4 in 16 KB blocks 24.2 MB; zstd level 3 in 16 KB blocks 18.2 MB, 64 KB 16.9 MB, 256 KB 16.2 MB,
+# 1 MB 15.6 MB. A row read costs its block's decompression (~0.1 ms at 256 KB).
+ZSTD_BLOCK_BYTES = 256 << 10
+_U32 = struct.Struct("<I")
+FOOTER_TAIL = 64 << 10  # a Tantivy file footer (JSON) is at most 50,000 bytes: read from this tail
+
+
+@dataclass(frozen=True)
+class DocStore:
+    """A parsed doc store: its blocks' bytes and layer-0 checkpoints (numpy arrays, one entry per
+    block: ``first_doc``, ``end_doc``, ``start``, ``end`` byte offsets into ``blocks``)."""
+
+    blocks: memoryview
+    compressor: int
+    version: int
+    first_doc: np.ndarray
+    end_doc: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    tantivy_version: dict[str, Any]
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.end_doc[-1]) if len(self.end_doc) else 0
+
+    def block_of(self, docs: np.ndarray) -> np.ndarray:
+        """The block holding each doc id of ``docs``."""
+        return np.searchsorted(self.end_doc, docs, side="right")
+
+    def block(self, i: int, source: str) -> bytes:
+        """Block ``i`` decompressed: documents, their offsets, their count (``stored_docs.py``)."""
+        return decompress_block(self.blocks[int(self.start[i]) : int(self.end[i])], self.compressor, source)
+
+
+def parse_store(data: bytes | memoryview, source: str) -> DocStore:
+    """A ``.store`` file's blocks and checkpoints (``data``: its bytes, or a memoryview of a
+    mapped file; the blocks are not copied).
+
+    Raises:
+        CorruptSplitError: the footers or the skip index do not parse, or the checkpoints do not
+            tile the blocks; the message names ``source``.
+    """
+    view = memoryview(data)
+    file = split_footer(bytes(view[-FOOTER_TAIL:]), source)  # the version; the body is the view's
+    body = view[: len(view) - (min(len(view), FOOTER_TAIL) - len(file.body))]
+    if len(body) < DOC_STORE_FOOTER.size:
+        raise CorruptSplitError(f"{source}: doc store of {len(body)} bytes has no doc store footer")
+    version, offset, compressor = DOC_STORE_FOOTER.unpack_from(body, len(body) - DOC_STORE_FOOTER.size)
+    known = (COMPRESSOR_NONE, COMPRESSOR_LZ4, COMPRESSOR_ZSTD)
+    if offset > len(body) - DOC_STORE_FOOTER.size or compressor not in known:
+        raise CorruptSplitError(f"{source}: doc store footer is invalid (offset {offset}, compressor {compressor})")
+    try:
+        cps = np.array(_layer0(body[offset : len(body) - DOC_STORE_FOOTER.size]), dtype=np.int64).reshape(-1, 4)
+    except (IndexError, ValueError) as e:
+        raise CorruptSplitError(f"{source}: doc store skip index does not parse ({e})") from e
+    first_doc, end_doc, start, end = cps.T
+    tiles = len(cps) == 0 or (
+        first_doc[0] == 0
+        and start[0] == 0
+        and end[-1] == offset
+        and np.array_equal(first_doc[1:], end_doc[:-1])
+        and np.array_equal(start[1:], end[:-1])
+    )
+    if not tiles:
+        raise CorruptSplitError(f"{source}: doc store checkpoints do not tile its {offset} bytes of blocks")
+    return DocStore(body[:offset], compressor, version, first_doc, end_doc, start, end, file.version)
+
+
+def _layer0(skip: memoryview) -> list[tuple[int, int, int, int]]:
+    """The finest layer's checkpoints (first doc, end doc, start byte, end byte) of a skip index."""
+    layers, pos = decode_vint(skip, 0)
+    ends = []
+    for _ in range(layers):
+        value, pos = decode_vint(skip, pos)
+        ends.append(value)
+    if not ends:
+        return []
+    data = skip[pos + (ends[-2] if len(ends) > 1 else 0) : pos + ends[-1]]
+    if pos + ends[-1] != len(skip):
+        raise ValueError(f"layers end at {pos + ends[-1]}, the skip index at {len(skip)}")
+    out: list[tuple[int, int, int, int]] = []
+    p = 0
+    while p < len(data):
+        n, p = decode_vint(data, p)
+        doc, p = decode_vint(data, p)
+        byte, p = decode_vint(data, p)
+        for _ in range(n):
+            docs, p = decode_vint(data, p)
+            size, p = decode_vint(data, p)
+            out.append((doc, doc + docs, byte, byte + size))
+            doc, byte = doc + docs, byte + size
+    return out
+
+
+def decompress_block(data: bytes | memoryview, compressor: int, source: str) -> bytes:
+    """One block's bytes decompressed (``compressor``: the doc store footer's id).
+
+    Raises:
+        CorruptSplitError: the block does not decompress to the length its header gives.
+    """
+    if compressor == COMPRESSOR_NONE:
+        return bytes(data)
+    try:
+        if len(data) < 4:
+            raise ValueError("shorter than its length header")
+        (length,) = _U32.unpack_from(data, 0)
+        if compressor == COMPRESSOR_LZ4:  # lz4_flex's block with its size first, as cramjam's default reads it
+            out = bytes(cramjam.lz4.decompress_block(bytes(data)))
+        else:
+            out = zstd.decompress(bytes(data[4:]))
+    except (ValueError, RuntimeError, zstd.ZstdError, cramjam.DecompressionError) as e:
+        raise CorruptSplitError(f"{source}: a doc store block does not decompress ({e})") from e
+    if len(out) != length:
+        raise CorruptSplitError(f"{source}: a doc store block decompresses to {len(out)} bytes, not {length}")
+    return out
+
+
+def _merged_block(blocks: list[bytes]) -> bytes:
+    """Decompressed blocks as one: their documents, then every document's offset, then the count."""
+    if len(blocks) == 1:
+        return blocks[0]
+    docs, offsets = [], []
+    shift = 0
+    for block in blocks:
+        (count,) = _U32.unpack_from(block, len(block) - 4)
+        table = len(block) - 4 - 4 * count
+        offsets.append(np.frombuffer(block, "<u4", count, table) + np.uint32(shift))
+        docs.append(block[:table])
+        shift += table
+    return b"".join(docs) + np.concatenate(offsets).astype("<u4").tobytes() + _U32.pack(sum(map(len, offsets)))
+
+
+def to_zstd(src: Path, dst: Path, block_bytes: int | None = None, level: int = ZSTD_LEVEL) -> None:
+    """Write to ``dst`` the ``.store`` file ``src`` with zstd blocks of about ``block_bytes``
+    (default ``ZSTD_BLOCK_BYTES``) uncompressed (the original blocks joined in order; no block is
+    split): the same documents, the same footer version. Streams: one block group at a time.
+
+    Raises:
+        CorruptSplitError: ``src`` does not parse (``parse_store``).
+    """
+    block_bytes = ZSTD_BLOCK_BYTES if block_bytes is None else block_bytes
+    with open(src, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped, open(dst, "wb") as out:
+        store = parse_store(memoryview(mapped), str(src))
+        writer = _BlockWriter(out)
+        group: list[bytes] = []
+        first = 0
+        for i in range(len(store.start)):
+            if not group:
+                first = int(store.first_doc[i])
+            group.append(store.block(i, str(src)))
+            if sum(map(len, group)) >= block_bytes or i == len(store.start) - 1:
+                writer.write(first, int(store.end_doc[i]), _merged_block(group), level)
+                group = []
+        writer.finish(store.version, dict(store.tantivy_version))
+        del store  # its memoryviews of the mapping
+
+
+class _BlockWriter:
+    """Writes a doc store's zstd blocks, then its skip index and footers, keeping the CRC."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.offset = 0
+        self.crc = 0
+        self.checkpoints: list[tuple[int, int, int, int]] = []
+
+    def _put(self, data: bytes) -> None:
+        self.out.write(data)
+        self.crc = zlib.crc32(data, self.crc)
+        self.offset += len(data)
+
+    def write(self, first_doc: int, end_doc: int, raw: bytes, level: int) -> None:
+        """One block of documents ``first_doc`` to ``end_doc`` (exclusive), ``raw`` as ``_merged_block`` gives it."""
+        start = self.offset
+        self._put(_U32.pack(len(raw)) + zstd.compress(raw, level=level))
+        self.checkpoints.append((first_doc, end_doc, start, self.offset))
+
+    def finish(self, version: int, tantivy_version: dict[str, Any]) -> None:
+        blocks_end = self.offset
+        self._put(skip_index(self.checkpoints) + DOC_STORE_FOOTER.pack(version, blocks_end, COMPRESSOR_ZSTD))
+        self.out.write(file_footer(tantivy_version, self.crc))
+
+
+def skip_index(checkpoints: list[tuple[int, int, int, int]]) -> bytes:
+    """The skip index of blocks with these (first doc, end doc, start byte, end byte), as
+    ``SkipIndexBuilder::serialize_into`` writes it."""
+    layers: list[bytearray] = []
+    pending: list[list[tuple[int, int, int, int]]] = []  # each layer's checkpoint block being filled
+
+    def flush(layer: int) -> tuple[int, int, int, int] | None:
+        block = pending[layer]
+        if not block:
+            return None
+        start = len(layers[layer])
+        encode_vint(len(block), layers[layer])
+        encode_vint(block[0][0], layers[layer])
+        encode_vint(block[0][2], layers[layer])
+        for first, end, lo, hi in block:
+            encode_vint(end - first, layers[layer])
+            encode_vint(hi - lo, layers[layer])
+        pending[layer] = []
+        return (block[0][0], block[-1][1], start, len(layers[layer]))
+
+    def insert(layer: int, checkpoint: tuple[int, int, int, int]) -> None:
+        if layer == len(layers):
+            layers.append(bytearray())
+            pending.append([])
+        pending[layer].append(checkpoint)
+        if len(pending[layer]) >= CHECKPOINT_PERIOD:
+            up = flush(layer)
+            if up is not None:
+                insert(layer + 1, up)
+
+    for checkpoint in checkpoints:
+        insert(0, checkpoint)
+    last = None
+    for level in range(len(layers)):
+        if last is not None:
+            pending[level].append(last)
+        last = flush(level)
+    out = bytearray()
+    encode_vint(len(layers), out)
+    total = 0
+    for data in reversed(layers):
+        total += len(data)
+        encode_vint(total, out)
+    for data in reversed(layers):
+        out += data
+    return bytes(out)

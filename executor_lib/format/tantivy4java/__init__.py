@@ -1,0 +1,1 @@
+"""What tantivy4java adds to a split: the Parquet companion manifest (``parquet_manifest``)."""

@@ -1,0 +1,288 @@
+"""Companion splits: an index over a source table's Parquet files that copies none of their rows.
+
+A companion split (``BUILD INDEXTABLES COMPANION``, ``executor_lib.companion``) is an ordinary split
+of this project's format whose fields are index-only (no doc store values) and whose columnar
+copy holds, instead of the rows, two locator columns per document: ``__pq_file`` (the position of
+its source file in the split's file list) and ``__pq_row`` (its row number in that file). The
+member ``indextables.companion.json`` names the source: its root URI, format, the files (paths
+relative to the root, as the add action's ``companionSourceFiles``), each file's row count, and
+the data columns.
+
+A search maps hits to row numbers (``__row``) as usual; ``CompanionRows`` takes the locators of
+those rows and reads the rows from the source files by row group, with projection, in one
+vectorized take per (file, row group) touched. A source file that vanished, or whose row count is
+no longer the one indexed, is ``CompanionSourceError`` naming it and saying to run BUILD again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from executor_lib.format.tantivy4java.parquet_manifest import FILE_HASH_FIELD, ROW_IN_FILE_FIELD
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.rows.columnar import RowCopy
+from indextables_contract.errors import CompanionSourceError, ObjectNotFoundError
+
+COMPANION_MEMBER = "indextables.companion.json"
+FILE_COLUMN = "__pq_file"
+ROW_COLUMN = "__pq_row"
+READ_BATCH_ROWS = 65_536
+_OPEN_FILES_KEPT = 64
+
+
+@dataclass(frozen=True)
+class CompanionInfo:
+    """What a companion split's member says about its source."""
+
+    source_root: str
+    source_format: str
+    files: tuple[str, ...]
+    file_rows: tuple[int, ...]
+    data_columns: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "sourceRoot": self.source_root,
+                "sourceFormat": self.source_format,
+                "files": list(self.files),
+                "fileRows": list(self.file_rows),
+                "dataColumns": list(self.data_columns),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: bytes | str, where: str) -> CompanionInfo:
+        try:
+            d = json.loads(text)
+            return cls(
+                str(d["sourceRoot"]),
+                str(d["sourceFormat"]),
+                tuple(str(f) for f in d["files"]),
+                tuple(int(n) for n in d["fileRows"]),
+                tuple(str(c) for c in d["dataColumns"]),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            from indextables_contract.errors import CorruptSplitError
+
+            raise CorruptSplitError(f"{where}: the companion member {COMPANION_MEMBER} does not parse ({e})") from e
+
+
+def _resync_hint(root: str) -> str:
+    return f"run BUILD INDEXTABLES COMPANION FOR ... '{root}' AT LOCATION '<this table>' again to resync the companion"
+
+
+class SourceFiles:
+    """Opened source Parquet files of one source root (local, or through the project's object store)."""
+
+    _lock = threading.Lock()
+    _open: OrderedDict[tuple[str, str, Any], pq.ParquetFile] = OrderedDict()
+
+    def __init__(self, root: str, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.root = root
+        self.storage_options = dict(storage_options or {})
+        self._store: Any = None
+
+    def store(self) -> Any:
+        if self._store is None:
+            from executor_lib.storage import open_store
+
+            self._store = open_store(self.root, shared_client=True, **self.storage_options)
+        return self._store
+
+    def size(self, relative: str) -> int:
+        """The byte size of the source file ``relative`` (one stat, or one HEAD request).
+
+        Raises:
+            CompanionSourceError: the file is gone.
+        """
+        store = self.store()
+        try:
+            local = store.local_path(relative)
+            return int(os.stat(local).st_size) if local is not None else int(store.head(relative).size)
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists; {_resync_hint(self.root)}"
+            ) from e
+
+    def open(self, relative: str, expected_rows: int | None = None) -> pq.ParquetFile:
+        """The source file ``relative`` (to the root); its footer is kept by the process while the
+        file's size and modification time stay the same (one stat, or one HEAD request, per use).
+
+        Raises:
+            CompanionSourceError: the file is gone, or holds another number of rows than indexed.
+        """
+        store = self.store()
+        identity: tuple[int, int, int | None]
+        try:
+            local = store.local_path(relative)
+            if local is not None:
+                st = os.stat(local)
+                identity = (st.st_size, st.st_mtime_ns, st.st_ino)
+            else:
+                info = store.head(relative)
+                identity = (info.size, info.modified_ms, None)
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
+                f"after the companion was built; {_resync_hint(self.root)}"
+            ) from e
+        key = (self.root, relative, identity)
+        with self._lock:
+            pf = self._open.get(key)
+            if pf is not None:
+                self._open.move_to_end(key)
+        if pf is None:
+            try:
+                pf = (
+                    pq.ParquetFile(str(local))
+                    if local is not None
+                    else pq.ParquetFile(pa.BufferReader(store.read(relative)))
+                )
+            except (FileNotFoundError, ObjectNotFoundError) as e:
+                raise CompanionSourceError(
+                    f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
+                    f"after the companion was built; {_resync_hint(self.root)}"
+                ) from e
+            except (OSError, ValueError) as e:  # ArrowInvalid is a ValueError
+                raise CompanionSourceError(
+                    f"companion source file {store.uri_of(relative)} is not readable Parquet ({e}); "
+                    f"{_resync_hint(self.root)}"
+                ) from e
+            with self._lock:
+                self._open[key] = pf
+                while len(self._open) > _OPEN_FILES_KEPT:
+                    self._open.popitem(last=False)
+        if expected_rows is not None and pf.metadata.num_rows != expected_rows:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} now holds {pf.metadata.num_rows} rows, "
+                f"{expected_rows} were indexed: the file was rewritten; {_resync_hint(self.root)}"
+            )
+        return pf
+
+
+class CompanionRows:
+    """A companion split's rows, read from its source files (table-like as ``ColumnarCopy``: ``num_rows``,
+    ``schema``, ``column_names``, ``select``, ``with_schema``, ``take``, ``read_all``).
+
+    Example: ``CompanionRows(locators, info, schema).select(["id"]).take(pa.array([0, 5], pa.uint64()))``.
+    """
+
+    def __init__(
+        self, locators: RowCopy, info: CompanionInfo, schema: pa.Schema, sources: SourceFiles | None = None
+    ) -> None:
+        self.locators = locators
+        self.info = info
+        self.schema = schema
+        self.num_rows = locators.num_rows
+        self.sources = sources or SourceFiles(info.source_root)
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.schema.names)
+
+    def select(self, columns: Sequence[str]) -> CompanionRows:
+        return self.with_schema(pa.schema([self.schema.field(c) for c in columns]))
+
+    def with_schema(self, schema: pa.Schema) -> CompanionRows:
+        return CompanionRows(self.locators, self.info, schema, self.sources)
+
+    def read_all(self) -> pa.Table:
+        return self.take(pa.array(np.arange(self.num_rows, dtype=np.uint64)))
+
+    def take(self, ids: pa.Array) -> pa.Table:
+        """The rows numbered ``ids`` (in that order), read from the source files."""
+        n = len(ids)
+        loc = self.locators.take(ids)
+        files = loc.column(FILE_COLUMN).to_numpy().astype(np.int64, copy=False)
+        rows = loc.column(ROW_COLUMN).to_numpy().astype(np.int64, copy=False)
+        columns = list(self.schema.names)
+        if n == 0:
+            return self.schema.empty_table()
+        order = np.lexsort((rows, files))
+        sorted_files, sorted_rows = files[order], rows[order]
+        parts: list[pa.Table] = []
+        for start, stop in _runs(sorted_files):
+            index = int(sorted_files[start])
+            pf = self.sources.open(self.info.files[index], self.info.file_rows[index])
+            parts.extend(_take_from_file(pf, sorted_rows[start:stop], columns, self.schema, self.info.files[index]))
+        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        return table.take(pa.array(inverse))
+
+
+def _runs(values: np.ndarray) -> Iterator[tuple[int, int]]:
+    """(start, stop) of each run of equal values of a sorted array."""
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(values)) + 1, [len(values)]))
+    for i in range(len(bounds) - 1):
+        yield int(bounds[i]), int(bounds[i + 1])
+
+
+def _take_from_file(
+    pf: pq.ParquetFile, rows: np.ndarray, columns: list[str], schema: pa.Schema, name: str
+) -> list[pa.Table]:
+    """The (ascending) ``rows`` of one file: one read per row group touched, projected to ``columns``."""
+    meta = pf.metadata
+    starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+    groups = np.searchsorted(starts, rows, side="right") - 1
+    present = set(pf.schema_arrow.names)
+    read = [c for c in columns if c in present]
+    out = []
+    for start, stop in _runs(groups):
+        g = int(groups[start])
+        if read:
+            try:
+                table = pf.read_row_group(g, columns=read)
+            except (OSError, ValueError) as e:  # the file changed under the open footer
+                raise CompanionSourceError(
+                    f"companion source file {name} row group {g} does not read ({e}): the file changed after "
+                    "the companion was built; run BUILD INDEXTABLES COMPANION again to resync"
+                ) from e
+        else:
+            table = pa.table({"_": pa.nulls(int(meta.row_group(g).num_rows))})
+        taken = table.take(pa.array(rows[start:stop] - starts[g]))
+        out.append(conformed(taken, schema, stop - start))
+    return out
+
+
+def conformed(table: pa.Table, schema: pa.Schema, n: int) -> pa.Table:
+    """``table``'s columns in ``schema``'s order and types (a column the file lacks: nulls)."""
+    arrays = []
+    for f in schema:
+        if f.name in table.column_names:
+            column = table.column(f.name)
+            arrays.append(column if column.type == f.type else column.cast(f.type))
+        else:
+            arrays.append(pa.chunked_array([pa.nulls(n, f.type)]))
+    if not arrays:
+        return pa.table({"_": pa.nulls(n)}).drop(["_"])
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def companion_rows(locators: RowCopy, member: bytes, table_schema: pa.Schema, where: str) -> CompanionRows:
+    """The rows of a companion split (``member``: its ``COMPANION_MEMBER``), as the table's types."""
+    info = CompanionInfo.from_json(member, where)
+    fields = [table_schema.field(c) for c in info.data_columns if c in table_schema.names]
+    return CompanionRows(locators, info, pa.schema(fields))
+
+
+def locator_fields(mapping: DocMapping) -> DocMapping:
+    """``mapping`` plus tantivy4java's two u64 fast fields of every companion document (replaced if present)."""
+    kept = tuple(f for f in mapping.fields if f.name not in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD))
+    hidden = tuple(
+        FieldMapping(name, "u64", stored=False, indexed=False, fast=True)
+        for name in (FILE_HASH_FIELD, ROW_IN_FILE_FIELD)
+    )
+    return DocMapping(kept + hidden)

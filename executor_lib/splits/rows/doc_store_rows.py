@@ -1,0 +1,235 @@
+"""A split's rows read from its Tantivy doc stores (``DocStoreRows``), for splits that keep no
+columnar copy (PROTOCOL.md §15, ``indextables.docstore-rows.arrow``).
+
+A split whose every stored column comes back exactly from Tantivy's stored values
+(``stored_docs.decodable``) keeps its rows once: in the zstd doc stores the JVM reads as well
+(``doc_store.py``). Its row ``n`` is a document ordinal: the documents of its segments, in the order
+of the index's ``meta.json``, numbered from 0. A row is read by finding its segment (the segments'
+first rows), its block (the store's checkpoints), decompressing that block (kept in a process-wide
+cache of ``BLOCK_BYTES_KEPT``), gathering the bytes of the documents asked for from all their blocks
+and decoding them in one vectorized pass (``stored_docs``).
+
+Table-like as ``columnar_copy.ColumnarCopy``: ``num_rows``, ``schema``, ``column_names``, ``select``,
+``with_schema``, ``take``, ``read_all``. Columns of ``schema`` the store does not hold (index-only
+ones) read as nulls.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from executor_lib.format.store.blocks import DocStore, parse_store
+from executor_lib.format.store.documents import StoredColumn, decode_blocks
+from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
+from indextables_contract.errors import CorruptSplitError
+
+BLOCK_BYTES_KEPT = 256 << 20  # decompressed blocks kept by the process (all splits), least recently used out
+Fetch = Callable[[list[tuple[int, int]]], None]  # fetches byte ranges of a store (a split read by the piece)
+
+
+_BLOCKS: LeastRecentlyUsed[bytes] = LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # decompressed blocks
+_STORE_IDS = itertools.count()
+
+
+@dataclass(frozen=True)
+class SegmentStore:
+    """One segment's doc store: parsed over its bytes (a mapped file; a split read by the piece has
+    holes where nothing was fetched), and ``fetch`` to fetch byte ranges first (None: all present)."""
+
+    store: DocStore
+    source: str
+    fetch: Fetch | None = None
+    key: int = field(default_factory=lambda: next(_STORE_IDS))  # its blocks' key in the process's cache
+
+    def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes]:
+        """Blocks ``indexes`` decompressed (fetched first, all at once, if absent; ``keep``: kept
+        in the process's cache)."""
+        found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
+        absent = [i for i, b in found.items() if b is None]
+        if absent and self.fetch is not None:
+            self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
+        out = []
+        for i in indexes:
+            block = found[i]
+            if block is None:
+                block = self.store.block(i, self.source)
+                if keep:
+                    _BLOCKS.put((self.key, i), block)
+            out.append(block)
+        return out
+
+    def take(self, docs: np.ndarray, columns: Sequence[StoredColumn]) -> pa.Table:
+        """The documents ``docs`` (ascending doc ids, repeats allowed) of this store as a table of
+        ``columns``: their bytes gathered from their blocks, then decoded in one pass."""
+        block_of = self.store.block_of(docs)
+        used = np.flatnonzero(np.bincount(block_of)).tolist()
+        first = self.store.first_doc
+        picked = [
+            _documents_of(block, docs[block_of == b] - first[b])
+            for b, block in zip(used, self.blocks(used), strict=True)
+        ]
+        return decode_blocks(picked, columns, self.source)
+
+
+def _documents_of(block: bytes, local: np.ndarray) -> bytes:
+    """A decompressed block holding only the documents ``local`` (positions in ``block``, in that
+    order): their bytes gathered, with their own offsets and count (``stored_docs``'s block layout)."""
+    (count,) = struct.unpack_from("<I", block, len(block) - 4)
+    if len(local) == count and bool(np.all(local == np.arange(count))):
+        return block
+    table = len(block) - 4 - 4 * count
+    starts = np.frombuffer(block, "<u4", count, table).astype(np.int64)
+    ends = np.append(starts[1:], table)
+    lo, hi = starts[local], ends[local]
+    lengths = hi - lo
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    gather = np.repeat(lo - offsets, lengths) + np.arange(int(lengths.sum()))
+    data = np.frombuffer(block, np.uint8)[gather].tobytes()
+    return data + offsets.astype("<u4").tobytes() + struct.pack("<I", len(local))
+
+
+class DocStoreRows:
+    """The rows of a split read from its segments' doc stores (see the module docstring).
+
+    Example: ``DocStoreRows(segments, stored, field_ids, types, "s.split").take(pa.array([0, 9], pa.uint64()))``.
+    """
+
+    def __init__(
+        self,
+        segments: Sequence[SegmentStore],
+        stored: pa.Schema,
+        field_ids: Mapping[str, int],
+        types: Mapping[str, str],
+        source: str,
+        schema: pa.Schema | None = None,
+    ) -> None:
+        """``stored``: the stored columns and their Arrow types (the split's
+        ``indextables.docstore-rows.arrow``); ``field_ids``, ``types``: each one's Tantivy field id
+        (position in ``meta.json``'s schema) and doc mapping type; ``schema``: the rows' schema
+        (default ``stored``)."""
+        self._segments = list(segments)
+        self._stored = stored
+        self._field_ids = dict(field_ids)
+        self._types = dict(types)
+        self.source = source
+        self.schema = schema if schema is not None else stored
+        counts = [s.store.num_docs for s in self._segments]
+        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.num_rows = int(self._starts[-1])
+
+    @property
+    def segment_starts(self) -> np.ndarray:
+        """The first row of each segment (and the number of rows, last)."""
+        return self._starts
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.schema.names)
+
+    def select(self, columns: Sequence[str]) -> DocStoreRows:
+        """The same rows with ``columns`` only (nothing is read)."""
+        return self.with_schema(pa.schema([self.schema.field(c) for c in columns]))
+
+    def with_schema(self, schema: pa.Schema) -> DocStoreRows:
+        """The same rows as ``schema``: its columns the store holds (with their stored types), the
+        others as nulls (nothing is read)."""
+        view = DocStoreRows.__new__(DocStoreRows)
+        view.__dict__.update(self.__dict__)
+        view.schema = schema
+        return view
+
+    def _columns(self) -> list[StoredColumn]:
+        return [
+            StoredColumn(self._field_ids[f.name], f.name, self._types[f.name], self._stored.field(f.name).type)
+            for f in self.schema
+            if f.name in self._stored.names
+        ]
+
+    def read_all(self) -> pa.Table:
+        """Every row, as one table."""
+        columns = self._columns()
+        parts = [
+            decode_blocks(s.blocks(range(len(s.store.start)), keep=False), columns, s.source)
+            for s in self._segments
+            if s.store.num_docs
+        ]
+        return self._assemble(parts, columns, self.num_rows)
+
+    def take(self, ids: pa.Array) -> pa.Table:
+        """The rows numbered ``ids`` (uint64), in that order; IndexError names a row out of range."""
+        wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        n = len(wanted)
+        if n and (wanted.min() < 0 or wanted.max() >= self.num_rows):
+            bad = int(wanted[(wanted < 0) | (wanted >= self.num_rows)][0])
+            raise IndexError(f"{self.source}: row {bad} is out of range (the split has {self.num_rows} rows)")
+        columns = self._columns()
+        order = np.argsort(wanted, kind="stable")
+        ordered = wanted[order]
+        segment_of = np.searchsorted(self._starts, ordered, side="right") - 1
+        parts = [
+            self._segments[seg].take(ordered[segment_of == seg] - self._starts[seg], columns)
+            for seg in np.flatnonzero(np.bincount(segment_of, minlength=len(self._segments))).tolist()
+        ]
+        table = self._assemble(parts, columns, n)
+        if n < 2 or bool(np.all(order[1:] > order[:-1])):
+            return table
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n)
+        return table.take(pa.array(inverse))
+
+    def _assemble(self, parts: list[pa.Table], columns: list[StoredColumn], rows: int) -> pa.Table:
+        """Decoded ``parts`` (tables of ``columns``) as one table of ``schema``."""
+        stored = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
+        table = pa.concat_tables(parts) if parts else stored.empty_table()
+        out = [
+            table.column(f.name) if f.name in stored.names else pa.chunked_array([pa.nulls(rows, f.type)], f.type)
+            for f in self.schema
+        ]
+        fields = [self._stored.field(f.name) if f.name in stored.names else f for f in self.schema]
+        return pa.Table.from_arrays(out, schema=pa.schema(fields))
+
+
+def open_doc_store_rows(
+    rows_member: bytes,
+    meta_json: bytes,
+    types: Mapping[str, str],
+    store: Callable[[str], tuple[memoryview, Fetch | None]],
+    source: str,
+) -> DocStoreRows:
+    """The rows of a split that keeps them in its doc stores.
+
+    Args:
+        rows_member: its ``indextables.docstore-rows.arrow`` (the stored columns' Arrow schema).
+        meta_json: its ``meta.json`` (the segments' order, the fields' ids).
+        types: each column's doc mapping type.
+        store: the bytes of a segment's doc store by segment id (no dashes), and how to fetch
+            ranges of it first (None: all present).
+        source: names the split in errors.
+
+    Raises:
+        CorruptSplitError: the member, ``meta.json`` or a doc store does not parse, or a stored
+            column is not a field of the index (names ``source``).
+    """
+    try:
+        stored = pa.ipc.open_stream(rows_member).schema
+        meta = json.loads(meta_json)
+        field_ids = {str(f["name"]): i for i, f in enumerate(meta["schema"])}
+        stems = [str(seg["segment_id"]).replace("-", "") for seg in meta["segments"]]
+    except (ValueError, KeyError, TypeError) as e:  # ArrowInvalid is a ValueError
+        raise CorruptSplitError(f"{source}: the split's doc store rows are not described ({e})") from e
+    missing = [c for c in stored.names if c not in field_ids or c not in types]
+    if missing:
+        raise CorruptSplitError(f"{source}: stored columns {missing} are not fields of its index")
+    segments = []
+    for stem in stems:
+        data, fetch = store(stem)
+        where = f"{source}: {stem}.store"
+        segments.append(SegmentStore(parse_store(data, where), where, fetch))
+    return DocStoreRows(segments, stored, field_ids, types, source)

@@ -1,0 +1,2 @@
+"""Searching: one split (``searcher``), a table's splits (``table_search``), group aggregates
+(``group_aggregate``)."""

@@ -1,0 +1,353 @@
+"""Searching a whole table in one process (no Spark): every live split, through the split cache.
+
+Each live split comes from the node's ``SplitCache`` (downloaded once, then local) and is
+searched with ``SplitSearcher``; partition columns are added from the split's partition values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from executor_lib import profiler
+from executor_lib.cache.split_cache import CacheEntry, SplitCache
+from executor_lib.cache.split_pieces import SplitPieces
+from executor_lib.log.snapshot import Snapshot
+from executor_lib.protocol.actions import parquet_table_root
+from executor_lib.splits.doc_mapping import default_field_type
+from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
+from executor_lib.splits.search.searcher import SplitSearcher, take_rows
+from executor_lib.storage.base import ObjectStore
+from indextables_contract import filters
+from indextables_contract.errors import (
+    ConfigError,
+    CorruptLogError,
+    CorruptSplitError,
+    IndexEngineError,
+    QueryError,
+    SplitSchemaError,
+)
+
+_OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
+_OPEN_LOCK = threading.Lock()
+MAX_OPEN_SEARCHERS = 64
+
+
+def open_searcher(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None = None,
+    footer_start: int | None = None,
+    companion_root: str | None = None,
+) -> SplitSearcher:
+    """A searcher over the split at ``path`` (through the node's split cache), kept open for the
+    next query in this process (Spark reuses Python workers): splits are immutable, so an open
+    searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
+    again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
+    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read);
+    ``companion_root`` a companion table's source root (``SplitSearcher``).
+    The profiler (when on) times it as ``split_open`` and counts ``searcher`` hits and misses."""
+    if not profiler.ENABLED:
+        return _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
+    t0 = time.perf_counter_ns()
+    searcher = _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
+    profiler.record("split_open", t0)
+    return searcher
+
+
+def _open_searcher(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None,
+    footer_start: int | None,
+    companion_root: str | None = None,
+) -> SplitSearcher:
+    key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
+    if key is not None:
+        with _OPEN_LOCK:
+            searcher = _OPEN_SEARCHERS.get(key)
+            if searcher is not None and searcher.pieces is not None and size in (None, searcher.pieces.size):
+                _OPEN_SEARCHERS.move_to_end(key)
+                cache.count_hit(store, path)
+                if profiler.ENABLED:
+                    profiler.cache_event("searcher", True)
+                return searcher
+    pieces = _pieces(cache, store, path, size, footer_start)
+    key = cache.pieces_identity(store, path) if pieces is not None else None
+    if pieces is not None and key is not None:
+        searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
+        _remember_searcher(key, searcher)
+        if profiler.ENABLED:
+            profiler.cache_event("searcher", False)
+        return searcher
+    entry = cache.get(store, path, size)
+    try:
+        st = entry.split.stat()
+    except FileNotFoundError:  # evicted by another process just now: fetch it again
+        entry = cache.get(store, path, size)
+        st = entry.split.stat()
+    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
+    with _OPEN_LOCK:
+        searcher = _OPEN_SEARCHERS.get(key)
+        if searcher is not None:
+            _OPEN_SEARCHERS.move_to_end(key)
+            if profiler.ENABLED:
+                profiler.cache_event("searcher", True)
+            return searcher
+    searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
+    _remember_searcher(key, searcher)
+    if profiler.ENABLED:
+        profiler.cache_event("searcher", False)
+    return searcher
+
+
+def _remember_searcher(key: str, searcher: SplitSearcher) -> None:
+    """Keep an opened searcher for reuse, the least recently used dropped past ``MAX_OPEN_SEARCHERS``."""
+    with _OPEN_LOCK:
+        _OPEN_SEARCHERS[key] = searcher
+        while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
+            _OPEN_SEARCHERS.popitem(last=False)
+
+
+def load_split(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None = None,
+    footer_start: int | None = None,
+    companion_root: str | None = None,
+) -> SplitSearcher:
+    """Open the split at ``path`` from the cache (by the piece where ``SplitCache.pieces`` says so).
+    ``size`` is the add action's size: a cached copy of another size is fetched again, a fetched
+    split of another size is refused; ``footer_start`` its ``footerStartOffset``. A split that
+    does not open has its cached copy dropped (so a repaired split is fetched again) and raises
+    CorruptSplitError naming the table's split, not the cache file."""
+    pieces = _pieces(cache, store, path, size, footer_start)
+    if pieces is not None:
+        return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
+    return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping, companion_root)
+
+
+def _pieces(
+    cache: SplitCache, store: ObjectStore, path: str, size: int | None, footer_start: int | None
+) -> SplitPieces | None:
+    """The split fetched by the piece (``SplitCache.pieces``), or None to fetch it whole (a footer
+    that does not parse, or a short read, is CorruptSplitError naming the table's split)."""
+    return cache.pieces(store, path, size, footer_start)
+
+
+def _open_pieces(
+    cache: SplitCache, store: ObjectStore, path: str, pieces: SplitPieces, arrow_schema: pa.Schema, mapping: str | None
+) -> SplitSearcher:
+    try:
+        return SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces)
+    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
+        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
+            raise
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
+        ) from e
+
+
+def _open(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    entry: CacheEntry,
+    arrow_schema: pa.Schema,
+    mapping: str | None,
+    companion_root: str | None = None,
+) -> SplitSearcher:
+    try:
+        return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root)
+    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
+        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
+            raise  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
+        ) from e
+
+
+@contextlib.contextmanager
+def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterator[None]:
+    """Run work on one split; an error that means its bytes are damaged (Arrow or I/O errors, an index
+    out of range, a Tantivy failure) drops the split's cached copy, so a repaired split is fetched
+    again, and becomes CorruptSplitError naming the table's split. Query and option errors pass.
+
+    Example: ``with damage_of_split(cache, store, add.path): rows = scan_split(searcher, ...)``.
+    """
+    try:
+        yield
+    except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
+        cache.discard(store, path)
+        raise CorruptSplitError(f"{e.message}; its cached copy was dropped") from e
+    except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
+        cache.discard(store, path)
+        raise CorruptSplitError(
+            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was dropped"
+        ) from e
+
+
+def search_table(
+    store: ObjectStore,
+    snapshot: Snapshot,
+    query: str | None,
+    cache: SplitCache,
+    columns: Sequence[str] | None = None,
+    limit: int | None = None,
+) -> pa.Table:
+    """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total."""
+    if limit is not None and limit < 0:
+        raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
+    schema = snapshot.arrow_schema()
+    partition_columns = list(snapshot.partition_columns)
+    wanted = list(columns) if columns is not None else schema.names
+    unknown = [c for c in wanted if c not in schema.names]
+    if unknown:
+        raise QueryError(f"columns {unknown} are not in the table (columns: {schema.names})")
+    data_columns = [c for c in wanted if c not in partition_columns]
+    parts: list[pa.Table] = []
+    remaining = limit
+    for add in sorted(snapshot.files, key=lambda a: a.path):
+        if remaining is not None and remaining <= 0:
+            break
+        searcher = load_split(
+            cache,
+            store,
+            add.path,
+            schema,
+            snapshot.doc_mapping(add),
+            add.size,
+            add.footer_start_offset,
+            parquet_table_root(snapshot.metadata.configuration),
+        )
+        where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
+        check_split_columns(searcher, data_columns, where)
+        with damage_of_split(cache, store, add.path):
+            rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
+        for column in partition_columns:
+            if column in wanted:
+                value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
+                rows = rows.append_column(schema.field(column), pa.array([value.as_py()] * rows.num_rows, value.type))
+        parts.append(rows.select(wanted))
+        if remaining is not None:
+            remaining -= rows.num_rows
+    if not parts:
+        return schema.empty_table().select(wanted)
+    return pa.concat_tables(parts)
+
+
+def check_split_columns(searcher: SplitSearcher, columns: Sequence[str], where: str) -> None:
+    """SplitSchemaError naming the split (``where``) if it lacks any of the table's ``columns``."""
+    missing = [c for c in columns if c not in searcher.rows.column_names]
+    if missing:
+        raise SplitSchemaError(
+            f"{where}: the split lacks the table's columns {missing} (its columns: {searcher.rows.column_names}); "
+            "it was committed with another schema"
+        )
+
+
+def conform_rows(rows: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """``rows`` of a split with the table's type for each column (``schema`` holds them all). A column
+    is cast when both types index as the same Tantivy type (a narrower integer, a string view, a date
+    in a timestamp column); otherwise, or when a value does not fit, SplitSchemaError names the split
+    (``where``) and the column."""
+    columns = []
+    for name, column in zip(rows.column_names, rows.columns, strict=True):
+        target = schema.field(name).type if name in schema.names else column.type
+        if column.type != target:
+            problem = None if _same_index_type(column.type, target) else "a different kind of value"
+            if problem is None:
+                try:
+                    column = column.cast(target)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                    problem = str(e)
+            if problem is not None:
+                raise SplitSchemaError(
+                    f"{where}: column {name!r} holds {column.type}, the table's type is {target} ({problem}); "
+                    "the split was committed with another schema"
+                )
+        columns.append(column)
+    return pa.table(columns, names=rows.column_names)
+
+
+def _same_index_type(source: pa.DataType, target: pa.DataType) -> bool:
+    try:
+        return default_field_type(source, "") == default_field_type(target, "")
+    except ConfigError:  # a type no split column has (e.g. null): let the cast decide
+        return True
+
+
+def scan_split(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    constants: Mapping[str, pa.Scalar] | None = None,
+    limit: int | None = None,
+    row_ids: bool = False,
+) -> pa.Table:
+    """The split's rows matching ``filter_plan`` (index query, then the residual on the rows), in
+    row order, at most ``limit`` of them. ``constants`` are columns with one value for the whole
+    split (partition columns); ``columns`` may name them as well as the split's own columns.
+    ``row_ids``: the rows' ids in the split follow as a last column, ``ROW_ID_COLUMN``."""
+    constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
+    index_limit = limit if filter_plan.residual is None else None
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+    ids = searcher.row_ids(filter_plan.index, index_limit)
+    if t0:
+        profiler.record("query_search", t0)
+        t0 = time.perf_counter_ns()
+    data_columns = [c for c in columns if c not in constants]
+    if filter_plan.residual is None:
+        rows = take_rows(searcher.rows.select(data_columns), ids).append_column(ROW_ID_COLUMN, ids)
+        if t0:
+            profiler.record("doc_batch_retrieval", t0)
+    else:
+        rows = _with_constants(take_rows(searcher.rows, ids), constants).append_column(ROW_ID_COLUMN, ids)
+        if t0:
+            profiler.record("doc_batch_retrieval", t0)
+            t0 = time.perf_counter_ns()
+        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
+        rows = rows.select([*data_columns, ROW_ID_COLUMN])
+        if t0:
+            profiler.record("residual_filter", t0)
+    if limit is not None and rows.num_rows > limit:
+        rows = rows.slice(0, limit)
+    out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+    return out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
+
+
+def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
+    """QueryError if a filter left for the rows names an index-only column (its values are not stored)."""
+    if residual is None:
+        return
+    named = sorted(filters.columns_of(residual) & set(index_only))
+    if named:
+        raise QueryError(
+            f"filter {residual!r} cannot be answered: columns {named} are index-only "
+            "(spark.indextables.indexing.indexonly), so their values are not stored and only filters the "
+            "index answers exactly can use them"
+        )
+
+
+def _with_constants(table: pa.Table, constants: Mapping[str, pa.Scalar]) -> pa.Table:
+    for name, value in constants.items():
+        if name not in table.column_names:
+            table = table.append_column(pa.field(name, value.type), pa.repeat(value, table.num_rows))
+    return table
