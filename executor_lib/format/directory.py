@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.format.quickwit.bundle import tantivy_file_footer
 from indextables_contract.errors import CorruptSplitError
 
 FOOTER_MAGIC = 1337
@@ -98,7 +97,63 @@ def with_footer(body: bytes, version: dict[str, Any]) -> bytes:
     return body + file_footer(version, zlib.crc32(body))
 
 
-file_footer = tantivy_file_footer  # the Tantivy footer of a file whose body has this CRC32
+def file_footer(version: Mapping[str, object], crc: int) -> bytes:
+    """The footer every Tantivy index file ends with: JSON ``{"version": ..., "crc": crc}`` (as
+    Tantivy's serde writes it: compact, keys in order), its u32 length, u32 magic 1337.
+
+    Example:
+        >>> file_footer({"major": 0}, 7)[-4:] == FOOTER_MAGIC.to_bytes(4, "little")
+        True
+    """
+    footer = json.dumps({"version": version, "crc": crc}, separators=(",", ":")).encode()
+    return footer + _U32.pack(len(footer)) + _U32.pack(FOOTER_MAGIC)
+
+
+def footer_version(tail: bytes, what: str, source: str) -> dict[str, object]:
+    """The Tantivy version in the Tantivy footer that ``tail`` (a file's last bytes) ends with.
+
+    Raises:
+        CorruptSplitError: ``tail`` does not end with a Tantivy footer (names ``what`` and ``source``).
+    """
+    try:
+        json_len, magic = struct.unpack_from("<II", tail, len(tail) - 8)
+        if magic != FOOTER_MAGIC or json_len + 8 > len(tail):
+            raise ValueError(f"magic {magic}, footer length {json_len}")
+        version = json.loads(tail[len(tail) - 8 - json_len : len(tail) - 8])["version"]
+        if not isinstance(version, dict):
+            raise ValueError(f"version {version!r}")
+        return version
+    except (ValueError, KeyError, TypeError, struct.error) as e:
+        raise CorruptSplitError(f"{source}: the {what}'s Tantivy footer does not parse ({e})") from e
+
+
+def composite_addresses(footer: bytes | memoryview) -> list[tuple[int, int]]:
+    """(field id, start offset) of each slice of a composite file, from its footer (the bytes
+    between the slices and the footer's u32 length): a VInt count, then per slice a VInt offset
+    delta, a u32 field and a VInt index.
+
+    Raises:
+        ValueError: the footer does not parse or lists slices out of order.
+
+    Example:
+        >>> composite_addresses(bytes([0x81, 0x80]) + (3).to_bytes(4, "little") + bytes([0x80]))
+        [(3, 0)]
+    """
+    out: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        count, pos = decode_vint(footer, 0)
+        for _ in range(count):
+            delta, pos = decode_vint(footer, pos)
+            offset += delta
+            (field,) = _U32.unpack_from(footer, pos)
+            _, pos = decode_vint(footer, pos + 4)
+            out.append((field, offset))
+    except (IndexError, struct.error) as e:
+        raise ValueError("composite footer does not parse") from e
+    if [start for _, start in out] != sorted(start for _, start in out):
+        raise ValueError("composite footer lists sections out of order")
+    return out
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from executor_lib.format.directory import file_footer, footer_version
 from executor_lib.format.quickwit.hotcache import HotCache, build_hotcache, parse_hotcache
 from indextables_contract.errors import CorruptSplitError
 
@@ -47,7 +48,6 @@ LOCAL_STORE_SUFFIX = ".docstore"  # a doc store laid out aside (``local_files``)
 # Local files laid out aside, each with a stand-in under the member's name (``stand_in``).
 ASIDE_SUFFIXES = (LOCAL_STORE_SUFFIX, LOCAL_SSTABLE_SUFFIX)
 STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is at most 50,000 bytes)
-TANTIVY_FOOTER_MAGIC = 1337
 # A doc store's footer (format/store/blocks.py): version, skip index offset, compressor id, 15 reserved bytes.
 DOC_STORE_FOOTER = struct.Struct("<IQB15x")
 # A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
@@ -260,31 +260,6 @@ def member_name(local: str) -> str:
     return local
 
 
-def tantivy_file_footer(version: Mapping[str, object], crc: int) -> bytes:
-    """The footer every Tantivy index file ends with: JSON ``{"version": ..., "crc": crc}`` (as
-    Tantivy's serde writes it: compact, keys in order), its u32 length, u32 magic 1337."""
-    footer = json.dumps({"version": version, "crc": crc}, separators=(",", ":")).encode()
-    return footer + _U32.pack(len(footer)) + _U32.pack(TANTIVY_FOOTER_MAGIC)
-
-
-def _footer_version(tail: bytes, what: str, source: str) -> dict[str, object]:
-    """The Tantivy version in the Tantivy footer that ``tail`` (a file's last bytes) ends with.
-
-    Raises:
-        CorruptSplitError: ``tail`` does not end with a Tantivy footer (names ``what`` and ``source``).
-    """
-    try:
-        json_len, magic = struct.unpack_from("<II", tail, len(tail) - 8)
-        if magic != TANTIVY_FOOTER_MAGIC or json_len + 8 > len(tail):
-            raise ValueError(f"magic {magic}, footer length {json_len}")
-        version = json.loads(tail[len(tail) - 8 - json_len : len(tail) - 8])["version"]
-        if not isinstance(version, dict):
-            raise ValueError(f"version {version!r}")
-        return version
-    except (ValueError, KeyError, TypeError, struct.error) as e:
-        raise CorruptSplitError(f"{source}: the {what}'s Tantivy footer does not parse ({e})") from e
-
-
 # A composite file of no slice: VInt 0 entries, then the u32 length (1) of that footer.
 EMPTY_COMPOSITE = b"\x80" + _U32.pack(1)
 
@@ -299,8 +274,8 @@ def empty_term_file(sstable_tail: bytes, source: str) -> bytes:
     Raises:
         CorruptSplitError: ``sstable_tail`` does not end with a Tantivy footer (names ``source``).
     """
-    version = _footer_version(sstable_tail, "term dictionary", source)
-    return EMPTY_COMPOSITE + tantivy_file_footer(version, zlib.crc32(EMPTY_COMPOSITE))
+    version = footer_version(sstable_tail, "term dictionary", source)
+    return EMPTY_COMPOSITE + file_footer(version, zlib.crc32(EMPTY_COMPOSITE))
 
 
 def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes]:
@@ -329,9 +304,9 @@ def empty_doc_store(store_tail: bytes, source: str) -> bytes:
     Raises:
         CorruptSplitError: ``store_tail`` does not end with a Tantivy footer (names ``source``).
     """
-    version = _footer_version(store_tail, "doc store", source)
+    version = footer_version(store_tail, "doc store", source)
     body = b"\x80" + DOC_STORE_FOOTER.pack(2, 0, 1)  # no layer; version 2, skip index at 0, lz4
-    return body + tantivy_file_footer(version, zlib.crc32(body))
+    return body + file_footer(version, zlib.crc32(body))
 
 
 def extract_bundle(

@@ -31,6 +31,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from executor_lib.format.directory import FOOTER_MAGIC, composite_addresses
 from indextables_contract.errors import CorruptSplitError
 
 HOTCACHE_MAGIC = 2_557_869_106
@@ -50,7 +51,6 @@ WHOLE_FILE_MAX_BYTES = 1024
 MAX_RANGE_BYTES = 64 * 1024
 # Cached at the end of a segment file whose layout does not parse as expected.
 SEGMENT_TAIL_BYTES = 128
-_TANTIVY_FOOTER_MAGIC = 1337
 _STORE_FOOTER_BYTES = 28  # DocStoreFooter: u32 version, u64 skip index offset, u8 codec, 15 zeros
 _COLUMNAR_FOOTER_BYTES = 20  # u64 dictionary length, u32 rows, u32 version, 4 magic bytes
 
@@ -415,7 +415,7 @@ def choose_ranges(name: str, length: int, read: Callable[[int, int], bytes]) -> 
 def _layout_ranges(ext: str, length: int, read: Callable[[int, int], bytes]) -> list[tuple[int, int]]:
     json_len, magic = struct.unpack("<II", read(length - 8, length))
     body_end = length - 8 - json_len
-    if magic != _TANTIVY_FOOTER_MAGIC or body_end < 0:
+    if magic != FOOTER_MAGIC or body_end < 0:
         raise ValueError("no Tantivy footer")
     ranges = [(body_end, length)]
     if ext in ("idx", "pos", "term", "fieldnorm"):
@@ -462,32 +462,8 @@ def _term_dictionary_tail(start: int, stop: int, read: Callable[[int, int], byte
 
 
 def _composite_offsets(footer: bytes) -> list[int]:
-    """Where each field's bytes start, from a composite file's footer: a VInt count, then per
-    field a VInt offset delta, a u32 field and a VInt index (Tantivy's VInt ends with a byte
-    >= 128)."""
-    pos = 0
-
-    def vint() -> int:
-        nonlocal pos
-        value = shift = 0
-        while True:
-            byte = footer[pos]  # IndexError past the end: caught as a layout that does not parse
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte & 0x80:
-                return value
-            shift += 7
-
-    offsets, offset = [], 0
-    try:
-        for _ in range(vint()):
-            offset += vint()
-            pos += 4
-            vint()
-            offsets.append(offset)
-    except IndexError as e:
-        raise ValueError("composite footer does not parse") from e
-    return offsets
+    """Where each field's bytes start, from a composite file's footer (``directory.composite_addresses``)."""
+    return [start for _, start in composite_addresses(footer)]
 
 
 def _checked(start: int, stop: int, limit: int) -> tuple[int, int]:
@@ -577,49 +553,18 @@ def composite_sections(length: int, read: Callable[[int, int], bytes]) -> dict[i
     try:
         json_len, magic = struct.unpack("<II", read(length - 8, length))
         body_end = length - 8 - json_len
-        if magic != _TANTIVY_FOOTER_MAGIC or body_end < 4:
+        if magic != FOOTER_MAGIC or body_end < 4:
             raise ValueError("no Tantivy footer")
         (footer_len,) = struct.unpack("<I", read(body_end - 4, body_end))
         footer_start = body_end - 4 - footer_len
         _checked(footer_start, body_end, body_end)
-        addresses = _composite_addresses(read(footer_start, body_end - 4))
+        addresses = composite_addresses(read(footer_start, body_end - 4))
     except struct.error as e:
         raise ValueError(f"composite file does not parse ({e})") from e
     sections: dict[int, list[tuple[int, int]]] = {}
-    bounds = [*addresses, (None, footer_start)]
+    bounds: list[tuple[int | None, int]] = [*addresses, (None, footer_start)]
     for (field, start), (_, stop) in itertools.pairwise(bounds):
         assert field is not None
         _checked(start, stop, footer_start)
         sections.setdefault(field, []).append((start, stop))
     return sections
-
-
-def _composite_addresses(footer: bytes) -> list[tuple[int | None, int]]:
-    """(field id, start) of each section of a composite file, from its footer (see ``_composite_offsets``)."""
-    pos = 0
-
-    def vint() -> int:
-        nonlocal pos
-        value = shift = 0
-        while True:
-            byte = footer[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if byte & 0x80:
-                return value
-            shift += 7
-
-    out: list[tuple[int | None, int]] = []
-    offset = 0
-    try:
-        for _ in range(vint()):
-            offset += vint()
-            (field,) = _U32.unpack_from(footer, pos)
-            pos += 4
-            vint()
-            out.append((field, offset))
-    except (IndexError, struct.error) as e:
-        raise ValueError("composite footer does not parse") from e
-    if [start for _, start in out] != sorted(start for _, start in out):
-        raise ValueError("composite footer lists sections out of order")
-    return out

@@ -39,14 +39,10 @@ from typing import Any, BinaryIO
 import cramjam
 import numpy as np
 
+from executor_lib.format._zstd import zstd
 from executor_lib.format.directory import decode_vint, encode_vint, file_footer, split_footer
 from executor_lib.format.quickwit.bundle import DOC_STORE_FOOTER
 from indextables_contract.errors import CorruptSplitError
-
-try:
-    from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
-except ImportError:  # pragma: no cover - depends on the Python version
-    from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 COMPRESSOR_NONE = 0
 COMPRESSOR_LZ4 = 1

@@ -30,12 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from executor_lib.format._zstd import zstd
 from indextables_contract.errors import ConfigError, CorruptSplitError
-
-try:
-    from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
-except ImportError:  # pragma: no cover - depends on the Python version
-    from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 MANIFEST_MEMBER = "_parquet_manifest.json"
 MANIFEST_VERSION = 1

@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from executor_lib.format._zstd import zstd
 from executor_lib.format.directory import (
     CompositeSlice,
     decode_vint,
@@ -52,11 +53,6 @@ from executor_lib.format.directory import (
     with_footer,
 )
 from indextables_contract.errors import CorruptSplitError
-
-try:
-    from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
-except ImportError:  # pragma: no cover - depends on the Python version
-    from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 DICT_TYPE_FST = 1
 DICT_TYPE_SSTABLE = 2

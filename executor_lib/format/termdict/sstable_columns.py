@@ -21,13 +21,9 @@ import struct
 
 import numpy as np
 
+from executor_lib.format._zstd import zstd
 from executor_lib.format.termdict.sstable import TermColumns, sstable_frame
 from indextables_contract.errors import CorruptSplitError
-
-try:
-    from compression import zstd  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.14
-except ImportError:  # pragma: no cover - depends on the Python version
-    from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
 
 _U32 = struct.Struct("<I")
 _MAX_LEB_BYTES = 10  # a u64 as 7-bit groups
