@@ -110,7 +110,7 @@ def test_no_command_name_or_argument_key_is_spelled_outside_the_contract() -> No
     keys = {k for k in C.option_keys() if any(ch.isupper() for ch in k)} - result_columns
     sides = [
         *sorted((ROOT / "connect_plugin").glob("*.py")),
-        ROOT / "executor_lib/spark/commands.py",
+        *sorted((ROOT / "executor_lib/spark/commands").glob("*.py")),
         *(ROOT / "executor_lib/spark" / m for m in ("datasource.py", "reader.py", "writer.py", "common.py")),
     ]
     found = {str(p.relative_to(ROOT)): set(_string_constants(p) & (names | keys | {C.COMMAND_OPTION})) for p in sides}

@@ -1,0 +1,249 @@
+"""What every command shares: the typed command decoded from a read's options, its result schema,
+the reader that plans it on the driver side and runs it in tasks, and the registry each family
+module (``log``, ``maintenance``, ``merge``, ``cache``, ``aggregate``, ``profiler``, ``companion``)
+adds its commands to: a run function (in a task), optionally a plan function (the per-task
+payloads, on the driver side) and a writer for the commands that are written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition
+
+from executor_lib.protocol.actions import (
+    AddAction,
+)
+from executor_lib.spark import options as O
+from executor_lib.spark.common import (
+    partition_constants,
+    typed_filter,
+)
+from executor_lib.spark.reader import (
+    query_strings,
+)
+from indextables_contract import commands as C
+from indextables_contract import filters as F
+from indextables_contract.errors import CommandError, ConfigError
+
+if TYPE_CHECKING:
+    from executor_lib.log.snapshot import Snapshot
+
+
+# Options a command read may carry beyond its arguments (a pinned version; the read settings of
+# a pushed aggregate's tasks).
+COMMAND_KEYS = (*C.option_keys(), "versionAsOf", "timestampAsOf")
+
+Rows = Iterator[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """How a read command runs: ``run(reader, command, payload)`` yields its rows in a task;
+    ``plan(reader, command)`` lists the tasks' payloads (default: one task, or ``tasks`` of a
+    tableless command); ``at_analysis(reader)`` gives the rows when planning already answered."""
+
+    run: Callable[[CommandReader, Any, Any], Rows]
+    plan: Callable[[CommandReader, Any], list[Any]] | None = None
+    at_analysis: Callable[[CommandReader], list[tuple[Any, ...]] | None] | None = None
+
+
+# Filled by the family modules (imported by ``executor_lib.spark.commands``); tests/contract checks
+# that it holds exactly the contract's read commands.
+REGISTRY: dict[type[C.Command], Handler] = {}
+WRITERS: dict[type[C.Command], Callable[[Mapping[str, str]], DataSourceArrowWriter]] = {}
+
+
+def register(
+    cls: type[C.Command],
+    run: Callable[[CommandReader, Any, Any], Rows],
+    plan: Callable[[CommandReader, Any], list[Any]] | None = None,
+    at_analysis: Callable[[CommandReader], list[tuple[Any, ...]] | None] | None = None,
+) -> None:
+    """Make ``cls`` (a read command of the contract) runnable.
+
+    Example:
+        >>> register(C.History, lambda reader, cmd, payload: iter(()))  # doctest: +SKIP
+    """
+    REGISTRY[cls] = Handler(run, plan, at_analysis)
+
+
+def register_writer(cls: type[C.Command], writer: Callable[[Mapping[str, str]], DataSourceArrowWriter]) -> None:
+    """Make ``cls`` (a written command of the contract) writable with ``writer(raw_options)``."""
+    WRITERS[cls] = writer
+
+
+def command_schema(raw_options: Mapping[str, str]) -> Any:
+    """The command's result schema (DDL: no JVM is needed to parse it in a Python worker). A
+    ``group_aggregate`` with a ``request`` that the transaction log answers carries its result rows
+    in the schema (``RESULT_ROWS_METADATA``): the client needs no Spark job for them."""
+    cls = _command_class(raw_options)
+    if cls is C.GroupAggregate and getattr(decode(raw_options), "request", None):
+        rows = CommandReader(raw_options).rows_at_analysis()
+        if rows is not None:
+            return _result_struct(cls.RESULT, {C.RESULT_ROWS_METADATA: json.dumps(rows)})
+    return cls.RESULT
+
+
+def _result_struct(ddl: str, metadata: Mapping[str, str]) -> Any:
+    """A result schema's DDL (names and simple types) as a StructType, ``metadata`` on its first field."""
+    from pyspark.sql.types import BooleanType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+    types = {"string": StringType, "long": LongType, "int": IntegerType, "boolean": BooleanType, "double": DoubleType}
+    fields = []
+    for i, column in enumerate(ddl.split(",")):
+        name, type_name = column.split()
+        fields.append(StructField(name, types[type_name](), True, dict(metadata) if i == 0 else None))
+    return StructType(fields)
+
+
+def _command_class(raw_options: Mapping[str, str]) -> type[C.Command]:
+    try:
+        return C.COMMANDS[C.command_name(raw_options)]
+    except CommandError as e:
+        raise ConfigError(str(e)) from e
+
+
+def decode(raw_options: Mapping[str, str]) -> C.Command:
+    """The typed command the options carry; ConfigError naming the option that is wrong."""
+    try:
+        return C.decode_command(raw_options)
+    except CommandError as e:
+        raise ConfigError(str(e)) from e
+
+
+def command_options(raw: Mapping[str, str], name: str) -> dict[str, str]:
+    return O.canonical_options(raw, (*O.READ_KEYS, *COMMAND_KEYS), (), (), f"command {name}")
+
+
+class CommandPartition(InputPartition):
+    def __init__(self, index: int, payload: Any = None) -> None:
+        super().__init__(index)
+        self.payload = payload
+
+
+class CommandReader(DataSourceReader):
+    """Plans a command on the driver side (its registered plan function); runs it in tasks."""
+
+    def __init__(self, raw_options: Mapping[str, str]) -> None:
+        self.command = decode(raw_options)
+        if self.command.WRITE:
+            raise ConfigError(f"command {self.command.NAME} is written, not read (write merge_plan rows with it)")
+        self.name = self.command.NAME
+        self.options = command_options(raw_options, self.name)
+        self.time_zone = self.options.get("sessionTimeZone")  # of timestamp literals without an offset
+        if isinstance(self.command, C.TABLELESS):
+            self.path = ""
+        else:
+            self.path = str(raw_options.get("path") or "")
+            if not self.path:
+                raise ConfigError(f"command {self.name}: no table path")
+            if not isinstance(self.command, (C.GroupAggregate, C.CompanionPlan)):  # (a companion may not exist yet)
+                self._log().latest_version()  # TableNotFoundError before any task runs
+        # What a group aggregate's planning hands its tasks (``aggregate.plan_group_aggregate``).
+        self.table_schema = ""
+        self.companion_root: str | None = None
+        self.partition_columns: list[str] = []
+        self.plan: list[Any] = self._plan()
+
+    def _log(self) -> Any:
+        from executor_lib.log.tables import open_log
+
+        return open_log(self.path, **O.storage_and_log_options(self.options))
+
+    def _where(self, snapshot: Snapshot) -> F.Filter | None:
+        text = getattr(self.command, "filter", None)
+        if text is None:
+            return None
+        where = F.from_text(text, "option filter")
+        if query_strings(where):
+            raise ConfigError(
+                f"{self.name} {self.path}: the WHERE selects partitions, so it cannot use indexquery, textsearch "
+                f"or fieldmatch; name partition columns {list(snapshot.partition_columns)}"
+            )
+        unknown = sorted(F.columns_of(where) - set(snapshot.partition_columns))
+        if unknown and isinstance(self.command, (C.DropPartitions, C.MergePlan)):
+            raise ConfigError(
+                f"{self.name} {self.path}: the predicate may name partition columns only "
+                f"{list(snapshot.partition_columns)}, not {unknown}"
+            )
+        return where
+
+    def _plan(self) -> list[Any]:
+        """Per-task payloads (planned here, on the driver side)."""
+        handler = REGISTRY[type(self.command)]
+        if handler.plan is not None:
+            return handler.plan(self, self.command)
+        tasks = getattr(self.command, "tasks", None)
+        if isinstance(self.command, C.TABLELESS) and tasks is not None:
+            return list(range(tasks))
+        return [None]
+
+    def partitions(self) -> list[CommandPartition]:
+        return [CommandPartition(i, payload) for i, payload in enumerate(self.plan)]
+
+    def read(self, partition: InputPartition) -> Rows:
+        if not isinstance(partition, CommandPartition):
+            return  # nothing was planned: Spark reads one default partition
+        yield from REGISTRY[type(self.command)].run(self, self.command, partition.payload)
+
+    def rows_at_analysis(self) -> list[tuple[Any, ...]] | None:
+        """The result rows when planning answered the command (a ``group_aggregate`` the transaction
+        log's record counts answer), else None: tasks must run."""
+        at_analysis = REGISTRY[type(self.command)].at_analysis
+        return None if at_analysis is None else at_analysis(self)
+
+
+def worker() -> str:
+    return f"{socket.gethostname()} (pid {os.getpid()})"
+
+
+def utc(ms: int) -> Any:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+
+
+def matching_files(snapshot: Snapshot, where: F.Filter | None) -> list[AddAction]:
+    """Live files whose partition values satisfy ``where`` (exactly, evaluated with SQL semantics
+    on typed partition values; numeric partitions compare as numbers)."""
+    files = snapshot.files
+    if where is None:
+        return list(files)
+    from executor_lib.splits.query.pushdown import residual_mask
+
+    schema = snapshot.arrow_schema()
+    where = typed_filter(where, schema)
+    partition_columns = list(snapshot.partition_columns)
+    if not files:
+        return []
+    columns: dict[str, list[Any]] = {c: [] for c in partition_columns}
+    for add in files:
+        constants = partition_constants(add.partition_values, partition_columns, schema)
+        for c in partition_columns:
+            columns[c].append(constants[c])
+    table = pa.table({c: pa.array([s.as_py() for s in columns[c]], schema.field(c).type) for c in partition_columns})
+    mask = residual_mask(where, table, lambda q: pa.array([], pa.uint64())).to_pylist()
+    return [add for add, keep in zip(files, mask, strict=True) if keep]
+
+
+def command_reader(raw_options: Mapping[str, str]) -> CommandReader:
+    """The reader of a read command's options."""
+    return CommandReader(raw_options)
+
+
+def command_writer(raw_options: Mapping[str, str]) -> DataSourceArrowWriter:
+    """The writer of a written command's options (``merge``, ``companion_build``)."""
+    cls = _command_class(raw_options)
+    writer = WRITERS.get(cls)
+    if writer is None:
+        raise ConfigError(
+            f"command {cls.NAME!r} cannot be written (write {C.MergePlan.NAME} rows with command={C.Merge.NAME})"
+        )
+    return writer(raw_options)

@@ -1,0 +1,292 @@
+"""MERGE SPLITS in two steps: ``command=merge_plan`` reads one row per merge group (one input
+partition each, planned on the driver side at one pinned version), and writing those rows with
+``command=merge`` merges the groups in parallel on executors; the writer's commit then removes
+all sources and adds all merged splits in one version (a concurrent merge of the same splits
+makes it fail with a conflict; concurrent appends commute). Also the merge of a whole table in
+this process (``merge_now``, merge-on-write) and MERGE SPLITS' result (``merge_result``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from executor_lib.log.pruning import column_types
+from executor_lib.protocol.actions import (
+    AddAction,
+    RemoveAction,
+    removes_of,
+)
+from executor_lib.spark import options as O
+from executor_lib.spark.commands.base import (
+    CommandReader,
+    command_options,
+    decode,
+    matching_files,
+    register,
+    register_writer,
+)
+from executor_lib.spark.common import (
+    delete_quietly,
+    node_split_cache,
+    parsed_option,
+)
+from executor_lib.spark.progress import TaskProgress, interval_seconds
+from indextables_contract import commands as C
+from indextables_contract.errors import ConfigError
+
+if TYPE_CHECKING:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.storage.base import ObjectStore
+
+
+# The commitInfo operation parameter that records a merge's id: the Merge command's option name.
+MERGE_ID_PARAMETER = C.option_key("merge_id")
+# Spark types a merge sort key may have: those split statistics (min/max) are kept for.
+SORTABLE_TYPES = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp", "timestamp_ntz"}
+)
+
+
+class MergeTask(NamedTuple):
+    """A ``merge_plan`` task's payload, planned on the driver side: one merge group (its row, as the
+    client writes it back with ``command=merge``)."""
+
+    group: int
+    partition_values: dict[str, str | None]
+    sources: list[str]  # the split paths merged
+    size: int  # their bytes
+    version: int  # the snapshot the plan read
+    sort_key: str | None
+    target: int  # the target split size in bytes
+
+
+def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
+    from executor_lib.splits.build.merge_plan import DEFAULT_TARGET_BYTES
+
+    snapshot = r._log().snapshot()
+    files = matching_files(snapshot, r._where(snapshot))
+    target = DEFAULT_TARGET_BYTES
+    if cmd.target_size is not None:
+        target = O.parse_size(C.option_key("target_size"), cmd.target_size)
+    option = C.option_key("sort_key") if cmd.sort_key is not None else SORT_KEY_SETTING
+    value = cmd.sort_key if cmd.sort_key is not None else r.options.get(option)
+    sort_key = merge_sort_key(snapshot, option, value)
+    max_sources = cmd.max_source_splits_per_merge or _max_sources(r)
+    groups = plan_merge_groups(
+        snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2, cmd.max_dest_splits, max_sources
+    )
+    version = snapshot.version
+    return [
+        MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
+        for i, g in enumerate(groups)
+    ]
+
+
+def _max_sources(r: CommandReader) -> int:
+    return int(parsed_option(r.options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
+
+
+def run_merge_plan(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> Iterator[tuple[Any, ...]]:
+    partition_values, sources = json.dumps(task.partition_values, sort_keys=True), json.dumps(task.sources)
+    yield task.group, partition_values, sources, task.size, task.version, task.sort_key, task.target
+
+
+def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
+    merge_id = cmd.merge_id
+    txlog = r._log()
+    latest = txlog.latest_version()
+    for v in range(latest, max(-1, latest - 200), -1):
+        info = txlog.commit_info(v)
+        if info is None or (info.operation_parameters or {}).get(MERGE_ID_PARAMETER) != merge_id:
+            continue
+        actions = txlog.version_actions(v)
+        removed = sum(1 for a in actions if isinstance(a, RemoveAction))
+        for a in actions:
+            if isinstance(a, AddAction):
+                yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
+        return
+
+
+SORT_KEY_SETTING = "spark.indextables.merge.sortKey"
+MAX_SOURCES_SETTING = "spark.indextables.merge.maxSourceSplitsPerMerge"
+DEFAULT_MAX_SOURCES = 1000  # IndexTables4Spark's merge.maxSourceSplitsPerMerge
+
+
+def merge_sort_key(snapshot: Snapshot, option: str, value: Any) -> str | None:
+    """A merge's sort key (``option``'s ``value``: the ``sortKey`` option or ``spark.indextables.merge.sortKey``):
+    a data column with statistics, or None when ``value`` is empty."""
+    name = str(value or "").strip()
+    if not name:
+        return None
+    types = column_types(snapshot.metadata.schema_string)
+    column = next((c for c in types if c.lower() == name.lower()), None)
+    data_columns = [c for c in types if c not in snapshot.partition_columns]
+    if column is None or column not in data_columns:
+        raise ConfigError(
+            f"merge: option {option}={name!r} must name a data column of the table (data columns: {data_columns})"
+        )
+    if types[column] not in SORTABLE_TYPES:
+        raise ConfigError(
+            f"merge: option {option}={name!r}: column {column!r} is {types[column]}; a sort key "
+            f"must be one of {sorted(SORTABLE_TYPES)} (types with min/max statistics)"
+        )
+    return column
+
+
+def plan_merge_groups(
+    snapshot: Snapshot,
+    files: list[AddAction],
+    target: int,
+    sort_key: str | None,
+    min_splits: int,
+    max_dest_splits: int | None = None,
+    max_sources: int | None = DEFAULT_MAX_SOURCES,
+) -> list[Any]:
+    """The merge groups of ``files`` (live in ``snapshot``): sorted by ``sort_key`` or size-tiered."""
+    from executor_lib.splits.build.merge_plan import plan_merges, plan_sorted_merges
+
+    if sort_key is not None:
+        key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
+        return plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, max_dest_splits, min_splits)
+    return plan_merges(files, snapshot.doc_mapping, target, max_dest_splits, max_sources, min_splits)
+
+
+def merge_group(
+    store: ObjectStore,
+    snapshot: Snapshot,
+    sources: list[AddAction],
+    sort_key: str | None,
+    target: int,
+    cache: SplitCache,
+) -> list[AddAction]:
+    """Merge ``sources`` (live in ``snapshot``) into new uploaded splits (not committed)."""
+    from executor_lib.splits.build.publish import merge_splits, merge_splits_sorted
+
+    mappings = {a.path: snapshot.doc_mapping(a) for a in sources}
+    if sort_key:
+        return merge_splits_sorted(store, sources, snapshot.arrow_schema(), mappings, cache, sort_key, target)
+    return [merge_splits(store, sources, snapshot.arrow_schema(), mappings, cache)]
+
+
+def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: int, sort_key_value: str | None) -> int:
+    """MERGE SPLITS of the whole table in this process, committed as one version (merge-on-write of a
+    batch write, ``executor_lib.spark.after_write``); the number of splits merged away (0: nothing to do).
+    On failure the merged splits it uploaded are deleted and the error raised."""
+    snapshot = txlog.snapshot()
+    sort_key = merge_sort_key(snapshot, SORT_KEY_SETTING, sort_key_value)
+    max_sources = int(parsed_option(options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
+    groups = plan_merge_groups(snapshot, list(snapshot.files), target, sort_key, min_splits, None, max_sources)
+    if not groups:
+        return 0
+    cache = node_split_cache(options)
+    removed: list[AddAction] = []
+    added: list[AddAction] = []
+    try:
+        for group in groups:
+            added += merge_group(txlog.store, snapshot, list(group.sources), group.sort_key, target, cache)
+            removed += group.sources
+        txlog.commit(
+            [*removes_of(removed, data_change=False), *added],
+            read_version=snapshot.version,
+            operation="MERGE SPLITS",
+            operation_parameters={
+                MERGE_ID_PARAMETER: uuid.uuid4().hex,
+                "numSourceSplits": str(len(removed)),
+                "numMergedSplits": str(len(added)),
+            },
+        )
+    except BaseException:
+        delete_quietly(txlog.store, [a.path for a in added])
+        raise
+    return len(removed)
+
+
+@dataclass
+class MergeCommitMessage(WriterCommitMessage):
+    read_version: int = -1
+    removed: list[AddAction] = field(default_factory=list)
+    added: list[AddAction] = field(default_factory=list)
+
+
+class MergeWriter(DataSourceArrowWriter):
+    """Writing ``merge_plan`` rows merges each group on an executor; commit is one version."""
+
+    def __init__(self, raw_options: Mapping[str, str]) -> None:
+        self.options = command_options(raw_options, C.Merge.NAME)
+        self.path = str(raw_options.get("path") or "")
+        command = decode(raw_options)
+        self.merge_id = (command.merge_id if isinstance(command, C.Merge) else None) or uuid.uuid4().hex
+        self.progress_interval = interval_seconds(self.options)
+
+    def _log(self) -> Any:
+        from executor_lib.log.tables import open_log
+
+        return open_log(self.path, **O.storage_and_log_options(self.options))
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> MergeCommitMessage:
+        message = MergeCommitMessage()
+        progress = TaskProgress(f"merge {self.path}", self.progress_interval, verb="merged")
+        txlog = self._log()
+        cache = node_split_cache(self.options)
+        snapshots: dict[int, Any] = {}
+        try:
+            for batch in iterator:
+                for row in batch.to_pylist():
+                    version = int(row["readVersion"])
+                    if version not in snapshots:
+                        snapshots[version] = txlog.snapshot(version=version)
+                    snap = snapshots[version]
+                    live = {a.path: a for a in snap.files}
+                    sources = [live[p] for p in json.loads(row["sources"])]
+                    added = merge_group(txlog.store, snap, sources, row.get("sortKey"), int(row["targetBytes"]), cache)
+                    message.added += added
+                    message.read_version = version if message.read_version < 0 else min(message.read_version, version)
+                    message.removed += sources
+                    for add in added:
+                        progress.uploaded(add.size)
+                    progress.indexed(sum(a.num_records or 0 for a in sources))
+            progress.done()
+        except BaseException:
+            delete_quietly(txlog.store, [a.path for a in message.added])
+            raise
+        return message
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        merged = [m for m in messages if isinstance(m, MergeCommitMessage) and m.added]
+        if not merged:
+            return
+        removes = removes_of([a for m in merged for a in m.removed], data_change=False)
+        adds = [a for m in merged for a in m.added]
+        txlog = self._log()
+        try:
+            txlog.commit(
+                [*removes, *adds],
+                read_version=min(m.read_version for m in merged),
+                operation="MERGE SPLITS",
+                operation_parameters={
+                    MERGE_ID_PARAMETER: self.merge_id,
+                    "numSourceSplits": str(len(removes)),
+                    "numMergedSplits": str(len(adds)),
+                },
+            )
+        except Exception:
+            self.abort(messages)
+            raise
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+
+        added = [a.path for m in messages if isinstance(m, MergeCommitMessage) for a in m.added]
+        if added:
+            delete_quietly(self._log().store, added)
+
+
+register(C.MergePlan, run_merge_plan, plan=plan_merge)
+register(C.MergeResult, run_merge_result)
+register_writer(C.Merge, MergeWriter)
