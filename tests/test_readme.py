@@ -21,12 +21,30 @@ from tests.conftest import BUCKET, REPO_ROOT
 SECTIONS = ("## Using the transaction log", "## Splits and search")
 
 
+DOCS = ("README.md", *sorted(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md")))
+
+
+def section_text(heading: str) -> str:
+    """The text under ``heading`` (a whole Markdown heading line, e.g. ``## Splits and search``) in the
+    README or the docs page that holds it, up to the next heading of the same or a higher level."""
+    level = len(heading) - len(heading.lstrip("#"))
+    for name in DOCS:
+        text = (REPO_ROOT / name).read_text()
+        start = text.find(heading + "\n")
+        if start >= 0:
+            out, fenced = [], False
+            for line in text[start + len(heading) + 1 :].split("\n"):
+                fenced ^= line.startswith("```")
+                if not fenced and re.match("#{1," + str(level) + "} ", line):
+                    break
+                out.append(line)
+            return "\n".join(out)
+    raise AssertionError(f"no README or docs page has the heading {heading!r}")
+
+
 def python_blocks(section: str) -> list[str]:
-    """The ```python blocks of one README section (up to the next ``## `` heading)."""
-    text = (REPO_ROOT / "README.md").read_text()
-    start = text.index(section + "\n")
-    end = text.find("\n## ", start + len(section))
-    return re.findall(r"```python\n(.*?)```", text[start : end if end >= 0 else None], flags=re.DOTALL)
+    """The ```python blocks of one section of the README or a docs page."""
+    return re.findall(r"```python\n(.*?)```", section_text(section), flags=re.DOTALL)
 
 
 def swap(code: str, replacements: dict[str, str]) -> str:
@@ -91,9 +109,7 @@ def test_readme_first_python_example_builds_a_session_that_works() -> None:
 
 def test_readme_command_line_section_says_where_the_command_is() -> None:
     """``indextables`` is installed into .venv/bin, which is not on the PATH unless the venv is active."""
-    text = (REPO_ROOT / "README.md").read_text()
-    start = text.index("## Command line\n")
-    section = text[start : text.index("\n## ", start + 1)]
+    section = section_text("# Command line")
     assert "`.venv/bin/indextables`" in section and "source .venv/bin/activate" in section
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
     assert 'indextables = "executor_lib.cli:main"' in pyproject  # the console script pip puts in .venv/bin

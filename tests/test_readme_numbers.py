@@ -13,9 +13,9 @@ from tests.conftest import REPO_ROOT
 
 
 def test_the_readme_block_is_rendered_from_the_recorded_run() -> None:
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / "docs" / "benchmarks.md").read_text()
     assert readme.readme_block(text) == readme.render(readme.recorded(REPO_ROOT / "docs" / "bench" / "results.json")), (
-        "README.md's benchmark block is not docs/bench/results.json's: run python -m bench.readme --write"
+        "docs/benchmarks.md's benchmark block is not docs/bench/results.json's: run python -m bench.readme --write"
     )
     assert text.count(readme.BEGIN) == 1
 
@@ -59,6 +59,40 @@ def test_the_block_quotes_every_figure_of_a_recorded_run(tmp_path: Path) -> None
 
 
 def test_readme_claims_no_benchmark_count_or_time_the_tool_does_not_print() -> None:
-    text = (REPO_ROOT / "README.md").read_text()
-    section = text[text.index("## Benchmarks\n") : text.index("Each benchmark also runs on its own")]
+    text = (REPO_ROOT / "docs" / "benchmarks.md").read_text()
+    section = text[text.index("# Benchmarks\n") : text.index("Each benchmark also runs on its own")]
     assert "three benchmarks" not in section and "about 1 minute" not in section and "about 5 minutes" not in section
+
+
+# Figures quoted in prose, each with the recorded ratio it quotes: (page, the sentence's words
+# around the figure with {} where it stands, the ratio's name in docs/bench/results.json, digits).
+PROSE_FIGURES = [
+    (
+        "docs/benchmarks.md",
+        "MERGE SPLITS of 8 splits was {}x faster than indexing",
+        "MERGE SPLITS of 8 splits vs indexing their rows",
+        1,
+    ),
+    (
+        "docs/table-api-and-sql.md",
+        "companion split is {}x the bytes of the full split",
+        "companion split bytes / full split (200,000 rows)",
+        2,
+    ),
+    (
+        "docs/table-api-and-sql.md",
+        "and {}x its Parquet source",
+        "companion split bytes / its Parquet source",
+        2,
+    ),
+]
+
+
+def test_figures_in_the_prose_are_the_recorded_runs() -> None:
+    """A figure the docs quote from a benchmark is the one in docs/bench/results.json (a new
+    recorded run that changes it fails here until the prose says the new figure)."""
+    ratios = {r["name"]: r["ratio"] for r in json.loads((REPO_ROOT / "docs/bench/results.json").read_text())["ratios"]}
+    for page, words, name, digits in PROSE_FIGURES:
+        text = " ".join((REPO_ROOT / page).read_text().split())
+        expected = words.format(f"{ratios[name]:.{digits}f}")
+        assert expected in text, f"{page}: expected {expected!r} (recorded {name!r} = {ratios[name]})"

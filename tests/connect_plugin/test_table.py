@@ -315,7 +315,7 @@ def test_one_name_for_a_row_condition(spark: Any, tmp_path: Path) -> None:
         assert t.aggregate(n, query="msg:timeout")["n"]["value"] == 2
 
 
-README_SECTION = "## Client plugin: table API and SQL (Spark Connect or classic)"
+README_SECTION = "# Client plugin: table API and SQL (Spark Connect or classic)"
 
 
 def test_the_readme_table_api_example_runs_as_written(spark: Any, tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from tests.conftest import REPO_ROOT
 
 
 def _pipeline() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
-    section = text[text.index("### Streaming: `writeStream` and `readStream`") :]
+    text = (REPO_ROOT / "docs" / "spark.md").read_text()
+    section = text[text.index("## Streaming: `writeStream` and `readStream`") :]
     return section[
         section.index("```python\n") + len("```python\n") : section.index("```", section.index("```python") + 9)
     ]
