@@ -245,6 +245,19 @@ class JvmPeer:
         }
         return self._table(self._job(job))
 
+    def view(
+        self, path: str, name: str, *, options: Mapping[str, str] | None = None, format: str | None = None
+    ) -> None:
+        """Name the table at ``path`` as the temporary view ``name`` for ``sql``."""
+        job = {
+            "op": "view",
+            "path": path,
+            "name": name,
+            "format": format or self.format,
+            "options": dict(options or {}),
+        }
+        self._job(job)
+
     def set_conf(self, settings: Mapping[str, str]) -> None:
         self._job({"op": "conf", "set": dict(settings)})
 

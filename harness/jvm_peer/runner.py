@@ -15,6 +15,7 @@ says the session is ready (or why it could not start). Jobs (``op``):
 - ``read``: load ``path`` with ``format`` and ``options``, then ``filter`` (a SQL expression, so
   ``indexquery`` works through the extension) and ``select`` (SQL expressions); the rows as an Arrow
   IPC file;
+- ``view``: load ``path`` as the temporary view ``name`` (for SQL over it);
 - ``conf``: set runtime settings ``set`` on the session;
 - ``stop``: answer and stop the session.
 
@@ -146,13 +147,21 @@ def op_read(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
     return to_arrow_file(df, work)
 
 
+def op_view(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
+    reader = spark.read.format(job["format"])
+    for key, value in (job.get("options") or {}).items():
+        reader = reader.option(key, value)
+    reader.load(job["path"]).createOrReplaceTempView(job["name"])
+    return {}
+
+
 def op_conf(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
     for key, value in (job.get("set") or {}).items():
         spark.conf.set(key, value)
     return {}
 
 
-OPS = {"write": op_write, "sql": op_sql, "read": op_read, "conf": op_conf}
+OPS = {"write": op_write, "sql": op_sql, "read": op_read, "view": op_view, "conf": op_conf}
 
 
 def main(argv: list[str] | None = None) -> int:
