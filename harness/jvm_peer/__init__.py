@@ -14,6 +14,7 @@ from harness.jvm_peer.client import (
     jar_path,
     missing,
     peer_home,
+    venv_python,
 )
 
 __all__ = [
@@ -28,4 +29,5 @@ __all__ = [
     "jar_path",
     "missing",
     "peer_home",
+    "venv_python",
 ]
