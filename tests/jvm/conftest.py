@@ -35,6 +35,7 @@ class PeerPool:
                 jvm_peer.install()
             except jvm_peer.JvmPeerBlocked:
                 self._blocked = f"JVM peer cannot be installed: {jvm_peer.blocked_reason()}"
+                STATS["blocked"] = self._blocked
         self._checked = True
         if self._blocked is not None:
             pytest.skip(self._blocked)
@@ -65,7 +66,7 @@ def jvm_peers() -> Iterator[PeerPool]:
 
 # --- the summary: tables and queries compared, differences found (``record`` in each test)
 
-STATS: dict[str, Any] = {"tables": 0, "queries": 0, "differences": [], "startup_s": {}}
+STATS: dict[str, Any] = {"tables": 0, "queries": 0, "differences": [], "startup_s": {}, "blocked": None}
 
 
 def record(request: pytest.FixtureRequest, tables: int, queries: int, differences: list[str]) -> None:
@@ -86,9 +87,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not (STATS["tables"] or STATS["startup_s"]):
+    if not (STATS["tables"] or STATS["startup_s"] or STATS["blocked"]):
         return
     terminalreporter.section("JVM peer (IndexTables4Spark)")
+    if STATS["blocked"]:
+        terminalreporter.write_line(f"jvm: nothing compared: {STATS['blocked']}")
+        return
     starts = ", ".join(f"{v} started in {s} s" for v, s in sorted(STATS["startup_s"].items()))
     terminalreporter.write_line(
         f"jvm: {STATS['tables']} tables and {STATS['queries']} queries compared, "
