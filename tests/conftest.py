@@ -20,6 +20,12 @@ pytest_plugins = ["tests.spark_sessions", "tests.census.summary"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 COMPAT_ROOT = REPO_ROOT.parent / "shared" / "compat" / "indextables_spark_v0.5.4"
+# A fresh clone has no ../shared beside it: the tests that need IndexTables4Spark 0.5.4's pinned fixture
+# tables (or the Avro schema in their files) skip with this line; CI, which has ../shared, runs them.
+COMPAT_MISSING = (
+    f"needs IndexTables4Spark 0.5.4's fixture tables at {COMPAT_ROOT} (../shared is not beside the checkout)"
+)
+requires_compat = pytest.mark.skipif(not COMPAT_ROOT.is_dir(), reason=COMPAT_MISSING)
 BUCKET = "indextables-test"
 
 # Decoded-manifest disk cache: private to this test run.
@@ -182,5 +188,6 @@ def table(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple
 
 @pytest.fixture
 def compat_root() -> Path:
-    assert COMPAT_ROOT.is_dir(), f"compat tables not found at {COMPAT_ROOT} (shared/ must sit beside the checkout)"
+    if not COMPAT_ROOT.is_dir():
+        pytest.skip(COMPAT_MISSING)
     return COMPAT_ROOT

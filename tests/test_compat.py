@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from executor_lib.cli import main as cli_main
-from tests.conftest import COMPAT_ROOT
+from tests.conftest import COMPAT_ROOT, requires_compat
 
 TABLES = sorted(p.name for p in COMPAT_ROOT.iterdir()) if COMPAT_ROOT.is_dir() else []
 
@@ -67,12 +67,14 @@ def test_describe_reports_version_files_and_records(name: str, capsys: pytest.Ca
     assert schema["type"] == "struct" and schema["fields"]
 
 
+@requires_compat
 def test_time_travel_on_jvm_state_versions(capsys: pytest.CaptureFixture[str]) -> None:
     table = COMPAT_ROOT / "03_with_removes"
     counts = [describe(table, capsys, "--version", str(v))["numFiles"] for v in range(5)]
     assert counts == [0, 2, 4, 6, 1]
 
 
+@requires_compat
 def test_describe_as_installed_console_script() -> None:
     script = Path(sys.executable).parent / "indextables"
     assert script.is_file(), "the indextables console script is not installed"

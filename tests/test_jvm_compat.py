@@ -28,7 +28,7 @@ from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
 from executor_lib.splits.build.publish import merge_splits
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
-from tests.conftest import BUCKET, COMPAT_ROOT, s3_options
+from tests.conftest import BUCKET, COMPAT_ROOT, requires_compat, s3_options
 from tests.jvm_reader import Jvm05Committer, jvm_read
 from tests.log.helpers import add, make_table
 
@@ -254,6 +254,7 @@ def _check_race(
 
 
 @pytest.mark.s3
+@requires_compat  # the 0.5.x committer writes the JVM schema read from the fixture files
 def test_racing_a_05x_committer_on_a_table_created_here(moto_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """A table created here (version files) that 0.5.x writers append to while ours do: the
     commit point moves to the state manifest once a version exists only as a state."""
@@ -266,6 +267,7 @@ def test_racing_a_05x_committer_on_a_table_created_here(moto_server: Any, capsys
 
 
 @pytest.mark.s3
+@requires_compat  # the 0.5.x committer writes the JVM schema read from the fixture files
 def test_racing_a_05x_committer_on_a_05x_table(moto_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """A real 0.5.4 table on S3: both sides commit by the state manifest's put-if-absent."""
     options = s3_options(moto_server)

@@ -40,7 +40,7 @@ from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
 from indextables_contract.errors import CorruptSplitError
-from tests.conftest import COMPAT_ROOT
+from tests.conftest import COMPAT_ROOT, requires_compat
 
 REAL_SPLITS = sorted(COMPAT_ROOT.rglob("*.split")) if COMPAT_ROOT.is_dir() else []
 
@@ -89,6 +89,7 @@ def test_every_real_sstable_term_file_reads_and_encodes_byte_identically(split: 
     assert split_footer(data, name).crc_matches()
 
 
+@requires_compat
 def test_the_real_splits_cover_compressed_blocks() -> None:
     """Two of the fixtures' dictionaries hold a zstd-compressed block: the byte-identical test above
     covers the compression rule (payload > 2048 bytes, zstd level 3, kept when smaller)."""

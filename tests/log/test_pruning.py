@@ -13,13 +13,14 @@ from executor_lib.log.pruning import bounds_may_match
 from executor_lib.protocol.actions import AddAction, RemoveAction
 from indextables_contract.errors import ConfigError
 from indextables_contract.filters import Between, Term, TermIn, ge, gt, le, lt
-from tests.conftest import COMPAT_ROOT
+from tests.conftest import COMPAT_ROOT, requires_compat
 
 
 def paths(files: list[AddAction]) -> set[str]:
     return {f.path.split("/")[0] for f in files}
 
 
+@requires_compat
 def test_partition_pruning_on_a_real_jvm_table() -> None:
     snap = executor_lib.open_log(str(COMPAT_ROOT / "09_partitioned_multi_append")).snapshot()
     assert len(snap.list_files()) == 10
@@ -35,6 +36,7 @@ def test_partition_pruning_on_a_real_jvm_table() -> None:
     assert snap.list_files([Term("date", "1999-01-01")]) == []
 
 
+@requires_compat
 def test_min_max_skipping_on_a_real_jvm_table() -> None:
     snap = executor_lib.open_log(str(COMPAT_ROOT / "05_many_transactions")).snapshot()
     files = snap.files
@@ -155,6 +157,7 @@ def test_numeric_partitions_are_not_pruned_by_string_ordered_manifest_bounds(tmp
     assert bounds_may_match({"p": {"min": "10", "max": "9"}}, [Term("p", 50)], {"p": "integer"})
 
 
+@requires_compat
 def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() -> None:
     from indextables_contract import filters as f
 
@@ -176,6 +179,7 @@ def test_boolean_trees_and_prefixes_prune_from_the_same_filters_search_uses() ->
         snap.list_files([f.Or((f.Term("date", "x"), f.Prefix("nope", "y")))])
 
 
+@requires_compat
 def test_prune_scan_counts_what_each_stage_skips() -> None:
     """The data-skipping counts of a scan (DESCRIBE INDEXTABLES DATA SKIPPING STATS): the same files as
     prune_files, the partition stage and the statistics stage counted apart, skipped files per filter."""

@@ -24,7 +24,7 @@ from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
 from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
-from tests.conftest import COMPAT_ROOT
+from tests.conftest import COMPAT_ROOT, requires_compat
 
 TABLES = sorted(p.name for p in COMPAT_ROOT.iterdir()) if COMPAT_ROOT.is_dir() else []
 DATA = pa.table(
@@ -205,6 +205,7 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
         merge_splits(store, after.files, DATA.schema, {}, SplitCache(tmp_path / "w"))
 
 
+@requires_compat
 def test_merging_jvm_splits(tmp_path: Path) -> None:
     import shutil
 

@@ -1,0 +1,33 @@
+"""IndexTables4Spark (the JVM implementation) beside this project: ``JvmPeer`` runs one release's
+shaded jar in a PySpark 3.5 process of its own (``runner.py``) and takes write / SQL / read jobs.
+``scripts/jvm-peer.sh`` installs it into ``~/.cache/indextables/jvm``."""
+
+from harness.jvm_peer.client import (
+    FORMATS,
+    VERSIONS,
+    JvmPeer,
+    JvmPeerBlocked,
+    JvmPeerError,
+    JvmPeerNotInstalled,
+    blocked_reason,
+    install,
+    jar_path,
+    missing,
+    peer_home,
+    venv_python,
+)
+
+__all__ = [
+    "FORMATS",
+    "VERSIONS",
+    "JvmPeer",
+    "JvmPeerBlocked",
+    "JvmPeerError",
+    "JvmPeerNotInstalled",
+    "blocked_reason",
+    "install",
+    "jar_path",
+    "missing",
+    "peer_home",
+    "venv_python",
+]

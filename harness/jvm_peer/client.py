@@ -1,0 +1,311 @@
+"""Drive IndexTables4Spark (the JVM implementation) from this project's Python: ``JvmPeer``.
+
+One ``JvmPeer`` is one long-lived process (``runner.py``, in the peer's own PySpark 3.5 virtualenv)
+holding one Spark session with one release's shaded jar. It takes jobs one at a time: write rows,
+run SQL, read a table; results come back as ``pyarrow.Table``. ``scripts/jvm-peer.sh`` installs the
+jars and the virtualenv into ``~/.cache/indextables/jvm`` (``INDEXTABLES_JVM_HOME``); ``install()``
+runs it and tells an install that cannot be done (Maven Central does not serve a jar:
+``JvmPeerBlocked``) from one that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness import child
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+INSTALL_SCRIPT = REPO_ROOT / "scripts" / "jvm-peer.sh"
+RUNNER = Path(__file__).resolve().parent / "runner.py"
+VERSIONS = ("0.5.4", "0.5.5")
+SPARK_BUILD = "3.5.3"
+# The format name each release answers to: the short name "indextables" is registered from 0.5.5 on
+# (its META-INF/services/org.apache.spark.sql.sources.DataSourceRegister; 0.5.4 has no such file).
+# The provider class works in both.
+PROVIDER_CLASS = "io.indextables.provider.IndexTablesProvider"
+FORMATS = {"0.5.4": PROVIDER_CLASS, "0.5.5": "indextables"}
+BLOCKED_EXIT = 3
+
+
+class JvmPeerError(RuntimeError):
+    """The peer failed: it did not start, or a job failed (the message names which and why)."""
+
+
+class JvmPeerNotInstalled(JvmPeerError):
+    """The peer is not installed (``bash scripts/jvm-peer.sh`` installs it)."""
+
+
+class JvmPeerBlocked(JvmPeerNotInstalled):
+    """The peer cannot be installed here: Maven Central does not serve a jar (the command and error are
+    in the message, and in ``$INDEXTABLES_JVM_HOME/BLOCKED``)."""
+
+
+def peer_home() -> Path:
+    return Path(os.environ.get("INDEXTABLES_JVM_HOME") or Path.home() / ".cache" / "indextables" / "jvm")
+
+
+def jar_path(version: str) -> Path:
+    return peer_home() / "jars" / f"indextables_spark-{version}_spark_{SPARK_BUILD}-linux-x86_64-shaded.jar"
+
+
+def venv_python() -> Path:
+    return peer_home() / "venv" / "bin" / "python"
+
+
+def missing(versions: Iterable[str] = VERSIONS) -> list[str]:
+    """What of the install is not there (empty: installed)."""
+    paths = [venv_python(), *(jar_path(v) for v in versions)]
+    return [str(p) for p in paths if not p.exists()]
+
+
+def install(timeout: float = 1800) -> None:
+    """Run ``scripts/jvm-peer.sh`` (a quick no-op when installed). Raises ``JvmPeerBlocked`` when Maven
+    Central does not serve a jar, ``JvmPeerError`` on any other failure."""
+    proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True, timeout=timeout)
+    if proc.returncode == 0:
+        return
+    note = peer_home() / "BLOCKED"
+    if proc.returncode == BLOCKED_EXIT:
+        text = note.read_text() if note.exists() else proc.stderr
+        raise JvmPeerBlocked(text.strip())
+    raise JvmPeerError(f"scripts/jvm-peer.sh failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}")
+
+
+def blocked_reason() -> str:
+    """One line saying why the peer cannot be installed (from the install's BLOCKED note)."""
+    note = peer_home() / "BLOCKED"
+    lines = note.read_text().splitlines() if note.exists() else []
+    return lines[0] if lines else "the JVM peer is not installed"
+
+
+class JvmPeer:
+    """One PySpark 3.5 session with IndexTables4Spark ``version`` in a process of its own.
+
+    ``version=None`` starts the same runner without any jar: plain PySpark 3.5, for testing the runner
+    itself (never a stand-in for the JVM: it has no IndexTables format at all).
+    """
+
+    def __init__(
+        self,
+        version: str | None,
+        work_dir: str | os.PathLike[str],
+        conf: Mapping[str, str] | None = None,
+        startup_timeout: float = 300,
+        job_timeout: float = 600,
+    ) -> None:
+        if version is not None and version not in VERSIONS:
+            raise ValueError(f"unknown IndexTables4Spark version {version!r} (known: {', '.join(VERSIONS)})")
+        self.version = version
+        self.work_dir = Path(work_dir)
+        self.conf = dict(conf or {})
+        self.startup_timeout = startup_timeout
+        self.job_timeout = job_timeout
+        self.spark_version: str | None = None
+        self.startup_s: float | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._log_path = self.work_dir / f"peer-{version or 'bare'}.log"
+
+    @property
+    def format(self) -> str:
+        """The name this release's ``spark.read.format`` / ``df.write.format`` take."""
+        if self.version is None:
+            raise JvmPeerError("a peer without a jar has no IndexTables format")
+        return FORMATS[self.version]
+
+    def __enter__(self) -> JvmPeer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> JvmPeer:
+        if self._proc is not None:
+            return self
+        jar: Path | None = None
+        if self.version is not None:
+            jar = jar_path(self.version)
+        gone = missing([self.version] if self.version else [])
+        if gone:
+            raise JvmPeerNotInstalled(
+                f"the JVM peer is not installed: {', '.join(gone)} missing (bash scripts/jvm-peer.sh installs it)"
+            )
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [str(venv_python()), str(RUNNER), "--work", str(self.work_dir)]
+        if jar is not None:
+            cmd += ["--jar", str(jar)]
+        for key, value in self.conf.items():
+            cmd += ["--conf", f"{key}={value}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "PYTHON"))}
+        env["PYTHONUNBUFFERED"] = "1"
+        started = time.monotonic()
+        log = open(self._log_path, "ab")  # noqa: SIM115 (the child keeps it; closed by the OS at its exit)
+        try:
+            self._proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env
+            )
+        finally:
+            log.close()
+        threading.Thread(target=self._pump, daemon=True, name=f"jvm-peer-{self.version}").start()
+        try:
+            ready = self._receive(self.startup_timeout, "start")
+        except JvmPeerError:
+            self.stop()
+            raise
+        if not ready.get("ok"):
+            self.stop()
+            raise JvmPeerError(f"{self._name()} did not start: {ready.get('error')}\n{self._log_tail()}")
+        self.spark_version = ready.get("spark")
+        self.startup_s = time.monotonic() - started
+        return self
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None and proc.stdin is not None:
+            try:
+                proc.stdin.write(json.dumps({"op": "stop"}) + "\n")
+                proc.stdin.flush()
+                proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        child.stop(proc, 10)
+
+    # --- jobs
+
+    def write(
+        self,
+        rows: pa.Table,
+        path: str,
+        *,
+        mode: str = "append",
+        options: Mapping[str, str] | None = None,
+        partition_by: Iterable[str] = (),
+        schema: str | None = None,
+        format: str | None = None,
+        repartition: int | None = None,
+    ) -> None:
+        """Write ``rows`` to the table at ``path`` with the peer's ``df.write`` (``schema``: a Spark DDL
+        string to read the rows with, e.g. for types Parquet cannot tell apart)."""
+        staging = self.work_dir / "inputs" / f"{uuid.uuid4().hex}.parquet"
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(rows, staging)
+        try:
+            self._job(
+                {
+                    "op": "write",
+                    "input": str(staging),
+                    "schema": schema,
+                    "path": path,
+                    "format": format or self.format,
+                    "mode": mode,
+                    "options": dict(options or {}),
+                    "partition_by": list(partition_by),
+                    "repartition": repartition,
+                }
+            )
+        finally:
+            staging.unlink(missing_ok=True)
+
+    def sql(self, text: str) -> pa.Table:
+        return self._table(self._job({"op": "sql", "sql": text}))
+
+    def read(
+        self,
+        path: str,
+        *,
+        filter: str | None = None,
+        select: Iterable[str] | None = None,
+        options: Mapping[str, str] | None = None,
+        format: str | None = None,
+    ) -> pa.Table:
+        job = {
+            "op": "read",
+            "path": path,
+            "format": format or self.format,
+            "options": dict(options or {}),
+            "filter": filter,
+            "select": list(select) if select is not None else None,
+        }
+        return self._table(self._job(job))
+
+    def view(
+        self, path: str, name: str, *, options: Mapping[str, str] | None = None, format: str | None = None
+    ) -> None:
+        """Name the table at ``path`` as the temporary view ``name`` for ``sql``."""
+        job = {
+            "op": "view",
+            "path": path,
+            "name": name,
+            "format": format or self.format,
+            "options": dict(options or {}),
+        }
+        self._job(job)
+
+    def set_conf(self, settings: Mapping[str, str]) -> None:
+        self._job({"op": "conf", "set": dict(settings)})
+
+    # --- plumbing
+
+    def _name(self) -> str:
+        return f"IndexTables4Spark {self.version}" if self.version else "the bare PySpark 3.5 runner"
+
+    def _pump(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        for line in proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _receive(self, timeout: float, what: str) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise JvmPeerError(f"{self._name()}: no answer to {what} in {timeout:.0f} s\n{self._log_tail()}") from None
+        if line is None:
+            raise JvmPeerError(f"{self._name()} exited during {what}\n{self._log_tail()}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _job(self, job: dict[str, Any]) -> dict[str, Any]:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise JvmPeerError(f"{self._name()} is not running (start() it first)")
+        proc.stdin.write(json.dumps(job) + "\n")
+        proc.stdin.flush()
+        answer = self._receive(self.job_timeout, str(job["op"]))
+        if not answer.get("ok"):
+            error = "\n".join(str(answer.get("error")).splitlines()[:20])
+            raise JvmPeerError(f"{self._name()}: {job['op']} failed: {error}")
+        return answer
+
+    @staticmethod
+    def _table(answer: dict[str, Any]) -> pa.Table:
+        path = Path(answer["arrow"])
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+        path.unlink(missing_ok=True)
+        return table
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self._log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return f"last lines of {self._log_path}:\n" + "\n".join(text[-lines:])

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs the JVM peer (IndexTables4Spark, the JVM implementation this project is compatible with)
+# beside this project, for the `jvm` tests (tests/jvm/) and harness/jvm_peer:
+#   - its self-contained shaded jars, fetched with Maven from Maven Central into
+#     $INDEXTABLES_JVM_HOME/jars (default ~/.cache/indextables/jvm/jars); nothing of them enters
+#     the repository;
+#   - a separate virtualenv ($INDEXTABLES_JVM_HOME/venv) with the PySpark 3.5 the jars are built for.
+# Idempotent: when both are there (a stamp records what was installed) it returns at once.
+# Exit status: 0 installed; 3 Maven Central does not serve a jar (the exact command and Maven's error
+# are printed and written to $INDEXTABLES_JVM_HOME/BLOCKED); anything else: another failure.
+set -euo pipefail
+
+HOME_DIR="${INDEXTABLES_JVM_HOME:-$HOME/.cache/indextables/jvm}"
+JARS="$HOME_DIR/jars"
+VENV="$HOME_DIR/venv"
+# The releases: 0.5.4 (the version of the fixture tables), 0.5.5 (the newest release, whose
+# transaction log is native code). Both are built against Spark 3.5.3 / Scala 2.12 (their pom.xml).
+VERSIONS=(0.5.4 0.5.5)
+SPARK_BUILD=3.5.3
+PYSPARK_VERSION=3.5.3
+PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+VENV_REQUIREMENTS=("pyspark==$PYSPARK_VERSION" "pyarrow>=15,<19" "pandas>=2.0,<2.3" "numpy<2")
+STAMP="$HOME_DIR/installed"
+STAMP_TEXT="versions=${VERSIONS[*]} spark=$SPARK_BUILD venv=${VENV_REQUIREMENTS[*]}"
+
+jar_path() { echo "$JARS/indextables_spark-$1_spark_$SPARK_BUILD-linux-x86_64-shaded.jar"; }
+
+installed() {
+    grep -qxF "$STAMP_TEXT" "$STAMP" 2>/dev/null || return 1
+    [ -x "$VENV/bin/python" ] || return 1
+    for v in "${VERSIONS[@]}"; do [ -s "$(jar_path "$v")" ] || return 1; done
+}
+
+if installed; then
+    exit 0
+fi
+
+for tool in mvn java; do
+    command -v "$tool" >/dev/null || { echo "jvm-peer: '$tool' is not on PATH (needs Maven and Java 17)" >&2; exit 1; }
+done
+mkdir -p "$JARS"
+rm -f "$HOME_DIR/BLOCKED"
+
+# 1. The PySpark 3.5 virtualenv (PyPI).
+if ! grep -qxF "${VENV_REQUIREMENTS[*]}" "$VENV/requirements" 2>/dev/null; then
+    echo "jvm-peer: making $VENV (${VENV_REQUIREMENTS[*]}) ..." >&2
+    [ -x "$VENV/bin/python" ] || "${PYTHON:-python3}" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${VENV_REQUIREMENTS[@]}"
+    echo "${VENV_REQUIREMENTS[*]}" > "$VENV/requirements"
+fi
+
+# 2. The shaded jars (Maven Central), one per release; -U: a miss is asked again, not read from the
+# failure Maven caches in ~/.m2.
+fetch_jars() {
+  local blocked=0 v jar artifact out cmd
+  for v in "${VERSIONS[@]}"; do
+    jar="$(jar_path "$v")"
+    [ -s "$jar" ] && continue
+    artifact="io.indextables:indextables_spark:${v}_spark_$SPARK_BUILD:jar:linux-x86_64-shaded"
+    cmd=(mvn -B -q -U -Dstyle.color=never "$PLUGIN:copy" "-Dartifact=$artifact" "-DoutputDirectory=$JARS")
+    echo "jvm-peer: fetching $artifact ..."
+    if ! out="$("${cmd[@]}" 2>&1)"; then
+        out="$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out")"
+        if grep -qF "Could not find artifact" <<<"$out"; then
+            blocked=1
+            echo "Maven Central does not serve the IndexTables4Spark jar $artifact"
+        else
+            echo "jvm-peer: Maven could not fetch $artifact"
+        fi
+        echo "command: ${cmd[*]}"
+        echo "error: $(grep -m 1 -F '[ERROR]' <<<"$out" || tail -3 <<<"$out")"
+        [ "$blocked" = 1 ] || return 1
+    elif [ ! -s "$jar" ]; then
+        echo "jvm-peer: Maven reported success but $jar is missing"
+        return 1
+    fi
+  done
+  return $((blocked ? 3 : 0))
+}
+rc=0
+fetch_jars > "$HOME_DIR/fetch.log" 2>&1 || rc=$?
+cat "$HOME_DIR/fetch.log" >&2
+if [ "$rc" != 0 ]; then
+    [ "$rc" != 3 ] || grep -v '^jvm-peer: fetching' "$HOME_DIR/fetch.log" > "$HOME_DIR/BLOCKED"
+    exit "$rc"
+fi
+echo "$STAMP_TEXT" > "$STAMP"
+echo "jvm-peer: installed in $HOME_DIR" >&2

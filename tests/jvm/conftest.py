@@ -1,0 +1,102 @@
+"""The JVM peer for the ``jvm`` tests: IndexTables4Spark itself (0.5.4 and 0.5.5), one PySpark 3.5 process
+per release for the whole run (``harness.jvm_peer``), installed by ``scripts/jvm-peer.sh`` when missing.
+
+A test asks ``jvm_peers.get(version)`` once its own side's answers are computed, so the half that runs
+here is exercised even where the peer cannot be installed. The peer skips (one line) only when the install
+is impossible: Maven Central does not serve the jars (``JvmPeerBlocked``); any other failure to install or
+start fails the test. Each comparison is recorded and the run ends with a summary line."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import jvm_peer
+
+
+class PeerPool:
+    """Starts each release's peer on first use and stops them all at the end of the run."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.peers: dict[str, jvm_peer.JvmPeer] = {}
+        self._checked = False
+        self._blocked: str | None = None
+
+    def ensure_installed(self) -> None:
+        """Installs the peer once per run (scripts/jvm-peer.sh); skips when that is impossible."""
+        if self._blocked is None and not self._checked and jvm_peer.missing():
+            try:
+                jvm_peer.install()
+            except jvm_peer.JvmPeerBlocked:
+                self._blocked = f"JVM peer cannot be installed: {jvm_peer.blocked_reason()}"
+                STATS["blocked"] = self._blocked
+        self._checked = True
+        if self._blocked is not None:
+            pytest.skip(self._blocked)
+
+    def get(self, version: str) -> jvm_peer.JvmPeer:
+        self.ensure_installed()
+        peer = self.peers.get(version)
+        if peer is None:
+            peer = jvm_peer.JvmPeer(version, self.work / version).start()
+            self.peers[version] = peer
+            STATS["startup_s"][version] = round(peer.startup_s or 0.0, 1)
+        return peer
+
+    def stop(self) -> None:
+        for peer in self.peers.values():
+            peer.stop()
+
+
+@pytest.fixture(scope="session")
+def jvm_peers() -> Iterator[PeerPool]:
+    work = Path(tempfile.mkdtemp(prefix="indextables-jvm-peer-"))
+    pool = PeerPool(work)
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+# --- the summary: tables and queries compared, differences found (``record`` in each test)
+
+STATS: dict[str, Any] = {"tables": 0, "queries": 0, "differences": [], "startup_s": {}, "blocked": None}
+
+
+def record(request: pytest.FixtureRequest, tables: int, queries: int, differences: list[str]) -> None:
+    request.node.user_properties.append(
+        ("jvm_compare", json.dumps({"tables": tables, "queries": queries, "differences": differences}))
+    )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call":
+        return
+    for key, value in report.user_properties:
+        if key == "jvm_compare":
+            item = json.loads(str(value))
+            STATS["tables"] += item["tables"]
+            STATS["queries"] += item["queries"]
+            STATS["differences"].extend(item["differences"])
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not (STATS["tables"] or STATS["startup_s"] or STATS["blocked"]):
+        return
+    terminalreporter.section("JVM peer (IndexTables4Spark)")
+    if STATS["blocked"]:
+        terminalreporter.write_line(f"jvm: nothing compared: {STATS['blocked']}")
+        return
+    starts = ", ".join(f"{v} started in {s} s" for v, s in sorted(STATS["startup_s"].items()))
+    terminalreporter.write_line(
+        f"jvm: {STATS['tables']} tables and {STATS['queries']} queries compared, "
+        f"{len(STATS['differences'])} differences found" + (f" ({starts})" if starts else "")
+    )
+    for difference in STATS["differences"]:
+        terminalreporter.write_line(f"  difference: {difference}")

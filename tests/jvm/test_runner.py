@@ -1,0 +1,58 @@
+"""The JVM peer's runner itself (``harness.jvm_peer``): its JSON jobs and Arrow results on the peer's real
+PySpark 3.5, without IndexTables4Spark (``JvmPeer(None, ...)``: plain Parquet, the transport only), and
+the errors that name what is missing or wrong."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import jvm_peer
+from tests.jvm import queries as q
+
+pytestmark = pytest.mark.jvm
+
+
+@pytest.fixture(scope="module")
+def bare_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[jvm_peer.JvmPeer]:
+    if not jvm_peer.venv_python().exists():
+        with contextlib.suppress(jvm_peer.JvmPeerBlocked):
+            jvm_peer.install()  # makes the PySpark 3.5 venv before it fetches the jars
+    if not jvm_peer.venv_python().exists():
+        pytest.skip(f"the JVM peer's PySpark 3.5 venv is not installed: {jvm_peer.blocked_reason()}")
+    peer = jvm_peer.JvmPeer(None, tmp_path_factory.mktemp("bare-peer")).start()
+    yield peer
+    peer.stop()
+
+
+def test_jobs_carry_every_type_both_ways(bare_peer: jvm_peer.JvmPeer, tmp_path: Path) -> None:
+    assert bare_peer.spark_version is not None and bare_peer.spark_version.startswith("3.5.")
+    values = q.rows(30)
+    path = str(tmp_path / "pq")
+    bare_peer.write(q.arrow_table(values), path, mode="overwrite", format="parquet", schema=q.ddl())
+    back = bare_peer.read(path, format="parquet", select=q.ARROW.names)
+    assert q.sort_rows(q.from_arrow(back)) == q.sort_rows(q.from_python(values))
+    hits = bare_peer.read(path, format="parquet", filter="i32 >= 10 AND s = 'beta'", select=["id"])
+    assert sorted(r["id"] for r in hits.to_pylist()) == [v[0] for v in values if v[3] >= 10 and v[1] == "beta"]
+    bare_peer.view(path, "t", format="parquet")
+    counts = bare_peer.sql("SELECT day, count(*) AS n FROM t GROUP BY day ORDER BY day")
+    assert counts.to_pylist() == [{"day": f"2024-01-0{d}", "n": 10} for d in (1, 2, 3)]
+    empty = bare_peer.sql("SELECT id, ts FROM t WHERE id < 0")
+    assert empty.num_rows == 0 and empty.column_names == ["id", "ts"]
+
+
+def test_a_failed_job_names_the_error_and_the_peer_goes_on(bare_peer: jvm_peer.JvmPeer) -> None:
+    with pytest.raises(jvm_peer.JvmPeerError, match=r"the bare PySpark 3.5 runner: sql failed: .*no_such_view"):
+        bare_peer.sql("SELECT * FROM no_such_view")
+    assert bare_peer.sql("SELECT 1 AS one").to_pylist() == [{"one": 1}]
+
+
+def test_a_missing_install_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INDEXTABLES_JVM_HOME", str(tmp_path / "nothing"))
+    with pytest.raises(jvm_peer.JvmPeerNotInstalled, match=r"indextables_spark-0.5.5_spark_3.5.3-linux-x86_64"):
+        jvm_peer.JvmPeer("0.5.5", tmp_path / "work").start()
+    with pytest.raises(ValueError, match="unknown IndexTables4Spark version"):
+        jvm_peer.JvmPeer("9.9", tmp_path / "work")

@@ -1,0 +1,186 @@
+"""Tables this project writes (``format("indextables")`` in a Spark 4.3 session, its SQL commands) read
+by IndexTables4Spark 0.5.4 and 0.5.5: every row exactly, and the same answers to the fixed query set.
+
+Each test builds its table and computes this project's answers first, then asks the JVM peer."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import connect_plugin
+from harness import jvm_peer
+from tests.conftest import BUCKET, s3_options
+from tests.jvm import queries as q
+from tests.jvm.conftest import PeerPool, record
+
+pytestmark = pytest.mark.jvm
+
+
+def our_write(
+    spark: Any, values: list[tuple[Any, ...]], path: str, mode: str = "append", partitioned: bool = False
+) -> None:
+    writer = spark.createDataFrame(values, q.DDL).write.format("indextables").mode(mode)
+    for key, value in q.WRITE_OPTIONS.items():
+        writer = writer.option(key, value)
+    if partitioned:
+        writer = writer.option("partitionBy", "day")
+    writer.save(path)
+
+
+def batch(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    values = q.rows(60)
+    our_write(spark, values, path)
+    return values
+
+
+def append(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    first, second = q.rows(40), q.rows(30, start=40)
+    our_write(spark, first, path)
+    our_write(spark, second, path)
+    return first + second
+
+
+def overwrite(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    our_write(spark, q.rows(40), path)
+    values = q.rows(25, start=40)
+    our_write(spark, values, path, mode="overwrite")
+    return values
+
+
+def partitioned(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    first, second = q.rows(60), q.rows(21, start=60)
+    our_write(spark, first, path, partitioned=True)
+    our_write(spark, second, path, partitioned=True)
+    return first + second
+
+
+def merged(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    values = []
+    for k in range(4):
+        part = q.rows(15, start=15 * k)
+        our_write(spark, part, path)
+        values += part
+    connect_plugin.sql(spark, f"MERGE SPLITS '{path}'").collect()
+    return values
+
+
+def merged_partitioned(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    values = []
+    for k in range(3):
+        part = q.rows(20, start=20 * k)
+        our_write(spark, part, path, partitioned=True)
+        values += part
+    connect_plugin.sql(spark, f"MERGE SPLITS '{path}' WHERE day = '2024-01-02'").collect()
+    return values
+
+
+def checkpointed(spark: Any, path: str) -> list[tuple[Any, ...]]:
+    values = []
+    for k in range(3):
+        part = q.rows(12, start=12 * k)
+        our_write(spark, part, path)
+        values += part
+    connect_plugin.sql(spark, f"CHECKPOINT INDEXTABLES '{path}'").collect()
+    our_write(spark, q.rows(5, start=36), path)  # a version after the checkpoint
+    return values + q.rows(5, start=36)
+
+
+SCENARIOS: dict[str, Callable[[Any, str], list[tuple[Any, ...]]]] = {
+    "batch": batch,
+    "append": append,
+    "overwrite": overwrite,
+    "partitionBy": partitioned,
+    "MERGE SPLITS": merged,
+    "MERGE SPLITS WHERE partition": merged_partitioned,
+    "CHECKPOINT": checkpointed,
+}
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_the_jvm_reads_what_we_write(
+    classic_spark: Any, jvm_peers: PeerPool, tmp_path: Path, request: pytest.FixtureRequest, scenario: str
+) -> None:
+    spark = classic_spark
+    path = str(tmp_path / "t")
+    values = SCENARIOS[scenario](spark, path)
+    expected = q.sort_rows(q.from_python(values))
+    names = q.ARROW.names
+    ours = q.sort_rows(q.from_spark(spark.read.format("indextables").load(path).select(*names).collect()))
+    assert ours == expected, f"{scenario}: this project does not read back what it wrote"
+
+    def our_sql(sql: str) -> list[tuple[Any, ...]]:
+        return q.from_spark(connect_plugin.sql(spark, sql.format(t=f"indextables.`{path}`")).collect())
+
+    our_answers = q.answer_all(our_sql)
+    q.assert_not_vacuous(our_answers)
+
+    differences: list[str] = []
+    compared = 0
+    for version in jvm_peer.VERSIONS:
+        peer = jvm_peers.get(version)
+        label = f"we wrote [{scenario}], JVM {version} read:"
+        theirs = q.sort_rows(q.from_arrow(peer.read(path, select=names)))
+        q.compare("every row", expected, theirs, differences, label)
+        view = f"t_{abs(hash((path, version)))}"
+        peer.view(path, view)
+        their_answers = q.answer_all(lambda sql, view=view, peer=peer: q.from_arrow(peer.sql(sql.format(t=view))))
+        compared += 1 + q.compare_all(our_answers, their_answers, label, differences)
+    record(request, tables=len(jvm_peer.VERSIONS), queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
+
+
+def jvm_s3_settings(endpoint_url: str) -> dict[str, str]:
+    """IndexTables4Spark's settings for an S3 API at ``endpoint_url``: the main path reads the ``s3.*``
+    keys (io/CloudStorageProvider.scala), merge I/O only the ``aws.*`` ones (io/merge/), so both."""
+    return {
+        "spark.indextables.aws.accessKey": "testing",
+        "spark.indextables.aws.secretKey": "testing",
+        "spark.indextables.aws.region": "us-east-1",
+        "spark.indextables.s3.endpoint": endpoint_url,
+        "spark.indextables.s3.pathStyleAccess": "true",
+        "spark.indextables.aws.endpoint": endpoint_url,
+        "spark.indextables.aws.pathStyleAccess": "true",
+    }
+
+
+@pytest.mark.s3
+def test_the_jvm_reads_what_we_write_on_s3(
+    classic_spark: Any, jvm_peers: PeerPool, moto_server: Any, request: pytest.FixtureRequest
+) -> None:
+    spark = classic_spark
+    storage = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in s3_options(moto_server).items()}
+    path = f"s3://{BUCKET}/jvm/{uuid.uuid4().hex}"
+    first, second = q.rows(45), q.rows(20, start=45)
+    df = spark.createDataFrame(first, q.DDL)
+    connect_plugin.write(df, path, partition_by=["day"], options={**storage, **q.WRITE_OPTIONS})
+    connect_plugin.write(spark.createDataFrame(second, q.DDL), path, options=storage)
+    expected = q.sort_rows(q.from_python(first + second))
+    names = q.ARROW.names
+    ours = q.sort_rows(q.from_spark(connect_plugin.read(spark, path, options=storage).select(*names).collect()))
+    assert ours == expected
+
+    def our_sql(sql: str) -> list[tuple[Any, ...]]:
+        return q.from_spark(connect_plugin.sql(spark, sql.format(t=f"indextables.`{path}`"), storage).collect())
+
+    our_answers = q.answer_all(our_sql)
+    q.assert_not_vacuous(our_answers)
+    differences: list[str] = []
+    compared = 0
+    settings = jvm_s3_settings(moto_server.endpoint_url)
+    for version in jvm_peer.VERSIONS:
+        peer = jvm_peers.get(version)
+        peer.set_conf(settings)
+        label = f"we wrote [S3, partitionBy + append], JVM {version} read:"
+        theirs = q.sort_rows(q.from_arrow(peer.read(path, select=names, options=settings)))
+        q.compare("every row", expected, theirs, differences, label)
+        view = f"s3_{abs(hash((path, version)))}"
+        peer.view(path, view, options=settings)
+        their_answers = q.answer_all(lambda sql, view=view, peer=peer: q.from_arrow(peer.sql(sql.format(t=view))))
+        compared += 1 + q.compare_all(our_answers, their_answers, label, differences)
+    record(request, tables=len(jvm_peer.VERSIONS), queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
