@@ -46,8 +46,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    flags = ("split_rows", "spark_rows", "ingest_rows", "analytics_rows", "compaction_rows", "storage_rows", "limits_rows")
-    for flag in flags:
+    sized = ("split", "spark", "ingest", "analytics", "compaction", "storage", "limits")
+    for flag in (f"{name}_rows" for name in sized):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
