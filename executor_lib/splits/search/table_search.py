@@ -378,21 +378,24 @@ def scan_split_batches(
 
     data_columns = [c for c in columns if c not in constants]
     index_limit = limit if filter_plan.residual is None else None
+    # a query's hits read fast-field columns from the fast fields, the others from the rows
+    fast = [] if filter_plan.index is None or filter_plan.residual is not None else searcher.fast_columns(data_columns)
     remaining = limit
     size = max(1, first_rows)
-    for ids in _hits_in_pieces(searcher, filter_plan.index, index_limit, size):
+    for ids, values in _hits_in_pieces(searcher, filter_plan.index, index_limit, size, fast):
         start = 0
         while start < len(ids):
             if remaining is not None and remaining <= 0:
                 return
             chunk = ids.slice(start, size)
-            start += len(chunk)
-            size = min(max_rows, size * BATCH_GROWTH)
             t0 = time.perf_counter_ns() if profiler.ENABLED else 0
             if filter_plan.residual is None:
-                rows = take_rows(searcher.rows.select(data_columns), chunk).append_column(ROW_ID_COLUMN, chunk)
+                fast_values = {c: v.slice(start, len(chunk)) for c, v in values.items()}
+                rows = searcher.rows_with(chunk, data_columns, fast_values).append_column(ROW_ID_COLUMN, chunk)
             else:
                 rows = _with_constants(take_rows(searcher.rows, chunk), constants).append_column(ROW_ID_COLUMN, chunk)
+            start += len(chunk)
+            size = min(max_rows, size * BATCH_GROWTH)
             if t0:
                 profiler.record("doc_batch_retrieval", t0)
             if filter_plan.residual is not None:
@@ -409,34 +412,42 @@ def scan_split_batches(
 
 
 def _hits_in_pieces(
-    searcher: SplitSearcher, index: filters.Filter | str | None, limit: int | None, first: int
-) -> Iterator[pa.Array]:
+    searcher: SplitSearcher, index: filters.Filter | str | None, limit: int | None, first: int, fast: Sequence[str]
+) -> Iterator[tuple[pa.Array, dict[str, pa.Array]]]:
     """The row ids (uint64, ascending within each piece) of the hits of ``index`` in the split, at
-    most ``limit``, in pieces searched one after the other: without a query, the first rows (no
-    search); with a limit, one search; else the first ``first`` hits, then the rest (one more
-    search, only if the first piece is taken and there are more)."""
+    most ``limit``, with the values of the ``fast`` columns (``SplitSearcher.fast_columns``) of each,
+    in pieces searched one after the other: without a query, the first rows (no search); with a
+    limit, one search; else the first ``first`` hits, then the rest (one more search, only if the
+    first piece is taken and there are more)."""
     n = searcher.num_docs if limit is None else min(limit, searcher.num_docs)
     if index is None:
-        yield pa.array(np.arange(n, dtype=np.uint64))
+        yield pa.array(np.arange(n, dtype=np.uint64)), {}
         return
     if limit is not None or n <= first:
-        yield _searched(searcher, index, limit)
+        yield _searched(searcher, index, limit, fast)
         return
-    probe = _searched(searcher, index, first)
-    yield probe
+    probe, probe_values = _searched(searcher, index, first, fast)
+    yield probe, probe_values
     if len(probe) < first:
         return  # every hit
-    every = _searched(searcher, index, None)
+    every, values = _searched(searcher, index, None, fast)
     rest = every.to_numpy(zero_copy_only=False)
-    yield pa.array(rest[~np.isin(rest, probe.to_numpy(zero_copy_only=False), assume_unique=True)], pa.uint64())
+    keep = pa.array(~np.isin(rest, probe.to_numpy(zero_copy_only=False), assume_unique=True))
+    yield every.filter(keep), {c: v.filter(keep) for c, v in values.items()}
 
 
-def _searched(searcher: SplitSearcher, index: filters.Filter | str, limit: int | None) -> pa.Array:
+def _searched(
+    searcher: SplitSearcher, index: filters.Filter | str, limit: int | None, fast: Sequence[str]
+) -> tuple[pa.Array, dict[str, pa.Array]]:
     t0 = time.perf_counter_ns() if profiler.ENABLED else 0
-    ids = searcher.row_ids(index, limit)
+    if not fast:
+        ids, values = searcher.row_ids(index, limit), {}
+    else:
+        ids, addresses, order = searcher.row_hits(index, limit)
+        values = searcher.fast_values(fast, addresses, order)
     if t0:
         profiler.record("query_search", t0)
-    return ids
+    return ids, values
 
 
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
