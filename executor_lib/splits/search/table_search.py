@@ -11,6 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +19,6 @@ import pyarrow as pa
 from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
-from executor_lib.log.snapshot import Snapshot
 from executor_lib.protocol.actions import parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
@@ -33,6 +33,9 @@ from indextables_contract.errors import (
     QueryError,
     SplitSchemaError,
 )
+
+if TYPE_CHECKING:  # an executor's read needs no transaction log code (a fresh Python worker imports less)
+    from executor_lib.log.snapshot import Snapshot
 
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
