@@ -1,9 +1,9 @@
-"""``python -m bench``: the state, split, Spark, ingest, analytics, compaction and storage benchmarks in one
-run, one table of ratios.
+"""``python -m bench``: the state, split, Spark, ingest, analytics, compaction, storage and first-look
+(limits) benchmarks in one run, one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction,storage] [--ingest-rows N]
-                   [--analytics-rows N] [--compaction-rows N] [--storage-rows N] [--out bench-results.json]
-                    [--png DIR]
+    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction,storage,limits]
+                    [--ingest-rows N] [--analytics-rows N] [--compaction-rows N] [--storage-rows N]
+                    [--limits-rows N] [--out bench-results.json] [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
 with ``contains``/``rlike``; for ingest, Parquet and raw tantivy-py writes and indexing the
@@ -40,12 +40,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--analytics-rows", type=int, default=None, help="rows of the analytics (SELECT pushdown) benchmark")
     p.add_argument("--compaction-rows", type=int, default=None, help="rows of the compaction (sorted merge) benchmark")
     p.add_argument("--storage-rows", type=int, default=None, help="rows of the storage (S3 vs Parquet) benchmark")
+    p.add_argument("--limits-rows", type=int, default=None, help="rows of the first-look (LIMIT, show) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    for flag in ("split_rows", "spark_rows", "ingest_rows", "analytics_rows", "compaction_rows", "storage_rows"):
+    sized = ("split", "spark", "ingest", "analytics", "compaction", "storage", "limits")
+    for flag in (f"{name}_rows" for name in sized):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
     if args.state_sizes is not None and (len(args.state_sizes) < 1 or min(args.state_sizes) < 10):
@@ -71,6 +73,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["compaction_rows"] = args.compaction_rows
     if args.storage_rows:
         overrides["storage_rows"] = args.storage_rows
+    if args.limits_rows:
+        overrides["limits_rows"] = args.limits_rows
     return dataclasses.replace(sizes, **overrides)
 
 

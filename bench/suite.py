@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage")
+SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage", "limits")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Sizes:
     compaction_repeat: int = 3
     storage_rows: int = 300_000
     storage_repeat: int = 5
+    limits_rows: int = 5_000_000
+    limits_repeat: int = 5
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
@@ -56,6 +58,8 @@ QUICK = Sizes(
     1,
     storage_rows=30_000,
     storage_repeat=2,
+    limits_rows=100_000,
+    limits_repeat=2,
 )
 
 
@@ -105,6 +109,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "analytics": lambda: _analytics_run(sizes),
         "compaction": lambda: _compaction_run(sizes),
         "storage": lambda: _storage_run(sizes),
+        "limits": lambda: _limits_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -155,6 +160,14 @@ def _storage_run(sizes: Sizes) -> dict[str, Any]:
     return results
 
 
+def _limits_run(sizes: Sizes) -> dict[str, Any]:
+    from bench import limit_benchmark
+
+    results = limit_benchmark.run(sizes.limits_rows, sizes.limits_repeat)
+    limit_benchmark.print_results(results)
+    return results
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
     runners = {
         "state": state_ratios,
@@ -164,8 +177,28 @@ def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
         "analytics": analytics_ratios,
         "compaction": compaction_ratios,
         "storage": storage_ratios,
+        "limits": limits_ratios,
     }
     return runners[name](results)
+
+
+def limits_ratios(r: dict[str, Any]) -> list[Ratio]:
+    """Issue 55: each first look within 0.05 s of the same on Parquet (a filtered LIMIT: of its count(*))."""
+    rows = []
+    for name, q in r["queries"].items():
+        rows.append(
+            _ratio(
+                "limits",
+                f"{name} ({r['rows']:,} rows): seconds over {q['baseline']}",
+                q["indextables_s"],
+                q["baseline_s"],
+                "s",
+                q["over_baseline_s"],
+                ("<=", 0.05),
+                ratio_unit="s",
+            )
+        )
+    return rows
 
 
 def storage_ratios(r: dict[str, Any]) -> list[Ratio]:

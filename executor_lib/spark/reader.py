@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -218,8 +219,14 @@ class IndexTablesReader(DataSourceReader):
     # -- executors --
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The rows of the partition's splits, small results of several splits sent as one batch."""
-        yield from coalesced(self._read_splits(partition), BATCH_ROWS)
+        """The rows of the partition's splits, batch by batch as they are read: the first batch
+        small (``FIRST_BATCH_ROWS``) and each sent to Spark at once, so that a ``limit(1)``,
+        ``show()`` or ``head()`` ends the task after the rows it needs (splits are opened, and rows
+        read, only as batches are taken); small results of several splits sent as one batch."""
+        output = _SparkOutput()
+        for batch in coalesced(self._read_splits(partition), BATCH_ROWS, FIRST_BATCH_ROWS):
+            yield batch
+            output.flush()  # resumed: Spark has written the batch into its buffered socket
 
     def _read_splits(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -231,8 +238,13 @@ class IndexTablesReader(DataSourceReader):
         target = to_arrow_schema(StructType.fromJson(json.loads(self.read_schema_json)), timezone="UTC")
         store = open_store(self.path, shared_client=True, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
+        from executor_lib import profiler
+
         with cache.counted_once(), profiled_task(cache.directory):
-            yield from self._search_splits(partition.splits, store, cache, target)
+            for batch in self._search_splits(partition.splits, store, cache, target):
+                if profiler.ENABLED:  # counts so far: a task Spark stops early (limit(1)) ends unflushed
+                    profiler.flush(cache.directory)
+                yield batch
 
     def _search_splits(
         self, splits: Sequence[SplitRef], store: ObjectStore, cache: SplitCache, target: pa.Schema
@@ -243,7 +255,7 @@ class IndexTablesReader(DataSourceReader):
             check_split_columns,
             damage_of_split,
             open_searcher,
-            scan_split,
+            scan_split_batches,
         )
 
         wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
@@ -268,36 +280,84 @@ class IndexTablesReader(DataSourceReader):
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
                 filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
-            with damage_of_split(cache, store, split.path):
-                rows = scan_split(searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match))
-                if self.match:
-                    rows = _with_match_columns(rows, searcher, self.match)
-            if remaining is not None:
-                remaining -= rows.num_rows
-            if rows.num_rows:
+            batches = scan_split_batches(
+                searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match)
+            )
+            matched = _MatchRows(searcher, self.match)
+            while True:
+                with damage_of_split(cache, store, split.path):
+                    rows = next(batches, None)
+                    if rows is not None and self.match:
+                        rows = matched.add(rows)
+                if rows is None:
+                    break
+                if remaining is not None:
+                    remaining -= rows.num_rows
                 yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
 
 
 BATCH_ROWS = 65_536  # rows of a batch a read task sends to Spark
+FIRST_BATCH_ROWS = 256  # rows a read task sends first (then 4x more each time, up to BATCH_ROWS)
 
 
-def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
-    """``batches`` with runs of small ones joined into batches of up to about ``rows`` rows: each batch
-    a task sends is a round trip to the JVM (1-10 ms under load), and a selective search yields a few
-    rows per split. Holds at most ``rows`` rows back.
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int, first: int | None = None) -> Iterator[pa.RecordBatch]:
+    """``batches`` with runs of small ones joined: each batch a task sends is a round trip to the JVM
+    (1-10 ms under load), and a selective search yields a few rows per split. What is held goes out
+    once it reaches the target, which starts at ``first`` rows (default ``rows``) and grows 4x with
+    each batch sent, up to ``rows``; and before a batch that would take it past ``rows``. Holds at
+    most ``rows`` rows back.
 
-    Example: ``coalesced(iter([b1, b2]), 65_536)`` yields one batch of ``b1``'s and ``b2``'s rows.
+    Example: ``coalesced(iter([b1, b2]), 65_536)`` yields one batch of ``b1``'s and ``b2``'s rows
+    (fewer than 65,536 rows in all).
     """
+    target = rows if first is None else max(1, min(first, rows))
     pending: list[pa.RecordBatch] = []
     held = 0
     for batch in batches:
         if held and held + batch.num_rows > rows:
             yield from _joined(pending)
-            pending, held = [], 0
+            pending, held, target = [], 0, min(rows, target * 4)
         pending.append(batch)
         held += batch.num_rows
+        if held >= target:
+            yield from _joined(pending)
+            pending, held, target = [], 0, min(rows, target * 4)
     if pending:
         yield from _joined(pending)
+
+
+class _SparkOutput:
+    """The stream a PySpark worker writes a read task's Arrow batches to, flushed on request.
+
+    PySpark 4.3's worker writes the batches ``read`` yields into a buffered socket (64 KB) and flushes
+    it only when the task ends (unless ``spark.python.udf.pipelined.enabled``, a cluster setting):
+    a small first batch would wait there while the task reads on, and a ``limit(1)`` would wait
+    with it. Its serializer's ``dump_stream`` frame, which drives ``read`` and has just written the
+    last batch when ``read`` resumes, names the stream ``stream``; found once, from ``read``'s
+    caller frames. Outside a PySpark worker (or if the frame is not found) flushing does nothing.
+    """
+
+    def __init__(self) -> None:
+        self._stream: Any = None
+        self._looked = False
+
+    def flush(self) -> None:
+        if not self._looked:
+            self._looked = True
+            self._stream = _dump_stream_output(sys._getframe(1))
+        if self._stream is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.flush()
+
+
+def _dump_stream_output(frame: Any) -> Any:
+    """The ``stream`` of the nearest ``dump_stream`` frame at or above ``frame`` (None if none)."""
+    while frame is not None:
+        if frame.f_code.co_name == "dump_stream" and "pyspark" in frame.f_code.co_filename:
+            stream = frame.f_locals.get("stream")
+            return stream if callable(getattr(stream, "flush", None)) else None
+        frame = frame.f_back
+    return None
 
 
 def _joined(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
@@ -306,14 +366,27 @@ def _joined(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()
 
 
-def _with_match_columns(rows: pa.Table, searcher: Any, match: Mapping[str, F.Filter]) -> pa.Table:
-    """``rows`` (with their row ids last) with a boolean column per match filter, row ids dropped."""
-    from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, residual_mask
+class _MatchRows:
+    """Adds the match columns to a split's batches of rows, each query searched once a split."""
 
-    for name, f in match.items():
-        mask = pc.fill_null(residual_mask(f, rows, lambda q: searcher.row_ids(q)), False)
-        rows = rows.append_column(pa.field(name, pa.bool_(), nullable=False), mask)
-    return rows.drop_columns([ROW_ID_COLUMN])
+    def __init__(self, searcher: Any, match: Mapping[str, F.Filter]) -> None:
+        self.searcher = searcher
+        self.match = match
+        self._found: dict[F.QueryString, pa.Array] = {}
+
+    def _rows(self, q: F.QueryString) -> pa.Array:
+        if q not in self._found:
+            self._found[q] = self.searcher.row_ids(q)
+        return self._found[q]
+
+    def add(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (with their row ids last) with a boolean column per match filter, row ids dropped."""
+        from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, residual_mask
+
+        for name, f in self.match.items():
+            mask = pc.fill_null(residual_mask(f, rows, self._rows), False)
+            rows = rows.append_column(pa.field(name, pa.bool_(), nullable=False), mask)
+        return rows.drop_columns([ROW_ID_COLUMN])
 
 
 def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Schema) -> bool:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from executor_lib import profiler
 from executor_lib.format.store.blocks import DocStore, parse_store
 from executor_lib.format.store.documents import StoredColumn, decode_blocks
 from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
@@ -53,6 +54,11 @@ class SegmentStore:
         in the process's cache)."""
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
+        if profiler.ENABLED:  # blocks read: kept decompressed (hits) or decompressed now (misses)
+            if len(found) > len(absent):
+                profiler.cache_event("doc_store_block", True, len(found) - len(absent))
+            if absent:
+                profiler.cache_event("doc_store_block", False, len(absent))
         if absent and self.fetch is not None:
             self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
         out = []

@@ -585,5 +585,92 @@ class SplitSearcher:
             hits = self.searcher.search(compiled, n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
-        table = take_rows(self.rows, self._rows_of([address for _, address in hits]))
-        return table.select(list(columns)) if columns is not None else table
+        wanted = list(columns) if columns is not None else self.rows.column_names
+        return self._hit_rows([address for _, address in hits], wanted)
+
+    def fast_columns(self, columns: Sequence[str]) -> list[str]:
+        """Those of ``columns`` whose values a query's hits read from Tantivy's fast fields rather than
+        the rows: stored numeric and boolean fast fields (``tantivy``'s ``fast_field_values`` reads
+        i64, u64, f64 and bool) of a column of integers, floats or booleans. Not a companion split's
+        (its rows are the source's), not an index-only column (it reads as null), not a string
+        column indexed by its hash."""
+        if self.companion:
+            return []
+        found = []
+        for name in columns:
+            field = self.mapping.field(name)
+            if field is None or not field.fast or not field.stored or field.type not in _FAST_VALUE_TYPES:
+                continue
+            if name in self.hashed or name not in self.rows.column_names:
+                continue
+            t = self.rows.schema.field(name).type
+            if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+                found.append(name)
+        return found
+
+    @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
+    def row_hits(self, query: str | filters.Filter, limit: int | None = None) -> tuple[pa.Array, list[Any], np.ndarray]:
+        """``row_ids(query, limit)`` with the hits' document addresses: (the row ids, ascending; the
+        addresses, in the order the search returned them; the positions in the addresses of each
+        row id), for reading fast fields (``fast_values``)."""
+        n = self.num_docs if limit is None else min(limit, self.num_docs)
+        if n <= 0:
+            return pa.array([], type=pa.uint64()), [], np.zeros(0, np.int64)
+        try:
+            compiled = self._query(query)  # first: it may open the index again
+            if self._segment_starts is not None:  # rows are document ordinals: any n matches
+                hits = self.searcher.search(compiled, n, count=False).hits
+            elif self._offsets_by_ordinal is not None:  # row order is not __row order: every match
+                hits = self.searcher.search(compiled, self.num_docs, count=False).hits
+            else:
+                hits = self.searcher.search(
+                    compiled, n, count=False, order_by_field=ROW_FIELD, order=tantivy.Order.Asc
+                ).hits
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+        addresses = [address for _, address in hits]
+        rows = self._rows_of(addresses)
+        order = np.argsort(rows.to_numpy(zero_copy_only=False), kind="stable")[:n]
+        return rows.take(pa.array(order)), addresses, order
+
+    def fast_values(self, columns: Sequence[str], addresses: list[Any], order: np.ndarray) -> dict[str, pa.Array]:
+        """The values of the fast-field ``columns`` (``fast_columns``) of the documents at
+        ``addresses[order]``, each in the rows' type (nulls where a document has none)."""
+        out = {}
+        for name in columns:
+            field = self.mapping.field(name)
+            assert field is not None
+            values = pa.array(self.searcher.fast_field_values(name, addresses), _FAST_VALUE_TYPES[field.type])
+            out[name] = values.take(pa.array(order)).cast(self.rows.schema.field(name).type)
+        return out
+
+    def _hit_rows(self, addresses: list[Any], columns: list[str]) -> pa.Table:
+        """The rows of the documents at ``addresses``, in that order: fast-field columns
+        (``fast_columns``) from the fast fields, the others from the rows."""
+        fast = self.fast_columns(columns)
+        if not fast:
+            return take_rows(self.rows, self._rows_of(addresses)).select(columns)
+        values = self.fast_values(fast, addresses, np.arange(len(addresses)))
+        ids = self._rows_of(addresses) if len(fast) < len(columns) else pa.array(np.zeros(len(addresses), np.uint64))
+        return self.rows_with(ids, columns, values)
+
+    def rows_with(self, ids: pa.Array, columns: Sequence[str], values: Mapping[str, pa.Array]) -> pa.Table:
+        """The rows ``ids`` as ``columns``: those in ``values`` as given (one value a row), index-only
+        ones as nulls, the others taken from the rows (nothing is read when there are none)."""
+        if not values:
+            return take_rows(self.rows.select(list(columns)), ids)
+        read = [c for c in columns if c not in values and c not in self.index_only]
+        taken = take_rows(self.rows.select(read), ids) if read else None
+        fields, arrays = [], []
+        for name in columns:
+            if taken is not None and name in read:
+                fields.append(taken.schema.field(name))
+                arrays.append(taken.column(name))
+            else:
+                column = values[name] if name in values else pa.nulls(len(ids), self.rows.schema.field(name).type)
+                fields.append(pa.field(name, column.type))
+                arrays.append(column)
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+_FAST_VALUE_TYPES = {"i64": pa.int64(), "u64": pa.uint64(), "f64": pa.float64(), "bool": pa.bool_()}

@@ -11,13 +11,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
-from executor_lib.log.snapshot import Snapshot
 from executor_lib.protocol.actions import parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
@@ -32,6 +33,9 @@ from indextables_contract.errors import (
     QueryError,
     SplitSchemaError,
 )
+
+if TYPE_CHECKING:  # an executor's read needs no transaction log code (a fresh Python worker imports less)
+    from executor_lib.log.snapshot import Snapshot
 
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
@@ -331,6 +335,122 @@ def scan_split(
         rows = rows.slice(0, limit)
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
+
+
+FIRST_BATCH_ROWS = 256  # rows of a split's first batch: a LIMIT, show() or head() stops after it
+MAX_BATCH_ROWS = 65_536  # rows of a batch once they have grown
+BATCH_GROWTH = 4  # each batch of a split this many times the rows of the one before, up to MAX_BATCH_ROWS
+
+
+def scan_split_batches(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    constants: Mapping[str, pa.Scalar] | None = None,
+    limit: int | None = None,
+    row_ids: bool = False,
+    first_rows: int = FIRST_BATCH_ROWS,
+    max_rows: int = MAX_BATCH_ROWS,
+) -> Iterator[pa.Table]:
+    """``scan_split``'s rows (the same rows, ``limit`` included) as a stream of tables, each read
+    only when the one before it has been taken: the first of about ``first_rows`` hits, each next
+    ``BATCH_GROWTH`` times larger, up to ``max_rows``. A consumer that stops early (Spark's
+    ``CollectLimit`` under ``limit(1)``, ``show()``, ``head()``) has read only the rows of the
+    batches it took (with rows in the doc stores: only their blocks).
+
+    Without an index query the hits are the split's rows in order, and nothing is searched. With
+    one and no ``limit``, a first search asks for ``first_rows`` hits only; the others (all of the
+    query's hits, less those) are searched for when the batches of the first are taken. Each batch
+    is in row order; with an index query and no limit, the first hits are the query's best ones
+    and the rest follow (no row twice). A residual filter is applied to each batch (a batch may
+    then be empty: it is not yielded). ``row_ids``: as ``scan_split``'s.
+
+    Example: ``next(scan_split_batches(searcher, FilterPlan(None, None), ["id"]))`` is the first
+    256 rows' ids.
+    """
+    constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
+    if limit is not None and limit <= 0:
+        return
+    found: dict[filters.QueryString, pa.Array] = {}
+
+    def query_rows(q: filters.QueryString) -> pa.Array:  # one search per query and split
+        if q not in found:
+            found[q] = searcher.row_ids(q)
+        return found[q]
+
+    data_columns = [c for c in columns if c not in constants]
+    index_limit = limit if filter_plan.residual is None else None
+    # a query's hits read fast-field columns from the fast fields, the others from the rows
+    fast = [] if filter_plan.index is None or filter_plan.residual is not None else searcher.fast_columns(data_columns)
+    remaining = limit
+    size = max(1, first_rows)
+    for ids, values in _hits_in_pieces(searcher, filter_plan.index, index_limit, size, fast):
+        start = 0
+        while start < len(ids):
+            if remaining is not None and remaining <= 0:
+                return
+            chunk = ids.slice(start, size)
+            t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+            if filter_plan.residual is None:
+                fast_values = {c: v.slice(start, len(chunk)) for c, v in values.items()}
+                rows = searcher.rows_with(chunk, data_columns, fast_values).append_column(ROW_ID_COLUMN, chunk)
+            else:
+                rows = _with_constants(take_rows(searcher.rows, chunk), constants).append_column(ROW_ID_COLUMN, chunk)
+            start += len(chunk)
+            size = min(max_rows, size * BATCH_GROWTH)
+            if t0:
+                profiler.record("doc_batch_retrieval", t0)
+            if filter_plan.residual is not None:
+                t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+                rows = filter_rows(rows, filter_plan.residual, query_rows).select([*data_columns, ROW_ID_COLUMN])
+                if t0:
+                    profiler.record("residual_filter", t0)
+            if remaining is not None:
+                rows = rows.slice(0, remaining)
+                remaining -= rows.num_rows
+            if rows.num_rows:
+                out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+                yield out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
+
+
+def _hits_in_pieces(
+    searcher: SplitSearcher, index: filters.Filter | str | None, limit: int | None, first: int, fast: Sequence[str]
+) -> Iterator[tuple[pa.Array, dict[str, pa.Array]]]:
+    """The row ids (uint64, ascending within each piece) of the hits of ``index`` in the split, at
+    most ``limit``, with the values of the ``fast`` columns (``SplitSearcher.fast_columns``) of each,
+    in pieces searched one after the other: without a query, the first rows (no search); with a
+    limit, one search; else the first ``first`` hits, then the rest (one more search, only if the
+    first piece is taken and there are more)."""
+    n = searcher.num_docs if limit is None else min(limit, searcher.num_docs)
+    if index is None:
+        yield pa.array(np.arange(n, dtype=np.uint64)), {}
+        return
+    if limit is not None or n <= first:
+        yield _searched(searcher, index, limit, fast)
+        return
+    probe, probe_values = _searched(searcher, index, first, fast)
+    yield probe, probe_values
+    if len(probe) < first:
+        return  # every hit
+    every, values = _searched(searcher, index, None, fast)
+    rest = every.to_numpy(zero_copy_only=False)
+    keep = pa.array(~np.isin(rest, probe.to_numpy(zero_copy_only=False), assume_unique=True))
+    yield every.filter(keep), {c: v.filter(keep) for c, v in values.items()}
+
+
+def _searched(
+    searcher: SplitSearcher, index: filters.Filter | str, limit: int | None, fast: Sequence[str]
+) -> tuple[pa.Array, dict[str, pa.Array]]:
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+    if not fast:
+        ids, values = searcher.row_ids(index, limit), {}
+    else:
+        ids, addresses, order = searcher.row_hits(index, limit)
+        values = searcher.fast_values(fast, addresses, order)
+    if t0:
+        profiler.record("query_search", t0)
+    return ids, values
 
 
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
