@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import logging
 import mmap
 import re
 import shutil
@@ -60,9 +61,12 @@ from executor_lib.splits.query.compile import compile_query
 from executor_lib.splits.rows.columnar import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
+from executor_lib.splits.search.scoring import ScoreStats, SplitFiles, Unsupported, split_stats, table_scores
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
 from indextables_contract.errors import CorruptSplitError, QueryError
+
+log = logging.getLogger(__name__)
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,
@@ -565,6 +569,70 @@ class SplitSearcher:
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
         return pa.array([row for row, _ in hits], pa.uint64())
+
+    def _split_files(self) -> SplitFiles:
+        """The split's segments and members as ``scoring`` reads them (fieldnorms, token counts)."""
+        meta = json.loads((self.index_dir / "meta.json").read_text())
+        segments = tuple(str(seg["segment_id"]).replace("-", "") for seg in meta["segments"])
+        max_docs = tuple(int(seg["max_doc"]) for seg in meta["segments"])
+        pieces = self.pieces
+
+        def read(member: str) -> tuple[int, Any]:
+            if pieces is not None:
+                start, stop = pieces.footer.files[member]
+                return stop - start, functools.partial(pieces.read, member)
+            path = self.index_dir / member
+
+            def read_local(start: int, stop: int) -> bytes:
+                with open(path, "rb") as f:
+                    f.seek(start)
+                    return f.read(stop - start)
+
+            return path.stat().st_size, read_local
+
+        return SplitFiles(segments, max_docs, read, {name: i for i, name in enumerate(self._field_names)})
+
+    @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
+    def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
+        """This split's BM25 statistics for ``query`` (None: a query part whose score is not modelled,
+        ``scoring``): summed over the splits a query reads, they score each split as one index would."""
+        try:
+            compiled = self._query(query)
+            return split_stats(self.searcher, compiled, self._split_files(), self._field_names)
+        except Unsupported as e:
+            log.warning("_score: split-local BM25 scores for query %r (%s)", query, e)
+            return None
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+
+    @guarded(lambda self, query=None, *a, **k: f"scored query {query!r} on split {self.split}")
+    def scored(
+        self, query: str | filters.Filter, limit: int | None = None, stats: ScoreStats | None = None
+    ) -> tuple[pa.Array, np.ndarray]:
+        """Row numbers (into ``rows``) and BM25 scores (float32) of the documents matching ``query``,
+        best first (ties by row), at most ``limit``. ``stats``: the table's statistics
+        (``score_stats`` summed over the splits read): scores as one index over the table gives;
+        None: this split's own."""
+        n = self.num_docs if limit is None or stats is not None else min(limit, self.num_docs)
+        if n <= 0:
+            return pa.array([], pa.uint64()), np.zeros(0, np.float32)
+        try:
+            compiled = self._query(query)  # first: it may open the index again
+            hits = self.searcher.search(compiled, n, count=False).hits
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+        scores = np.fromiter((s for s, _ in hits), np.float32, len(hits))
+        if stats is not None and hits:
+            rescored = table_scores(
+                self.searcher, self.index.schema, compiled, hits, self._split_files(), self._field_names, stats
+            )
+            if rescored is not None:
+                scores = rescored
+        rows = self._rows_of([address for _, address in hits]).to_numpy(zero_copy_only=False).astype(np.int64)
+        order = np.lexsort((rows, -scores.astype(np.float64)))
+        if limit is not None:
+            order = order[:limit]
+        return pa.array(rows[order], pa.uint64()), scores[order]
 
     @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def search(
