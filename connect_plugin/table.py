@@ -141,21 +141,38 @@ class IndexTable:
         return df
 
     def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> DataFrame:
-        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too).
+        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too), best
+        first: ordered by their BM25 score, ``_score`` (a float, the last column), scored with the
+        statistics of every split the query reads (as one index over the table would score them).
+        With ``limit``, each task returns only its best ``limit`` rows.
 
         Raises:
             QueryError (when the query runs): a query the table's fields cannot answer.
 
         Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
         """
-        return _plugin.read(
-            self.spark,
-            self.path,
-            columns=columns,
-            limit=limit,
+        from pyspark.sql import functions as F_
+
+        from connect_plugin.plan import TableRead, options_tuple
+        from indextables_contract.read import SCORE_COLUMN, ReadPlan
+
+        wanted = None if columns is None else tuple(c for c in columns if c.lower() != SCORE_COLUMN)
+        plan = ReadPlan(
+            columns=wanted or None,
+            required_columns=None if wanted else ("*", SCORE_COLUMN),
             filter=F.QueryString(query),
-            options=self.options,
+            top_k=limit,
         )
+        if wanted:
+            plan = ReadPlan(columns=(*wanted, SCORE_COLUMN), filter=plan.filter, top_k=limit)
+        with project_error_first():
+            df = TableRead(self.path, plan, options_tuple(self.options)).dataframe(self.spark)
+            df = df.orderBy(F_.col(SCORE_COLUMN).desc())
+            if limit is not None:
+                df = df.limit(limit)
+            if type(self.spark).__module__.startswith("pyspark.sql.connect"):
+                df.columns  # noqa: B018  analysed here (a bad query fails now), as connect_plugin.read
+            return df
 
     def count(self, query: str | None = None, where: Where | None = None) -> int:
         """Rows matching a Tantivy query string and/or a row condition ``where`` (no condition: all rows,

@@ -23,13 +23,14 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
 )
-from pyspark.sql.types import BooleanType, StructType
+from pyspark.sql.types import BooleanType, FloatType, StructType
 
 from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
-from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters
+from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters, query_strings
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
+from indextables_contract.read import SCORE_COLUMN
 
 NAME = FORMAT
 # IndexTables4Spark's documented format names: the same data source under each (registered statically
@@ -68,6 +69,10 @@ class IndexTablesDataSource(DataSource):
         plan = O.read_plan(opts, table_columns, f"read {path}")
         schema = _spark_schema(snapshot.metadata.schema_string, O.output_columns(plan, table_columns, types))
         match = dict(plan.match_columns)
+        if O.reads_score(opts, table_columns):  # BM25 of the read's index query: a float, not in the log's schema
+            found = [*O.query_filters(opts), *([plan.filter] if plan.filter is not None else []), *match.values()]
+            O.check_score_query([q for f in found for q in query_strings(f)], f"read {path}")
+            schema = schema.add(SCORE_COLUMN, FloatType(), nullable=False)
         for name in match:
             schema = schema.add(name, BooleanType(), nullable=False)
         if match or plan.filter is not None or O.query_filters(opts):  # a bad query fails at analysis, before any job

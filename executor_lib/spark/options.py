@@ -296,11 +296,37 @@ def read_plan(options: Mapping[str, Any], table_columns: Sequence[str], what: st
     """
     plan = ReadPlan.from_options(options)
     if plan.columns is not None:
-        plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, plan.columns, table_columns)))
+        columns = plan.columns
+        if reads_score(options, table_columns):  # the virtual column: not matched to the table's
+            columns = tuple(c for c in columns if c.lower() != R.SCORE_COLUMN)
+            if not columns:
+                raise ConfigError(f"{what}: select at least one column of the table beside {R.SCORE_COLUMN}")
+        plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, columns, table_columns)))
     for name, _ in plan.match_columns:
         if name in table_columns:
             raise ConfigError(f"{what}: match column {name!r} is a column of the table")
     return plan
+
+
+def reads_score(options: Mapping[str, Any], table_columns: Sequence[str]) -> bool:
+    """Whether a read (its ``options``) selects ``_score`` (in ``columns`` or ``required_columns``, any
+    case), the BM25 score of its index query; a table's own column of that name (written elsewhere) wins."""
+    if any(c.lower() == R.SCORE_COLUMN for c in table_columns):
+        return False
+    plan = ReadPlan.from_options(options)
+    names = [*(plan.columns or ()), *(plan.required_columns or ())]
+    return any(n.lower() == R.SCORE_COLUMN for n in names)
+
+
+def check_score_query(queries: Sequence[F.Filter], what: str) -> None:
+    """ConfigError unless a read selecting ``_score`` has an index query to score (``queries``: the
+    query strings of its filter, options and match columns)."""
+    if not queries:
+        raise ConfigError(
+            f"{what}: column {R.SCORE_COLUMN} is the BM25 score of an index query, and this read has none; "
+            "add one (WHERE col indexquery '...', _indexall indexquery '...', textsearch, fieldmatch, the "
+            "indexquery.<col> / indexqueryall options, or IndexTable.search), or do not select _score"
+        )
 
 
 def output_columns(plan: ReadPlan, table_columns: list[str], types: Mapping[str, str]) -> list[str] | None:

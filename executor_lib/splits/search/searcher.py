@@ -382,14 +382,15 @@ class SplitSearcher:
     def num_docs(self) -> int:
         return int(self.searcher.num_docs)
 
-    def _query(self, query: str | filters.Filter | None) -> Any:
+    def _query(self, query: str | filters.Filter | None, scoring: bool = False) -> Any:
         """``query`` compiled, with what it reads made ready first (and the index opened again over
         it): on a split fetched by the piece, the index sections of its fields; the FST term
-        dictionaries of its fields, built from the split's SSTable ones (``term_convert``)."""
+        dictionaries of its fields, built from the split's SSTable ones (``term_convert``).
+        ``scoring``: only the query strings of a filter tree score (comparisons score 0)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
         if not isinstance(query, str):
-            compiled = self._compile(query)
+            compiled = self._compile(query, scoring)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
         if self.pieces is None and not self._fields_to_build:
@@ -437,8 +438,16 @@ class SplitSearcher:
             return datetime.datetime(value.year, value.month, value.day)
         return value
 
-    def _compile(self, f: filters.Filter) -> Any:
-        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it)."""
+    def _compile(self, f: filters.Filter, scoring: bool = False) -> Any:
+        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it).
+        ``scoring``: the parts that are not query strings (comparisons, NOT) score 0, so that a score
+        ranks by the query text alone, as a search engine's filter context."""
+        if scoring and isinstance(f, (filters.And, filters.Or)):
+            children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
+            occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
+            return tantivy.Query.boolean_query([(occur, self._compile(c, True)) for c in children])
+        if scoring and not isinstance(f, filters.QueryString):
+            return tantivy.Query.const_score_query(self._compile(f), 0.0)
         schema = self.index.schema
         if isinstance(f, filters.QueryString):
             if f.column is not None:
@@ -597,7 +606,7 @@ class SplitSearcher:
         """This split's BM25 statistics for ``query`` (None: a query part whose score is not modelled,
         ``scoring``): summed over the splits a query reads, they score each split as one index would."""
         try:
-            compiled = self._query(query)
+            compiled = self._query(query, scoring=True)
             return split_stats(self.searcher, compiled, self._split_files(), self._field_names)
         except Unsupported as e:
             log.warning("_score: split-local BM25 scores for query %r (%s)", query, e)
@@ -617,7 +626,7 @@ class SplitSearcher:
         if n <= 0:
             return pa.array([], pa.uint64()), np.zeros(0, np.float32)
         try:
-            compiled = self._query(query)  # first: it may open the index again
+            compiled = self._query(query, scoring=True)  # first: it may open the index again
             hits = self.searcher.search(compiled, n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e

@@ -381,6 +381,50 @@ def scan_split(
     return out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
 
 
+def scan_split_scored(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    stats: ScoreStats | None,
+    constants: Mapping[str, pa.Scalar] | None = None,
+    top_k: int | None = None,
+    row_ids: bool = False,
+) -> pa.Table:
+    """``scan_split``'s rows with their BM25 score as a column ``_score`` after ``columns`` (with the
+    table's ``stats``, else the split's own): at most ``top_k`` rows, the best (in row order). The
+    score is the index query's: its query strings score, its comparisons only filter. ``row_ids``:
+    the rows' ids in the split follow as a last column, ``ROW_ID_COLUMN``."""
+    constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
+    if filter_plan.index is None:
+        raise QueryError(f"{SCORE_COLUMN}: the filter {filter_plan.residual!r} has no index query to score")
+    k = top_k if filter_plan.residual is None else None
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+    ids, scores = searcher.scored(filter_plan.index, k, stats)
+    if t0:
+        profiler.record("query_search", t0)
+    order = np.argsort(ids.to_numpy(), kind="stable")  # rows are taken in row order
+    sorted_ids = ids.to_numpy()[order]
+    sorted_scores = scores[order]
+    id_array = pa.array(sorted_ids, pa.uint64())
+    data_columns = [c for c in columns if c not in constants]
+    if filter_plan.residual is None:
+        rows = take_rows(searcher.rows.select(data_columns), id_array).append_column(ROW_ID_COLUMN, id_array)
+        kept_scores = sorted_scores
+    else:
+        rows = _with_constants(take_rows(searcher.rows, id_array), constants).append_column(ROW_ID_COLUMN, id_array)
+        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
+        rows = rows.select([*data_columns, ROW_ID_COLUMN])
+        kept_ids = rows[ROW_ID_COLUMN].to_numpy()
+        kept_scores = sorted_scores[np.searchsorted(sorted_ids, kept_ids)]
+    rows = rows.append_column(SCORE_FIELD, pa.array(kept_scores, pa.float32()))
+    if top_k is not None and rows.num_rows > top_k:
+        best = np.sort(np.argsort(-kept_scores.astype(np.float64), kind="stable")[:top_k])
+        rows = rows.take(pa.array(best))
+    out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+    return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
+
+
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
     """QueryError if a filter left for the rows names an index-only column (its values are not stored)."""
     if residual is None:

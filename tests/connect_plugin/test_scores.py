@@ -1,0 +1,90 @@
+"""``_score`` through Spark (classic and Connect): SQL with ``ORDER BY _score DESC LIMIT k`` pushed as a
+per-task top k, the DataFrame API, ``IndexTable.search``; the same top 20 and scores (1e-4) as one
+independent tantivy-py index over the rows, whether the table is one split, 20 splits or merged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import connect_plugin
+from connect_plugin.table import IndexTable
+from executor_lib.cache.split_cache import SplitCache
+from tests.splits.search.test_scores import assert_same_top, merge_all, ranked, reference, rows, write_table
+
+QUERY = "timeout upstream"
+SQL = "SELECT id, message, _score FROM indextables.`{}` WHERE message indexquery '{}' ORDER BY _score DESC LIMIT 20"
+
+
+def frame_table(df: Any) -> Any:
+    import pyarrow as pa
+
+    got = df.collect()
+    return pa.table({"id": [r["id"] for r in got], "_score": [r["_score"] for r in got]})
+
+
+@pytest.fixture(scope="module")
+def expected() -> list[tuple[int, float]]:
+    index, searcher = reference(rows())
+    hits = searcher.search(index.parse_query(QUERY, ["message"]), 40).hits
+    return ranked([(searcher.doc(a)["id"][0], s) for s, a in hits])
+
+
+def test_sql_scores_one_split_twenty_and_merged_alike(
+    spark: Any, tmp_path: Path, expected: list[tuple[int, float]]
+) -> None:
+    for splits in (1, 20):
+        log = write_table(str(tmp_path / f"t{splits}"), {}, rows(), splits)
+        path = str(tmp_path / f"t{splits}")
+        text = SQL.format(path, QUERY)
+        assert "best rows by _score per task: 20" in connect_plugin.explain(spark, text)
+        df = connect_plugin.sql(spark, text)
+        assert df.columns == ["id", "message", "_score"]
+        assert_same_top(frame_table(df), expected, 20)
+        if splits == 20:
+            merge_all(log, SplitCache(tmp_path / "merge-cache"))
+            assert_same_top(frame_table(connect_plugin.sql(spark, text)), expected, 20)
+
+
+def test_dataframe_api_and_table_search(spark: Any, tmp_path: Path, expected: list[tuple[int, float]]) -> None:
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    write_table(path, {}, rows(), 20)
+    df = (
+        spark.read.format("indextables")
+        .option("indexquery.message", QUERY)
+        .option("columns", "id,_score")
+        .load(path)
+        .orderBy(F.col("_score").desc())
+        .limit(20)
+    )
+    assert_same_top(frame_table(df), expected, 20)
+    read = connect_plugin.read(spark, path, columns=["id", "_score"], filter=f"message indexquery '{QUERY}'")
+    assert_same_top(frame_table(read.orderBy(F.col("_score").desc()).limit(20)), expected, 20)
+    found = IndexTable.for_path(spark, path).search(f"message:({QUERY})", limit=20)
+    assert found.columns == ["id", "message", "_score"]
+    assert_same_top(frame_table(found), expected, 20)
+    scores = [r["_score"] for r in found.collect()]
+    assert scores == sorted(scores, reverse=True)
+    picked = IndexTable.for_path(spark, path).search(f"message:({QUERY})", columns=["id"], limit=5)
+    assert picked.columns == ["id", "_score"] and picked.count() == 5
+
+
+def test_score_without_an_index_query_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write_table(path, {}, rows(50), 2)
+    with pytest.raises(Exception, match=r"column _score is the BM25 score of an index query, and this read has none"):
+        connect_plugin.sql(spark, f"SELECT id, _score FROM indextables.`{path}` WHERE id < 5").collect()
+    with pytest.raises(Exception, match=r"_score .*add one \(WHERE col indexquery"):
+        connect_plugin.read(spark, path, columns=["id", "_score"], filter="id < 5").collect()
+
+
+def test_a_column_named_score_is_refused_at_write(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    df = spark.createDataFrame([(1, 0.5)], "id long, _Score double")
+    with pytest.raises(Exception, match=r"column '_Score'.*BM25 score.*rename the column; nothing was written"):
+        connect_plugin.write(df, str(path))
+    assert not (path / "_transaction_log").exists()
