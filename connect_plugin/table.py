@@ -151,8 +151,6 @@ class IndexTable:
 
         Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
         """
-        from pyspark.sql import functions as F_
-
         from connect_plugin.plan import TableRead, options_tuple
         from indextables_contract.read import SCORE_COLUMN, ReadPlan
 
@@ -167,7 +165,7 @@ class IndexTable:
             plan = ReadPlan(columns=(*wanted, SCORE_COLUMN), filter=plan.filter, top_k=limit)
         with project_error_first():
             df = TableRead(self.path, plan, options_tuple(self.options)).dataframe(self.spark)
-            df = df.orderBy(F_.col(SCORE_COLUMN).desc())
+            df = df.orderBy(SCORE_COLUMN, ascending=False)
             if limit is not None:
                 df = df.limit(limit)
             if type(self.spark).__module__.startswith("pyspark.sql.connect"):

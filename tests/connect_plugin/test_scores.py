@@ -49,8 +49,6 @@ def test_sql_scores_one_split_twenty_and_merged_alike(
 
 
 def test_dataframe_api_and_table_search(spark: Any, tmp_path: Path, expected: list[tuple[int, float]]) -> None:
-    from pyspark.sql import functions as F
-
     path = str(tmp_path / "t")
     write_table(path, {}, rows(), 20)
     df = (
@@ -58,12 +56,12 @@ def test_dataframe_api_and_table_search(spark: Any, tmp_path: Path, expected: li
         .option("indexquery.message", QUERY)
         .option("columns", "id,_score")
         .load(path)
-        .orderBy(F.col("_score").desc())
+        .orderBy("_score", ascending=False)
         .limit(20)
     )
     assert_same_top(frame_table(df), expected, 20)
     read = connect_plugin.read(spark, path, columns=["id", "_score"], filter=f"message indexquery '{QUERY}'")
-    assert_same_top(frame_table(read.orderBy(F.col("_score").desc()).limit(20)), expected, 20)
+    assert_same_top(frame_table(read.orderBy("_score", ascending=False).limit(20)), expected, 20)
     found = IndexTable.for_path(spark, path).search(f"message:({QUERY})", limit=20)
     assert found.columns == ["id", "message", "_score"]
     assert_same_top(frame_table(found), expected, 20)
