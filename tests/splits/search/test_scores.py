@@ -3,6 +3,7 @@ row as one independent tantivy-py index over the same rows does (same top 20, sc
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,14 @@ def test_fieldnorm_table_and_query_forms() -> None:
     assert FIELDNORMS[255] == 2013265944
     node = parse_debug('Query(TermQuery(Term(field=1, type=Str, "a \\"b\\" \\u{e9}")))')
     assert node.items[0][1].items[0][1].items[-1][1] == 'a "b" é'
+
+
+def test_cli_search_ranks_by_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from executor_lib.cli import main
+
+    log = write_table(str(tmp_path / "t"), {}, rows(400), 3)
+    assert main(["search", str(tmp_path / "t"), "retry cache", "--columns", "id", "--limit", "4", "--json"]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    want = search_table(log.store, log.snapshot(), "retry cache", SplitCache(tmp_path / "c"), ["id"], 4, scored=True)
+    assert [p["_score"] for p in printed] == pytest.approx(want["_score"].to_pylist(), abs=1e-6)
+    assert [p["_score"] for p in printed] == sorted((p["_score"] for p in printed), reverse=True)
