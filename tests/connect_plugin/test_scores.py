@@ -86,3 +86,35 @@ def test_a_column_named_score_is_refused_at_write(spark: Any, tmp_path: Path) ->
     with pytest.raises(Exception, match=r"column '_Score'.*BM25 score.*rename the column; nothing was written"):
         connect_plugin.write(df, str(path))
     assert not (path / "_transaction_log").exists()
+
+
+def test_group_by_columns_that_are_not_fast_fields(classic_spark: Any, tmp_path: Path) -> None:
+    """IndexTables4Spark fails a GROUP BY on a column that is not a fast field (its issue #140); here the
+    split's rows answer it (Arrow's group-by), with Spark's answer: a tokenized text column and an
+    exact string column left out of the fast fields."""
+    import collections
+
+    import pyarrow as pa
+
+    import executor_lib
+
+    data = rows(300)
+    levels = [("ERROR", "WARN", "INFO")[i % 3] for i in range(data.num_rows)]
+    data = data.append_column("level", pa.array(levels)).append_column(
+        "short", pa.array([m.split()[0] for m in data["message"].to_pylist()])
+    )
+    path = str(tmp_path / "t")
+    log = executor_lib.create_table(path, data.schema)
+    options = {**{"spark.indextables.indexing.fastfields": "id"}, "spark.indextables.indexing.typemap.message": "text"}
+    mapping = executor_lib.mapping_for(data.schema, options)
+    assert not mapping.field("level").fast and not mapping.field("short").fast
+    log.commit([executor_lib.write_and_upload(log.store, data.slice(i, 100), mapping, {}) for i in (0, 100, 200)])
+    got = connect_plugin.sql(
+        classic_spark,
+        f"SELECT short, level, count(*) AS n, max(id) AS top FROM indextables.`{path}` "
+        "WHERE message indexquery 'retry' GROUP BY short, level",
+    ).collect()
+    hit = [r for r in data.to_pylist() if "retry" in r["message"].split()]
+    want = collections.Counter((r["short"], r["level"]) for r in hit)
+    top = {k: max(r["id"] for r in hit if (r["short"], r["level"]) == k) for k in want}
+    assert {(r["short"], r["level"]): (r["n"], r["top"]) for r in got} == {k: (n, top[k]) for k, n in want.items()}
