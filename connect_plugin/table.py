@@ -140,11 +140,20 @@ class IndexTable:
             raise IndexTablesSQLError(f"group_by on {self.path}: {wanted} cannot be typed as Spark does")
         return df
 
-    def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> DataFrame:
+    def search(
+        self,
+        query: str,
+        columns: Iterable[str] | None = None,
+        limit: int | None = None,
+        snippets: Iterable[str] = (),
+        snippet_tags: tuple[str, str] | None = None,
+    ) -> DataFrame:
         """Rows matching a Tantivy query over every text field (``field:term`` syntax works too), best
         first: ordered by their BM25 score, ``_score`` (a float, the last column), scored with the
         statistics of every split the query reads (as one index over the table would score them).
-        With ``limit``, each task returns only its best ``limit`` rows.
+        With ``limit``, each task returns only its best ``limit`` rows. ``snippets``: text columns whose
+        fragment around the matches to add as ``_snippet_<column>`` (matches between ``snippet_tags``,
+        default ``("<b>", "</b>")``).
 
         Raises:
             QueryError (when the query runs): a query the table's fields cannot answer.
@@ -152,19 +161,19 @@ class IndexTable:
         Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
         """
         from connect_plugin.plan import TableRead, options_tuple
-        from indextables_contract.read import SCORE_COLUMN, ReadPlan
+        from indextables_contract.read import SCORE_COLUMN, SNIPPET_PREFIX, SNIPPET_TAGS, ReadPlan
 
-        wanted = None if columns is None else tuple(c for c in columns if c.lower() != SCORE_COLUMN)
-        plan = ReadPlan(
-            columns=wanted or None,
-            required_columns=None if wanted else ("*", SCORE_COLUMN),
-            filter=F.QueryString(query),
-            top_k=limit,
-        )
+        added = (SCORE_COLUMN, *(SNIPPET_PREFIX + c for c in snippets))
+        wanted = None if columns is None else tuple(c for c in columns if c.lower() not in added)
         if wanted:
-            plan = ReadPlan(columns=(*wanted, SCORE_COLUMN), filter=plan.filter, top_k=limit)
+            plan = ReadPlan(columns=(*wanted, *added), filter=F.QueryString(query), top_k=limit)
+        else:
+            plan = ReadPlan(required_columns=("*", *added), filter=F.QueryString(query), top_k=limit)
+        options = dict(self.options)
+        if snippet_tags is not None:
+            options[SNIPPET_TAGS] = json.dumps(list(snippet_tags))
         with project_error_first():
-            df = TableRead(self.path, plan, options_tuple(self.options)).dataframe(self.spark)
+            df = TableRead(self.path, plan, options_tuple(options)).dataframe(self.spark)
             df = df.orderBy(SCORE_COLUMN, ascending=False)
             if limit is not None:
                 df = df.limit(limit)

@@ -27,10 +27,16 @@ FILTER = "filter"
 LIMIT = "limit"
 MATCH_COLUMNS = "matchColumns"
 TOP_K = "scoreTopK"
-KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K)
+KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, "snippetTags", "snippetMaxChars")
 # The BM25 score of a read with an index query: not a column of any table (writes refuse the name),
 # selected like one (``columns``, ``required_columns``); a float, best rows highest.
 SCORE_COLUMN = "_score"
+# ``_snippet_<column>``: the fragment of a text column around the index query's matches, each match
+# between the tags of the read option ``snippetTags`` (a JSON list ``[start, end]``, default <b>, </b>),
+# at most ``snippetMaxChars`` (150) characters. Selected like a column, as ``_score``.
+SNIPPET_PREFIX = "_snippet_"
+SNIPPET_TAGS = "snippetTags"
+SNIPPET_MAX_CHARS = "snippetMaxChars"
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.

@@ -93,11 +93,10 @@ class IndexTablesReader(DataSourceReader):
         self.read_schema_json: str = schema.json()
         self.score: bool = O.reads_score(self.options, table_arrow.names)  # _score selected: BM25 of the index query
         self.top_k: int | None = plan.top_k if self.score else None  # ORDER BY _score DESC LIMIT k, per task
-        unknown = [
-            c
-            for c in self.columns
-            if c not in table_arrow.names and c not in self.match and not (self.score and c == R.SCORE_COLUMN)
-        ]
+        self.snippets: list[tuple[str, str]] = O.snippet_columns(self.options, table_arrow.names)
+        self.snippet_tags, self.snippet_chars = O.snippet_settings(self.options)
+        added = {n for n, _ in self.snippets} | ({R.SCORE_COLUMN} if self.score else set())
+        unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match and c not in added]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
@@ -280,7 +279,7 @@ class IndexTablesReader(DataSourceReader):
         store = open_store(self.path, shared_client=True, **O.storage_and_log_options(self.options))
         cache = node_split_cache(self.options)
         with cache.counted_once(), profiled_task(cache.directory):
-            if self.score:
+            if self.score or self.snippets:
                 yield from self._search_scored(partition, store, cache, target)
             else:
                 yield from self._search_splits(partition.splits, store, cache, target)
@@ -332,8 +331,9 @@ class IndexTablesReader(DataSourceReader):
         self, partition: IndexTablesPartition, store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows with their BM25 ``_score`` (the read's statistics, shipped in the
-        partition); with ``top_k``, each split gives at most its best ``top_k`` and the task sends the
-        best ``top_k`` of them (``ORDER BY _score DESC LIMIT k``: Spark sorts and cuts the tasks' rows)."""
+        partition) and their ``_snippet_<column>`` fragments; with ``top_k``, each split gives at most its
+        best ``top_k`` and the task sends the best ``top_k`` of them (``ORDER BY _score DESC LIMIT k``:
+        Spark sorts and cuts the tasks' rows)."""
         from executor_lib.splits.query.pushdown import plan
         from executor_lib.splits.search.scoring import ScoreStats
         from executor_lib.splits.search.table_search import (
@@ -345,7 +345,9 @@ class IndexTablesReader(DataSourceReader):
 
         wanted = self._wanted()
         stats = None if partition.score_stats is None else ScoreStats.from_json(partition.score_stats)
-        data_columns = [c for c in self.columns if c not in self.match and c != R.SCORE_COLUMN]
+        added = {n for n, _ in self.snippets} | {R.SCORE_COLUMN}
+        data_columns = [c for c in self.columns if c not in self.match and c not in added]
+        data_columns += [c for _, c in self.snippets if c not in data_columns]  # the text snippets are made from
         remaining = self.limit
         kept: list[pa.Table] = []
         for split in partition.splits:
@@ -373,7 +375,12 @@ class IndexTablesReader(DataSourceReader):
                 )
                 if self.match:
                     rows = _with_match_columns(rows, searcher, self.match)
-            rows = rows.select([c for c in self.columns])
+                for name, column in self.snippets:
+                    assert filter_plan.index is not None  # scan_split_scored refused a read without one
+                    texts = rows[column].to_pylist()
+                    made = searcher.snippets(filter_plan.index, column, texts, self.snippet_tags, self.snippet_chars)
+                    rows = rows.append_column(name, made)
+            rows = rows.select(list(self.columns))
             if remaining is not None:
                 remaining -= rows.num_rows
             if self.top_k is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tantivy
 
 import connect_plugin
 from connect_plugin.table import IndexTable
@@ -118,3 +119,37 @@ def test_group_by_columns_that_are_not_fast_fields(classic_spark: Any, tmp_path:
     want = collections.Counter((r["short"], r["level"]) for r in hit)
     top = {k: max(r["id"] for r in hit if (r["short"], r["level"]) == k) for k in want}
     assert {(r["short"], r["level"]): (r["n"], r["top"]) for r in got} == {k: (n, top[k]) for k, n in want.items()}
+
+
+def reference_snippet(query: str, text: str, tags: tuple[str, str] = ("<b>", "</b>")) -> str:
+    """The fragment tantivy-py's own SnippetGenerator makes from an independent index of ``text``."""
+    index, searcher = reference(rows())
+    generator = tantivy.SnippetGenerator.create(
+        searcher, index.parse_query(query, ["message"]), index.schema, "message"
+    )
+    html = generator.snippet_from_doc(tantivy.Document(message=text)).to_html()  # <b>...</b>, text has no < & >
+    return html.replace("<b>", tags[0]).replace("</b>", tags[1])
+
+
+def test_snippets_in_sql_dataframe_and_table_search(spark: Any, tmp_path: Path) -> None:
+    """Tantivy picks the fragment by its terms' document frequencies in the split: one split here, so
+    the reference index over the same rows picks the same one."""
+    path = str(tmp_path / "t")
+    write_table(path, {}, rows(), 1)
+    got = connect_plugin.sql(
+        spark,
+        f"SELECT id, message, _snippet_message FROM indextables.`{path}` WHERE message indexquery 'retry miss' "
+        "ORDER BY _score DESC LIMIT 5",
+    ).collect()
+    assert len(got) == 5
+    for r in got:
+        assert r["_snippet_message"] == reference_snippet("retry miss", r["message"])
+        assert "<b>retry</b>" in r["_snippet_message"] or "<b>miss</b>" in r["_snippet_message"]
+    found = IndexTable.for_path(spark, path).search(
+        "message:retry", columns=["id", "message"], limit=3, snippets=["message"], snippet_tags=("[", "]")
+    )
+    assert found.columns == ["id", "message", "_score", "_snippet_message"]
+    for r in found.collect():
+        assert r["_snippet_message"] == reference_snippet("retry", r["message"], ("[", "]"))
+    with pytest.raises(Exception, match=r"column _snippet_message is the fragment around the matches"):
+        connect_plugin.sql(spark, f"SELECT id, _snippet_message FROM indextables.`{path}` WHERE id < 3").collect()

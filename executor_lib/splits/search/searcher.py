@@ -643,6 +643,46 @@ class SplitSearcher:
             order = order[:limit]
         return pa.array(rows[order], pa.uint64()), scores[order]
 
+    @guarded(lambda self, query=None, column=None, *a, **k: f"snippets of {column!r} for query {query!r}")
+    def snippets(
+        self,
+        query: str | filters.Filter,
+        column: str,
+        texts: Sequence[str | None],
+        tags: tuple[str, str] = ("<b>", "</b>"),
+        max_chars: int = 150,
+    ) -> pa.Array:
+        """For each of ``texts`` (values of the text or string ``column``), the fragment of at most
+        ``max_chars`` around the terms of ``query`` on that column, each match between ``tags``, as
+        Tantivy's ``SnippetGenerator`` picks it (the text as it is, not HTML-escaped; no match: the
+        text's start, unmarked). None stays None."""
+        field = self.mapping.field(column)
+        if field is None or field.type != "text":
+            raise QueryError(f"_snippet_{column}: column {column!r} is not a text or string field of the split")
+        try:
+            compiled = self._query(query, scoring=True)
+            generator = tantivy.SnippetGenerator.create(self.searcher, compiled, self.index.schema, column)
+        except ValueError as e:
+            raise QueryError(f"_snippet_{column}: query {query!r} cannot make snippets: {e}") from e
+        generator.set_max_num_chars(max_chars)
+        start, end = tags[0].encode(), tags[1].encode()
+        out: list[str | None] = []
+        for text in texts:  # per returned row (a top k, a page): Tantivy makes one snippet per document
+            if text is None:
+                out.append(None)
+                continue
+            doc = tantivy.Document()
+            doc.add_text(column, text)
+            snippet = generator.snippet_from_doc(doc)
+            fragment = snippet.fragment().encode()
+            parts, pos = [], 0
+            for r in snippet.highlighted():
+                parts += [fragment[pos : r.start], start, fragment[r.start : r.end], end]
+                pos = r.end
+            parts.append(fragment[pos:])
+            out.append(b"".join(parts).decode())
+        return pa.array(out, pa.string())
+
     @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def search(
         self, query: str | filters.Filter | None = None, columns: Sequence[str] | None = None, limit: int | None = None
