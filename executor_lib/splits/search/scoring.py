@@ -281,9 +281,13 @@ def _leaves(tree: Any) -> list[_Leaf]:
     return []  # a constant score hides its query's scores
 
 
+# A regex query's debug form dumps its compiled automaton (many lines) up to its field.
+_REGEX_DUMP = re.compile(r'Regex\(".*?(?=, field: Field\()', re.DOTALL)
+
+
 def scoring_tree(compiled: Any, field_names: Sequence[str]) -> Any:
     """The compiled query's scoring tree (raises ``Unsupported``)."""
-    return _structure(parse_debug(repr(compiled)), field_names)
+    return _structure(parse_debug(_REGEX_DUMP.sub("Regex", repr(compiled))), field_names)
 
 
 def query_terms(compiled: Any, field_names: Sequence[str]) -> list[tuple[str, str]]:

@@ -87,6 +87,15 @@ QUERIES: list[tuple[str, Any]] = [
     ("timeout upstream", lambda i: i.parse_query("timeout upstream", ["message"])),
     ('"connection reset"~1', lambda i: i.parse_query('"connection reset"~1', ["message"])),
     ("timeout^2 OR refused", lambda i: i.parse_query("timeout^2 OR refused", ["message"])),
+    (  # a wildcard is a regex over the terms (IndexTables4Spark's meaning), scoring a constant 1
+        "gate* AND retry",
+        lambda i: tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Must, tantivy.Query.regex_query(i.schema, "message", "(?s)gate.*")),
+                (tantivy.Occur.Must, i.parse_query("retry", ["message"])),
+            ]
+        ),
+    ),
     ("(timeout AND upstream) OR peer", lambda i: i.parse_query("(timeout AND upstream) OR peer", ["message"])),
     (
         # as IndexTables4Spark means it (Quickwit's BoolQuery: 'NOT error' excludes from every row, and
