@@ -153,3 +153,16 @@ def test_snippets_in_sql_dataframe_and_table_search(spark: Any, tmp_path: Path) 
         assert r["_snippet_message"] == reference_snippet("retry", r["message"], ("[", "]"))
     with pytest.raises(Exception, match=r"column _snippet_message is the fragment around the matches"):
         connect_plugin.sql(spark, f"SELECT id, _snippet_message FROM indextables.`{path}` WHERE id < 3").collect()
+
+
+def test_fuzzyquery_in_sql_and_indexquery_keeps_the_jvm_meaning(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    data = rows(400)
+    write_table(path, {}, data, 3)
+    index, searcher = reference(data)
+    fuzzy = tantivy.Query.fuzzy_term_query(index.schema, "message", "gatewya", 1, True, False)  # a transposition
+    want = sorted(searcher.doc(a)["id"][0] for _, a in searcher.search(fuzzy, 1000).hits)
+    got = connect_plugin.sql(spark, f"SELECT id FROM indextables.`{path}` WHERE message fuzzyquery 'gatewya~1'")
+    assert sorted(r["id"] for r in got.collect()) == want and want
+    with pytest.raises(Exception, match="looks like a fuzzy term"):
+        connect_plugin.sql(spark, f"SELECT id FROM indextables.`{path}` WHERE message indexquery 'gatewya~1'").collect()
