@@ -368,7 +368,7 @@ def _weight_and_norms(leaf: _Leaf, stats: ScoreStats) -> tuple[np.float32, np.nd
     """(weight, norm by fieldnorm id) of a leaf under ``stats``, as Tantivy's ``Bm25Weight``."""
     idf = np.float32(0.0)
     for t in leaf.terms:
-        idf = np.float32(idf + _idf(stats.doc_freqs[(leaf.field, t)], stats.num_docs))
+        idf = np.float32(idf + _idf(stats.doc_freqs.get((leaf.field, t), 0), stats.num_docs))
     tokens = stats.field_tokens.get(leaf.field, 0)
     average = np.float32(tokens) / np.float32(stats.num_docs) if stats.num_docs else np.float32(1.0)
     norms = (K1 * (np.float32(1.0) - B + B * FIELDNORMS / average)).astype(np.float32)
