@@ -120,6 +120,8 @@ target: STRING | BACKQUOTED | _INDEXTABLES "." BACKQUOTED | TABLE_NAME
      | _INDEXQUERYALL "(" STRING ")"                  -> indexqueryall
      | column _TEXTSEARCH STRING                      -> textsearch
      | column _FIELDMATCH STRING                      -> fieldmatch
+     | column _FUZZYQUERY STRING                      -> fuzzyquery
+     | "*" _FUZZYQUERY STRING                         -> fuzzyquery_all
      | spark_pred
 // A predicate over function calls or arithmetic is evaluated by Spark on the rows the index returns.
 spark_pred: call OP value
@@ -263,6 +265,7 @@ _INDEXQUERY: /indexquery\b/i
 _INDEXQUERYALL: /indexqueryall\b/i
 _TEXTSEARCH: /textsearch\b/i
 _FIELDMATCH: /fieldmatch\b/i
+_FUZZYQUERY: /fuzzyquery\b/i
 _TRUE: /true\b/i
 _FALSE: /false\b/i
 _DATE: /date\b/i
@@ -300,7 +303,7 @@ def unsupported_reason(code: str) -> str | None:
 # A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
 # operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
 INDEX_OPERATOR_USE = re.compile(
-    r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
+    r"(?<![\w`])(?:(?:indexquery|textsearch|fieldmatch|fuzzyquery)\s*(?:[rR](?=['\"]))?['\"]|indexqueryall\s*\()",
     re.IGNORECASE,
 )
 
@@ -457,6 +460,13 @@ class _ToFilter(Transformer[Token, Any]):
 
     def fieldmatch_all(self, query: Token) -> F.Filter:
         return F.QueryString(unquote(str(query)), None, "exact")
+
+    def fuzzyquery(self, column: str, query: Token) -> F.Filter:
+        """``col fuzzyquery '...'``: indexquery's language plus fuzzy terms (``timout~1``), this project's."""
+        return F.QueryString(unquote(str(query)), None if column.lower() == "_indexall" else column, fuzzy=True)
+
+    def fuzzyquery_all(self, query: Token) -> F.Filter:
+        return F.QueryString(unquote(str(query)), fuzzy=True)
 
 
 def parse_with(parser: Lark, text: str) -> Any:

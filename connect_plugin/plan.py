@@ -73,6 +73,8 @@ class TableRead:
         for name, tree in plan.match_columns:
             lines.append(f"  match column {name}: {F.to_text(tree)}")
         lines.append(f"  limit per task: {plan.limit if plan.limit is not None else 'none'}")
+        if plan.top_k is not None:
+            lines.append(f"  best rows by _score per task: {plan.top_k} (table-wide BM25 statistics)")
         return "\n".join(lines)
 
 

@@ -346,6 +346,9 @@ def _simple_select(
 
 _LIMIT_ONLY = re.compile(r"^limit\s+(\d+)\s*$", re.IGNORECASE)
 _SPARK_MAX_LIMIT = 2**31 - 1  # Spark's LIMIT is an int
+# ORDER BY _score DESC LIMIT k: the best k rows by score are among each task's best k (a second sort
+# key could want a row a task cut at a tie, so only this form)
+_SCORE_TOP_K = re.compile(r"^order\s+by\s+`?_score`?\s+desc\s+limit\s+(\d+)\s*$", re.IGNORECASE)
 
 
 def _limit(digits: str) -> int:
@@ -372,12 +375,17 @@ def _select_over_view(
     code: str,
     opts: tuple[tuple[str, str], ...],
 ) -> StatementPlan:
-    limit = None
+    limit = top_k = None
     m = _LIMIT_ONLY.match(tail) if tail is not None and spark_condition is None else None
-    if m is not None and _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I):
+    plain = _PLAIN_PROJECTION.match(projection) and not re.match(r"\s*distinct\b", projection, re.I)
+    if m is not None and plain:
         limit = _limit(m.group(1))
+    top = _SCORE_TOP_K.match(tail) if tail is not None and spark_condition is None else None
+    if top is not None and plain:  # each task sends its best k by score; Spark sorts and cuts them
+        top_k = _limit(top.group(1))
     view = view_name()
-    read = TableRead(path, ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit), opts)
+    plan = ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit, top_k=top_k)
+    read = TableRead(path, plan, opts)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"

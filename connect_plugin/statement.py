@@ -37,7 +37,7 @@ _NEXT_NAME = re.compile(r"\s*,\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w.`(]|\s*
 _CTE_NAME = re.compile(r"(?:\bwith|,)\s*(?:recursive\s+)?([A-Za-z_]\w*)\s+as\s*\(", re.IGNORECASE)
 _ALIAS = re.compile(r"\s+(?:as\s+)?([A-Za-z_]\w*|`[^`]*`)", re.IGNORECASE)
 _OPERATOR = re.compile(
-    rf"(?<![\w`.])((?:{_IDENT}\s*\.\s*)?{_IDENT}|\*)\s*(?<=\*|\s)(indexquery|textsearch|fieldmatch)\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")",
+    rf"(?<![\w`.])((?:{_IDENT}\s*\.\s*)?{_IDENT}|\*)\s*(?<=\*|\s)(indexquery|textsearch|fieldmatch|fuzzyquery)\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")",
     re.IGNORECASE,
 )
 _OPERATOR_ALL = re.compile(r"(?<![\w`])indexqueryall\s*\(\s*([rR]?'[^']*'|[rR]?\"[^\"]*\")\s*\)", re.IGNORECASE)
@@ -83,7 +83,7 @@ _NOT_ALIAS = frozenset(
         "from",
     )
 )
-_KINDS = {"indexquery": None, "textsearch": "text", "fieldmatch": "exact"}
+_KINDS = {"indexquery": None, "textsearch": "text", "fieldmatch": "exact", "fuzzyquery": "fuzzy"}
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,8 @@ def plan_general(
     for n, use in enumerate(uses):
         i = _owner(use, refs, text, code)
         name = f"__indextables_match_{n}"
-        matches[i].append((name, F.QueryString(use.query, use.column, use.kind)))
+        fuzzy = use.kind == "fuzzy"
+        matches[i].append((name, F.QueryString(use.query, use.column, None if fuzzy else use.kind, fuzzy)))
         replacements.append((use.start, use.end, f"{use.qualifier}.{name}" if use.qualifier else name))
     required = names_in(text, code)
     plan = StatementPlan(sql=None)

@@ -140,22 +140,46 @@ class IndexTable:
             raise IndexTablesSQLError(f"group_by on {self.path}: {wanted} cannot be typed as Spark does")
         return df
 
-    def search(self, query: str, columns: Iterable[str] | None = None, limit: int | None = None) -> DataFrame:
-        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too).
+    def search(
+        self,
+        query: str,
+        columns: Iterable[str] | None = None,
+        limit: int | None = None,
+        snippets: Iterable[str] = (),
+        snippet_tags: tuple[str, str] | None = None,
+    ) -> DataFrame:
+        """Rows matching a Tantivy query over every text field (``field:term`` syntax works too), best
+        first: ordered by their BM25 score, ``_score`` (a float, the last column), scored with the
+        statistics of every split the query reads (as one index over the table would score them).
+        With ``limit``, each task returns only its best ``limit`` rows. ``snippets``: text columns whose
+        fragment around the matches to add as ``_snippet_<column>`` (matches between ``snippet_tags``,
+        default ``("<b>", "</b>")``).
 
         Raises:
             QueryError (when the query runs): a query the table's fields cannot answer.
 
         Example: ``t.search("message:timeout AND level:ERROR", columns=["ts", "message"], limit=20)``
         """
-        return _plugin.read(
-            self.spark,
-            self.path,
-            columns=columns,
-            limit=limit,
-            filter=F.QueryString(query),
-            options=self.options,
-        )
+        from connect_plugin.plan import TableRead, options_tuple
+        from indextables_contract.read import SCORE_COLUMN, SNIPPET_PREFIX, SNIPPET_TAGS, ReadPlan
+
+        added = (SCORE_COLUMN, *(SNIPPET_PREFIX + c for c in snippets))
+        wanted = None if columns is None else tuple(c for c in columns if c.lower() not in added)
+        if wanted:
+            plan = ReadPlan(columns=(*wanted, *added), filter=F.QueryString(query), top_k=limit)
+        else:
+            plan = ReadPlan(required_columns=("*", *added), filter=F.QueryString(query), top_k=limit)
+        options = dict(self.options)
+        if snippet_tags is not None:
+            options[SNIPPET_TAGS] = json.dumps(list(snippet_tags))
+        with project_error_first():
+            df = TableRead(self.path, plan, options_tuple(options)).dataframe(self.spark)
+            df = df.orderBy(SCORE_COLUMN, ascending=False)
+            if limit is not None:
+                df = df.limit(limit)
+            if type(self.spark).__module__.startswith("pyspark.sql.connect"):
+                df.columns  # noqa: B018  analysed here (a bad query fails now), as connect_plugin.read
+            return df
 
     def count(self, query: str | None = None, where: Where | None = None) -> int:
         """Rows matching a Tantivy query string and/or a row condition ``where`` (no condition: all rows,

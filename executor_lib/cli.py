@@ -144,7 +144,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     log = open_log(args.table, **_options(args.option))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     snapshot, cache = log.snapshot(), _cache(args)
-    rows = search_table(log.store, snapshot, args.query, cache, columns, args.limit)
+    scored = args.query.strip() not in ("", "*")  # a query's matches come best first, with _score
+    rows = search_table(log.store, snapshot, args.query, cache, columns, args.limit, scored=scored)
     if args.json:
         for row in rows.to_pylist():
             print(json.dumps(row, default=str))
@@ -259,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--dry-run", action="store_true", help="only report what would be deleted")
     k.set_defaults(func=cmd_cleanup)
 
-    s = table_command("search", "search a table's live splits in this process (Tantivy query syntax)")
+    s = table_command(
+        "search", "search a table's live splits in this process (Tantivy query syntax), best first by _score (BM25)"
+    )
     s.add_argument("query", help="Tantivy query, e.g. 'message:error AND id:[1 TO 9]'; '*' matches all")
     s.add_argument("--columns", default=None, help="comma-separated columns to return (default: all)")
     s.add_argument("--limit", type=_non_negative_int, default=None, help="at most this many rows (>= 0)")

@@ -3,7 +3,9 @@ the rules a table's columns must follow to be indexable (``check_indexable``): c
 ``create_table``, ``mapping_for`` and the Spark write before anything is written.
 
 * **Names.** Not empty, not starting with ``-`` (Tantivy's field name rule), not the reserved
-  ``__row`` (every split's hidden row-number field).
+  ``__row`` (every split's hidden row-number field), and, for tables written here, not ``_score``
+  in any case (the BM25 score a read with an index query may select; tables written elsewhere
+  with such a column stay readable).
 * **Types.** A column becomes a Tantivy field: scalars map directly; nested values are indexed as
   JSON fields, as IndexTables4Spark indexes them: a struct as an object, a map as an object with
   its keys as text, a list of structs as objects, a list of scalars as ``{"_values": [...]}``
@@ -64,6 +66,19 @@ def column_name_problem(name: str) -> str | None:
     return None
 
 
+# Names a read adds to the table's columns (``executor_lib.splits.search.scoring.SCORE_COLUMN``).
+VIRTUAL_COLUMNS = ("_score",)
+
+
+def virtual_column_problem(name: str) -> str | None:
+    """Why a table written here may not have a column ``name`` (None: it may): it is a column reads add."""
+    if isinstance(name, str) and name.lower() in VIRTUAL_COLUMNS:
+        return (
+            f"{name!r} is the name of the BM25 score a read with an index query can select (_score); rename the column"
+        )
+    return None
+
+
 def _type_problem(t: pa.DataType) -> str | None:
     if pa.types.is_map(t) and (pa.types.is_nested(t.key_type) or pa.types.is_binary(t.key_type)):
         return f"a map with {t.key_type} keys cannot be indexed (JSON object keys are text: use scalar keys)"
@@ -76,7 +91,7 @@ def check_indexable(schema: pa.Schema, partition_columns: Any = (), where: str =
     """ConfigError naming the column and the rule unless every column of ``schema`` can be indexed
     (the module docstring's rules; partition columns are never indexed, so only their names count)."""
     for f in schema:
-        problem = column_name_problem(f.name)
+        problem = column_name_problem(f.name) or virtual_column_problem(f.name)
         if problem is None and f.name not in partition_columns:
             problem = _type_problem(f.type)
         if problem is not None:

@@ -78,6 +78,10 @@ class QueryString:
     query: str
     column: str | None = None
     kind: str | None = None  # "text" (textsearch: tokenized field) or "exact" (fieldmatch: string field)
+    # The project's extension (SQL ``fuzzyquery``): ``word~1`` / ``word~2`` are fuzzy terms (edit
+    # distance, a transposition one edit), ``word~N*`` fuzzy prefixes. Query text without it keeps
+    # IndexTables4Spark's meaning, where ``word~1`` is refused.
+    fuzzy: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,8 @@ def to_json(f: Filter) -> dict[str, Any]:
     query: dict[str, Any] = {"op": "query", "query": f.query, "column": f.column}
     if f.kind is not None:
         query["kind"] = f.kind
+    if f.fuzzy:
+        query["fuzzy"] = True
     return query
 
 
@@ -263,7 +269,10 @@ def from_json(obj: Any, where: str = "filter", depth: int = 0) -> Filter:
             kind = obj.get("kind")
             if kind not in (None, "text", "exact"):
                 raise FilterError(f"{where}: query kind must be 'text' or 'exact', not {kind!r}")
-            return QueryString(_text(obj["query"], where), obj.get("column"), kind)
+            fuzzy = obj.get("fuzzy", False)
+            if not isinstance(fuzzy, bool):
+                raise FilterError(f"{where}: query 'fuzzy' must be true or false, not {fuzzy!r}")
+            return QueryString(_text(obj["query"], where), obj.get("column"), kind, fuzzy)
         column = _text(obj["column"], where)
         if op == "term":
             return Term(column, obj["value"])

@@ -26,7 +26,17 @@ REQUIRED_COLUMNS = "requiredColumns"
 FILTER = "filter"
 LIMIT = "limit"
 MATCH_COLUMNS = "matchColumns"
-KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS)
+TOP_K = "scoreTopK"
+KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, "snippetTags", "snippetMaxChars")
+# The BM25 score of a read with an index query: not a column of any table (writes refuse the name),
+# selected like one (``columns``, ``required_columns``); a float, best rows highest.
+SCORE_COLUMN = "_score"
+# ``_snippet_<column>``: the fragment of a text column around the index query's matches, each match
+# between the tags of the read option ``snippetTags`` (a JSON list ``[start, end]``, default <b>, </b>),
+# at most ``snippetMaxChars`` (150) characters. Selected like a column, as ``_score``.
+SNIPPET_PREFIX = "_snippet_"
+SNIPPET_TAGS = "snippetTags"
+SNIPPET_MAX_CHARS = "snippetMaxChars"
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
@@ -38,7 +48,9 @@ class ReadPlan:
     """``columns``: the columns returned (default all); ``required_columns``: the names a statement uses,
     of which the table's columns are read (``*`` for all); ``filter``: rows the read returns (the index
     answers what it can, the rest is checked on the rows); ``limit``: rows per task at most (0: none);
-    ``match_columns``: boolean columns added to each row, true where the row matches the tree.
+    ``match_columns``: boolean columns added to each row, true where the row matches the tree;
+    ``top_k``: each task returns at most this many rows, its best by ``_score`` (``ORDER BY _score
+    DESC LIMIT k``: the caller sorts and cuts the tasks' rows; scores use the whole read's statistics).
 
     This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
     the executors decode it with ``from_options`` (then match its names to the table's columns:
@@ -54,11 +66,12 @@ class ReadPlan:
     filter: F.Filter | None = None
     limit: int | None = None
     match_columns: tuple[tuple[str, F.Filter], ...] = ()
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
-        limit = self.limit
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise ConfigError(f"read option {LIMIT}={self.limit!r}: expected an integer >= 0")
+        for key, limit in ((LIMIT, self.limit), (TOP_K, self.top_k)):
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+                raise ConfigError(f"read option {key}={limit!r}: expected an integer >= 0")
         if self.columns is not None:
             if not self.columns:
                 raise ConfigError(f"read option {COLUMNS}: expected at least one column")
@@ -85,6 +98,8 @@ class ReadPlan:
             out[LIMIT] = str(self.limit)
         if self.match_columns:
             out[MATCH_COLUMNS] = json.dumps({name: F.to_json(tree) for name, tree in self.match_columns})
+        if self.top_k is not None:
+            out[TOP_K] = str(self.top_k)
         return out
 
     @classmethod
@@ -107,6 +122,7 @@ class ReadPlan:
             filter=F.from_text(str(options[FILTER]), f"read option {FILTER}") if FILTER in options else None,
             limit=_limit(options[LIMIT]) if LIMIT in options else None,
             match_columns=_match_columns(options[MATCH_COLUMNS]) if MATCH_COLUMNS in options else (),
+            top_k=_limit(options[TOP_K], TOP_K) if TOP_K in options else None,
         )
 
 
@@ -127,10 +143,10 @@ def _names(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _limit(value: Any) -> int:
+def _limit(value: Any, key: str = LIMIT) -> int:
     text = str(value).strip()
     if not (text.isascii() and text.isdigit()):  # refuses a sign, a fraction, a word
-        raise ConfigError(f"read option {LIMIT}={value!r}: expected an integer >= 0")
+        raise ConfigError(f"read option {key}={value!r}: expected an integer >= 0")
     return int(text)
 
 

@@ -23,13 +23,14 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
 )
-from pyspark.sql.types import BooleanType, StructType
+from pyspark.sql.types import BooleanType, FloatType, StringType, StructType
 
 from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
-from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters
+from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters, query_strings
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
+from indextables_contract.read import SCORE_COLUMN
 
 NAME = FORMAT
 # IndexTables4Spark's documented format names: the same data source under each (registered statically
@@ -68,6 +69,18 @@ class IndexTablesDataSource(DataSource):
         plan = O.read_plan(opts, table_columns, f"read {path}")
         schema = _spark_schema(snapshot.metadata.schema_string, O.output_columns(plan, table_columns, types))
         match = dict(plan.match_columns)
+        snippets = O.snippet_columns(opts, table_columns)
+        score = O.reads_score(opts, table_columns)
+        if score or snippets:  # what a read's index query adds to its rows: never in the log's schema
+            found = [*O.query_filters(opts), *([plan.filter] if plan.filter is not None else []), *match.values()]
+            queries = [q for f in found for q in query_strings(f)]
+            if score:
+                O.check_score_query(queries, f"read {path}")
+                schema = schema.add(SCORE_COLUMN, FloatType(), nullable=False)  # BM25, a float
+            for name, _ in snippets:
+                O.check_score_query(queries, f"read {path}", name)
+                O.snippet_settings(opts)
+                schema = schema.add(name, StringType(), nullable=True)
         for name in match:
             schema = schema.add(name, BooleanType(), nullable=False)
         if match or plan.filter is not None or O.query_filters(opts):  # a bad query fails at analysis, before any job

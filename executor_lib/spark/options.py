@@ -296,11 +296,78 @@ def read_plan(options: Mapping[str, Any], table_columns: Sequence[str], what: st
     """
     plan = ReadPlan.from_options(options)
     if plan.columns is not None:
-        plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, plan.columns, table_columns)))
+        columns = plan.columns
+        virtual = {n.lower() for n, _ in snippet_columns(options, table_columns)}
+        if reads_score(options, table_columns):
+            virtual.add(R.SCORE_COLUMN)
+        if virtual:  # columns a read adds: not matched to the table's
+            columns = tuple(c for c in columns if c.lower() not in virtual)
+            if not columns:
+                raise ConfigError(f"{what}: select at least one column of the table beside {sorted(virtual)}")
+        plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, columns, table_columns)))
     for name, _ in plan.match_columns:
         if name in table_columns:
             raise ConfigError(f"{what}: match column {name!r} is a column of the table")
     return plan
+
+
+def reads_score(options: Mapping[str, Any], table_columns: Sequence[str]) -> bool:
+    """Whether a read (its ``options``) selects ``_score`` (in ``columns`` or ``required_columns``, any
+    case), the BM25 score of its index query; a table's own column of that name (written elsewhere) wins."""
+    if any(c.lower() == R.SCORE_COLUMN for c in table_columns):
+        return False
+    plan = ReadPlan.from_options(options)
+    names = [*(plan.columns or ()), *(plan.required_columns or ())]
+    return any(n.lower() == R.SCORE_COLUMN for n in names)
+
+
+def snippet_columns(options: Mapping[str, Any], table_columns: Sequence[str]) -> list[tuple[str, str]]:
+    """(name, table column) of each ``_snippet_<column>`` a read selects (``columns`` or
+    ``required_columns``, any case), in the order named; a table's own column of such a name wins."""
+    plan = ReadPlan.from_options(options)
+    by_lower = {c.lower(): c for c in table_columns}
+    found: dict[str, tuple[str, str]] = {}
+    for name in [*(plan.columns or ()), *(plan.required_columns or ())]:
+        low = name.lower()
+        if low.startswith(R.SNIPPET_PREFIX) and low not in by_lower and low[len(R.SNIPPET_PREFIX) :] in by_lower:
+            column = by_lower[low[len(R.SNIPPET_PREFIX) :]]
+            found.setdefault(low, (R.SNIPPET_PREFIX + column, column))
+    return list(found.values())
+
+
+def snippet_settings(options: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
+    """The tags around each match (``snippetTags``, a JSON list [start, end]) and the most characters
+    of a snippet (``snippetMaxChars``)."""
+    import json
+
+    tags = ("<b>", "</b>")
+    if R.SNIPPET_TAGS in options:
+        try:
+            value = json.loads(str(options[R.SNIPPET_TAGS]))
+        except ValueError:
+            value = None
+        if not (isinstance(value, list) and len(value) == 2 and all(isinstance(t, str) for t in value)):
+            raise ConfigError(
+                f"read option {R.SNIPPET_TAGS}={options[R.SNIPPET_TAGS]!r}: expected a JSON list of two strings, "
+                'e.g. ["<em>", "</em>"]'
+            )
+        tags = (value[0], value[1])
+    chars = 150
+    if R.SNIPPET_MAX_CHARS in options:
+        chars = parse_positive_int(R.SNIPPET_MAX_CHARS, options[R.SNIPPET_MAX_CHARS])
+    return tags, chars
+
+
+def check_score_query(queries: Sequence[F.Filter], what: str, column: str = R.SCORE_COLUMN) -> None:
+    """ConfigError unless a read selecting ``_score`` (or a ``_snippet_<column>``) has an index query
+    to score (``queries``: the query strings of its filter, options and match columns)."""
+    if not queries:
+        kind = "the BM25 score" if column == R.SCORE_COLUMN else "the fragment around the matches"
+        raise ConfigError(
+            f"{what}: column {column} is {kind} of an index query, and this read has none; "
+            "add one (WHERE col indexquery '...', _indexall indexquery '...', textsearch, fieldmatch, the "
+            f"indexquery.<col> / indexqueryall options, or IndexTable.search), or do not select {column}"
+        )
 
 
 def output_columns(plan: ReadPlan, table_columns: list[str], types: Mapping[str, str]) -> list[str] | None:

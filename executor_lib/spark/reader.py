@@ -68,9 +68,10 @@ class SplitRef:
 
 
 class IndexTablesPartition(InputPartition):
-    def __init__(self, splits: list[SplitRef]) -> None:
+    def __init__(self, splits: list[SplitRef], score_stats: str | None = None) -> None:
         super().__init__(None)
         self.splits = splits
+        self.score_stats = score_stats  # a read selecting _score: the BM25 statistics of every split read (JSON)
 
 
 class IndexTablesReader(DataSourceReader):
@@ -91,7 +92,12 @@ class IndexTablesReader(DataSourceReader):
         self.match: dict[str, F.Filter] = dict(plan.match_columns)
         self.columns: list[str] = [f.name for f in schema.fields]
         self.read_schema_json: str = schema.json()
-        unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match]
+        self.score: bool = O.reads_score(self.options, table_arrow.names)  # _score selected: BM25 of the index query
+        self.top_k: int | None = plan.top_k if self.score else None  # ORDER BY _score DESC LIMIT k, per task
+        self.snippets: list[tuple[str, str]] = O.snippet_columns(self.options, table_arrow.names)
+        self.snippet_tags, self.snippet_chars = O.snippet_settings(self.options)
+        added = {n for n, _ in self.snippets} | ({R.SCORE_COLUMN} if self.score else set())
+        unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match and c not in added]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
@@ -201,13 +207,54 @@ class IndexTablesReader(DataSourceReader):
             [SplitRef(a.path, dict(a.partition_values), mapping(a), a.size, a.footer_start_offset) for a in g]
             for g in groups
         ]
-        return [IndexTablesPartition(g) for g in refs]
+        stats = self._score_stats([r for g in refs for r in g]) if self.score else None
+        return [IndexTablesPartition(g, stats) for g in refs]
+
+    def _score_stats(self, splits: Sequence[SplitRef]) -> str | None:
+        """The BM25 statistics of the read's index query summed over ``splits`` (every split the read
+        searches), as JSON for the tasks: each then scores its rows as one index over them would
+        (``splits.search.scoring``). Read here, on the driver side, through this node's split cache:
+        each split's document count, its query terms' document frequencies and its fields' token
+        counts (the term dictionaries and postings headers of the query's fields). None: a query
+        part whose score is not modelled (each split's own statistics then)."""
+        from executor_lib.splits.query.pushdown import plan
+        from executor_lib.splits.search.scoring import ScoreStats
+        from executor_lib.splits.search.table_search import open_searcher
+        from executor_lib.storage import open_store
+
+        wanted = self._wanted()
+        if wanted is None or not splits:
+            return None
+        store = open_store(self.path, shared_client=True, **O.storage_and_log_options(self.options))
+        cache = node_split_cache(self.options)
+        parts = []
+        for split in splits:
+            searcher = open_searcher(
+                cache,
+                store,
+                split.path,
+                self.table_arrow_schema,
+                split.doc_mapping,
+                split.size,
+                split.footer_start,
+                self.companion_root,
+            )
+            index = plan(wanted, [searcher.mapping], self.table_arrow_schema).index
+            found = None if index is None else searcher.score_stats(index)
+            if found is None:
+                return None
+            parts.append(found)
+        return ScoreStats.merged(parts).to_json()
+
+    def _wanted(self) -> F.Filter | None:
+        """The filter tree every split answers: pushed filters and the read's own (options, plan)."""
+        return F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
 
     def _light(self) -> bool:
         """Whether each split is read in part: an index query narrows the rows, or a LIMIT stops early."""
         from executor_lib.splits.query.pushdown import plan
 
-        if self.limit is not None or self.pushed:  # pushed filters have an index part
+        if self.limit is not None or self.pushed or self.top_k is not None:  # pushed filters have an index part
             return True
         return any(plan(f, self._mappings, self.table_arrow_schema).index is not None for f in self.option_filters)
 
@@ -241,6 +288,9 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib import profiler
 
         with cache.counted_once(), profiled_task(cache.directory):
+            if self.score or self.snippets:
+                yield from self._search_scored(partition, store, cache, target)
+                return
             for batch in self._search_splits(partition.splits, store, cache, target):
                 if profiler.ENABLED:  # counts so far: a task Spark stops early (limit(1)) ends unflushed
                     profiler.flush(cache.directory)
@@ -258,7 +308,7 @@ class IndexTablesReader(DataSourceReader):
             scan_split_batches,
         )
 
-        wanted = F.And(tuple(self.pushed + self.option_filters)) if self.pushed or self.option_filters else None
+        wanted = self._wanted()
         remaining = self.limit
         for split in splits:
             if remaining is not None and remaining <= 0:
@@ -294,6 +344,73 @@ class IndexTablesReader(DataSourceReader):
                 if remaining is not None:
                     remaining -= rows.num_rows
                 yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
+
+    def _search_scored(
+        self, partition: IndexTablesPartition, store: ObjectStore, cache: SplitCache, target: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """Each split's matching rows with their BM25 ``_score`` (the read's statistics, shipped in the
+        partition) and their ``_snippet_<column>`` fragments; with ``top_k``, each split gives at most its
+        best ``top_k`` and the task sends the best ``top_k`` of them (``ORDER BY _score DESC LIMIT k``:
+        Spark sorts and cuts the tasks' rows)."""
+        from executor_lib.splits.query.pushdown import plan
+        from executor_lib.splits.search.scoring import ScoreStats
+        from executor_lib.splits.search.table_search import (
+            check_split_columns,
+            damage_of_split,
+            open_searcher,
+            scan_split_scored,
+        )
+
+        wanted = self._wanted()
+        stats = None if partition.score_stats is None else ScoreStats.from_json(partition.score_stats)
+        added = {n for n, _ in self.snippets} | {R.SCORE_COLUMN}
+        data_columns = [c for c in self.columns if c not in self.match and c not in added]
+        data_columns += [c for _, c in self.snippets if c not in data_columns]  # the text snippets are made from
+        remaining = self.limit
+        kept: list[pa.Table] = []
+        for split in partition.splits:
+            if remaining is not None and remaining <= 0:
+                break
+            searcher = open_searcher(
+                cache,
+                store,
+                split.path,
+                self.table_arrow_schema,
+                split.doc_mapping,
+                split.size,
+                split.footer_start,
+                self.companion_root,
+            )
+            where = f"split {store.uri_of(split.path)} of table {self.path}"
+            check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
+            constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+            assert wanted is not None  # schema() refused _score without an index query
+            filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
+            k = self.top_k if remaining is None else remaining if self.top_k is None else min(self.top_k, remaining)
+            with damage_of_split(cache, store, split.path):
+                rows = scan_split_scored(
+                    searcher, filter_plan, data_columns, stats, constants, k, row_ids=bool(self.match)
+                )
+                if self.match:
+                    rows = _MatchRows(searcher, self.match).add(rows)
+                for name, column in self.snippets:
+                    assert filter_plan.index is not None  # scan_split_scored refused a read without one
+                    texts = rows[column].to_pylist()
+                    made = searcher.snippets(filter_plan.index, column, texts, self.snippet_tags, self.snippet_chars)
+                    rows = rows.append_column(name, made)
+            rows = rows.select(list(self.columns))
+            if remaining is not None:
+                remaining -= rows.num_rows
+            if self.top_k is None:
+                if rows.num_rows:
+                    yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
+            else:
+                kept.append(_conform(rows, target, where))
+        if kept:
+            best = pa.concat_tables(kept)
+            if self.top_k is not None and best.num_rows > self.top_k:
+                best = best.sort_by([(R.SCORE_COLUMN, "descending")]).slice(0, self.top_k)
+            yield from best.to_batches(max_chunksize=BATCH_ROWS)
 
 
 BATCH_ROWS = 65_536  # rows of a batch a read task sends to Spark

@@ -55,11 +55,16 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         from executor_lib.splits.doc_mapping import DocMapping, mapping_for
+        from executor_lib.table_schema import virtual_column_problem
 
         self.path = require_path(raw_options, "write")
         self.overwrite = overwrite
         self.arrow_schema: pa.Schema = _plain_types(to_arrow_schema(schema, timezone="UTC"))
         names = self.arrow_schema.names
+        for name in names:
+            problem = virtual_column_problem(name)
+            if problem is not None:
+                raise ConfigError(f"write {self.path}: column {name!r}: {problem}; nothing was written")
         self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
         requested = parsed_option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
         existing = self._existing_table()

@@ -48,6 +48,7 @@ from indextables_contract.errors import QueryError, QuerySyntaxError
 
 _OCCUR = {MUST: tantivy.Occur.Must, SHOULD: tantivy.Occur.Should, MUST_NOT: tantivy.Occur.MustNot}
 _FUZZY = re.compile(r"~\d+$")
+_FUZZY_TERM = re.compile(r"^(.+?)~([12])(\*?)$", re.DOTALL)  # word~N[*]: fuzzy (filters.QueryString.fuzzy)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and return are spaces
 # Compiled queries by (doc mapping, query, default fields, list columns): splits of one doc mapping
 # have one Tantivy schema, so a task searching many splits reads and compiles a query once (a
@@ -75,7 +76,7 @@ def compile_query(
     bad = _CONTROL.search(query.query)
     if bad is not None:  # NUL and 0x01 are Tantivy's JSON path delimiters: it panics on them
         raise QueryError(f"query {query.query!r}: control character {bad.group()!r} at position {bad.start()}")
-    key = (mapping, query.query, query.column, tuple(default_fields), frozenset(list_columns))
+    key = (mapping, query.query, query.column, tuple(default_fields), frozenset(list_columns), query.fuzzy)
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = _compile(index, mapping, query, default_fields, list_columns)
@@ -101,7 +102,7 @@ def _compile(
         raise _syntax_error(index, query.query, fields, e) from e
     if query.column is not None and query.column in list_columns:
         tree = with_default_field(tree, f"{query.column}.{ARRAY_KEY}")
-    return _Compiler(index, mapping, query.query, fields).node(tree)
+    return _Compiler(index, mapping, query.query, fields, query.fuzzy).node(tree)
 
 
 def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxError) -> QueryError:
@@ -115,7 +116,8 @@ def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxEr
 
 
 class _Compiler:
-    def __init__(self, index: Any, mapping: DocMapping, text: str, fields: list[str]) -> None:
+    def __init__(self, index: Any, mapping: DocMapping, text: str, fields: list[str], fuzzy: bool = False) -> None:
+        self.fuzzy = fuzzy  # the project's extension: word~N is a fuzzy term (filters.QueryString.fuzzy)
         self.index = index
         self.schema = index.schema
         self.mapping = mapping
@@ -144,6 +146,9 @@ class _Compiler:
         if leaf.kind == "all":
             return tantivy.Query.all_query()
         if leaf.kind == "literal":
+            fuzzy = _FUZZY_TERM.match(leaf.text) if self.fuzzy and leaf.delimiter == "" else None
+            if fuzzy is not None:
+                return self.any_field(leaf, self.fuzzy_term)
             if leaf.is_wildcard:
                 return self.any_field(leaf, self.wildcard)
             if leaf.delimiter == "" and _FUZZY.search(leaf.text):
@@ -205,6 +210,25 @@ class _Compiler:
             return self.index.parse_query(text, self.fields, allow_regexes=True)
         except ValueError as e:
             raise QueryError(f"query {self.text!r} {explain(self.text, str(e))}") from e
+
+    def fuzzy_term(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
+        """``word~N`` (N 1 or 2: edits, a transposition one) or ``word~N*`` (within N edits of a term's
+        prefix), the word as the field's tokenizer makes it (one token)."""
+        m = _FUZZY_TERM.match(leaf.text)
+        assert m is not None
+        word, distance, prefix = m.group(1), int(m.group(2)), bool(m.group(3))
+        if field.type not in ("text", "json"):
+            raise self.fail(
+                f"fuzzy term {leaf.source!r} on column {field.name!r} of type {field.type}: needs a text field"
+            )
+        tokens = analyzer(field.tokenizer or "default", field.max_token_length).analyze(word)
+        if len(tokens) != 1:
+            raise self.fail(
+                f"fuzzy term {leaf.source!r}: {word!r} is {len(tokens)} tokens of column {field.name!r} "
+                f"(tokenizer {field.tokenizer or 'default'}); a fuzzy term matches one token"
+            )
+        name = f"{field.name}.{path}" if path else field.name
+        return tantivy.Query.fuzzy_term_query(self.schema, name, tokens[0], distance, True, prefix)
 
     def wildcard(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
         if field.type not in ("text", "json"):

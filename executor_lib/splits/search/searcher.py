@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import logging
 import mmap
 import re
 import shutil
@@ -60,9 +61,12 @@ from executor_lib.splits.query.compile import compile_query
 from executor_lib.splits.rows.columnar import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
+from executor_lib.splits.search.scoring import ScoreStats, SplitFiles, Unsupported, split_stats, table_scores
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
 from indextables_contract.errors import CorruptSplitError, QueryError
+
+log = logging.getLogger(__name__)
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,
@@ -378,14 +382,15 @@ class SplitSearcher:
     def num_docs(self) -> int:
         return int(self.searcher.num_docs)
 
-    def _query(self, query: str | filters.Filter | None) -> Any:
+    def _query(self, query: str | filters.Filter | None, scoring: bool = False) -> Any:
         """``query`` compiled, with what it reads made ready first (and the index opened again over
         it): on a split fetched by the piece, the index sections of its fields; the FST term
-        dictionaries of its fields, built from the split's SSTable ones (``term_convert``)."""
+        dictionaries of its fields, built from the split's SSTable ones (``term_convert``).
+        ``scoring``: only the query strings of a filter tree score (comparisons score 0)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
         if not isinstance(query, str):
-            compiled = self._compile(query)
+            compiled = self._compile(query, scoring)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
         if self.pieces is None and not self._fields_to_build:
@@ -433,8 +438,16 @@ class SplitSearcher:
             return datetime.datetime(value.year, value.month, value.day)
         return value
 
-    def _compile(self, f: filters.Filter) -> Any:
-        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it)."""
+    def _compile(self, f: filters.Filter, scoring: bool = False) -> Any:
+        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it).
+        ``scoring``: the parts that are not query strings (comparisons, NOT) score 0, so that a score
+        ranks by the query text alone, as a search engine's filter context."""
+        if scoring and isinstance(f, (filters.And, filters.Or)):
+            children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
+            occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
+            return tantivy.Query.boolean_query([(occur, self._compile(c, True)) for c in children])
+        if scoring and not isinstance(f, filters.QueryString):
+            return tantivy.Query.const_score_query(self._compile(f), 0.0)
         schema = self.index.schema
         if isinstance(f, filters.QueryString):
             if f.column is not None:
@@ -565,6 +578,110 @@ class SplitSearcher:
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
         return pa.array([row for row, _ in hits], pa.uint64())
+
+    def _split_files(self) -> SplitFiles:
+        """The split's segments and members as ``scoring`` reads them (fieldnorms, token counts)."""
+        meta = json.loads((self.index_dir / "meta.json").read_text())
+        segments = tuple(str(seg["segment_id"]).replace("-", "") for seg in meta["segments"])
+        max_docs = tuple(int(seg["max_doc"]) for seg in meta["segments"])
+        pieces = self.pieces
+
+        def read(member: str) -> tuple[int, Any]:
+            if pieces is not None:
+                start, stop = pieces.footer.files[member]
+                return stop - start, functools.partial(pieces.read, member)
+            path = self.index_dir / member
+
+            def read_local(start: int, stop: int) -> bytes:
+                with open(path, "rb") as f:
+                    f.seek(start)
+                    return f.read(stop - start)
+
+            return path.stat().st_size, read_local
+
+        return SplitFiles(segments, max_docs, read, {name: i for i, name in enumerate(self._field_names)})
+
+    @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
+    def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
+        """This split's BM25 statistics for ``query`` (None: a query part whose score is not modelled,
+        ``scoring``): summed over the splits a query reads, they score each split as one index would."""
+        try:
+            compiled = self._query(query, scoring=True)
+            return split_stats(self.searcher, compiled, self._split_files(), self._field_names)
+        except Unsupported as e:
+            log.warning("_score: split-local BM25 scores for query %r (%s)", query, e)
+            return None
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+
+    @guarded(lambda self, query=None, *a, **k: f"scored query {query!r} on split {self.split}")
+    def scored(
+        self, query: str | filters.Filter, limit: int | None = None, stats: ScoreStats | None = None
+    ) -> tuple[pa.Array, np.ndarray]:
+        """Row numbers (into ``rows``) and BM25 scores (float32) of the documents matching ``query``,
+        best first (ties by row), at most ``limit``. ``stats``: the table's statistics
+        (``score_stats`` summed over the splits read): scores as one index over the table gives;
+        None: this split's own."""
+        n = self.num_docs if limit is None or stats is not None else min(limit, self.num_docs)
+        if n <= 0:
+            return pa.array([], pa.uint64()), np.zeros(0, np.float32)
+        try:
+            compiled = self._query(query, scoring=True)  # first: it may open the index again
+            hits = self.searcher.search(compiled, n, count=False).hits
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
+        scores = np.fromiter((s for s, _ in hits), np.float32, len(hits))
+        if stats is not None and hits:
+            rescored = table_scores(
+                self.searcher, self.index.schema, compiled, hits, self._split_files(), self._field_names, stats
+            )
+            if rescored is not None:
+                scores = rescored
+        rows = self._rows_of([address for _, address in hits]).to_numpy(zero_copy_only=False).astype(np.int64)
+        order = np.lexsort((rows, -scores.astype(np.float64)))
+        if limit is not None:
+            order = order[:limit]
+        return pa.array(rows[order], pa.uint64()), scores[order]
+
+    @guarded(lambda self, query=None, column=None, *a, **k: f"snippets of {column!r} for query {query!r}")
+    def snippets(
+        self,
+        query: str | filters.Filter,
+        column: str,
+        texts: Sequence[str | None],
+        tags: tuple[str, str] = ("<b>", "</b>"),
+        max_chars: int = 150,
+    ) -> pa.Array:
+        """For each of ``texts`` (values of the text or string ``column``), the fragment of at most
+        ``max_chars`` around the terms of ``query`` on that column, each match between ``tags``, as
+        Tantivy's ``SnippetGenerator`` picks it (the text as it is, not HTML-escaped; no match: the
+        text's start, unmarked). None stays None."""
+        field = self.mapping.field(column)
+        if field is None or field.type != "text":
+            raise QueryError(f"_snippet_{column}: column {column!r} is not a text or string field of the split")
+        try:
+            compiled = self._query(query, scoring=True)
+            generator = tantivy.SnippetGenerator.create(self.searcher, compiled, self.index.schema, column)
+        except ValueError as e:
+            raise QueryError(f"_snippet_{column}: query {query!r} cannot make snippets: {e}") from e
+        generator.set_max_num_chars(max_chars)
+        start, end = tags[0].encode(), tags[1].encode()
+        out: list[str | None] = []
+        for text in texts:  # per returned row (a top k, a page): Tantivy makes one snippet per document
+            if text is None:
+                out.append(None)
+                continue
+            doc = tantivy.Document()
+            doc.add_text(column, text)
+            snippet = generator.snippet_from_doc(doc)
+            fragment = snippet.fragment().encode()
+            parts, pos = [], 0
+            for r in snippet.highlighted():
+                parts += [fragment[pos : r.start], start, fragment[r.start : r.end], end]
+                pos = r.end
+            parts.append(fragment[pos:])
+            out.append(b"".join(parts).decode())
+        return pa.array(out, pa.string())
 
     @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def search(

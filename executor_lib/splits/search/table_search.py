@@ -19,9 +19,10 @@ import pyarrow as pa
 from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
-from executor_lib.protocol.actions import parquet_table_root
+from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
+from executor_lib.splits.search.scoring import SCORE_COLUMN, ScoreStats
 from executor_lib.splits.search.searcher import SplitSearcher, take_rows
 from executor_lib.storage.base import ObjectStore
 from indextables_contract import filters
@@ -214,8 +215,11 @@ def search_table(
     cache: SplitCache,
     columns: Sequence[str] | None = None,
     limit: int | None = None,
+    scored: bool = False,
 ) -> pa.Table:
-    """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total."""
+    """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total.
+    ``scored``: the best ``limit`` rows by BM25 score with table-wide statistics, best first, with
+    their score as a last column ``_score`` (float32); needs a query."""
     if limit is not None and limit < 0:
         raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
     schema = snapshot.arrow_schema()
@@ -224,13 +228,13 @@ def search_table(
     unknown = [c for c in wanted if c not in schema.names]
     if unknown:
         raise QueryError(f"columns {unknown} are not in the table (columns: {schema.names})")
+    if scored and (query is None or query.strip() in ("", "*")):
+        raise QueryError(f"search {snapshot.table_uri}: {SCORE_COLUMN} needs a query (a score ranks a query's matches)")
     data_columns = [c for c in wanted if c not in partition_columns]
-    parts: list[pa.Table] = []
-    remaining = limit
-    for add in sorted(snapshot.files, key=lambda a: a.path):
-        if remaining is not None and remaining <= 0:
-            break
-        searcher = load_split(
+    adds = sorted(snapshot.files, key=lambda a: a.path)
+
+    def searcher_of(add: AddAction) -> SplitSearcher:
+        return load_split(
             cache,
             store,
             add.path,
@@ -240,20 +244,63 @@ def search_table(
             add.footer_start_offset,
             parquet_table_root(snapshot.metadata.configuration),
         )
+
+    stats = None
+    if scored:
+        assert query is not None
+        stats = table_score_stats([searcher_of(a) for a in adds], query)
+    parts: list[pa.Table] = []
+    remaining = limit
+    for add in adds:
+        if remaining is not None and remaining <= 0 and not scored:
+            break
+        searcher = searcher_of(add)
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         check_split_columns(searcher, data_columns, where)
         with damage_of_split(cache, store, add.path):
-            rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
+            if scored:
+                assert query is not None
+                ids, scores = searcher.scored(query, limit, stats)
+                rows = take_rows(searcher.rows.select(data_columns), pa.array(np.sort(ids.to_numpy())))
+                rows = conform_rows(rows, schema, where)
+                order = np.argsort(np.argsort(ids.to_numpy()))  # rows came in row order: back to score order
+                rows = rows.take(pa.array(order)).append_column(SCORE_FIELD, pa.array(scores, pa.float32()))
+            else:
+                rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
         for column in partition_columns:
             if column in wanted:
                 value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
                 rows = rows.append_column(schema.field(column), pa.array([value.as_py()] * rows.num_rows, value.type))
-        parts.append(rows.select(wanted))
-        if remaining is not None:
+        parts.append(rows.select([*wanted, SCORE_COLUMN] if scored else wanted))
+        if remaining is not None and not scored:
             remaining -= rows.num_rows
+    out_schema = schema.empty_table().select(wanted).schema
+    if scored:
+        out_schema = out_schema.append(SCORE_FIELD)
     if not parts:
-        return schema.empty_table().select(wanted)
-    return pa.concat_tables(parts)
+        return out_schema.empty_table()
+    table = pa.concat_tables(parts)
+    if scored:
+        table = table.sort_by([(SCORE_COLUMN, "descending")])
+        if limit is not None:
+            table = table.slice(0, limit)
+    return table
+
+
+SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32(), nullable=False)
+
+
+def table_score_stats(searchers: Sequence[SplitSearcher], query: str | filters.Filter) -> ScoreStats | None:
+    """The BM25 statistics of ``query`` summed over ``searchers``: how one index over their rows would
+    score it. None where a split's query has a part whose score is not modelled (``scoring``):
+    scores are then each split's own."""
+    parts = []
+    for searcher in searchers:
+        stats = searcher.score_stats(query)
+        if stats is None:
+            return None
+        parts.append(stats)
+    return ScoreStats.merged(parts)
 
 
 def check_split_columns(searcher: SplitSearcher, columns: Sequence[str], where: str) -> None:
@@ -451,6 +498,50 @@ def _searched(
     if t0:
         profiler.record("query_search", t0)
     return ids, values
+
+
+def scan_split_scored(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    stats: ScoreStats | None,
+    constants: Mapping[str, pa.Scalar] | None = None,
+    top_k: int | None = None,
+    row_ids: bool = False,
+) -> pa.Table:
+    """``scan_split``'s rows with their BM25 score as a column ``_score`` after ``columns`` (with the
+    table's ``stats``, else the split's own): at most ``top_k`` rows, the best (in row order). The
+    score is the index query's: its query strings score, its comparisons only filter. ``row_ids``:
+    the rows' ids in the split follow as a last column, ``ROW_ID_COLUMN``."""
+    constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
+    if filter_plan.index is None:
+        raise QueryError(f"{SCORE_COLUMN}: the filter {filter_plan.residual!r} has no index query to score")
+    k = top_k if filter_plan.residual is None else None
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+    ids, scores = searcher.scored(filter_plan.index, k, stats)
+    if t0:
+        profiler.record("query_search", t0)
+    order = np.argsort(ids.to_numpy(), kind="stable")  # rows are taken in row order
+    sorted_ids = ids.to_numpy()[order]
+    sorted_scores = scores[order]
+    id_array = pa.array(sorted_ids, pa.uint64())
+    data_columns = [c for c in columns if c not in constants]
+    if filter_plan.residual is None:
+        rows = take_rows(searcher.rows.select(data_columns), id_array).append_column(ROW_ID_COLUMN, id_array)
+        kept_scores = sorted_scores
+    else:
+        rows = _with_constants(take_rows(searcher.rows, id_array), constants).append_column(ROW_ID_COLUMN, id_array)
+        rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
+        rows = rows.select([*data_columns, ROW_ID_COLUMN])
+        kept_ids = rows[ROW_ID_COLUMN].to_numpy()
+        kept_scores = sorted_scores[np.searchsorted(sorted_ids, kept_ids)]
+    rows = rows.append_column(SCORE_FIELD, pa.array(kept_scores, pa.float32()))
+    if top_k is not None and rows.num_rows > top_k:
+        best = np.sort(np.argsort(-kept_scores.astype(np.float64), kind="stable")[:top_k])
+        rows = rows.take(pa.array(best))
+    out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+    return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
 
 
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:
