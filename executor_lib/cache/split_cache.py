@@ -215,6 +215,15 @@ class SplitCache:
                 shutil.rmtree(entry, ignore_errors=True)
                 self._count(evictions=1)
 
+    def named_as_source(self, store: ObjectStore, key: str, message: str) -> str:
+        """``message`` with the cache's local paths of the split at ``key`` (its ``data.split``, its
+        pieces) replaced by the split's URI, which it starts with: errors name the table's split."""
+        uri = store.uri_of(key)
+        entry = str(self._entry_dir(uri))
+        for local in (f"{entry}/{DATA_FILE}", f"{entry}/{PIECES_DIR}", entry):
+            message = message.replace(local, uri)
+        return message if message.startswith(uri) else f"{uri}: {message}"
+
     def _touch(self, entry: Path) -> None:
         with contextlib.suppress(OSError):
             os.utime(entry)

@@ -195,7 +195,7 @@ def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterato
         yield
     except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
         cache.discard(store, path)
-        raise CorruptSplitError(f"{e.message}; its cached copy was dropped") from e
+        raise CorruptSplitError(f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped") from e
     except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
         cache.discard(store, path)
         raise CorruptSplitError(
