@@ -2,23 +2,34 @@
 
 * hole 1: a flipped bit in a split's zstd doc store returned wrong rows silently (blocks carried no
   checksum, the Tantivy footer's CRC was never checked), or raised bare ``ValueError``;
+* hole 2: a flipped bit in a cached whole split, or in a cached piece, kept answering wrong while the
+  table's split was intact (the cache checked only sizes);
+* hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
+  ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
 """
 
 from __future__ import annotations
 
+import json
 import random
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
+from executor_lib.cache.split_pieces import PIECES_DIR
 from executor_lib.format.quickwit.bundle import read_footer
 from executor_lib.format.store.blocks import COMPRESSOR_ZSTD, parse_store
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
 from indextables_contract import errors
+from tests.conftest import BUCKET, s3_options
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
 ROWS = 50
@@ -76,3 +87,116 @@ def test_hole1_every_bit_flip_of_a_doc_store_fails_loudly(tmp_path: Path) -> Non
     split.write_bytes(data)
     assert not silent, f"{len(silent)} of {end - start} flips of the doc store changed rows silently"
     assert kinds == {"CorruptSplitError"}
+
+
+def _flip(path: Path, offset: int, bit: int = 0) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1 << bit
+    path.write_bytes(bytes(data))
+
+
+def _entry(cache: SplitCache, log: executor_lib.TransactionLog, add_path: str) -> Path:
+    return cache._entry_dir(log.store.uri_of(add_path))
+
+
+def test_hole2_damage_in_a_cached_whole_split_heals(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t")
+    (add,) = log.snapshot().files
+    cache = SplitCache(tmp_path / "cache")
+    expected = search_table(log.store, log.snapshot(), "*", cache)
+    entry = _entry(cache, log, add.path)
+    cached = [p for p in entry.rglob("*") if p.is_file() and (p.name == "data.split" or p.parent.name == "index")]
+    assert len(cached) > 3
+    rng = random.Random(50)
+    wrong = []
+    for _ in range(40):
+        path = rng.choice([p for p in cached if p.exists() and p.stat().st_size and p.suffix != ".term"])
+        offset = rng.randrange(path.stat().st_size)
+        _flip(path, offset, rng.randrange(8))
+        got = search_table(log.store, log.snapshot(), "*", cache)  # the damaged copy is fetched again
+        if not got.equals(expected):
+            wrong.append((path.name, offset))
+        cached = [p for p in entry.rglob("*") if p.is_file() and (p.name == "data.split" or p.parent.name == "index")]
+    assert not wrong, f"{len(wrong)} of 40 flips in the cached split answered wrong: {wrong}"
+
+
+def test_hole2_damage_in_a_cached_piece_heals(moto_server: Any, tmp_path: Path) -> None:
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    data = pa.table({"id": list(range(ROWS)), "msg": [f"row {i}" for i in range(ROWS)]})
+    log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    (add,) = log.snapshot().files
+    cache = SplitCache(tmp_path / "cache")
+    expected = search_table(log.store, log.snapshot(), "*", cache)
+    pieces_dir = _entry(cache, log, add.path) / PIECES_DIR
+    rng = random.Random(50)
+    wrong = []
+    for _ in range(40):
+        state = json.loads((pieces_dir.parent / "pieces.json").read_text())
+        name = rng.choice(sorted(n for n, rs in state["present"].items() if rs))
+        start, stop = rng.choice(state["present"][name])
+        offset = rng.randrange(start, stop)
+        _flip(pieces_dir / name, offset, rng.randrange(8))
+        got = search_table(log.store, log.snapshot(), "*", cache)
+        if not got.equals(expected):
+            wrong.append((name, offset))
+    assert not wrong, f"{len(wrong)} of 40 flips in cached pieces answered wrong: {wrong}"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace('"present"', '"absent"'),
+        lambda text: text[: len(text) // 2],
+        lambda text: text.replace('"sums": {', '"sums": {"x": 1, '),
+        lambda text: "[]",
+    ],
+)
+def test_hole10_a_damaged_pieces_json_does_not_poison_the_cache(
+    moto_server: Any, tmp_path: Path, damage: Callable[[str], str]
+) -> None:
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    data = pa.table({"id": list(range(ROWS)), "msg": [f"row {i}" for i in range(ROWS)]})
+    log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    (add,) = log.snapshot().files
+    cache = SplitCache(tmp_path / "cache")
+    expected = search_table(log.store, log.snapshot(), "*", cache)
+    state = _entry(cache, log, add.path) / "pieces.json"
+    state.write_text(damage(state.read_text()))
+    assert search_table(log.store, log.snapshot(), "*", cache).equals(expected)
+    assert search_table(log.store, log.snapshot(), "*", cache).equals(expected)
+
+
+def test_hole10_a_damaged_split_fails_typed_and_a_repaired_one_reads(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t")
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    good = split.read_bytes()
+    cache = SplitCache(tmp_path / "cache")
+    expected = search_table(log.store, log.snapshot(), "*", cache)
+    start, end = _member(split, "meta.json")
+    meta = good[start:end]
+    segment = json.loads(meta)["segments"][0]["segment_id"]
+    at = start + meta.index(segment.encode()) + 3
+    damaged = bytearray(good)
+    damaged[at] = ord("0") if damaged[at] != ord("0") else ord("1")  # another segment id, still hex
+    split.write_bytes(bytes(damaged))
+    cache.flush()
+    with pytest.raises(errors.CorruptSplitError, match=add.path):
+        search_table(log.store, log.snapshot(), "*", cache)
+    split.write_bytes(good)  # repaired: the same cache reads it
+    assert search_table(log.store, log.snapshot(), "*", cache).equals(expected)
+
+
+def test_hole2_a_split_damaged_at_its_source_and_in_the_cache_fails_loudly(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t")
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    cache = SplitCache(tmp_path / "cache")
+    search_table(log.store, log.snapshot(), "*", cache)
+    start, _ = _member(split, ".store")
+    _flip(split, start + 20)
+    _flip(_entry(cache, log, add.path) / "data.split", start + 20)
+    with pytest.raises(errors.CorruptSplitError, match=add.path):
+        search_table(log.store, log.snapshot(), "*", cache)
