@@ -4,6 +4,9 @@
   checksum, the Tantivy footer's CRC was never checked), or raised bare ``ValueError``;
 * hole 2: a flipped bit in a cached whole split, or in a cached piece, kept answering wrong while the
   table's split was intact (the cache checked only sizes);
+* hole 3: a flipped bit in a manifest's column sidecar changed the snapshot silently (partition values,
+  stats, ``num_records``), raised bare errors, or crashed the process (SIGSEGV); the node's manifest disk
+  cache, read the same way, likewise;
 * hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
   ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
 """
@@ -235,3 +238,83 @@ def test_hole9_a_query_of_100k_clauses_parses_in_linear_time() -> None:
         parse(text)
         # about 0.6 s of CPU under a load of 16 on 2 cores; the quadratic dedupe took 123 s for 16,000
         assert time.process_time() - started < 2.0
+
+
+_SIDECAR_SWEEP = r"""
+import hashlib, json, random, sys
+from pathlib import Path
+import executor_lib
+from executor_lib.log.manifest_cache import MANIFEST_CACHE
+from executor_lib.log.manifest_columns import decode_sidecar
+
+root = Path(sys.argv[1])
+sidecar = sorted((root / "_transaction_log" / "manifests").glob("*.arrow"))[-1]
+manifest = sidecar.with_name(sidecar.name.split(".columns-")[0] + ".avro")
+digest = hashlib.sha256(manifest.read_bytes()).hexdigest()
+data = sidecar.read_bytes()
+reference = decode_sidecar(data, digest, "x")
+assert reference is not None, "the sidecar written is used"
+expected = sorted(executor_lib.open_log(str(root)).snapshot().files, key=lambda a: a.path)
+rng = random.Random(50)
+silent, used, flips = [], 0, 0
+for i in range(len(data)):  # every byte, one bit of each
+    flipped = bytearray(data)
+    flipped[i] ^= 1 << rng.randrange(8)
+    chunk = decode_sidecar(bytes(flipped), digest, "x")  # never raises: None means "decode the Avro"
+    flips += 1
+    if chunk is not None:
+        used += 1
+        if not chunk.table.equals(reference.table):
+            silent.append(i)
+        chunk.all_actions()
+    if i % 25 == 0:  # through a snapshot too
+        sidecar.write_bytes(bytes(flipped))
+        MANIFEST_CACHE.clear()
+        got = sorted(executor_lib.open_log(str(root)).snapshot().files, key=lambda a: a.path)
+        if got != expected:
+            silent.append(i)
+sidecar.write_bytes(data)
+print(json.dumps({"flips": flips, "silent": silent, "used": used}))
+"""
+
+
+def test_hole3_no_bit_flip_of_a_sidecar_changes_a_snapshot_or_crashes(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "t"
+    log = executor_lib.create_table(str(root), SCHEMA)
+    for i in range(3):
+        log.commit([write_and_upload(log.store, pa.table({"id": [i], "msg": [f"r{i}"]}), mapping_for(SCHEMA, {}))])
+    env = {**os.environ, "INDEXTABLES_MANIFEST_CACHE_DIR": "off", "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(  # a native crash fails this test instead of ending pytest
+        [sys.executable, "-c", _SIDECAR_SWEEP, str(root)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["silent"] == [], f"{len(result['silent'])} of {result['flips']} flips changed entries silently"
+
+
+def test_hole3_a_damaged_manifest_disk_cache_entry_is_a_miss(tmp_path: Path) -> None:
+    from executor_lib.log.file_table import FileChunk
+    from executor_lib.log.manifest_cache import DiskManifestCache
+
+    cache = DiskManifestCache(tmp_path / "mc")
+    (tmp_path / "mc").mkdir(mode=0o700)
+    log = _table(tmp_path / "t", rows=3)
+    chunk = FileChunk.from_actions(list(log.snapshot().files))
+    cache.put("u", chunk)
+    (path,) = (tmp_path / "mc").glob("*")
+    good = path.read_bytes()
+    assert cache.get("u") is not None
+    wrong = 0
+    rng = random.Random(50)
+    for i in range(len(good)):  # every byte, one bit of each
+        flipped = bytearray(good)
+        flipped[i] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(flipped))
+        found = cache.get("u")
+        if found is not None and not found.table.equals(chunk.table):
+            wrong += 1
+    assert wrong == 0, f"{wrong} of {len(good)} flips of a manifest cache file were read as other entries"
