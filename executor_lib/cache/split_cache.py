@@ -33,6 +33,7 @@ import shutil
 import tempfile
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -91,22 +92,24 @@ class SplitCache:
     def _entry_dir(self, uri: str) -> Path:
         return self.directory / "splits" / hashlib.sha256(uri.encode()).hexdigest()[:32]
 
-    def get(self, store: ObjectStore, key: str, size: int | None = None) -> CacheEntry:
+    def get(self, store: ObjectStore, key: str, size: int | None = None, verify: bool = False) -> CacheEntry:
         """The split at ``key`` on local disk, downloading it at most once per node.
 
         ``size`` is the add action's: a cached copy of another size (the split was replaced
         since, or the copy is damaged) is dropped and fetched again, and a download of another
-        size raises CorruptSplitError naming the table's split and is not cached.
+        size raises CorruptSplitError naming the table's split and is not cached. ``verify`` (once
+        per open of a searcher): the cached files are checked against the CRC32s recorded when they
+        were written (``CHECKSUMS``); a copy that differs, or has none, is dropped and fetched again.
         """
         uri = store.uri_of(key)
         entry = self._entry_dir(uri)
         split = entry / DATA_FILE
-        if _has_size(split, size):
+        if _has_size(split, size) and (not verify or not damaged_files(entry)):
             self._touch(entry)
             self._count(hits=1)
             return CacheEntry(entry, split)
         with exclusive_lock(entry_lock(entry)):
-            if _has_size(split, size):  # another process downloaded it while we waited
+            if _has_size(split, size) and (not verify or not damaged_files(entry)):  # downloaded while we waited
                 self._count(hits=1)
                 return CacheEntry(entry, split)
             if entry.exists():  # a copy of another size, and whatever was derived from it
@@ -122,6 +125,7 @@ class SplitCache:
                         f"{uri}: the split is {downloaded} bytes but the transaction log's add action says {size}: "
                         "the split was damaged or replaced"
                     )
+                record_checksums(entry, {DATA_FILE: Path(tmp)})  # before the split appears: readers verify it
                 os.replace(tmp, split)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
@@ -214,6 +218,15 @@ class SplitCache:
             if entry.exists():
                 shutil.rmtree(entry, ignore_errors=True)
                 self._count(evictions=1)
+
+    def named_as_source(self, store: ObjectStore, key: str, message: str) -> str:
+        """``message`` with the cache's local paths of the split at ``key`` (its ``data.split``, its
+        pieces) replaced by the split's URI, which it starts with: errors name the table's split."""
+        uri = store.uri_of(key)
+        entry = str(self._entry_dir(uri))
+        for local in (f"{entry}/{DATA_FILE}", f"{entry}/{PIECES_DIR}", entry):
+            message = message.replace(local, uri)
+        return message if message.startswith(uri) else f"{uri}: {message}"
 
     def _touch(self, entry: Path) -> None:
         with contextlib.suppress(OSError):
@@ -444,6 +457,58 @@ def _has_size(split: Path, size: int | None) -> bool:
     except FileNotFoundError:
         return False
     return size is None or actual == size
+
+
+CHECKSUMS = "checksums.json"  # an entry's files (relative path -> [size, CRC32]) as written, checked at open
+
+
+def file_crc(path: Path) -> tuple[int, int]:
+    """A file's size and CRC32 (read in 8 MiB chunks: about 2 GB/s)."""
+    crc, size = 0, 0
+    with open(path, "rb", buffering=0) as f:
+        while chunk := f.read(8 << 20):
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+    return size, crc
+
+
+def record_checksums(entry: Path, files: Mapping[str, Path]) -> None:
+    """Record in ``entry``'s ``CHECKSUMS`` the size and CRC32 of ``files`` (name in the entry -> the
+    file now, e.g. a download's temporary file before it is renamed); the caller holds the entry's lock."""
+    record = _read_checksums(entry) or {}
+    for name, path in files.items():
+        record[name] = list(file_crc(path))
+    tmp = entry / f"{CHECKSUMS}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, entry / CHECKSUMS)
+
+
+def _read_checksums(entry: Path) -> dict[str, list[int]] | None:
+    try:
+        record = json.loads((entry / CHECKSUMS).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and all(
+        isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in record.values()
+    )
+    return record if ok else None
+
+
+def damaged_files(entry: Path) -> list[str]:
+    """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
+    a missing or unreadable record, or a missing ``data.split`` record, names ``CHECKSUMS`` itself).
+    Reads every recorded file: once per open of a searcher, never per query."""
+    record = _read_checksums(entry)
+    if record is None or DATA_FILE not in record:
+        return [CHECKSUMS]
+    damaged = []
+    for name, (size, crc) in record.items():
+        try:
+            if file_crc(entry / name) != (size, crc):
+                damaged.append(name)
+        except OSError:
+            damaged.append(name)
+    return damaged
 
 
 def _tree_size(root: Path) -> int:

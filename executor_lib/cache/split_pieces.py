@@ -44,6 +44,7 @@ import json
 import os
 import re
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -143,6 +144,8 @@ class SplitPieces:
         files = {n: (int(s), int(e)) for n, (s, e) in state["files"].items()}
         self.footer = BundleFooter(files, int(state["footer_start"]), self.size)
         self._present: dict[str, Ranges] = {n: [tuple(r) for r in rs] for n, rs in state["present"].items()}
+        # each fetched range's CRC32 (member -> [start, stop, crc]), checked when the entry is loaded
+        self._sums: dict[str, list[tuple[int, int, int]]] = _sums_of(state)
         self._count = count  # bytes fetched, for the cache's counters
         self._sections: dict[str, dict[int, Ranges]] | None = None
         self.field_names: list[str] = []
@@ -157,14 +160,38 @@ class SplitPieces:
     def load(
         cls, store: ObjectStore, key: str, entry: Path, size: int | None, count: Callable[[int], None]
     ) -> SplitPieces | None:
-        """The entry's pieces if it holds them for a split of ``size`` bytes, else None."""
+        """The entry's pieces if it holds them for a split of ``size`` bytes and every fetched range
+        still has the CRC32 it was fetched with (read once per open of a searcher), else None: the
+        caller drops the entry and fetches again. A ``pieces.json`` that does not parse, or lacks the
+        checksums (an older cache), is None too."""
         try:
             state = json.loads((entry / STATE_FILE).read_text())
-        except (OSError, ValueError):
+            if size is not None and int(state.get("size", -1)) != size:
+                return None
+            if not isinstance(state.get("sums"), dict):
+                return None
+            pieces = cls(store, key, entry, state, count)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        if size is not None and int(state.get("size", -1)) != size:
-            return None
-        return cls(store, key, entry, state, count)
+        return None if pieces.damaged() else pieces
+
+    def damaged(self) -> list[str]:
+        """The members a fetched range of which differs from the CRC32 it was fetched with, or is not
+        recorded (every present range must be)."""
+        out = []
+        for name, ranges in self._present.items():
+            sums = self._sums.get(name, [])
+            covered = sum(stop - start for start, stop, _ in sums)
+            if covered != sum(stop - start for start, stop in ranges):
+                out.append(name)
+                continue
+            try:
+                with open(self.directory / name, "rb", buffering=0) as f:
+                    if any(zlib.crc32(os.pread(f.fileno(), stop - start, start)) != crc for start, stop, crc in sums):
+                        out.append(name)
+            except OSError:
+                out.append(name)
+        return out
 
     @classmethod
     def create(
@@ -188,6 +215,7 @@ class SplitPieces:
             "footer_start": footer.footer_start,
             "files": {n: [s, e] for n, (s, e) in footer.files.items()},
             "present": {},
+            "sums": {},
         }
         pieces = cls(store, key, entry, state, count)
         wanted: dict[str, Ranges] = {}
@@ -240,8 +268,15 @@ class SplitPieces:
             state = json.loads((self.entry / STATE_FILE).read_text())
         except (OSError, ValueError):
             return
-        if state.get("id") == self.identity:
-            self._present = {n: [tuple(r) for r in rs] for n, rs in state["present"].items()}
+        if not isinstance(state, dict) or state.get("id") != self.identity:
+            return
+        try:
+            present = {n: [tuple(r) for r in rs] for n, rs in state["present"].items()}
+            sums = _sums_of(state)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            where = f"{self.store.uri_of(self.key)}: its cache entry's {STATE_FILE}"
+            raise CorruptSplitError(f"{where} does not parse ({type(e).__name__}: {e})") from e
+        self._present, self._sums = present, sums
 
     def _save(self) -> None:
         state = {
@@ -250,6 +285,7 @@ class SplitPieces:
             "footer_start": self.footer.footer_start,
             "files": {n: [s, e] for n, (s, e) in self.footer.files.items()},
             "present": {n: [list(r) for r in rs] for n, rs in self._present.items()},
+            "sums": {n: [list(r) for r in rs] for n, rs in self._sums.items()},
         }
         tmp = self.entry / f"{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state))
@@ -297,9 +333,11 @@ class SplitPieces:
             first = group[0][0]
             fetched += len(data)
             for absolute_start, absolute_stop, name, start in group:
+                chunk = data[absolute_start - first : absolute_stop - first]
                 with open(self.directory / name, "r+b", buffering=0) as f:
-                    os.pwrite(f.fileno(), data[absolute_start - first : absolute_stop - first], start)
+                    os.pwrite(f.fileno(), chunk, start)
                 self._add(name, start, start + absolute_stop - absolute_start)
+                self._sums.setdefault(name, []).append((start, start + len(chunk), zlib.crc32(chunk)))
         if fetched:
             self._count(fetched)
         return fetched
@@ -398,6 +436,10 @@ class SplitPieces:
     def member_file(self, name: str) -> RangedMember:
         """A read-only file object over member ``name`` that fetches what it reads, in ``FETCH_ALIGN`` blocks."""
         return RangedMember(self, name, self._length(name))
+
+
+def _sums_of(state: Mapping[str, Any]) -> dict[str, list[tuple[int, int, int]]]:
+    return {str(n): [(int(a), int(b), int(c)) for a, b, c in rs] for n, rs in state.get("sums", {}).items()}
 
 
 class RangedMember(io.RawIOBase):

@@ -18,7 +18,9 @@ checked again. The caches are:
   ``INDEXTABLES_MANIFEST_CACHE_MAX_BYTES`` bounds it (default 2 GiB, oldest files evicted).
 
 Entries written by another version of this code are ignored (the file name includes the
-column layout), and any unreadable cache file, or one whose columns are not the layout's, is a miss.
+column layout), and any unreadable cache file, one whose content differs from the SHA-256 it was
+written with (``manifest_columns.open_sealed``: damaged on disk), or one whose columns are not the
+layout's, is a miss.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, restore_chunk
+from executor_lib.log.manifest_columns import open_sealed, sealed_ipc_file
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.storage.base import ObjectInfo
 
@@ -164,12 +167,12 @@ class DiskManifestCache:
         path = self._path(uri)
         if not self._ready():
             return None
-        try:
-            found = restore_chunk(pa.ipc.open_file(pa.memory_map(str(path))).read_all())
+        try:  # checked against the digest it was written with, and validated (``open_sealed``)
+            found = restore_chunk(open_sealed(pa.memory_map(str(path))).replace_schema_metadata(None))
         except FileNotFoundError:
             return None
-        except (OSError, pa.ArrowException, ValueError) as e:  # a damaged or foreign file is a miss
-            log.debug("manifest cache: ignoring %s (%s)", path, e)
+        except Exception as e:  # a damaged or foreign file is a miss, whatever it raises (SystemError...)
+            log.debug("manifest cache: ignoring %s (%s: %s)", path, type(e).__name__, e)
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # recently used
@@ -181,9 +184,10 @@ class DiskManifestCache:
         path = self._path(uri)
         tmp = None
         try:
+            data = sealed_ipc_file(adds.table, None)  # (in the writer thread: off the read path)
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as f, pa.ipc.new_file(f, adds.table.schema) as writer:
-                writer.write_table(adds.table)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
             os.replace(tmp, path)
         except (OSError, pa.ArrowException) as e:
             log.debug("manifest cache: cannot write %s (%s)", path, e)

@@ -5,9 +5,10 @@ Decoding Avro ``FileEntry`` records is the slow part of a cold load (about 10-20
 for a million files). When this project writes ``manifests/manifest-<hash>.avro`` it also writes
 ``manifests/manifest-<hash>.columns-<layout>.arrow``: the entries a decode of that file gives
 (``file_table.FileChunk``), as an Arrow IPC file with zstd-compressed buffers. Its schema metadata
-holds the SHA-256 of the manifest's bytes. A reader that misses its caches reads the manifest
-(it checks it as always), then the sidecar, and uses the sidecar only if that hash and the entry
-count match; anything else (no sidecar, another layout, a damaged or foreign file) falls back to
+holds the SHA-256 of the manifest's bytes, and the SHA-256 of its own decoded content (``sealed_ipc_file``).
+A reader that misses its caches reads the manifest (it checks it as always), then the sidecar, and uses
+the sidecar only if its content matches its own digest, it validates fully as Arrow, and the manifest's
+hash and the entry count match; anything else (no sidecar, another layout, a damaged or foreign file) falls back to
 decoding the Avro. So a sidecar can make a load faster, never different.
 
 The Avro manifest stays the format (IndexTables4Spark reads only it); a sidecar is derived data.
@@ -16,6 +17,7 @@ Log cleanup keeps a sidecar exactly as long as its manifest (``owning_manifest``
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,6 +34,9 @@ _INFIX = ".columns-"
 _SUFFIX = ".arrow"
 _HASH_KEY = b"indextables.manifest.sha256"
 _ENTRIES_KEY = b"indextables.manifest.entries"
+# The SHA-256 of the sidecar's own content as a reader decodes it (``content_digest``): schema, row
+# count and every buffer. A sidecar without it (written before) is not used: the Avro is decoded.
+_DIGEST_KEY = b"indextables.sidecar.sha256"
 
 
 def sidecar_key(manifest_key: str) -> str:
@@ -65,27 +70,83 @@ def encode_sidecar(
     if chunk.objects is not None:
         return None
     metadata = {_HASH_KEY: manifest_sha256.encode(), _ENTRIES_KEY: str(len(chunk)).encode()}
-    table = chunk.table.replace_schema_metadata(metadata)
+    return sealed_ipc_file(chunk.table.replace_schema_metadata(metadata), "zstd")
+
+
+def sealed_ipc_file(table: pa.Table, compression: str | None) -> bytes:
+    """``table`` as an Arrow IPC file whose schema metadata also holds the SHA-256 of its content as a
+    reader decodes it (``content_digest`` of the table read back: a reader hashes the buffers it
+    decodes, which need not be the ones written), for ``open_sealed``."""
+    decoded = pa.ipc.open_file(pa.py_buffer(_ipc_file(table, compression))).read_all()
+    metadata = {**(table.schema.metadata or {}), _DIGEST_KEY: content_digest(decoded).encode()}
+    return _ipc_file(table.replace_schema_metadata(metadata), compression)
+
+
+def open_sealed(source: Any) -> pa.Table:
+    """The table of a ``sealed_ipc_file`` (``source``: a buffer or a memory-mapped file), its content
+    checked against its digest and validated fully (offsets, dictionary indices, UTF-8), so nothing
+    read later from it is out of bounds. ValueError (or an Arrow error) if it is not what was written."""
+    table = pa.ipc.open_file(source).read_all()
+    digest = (table.schema.metadata or {}).get(_DIGEST_KEY)
+    if digest is None:
+        raise ValueError("it carries no digest of its own content (written before it did)")
+    if content_digest(table).encode() != digest:
+        raise ValueError("its content does not match its SHA-256 (damaged)")
+    table.validate(full=True)
+    return table
+
+
+def _ipc_file(table: pa.Table, compression: str | None) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+    with pa.ipc.new_file(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=compression)) as writer:
         writer.write_table(table)
     return bytes(sink.getvalue())
 
 
+def content_digest(table: pa.Table) -> str:
+    """The SHA-256 (hex) of a decoded sidecar's content: its schema without the digest, its row count,
+    and every buffer of every column chunk (children's included), each with its length. Reads the
+    buffers only; nothing is interpreted, so damaged offsets cannot crash it."""
+    h = hashlib.sha256()
+    metadata = {k: v for k, v in (table.schema.metadata or {}).items() if k != _DIGEST_KEY}
+    h.update(table.schema.with_metadata(metadata).serialize().to_pybytes())
+    h.update(str(table.num_rows).encode())
+    for column in table.columns:
+        h.update(str(column.num_chunks).encode())
+        for chunk in column.chunks:
+            _hash_array(h, chunk)
+    return h.hexdigest()
+
+
+def _hash_array(h: Any, array: pa.Array) -> None:
+    """Hash an array's length, offset and buffers (its children's too), and a dictionary array's dictionary."""
+    h.update(f"{len(array)}:{array.offset}".encode())
+    for buffer in array.buffers():
+        if buffer is None:
+            h.update(b"-")
+        else:
+            h.update(str(buffer.size).encode())
+            h.update(buffer)
+    if isinstance(array, pa.DictionaryArray):
+        h.update(b"dictionary")
+        _hash_array(h, array.dictionary)
+
+
 def decode_sidecar(data: bytes, manifest_sha256: str, source: str) -> FileChunk | None:
     """The chunk of a sidecar if it belongs to the manifest whose bytes (just read and checked) have
-    the SHA-256 ``manifest_sha256`` (hex); None (a debug log line naming ``source``) if it does not,
-    or does not read."""
+    the SHA-256 ``manifest_sha256`` (hex) and its content has the SHA-256 it was written with
+    (``content_digest``), and it validates fully as Arrow; None (a debug log line naming ``source``)
+    if not, or if it does not read: the caller decodes the Avro."""
     try:
-        table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+        table = open_sealed(pa.py_buffer(data))
         metadata = table.schema.metadata or {}
         if metadata.get(_HASH_KEY) != manifest_sha256.encode():
             raise ValueError("it belongs to other manifest bytes")
         if metadata.get(_ENTRIES_KEY) != str(table.num_rows).encode():
             raise ValueError(f"{table.num_rows} rows, metadata says {metadata.get(_ENTRIES_KEY)!r}")
         return restore_chunk(table.replace_schema_metadata(None))
-    except (OSError, pa.ArrowException, ValueError) as e:
-        log.debug("manifest sidecar %s ignored (%s)", source, e)
+    except Exception as e:  # derived data: anything a damaged file raises (SystemError, TypeError...) means the Avro
+        log.debug("manifest sidecar %s ignored (%s: %s)", source, type(e).__name__, e)
         return None
 
 

@@ -126,11 +126,17 @@ def check_relative_key(path: str) -> None:
         )
 
 
+# The names of the file system's temporary files, exactly: ".<name>.tmp-<32 hex>" (``local._temp_path``);
+# cleanup and PURGE sweep them as a crashed writer's leftovers, so a commit may not name one.
+TEMP_NAME = re.compile(r"\..+\.tmp-[0-9a-f]{32}")
+
+
 def check_path_spelling(path: str) -> None:
     """InvalidPathError unless a path a commit names is in the one spelling every reader, PURGE and
     cleanup agree on: no control character (NUL, newline...), no percent-escape (``splits%2Fx`` is
     not ``splits/x``: a path is given as the file is named), and not a URI missing its ``//``
-    (``file:/abs/x`` would be read as a relative key). Checked at commit (``transaction_log``);
+    (``file:/abs/x`` would be read as a relative key), and not named like a temporary file (``TEMP_NAME``,
+    swept by PURGE). Checked at commit (``transaction_log``);
     tables other writers made are read as they are."""
     problem = _spelling_problem(path)
     if problem is not None:
@@ -142,6 +148,8 @@ def _spelling_problem(path: str) -> str | None:
         return "it holds a control character (NUL, newline...)"
     if _PERCENT_ESCAPE.search(path):
         return "it holds a percent-escape (%XX); give the path as the file is named"
+    if TEMP_NAME.fullmatch(path.rsplit("/", 1)[-1]):
+        return "it is named like a writer's temporary file (.<name>.tmp-<32 hex>), which PURGE deletes as a leftover"
     first = path.split("/", 1)[0]
     if "://" not in path and first.endswith(":") and len(first) > 1:
         return f"{first!r} looks like a URI scheme without '//' (write {first}//...)"

@@ -12,19 +12,18 @@ import builtins
 import contextlib
 import errno
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from executor_lib.storage.base import ObjectInfo, ObjectStore
+from executor_lib.storage.base import TEMP_NAME, ObjectInfo, ObjectStore
 from indextables_contract.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 
 _TMP_MARKER = ".tmp-"
 # The names of this store's temporary files, exactly: ".<name>.tmp-<32 hex>" (``_temp_path``). A live
 # file whose name merely contains ".tmp-" is neither hidden from listings nor swept as a leftover.
-_TMP_NAME = re.compile(r"\..+\.tmp-[0-9a-f]{32}")
+_TMP_NAME = TEMP_NAME
 
 
 def _is_temp_name(name: str) -> bool:

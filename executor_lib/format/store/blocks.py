@@ -71,6 +71,8 @@ class DocStore:
     start: np.ndarray
     end: np.ndarray
     tantivy_version: dict[str, Any]
+    body: memoryview | None = None  # the bytes the Tantivy footer's CRC covers
+    crc: int | None = None
 
     @property
     def num_docs(self) -> int:
@@ -81,8 +83,26 @@ class DocStore:
         return np.searchsorted(self.end_doc, docs, side="right")
 
     def block(self, i: int, source: str) -> bytes:
-        """Block ``i`` decompressed: documents, their offsets, their count (``stored_docs.py``)."""
-        return decompress_block(self.blocks[int(self.start[i]) : int(self.end[i])], self.compressor, source)
+        """Block ``i`` decompressed: documents, their offsets, their count (``stored_docs.py``),
+        checked (``check_block``) against its checkpoint's number of documents.
+
+        Raises:
+            CorruptSplitError: the block does not decompress, its zstd checksum does not match, or
+                it does not hold the documents its checkpoint says (names ``source``).
+        """
+        out = decompress_block(self.blocks[int(self.start[i]) : int(self.end[i])], self.compressor, source)
+        check_block(out, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
+        return out
+
+    def verify_crc(self, source: str) -> None:
+        """Check the whole store against its Tantivy file footer's CRC32 (every byte must be present:
+        a caller reading every block, ``DocStoreRows.read_all``).
+
+        Raises:
+            CorruptSplitError: the CRC differs (names ``source``).
+        """
+        if self.body is not None and self.crc is not None and zlib.crc32(self.body) != self.crc:
+            raise CorruptSplitError(f"{source}: the doc store's bytes do not match its footer's CRC32 (damaged)")
 
 
 def parse_store(data: bytes | memoryview, source: str) -> DocStore:
@@ -116,7 +136,26 @@ def parse_store(data: bytes | memoryview, source: str) -> DocStore:
     )
     if not tiles:
         raise CorruptSplitError(f"{source}: doc store checkpoints do not tile its {offset} bytes of blocks")
-    return DocStore(body[:offset], compressor, version, first_doc, end_doc, start, end, file.version)
+    return DocStore(body[:offset], compressor, version, first_doc, end_doc, start, end, file.version, body, file.crc)
+
+
+def check_block(block: bytes, docs: int, source: str) -> None:
+    """A decompressed block holds ``docs`` documents whose offsets rise within it (its trailing count
+    and offset table, ``stored_docs``'s layout): what a flipped bit in a block without a checksum, or
+    in the skip index, most often breaks.
+
+    Raises:
+        CorruptSplitError: it does not (names ``source``).
+    """
+    if len(block) < 4:
+        raise CorruptSplitError(f"{source}: a doc store block of {len(block)} bytes has no document count")
+    (count,) = _U32.unpack_from(block, len(block) - 4)
+    table = len(block) - 4 - 4 * count
+    if count != docs or table < 0:
+        raise CorruptSplitError(f"{source}: a doc store block holds {count} documents, its checkpoint says {docs}")
+    offsets = np.frombuffer(block, "<u4", count, table)
+    if count and (offsets[0] != 0 or bool(np.any(np.diff(offsets.astype(np.int64)) < 0)) or offsets[-1] > table):
+        raise CorruptSplitError(f"{source}: a doc store block's document offsets do not rise within it")
 
 
 def _layer0(skip: memoryview) -> list[tuple[int, int, int, int]]:
@@ -225,7 +264,8 @@ class _BlockWriter:
     def write(self, first_doc: int, end_doc: int, raw: bytes, level: int) -> None:
         """One block of documents ``first_doc`` to ``end_doc`` (exclusive), ``raw`` as ``_merged_block`` gives it."""
         start = self.offset
-        self._put(_U32.pack(len(raw)) + zstd.compress(raw, level=level))
+        options = {zstd.CompressionParameter.compression_level: level, zstd.CompressionParameter.checksum_flag: 1}
+        self._put(_U32.pack(len(raw)) + zstd.compress(raw, options=options))
         self.checkpoints.append((first_doc, end_doc, start, self.offset))
 
     def finish(self, version: int, tantivy_version: dict[str, Any]) -> None:

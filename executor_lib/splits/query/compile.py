@@ -34,6 +34,7 @@ from executor_lib.splits.query.syntax import (
     MUST,
     MUST_NOT,
     SHOULD,
+    TOO_DEEP,
     Boost,
     Clause,
     Leaf,
@@ -107,6 +108,9 @@ def _compile(
 
 def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxError) -> QueryError:
     """The error for text that does not parse, placed by Tantivy's message where it gives one."""
+    if error.message.startswith(TOO_DEEP):  # (Tantivy's parser is not asked: it recurses as deep)
+        shown = text if len(text) <= 120 else f"{text[:60]}...{text[-60:]}"
+        return QueryError(f"query {shown!r} ({len(text)} characters): {error.message} (give a flatter query)")
     try:
         index.parse_query(text, fields, allow_regexes=True)
     except ValueError as e:

@@ -21,6 +21,7 @@ No tantivy here: this reads text only. ``QuerySyntaxError`` carries the position
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, replace
 
 from indextables_contract.errors import QuerySyntaxError
@@ -32,6 +33,10 @@ _SPECIAL = set("+^`:{}\"'[]()!\\* ")
 _ESCAPE_IN_WORD = set("^`:{}\"'[]()\\")
 _KEYWORDS = ("OR", "AND", "NOT", "IN")
 _RANGE_WORD_STOP = set('{}"[]()')
+# Groups and NOTs nested deeper than this are refused (QuerySyntaxError): each level is a few Python
+# frames here and in the compiler, and 500 parentheses were a bare RecursionError.
+MAX_DEPTH = 100
+TOO_DEEP = "the query nests deeper than"  # how that QuerySyntaxError's message starts
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,7 @@ def wildcard_parts(text: str) -> list[tuple[str, str]] | None:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.s = text
+        self.depth = 0  # leaves being read, one inside another (groups, NOTs)
         self.n = len(text)
 
     # -- characters --
@@ -324,6 +330,9 @@ class _Parser:
         return self.leaf_after_field(i)
 
     def leaf_after_field(self, i: int) -> tuple[Leaf, int] | None:
+        j = self.ws(i)
+        if j < self.n and self.s[j] not in "<>{[I*/":  # (what a range, set, exists or regex starts with)
+            return self.term_or_phrase(i)
         for kind, read in (("range", self.range), ("set", self.set), ("exists", self.exists), ("regex", self.regex)):
             end = read(i)
             if end is not None:
@@ -340,6 +349,15 @@ class _Parser:
         return (node, j + 1) if j < self.n and self.s[j] == ")" else None
 
     def leaf(self, i: int) -> tuple[Node, int] | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise QuerySyntaxError(f"{TOO_DEEP} {MAX_DEPTH} levels of parentheses or NOT", i)
+            return self._leaf(i)
+        finally:
+            self.depth -= 1
+
+    def _leaf(self, i: int) -> tuple[Node, int] | None:
         group = self.group(i)
         if group is not None:
             return group
@@ -415,6 +433,8 @@ class _Parser:
 def _interpret_escapes(raw: str) -> str:
     """A word's escapes as Tantivy reads them: ``\\x`` is ``x`` where ``x`` needs escaping in a word
     (space, ``-`` and the word's special characters), else the backslash stays."""
+    if "\\" not in raw:
+        return raw
     out, i = [], 0
     while i < len(raw):
         ch = raw[i]
@@ -471,11 +491,7 @@ def _rewrite(node: Node) -> Node:
     """Tantivy's ``rewrite_ast``: children rewritten, duplicates dropped, one-child clauses unwrapped."""
     if not isinstance(node, Clause):
         return node
-    seen: list[tuple[str | None, Node]] = []
-    for occur, child in node.children:
-        entry = (occur, _rewrite(child))
-        if entry not in seen:
-            seen.append(entry)
+    seen = dict.fromkeys((occur, _rewrite(child)) for occur, child in node.children)  # in order, hashed: linear
     out = []
     for occur, child in seen:
         if occur is None and isinstance(child, Clause) and len(child.children) == 1:
@@ -495,10 +511,16 @@ def parse(text: str) -> Node:
     start = parser.ws(0)
     if start >= len(text):
         return Clause(())
-    found = parser.ast(start)
-    if found is None:
-        raise QuerySyntaxError("the query does not parse", start)
-    node, end = found
-    if end < len(text):
-        raise QuerySyntaxError(f"the query does not parse after position {end}", end)
-    return _rewrite(node)
+    collecting = gc.isenabled()
+    gc.disable()  # a long query is many small objects, none of them cyclic: the collector's passes were a third
+    try:
+        found = parser.ast(start)
+        if found is None:
+            raise QuerySyntaxError("the query does not parse", start)
+        node, end = found
+        if end < len(text):
+            raise QuerySyntaxError(f"the query does not parse after position {end}", end)
+        return _rewrite(node)
+    finally:
+        if collecting:
+            gc.enable()

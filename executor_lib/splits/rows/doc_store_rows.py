@@ -161,11 +161,12 @@ class DocStoreRows:
     def read_all(self) -> pa.Table:
         """Every row, as one table."""
         columns = self._columns()
-        parts = [
-            decode_blocks(s.blocks(range(len(s.store.start)), keep=False), columns, s.source)
-            for s in self._segments
-            if s.store.num_docs
-        ]
+        parts = []
+        for s in self._segments:
+            if s.store.num_docs:
+                blocks = s.blocks(range(len(s.store.start)), keep=False)
+                s.store.verify_crc(s.source)  # every byte is present now: the Tantivy footer's CRC too
+                parts.append(decode_blocks(blocks, columns, s.source))
         return self._assemble(parts, columns, self.num_rows)
 
     def take(self, ids: pa.Array) -> pa.Table:

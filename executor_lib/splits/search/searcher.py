@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
+from executor_lib.cache.split_cache import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -216,6 +217,12 @@ class SplitSearcher:
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
                     extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
                     tmp.rename(index_dir)
+                    # checked with the split at the next open (SplitCache.get's verify); not the FST .term files
+                    # built here as queries need them (ensure_fst_terms replaces them)
+                    extracted = {
+                        f"index/{p.name}": p for p in index_dir.iterdir() if p.is_file() and p.suffix != ".term"
+                    }
+                    record_checksums(work_dir, extracted)
             mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
             segments = read_member(split, footer, SEGMENTS_MEMBER)
         self._footer: BundleFooter | None = footer if pieces is None else None  # the local split file's

@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # an executor's read needs no transaction log code (a fresh P
 _OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
 MAX_OPEN_SEARCHERS = 64
+# what opening a split with damaged bytes raises (a flipped segment id in meta.json: a KeyError);
+# ArrowInvalid is a ValueError, ArrowIOError an OSError
+_DAMAGE = (CorruptLogError, OSError, ValueError, KeyError, IndexError, TypeError)
 
 
 def open_searcher(
@@ -91,18 +94,13 @@ def _open_searcher(
     pieces = _pieces(cache, store, path, size, footer_start)
     key = cache.pieces_identity(store, path) if pieces is not None else None
     if pieces is not None and key is not None:
-        searcher = _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-        _remember_searcher(key, searcher)
+        searcher = _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, None, pieces)
+        _remember_searcher(cache.pieces_identity(store, path) or key, searcher)
         if profiler.ENABLED:
             profiler.cache_event("searcher", False)
         return searcher
     entry = cache.get(store, path, size)
-    try:
-        st = entry.split.stat()
-    except FileNotFoundError:  # evicted by another process just now: fetch it again
-        entry = cache.get(store, path, size)
-        st = entry.split.stat()
-    key = f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
+    key = _whole_key(cache, store, path, size, entry, companion_root)
     with _OPEN_LOCK:
         searcher = _OPEN_SEARCHERS.get(key)
         if searcher is not None:
@@ -110,11 +108,58 @@ def _open_searcher(
             if profiler.ENABLED:
                 profiler.cache_event("searcher", True)
             return searcher
-    searcher = _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
+    searcher = _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
+    if searcher.pieces is not None:  # (fetched by the piece after all: the whole copy was dropped meanwhile)
+        key = cache.pieces_identity(store, path) or key
+    else:
+        key = _whole_key(cache, store, path, size, cache.get(store, path, size), companion_root)
     _remember_searcher(key, searcher)
     if profiler.ENABLED:
         profiler.cache_event("searcher", False)
     return searcher
+
+
+def _whole_key(
+    cache: SplitCache, store: ObjectStore, path: str, size: int | None, entry: CacheEntry, companion_root: str | None
+) -> str:
+    """The identity of a whole cached copy an open searcher is kept under (a copy fetched again has another)."""
+    try:
+        st = entry.split.stat()
+    except FileNotFoundError:  # evicted by another process just now: fetch it again
+        entry = cache.get(store, path, size)
+        st = entry.split.stat()
+    return f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
+
+
+def _open_healing(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    size: int | None,
+    footer_start: int | None,
+    companion_root: str | None,
+    pieces: SplitPieces | None = None,
+) -> SplitSearcher:
+    """Open a searcher over the cached split (``pieces``: as fetched by the piece already), its cached
+    files checked first (``SplitCache.get``'s ``verify``, ``SplitPieces.load``'s checksums); a copy
+    that does not open is dropped and fetched again once, so only a split damaged at its source fails
+    (CorruptSplitError naming it)."""
+    for attempt in (1, 2):
+        try:
+            if pieces is None:
+                pieces = _pieces(cache, store, path, size, footer_start)
+            if pieces is not None:
+                return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
+            entry = cache.get(store, path, size, verify=True)
+            return _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
+        except CorruptSplitError:
+            if attempt == 2:
+                raise
+            pieces = None
+            cache.discard(store, path)  # (dropped already when it did not open; a bad footer or size too)
+    raise AssertionError("unreachable")
 
 
 def _remember_searcher(key: str, searcher: SplitSearcher) -> None:
@@ -138,12 +183,10 @@ def load_split(
     """Open the split at ``path`` from the cache (by the piece where ``SplitCache.pieces`` says so).
     ``size`` is the add action's size: a cached copy of another size is fetched again, a fetched
     split of another size is refused; ``footer_start`` its ``footerStartOffset``. A split that
-    does not open has its cached copy dropped (so a repaired split is fetched again) and raises
-    CorruptSplitError naming the table's split, not the cache file."""
-    pieces = _pieces(cache, store, path, size, footer_start)
-    if pieces is not None:
-        return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-    return _open(cache, store, path, cache.get(store, path, size), arrow_schema, doc_mapping, companion_root)
+    does not open, or whose cached files differ from their checksums, has its cached copy dropped and
+    fetched again once (``_open_healing``); a split that still does not open raises CorruptSplitError
+    naming the table's split, not the cache file."""
+    return _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
 
 
 def _pieces(
@@ -160,7 +203,7 @@ def _open_pieces(
     try:
         return SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces)
     except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
-        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
+        if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
             raise
         cache.discard(store, path)
         raise CorruptSplitError(
@@ -180,8 +223,8 @@ def _open(
     try:
         return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root)
     except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
-        if not isinstance(e, (CorruptLogError, OSError, ValueError)) and type(e).__name__ != "PanicException":
-            raise  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
+            raise
         cache.discard(store, path)
         raise CorruptSplitError(
             f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
@@ -200,7 +243,7 @@ def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterato
         yield
     except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
         cache.discard(store, path)
-        raise CorruptSplitError(f"{e.message}; its cached copy was dropped") from e
+        raise CorruptSplitError(f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped") from e
     except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
         cache.discard(store, path)
         raise CorruptSplitError(
@@ -254,19 +297,25 @@ def search_table(
     for add in adds:
         if remaining is not None and remaining <= 0 and not scored:
             break
-        searcher = searcher_of(add)
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
-        check_split_columns(searcher, data_columns, where)
-        with damage_of_split(cache, store, add.path):
-            if scored:
-                assert query is not None
-                ids, scores = searcher.scored(query, limit, stats)
-                rows = take_rows(searcher.rows.select(data_columns), pa.array(np.sort(ids.to_numpy())))
-                rows = conform_rows(rows, schema, where)
-                order = np.argsort(np.argsort(ids.to_numpy()))  # rows came in row order: back to score order
-                rows = rows.take(pa.array(order)).append_column(SCORE_FIELD, pa.array(scores, pa.float32()))
-            else:
-                rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
+        for attempt in (1, 2):  # damage found while searching drops the cached copy: fetched again once
+            searcher = searcher_of(add)
+            check_split_columns(searcher, data_columns, where)
+            try:
+                with damage_of_split(cache, store, add.path):
+                    if scored:
+                        assert query is not None
+                        ids, scores = searcher.scored(query, limit, stats)
+                        rows = take_rows(searcher.rows.select(data_columns), pa.array(np.sort(ids.to_numpy())))
+                        rows = conform_rows(rows, schema, where)
+                        order = np.argsort(np.argsort(ids.to_numpy()))  # rows came in row order: back to score order
+                        rows = rows.take(pa.array(order)).append_column(SCORE_FIELD, pa.array(scores, pa.float32()))
+                    else:
+                        rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
+                break
+            except CorruptSplitError:
+                if attempt == 2:
+                    raise
         for column in partition_columns:
             if column in wanted:
                 value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
