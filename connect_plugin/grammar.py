@@ -33,7 +33,7 @@ GRAMMAR = r"""
         | describe_storage | describe_environment | describe_merge_jobs | describe_components
         | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair | build_companion
         | enable_profiler | disable_profiler | describe_profiler | reset_profiler
-        | describe_skipping | flush_skipping | invalidate_skipping
+        | describe_skipping | flush_skipping | invalidate_skipping | history
 
 merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
 merge_opt: _TARGET _SIZE SIZE                         -> target_size
@@ -55,6 +55,9 @@ prewarm_opt: _FOR _SEGMENTS "(" NAME ("," NAME)* ")"             -> segments
            | _WITH _PERWORKER _PARALLELISM _OF INT              -> parallelism
 field_name: NAME | BACKQUOTED
 describe_state: _DESCRIBE _INDEXTABLES _STATE target
+# a rule named after a contract command builds it (connect_plugin.statements): no code of its own
+history: _DESCRIBE _INDEXTABLES _HISTORY target [limit]
+limit: _LIMIT INT
 describe_transaction_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target [include_all]
 include_all: _INCLUDE _ALL
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
@@ -212,6 +215,8 @@ _STORAGE: /storage\b/i
 _STATS: /stats\b/i
 _ENVIRONMENT: /environment\b/i
 _JOBS: /jobs\b/i
+_HISTORY: /history\b/i
+_LIMIT: /limit\b/i
 _JOB: /job\b/i
 _TIMEOUT: /timeout\b/i
 _WAIT: /wait\b/i

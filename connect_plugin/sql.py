@@ -31,7 +31,6 @@ from connect_plugin.grammar import (
     STATEMENT_PARSER,
     SparkCondition,
     contains_node,
-    duration_hours,
     parse_bucket_call,
     parse_with,
     split_commas,
@@ -43,6 +42,7 @@ from connect_plugin.grammar import (
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
+from connect_plugin.statements import OnSession, OnTable, build_statement
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
@@ -50,7 +50,11 @@ from indextables_contract.errors import IndexTablesSQLError
 from indextables_contract.read import ReadPlan
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from pyspark.sql import DataFrame, SparkSession
+
+    from connect_plugin.table import IndexTable
 
 
 def _target(spark: SparkSession, tree: Any) -> str:
@@ -154,140 +158,115 @@ def is_indextables_statement(text: str) -> bool:
     return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
-_OPTION_RULES = (
-    "target_size",
-    "max_",
-    "sort_by",
-    "older_than",
-    "log_retention",
-    "dry_run",
-    "segments",
-    "fields",
-    "parallelism",
-    "include_all",
-)
-
-
-def _where(tree: Any, text: str) -> F.Filter | None:
-    """The WHERE of a maintenance command: partition predicates only, no function calls."""
-    for child in tree.children:
-        if (
-            hasattr(child, "data")
-            and child.data not in ("target", "merge_opt", "purge_opt", "dry")
-            and not str(child.data).startswith(_OPTION_RULES)
-        ):
-            result = to_predicate(child, text)
-            if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
-                raise IndexTablesSQLError(f"{text!r}: function calls are not supported in the WHERE of {tree.data}")
-            return result
-    return None
-
-
 def _children(tree: Any, rule: str) -> list[Any]:
     return [c for c in tree.children if hasattr(c, "data") and c.data == rule]
 
 
 def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
-    from connect_plugin import command_outputs as out
+    """Run a parsed statement: a SELECT or BUILD COMPANION planned here, any other built into a
+    statement (``connect_plugin.statements``) and run by its runner below, or by ``IndexTable``."""
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once
 
-    kind = tree.data
-    if kind == "describe_cache":
-        return out.describe_disk_cache(spark, options)
-    if kind == "flush_cache":
-        return _run_once(command_frame(spark, C.FlushCache(), options))
-    if kind == "describe_storage":
-        return out.describe_storage_stats(spark, options)
-    if kind == "describe_environment":
-        return out.describe_environment(spark)
-    if kind == "describe_merge_jobs":
-        return out.describe_merge_jobs(spark)
-    if kind == "describe_prewarm_jobs":
-        return out.describe_prewarm_jobs(spark)
-    if kind == "flush_searcher":
-        return _run_once(command_frame(spark, C.FlushSearcherCache(), options))
-    if kind in ("enable_profiler", "disable_profiler"):
-        return out.profiler_switch(spark, kind == "enable_profiler", options)
-    if kind in ("describe_profiler", "reset_profiler"):
-        reset = kind == "reset_profiler"
-        if _children(tree, "profiler_cache"):
-            return out.profiler_caches(spark, reset, options)
-        return out.profiler_sections(spark, reset, options)
-    if kind == "describe_skipping":
-        return out.describe_data_skipping(spark, options)
-    if kind == "flush_skipping":
-        return out.flush_data_skipping(spark, options)
-    if kind == "invalidate_skipping":
-        return out.invalidate_data_skipping(spark, options)
-    if kind == "repair":
-        source, target = (unquote(str(t)) for t in tree.children)
-        return out.repair_log(spark, source, target, options)
-    if kind == "invalidate_log":
-        targets = _children(tree, "target")
-        table_path = _target(spark, targets[0]) if targets else None
-        return _run_once(command_frame(spark, C.InvalidateLogCache(table=table_path), options))
-    if kind == "wait_prewarm":
-        targets = _children(tree, "target")
-        job = _children(tree, "job_id")
-        timeout = _children(tree, "timeout")
-        return out.wait_prewarm_jobs(
-            spark,
-            _target(spark, targets[0]) if targets else None,
-            unquote(str(job[0].children[0])) if job else None,
-            int(timeout[0].children[0]) if timeout else None,
-        )
-    if kind == "build_companion":
+    if tree.data == "build_companion":
         return _build_companion(spark, tree, text, options)
-    if kind == "select":
+    if tree.data == "select":
         plan = _simple_select(spark, tree, text, lex(text)[1], options)
         if plan is None:
             raise IndexTablesSQLError(f"unsupported statement: {text!r}")
         return plan.dataframe(spark)
-    target = next(c for c in tree.children if hasattr(c, "data") and c.data == "target")
-    table = IndexTable.for_path(spark, _target(spark, target), options)
-    if kind == "describe_state":
-        return out.describe_state(table)
-    if kind == "describe_transaction_log":
-        return _run_once(table._command(C.DescribeLog(include_all=bool(_children(tree, "include_all")))))
-    if kind == "describe_components":
-        where = _where(tree, text)
-        return table._command(C.ComponentSizes(filter=None if where is None else F.to_text(where)))
-    if kind == "checkpoint":
-        return out.checkpoint(table)
-    if kind == "truncate":
-        return out.truncate_time_travel(table, dry_run=bool(_children(tree, "dry")))
-    if kind == "drop":
-        where = _where(tree, text)
-        if where is None:  # the grammar requires a WHERE
-            raise IndexTablesSQLError(f"{text!r}: DROP INDEXTABLES PARTITIONS needs a WHERE clause")
-        return table.drop_partitions(where)
-    if kind == "prewarm":
-        segments = _children(tree, "segments")
-        fields = _children(tree, "fields")
-        parallelism = _children(tree, "parallelism")
-        return out.prewarm(
-            table,
-            _where(tree, text),
-            [str(t) for t in segments[0].children] if segments else None,
-            [unquote_name(str(f.children[0])) for f in fields[0].children] if fields else None,
-            int(parallelism[0].children[0]) if parallelism else None,
+    statement = build_statement(tree, text, lambda target: _target(spark, target))
+    if isinstance(statement, OnSession):
+        session_runner = _session_runners().get(statement.kind)
+        if session_runner is None:
+            raise IndexTablesSQLError(f"unsupported statement: {text!r}")
+        return session_runner(spark, options, *statement.args)
+    if statement.path is None:  # a tableless command: every node's caches
+        return _run_once(command_frame(spark, statement.command, options))
+    table = IndexTable.for_path(spark, statement.path, options)
+    table_runner = _table_runners().get(type(statement.command))
+    if table_runner is None:  # a command whose rows are its result: run once (it may change things)
+        return _run_once(table._command(statement.command))
+    return table_runner(table, statement)
+
+
+def _filter_of(text: str | None) -> F.Filter | None:
+    return None if text is None else F.from_text(text, "the WHERE")
+
+
+def _table_runners() -> dict[type[C.Command], Callable[[IndexTable, OnTable], DataFrame]]:
+    """Commands on a table whose SQL output IndexTables4Spark shapes its own way."""
+    from connect_plugin import command_outputs as out
+
+    def prewarm(t: IndexTable, s: OnTable) -> DataFrame:
+        assert isinstance(s.command, C.Prewarm)
+        return out.prewarm(t, _filter_of(s.command.filter), s.arg("segments"), s.arg("fields"), s.arg("parallelism"))
+
+    def purge(t: IndexTable, s: OnTable) -> DataFrame:
+        c = s.command
+        assert isinstance(c, C.Purge)
+        return t.purge(
+            older_than_hours=c.retention_hours, tx_log_retention_hours=c.tx_log_retention_hours, dry_run=c.dry_run
         )
-    if kind == "purge":
-        opts = {c.data: c for c in tree.children if hasattr(c, "data")}
-        older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else 168.0
-        log = duration_hours(opts["log_retention"].children[0]) if "log_retention" in opts else None
-        return table.purge(older_than_hours=older, tx_log_retention_hours=log, dry_run="dry_run" in opts)
-    if kind == "merge":
-        opts = {c.data: c for c in tree.children if hasattr(c, "data")}
-        return table.merge_splits(
-            where=_where(tree, text),
-            target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else "5G",
-            max_dest_splits=int(opts["max_dest"].children[0]) if "max_dest" in opts else None,
-            max_source_splits_per_merge=int(opts["max_sources"].children[0]) if "max_sources" in opts else None,
-            sort_key=unquote_name(str(opts["sort_by"].children[0])) if "sort_by" in opts else None,
+
+    def merge(t: IndexTable, s: OnTable) -> DataFrame:
+        c = s.command
+        assert isinstance(c, C.MergePlan)
+        return t.merge_splits(
+            where=_filter_of(c.filter),
+            target_size=c.target_size or "5G",
+            max_dest_splits=c.max_dest_splits,
+            max_source_splits_per_merge=c.max_source_splits_per_merge,
+            sort_key=c.sort_key,
         )
-    raise IndexTablesSQLError(f"unsupported statement: {text!r}")
+
+    def drop(t: IndexTable, s: OnTable) -> DataFrame:
+        assert isinstance(s.command, C.DropPartitions)
+        return t.drop_partitions(F.from_text(s.command.filter, "the WHERE"))
+
+    def truncate(t: IndexTable, s: OnTable) -> DataFrame:
+        assert isinstance(s.command, C.TruncateTimeTravel)
+        return out.truncate_time_travel(t, dry_run=s.command.dry_run)
+
+    return {
+        C.DescribeState: lambda t, s: out.describe_state(t),
+        C.Checkpoint: lambda t, s: out.checkpoint(t),
+        C.ComponentSizes: lambda t, s: t._command(s.command),  # read only: a lazy DataFrame
+        C.TruncateTimeTravel: truncate,
+        C.DropPartitions: drop,
+        C.Prewarm: prewarm,
+        C.Purge: purge,
+        C.MergePlan: merge,
+    }
+
+
+def _session_runners() -> dict[str, Callable[..., DataFrame]]:
+    """Statements the session answers, by grammar rule: ``runner(spark, options, *args)``."""
+    from connect_plugin import command_outputs as out
+
+    return {
+        "describe_cache": out.describe_disk_cache,
+        "describe_storage": out.describe_storage_stats,
+        "describe_environment": lambda spark, options: out.describe_environment(spark),
+        "describe_merge_jobs": lambda spark, options: out.describe_merge_jobs(spark),
+        "describe_prewarm_jobs": lambda spark, options: out.describe_prewarm_jobs(spark),
+        "enable_profiler": lambda spark, options: out.profiler_switch(spark, True, options),
+        "disable_profiler": lambda spark, options: out.profiler_switch(spark, False, options),
+        "describe_profiler": lambda spark, options, caches: _profiler(out, spark, False, caches, options),
+        "reset_profiler": lambda spark, options, caches: _profiler(out, spark, True, caches, options),
+        "describe_skipping": out.describe_data_skipping,
+        "flush_skipping": out.flush_data_skipping,
+        "invalidate_skipping": out.invalidate_data_skipping,
+        "repair": lambda spark, options, source, target: out.repair_log(spark, source, target, options),
+        "wait_prewarm": lambda spark, options, table, job, timeout: out.wait_prewarm_jobs(spark, table, job, timeout),
+    }
+
+
+def _profiler(out: ModuleType, spark: SparkSession, reset: bool, caches: bool, options: dict[str, Any]) -> DataFrame:
+    result: DataFrame = (
+        out.profiler_caches(spark, reset, options) if caches else out.profiler_sections(spark, reset, options)
+    )
+    return result
 
 
 def _simple_select(

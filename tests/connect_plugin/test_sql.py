@@ -86,6 +86,11 @@ def test_commands_through_sql(spark: Any, tmp_path: Path) -> None:
     assert sql(spark, f"TRUNCATE INDEXTABLES TIME TRAVEL {t} DRY RUN").count() >= 1
     assert sql(spark, "FLUSH INDEXTABLES DISK CACHE").collect()[0]["splitsCached"] == 0
     assert sql(spark, "SELECT 1 AS one").collect()[0]["one"] == 1  # anything else goes to spark.sql
+    # DESCRIBE INDEXTABLES HISTORY: a grammar rule named after the contract's history command, no SQL code
+    history = sql(spark, f"DESCRIBE INDEXTABLES HISTORY {t} LIMIT 2").collect()
+    assert [r["version"] for r in history] == [h.version for h in executor_lib.open_log(str(table)).history(2)]
+    assert len(history) == 2 and history[0]["version"] > history[1]["version"]
+    assert sql(spark, f"describe indextables history {t}").count() == len(executor_lib.open_log(str(table)).history())
 
 
 def test_indexquery_select_equals_spark_filtering(spark: Any, tmp_path: Path) -> None:
@@ -360,3 +365,28 @@ def test_literals_and_paths_unquote_as_spark_does(spark: Any, tmp_path: Path) ->
     got = sql(spark, f"SELECT id FROM indextables.`{quoted}` WHERE msg indexquery 'timeout' ORDER BY id").collect()
     assert [r["id"] for r in got] == [r[0] for r in log_rows(12) if "timeout" in r[2]]
     assert sql(spark, f"DESCRIBE INDEXTABLES TRANSACTION LOG indextables.`{quoted}`").collect()[0]["version"] == 1
+
+
+def test_statements_build_typed_commands() -> None:
+    """Each maintenance statement becomes the contract command (and the client's own arguments) in one
+    pass over its parse tree, with no Spark session."""
+    from connect_plugin.grammar import STATEMENT_PARSER
+    from connect_plugin.statements import OnSession, OnTable, build_statement
+    from indextables_contract import commands as C
+
+    def built(text: str) -> object:
+        return build_statement(STATEMENT_PARSER.parse(text), text, lambda target: "/t")
+
+    assert built("DESCRIBE INDEXTABLES HISTORY '/t' LIMIT 3") == OnTable("/t", C.History(limit=3))
+    assert built("PURGE INDEXTABLE '/t' OLDER THAN 2 DAYS DRY RUN") == OnTable("/t", C.Purge(48.0, None, True))
+    day = '{"column":"day","op":"term","value":"x"}'
+    assert built("MERGE SPLITS '/t' WHERE day = 'x' TARGET SIZE 100M") == OnTable(
+        "/t", C.MergePlan(filter=day, target_size="100M")
+    )
+    assert built("PREWARM INDEXTABLES CACHE '/t' FOR SEGMENTS (TERM_DICT) WHERE day = 'x'") == OnTable(
+        "/t", C.Prewarm(filter=day), (("segments", ["TERM_DICT"]), ("fields", None), ("parallelism", None))
+    )
+    assert built("FLUSH INDEXTABLES DISK CACHE") == OnTable(None, C.FlushCache())
+    assert built("DESCRIBE INDEXTABLES PROFILER CACHE") == OnSession("describe_profiler", (True,))
+    with pytest.raises(IndexTablesSQLError, match="function calls are not supported"):
+        built("DROP INDEXTABLES PARTITIONS FROM '/t' WHERE upper(day) = 'X'")
