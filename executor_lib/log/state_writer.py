@@ -47,6 +47,11 @@ from executor_lib.log.avro_state import (
     StateManifest,
     read_state_files,
 )
+from executor_lib.log.compaction_policy import (
+    needs_compaction,
+    net_changes,
+    next_small_merge,
+)
 from executor_lib.log.config import LogConfig
 from executor_lib.log.manifest_columns import encode_sidecar, sidecar_key
 from executor_lib.log.manifest_integrity import (
@@ -65,7 +70,6 @@ from executor_lib.protocol.actions import (
     CommitInfoAction,
     MetadataAction,
     ProtocolAction,
-    RemoveAction,
 )
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir
 from executor_lib.protocol.schema_registry import doc_mapping_hash
@@ -566,73 +570,6 @@ def build_compacted_state(
     )
 
 
-@dataclasses.dataclass
-class _Delta:
-    """Net effect of a run of versions: files added (still live) and base files removed."""
-
-    added: dict[str, tuple[AddAction, int]]
-    removed: dict[str, RemoveAction]
-    replaced: set[str]  # removed (or possibly live in the base) and added again
-
-
-def _net_changes(versions: Sequence[tuple[int, Sequence[Action]]]) -> _Delta:
-    delta = _Delta({}, {}, set())
-    for version, actions in versions:
-        for a in actions:
-            if isinstance(a, AddAction):
-                if a.path in delta.removed or a.path in delta.added:
-                    delta.replaced.add(a.path)
-                delta.added[a.path] = (a, version)
-                delta.removed.pop(a.path, None)
-            elif isinstance(a, RemoveAction) and delta.added.pop(a.path, None) is None:
-                delta.removed[a.path] = a
-    return delta
-
-
-def needs_compaction(base: StateManifest, delta: _Delta, config: LogConfig) -> bool:
-    """Whether the state after ``delta`` must be rewritten whole (``build_compacted_state``).
-
-    Only changes a full rewrite pays for once per a large share of the table trigger it: tombstones
-    above ``compaction.tombstoneThreshold`` of the entries, a large remove, a removed file of unknown
-    size, a path added again. The number of manifests never does (``_small_manifest_merges`` bounds
-    it at O(one manifest) per commit), so a freshly compacted state cannot trigger another compaction.
-    """
-    tombstones = len(base.tombstones) + len(delta.removed)
-    entries = sum(i.num_entries for i in base.manifests) + len(delta.added)
-    return (
-        (entries > 0 and tombstones / entries > config.compaction_tombstone_threshold)
-        or len(delta.removed) >= config.compaction_large_remove_threshold
-        or any(r.size is None for r in delta.removed.values())
-        or any(path in base.tombstones for path in delta.added)
-        or bool(delta.replaced)
-    )
-
-
-def full_manifest_entries(config: LogConfig) -> int:
-    """Entries from which a manifest counts as full: half of ``state.entriesPerManifest``. Full
-    manifests are rewritten only by a compaction; smaller ones are merged with each other."""
-    return max(1, config.state_entries_per_manifest // 2)
-
-
-def _next_small_merge(infos: Sequence[ManifestInfo], config: LogConfig) -> list[ManifestInfo]:
-    """The manifests to merge next, or none: while more than ``compaction.maxManifests`` manifests are
-    not full, the smallest of them — at least two, at most half the limit, and no more entries than
-    one manifest holds beyond the first two. Smallest first makes it a tiered (LSM-style) merge: an
-    entry is rewritten about log_{maxManifests/2}(entriesPerManifest) times over its life, and one
-    merge reads and writes at most about 1.5 manifests' worth of entries, whatever the table's size."""
-    small = sorted((i for i in infos if i.num_entries < full_manifest_entries(config)), key=lambda i: i.num_entries)
-    if len(small) <= config.compaction_max_manifests:
-        return []
-    fanout = max(2, config.compaction_max_manifests // 2)
-    chosen, total = small[:2], small[0].num_entries + small[1].num_entries
-    for info in small[2:fanout]:
-        if total + info.num_entries > config.state_entries_per_manifest:
-            break
-        chosen.append(info)
-        total += info.num_entries
-    return chosen
-
-
 def _merge_small_manifests(
     store: ObjectStore,
     infos: list[ManifestInfo],
@@ -642,7 +579,7 @@ def _merge_small_manifests(
 ) -> tuple[list[ManifestInfo], frozenset[str]]:
     """``infos`` with their small manifests merged (``_next_small_merge``) until few enough are left,
     and ``tombstones`` without the paths whose entries a merge dropped."""
-    while merge := _next_small_merge(infos, config):
+    while merge := next_small_merge(infos, config):
         probe = StateManifest(state_version=version, source="", manifests=tuple(merge))
         entries = list(read_state_files(store, probe, config.state_read_parallelism))
         dropped = frozenset(a.path for a in entries if a.path in tombstones)
@@ -669,7 +606,7 @@ def build_incremental_state(
     manifests are written here, the state manifest itself by ``put_state``. ``streaming_txns``:
     the streaming transaction map at the last version, recorded with the state."""
     target = versions[-1][0]
-    delta = _net_changes(versions)
+    delta = net_changes(versions)
     registry = {**base.schema_registry, **registry}
     if force_compaction or needs_compaction(base, delta, config):
         live = {a.path: a for a in read_state_files(store, base, config.state_read_parallelism)}

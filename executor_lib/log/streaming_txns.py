@@ -18,12 +18,13 @@ by the tags of the version files after it. Pure functions over actions; no stora
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from executor_lib.protocol.actions import Action, AddAction
-from indextables_contract.errors import CorruptLogError, InvalidActionError
+from indextables_contract.errors import BatchAlreadyCommittedError, CorruptLogError, InvalidActionError
 
 TAG_PREFIX = "indextables.streamingTxn:"
 METADATA_KEY = "indextables.streamingTxns"
@@ -117,3 +118,26 @@ def decode(text: str | None, source: str) -> dict[str, TxnRecord]:
         return out
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
         raise CorruptLogError(f"{source}: recorded {METADATA_KEY} is invalid: {e}") from e
+
+
+def tagged(actions: list[Action], txn: StreamingTxn) -> list[Action]:
+    """The adds marked with the streaming transaction's split tag (PROTOCOL.md §5)."""
+    out: list[Action] = []
+    for a in actions:
+        if isinstance(a, AddAction):
+            a = dataclasses.replace(a, split_tags=frozenset(a.split_tags or ()) | {txn.tag})
+        out.append(a)
+    if not any(isinstance(a, AddAction) for a in out):
+        raise InvalidActionError(f"streaming batch {txn.batch_id} of {txn.app_id!r}: a batch commit needs adds")
+    return out
+
+
+def check_winner_txn(txn: StreamingTxn, version: int, actions: Sequence[Action], uri: str) -> None:
+    """A version committed while this batch's commit retried holds the same application's batch (a
+    restarted query racing its predecessor): this batch is committed there (or superseded)."""
+    found = txns_of(actions).get(txn.app_id)
+    if found is not None and found >= txn.batch_id:
+        raise BatchAlreadyCommittedError(
+            f"{uri}: streaming batch {txn.batch_id} of {txn.app_id!r} was committed concurrently (version {version} "
+            f"holds batch {found}); skipped"
+        )

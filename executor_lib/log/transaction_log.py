@@ -39,6 +39,7 @@ from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log import maintenance, snapshot_cache
 from executor_lib.log.avro_state import StateManifest, read_state_chunks, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport
+from executor_lib.log.commit_checks import validate_against_table, validate_static
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
@@ -51,15 +52,20 @@ from executor_lib.log.snapshot import (
     list_log,
     read_version_actions,
 )
-from executor_lib.log.split_schema import check_split_schema
 from executor_lib.log.state import replay
+from executor_lib.log.state_lookup import (
+    latest_protocol_and_metadata,
+    newest_own_state,
+    newest_state_before,
+    verified_state,
+)
 from executor_lib.log.state_writer import (
     STATE_MANIFEST_NAMES,
     build_compacted_state,
     build_incremental_state,
     put_state,
 )
-from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, advance, txns_of
+from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, advance, check_winner_txn, tagged
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -68,7 +74,6 @@ from executor_lib.protocol.actions import (
     MetadataAction,
     ProtocolAction,
     RemoveAction,
-    SkipAction,
     actions_to_ndjson,
 )
 from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, state_dir, version_file
@@ -77,7 +82,7 @@ from executor_lib.protocol.schema_registry import (
     doc_mapping_hash,
     registry_from_configuration,
 )
-from executor_lib.storage.base import ObjectStore, check_path_spelling, table_key
+from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import (
     AmbiguousWriteError,
     BatchAlreadyCommittedError,
@@ -86,8 +91,6 @@ from indextables_contract.errors import (
     ConfigError,
     CorruptLogError,
     IndexTablesError,
-    InvalidActionError,
-    InvalidPathError,
     MissingLogFileError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
@@ -109,7 +112,6 @@ class CommitOutcome(str, enum.Enum):
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
 MAX_LOST_RACES = 10_000
-_ACTION_CLASSES = (ProtocolAction, MetadataAction, AddAction, RemoveAction, SkipAction)
 
 
 @dataclass(frozen=True)
@@ -284,8 +286,8 @@ class TransactionLog:
         """
         actions = list(actions)
         if streaming_txn is not None:
-            actions = _tagged(actions, streaming_txn)
-        _validate_static(actions, self.store.root_uri)
+            actions = tagged(actions, streaming_txn)
+        validate_static(actions, self.store.root_uri)
         head = self._refresh_head()
         check_writable(head.protocol, self.uri)
         if streaming_txn is not None:
@@ -295,7 +297,9 @@ class TransactionLog:
         elif read_version > head.version:
             raise VersionNotFoundError(f"{self.uri}: read version {read_version} is newer than {head.version}")
         metadata_at_read = self._metadata_at(read_version, head)
-        self._validate_against_table(actions, metadata_at_read, read_version)
+        validate_against_table(
+            actions, metadata_at_read, self.uri, read_version, lambda: self.snapshot(read_version).state.files
+        )
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
@@ -312,7 +316,7 @@ class TransactionLog:
                 if v not in winners:
                     winners[v] = self._read_winner(v, read_version, failures)
                     if streaming_txn is not None:
-                        _check_winner_txn(streaming_txn, v, winners[v], self.uri)
+                        check_winner_txn(streaming_txn, v, winners[v], self.uri)
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
             final = self._finalize(actions, head)
             check_writable(head.protocol, self.uri)
@@ -461,7 +465,7 @@ class TransactionLog:
         if metadata is None:
             raise CorruptLogError(f"{self.uri}: no metaData action at version {head.version}")
         registry = registry_from_configuration(metadata.configuration)
-        base = self._verified_state(head.version)  # a damaged base: the new state is built from the snapshot
+        base = verified_state(self.store, head.version)  # a damaged base: the new state is built from the snapshot
         txns = advance(self._txns_through(head.version, base), [(version, final)])
         if base is not None:
             built = build_incremental_state(
@@ -594,45 +598,6 @@ class TransactionLog:
             return head.metadata
         return self.snapshot(version).state.metadata
 
-    def _validate_against_table(
-        self, actions: list[Action], metadata: MetadataAction | None, read_version: int
-    ) -> None:
-        new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
-        effective = new_meta or metadata
-        partition_columns = set(effective.partition_columns) if effective else set()
-        registry = registry_from_configuration(effective.configuration) if effective else {}
-        for a in actions:
-            if not isinstance(a, AddAction):
-                continue
-            if set(a.partition_values) != partition_columns:
-                raise InvalidActionError(
-                    f"add {a.path!r}: partition values {sorted(a.partition_values)} do not match the table's "
-                    f"partition columns {sorted(partition_columns)}"
-                )
-            mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
-            # A companion split (its rows are in the source's files) indexes only the columns BUILD chose.
-            if effective is not None and mapping is not None and a.companion_source_files is None:
-                check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, self.uri)
-        spelled_as_uri = [a for a in actions if isinstance(a, AddAction) and "://" in a.path]
-        if spelled_as_uri:  # rare: only then is the table's live list read for this check
-            live_keys = {table_key(self.uri, p): p for p in self.snapshot(read_version).state.files}
-            for a in spelled_as_uri:
-                existing = live_keys.get(table_key(self.uri, a.path))
-                if existing is not None and existing != a.path:
-                    raise InvalidActionError(
-                        f"add {a.path!r}: the file is already live as {existing!r} (one file, two spellings: its "
-                        "rows would be read twice)"
-                    )
-        removed = [a.path for a in actions if isinstance(a, RemoveAction)]
-        if removed:
-            live = self.snapshot(read_version).state.files
-            gone = [p for p in removed if p not in live]
-            if gone:
-                raise InvalidActionError(
-                    f"remove of {gone[0]!r}: the file is not live at read version {read_version}"
-                    + (f" (and {len(gone) - 1} more)" if len(gone) > 1 else "")
-                )
-
     def _finalize(self, actions: list[Action], head: _Head) -> list[Action]:
         """Deduplicate doc mappings against the latest registry (adding a metaData line if needed)."""
         user_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
@@ -717,7 +682,7 @@ class TransactionLog:
     ) -> tuple[StateManifest, bool]:
         """``write_state``, and whether this call wrote the state manifest (False: one existed)."""
         known = known_actions or {}
-        base = self._newest_state_before(version)
+        base = newest_state_before(self.store, self._loader.listing, version)
         versions: list[tuple[int, list[Action]]] | None = None
         if base is not None:
             try:
@@ -727,7 +692,7 @@ class TransactionLog:
                 ]
             except ObjectNotFoundError:
                 versions = None
-        protocol, metadata = _latest_protocol_and_metadata(versions or [], base)
+        protocol, metadata = latest_protocol_and_metadata(versions or [], base)
         if base is not None and base.written_here and versions is not None:
             txns = advance(base.streaming_txns(), versions)
         else:
@@ -799,7 +764,7 @@ class TransactionLog:
         that state were committed as states by another implementation and hold no transaction of ours."""
         base = state if state is not None and state.state_version == version and state.written_here else None
         if base is None:
-            base = self._newest_own_state(version)
+            base = newest_own_state(self.store, self._loader.listing, version)
         start = base.state_version + 1 if base is not None else 1
         known = known or {}
         versions = []
@@ -812,45 +777,6 @@ class TransactionLog:
             except ObjectNotFoundError:
                 continue
         return advance(base.streaming_txns() if base is not None else {}, versions)
-
-    def _verified_state(self, version: int) -> StateManifest | None:
-        """The state manifest of ``version``, or None when there is none or it fails its checks (a
-        writer never builds a new state on a damaged one: it falls back to an older state, or to
-        the snapshot, whose load falls back exactly or fails)."""
-        try:
-            return read_state_manifest(self.store, version)
-        except CorruptLogError as e:
-            log.warning("%s; not building on it", e)
-            return None
-
-    def _newest_own_state(self, version: int) -> StateManifest | None:
-        """The newest state at or before ``version`` written by this project (None if none is retained).
-        Usually ``version`` or the one before (every commit writes one); older ones only on tables that
-        other implementations also commit to, or where a state write failed."""
-        for v in range(version, max(version - 3, 0), -1):
-            manifest = self._verified_state(v)
-            if manifest is not None and manifest.written_here:
-                return manifest
-        listing = self._loader.listing(version)
-        for v in sorted((s for s in listing.states if s <= version - 3), reverse=True):
-            manifest = self._verified_state(v)
-            if manifest is not None and manifest.written_here:
-                return manifest
-        return None
-
-    def _newest_state_before(self, version: int) -> StateManifest | None:
-        """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
-        probe the last few directly before listing (a listing of all states grows with history)."""
-        for v in range(version - 1, max(version - 4, 0), -1):
-            manifest = self._verified_state(v)
-            if manifest is not None:
-                return manifest
-        listing = self._loader.listing(version - 1)
-        for v in sorted((s for s in listing.states if s < version - 3), reverse=True)[:3]:
-            manifest = self._verified_state(v)
-            if manifest is not None:
-                return manifest
-        return None
 
 
 def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
@@ -865,89 +791,3 @@ def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
             elif isinstance(a, MetadataAction):
                 metadata = a
     return _Head(head.version + len(versions), protocol, metadata)
-
-
-def _tagged(actions: list[Action], txn: StreamingTxn) -> list[Action]:
-    """The adds marked with the streaming transaction's split tag (PROTOCOL.md §5)."""
-    out: list[Action] = []
-    for a in actions:
-        if isinstance(a, AddAction):
-            a = dataclasses.replace(a, split_tags=frozenset(a.split_tags or ()) | {txn.tag})
-        out.append(a)
-    if not any(isinstance(a, AddAction) for a in out):
-        raise InvalidActionError(f"streaming batch {txn.batch_id} of {txn.app_id!r}: a batch commit needs adds")
-    return out
-
-
-def _check_winner_txn(txn: StreamingTxn, version: int, actions: Sequence[Action], uri: str) -> None:
-    """A version committed while this batch's commit retried holds the same application's batch (a
-    restarted query racing its predecessor): this batch is committed there (or superseded)."""
-    found = txns_of(actions).get(txn.app_id)
-    if found is not None and found >= txn.batch_id:
-        raise BatchAlreadyCommittedError(
-            f"{uri}: streaming batch {txn.batch_id} of {txn.app_id!r} was committed concurrently (version {version} "
-            f"holds batch {found}); skipped"
-        )
-
-
-def _latest_protocol_and_metadata(
-    versions: Sequence[tuple[int, Sequence[Action]]], base: StateManifest | None
-) -> tuple[ProtocolAction | None, MetadataAction | None]:
-    protocol: ProtocolAction | None = None
-    metadata: MetadataAction | None = None
-    for _, actions in versions:
-        for a in actions:
-            if isinstance(a, ProtocolAction):
-                protocol = a
-            elif isinstance(a, MetadataAction):
-                metadata = a
-    if base is not None:
-        protocol = protocol or base.protocol()
-        metadata = metadata or base.metadata()
-    return protocol, metadata
-
-
-def _validate_static(actions: list[Action], root_uri: str) -> None:
-    """Checks that need no table state but its root; raise InvalidActionError before anything is written.
-
-    A path and the full URI of the same file (inside the table root) are one file (``table_key``)."""
-    if not actions:
-        raise InvalidActionError("a commit needs at least one action")
-    seen_add: set[str] = set()
-    seen_remove: set[str] = set()
-    counts = {"protocol": 0, "metaData": 0}
-    for a in actions:
-        if isinstance(a, CommitInfoAction):
-            raise InvalidActionError("commitInfo is written by the log itself; do not pass one")
-        if not isinstance(a, _ACTION_CLASSES):
-            raise InvalidActionError(f"not a transaction-log action: {type(a).__name__}")
-        if a.ACTION_KEY in counts:
-            counts[a.ACTION_KEY] += 1
-        key = _check_path(a.path, root_uri) if isinstance(a, (AddAction, RemoveAction, SkipAction)) else ""
-        if isinstance(a, AddAction):
-            if key in seen_add:
-                raise InvalidActionError(f"file {a.path!r} is added twice in one commit")
-            if a.size < 0 or (a.num_records is not None and a.num_records < 0):
-                raise InvalidActionError(f"add {a.path!r}: size and numRecords must not be negative")
-            bad = [k for k, v in a.partition_values.items() if "\x00" in k or (v is not None and "\x00" in v)]
-            if bad:
-                raise InvalidActionError(f"add {a.path!r}: partition value of {bad[0]!r} holds a NUL byte")
-            seen_add.add(key)
-        elif isinstance(a, RemoveAction):
-            seen_remove.add(key)
-    both = seen_add & seen_remove
-    if both:
-        raise InvalidActionError(f"file {sorted(both)[0]!r} is both added and removed in one commit")
-    for key, n in counts.items():
-        if n > 1:
-            raise InvalidActionError(f"a commit may hold at most one {key} action, got {n}")
-
-
-def _check_path(path: str, root_uri: str) -> str:
-    """The storage key of an action's path (PROTOCOL.md §1); InvalidActionError for a malformed path or a
-    full URI outside the table root (nothing outside the table is ever read or deleted through it)."""
-    try:
-        check_path_spelling(path)
-        return table_key(root_uri, path)
-    except InvalidPathError as e:
-        raise InvalidActionError(f"{root_uri}: {e}") from e

@@ -50,8 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from executor_lib.format.store.arrow_columns import stored_column, u64_view
 from indextables_contract.errors import CorruptSplitError, SplitSchemaError
 
 DOC_STORE_VERSION = 2  # what Tantivy writes (``src/store/mod.rs``); version 1 dates are microseconds
@@ -105,9 +105,6 @@ _SIZE[IP_CODE] = 16
 _PAD = 32  # zero bytes after the data: a read at a position within the data never runs off it
 _STOP_BITS = np.uint64(0x8080_8080_8080_8080)
 _FIELD_AND_CODE = np.uint64(0xFF_FFFF_FFFF)  # of the 8 bytes at a field value: its u32 field id and type code
-_HIGHEST_BIT = np.uint64(1 << 63)
-_NANOS_PER_DAY = 86_400 * 10**9
-_NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _MAX_FIELD_ID = 1 << 20  # the largest field id a column may name (a lookup table this long)
 
 
@@ -293,11 +290,6 @@ def _u32_view(data: np.ndarray) -> np.ndarray:
     return np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
 
 
-def _u64_view(data: np.ndarray) -> np.ndarray:
-    """``view[i]`` is the little-endian u64 at byte ``i`` of ``data`` (an unaligned view, no copy)."""
-    return np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-
-
 def _read_vints(u64: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The VInts at ``pos`` (at most 8 bytes each): values, positions after them, and which have no end."""
     word = u64[pos]
@@ -348,7 +340,7 @@ def _scan(
     n = len(starts)
     found = _Found(np.full((len(columns), n), -1, np.int64), np.zeros((len(columns), n), np.int64))
     expected = np.array([_TYPE_CODES[c.tantivy_type] for c in columns], dtype=np.uint8)
-    u64 = _u64_view(data)
+    u64 = u64_view(data)
     doc = np.arange(n, dtype=np.int64)
     fields, pos, no_end = _read_vints(u64, starts)
     if (no_end | (pos > ends)).any():
@@ -582,7 +574,16 @@ def _decode(
         raise CorruptSplitError(f"{source}: doc store version {version} (this reader knows 1 and 2)")
     found = _scan(data, starts, ends, lut, columns, source)
     arrays = [
-        _column(data, starts, c, found.start[i], found.length[i], f"{source}: stored field {c.name!r}", version)
+        stored_column(
+            data,
+            starts,
+            c.tantivy_type,
+            c.arrow_type,
+            found.start[i],
+            found.length[i],
+            f"{source}: stored field {c.name!r}",
+            version,
+        )
         for i, c in enumerate(columns)
     ]
     if not arrays:
@@ -593,147 +594,3 @@ def _decode(
 def _no_columns(rows: int) -> pa.Table:
     """A table of ``rows`` rows and no columns."""
     return pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
-
-
-def _column(
-    data: np.ndarray,
-    doc_starts: np.ndarray,
-    c: StoredColumn,
-    start: np.ndarray,
-    length: np.ndarray,
-    where: str,
-    version: int,
-) -> pa.Array:
-    """Column ``c`` from its payloads' positions (``start`` below 0: null) and lengths."""
-    valid = start >= 0
-    try:
-        if c.tantivy_type in ("text", "bytes"):
-            return _binary(data, doc_starts, c.arrow_type, start, length, valid, where)
-        return _fixed(data, c, start, valid, where, version)
-    except (pa.ArrowInvalid, OverflowError) as e:
-        raise CorruptSplitError(f"{where}: stored values do not fit {c.arrow_type} ({e})") from e
-
-
-def _fixed(
-    data: np.ndarray, c: StoredColumn, start: np.ndarray, valid: np.ndarray, where: str, version: int
-) -> pa.Array:
-    """A column of 8-byte or bool values."""
-    mask = None if valid.all() else ~valid
-    at = start if mask is None else np.where(valid, start, 0)
-    if c.tantivy_type == "bool":
-        byte = data.take(at)
-        if mask is not None:
-            byte[mask] = 0
-        if (byte > 1).any():
-            raise CorruptSplitError(f"{where}: a stored bool is {int(byte.max())}, not 0 or 1")
-        return pa.array(byte.view(np.bool_), type=pa.bool_(), mask=mask)
-    raw = _u64_view(data)[at]
-    if c.tantivy_type == "u64":
-        return pa.array(_narrowed(raw, c.arrow_type, valid, where), type=c.arrow_type, mask=mask)
-    if c.tantivy_type == "i64":
-        return pa.array(_narrowed(raw.view(np.int64), c.arrow_type, valid, where), type=c.arrow_type, mask=mask)
-    if c.tantivy_type == "f64":  # common's u64_to_f64: flip the sign bit if set, else every bit
-        raw ^= (((raw >> np.uint64(63)) - np.uint64(1)) >> np.uint64(1)) | _HIGHEST_BIT
-        return pa.array(_floats(raw.view(np.float64), c.arrow_type, valid, where), type=c.arrow_type, mask=mask)
-    tick = 1000 if version == 1 else 1  # nanoseconds a stored unit
-    return pa.array(_temporal(raw.view(np.int64), tick, c.arrow_type, valid, where), type=c.arrow_type, mask=mask)
-
-
-def _floats(values: np.ndarray, arrow_type: pa.DataType, valid: np.ndarray, where: str) -> np.ndarray:
-    """Float64 ``values`` as ``arrow_type``'s (rounded to float32); CorruptSplitError if a finite one
-    is beyond float32's range."""
-    if pa.types.is_float64(arrow_type):
-        return values
-    with np.errstate(over="ignore"):
-        narrow = values.astype(np.float32)
-    outside = valid & np.isinf(narrow) & np.isfinite(values)
-    if outside.any():
-        raise CorruptSplitError(f"{where}: stored value {values[np.argmax(outside)]} does not fit {arrow_type}")
-    return narrow
-
-
-def _narrowed(values: np.ndarray, arrow_type: pa.DataType, valid: np.ndarray, where: str) -> np.ndarray:
-    """Integer ``values`` as ``arrow_type``'s numpy type; CorruptSplitError if one does not fit."""
-    target = np.dtype(arrow_type.to_pandas_dtype())
-    if target == values.dtype:
-        return values
-    info = np.iinfo(target)
-    outside = valid & ((values < info.min) | (values > info.max))
-    if outside.any():
-        raise CorruptSplitError(f"{where}: stored value {values[np.argmax(outside)]} does not fit {arrow_type}")
-    return values.astype(target)
-
-
-def _temporal(ticks: np.ndarray, tick: int, arrow_type: pa.DataType, valid: np.ndarray, where: str) -> np.ndarray:
-    """Times since the epoch in units of ``tick`` nanoseconds as ``arrow_type``'s integers (timestamp
-    units, days, date64's milliseconds of whole days); CorruptSplitError if that would lose a part
-    of one or overflow."""
-    if pa.types.is_timestamp(arrow_type):
-        whole = out = _NANOS_PER_UNIT[arrow_type.unit]
-    else:
-        whole, out = _NANOS_PER_DAY, _NANOS_PER_DAY if pa.types.is_date32(arrow_type) else 10**6
-    if out < tick:  # version 1's microseconds as nanoseconds
-        factor = tick // out
-        beyond = valid & (np.abs(ticks) > np.iinfo(np.int64).max // factor)
-        if beyond.any():
-            raise CorruptSplitError(f"{where}: stored time {ticks[np.argmax(beyond)]} does not fit {arrow_type}")
-        return ticks * factor
-    lost = valid & (ticks % (whole // tick) != 0)
-    if lost.any():
-        raise CorruptSplitError(
-            f"{where}: stored time {ticks[np.argmax(lost)]} x {tick} ns is not a whole {arrow_type}"
-        )
-    if out == tick:
-        return ticks
-    return (ticks // (out // tick)).astype(np.int32 if pa.types.is_date32(arrow_type) else np.int64)
-
-
-def _binary(
-    data: np.ndarray,
-    doc_starts: np.ndarray,
-    arrow_type: pa.DataType,
-    start: np.ndarray,
-    length: np.ndarray,
-    valid: np.ndarray,
-    where: str,
-) -> pa.Array:
-    """A text or bytes column: a binary array whose odd elements are the payloads (the even ones the
-    bytes between them) over ``data`` itself, then ``take`` of the odd ones copies them out."""
-    n = len(start)
-    begin = start if valid.all() else np.where(valid, start, doc_starts)  # none: empty, at its document
-    large = len(data) >= 2**31
-    offsets = np.empty(2 * n + 1, dtype=np.int64 if large else np.int32)
-    offsets[0] = 0
-    offsets[1::2] = begin
-    offsets[2::2] = begin + length
-    if n and (offsets[1:] < offsets[:-1]).any():  # documents out of order (decode_docs): gather
-        taken = _gathered(data, begin, length, large)
-    else:
-        spans = pa.Array.from_buffers(
-            pa.large_binary() if large else pa.binary(), 2 * n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-        )
-        taken = pc.take(spans, pa.array(np.arange(1, 2 * n, 2, dtype=np.int64 if large else np.int32)))
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        try:
-            taken = taken.cast(arrow_type)
-        except pa.ArrowInvalid as e:
-            raise CorruptSplitError(f"{where}: stored text is not UTF-8 ({e})") from e
-    else:
-        taken = taken.cast(arrow_type)
-    if valid.all():
-        return taken
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(arrow_type, n, [bitmap, *taken.buffers()[1:]], null_count=n - int(valid.sum()))
-
-
-def _gathered(data: np.ndarray, begin: np.ndarray, length: np.ndarray, large: bool) -> pa.Array:
-    """The byte ranges ``begin, length`` of ``data`` as a binary array, copied by one numpy gather."""
-    offsets = np.zeros(len(begin) + 1, dtype=np.int64)
-    np.cumsum(length, out=offsets[1:])
-    index = np.repeat(begin - offsets[:-1], length) + np.arange(offsets[-1])
-    large = large or offsets[-1] >= 2**31
-    return pa.Array.from_buffers(
-        pa.large_binary() if large else pa.binary(),
-        len(begin),
-        [None, pa.py_buffer(offsets if large else offsets.astype(np.int32)), pa.py_buffer(data[index])],
-    )

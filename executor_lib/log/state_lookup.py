@@ -1,0 +1,77 @@
+"""Which state manifest a writer builds on: the newest one at or before a version that reads back
+whole (``verified_state``), written by this project (``newest_own_state``: it holds the streaming
+transactions), or just before a version (``newest_state_before``); and the protocol and metadata
+a run of version files leaves on such a state (``latest_protocol_and_metadata``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.protocol.actions import Action, MetadataAction, ProtocolAction
+from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import CorruptLogError
+
+log = logging.getLogger("executor_lib.log.transaction_log")
+
+
+def verified_state(store: ObjectStore, version: int) -> StateManifest | None:
+    """The state manifest of ``version``, or None when there is none or it fails its checks (a
+    writer never builds a new state on a damaged one: it falls back to an older state, or to
+    the snapshot, whose load falls back exactly or fails)."""
+    try:
+        return read_state_manifest(store, version)
+    except CorruptLogError as e:
+        log.warning("%s; not building on it", e)
+        return None
+
+
+def newest_own_state(store: ObjectStore, list_states: Callable[[int], Any], version: int) -> StateManifest | None:
+    """The newest state at or before ``version`` written by this project (None if none is retained).
+    Usually ``version`` or the one before (every commit writes one); older ones only on tables that
+    other implementations also commit to, or where a state write failed."""
+    for v in range(version, max(version - 3, 0), -1):
+        manifest = verified_state(store, v)
+        if manifest is not None and manifest.written_here:
+            return manifest
+    listing = list_states(version)
+    for v in sorted((s for s in listing.states if s <= version - 3), reverse=True):
+        manifest = verified_state(store, v)
+        if manifest is not None and manifest.written_here:
+            return manifest
+    return None
+
+
+def newest_state_before(store: ObjectStore, list_states: Callable[[int], Any], version: int) -> StateManifest | None:
+    """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
+    probe the last few directly before listing (a listing of all states grows with history)."""
+    for v in range(version - 1, max(version - 4, 0), -1):
+        manifest = verified_state(store, v)
+        if manifest is not None:
+            return manifest
+    listing = list_states(version - 1)
+    for v in sorted((s for s in listing.states if s < version - 3), reverse=True)[:3]:
+        manifest = verified_state(store, v)
+        if manifest is not None:
+            return manifest
+    return None
+
+
+def latest_protocol_and_metadata(
+    versions: Sequence[tuple[int, Sequence[Action]]], base: StateManifest | None
+) -> tuple[ProtocolAction | None, MetadataAction | None]:
+    protocol: ProtocolAction | None = None
+    metadata: MetadataAction | None = None
+    for _, actions in versions:
+        for a in actions:
+            if isinstance(a, ProtocolAction):
+                protocol = a
+            elif isinstance(a, MetadataAction):
+                metadata = a
+    if base is not None:
+        protocol = protocol or base.protocol()
+        metadata = metadata or base.metadata()
+    return protocol, metadata
