@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from executor_lib.protocol.actions import AddAction
@@ -279,3 +280,23 @@ def _conjuncts(p: filters.Filter) -> list[filters.Filter]:
     if isinstance(p, filters.And):
         return [c for child in p.children for c in _conjuncts(child)]
     return [p]
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """The result of ``TransactionLog.list_files``: matching files and how much state was read."""
+
+    version: int
+    files: list[AddAction]
+    manifests_total: int
+    manifests_read: int
+
+
+def file_listing(
+    version: int, files: list[AddAction], manifests: Sequence[Any], schema_string: str, predicates: Sequence[Any]
+) -> FileListing:
+    """``TransactionLog.list_files`` of a snapshot loaded for ``predicates``: its ``files`` that may
+    match, and how many of its ``manifests`` were read (those whose partition bounds may match)."""
+    types = column_types(schema_string) if predicates else {}
+    read = sum(1 for m in manifests if not predicates or bounds_may_match(m.partition_bounds, predicates, types))
+    return FileListing(version, files, len(manifests), read)

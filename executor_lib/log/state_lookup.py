@@ -7,13 +7,15 @@ a run of version files leaves on such a state (``latest_protocol_and_metadata``)
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.snapshot import read_version_actions
+from executor_lib.log.streaming_txns import TxnRecord, advance
 from executor_lib.protocol.actions import Action, MetadataAction, ProtocolAction
 from executor_lib.storage.base import ObjectStore
-from indextables_contract.errors import CorruptLogError
+from indextables_contract.errors import CorruptLogError, ObjectNotFoundError
 
 log = logging.getLogger("executor_lib.log.transaction_log")
 
@@ -75,3 +77,31 @@ def latest_protocol_and_metadata(
         protocol = protocol or base.protocol()
         metadata = metadata or base.metadata()
     return protocol, metadata
+
+
+def txns_through(
+    store: ObjectStore,
+    list_states: Callable[[int], Any],
+    version: int,
+    state: StateManifest | None,
+    known: Mapping[int, list[Action]] | None = None,
+) -> dict[str, TxnRecord]:
+    """The streaming transaction map at ``version``: the newest state at or before it that this
+    project wrote (``state``, if the caller read that of ``version`` already), advanced by the
+    version files after it (``known``: ones the caller holds). Versions without a version file after
+    that state were committed as states by another implementation and hold no transaction of ours."""
+    base = state if state is not None and state.state_version == version and state.written_here else None
+    if base is None:
+        base = newest_own_state(store, list_states, version)
+    start = base.state_version + 1 if base is not None else 1
+    known = known or {}
+    versions = []
+    for v in range(start, version + 1):
+        if v in known:
+            versions.append((v, known[v]))
+            continue
+        try:
+            versions.append((v, read_version_actions(store, v)))
+        except ObjectNotFoundError:
+            continue
+    return advance(base.streaming_txns() if base is not None else {}, versions)

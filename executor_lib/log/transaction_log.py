@@ -25,7 +25,6 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import logging
 import random
@@ -44,6 +43,7 @@ from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
 from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.maintenance import state_checkpoint_info, uses_avro_state
+from executor_lib.log.pruning import FileListing, file_listing
 from executor_lib.log.snapshot import (
     Snapshot,
     SnapshotLoader,
@@ -53,10 +53,9 @@ from executor_lib.log.snapshot import (
     read_version_actions,
 )
 from executor_lib.log.state import replay
+from executor_lib.log.state_commit import write_state
 from executor_lib.log.state_lookup import (
-    latest_protocol_and_metadata,
-    newest_own_state,
-    newest_state_before,
+    txns_through,
     verified_state,
 )
 from executor_lib.log.state_writer import (
@@ -78,13 +77,11 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, state_dir, version_file
 from executor_lib.protocol.schema_registry import (
-    configuration_with_registry,
-    doc_mapping_hash,
+    register_doc_mappings,
     registry_from_configuration,
 )
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import (
-    AmbiguousWriteError,
     BatchAlreadyCommittedError,
     CommitConflictError,
     CommitFailedError,
@@ -133,16 +130,6 @@ class _Attempt:
     body: bytes | None = None
     txn_id: str | None = None
     state: StateManifest | None = None
-
-
-@dataclass(frozen=True)
-class FileListing:
-    """The result of ``TransactionLog.list_files``: matching files and how much state was read."""
-
-    version: int
-    files: list[AddAction]
-    manifests_total: int
-    manifests_read: int
 
 
 class TransactionLog:
@@ -237,11 +224,9 @@ class TransactionLog:
         """
         snap = self._loader.load(version, predicates)
         manifests = snap.state_manifest.manifests if snap.state_manifest is not None else ()
-        from executor_lib.log.pruning import bounds_may_match, column_types
-
-        types = column_types(snap.metadata.schema_string) if predicates else {}
-        read = sum(1 for m in manifests if not predicates or bounds_may_match(m.partition_bounds, predicates, types))
-        return FileListing(snap.version, snap.list_files(predicates), len(manifests), read)
+        return file_listing(
+            snap.version, snap.list_files(predicates), manifests, snap.metadata.schema_string, predicates
+        )
 
     def history(self, limit: int | None = None) -> list[HistoryEntry]:
         """Commits newest first: one entry per retained version file or state-only version."""
@@ -318,7 +303,7 @@ class TransactionLog:
                     if streaming_txn is not None:
                         check_winner_txn(streaming_txn, v, winners[v], self.uri)
             check_conflicts(intent, read_version, sorted(winners.items()), metadata_at_read)
-            final = self._finalize(actions, head)
+            final = register_doc_mappings(actions, head.metadata)
             check_writable(head.protocol, self.uri)
             version = head.version + 1
             info = CommitInfoAction(
@@ -398,7 +383,15 @@ class TransactionLog:
         manifest: StateManifest | None = None
         won = False
         try:
-            manifest, won = self._write_state(version, known_actions={version: final}, commit_info=info)
+            manifest, won = write_state(
+                self.store,
+                self.config,
+                self._loader.listing,
+                self.snapshot,
+                version,
+                known_actions={version: final},
+                commit_info=info,
+            )
         except Exception as e:  # the commit landed; a missing state only costs read speed
             log.warning("%s: state at version %d failed: %s", self.uri, version, e)
         if won and self.config.state_manifest_format == "avro":
@@ -466,7 +459,7 @@ class TransactionLog:
             raise CorruptLogError(f"{self.uri}: no metaData action at version {head.version}")
         registry = registry_from_configuration(metadata.configuration)
         base = verified_state(self.store, head.version)  # a damaged base: the new state is built from the snapshot
-        txns = advance(self._txns_through(head.version, base), [(version, final)])
+        txns = advance(txns_through(self.store, self._loader.listing, head.version, base), [(version, final)])
         if base is not None:
             built = build_incremental_state(
                 self.store, base, [(version, final)], metadata, registry, self.config, streaming_txns=txns
@@ -598,35 +591,6 @@ class TransactionLog:
             return head.metadata
         return self.snapshot(version).state.metadata
 
-    def _finalize(self, actions: list[Action], head: _Head) -> list[Action]:
-        """Deduplicate doc mappings against the latest registry (adding a metaData line if needed)."""
-        user_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
-        base_meta = user_meta or head.metadata
-        registry = registry_from_configuration(base_meta.configuration) if base_meta else {}
-        if head.metadata is not None and user_meta is not None:
-            registry = {**registry_from_configuration(head.metadata.configuration), **registry}
-        new_entries: dict[str, str] = {}
-        out: list[Action] = []
-        for a in actions:
-            if isinstance(a, AddAction) and a.doc_mapping_json is not None:
-                ref = doc_mapping_hash(a.doc_mapping_json)
-                if ref not in registry:
-                    new_entries[ref] = a.doc_mapping_json
-                    registry[ref] = a.doc_mapping_json
-                a = dataclasses.replace(a, doc_mapping_ref=ref, doc_mapping_json=None)
-            if not isinstance(a, MetadataAction):
-                out.append(a)
-        if base_meta is None:
-            return out
-        if user_meta is not None or new_entries:
-            meta = base_meta.with_configuration(configuration_with_registry(base_meta.configuration, registry))
-            out.insert(0, meta)
-        protocol = next((a for a in actions if isinstance(a, ProtocolAction)), None)
-        if protocol is not None:
-            out.remove(protocol)
-            out.insert(0, protocol)
-        return out
-
     def _after_commit(
         self, version: int, final: list[Action], head: _Head, state: StateManifest | None, by_state: bool
     ) -> None:
@@ -670,50 +634,10 @@ class TransactionLog:
         ``known_actions`` are version files the caller already holds (a commit's own actions), not read again.
         An existing state manifest of the version is kept (it describes the same state).
         """
-        manifest, _ = self._write_state(version, force_compaction, known_actions)
+        manifest, _ = write_state(
+            self.store, self.config, self._loader.listing, self.snapshot, version, force_compaction, known_actions
+        )
         return manifest
-
-    def _write_state(
-        self,
-        version: int,
-        force_compaction: bool = False,
-        known_actions: Mapping[int, list[Action]] | None = None,
-        commit_info: CommitInfoAction | None = None,
-    ) -> tuple[StateManifest, bool]:
-        """``write_state``, and whether this call wrote the state manifest (False: one existed)."""
-        known = known_actions or {}
-        base = newest_state_before(self.store, self._loader.listing, version)
-        versions: list[tuple[int, list[Action]]] | None = None
-        if base is not None:
-            try:
-                versions = [
-                    (v, known[v] if v in known else read_version_actions(self.store, v))
-                    for v in range(base.state_version + 1, version + 1)
-                ]
-            except ObjectNotFoundError:
-                versions = None
-        protocol, metadata = latest_protocol_and_metadata(versions or [], base)
-        if base is not None and base.written_here and versions is not None:
-            txns = advance(base.streaming_txns(), versions)
-        else:
-            txns = self._txns_through(version, None, known)
-        if base is None or versions is None or protocol is None or metadata is None or not versions:
-            snap = self.snapshot(version)
-            protocol = snap.protocol
-            manifest = build_compacted_state(
-                self.store, version, snap.files, snap.metadata, dict(snap.schema_registry), self.config, txns
-            )
-        else:
-            registry = registry_from_configuration(metadata.configuration)
-            manifest = build_incremental_state(
-                self.store, base, versions, metadata, registry, self.config, force_compaction, txns
-            )
-        try:
-            won = put_state(self.store, manifest, protocol, self.config, commit_info=commit_info)
-        except AmbiguousWriteError:
-            won = False
-        checkpoints.write_last_checkpoint_if_newer(self.store, state_checkpoint_info(manifest))
-        return manifest, won
 
     # --- streaming transactions --------------------------------------------------------------
 
@@ -745,38 +669,15 @@ class TransactionLog:
     def streaming_txns(self, version: int | None = None) -> dict[str, TxnRecord]:
         """``appId -> the last streaming batch committed`` at ``version`` (default: latest)."""
         target = self.latest_version() if version is None else version
-        return self._txns_through(target, None)
+        return txns_through(self.store, self._loader.listing, target, None)
 
     def _check_new_batch(self, txn: StreamingTxn, head: _Head) -> None:
-        known = self._txns_through(head.version, None).get(txn.app_id)
+        known = txns_through(self.store, self._loader.listing, head.version, None).get(txn.app_id)
         if known is not None and known.batch_id >= txn.batch_id:
             raise BatchAlreadyCommittedError(
                 f"{self.uri}: streaming batch {txn.batch_id} of {txn.app_id!r} is already committed (version "
                 f"{known.version} holds batch {known.batch_id}); skipped"
             )
-
-    def _txns_through(
-        self, version: int, state: StateManifest | None, known: Mapping[int, list[Action]] | None = None
-    ) -> dict[str, TxnRecord]:
-        """The streaming transaction map at ``version``: the newest state at or before it that this
-        project wrote (``state``, if the caller read that of ``version`` already), advanced by the
-        version files after it (``known``: ones the caller holds). Versions without a version file after
-        that state were committed as states by another implementation and hold no transaction of ours."""
-        base = state if state is not None and state.state_version == version and state.written_here else None
-        if base is None:
-            base = newest_own_state(self.store, self._loader.listing, version)
-        start = base.state_version + 1 if base is not None else 1
-        known = known or {}
-        versions = []
-        for v in range(start, version + 1):
-            if v in known:
-                versions.append((v, known[v]))
-                continue
-            try:
-                versions.append((v, read_version_actions(self.store, v)))
-            except ObjectNotFoundError:
-                continue
-        return advance(base.streaming_txns() if base is not None else {}, versions)
 
 
 def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:

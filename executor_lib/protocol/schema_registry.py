@@ -10,10 +10,13 @@ without padding, first 16 characters — the same recipe as IndexTables4Spark.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from executor_lib.protocol.actions import Action, AddAction, MetadataAction, ProtocolAction
 
 REGISTRY_PREFIX = "docMappingSchema."
 HASH_LENGTH = 16
@@ -78,3 +81,35 @@ def renormalize(registry: Mapping[str, str], refs_in_use: Iterable[str]) -> tupl
     for ref in refs_in_use:
         remap.setdefault(ref, ref)
     return new_registry, remap
+
+
+def register_doc_mappings(actions: list[Action], head_metadata: MetadataAction | None) -> list[Action]:
+    """A commit's actions with each add's inline doc mapping replaced by its reference in the table's
+    registry (``head_metadata``'s, or the commit's own metadata's), a metaData line first when the
+    registry grows or the commit changes the metadata, then the protocol line first of all."""
+    user_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
+    base_meta = user_meta or head_metadata
+    registry = registry_from_configuration(base_meta.configuration) if base_meta else {}
+    if head_metadata is not None and user_meta is not None:
+        registry = {**registry_from_configuration(head_metadata.configuration), **registry}
+    new_entries: dict[str, str] = {}
+    out: list[Action] = []
+    for a in actions:
+        if isinstance(a, AddAction) and a.doc_mapping_json is not None:
+            ref = doc_mapping_hash(a.doc_mapping_json)
+            if ref not in registry:
+                new_entries[ref] = a.doc_mapping_json
+                registry[ref] = a.doc_mapping_json
+            a = dataclasses.replace(a, doc_mapping_ref=ref, doc_mapping_json=None)
+        if not isinstance(a, MetadataAction):
+            out.append(a)
+    if base_meta is None:
+        return out
+    if user_meta is not None or new_entries:
+        meta = base_meta.with_configuration(configuration_with_registry(base_meta.configuration, registry))
+        out.insert(0, meta)
+    protocol = next((a for a in actions if isinstance(a, ProtocolAction)), None)
+    if protocol is not None:
+        out.remove(protocol)
+        out.insert(0, protocol)
+    return out
