@@ -195,6 +195,9 @@ class _Builder(Interpreter[Token, Any]):
             ),
         )
 
+    def describe_cache(self, tree: Tree[Token]) -> OnSession:  # the JVM's columns, from the describe_cache command
+        return OnSession("describe_cache")
+
     def describe_profiler(self, tree: Tree[Token]) -> OnSession:
         return OnSession("describe_profiler", (bool(_children(tree, "profiler_cache")),))
 

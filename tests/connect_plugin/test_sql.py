@@ -387,6 +387,7 @@ def test_statements_build_typed_commands() -> None:
         "/t", C.Prewarm(filter=day), (("segments", ["TERM_DICT"]), ("fields", None), ("parallelism", None))
     )
     assert built("FLUSH INDEXTABLES DISK CACHE") == OnTable(None, C.FlushCache())
+    assert built("DESCRIBE INDEXTABLES DISK CACHE") == OnSession("describe_cache")  # IndexTables4Spark's columns
     assert built("DESCRIBE INDEXTABLES PROFILER CACHE") == OnSession("describe_profiler", (True,))
     with pytest.raises(IndexTablesSQLError, match="function calls are not supported"):
         built("DROP INDEXTABLES PARTITIONS FROM '/t' WHERE upper(day) = 'X'")
