@@ -90,6 +90,16 @@ def build_session(work: str, jar: str | None, extra: dict[str, str]) -> Any:
     return spark
 
 
+def check_extensions(spark: Any) -> None:
+    """Spark only logs a warning when an extension class cannot be loaded; the extension injects
+    IndexTables4SparkSqlParser (extensions/IndexTables4SparkExtensions.scala), so that must be the parser."""
+    spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(EXTENSIONS, True, False)
+    parser = spark._jsparkSession.sessionState().sqlParser().getClass().getName()
+    if "IndexTables4SparkSqlParser" not in parser:
+        raise RuntimeError(f"{EXTENSIONS} is not active: the session's SQL parser is {parser}")
+    spark.sql("SELECT 1").collect()
+
+
 def to_arrow_file(df: Any, work: str) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -183,11 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         spark = build_session(args.work, args.jar, extra)
-        if args.jar:  # the jar is loaded and its extension parses: fail here, not in the first job
-            spark.sql("SELECT 1").collect()
-            spark.sparkContext._jvm.java.lang.Class.forName(EXTENSIONS)
+        if args.jar:  # the jar is loaded and its parser is the session's: fail here, not in the first job
+            check_extensions(spark)
     except Exception as e:
-        answer({"ok": False, "error": f"the PySpark 3.5 session did not start: {type(e).__name__}: {e}"})
+        error = "\n".join(f"{type(e).__name__}: {e}".splitlines()[:12])
+        answer({"ok": False, "error": f"the PySpark 3.5 session did not start: {error}"})
         return 1
     answer(
         {

@@ -1,8 +1,7 @@
 """The JVM peer for the ``jvm`` tests: IndexTables4Spark itself (0.5.4 and 0.5.5), one PySpark 3.5 process
 per release for the whole run (``harness.jvm_peer``), installed by ``scripts/jvm-peer.sh`` when missing.
 
-A test asks ``jvm_peers.get(version)`` once its own side's answers are computed, so the half that runs
-here is exercised even where the peer cannot be installed. The peer skips (one line) only when the install
+A test asks ``jvm_peers.get(version)`` once its own side's answers are computed. The peer skips (one line) only when the install
 is impossible: Maven Central does not serve the jars (``JvmPeerBlocked``); any other failure to install or
 start fails the test. Each comparison is recorded and the run ends with a summary line."""
 

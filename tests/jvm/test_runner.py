@@ -56,3 +56,24 @@ def test_a_missing_install_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         jvm_peer.JvmPeer("0.5.5", tmp_path / "work").start()
     with pytest.raises(ValueError, match="unknown IndexTables4Spark version"):
         jvm_peer.JvmPeer("9.9", tmp_path / "work")
+
+
+def test_a_jar_without_the_extensions_stops_the_start_naming_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark only logs a warning for an extension class it cannot load; the runner refuses to start."""
+    if not jvm_peer.venv_python().exists():
+        pytest.skip("the JVM peer's PySpark 3.5 venv is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "venv").symlink_to(jvm_peer.venv_python().parent.parent)  # the real PySpark 3.5 venv
+    monkeypatch.setenv("INDEXTABLES_JVM_HOME", str(home))
+    jar = jvm_peer.jar_path("0.5.5")
+    jar.parent.mkdir()
+    jar.write_bytes(b"")  # not a jar: no IndexTables4Spark classes in it
+    peer = jvm_peer.JvmPeer("0.5.5", tmp_path / "work")
+    with pytest.raises(
+        jvm_peer.JvmPeerError, match=r"(?s)0\.5\.5 did not start.*ClassNotFoundException.*IndexTablesSparkExtensions"
+    ):
+        peer.start()
+    assert peer._proc is None  # stopped
