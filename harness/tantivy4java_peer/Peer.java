@@ -12,8 +12,10 @@
 //     -> {"count": hits, "docs": [{field: [value, ...]}, ...]}
 //   {"op": "count", ... as search} -> {"count": hits}
 //   {"op": "write", "index_dir": dir, "split": path, "fields": [{"name", "type", "stored", "indexed",
-//    "fast", "tokenizer"}], "docs": [tantivy JSON documents: {field: value or [values]}]}
-//     -> the split's metadata: footer offsets, hotcache, num_docs, doc_mapping_json, ...
+//    "fast", "tokenizer"}; type text|string|i64|f64|bool|date|bytes|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
+//     -> the split's metadata: footer offsets, num_docs, doc_mapping_json, ...
+//   {"op": "merge", "splits": [paths], "split": output path, "temp_dir": dir}
+//     -> the merged split's metadata (QuickwitSplit.mergeSplits, as IndexTables4Spark's MERGE SPLITS)
 // Values out: numbers, booleans and strings as JSON; bytes {"$bytes": base64} (or the text tantivy4java
 // gives); dates {"$date": ISO text}. Values in (write): tantivy's JSON document form, dates as RFC 3339 text
 // ("2024-01-01T12:00:00.123456Z"), bytes as base64 text.
@@ -87,6 +89,8 @@ public final class Peer {
                 return search(job, false);
             case "write":
                 return write(job);
+            case "merge":
+                return merge(job);
             default:
                 throw new IllegalArgumentException("unknown op '" + op + "'");
         }
@@ -133,7 +137,7 @@ public final class Peer {
             }
             String text = job.get("query").asText();
             SplitQuery query = defaults.isEmpty() ? searcher.parseQuery(text) : searcher.parseQuery(text, defaults);
-            int limit = job.path("limit").asInt(10_000);
+            int limit = job.path("limit").asInt(Math.max(job.path("num_docs").asInt(0), 10_000));
             ObjectNode result = JSON.createObjectNode();
             try (SearchResult found = searcher.search(query, limit)) {
                 List<SearchResult.Hit> hits = found.getHits();
@@ -216,6 +220,9 @@ public final class Peer {
                     case "bytes":
                         builder.addBytesField(name, stored, indexed, fast, "basic");
                         break;
+                    case "json":
+                        builder.addJsonField(name, stored, f.path("tokenizer").asText("default"), "position");
+                        break;
                     default:
                         throw new IllegalArgumentException("field " + name + ": unknown type '" + type + "'");
                 }
@@ -235,7 +242,21 @@ public final class Peer {
         }
         QuickwitSplit.SplitConfig config = new QuickwitSplit.SplitConfig(
                 job.path("index_uid").asText("peer-index"), "peer-source", "peer-node");
-        QuickwitSplit.SplitMetadata m = QuickwitSplit.convertIndexFromPath(indexDir, job.get("split").asText(), config);
+        return metadata(QuickwitSplit.convertIndexFromPath(indexDir, job.get("split").asText(), config));
+    }
+
+    private static ObjectNode merge(JsonNode job) throws Exception {
+        List<String> inputs = new ArrayList<>();
+        for (JsonNode f : job.get("splits")) {
+            inputs.add(f.asText());
+        }
+        QuickwitSplit.MergeConfig config = QuickwitSplit.MergeConfig.builder()
+                .indexUid("peer-index").sourceId("peer-source").nodeId("peer-node")
+                .tempDirectoryPath(job.get("temp_dir").asText()).build();
+        return metadata(QuickwitSplit.mergeSplits(inputs, job.get("split").asText(), config));
+    }
+
+    private static ObjectNode metadata(QuickwitSplit.SplitMetadata m) {
         ObjectNode result = JSON.createObjectNode();
         result.put("split_id", m.getSplitId());
         result.put("num_docs", m.getNumDocs());

@@ -219,7 +219,7 @@ class Tantivy4JavaPeer:
         self, split: Path, fields: Iterable[Mapping[str, Any]], docs: Iterable[Mapping[str, Any]]
     ) -> dict[str, Any]:
         """Indexes ``docs`` (tantivy JSON documents; dates RFC 3339, bytes base64) with tantivy4java under the
-        schema ``fields`` ({name, type: text|string|i64|f64|bool|date|bytes, stored, indexed, fast,
+        schema ``fields`` ({name, type: text|string|i64|f64|bool|date|bytes|json, stored, indexed, fast,
         tokenizer}) and converts the index into the split ``split``; its metadata (footer offsets, num_docs,
         doc_mapping_json, ...)."""
         index_dir = Path(tempfile.mkdtemp(prefix="index-", dir=self.work))
@@ -235,6 +235,17 @@ class Tantivy4JavaPeer:
             )
         finally:
             shutil.rmtree(index_dir, ignore_errors=True)
+
+    def merge(self, splits: Sequence[Path | str], split: Path) -> dict[str, Any]:
+        """Merges the split files ``splits`` into ``split`` with tantivy4java (``QuickwitSplit.mergeSplits``, what
+        IndexTables4Spark's MERGE SPLITS runs); the merged split's metadata, as ``write`` gives it."""
+        temp = Path(tempfile.mkdtemp(prefix="merge-", dir=self.work))
+        try:
+            return self._job(
+                {"op": "merge", "splits": [str(s) for s in splits], "split": str(split), "temp_dir": str(temp)}
+            )
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
 
     # --- the transport
 
