@@ -11,6 +11,8 @@
 //    "fields": [...] (optional projection), "storage": {...} (optional, S3)}
 //     -> {"count": hits, "docs": [{field: [value, ...]}, ...]}
 //   {"op": "count", ... as search} -> {"count": hits}
+//   {"op": "aggregate", ... as search, "aggregations": [{"name", "kind": "stats"|"terms", "field", "size"}]}
+//     -> {"aggregations": {name: {"count", "sum", "min", "max"} or {"buckets": [[key text, doc count], ...]}}}
 //   {"op": "write", "index_dir": dir, "split": path, "fields": [{"name", "type", "stored", "indexed",
 //    "fast", "tokenizer"}; type text|string|i64|f64|bool|date|bytes|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
 //     -> the split's metadata: footer offsets, num_docs, doc_mapping_json, ...
@@ -24,12 +26,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.indextables.tantivy4java.aggregation.AggregationResult;
+import io.indextables.tantivy4java.aggregation.StatsAggregation;
+import io.indextables.tantivy4java.aggregation.StatsResult;
+import io.indextables.tantivy4java.aggregation.TermsAggregation;
+import io.indextables.tantivy4java.aggregation.TermsResult;
 import io.indextables.tantivy4java.core.Document;
 import io.indextables.tantivy4java.core.Index;
 import io.indextables.tantivy4java.core.IndexWriter;
 import io.indextables.tantivy4java.core.Schema;
 import io.indextables.tantivy4java.core.SchemaBuilder;
 import io.indextables.tantivy4java.result.SearchResult;
+import io.indextables.tantivy4java.split.SplitAggregation;
 import io.indextables.tantivy4java.split.SplitCacheManager;
 import io.indextables.tantivy4java.split.SplitQuery;
 import io.indextables.tantivy4java.split.SplitSearcher;
@@ -87,6 +95,8 @@ public final class Peer {
                 return search(job, true);
             case "count":
                 return search(job, false);
+            case "aggregate":
+                return aggregate(job);
             case "write":
                 return write(job);
             case "merge":
@@ -122,7 +132,7 @@ public final class Peer {
         });
     }
 
-    private static ObjectNode search(JsonNode job, boolean withDocs) throws Exception {
+    private static SplitSearcher open(JsonNode job) {
         String split = job.get("split").asText();
         QuickwitSplit.SplitMetadata metadata = new QuickwitSplit.SplitMetadata(
                 job.path("split_id").asText(""), "peer-index", 0L, "peer-source", "peer-node",
@@ -130,13 +140,21 @@ public final class Peer {
                 job.get("footer_start").asLong(), job.get("footer_end").asLong(), 0L, 0,
                 "peer-doc-mapping", job.path("doc_mapping").isNull() ? null : job.path("doc_mapping").asText(null),
                 null);
-        try (SplitSearcher searcher = manager(job.get("storage")).createSplitSearcher(split, metadata)) {
-            List<String> defaults = new ArrayList<>();
-            for (JsonNode f : job.path("default_fields")) {
-                defaults.add(f.asText());
-            }
-            String text = job.get("query").asText();
-            SplitQuery query = defaults.isEmpty() ? searcher.parseQuery(text) : searcher.parseQuery(text, defaults);
+        return manager(job.get("storage")).createSplitSearcher(split, metadata);
+    }
+
+    private static SplitQuery query(SplitSearcher searcher, JsonNode job) {
+        List<String> defaults = new ArrayList<>();
+        for (JsonNode f : job.path("default_fields")) {
+            defaults.add(f.asText());
+        }
+        String text = job.get("query").asText();
+        return defaults.isEmpty() ? searcher.parseQuery(text) : searcher.parseQuery(text, defaults);
+    }
+
+    private static ObjectNode search(JsonNode job, boolean withDocs) throws Exception {
+        try (SplitSearcher searcher = open(job)) {
+            SplitQuery query = query(searcher, job);
             int limit = job.path("limit").asInt(Math.max(job.path("num_docs").asInt(0), 10_000));
             ObjectNode result = JSON.createObjectNode();
             try (SearchResult found = searcher.search(query, limit)) {
@@ -163,6 +181,49 @@ public final class Peer {
                                 }
                             }
                         }
+                    }
+                }
+            }
+            return result;
+        }
+    }
+
+    private static ObjectNode aggregate(JsonNode job) throws Exception {
+        Map<String, SplitAggregation> wanted = new java.util.LinkedHashMap<>();
+        for (JsonNode a : job.get("aggregations")) {
+            String name = a.get("name").asText();
+            String field = a.get("field").asText();
+            String kind = a.get("kind").asText();
+            if (kind.equals("stats")) {
+                wanted.put(name, new StatsAggregation(name, field));
+            } else if (kind.equals("terms")) {
+                int size = a.path("size").asInt(100);
+                wanted.put(name, new TermsAggregation(name, field, size, Math.max(size, 100)));
+            } else {
+                throw new IllegalArgumentException("unknown aggregation kind '" + kind + "'");
+            }
+        }
+        try (SplitSearcher searcher = open(job)) {
+            SplitQuery query = query(searcher, job);
+            ObjectNode result = JSON.createObjectNode();
+            ObjectNode out = result.putObject("aggregations");
+            try (SearchResult found = searcher.aggregate(query, wanted)) {
+                for (String name : wanted.keySet()) {
+                    AggregationResult r = found.getAggregation(name);
+                    ObjectNode one = out.putObject(name);
+                    if (r instanceof StatsResult) {
+                        StatsResult st = (StatsResult) r;
+                        one.put("count", st.getCount());
+                        one.put("sum", st.getSum());
+                        one.put("min", st.getMin());
+                        one.put("max", st.getMax());
+                    } else if (r instanceof TermsResult) {
+                        ArrayNode buckets = one.putArray("buckets");
+                        for (TermsResult.TermsBucket b : ((TermsResult) r).getBuckets()) {
+                            buckets.addArray().add(b.getKeyAsString()).add(b.getDocCount());
+                        }
+                    } else {
+                        one.put("other", String.valueOf(r));
                     }
                 }
             }

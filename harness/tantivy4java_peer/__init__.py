@@ -215,6 +215,25 @@ class Tantivy4JavaPeer:
         job = self._split_job("count", split, footer_start, footer_end, doc_mapping, query, num_docs, storage)
         return int(self._job(job)["count"])
 
+    def aggregate(
+        self,
+        split: str,
+        footer_start: int,
+        footer_end: int,
+        doc_mapping: str | None,
+        query: str,
+        aggregations: Sequence[Mapping[str, Any]],
+        num_docs: int = 0,
+        storage: Mapping[str, Any] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """tantivy4java's aggregations over the hits of ``query`` (read from the split's fast fields): each of
+        ``aggregations`` ({name, kind: stats|terms, field, size}) -> {count, sum, min, max} or
+        {buckets: [[key text, doc count], ...]}."""
+        job = self._split_job("aggregate", split, footer_start, footer_end, doc_mapping, query, num_docs, storage)
+        job["aggregations"] = [dict(a) for a in aggregations]
+        answer: dict[str, dict[str, Any]] = self._job(job)["aggregations"]
+        return answer
+
     def write(
         self, split: Path, fields: Iterable[Mapping[str, Any]], docs: Iterable[Mapping[str, Any]]
     ) -> dict[str, Any]:
