@@ -310,7 +310,7 @@ def test_tantivy4java_reads_the_split_our_merge_writes(
 
 # Aggregations tantivy4java computes from the fast fields of our splits (the columnar files, which the
 # queries above do not read): per split, equal to the same figures computed from the rows we read.
-AGGREGATIONS = [
+AGGREGATIONS: list[dict[str, Any]] = [
     {"name": "i32", "kind": "stats", "field": "i32"},
     {"name": "i16", "kind": "stats", "field": "i16"},
     {"name": "f32", "kind": "stats", "field": "f32"},
