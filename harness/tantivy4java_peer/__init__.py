@@ -210,9 +210,11 @@ class Tantivy4JavaPeer:
         doc_mapping: str | None,
         query: str,
         num_docs: int = 0,
+        default_fields: Sequence[str] = (),
         storage: Mapping[str, Any] | None = None,
     ) -> int:
         job = self._split_job("count", split, footer_start, footer_end, doc_mapping, query, num_docs, storage)
+        job["default_fields"] = list(default_fields)
         return int(self._job(job)["count"])
 
     def aggregate(
