@@ -86,7 +86,7 @@ def rows(n: int, start: int = 0) -> list[dict[str, Any]]:
             "ts": datetime.datetime(2024, 1, 1, tzinfo=UTC) + datetime.timedelta(seconds=i * 61, microseconds=i),
             "bin": bytes([i % 256, 7, 0]) if i % 5 else None,
             "st": {"name": f"user{i % 9}", "n": i % 11} if i % 6 else None,
-            "ip": f"10.0.{i % 3}.{i % 250}",
+            "ip": f"2001:db8::{i:x}" if i % 10 == 9 else f"10.0.{i % 3}.{i % 250}",
         }
         for i in range(start, start + n)
     ]
@@ -138,9 +138,6 @@ def peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[t4j.Tantivy4JavaP
 # --- normalizing both sides' values
 
 
-_MAPPED_V4 = re.compile(r"::ffff:(\d+\.\d+\.\d+\.\d+)")
-
-
 def default_fields(doc_mapping: str | None) -> list[str]:
     """The fields a query term without a field searches (this project's rule: indexed text and JSON fields)."""
     fields = json.loads(doc_mapping or "[]")
@@ -159,8 +156,6 @@ def norm(value: Any, arrow_type: pa.DataType) -> Any:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     if pa.types.is_decimal(arrow_type) or pa.types.is_floating(arrow_type):
         return float(value)
-    if isinstance(value, str) and _MAPPED_V4.fullmatch(value):  # an IPv4 address as Tantivy stores it
-        return _MAPPED_V4.fullmatch(value).group(1)  # type: ignore[union-attr]
     if pa.types.is_struct(arrow_type):  # tantivy4java gives a JSON field's stored value as JSON text
         return {k: v for k, v in dict(json.loads(value) if isinstance(value, str) else value).items() if v is not None}
     return value
