@@ -14,7 +14,7 @@
 //   {"op": "aggregate", ... as search, "aggregations": [{"name", "kind": "stats"|"terms", "field", "size"}]}
 //     -> {"aggregations": {name: {"count", "sum", "min", "max"} or {"buckets": [[key text, doc count], ...]}}}
 //   {"op": "write", "index_dir": dir, "split": path, "fields": [{"name", "type", "stored", "indexed",
-//    "fast", "tokenizer"}; type text|string|i64|f64|bool|date|bytes|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
+//    "fast", "tokenizer"}; type text|string|i64|f64|bool|date|bytes|ip|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
 //     -> the split's metadata: footer offsets, num_docs, doc_mapping_json, ...
 //   {"op": "merge", "splits": [paths], "split": output path, "temp_dir": dir}
 //     -> the merged split's metadata (QuickwitSplit.mergeSplits, as IndexTables4Spark's MERGE SPLITS)
@@ -280,6 +280,9 @@ public final class Peer {
                         break;
                     case "bytes":
                         builder.addBytesField(name, stored, indexed, fast, "basic");
+                        break;
+                    case "ip":
+                        builder.addIpAddrField(name, stored, indexed, fast);
                         break;
                     case "json":
                         builder.addJsonField(name, stored, f.path("tokenizer").asText("default"), "position");

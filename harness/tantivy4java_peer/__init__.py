@@ -240,7 +240,7 @@ class Tantivy4JavaPeer:
         self, split: Path, fields: Iterable[Mapping[str, Any]], docs: Iterable[Mapping[str, Any]]
     ) -> dict[str, Any]:
         """Indexes ``docs`` (tantivy JSON documents; dates RFC 3339, bytes base64) with tantivy4java under the
-        schema ``fields`` ({name, type: text|string|i64|f64|bool|date|bytes|json, stored, indexed, fast,
+        schema ``fields`` ({name, type: text|string|i64|f64|bool|date|bytes|ip|json, stored, indexed, fast,
         tokenizer}) and converts the index into the split ``split``; its metadata (footer offsets, num_docs,
         doc_mapping_json, ...)."""
         index_dir = Path(tempfile.mkdtemp(prefix="index-", dir=self.work))

@@ -16,7 +16,6 @@ import datetime
 import decimal
 import json
 import re
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -669,6 +668,7 @@ T4J_FIELDS: list[dict[str, Any]] = [
     {"name": "d", "type": "date", "fast": True},
     {"name": "ts", "type": "date", "fast": True},
     {"name": "bin", "type": "bytes"},
+    {"name": "ip", "type": "ip", "fast": True},
 ]
 T4J_SCHEMA = pa.schema(
     [
@@ -681,6 +681,7 @@ T4J_SCHEMA = pa.schema(
         ("d", pa.date32()),
         ("ts", pa.timestamp("us", tz="UTC")),
         ("bin", pa.binary()),
+        ("ip", pa.string()),
     ]
 )
 T4J_QUERIES = queries_for(T4J_SCHEMA)
@@ -703,20 +704,21 @@ def tantivy_json(row: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def test_we_read_what_tantivy4java_writes(
-    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    path = tmp_path / "t"
-    executor_lib.create_table(str(path), T4J_SCHEMA)
-    (path / "splits").mkdir()
+def we_read_what_tantivy4java_writes(
+    peer: t4j.Tantivy4JavaPeer, table: str, work: Path, storage: dict[str, Any] | None = None
+) -> tuple[int, int, list[str]]:
+    """tantivy4java writes two splits; they are put into the table at ``table`` and committed with an AddAction
+    each (its metadata); this project reads every row, and both engines answer the query set the same.
+    (splits, queries compared, differences)"""
+    log = executor_lib.create_table(table, T4J_SCHEMA, **(storage or {}))
     batches = [rows(30), rows(25, start=30)]
     adds = []
     for batch in batches:
         name = f"splits/t4j-{uuid.uuid4().hex}.split"
-        made = tmp_path / Path(name).name
+        made = work / Path(name).name
         meta = peer.write(made, T4J_FIELDS, [tantivy_json(r) for r in batch])
         assert meta["num_docs"] == len(batch)
-        shutil.copy(made, path / name)
+        log.store.put_file(name, str(made))
         adds.append(
             AddAction(
                 path=name,
@@ -732,7 +734,7 @@ def test_we_read_what_tantivy4java_writes(
                 uncompressed_size_bytes=int(meta["uncompressed_size_bytes"]),
             )
         )
-    log = executor_lib.open_log(str(path))
+    log = executor_lib.open_log(table, **(storage or {}))
     log.commit(adds)
     snapshot = log.snapshot()
     # every row, as written
@@ -744,9 +746,26 @@ def test_we_read_what_tantivy4java_writes(
     }
     differences: list[str] = []
     compare("tantivy4java wrote, we read every row:", expected, everything, differences)
-    compared, more, _ = compare_query_set(peer, str(path), "tantivy4java wrote, both read:", T4J_SCHEMA, T4J_QUERIES)
-    differences += more
-    record_tantivy4java(request, splits=len(adds), queries=compared + 1, differences=differences)
+    label = "tantivy4java wrote, both read:"
+    compared, more, _ = compare_query_set(peer, table, label, T4J_SCHEMA, T4J_QUERIES, storage)
+    return len(adds), compared + 1, differences + more
+
+
+def test_we_read_what_tantivy4java_writes(
+    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    splits, compared, differences = we_read_what_tantivy4java_writes(peer, str(tmp_path / "t"), tmp_path)
+    record_tantivy4java(request, splits=splits, queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
+
+
+@pytest.mark.s3
+def test_we_read_what_tantivy4java_writes_on_s3(
+    peer: t4j.Tantivy4JavaPeer, moto_server: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    table = f"s3://{BUCKET}/tantivy4java-writes/{uuid.uuid4().hex}"
+    splits, compared, differences = we_read_what_tantivy4java_writes(peer, table, tmp_path, s3_options(moto_server))
+    record_tantivy4java(request, splits=splits, queries=compared, differences=differences)
     assert not differences, "\n".join(differences)
 
 
@@ -755,9 +774,7 @@ def test_the_doc_mapping_tantivy4java_writes_is_ours(peer: t4j.Tantivy4JavaPeer,
     meta = peer.write(tmp_path / "one.split", T4J_FIELDS, [tantivy_json(r) for r in rows(3)])
     mapping = executor_lib.DocMapping.from_json(str(meta["doc_mapping_json"]))
     assert [f.name for f in mapping.fields] == [f["name"] for f in T4J_FIELDS]
-    ours = json.loads(
-        executor_lib.mapping_for(T4J_SCHEMA, {"spark.indextables.indexing.typemap.txt": "text"}).to_json()
-    )
+    ours = json.loads(executor_lib.mapping_for(T4J_SCHEMA, OPTIONS).to_json())
     theirs = {f["name"]: f for f in json.loads(str(meta["doc_mapping_json"]))}
     for field in ours:
         assert theirs[field["name"]]["type"] == field["type"], field["name"]
