@@ -271,15 +271,27 @@ def write_version(path: Path, actions: list[executor_lib.Action]) -> None:
     (path / "_transaction_log" / version_file(version)).write_bytes(actions_to_ndjson(actions))
 
 
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitionBy day"])
 def test_tantivy4java_reads_what_we_write(
-    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
+    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest, partitioned: bool
 ) -> None:
     path = str(tmp_path / "t")
     batches = [rows(30), rows(25, start=30), rows(20, start=55)]
-    make_table(path, batches)
+    if partitioned:  # the splits of each day under its own directory; the day is in the log, not the split
+        log = executor_lib.create_table(path, pa.schema([*SCHEMA, ("day", pa.string())]), partition_columns=["day"])
+        mapping = executor_lib.mapping_for(SCHEMA, OPTIONS)
+        for batch in batches:
+            for day in ("2024-01-01", "2024-01-02"):
+                part = [r for r in batch if f"2024-01-0{1 + r['id'] % 2}" == day]
+                rows_ = pa.Table.from_pylist(part, schema=SCHEMA)
+                log.commit([executor_lib.write_and_upload(log.store, rows_, mapping, {"day": day})])
+    else:
+        make_table(path, batches)
     snapshot = executor_lib.open_log(path).snapshot()
-    assert len(snapshot.files) == 3
-    compared, differences, as_text = compare_query_set(peer, path, "we wrote, tantivy4java read:", SCHEMA, QUERIES)
+    assert len(snapshot.files) == (6 if partitioned else 3)
+    assert all(a.path.startswith("day=") == partitioned for a in snapshot.files)
+    label = f"we wrote ({'partitioned' if partitioned else 'plain'}), tantivy4java read:"
+    compared, differences, as_text = compare_query_set(peer, path, label, SCHEMA, QUERIES)
     record_tantivy4java(request, splits=len(snapshot.files), queries=compared, differences=differences)
     if as_text:
         record_tantivy4java(request, notes=[f"tantivy4java {t4j.VERSION} returns stored bytes as debug text"])
