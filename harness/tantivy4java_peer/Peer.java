@@ -14,7 +14,7 @@
 //   {"op": "aggregate", ... as search, "aggregations": [{"name", "kind": "stats"|"terms", "field", "size"}]}
 //     -> {"aggregations": {name: {"count", "sum", "min", "max"} or {"buckets": [[key text, doc count], ...]}}}
 //   {"op": "write", "index_dir": dir, "split": path, "fields": [{"name", "type", "stored", "indexed",
-//    "fast", "tokenizer"}; type text|string|i64|f64|bool|date|bytes|ip|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
+//    "fast", "tokenizer", "record", "max_token_length"}; type text|string|i64|f64|bool|date|bytes|ip|json], "docs": [tantivy JSON documents: {field: value or [values]}]}
 //     -> the split's metadata: footer offsets, num_docs, doc_mapping_json, ...
 //   {"op": "merge", "splits": [paths], "split": output path, "temp_dir": dir}
 //     -> the merged split's metadata (QuickwitSplit.mergeSplits, as IndexTables4Spark's MERGE SPLITS)
@@ -261,7 +261,13 @@ public final class Peer {
                 boolean fast = f.path("fast").asBoolean(false);
                 switch (type) {
                     case "text":
-                        builder.addTextField(name, stored, fast, f.path("tokenizer").asText("default"), "position");
+                        if (f.hasNonNull("max_token_length")) {
+                            builder.addTextField(name, stored, fast, f.path("tokenizer").asText("default"),
+                                    f.path("record").asText("position"), f.get("max_token_length").asInt());
+                        } else {
+                            builder.addTextField(name, stored, fast, f.path("tokenizer").asText("default"),
+                                    f.path("record").asText("position"));
+                        }
                         break;
                     case "string":
                         builder.addStringField(name, stored, indexed, fast);

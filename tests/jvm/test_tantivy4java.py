@@ -28,7 +28,7 @@ import pytest
 import executor_lib
 from executor_lib import AddAction
 from harness import tantivy4java_peer as t4j
-from indextables_contract.errors import ConfigError, InvalidActionError
+from indextables_contract.errors import ConfigError, IndexTablesError, InvalidActionError
 from tests.conftest import BUCKET, s3_options
 from tests.jvm.conftest import record_tantivy4java
 
@@ -298,6 +298,44 @@ def test_tantivy4java_reads_what_we_write(
     assert not differences, "\n".join(differences)
 
 
+# Per-column indexing options (doc_mapping.py): stemming, term records without positions, whitespace
+# tokenizing, store-only and index-only columns, fewer fast fields. (A shorter token length and a range on a
+# column that is not a fast field: see the xfails below.)
+INDEXING_OPTIONS = {
+    **OPTIONS,
+    "spark.indextables.indexing.tokenizer.txt": "en_stem",
+    "spark.indextables.indexing.indexrecordoption.txt": "freq",
+    "spark.indextables.indexing.typemap.s": "text",
+    "spark.indextables.indexing.tokenizer.s": "whitespace",
+    "spark.indextables.indexing.storeonly": "f64",
+    "spark.indextables.indexing.indexonly": "i16",
+    "spark.indextables.indexing.fastfields": "id,i32",
+}
+OPTION_QUERIES = [
+    "*",
+    "txt:timeouts",
+    "txt:calling AND s:alpha",
+    "s:beta",
+    "txt:reset AND NOT b:true",
+    "i16:-55",
+]
+
+
+def test_tantivy4java_reads_what_we_write_with_indexing_options(
+    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    path = str(tmp_path / "t")
+    log = executor_lib.create_table(path, SCHEMA)
+    mapping = executor_lib.mapping_for(SCHEMA, INDEXING_OPTIONS)
+    for batch in [rows(40), rows(35, start=40)]:
+        log.commit([executor_lib.write_and_upload(log.store, pa.Table.from_pylist(batch, schema=SCHEMA), mapping)])
+    stored = pa.schema([f for f in SCHEMA if f.name != "i16"])  # i16 is index-only: no stored value to compare
+    label = "we wrote (indexing options), tantivy4java read:"
+    compared, differences, _ = compare_query_set(peer, path, label, stored, OPTION_QUERIES)
+    record_tantivy4java(request, splits=2, queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
+
+
 @pytest.mark.s3
 def test_tantivy4java_reads_what_we_write_on_s3(
     peer: t4j.Tantivy4JavaPeer, moto_server: Any, request: pytest.FixtureRequest
@@ -506,7 +544,87 @@ def test_we_read_a_merge_committed_as_indextables4spark_does(
     assert not differences, "\n".join(differences)
 
 
-# --- findings: each a strict xfail naming what fails on this project's side (executor_lib is not changed here)
+# --- findings: each a strict xfail naming what fails and on which side (executor_lib is not changed here)
+
+
+def token_limit_split(peer: t4j.Tantivy4JavaPeer, path: Path) -> AddAction:
+    """A table whose one split tantivy4java wrote with a text field keeping tokens shorter than 9 bytes."""
+    schema = pa.schema([("id", pa.int64()), ("txt", pa.string())])
+    fields = [
+        {"name": "id", "type": "i64", "fast": True},
+        {"name": "txt", "type": "text", "tokenizer": "default", "max_token_length": 9},
+    ]
+    docs = [{"id": 1, "txt": "upstream timeouts calling"}, {"id": 2, "txt": "connection reset scheduled"}]
+    add = jvm_table(peer, path, schema, fields, docs)
+    assert {f["name"]: f.get("tokenizer") for f in json.loads(add.doc_mapping_json or "[]")}["txt"] == "default_limit_9"
+    return add
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=IndexTablesError,
+    reason="this project cannot read a split whose text field keeps shorter tokens than 255 bytes as tantivy4java "
+    "writes it: tantivy4java names the analyzer '<tokenizer>_limit_<N>' (native/src/schema/jni_builder.rs), this "
+    "project '<tokenizer>_max<N>' (executor_lib/splits/tokenizers.py), so it has none for 'default_limit_9': "
+    "\"[INDEXTABLES_CORRUPT_SPLIT] ...: the split cannot be read (ValueError: Schema error: 'Error getting "
+    "tokenizer for field: txt')\"",
+)
+def test_we_read_a_token_limited_text_field_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    add = token_limit_split(peer, path)
+    log = executor_lib.open_log(str(path))
+    log.commit([add])
+    got = executor_lib.search_table(log.store, log.snapshot(), "txt:reset", executor_lib.default_cache())
+    assert got.column("id").to_pylist() == [2]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="tantivy4java 0.31.0's side: its SplitSearcher finds no term of a text field whose analyzer keeps "
+    "shorter tokens than 255 bytes, in the split it wrote itself ('default_limit_9') as in ours ('default_max9'): "
+    "'txt:reset' counts 0 in both, no error",
+)
+def test_tantivy4java_searches_a_token_limited_text_field(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    add = token_limit_split(peer, tmp_path / "jvm")
+    assert add.footer_start_offset is not None and add.footer_end_offset is not None
+    split = str(tmp_path / "jvm" / add.path)
+    theirs = peer.count(split, add.footer_start_offset, add.footer_end_offset, add.doc_mapping_json, "txt:reset")
+    path = str(tmp_path / "ours")
+    schema = pa.schema([("id", pa.int64()), ("txt", pa.string())])
+    log = executor_lib.create_table(path, schema)
+    options = {**OPTIONS, "spark.indextables.indexing.tokenLength.txt": "9"}
+    rows_ = pa.table({"id": [1, 2], "txt": ["upstream timeouts calling", "connection reset scheduled"]}, schema=schema)
+    log.commit([executor_lib.write_and_upload(log.store, rows_, executor_lib.mapping_for(schema, options))])
+    snapshot = log.snapshot()
+    (ours_add,) = snapshot.files
+    assert ours_add.footer_start_offset is not None and ours_add.footer_end_offset is not None
+    assert executor_lib.search_table(log.store, snapshot, "txt:reset", executor_lib.default_cache()).num_rows == 1
+    on_ours = peer.count(
+        f"{path}/{ours_add.path}",
+        ours_add.footer_start_offset,
+        ours_add.footer_end_offset,
+        snapshot.doc_mapping(ours_add),
+        "txt:reset",
+    )
+    assert (theirs, on_ours) == (1, 1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="tantivy4java's (Quickwit's) side, a limitation: a range query needs a fast field, so on a split of ours "
+    "whose numeric column is indexed but not fast (spark.indextables.indexing.fastfields narrowed) it fails: "
+    '"Quickwit leaf search failed: internal error: `An invalid argument was passed: \'Field "i16" is not '
+    "configured as fast field'`\"; this project answers it from the index",
+)
+def test_tantivy4java_range_on_a_column_that_is_not_fast(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    log = executor_lib.create_table(path, SCHEMA)
+    mapping = executor_lib.mapping_for(SCHEMA, {**OPTIONS, "spark.indextables.indexing.fastfields": "id"})
+    log.commit([executor_lib.write_and_upload(log.store, pa.Table.from_pylist(rows(40), schema=SCHEMA), mapping)])
+    _, differences, _ = compare_query_set(peer, path, "range, not fast:", SCHEMA, ["i16:[-90 TO -70]"])
+    assert not differences, differences
 
 
 @pytest.mark.xfail(
