@@ -790,7 +790,7 @@ def test_tantivy4java_reads_a_big_split_we_write(
 # the AddAction carries the doc mapping JSON tantivy4java made.
 T4J_FIELDS: list[dict[str, Any]] = [
     {"name": "id", "type": "i64", "fast": True},
-    {"name": "s", "type": "text", "tokenizer": "raw", "fast": True},
+    {"name": "s", "type": "string", "fast": True},  # addStringField: a raw text field
     {"name": "txt", "type": "text", "tokenizer": "default"},
     {"name": "i32", "type": "i64", "fast": True},
     {"name": "f64", "type": "f64", "fast": True},
