@@ -31,6 +31,12 @@ installed() {
     for v in "${VERSIONS[@]}"; do [ -s "$(jar_path "$v")" ] || return 1; done
 }
 
+# tantivy4java (the engine alone, for the tantivy4java peer) is served by Maven Central even when the
+# IndexTables4Spark jars are not: fetched first, on its own; its exit 3 (not served) does not stop this install.
+t4j_rc=0
+bash "$(dirname "$0")/tantivy4java.sh" || t4j_rc=$?
+[ "$t4j_rc" = 0 ] || [ "$t4j_rc" = 3 ] || exit "$t4j_rc"
+
 if installed; then
     exit 0
 fi
