@@ -7,6 +7,10 @@
 * hole 3: a flipped bit in a manifest's column sidecar changed the snapshot silently (partition values,
   stats, ``num_records``), raised bare errors, or crashed the process (SIGSEGV); the node's manifest disk
   cache, read the same way, likewise;
+* holes 5, 6: an Azure endpoint's userinfo was echoed, and a token with a trailing newline reached the
+  typed error's ``__cause__``;
+* hole 7: a split named like a writer's temporary file was accepted at commit, then purged;
+* hole 8: query text nested deeply was a bare ``RecursionError``; hole 9: parsing was quadratic;
 * hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
   ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import string
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -318,3 +323,79 @@ def test_hole3_a_damaged_manifest_disk_cache_entry_is_a_miss(tmp_path: Path) -> 
         if found is not None and not found.table.equals(chunk.table):
             wrong += 1
     assert wrong == 0, f"{wrong} of {len(good)} flips of a manifest cache file were read as other entries"
+
+
+_SECRET_CHARS = string.ascii_letters + string.digits + "/+=@:%-_.!*~$&?#" + "\n\r\t"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    todo: list[BaseException | None] = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is o for o in out):
+            continue
+        out.append(e)
+        todo += [e.__cause__, e.__context__, *[a for a in e.args if isinstance(a, BaseException)]]
+    return out
+
+
+def _leaks(error: BaseException, secret: str) -> list[str]:
+    core = secret.strip()
+    texts = [f"{type(e).__name__}: {e!s} {e!r} {vars(e) if hasattr(e, '__dict__') else ''}" for e in _chain(error)]
+    return [t for t in texts if len(core) >= 4 and core in t]
+
+
+_OPTIONS = {
+    "s3": ("s3://bucket/t", ["spark.indextables.aws.secretKey", "spark.indextables.aws.sessionToken"]),
+    "azure": (
+        "abfss://data@acct.dfs.core.windows.net/t",
+        ["spark.indextables.azure.accountKey", "spark.indextables.azure.bearerToken"],
+    ),
+}
+
+
+def test_hole5_6_no_random_secret_reaches_a_message_or_a_chained_cause() -> None:
+    rng = random.Random(50)
+    secrets = ["".join(rng.choice(_SECRET_CHARS) for _ in range(rng.randint(8, 40))) for _ in range(1000)]
+    secrets += [s + "\n" for s in secrets[:100]]  # read from a file
+    refused = 0
+    for i, secret in enumerate(secrets):
+        kind = "s3" if i % 2 else "azure"
+        uri, names = _OPTIONS[kind]
+        endpoint = "spark.indextables.s3.endpoint" if kind == "s3" else "spark.indextables.azure.endpoint"
+        cases = [{names[i % 2]: secret}, {endpoint: f"https://user:{secret.strip()}@127.0.0.1:9"}]
+        for options in cases:
+            try:
+                executor_lib.open_store(uri, **options)
+            except errors.IndexTablesError as e:
+                assert not _leaks(e, secret), (secret, _leaks(e, secret))
+                refused += isinstance(e, errors.ConfigError)
+    assert refused >= 1100  # every endpoint with userinfo, every secret with a control character
+
+
+def test_hole6_secrets_in_an_sdk_error_are_scrubbed_from_every_cause(moto_server: Any) -> None:
+    import requests
+
+    from executor_lib.storage import open_store
+
+    rng = random.Random(6)
+    for _ in range(30):
+        secret = "".join(rng.choice(_SECRET_CHARS[:-3]) for _ in range(rng.randint(12, 40)))
+        store = open_store(
+            "s3://no-such-bucket-here/t",
+            endpoint_url=moto_server.endpoint_url,
+            access_key_id="testing",
+            secret_access_key=secret,
+            session_token=secret[::-1],
+            path_style=True,
+        )
+        try:
+            requests.utils.check_header_validity(("Authorization", f"Bearer {secret}\n"))  # what the SDKs raise
+        except requests.exceptions.InvalidHeader as sdk_error:
+            with pytest.raises(errors.StorageError) as raised:
+                raise store._fail("k", "read", sdk_error) from store._cause(sdk_error)  # type: ignore[attr-defined]
+        assert not _leaks(raised.value, secret)
+        with pytest.raises(errors.StorageError) as raised:  # a real failing request through the backend
+            store.read("k")
+        assert not _leaks(raised.value, secret) and not _leaks(raised.value, secret[::-1])
