@@ -7,6 +7,8 @@
 * hole 3: a flipped bit in a manifest's column sidecar changed the snapshot silently (partition values,
   stats, ``num_records``), raised bare errors, or crashed the process (SIGSEGV); the node's manifest disk
   cache, read the same way, likewise;
+* hole 4: a companion source rewritten with the same row count answered from the old index (rows whose
+  level is INFO for ``level = 'ERROR'``), and BUILD again reported ``no_action``;
 * holes 5, 6: an Azure endpoint's userinfo was echoed, and a token with a trailing newline reached the
   typed error's ``__cause__``;
 * hole 7: a split named like a writer's temporary file was accepted at commit, then purged;
@@ -399,3 +401,46 @@ def test_hole6_secrets_in_an_sdk_error_are_scrubbed_from_every_cause(moto_server
         with pytest.raises(errors.StorageError) as raised:  # a real failing request through the backend
             store.read("k")
         assert not _leaks(raised.value, secret) and not _leaks(raised.value, secret[::-1])
+
+
+def test_hole4_a_rewritten_companion_source_is_refused_and_resynced(classic_spark: Any, tmp_path: Path) -> None:
+    import os
+    import time
+
+    import pyarrow.parquet as pq
+
+    from connect_plugin import IndexTable
+
+    spark = classic_spark
+    src, index = tmp_path / "src", str(tmp_path / "index")
+    src.mkdir()
+    levels = ["ERROR" if i % 5 == 0 else "INFO" for i in range(100)]
+    for f in range(2):
+        pq.write_table(pa.table({"id": list(range(f * 100, f * 100 + 100)), "level": levels}), src / f"p{f}.parquet")
+    built = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    assert (built["status"], built["parquet_files_indexed"]) == ("success", 2)
+    errors_where = "level = 'ERROR'"
+    assert spark.read.format("indextables").load(index).where(errors_where).count() == 40
+    # rewritten with the same row count (and size): what the row-count check let through
+    time.sleep(0.01)
+    pq.write_table(pa.table({"id": list(range(100)), "level": list(reversed(levels))}), src / "p0.parquet")
+    os.utime(src / "p0.parquet", ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    with pytest.raises(Exception, match=r"p0\.parquet was rewritten after the companion was built"):
+        spark.read.format("indextables").load(index).where(errors_where).collect()
+    again = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    # the split holding the rewritten file is replaced (its two files indexed again); was no_action
+    assert (again["status"], again["parquet_files_indexed"]) == ("success", 2)
+    rows = spark.read.format("indextables").load(index).where(errors_where).collect()
+    assert len(rows) == 40 and {r["level"] for r in rows} == {"ERROR"}
+    settled = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    assert settled["status"] == "no_action"  # nothing changed since
+
+
+def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t", rows=3)
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    start, _ = _member(split, "indextables.docmapping.json")
+    _flip(split, start + 1, 3)  # '"' becomes '*': not JSON
+    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: the split's doc mapping does not parse"):
+        search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))

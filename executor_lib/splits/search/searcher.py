@@ -63,7 +63,7 @@ from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, 
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
-from indextables_contract.errors import CorruptSplitError, QueryError
+from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
 
 _RANGE_TYPES = {
     "i64": tantivy.FieldType.Integer,
@@ -230,7 +230,10 @@ class SplitSearcher:
         )
         if (members is None and rows_member is None) or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
-        self.mapping = DocMapping.from_json(mapping_json.decode())
+        try:
+            self.mapping = DocMapping.from_json(mapping_json.decode())
+        except (ConfigError, ValueError) as e:  # the split's own member: damage, not the user's configuration
+            raise CorruptSplitError(f"{split}: the split's doc mapping does not parse ({e})") from e
         self._segment_starts: np.ndarray | None = None  # rows in the doc stores: each segment's first row
         try:
             copy: RowCopy
