@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import cramjam
 import pyarrow as pa
 import pytest
 
@@ -67,6 +68,12 @@ def test_hole1_zstd_doc_store_blocks_carry_a_checksum(tmp_path: Path) -> None:
     for i in range(len(store.start)):
         frame = bytes(store.blocks[int(store.start[i]) + 4 : int(store.end[i])])
         assert frame[4] & 0x04, "the zstd frame's content checksum flag is set"
+        # the Rust zstd crate (cramjam's, the one Tantivy's zstd-compression uses) reads it and checks it
+        assert bytes(cramjam.zstd.decompress(frame)) == store.block(i, "s")
+        damaged = bytearray(frame)
+        damaged[-1] ^= 0x01  # the checksum's last byte
+        with pytest.raises(cramjam.DecompressionError, match="checksum"):
+            cramjam.zstd.decompress(bytes(damaged))
 
 
 def test_hole1_every_bit_flip_of_a_doc_store_fails_loudly(tmp_path: Path) -> None:
