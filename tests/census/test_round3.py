@@ -451,3 +451,26 @@ def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path
     _flip(split, start + 1, 3)  # '"' becomes '*': not JSON
     with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: the split's doc mapping does not parse"):
         search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
+
+
+def test_hole2_a_damaged_cached_split_is_never_merged(moto_server: Any, tmp_path: Path) -> None:
+    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.search.table_search import load_split
+
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    for part in range(2):
+        data = pa.table({"id": [part * 10 + i for i in range(10)], "msg": [f"row {i}" for i in range(10)]})
+        log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    snapshot = log.snapshot()
+    cache = SplitCache(tmp_path / "cache", by_piece=False)
+    expected = search_table(log.store, snapshot, "*", cache).sort_by("id")
+    for add in snapshot.files:  # every cached copy damaged inside its doc store (same size)
+        start, end = _member(_entry(cache, log, add.path) / "data.split", ".store")
+        _flip(_entry(cache, log, add.path) / "data.split", (start + end) // 2)
+    schema = snapshot.arrow_schema()
+    mappings = {a.path: snapshot.doc_mapping(a) for a in snapshot.files}
+    merged = merge_splits(log.store, list(snapshot.files), schema, mappings, cache)  # the copies fetched again
+    fresh = SplitCache(tmp_path / "fresh", by_piece=False)
+    searcher = load_split(fresh, log.store, merged.path, schema, snapshot.doc_mapping(snapshot.files[0]), merged.size)
+    assert searcher.search("*", ["id", "msg"]).sort_by("id").equals(expected)

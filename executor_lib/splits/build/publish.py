@@ -128,7 +128,7 @@ def _split_file(store: ObjectStore, add: AddAction, cache: SplitCache) -> Path:
     in_place = store.local_path(add.path)
     if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
         return Path(in_place)
-    return Path(cache.get(store, add.path, add.size).split)
+    return Path(cache.get(store, add.path, add.size, verify=True).split)  # a damaged copy is never merged
 
 
 def merge_splits_sorted(
@@ -184,7 +184,10 @@ def _merge_inputs(
         if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
             split, cached = in_place, False
         else:
-            split, cached = cache.get(store, add.path, add.size).split, True
+            split, cached = (
+                cache.get(store, add.path, add.size, verify=True).split,
+                True,
+            )  # checked: never merged damaged
         try:
             source = MergeSource.from_bundle(split)
         except CorruptSplitError as e:
