@@ -474,3 +474,21 @@ def test_hole2_a_damaged_cached_split_is_never_merged(moto_server: Any, tmp_path
     fresh = SplitCache(tmp_path / "fresh", by_piece=False)
     searcher = load_split(fresh, log.store, merged.path, schema, snapshot.doc_mapping(snapshot.files[0]), merged.size)
     assert searcher.search("*", ["id", "msg"]).sort_by("id").equals(expected)
+
+
+@pytest.mark.parametrize("suffix", [".idx", ".pos", ".term", ".fieldnorm", ".fast"])
+def test_hole1_a_flip_in_any_index_file_of_a_split_fails_loudly(tmp_path: Path, suffix: str) -> None:
+    log = _table(tmp_path / "t")
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    start, end = _member(split, suffix)
+    rng = random.Random(suffix)
+    good = split.read_bytes()
+    for _ in range(5):  # bytes of the body (before the footer): Tantivy read them unchecked
+        _flip(split, rng.randrange(start, start + max(1, (end - start) // 2)), rng.randrange(8))
+        with pytest.raises(
+            errors.CorruptSplitError,
+            match=rf"{add.path}: (member [0-9a-f]{{32}}\{suffix} does not match|the split.s index does not open)",
+        ):
+            search_table(log.store, log.snapshot(), "msg:row", SplitCache(tmp_path / f"cache-{rng.random()}"))
+        split.write_bytes(good)

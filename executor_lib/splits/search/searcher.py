@@ -39,6 +39,7 @@ from executor_lib.format.quickwit.bundle import (
     ROWS_IN_STORE_MEMBER,
     STORE_SUFFIX,
     BundleFooter,
+    check_member_crcs,
     extract_bundle,
     read_footer,
     read_member,
@@ -210,6 +211,7 @@ class SplitSearcher:
                 self.bundle = split  # the local split read: this one, or its transcoded version
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
+                    check_member_crcs(split, footer, str(split))  # once per extraction: Tantivy reads unchecked
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
                     extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
                     tmp.rename(index_dir)
