@@ -492,3 +492,22 @@ def test_hole1_a_flip_in_any_index_file_of_a_split_fails_loudly(tmp_path: Path, 
         ):
             search_table(log.store, log.snapshot(), "msg:row", SplitCache(tmp_path / f"cache-{rng.random()}"))
         split.write_bytes(good)
+
+
+def test_hole1_a_flipped_fast_field_file_fetched_by_the_piece_fails_loudly(moto_server: Any, tmp_path: Path) -> None:
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    data = pa.table({"id": list(range(ROWS)), "msg": [f"row {i}" for i in range(ROWS)]})
+    log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    (add,) = log.snapshot().files
+    good = log.store.read(add.path)
+    local = tmp_path / "split"
+    local.write_bytes(good)
+    start, end = _member(local, ".fast")
+    damaged = bytearray(good)
+    damaged[(start + end) // 3] ^= 0x08
+    log.store.put(add.path, bytes(damaged))
+    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: member [0-9a-f]{{32}}\.fast does not match"):
+        search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache"))
+    log.store.put(add.path, good)
+    assert search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache")).num_rows == 1

@@ -243,6 +243,23 @@ def check_member_crcs(path: Path, footer: BundleFooter, source: str) -> None:
         raise CorruptSplitError(f"{source}: member {damaged} does not match its Tantivy footer's CRC32 (damaged)")
 
 
+def is_segment_file(name: str) -> bool:
+    """Whether a member is a segment file ending in a Tantivy footer with the CRC32 of its body."""
+    return _SEGMENT_FILE.match(name) is not None
+
+
+def check_tantivy_crc(data: bytes | memoryview, source: str) -> None:
+    """Check a whole Tantivy segment file's body against its footer's CRC32.
+
+    Raises:
+        CorruptSplitError: the footer does not parse or the CRC differs (names ``source``).
+    """
+    tail = bytes(data[-min(len(data), STORE_TAIL_BYTES) :])
+    file = split_footer(tail, source)
+    if zlib.crc32(data[: len(data) - (len(tail) - len(file.body))]) != file.crc:
+        raise CorruptSplitError(f"{source} does not match its Tantivy footer's CRC32 (damaged)")
+
+
 def read_hotcache(path: Path) -> HotCache:
     """The parsed hotcache of a local split.
 
