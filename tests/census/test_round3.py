@@ -511,3 +511,17 @@ def test_hole1_a_flipped_fast_field_file_fetched_by_the_piece_fails_loudly(moto_
         search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache"))
     log.store.put(add.path, good)
     assert search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache")).num_rows == 1
+
+
+def test_hole1_a_split_damaged_at_its_source_is_never_merged(tmp_path: Path) -> None:
+    from executor_lib.splits.build.publish import merge_splits
+
+    log = _table(tmp_path / "t", rows=5)
+    log.commit([write_and_upload(log.store, pa.table({"id": [99], "msg": ["x"]}), mapping_for(SCHEMA, {}))])
+    snapshot = log.snapshot()
+    victim = sorted(snapshot.files, key=lambda a: a.path)[0]
+    start, _ = _member(tmp_path / "t" / victim.path, ".pos")
+    _flip(tmp_path / "t" / victim.path, start + 2)
+    mappings = {a.path: snapshot.doc_mapping(a) for a in snapshot.files}
+    with pytest.raises(errors.CorruptSplitError, match=rf"{victim.path}: member [0-9a-f]{{32}}\.pos does not match"):
+        merge_splits(log.store, list(snapshot.files), snapshot.arrow_schema(), mappings, SplitCache(tmp_path / "c"))
