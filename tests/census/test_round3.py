@@ -525,3 +525,23 @@ def test_hole1_a_split_damaged_at_its_source_is_never_merged(tmp_path: Path) -> 
     mappings = {a.path: snapshot.doc_mapping(a) for a in snapshot.files}
     with pytest.raises(errors.CorruptSplitError, match=rf"{victim.path}: member [0-9a-f]{{32}}\.pos does not match"):
         merge_splits(log.store, list(snapshot.files), snapshot.arrow_schema(), mappings, SplitCache(tmp_path / "c"))
+
+
+def test_hole5_6_random_azure_secrets_stay_out_of_real_sdk_failures() -> None:
+    """Azure's SDK failing for real (a key it cannot sign with, an endpoint that refuses connections):
+    no secret in the typed error or any exception chained to it."""
+    from executor_lib.storage import open_store
+
+    rng = random.Random(56)
+    endpoint = "https://127.0.0.1:9/devstoreaccount1"  # nothing listens: the request fails at once
+    for _ in range(20):
+        secret = "".join(rng.choice(_SECRET_CHARS[:-3]) for _ in range(rng.randint(12, 40)))
+        for options in (
+            {"azure_account_key": secret, "azure_endpoint": endpoint},
+            {"azure_bearer_token": secret, "azure_endpoint": endpoint},
+            {"azure_connection_string": f"AccountName=a;AccountKey={secret};BlobEndpoint={endpoint}"},
+        ):
+            store = open_store("abfss://data@devstoreaccount1.dfs.core.windows.net/t", max_attempts=1, **options)
+            with pytest.raises(errors.StorageError) as raised:
+                store.read("k")
+            assert not _leaks(raised.value, secret), (options.keys(), _leaks(raised.value, secret))
