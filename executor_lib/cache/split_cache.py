@@ -494,13 +494,27 @@ def _read_checksums(entry: Path) -> dict[str, list[int]] | None:
     return record if ok else None
 
 
+_VERIFIED: dict[Path, tuple[tuple[int, int, int], ...]] = {}  # entry -> its files' (inode, mtime, size) when verified
+_VERIFIED_LOCK = threading.Lock()
+
+
 def damaged_files(entry: Path) -> list[str]:
     """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
     a missing or unreadable record, or a missing ``data.split`` record, names ``CHECKSUMS`` itself).
-    Reads every recorded file: once per open of a searcher, never per query."""
+    Reads every recorded file once per process while their inode, modification time and size stay as
+    they were when it last did (a ``stat`` each after that): a file rewritten since is read again."""
     record = _read_checksums(entry)
     if record is None or DATA_FILE not in record:
         return [CHECKSUMS]
+    try:
+        stats = tuple(
+            (st.st_ino, st.st_mtime_ns, st.st_size) for st in (os.stat(entry / n) for n in [CHECKSUMS, *record])
+        )
+    except OSError:
+        stats = ()
+    with _VERIFIED_LOCK:
+        if stats and _VERIFIED.get(entry) == stats:
+            return []
     damaged = []
     for name, (size, crc) in record.items():
         try:
@@ -508,6 +522,13 @@ def damaged_files(entry: Path) -> list[str]:
                 damaged.append(name)
         except OSError:
             damaged.append(name)
+    with _VERIFIED_LOCK:
+        if damaged or not stats:
+            _VERIFIED.pop(entry, None)
+        else:
+            _VERIFIED[entry] = stats
+            while len(_VERIFIED) > 4096:
+                _VERIFIED.pop(next(iter(_VERIFIED)))
     return damaged
 
 

@@ -55,6 +55,8 @@ from executor_lib.format.quickwit.bundle import (
     ASIDE_SUFFIXES,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
+    check_tantivy_crc,
+    is_segment_file,
     local_files,
     member_name,
     stand_in,
@@ -226,6 +228,10 @@ class SplitPieces:
             else:  # a doc store's or composite file's footers, a columnar copy's IPC footer
                 wanted[name] = [(max(0, end - start - TAIL_BYTES), end - start)]
         pieces._fetch(wanted)
+        for name in footer.files:  # a whole segment file (.fast): its Tantivy CRC32 too
+            if member_kind(name) == "whole" and is_segment_file(name):
+                with open(directory / name, "rb") as f:
+                    check_tantivy_crc(f.read(), f"{store.uri_of(key)}: member {name}")
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
                 pieces._fetch({name: pieces._open_ranges(name)})

@@ -31,6 +31,7 @@ class SourceFile:
     path: str  # relative to the source root
     size: int
     partition_values: Mapping[str, str | None] = field(default_factory=dict)
+    modified_ms: int | None = None  # as the store lists it (a Parquet directory's files); None: not known
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def _list_parquet(source: str, storage_options: Mapping[str, Any], schema_source
                 f"{store.uri_of(relative)}: its partition directories {list(values)} differ from the other files' "
                 f"{partition_columns}"
             )
-        files.append(SourceFile(relative, int(info.size), values))
+        files.append(SourceFile(relative, int(info.size), values, int(info.modified_ms)))
     if not files:
         raise CompanionSourceError(f"{store.root_uri}: no Parquet files (*.parquet) under the source directory")
     try:

@@ -242,13 +242,38 @@ def plan_sync(
         wanted_all = [f for f in current.values() if not callable(keep) or keep(f.partition_values)]
         return SyncPlan(plan_groups(wanted_all, target_bytes), tuple(existing))
     tracked = {p for add in existing for p in (add.companion_source_files or ())}
-    gone = tracked - current.keys()
+    gone = (tracked - current.keys()) | changed_sources(existing, current)
     invalidated = tuple(a for a in existing if any(p in gone for p in (a.companion_source_files or ())))
     again = {p for a in invalidated for p in (a.companion_source_files or ()) if p in current}
     wanted = [f for p, f in current.items() if (p not in tracked and p not in skip) or p in again]
     if callable(keep):
         wanted = [f for f in wanted if keep(f.partition_values)]
     return SyncPlan(plan_groups(wanted, target_bytes), invalidated)
+
+
+SOURCE_IDENTITIES_TAG = "indextables.companion.sourceIdentities"  # add tag: {path: [size, modified ms]}
+
+
+def source_identities_tag(identities: Mapping[str, tuple[int, int]]) -> dict[str, str]:
+    """The add action's tag recording each source file's size and modification time as BUILD read it."""
+    return {SOURCE_IDENTITIES_TAG: json.dumps({p: list(i) for p, i in sorted(identities.items())})}
+
+
+def changed_sources(existing: Sequence[AddAction], current: Mapping[str, SourceFile]) -> set[str]:
+    """Source files indexed by ``existing`` splits that were rewritten since: the size or modification
+    time the listing gives differs from the one recorded at BUILD (``SOURCE_IDENTITIES_TAG``; splits
+    built before it was recorded are compared by nothing)."""
+    changed = set()
+    for add in existing:
+        try:
+            recorded = json.loads((add.tags or {}).get(SOURCE_IDENTITIES_TAG) or "{}")
+        except ValueError:
+            recorded = {}
+        for path, (size, modified) in recorded.items() if isinstance(recorded, dict) else ():
+            now = current.get(path)
+            if now is not None and (now.size != size or (now.modified_ms is not None and now.modified_ms != modified)):
+                changed.add(path)
+    return changed
 
 
 def plan_groups(files: Sequence[SourceFile], target_bytes: int) -> tuple[IndexingGroup, ...]:

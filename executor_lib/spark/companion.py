@@ -307,6 +307,7 @@ class CompanionWriter(DataSourceArrowWriter):
         return open_store(self.path, **O.storage_and_log_options(self.options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CompanionCommitMessage:
+        from executor_lib.companion.sync import source_identities_tag
         from executor_lib.splits.build.companion import SourceFiles, build_companion_split
         from executor_lib.splits.build.publish import upload_split
         from executor_lib.splits.doc_mapping import DocMapping
@@ -330,6 +331,7 @@ class CompanionWriter(DataSourceArrowWriter):
                     data_schema = pa.schema([schema.field(c) for c in settings["dataColumns"]])
                     sources = SourceFiles(settings["sourceRoot"], O.storage_and_log_options(self.options))
                     mapping = DocMapping.from_json(settings["docMapping"])
+                    identities: dict[str, tuple[int, int]] = {}
                     written, read = build_companion_split(
                         sources,
                         files,
@@ -340,6 +342,7 @@ class CompanionWriter(DataSourceArrowWriter):
                         strip=settings.get("strip") or {},
                         fast_field_mode=settings["fastFieldMode"],
                         indexing_modes=settings.get("indexingModes") or {},
+                        identities=identities,
                     )
                     store = store or self._store()
                     add = upload_split(store, written, json.loads(row["partitionValues"]))
@@ -348,6 +351,7 @@ class CompanionWriter(DataSourceArrowWriter):
                         dataclasses.replace(
                             add,
                             companion_source_files=tuple(files),
+                            tags={**(add.tags or {}), **source_identities_tag(identities)},
                             companion_delta_version=message.source_version,
                             companion_fast_field_mode=settings["fastFieldMode"],
                         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from executor_lib.storage.base import AZURE_SCHEMES, ObjectInfo, ObjectStore, canonical_uri, redact_uri
+from executor_lib.storage.base import _CONTROL, AZURE_SCHEMES, ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
 from indextables_contract.errors import ConfigError
 from indextables_contract.values import as_bool
@@ -66,6 +66,13 @@ _AZURE_OPTION_ALIASES = {
     # an azure-core TokenCredential object (e.g. azure.identity's): from Python only, no Spark key
     "azure_credential": "credential",
 }
+# Fields whose values are credentials (never echoed) and those that are endpoints (no userinfo).
+SECRET_FIELDS = frozenset(
+    {"access_key_id", "secret_access_key", "session_token", "account_key", "connection_string", "bearer_token"}
+    | {"client_secret"}
+)
+_ENDPOINT_FIELDS = frozenset({"endpoint_url", "endpoint"})
+_TEXT_FIELDS = SECRET_FIELDS | _ENDPOINT_FIELDS | {"account_name", "tenant_id", "client_id", "region"}
 # Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
 STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES))
 # Those a Spark option may carry: all but the credential object, which only Python code can pass.
@@ -107,11 +114,24 @@ def _fields(
         try:
             values[field] = _convert(field, value)
         except (TypeError, ValueError) as e:
-            raise ConfigError(f"storage option {name}={value!r}: {e}") from None
+            shown = "" if field in SECRET_FIELDS else f"={redact_uri(str(value))!r}"  # a credential is never echoed
+            raise ConfigError(f"storage option {name}{shown}: {e}") from None
     return values
 
 
 def _convert(field: str, value: Any) -> Any:
+    if field in _TEXT_FIELDS and isinstance(value, str):
+        if _CONTROL.search(value):
+            where = (
+                "ends with a line break (as read from a file?)"
+                if value.rstrip() != value
+                else "holds a control character"
+            )
+            raise ValueError(f"{where}: strip it")
+        if field in _ENDPOINT_FIELDS and redact_uri(value) != value:
+            raise ValueError(
+                "the endpoint carries credentials (user:password@): give them as the storage's credential options"
+            )
     if field == "path_style":
         parsed = as_bool(value)
         if parsed is None:

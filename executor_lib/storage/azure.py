@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from executor_lib.storage.base import AZURE_SCHEMES, ObjectInfo, ObjectStore
+from executor_lib.storage.base import AZURE_SCHEMES, ObjectInfo, ObjectStore, scrub_exception
 from indextables_contract.errors import (
     AmbiguousWriteError,
     ConfigError,
@@ -102,7 +102,22 @@ class AzureOptions:
         if not self.endpoint:
             return None
         parts = urlsplit(self.endpoint)
-        return f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+        host = parts.netloc.rpartition("@")[2]  # never its userinfo (u:PW@host)
+        return f"{parts.scheme}://{host}{parts.path}".rstrip("/")
+
+
+def azure_secrets(o: AzureOptions) -> list[str]:
+    """The credential values of Azure settings: keys, tokens, the client secret, an endpoint's SAS
+    and userinfo, a connection string and each of its parts."""
+    out = [v for v in (o.account_key, o.bearer_token, o.client_secret, o.connection_string) if v]
+    if o.endpoint:
+        parts = urlsplit(o.endpoint)
+        out += [v for v in (parts.query, parts.password, parts.username) if v]
+    for part in (o.connection_string or "").split(";"):
+        name, _, value = part.partition("=")
+        if value and name.strip() in ("AccountKey", "SharedAccessSignature"):
+            out.append(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -563,7 +578,9 @@ class AzureStore(ObjectStore):
         return StorageError(f"{uri}: {op} failed: {type(e).__name__}", uri)
 
     def _cause(self, e: Exception) -> Exception | None:
-        """``e`` as the cause of the contract's error, unless a SAS in the endpoint could be quoted by it."""
+        """``e`` (and its chain) with this store's credentials redacted (``scrub_exception``), as the cause
+        of the contract's error; None when a SAS in the endpoint could be quoted by it."""
+        scrub_exception(e, azure_secrets(self._options))
         return None if (self._options.endpoint and "?" in self._options.endpoint) else e
 
     def read(self, key: str) -> bytes:

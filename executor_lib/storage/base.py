@@ -26,11 +26,13 @@ exactly-once semantics make their objects self-identifying and read them back.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from indextables_contract.errors import InvalidPathError
 
@@ -99,6 +101,45 @@ def redact_uri(text: str) -> str:
             pos = rest_end
     out.append(text[pos:])
     return "".join(out)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """The one redaction of a message: ``redact_uri``, then every one of ``secrets`` (credential
+    option values: keys, tokens, a SAS, a connection string's parts), as given, stripped, and
+    percent-escaped, replaced by ``***``. Secrets shorter than 4 characters are left (they would
+    blank out ordinary words)."""
+    text = redact_uri(text)
+    for secret in secrets:
+        for form in {secret, secret.strip(), quote(secret.strip(), safe=""), quote(secret.strip())}:
+            if len(form) >= 4 and form in text:
+                text = text.replace(form, "***")
+    return text
+
+
+def scrub_exception(error: BaseException, secrets: Iterable[str] = ()) -> BaseException:
+    """``error`` and every exception chained to it (``__cause__``, ``__context__``, and exceptions held
+    in their ``args`` or attributes, as urllib3's ``reason``) redacted in place (``redact``): their
+    ``args`` and string attributes. A typed error raised ``from`` an SDK's error then carries no secret
+    in any cause a traceback or ``logger.exception`` prints. Returns ``error``."""
+    secrets = [s for s in secrets if s]
+    seen: set[int] = set()
+    todo: list[object] = [error]
+    while todo:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        with contextlib.suppress(Exception):
+            e.args = tuple(redact(a, secrets) if isinstance(a, str) else a for a in e.args)
+        todo += [a for a in e.args if isinstance(a, BaseException)]
+        for name, value in list(getattr(e, "__dict__", {}).items()):
+            if isinstance(value, str):
+                with contextlib.suppress(Exception):
+                    setattr(e, name, redact(value, secrets))
+            elif isinstance(value, BaseException):
+                todo.append(value)
+        todo += [e.__cause__, e.__context__]
+    return error
 
 
 def _userinfo_end(rest: str) -> int | None:

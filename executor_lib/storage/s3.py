@@ -22,7 +22,7 @@ import botocore.config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from executor_lib.storage.base import ObjectInfo, ObjectStore
+from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception
 from indextables_contract.errors import (
     AmbiguousWriteError,
     ConfigError,
@@ -188,6 +188,12 @@ class S3Store(ObjectStore):
     def _rel(self, full_key: str) -> str:
         return full_key[len(self._prefix) + 1 :] if self._prefix else full_key
 
+    def _cause(self, e: Exception) -> Exception:
+        """``e`` (and its chain) with this store's credentials redacted, to raise the contract's error from."""
+        o = self._options
+        scrub_exception(e, [v for v in (o.access_key_id, o.secret_access_key, o.session_token) if v])
+        return e
+
     def _fail(self, key: str, op: str, e: Exception) -> StorageError:
         uri = self.uri_of(key)
         if isinstance(e, ClientError):
@@ -210,7 +216,7 @@ class S3Store(ObjectStore):
             resp = self.client.get_object(Bucket=self._bucket, Key=self._key(key))
             return bytes(resp["Body"].read())
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(key, "read", e) from e
+            raise self._fail(key, "read", e) from self._cause(e)
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
         if start < 0 or length < 0:
@@ -225,15 +231,15 @@ class S3Store(ObjectStore):
         except ClientError as e:
             if _error_code(e) == "InvalidRange":
                 return b""
-            raise self._fail(key, "ranged read", e) from e
+            raise self._fail(key, "ranged read", e) from self._cause(e)
         except BotoCoreError as e:
-            raise self._fail(key, "ranged read", e) from e
+            raise self._fail(key, "ranged read", e) from self._cause(e)
 
     def put(self, key: str, data: bytes) -> None:
         try:
             self.client.put_object(Bucket=self._bucket, Key=self._key(key), Body=data)
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(key, "write", e) from e
+            raise self._fail(key, "write", e) from self._cause(e)
 
     def put_file(self, key: str, local_path: str) -> None:
         """Upload a file; above ``multipart_threshold`` bytes as a multipart upload (never used for
@@ -242,9 +248,11 @@ class S3Store(ObjectStore):
         try:
             self.client.upload_file(local_path, self._bucket, self._key(key), Config=config)
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(key, "upload", e) from e
+            raise self._fail(key, "upload", e) from self._cause(e)
         except boto3.exceptions.S3UploadFailedError as e:
-            raise StorageError(f"{self.uri_of(key)}: upload failed: {type(e).__name__}", self.uri_of(key)) from e
+            raise StorageError(
+                f"{self.uri_of(key)}: upload failed: {type(e).__name__}", self.uri_of(key)
+            ) from self._cause(e)
 
     def _transfer_config(self) -> Any:
         """Whole-file transfers in ``multipart_chunksize`` parts above ``multipart_threshold`` bytes."""
@@ -261,9 +269,11 @@ class S3Store(ObjectStore):
         try:
             self.client.download_file(self._bucket, self._key(key), local_path, Config=config)
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(key, "read", e) from e
+            raise self._fail(key, "read", e) from self._cause(e)
         except boto3.exceptions.Boto3Error as e:  # s3transfer's RetriesExceededError, S3TransferFailedError
-            raise StorageError(f"{self.uri_of(key)}: download failed: {type(e).__name__}", self.uri_of(key)) from e
+            raise StorageError(
+                f"{self.uri_of(key)}: download failed: {type(e).__name__}", self.uri_of(key)
+            ) from self._cause(e)
         return os.path.getsize(local_path)
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
@@ -278,12 +288,16 @@ class S3Store(ObjectStore):
         try:
             self.client.put_object(**kwargs)
         except ClientError as e:
-            raise self._fail(key, "conditional write", e) from e
+            raise self._fail(key, "conditional write", e) from self._cause(e)
         except BotoCoreError as e:
             uri = self.uri_of(key)
             if isinstance(e, (BotoConnectionError, HTTPClientError)):
-                raise AmbiguousWriteError(f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri) from e
-            raise StorageError(f"{uri}: conditional write failed: {type(e).__name__}", uri, retryable=False) from e
+                raise AmbiguousWriteError(
+                    f"{uri}: conditional write outcome unknown ({type(e).__name__})", uri
+                ) from self._cause(e)
+            raise StorageError(
+                f"{uri}: conditional write failed: {type(e).__name__}", uri, retryable=False
+            ) from self._cause(e)
 
     def list(self, prefix: str, start_after: str | None = None, recursive: bool = True) -> Iterator[ObjectInfo]:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": self._key(prefix)}
@@ -301,7 +315,7 @@ class S3Store(ObjectStore):
                 items.sort(key=lambda o: o.key)
                 yield from items
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(prefix, "listing", e) from e
+            raise self._fail(prefix, "listing", e) from self._cause(e)
 
     def delete(self, key: str) -> None:
         try:
@@ -309,11 +323,11 @@ class S3Store(ObjectStore):
         except (ClientError, BotoCoreError) as e:
             err = self._fail(key, "delete", e)
             if not isinstance(err, ObjectNotFoundError):
-                raise err from e
+                raise err from self._cause(e)
 
     def head(self, key: str) -> ObjectInfo:
         try:
             resp = self.client.head_object(Bucket=self._bucket, Key=self._key(key))
         except (ClientError, BotoCoreError) as e:
-            raise self._fail(key, "head", e) from e
+            raise self._fail(key, "head", e) from self._cause(e)
         return ObjectInfo(key, int(resp["ContentLength"]), int(resp["LastModified"].timestamp() * 1000))

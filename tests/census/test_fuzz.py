@@ -161,6 +161,8 @@ def test_fuzzed_query_text_compiles_or_fails_typed(tmp_path: Path) -> None:
         "tag: IN [a-1 b-2]",
         "*Broker*",
         "id:>1",
+        "(" * 150 + "msg:up" + ")" * 150,  # nested past the depth limit (issue 50 hole 8: a RecursionError)
+        "NOT " * 300 + "up",
     ]
     for column in (None, "msg"):
         for text in _mutants(rng, seeds):

@@ -7,6 +7,12 @@
 * hole 3: a flipped bit in a manifest's column sidecar changed the snapshot silently (partition values,
   stats, ``num_records``), raised bare errors, or crashed the process (SIGSEGV); the node's manifest disk
   cache, read the same way, likewise;
+* hole 4: a companion source rewritten with the same row count answered from the old index (rows whose
+  level is INFO for ``level = 'ERROR'``), and BUILD again reported ``no_action``;
+* holes 5, 6: an Azure endpoint's userinfo was echoed, and a token with a trailing newline reached the
+  typed error's ``__cause__``;
+* hole 7: a split named like a writer's temporary file was accepted at commit, then purged;
+* hole 8: query text nested deeply was a bare ``RecursionError``; hole 9: parsing was quadratic;
 * hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
   ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
 """
@@ -15,11 +21,13 @@ from __future__ import annotations
 
 import json
 import random
+import string
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import cramjam
 import pyarrow as pa
 import pytest
 
@@ -60,6 +68,12 @@ def test_hole1_zstd_doc_store_blocks_carry_a_checksum(tmp_path: Path) -> None:
     for i in range(len(store.start)):
         frame = bytes(store.blocks[int(store.start[i]) + 4 : int(store.end[i])])
         assert frame[4] & 0x04, "the zstd frame's content checksum flag is set"
+        # the Rust zstd crate (cramjam's, the one Tantivy's zstd-compression uses) reads it and checks it
+        assert bytes(cramjam.zstd.decompress(frame)) == store.block(i, "s")
+        damaged = bytearray(frame)
+        damaged[-1] ^= 0x01  # the checksum's last byte
+        with pytest.raises(cramjam.DecompressionError, match="checksum"):
+            cramjam.zstd.decompress(bytes(damaged))
 
 
 def test_hole1_every_bit_flip_of_a_doc_store_fails_loudly(tmp_path: Path) -> None:
@@ -318,3 +332,216 @@ def test_hole3_a_damaged_manifest_disk_cache_entry_is_a_miss(tmp_path: Path) -> 
         if found is not None and not found.table.equals(chunk.table):
             wrong += 1
     assert wrong == 0, f"{wrong} of {len(good)} flips of a manifest cache file were read as other entries"
+
+
+_SECRET_CHARS = string.ascii_letters + string.digits + "/+=@:%-_.!*~$&?#" + "\n\r\t"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    todo: list[BaseException | None] = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is o for o in out):
+            continue
+        out.append(e)
+        todo += [e.__cause__, e.__context__, *[a for a in e.args if isinstance(a, BaseException)]]
+    return out
+
+
+def _leaks(error: BaseException, secret: str) -> list[str]:
+    core = secret.strip()
+    texts = [f"{type(e).__name__}: {e!s} {e!r} {vars(e) if hasattr(e, '__dict__') else ''}" for e in _chain(error)]
+    return [t for t in texts if len(core) >= 4 and core in t]
+
+
+_OPTIONS = {
+    "s3": ("s3://bucket/t", ["spark.indextables.aws.secretKey", "spark.indextables.aws.sessionToken"]),
+    "azure": (
+        "abfss://data@acct.dfs.core.windows.net/t",
+        ["spark.indextables.azure.accountKey", "spark.indextables.azure.bearerToken"],
+    ),
+}
+
+
+def test_hole5_6_no_random_secret_reaches_a_message_or_a_chained_cause() -> None:
+    rng = random.Random(50)
+    secrets = ["".join(rng.choice(_SECRET_CHARS) for _ in range(rng.randint(8, 40))) for _ in range(1000)]
+    secrets += [s + "\n" for s in secrets[:100]]  # read from a file
+    refused = 0
+    for i, secret in enumerate(secrets):
+        kind = "s3" if i % 2 else "azure"
+        uri, names = _OPTIONS[kind]
+        endpoint = "spark.indextables.s3.endpoint" if kind == "s3" else "spark.indextables.azure.endpoint"
+        cases = [{names[i % 2]: secret}, {endpoint: f"https://user:{secret.strip()}@127.0.0.1:9"}]
+        for options in cases:
+            try:
+                executor_lib.open_store(uri, **options)
+            except errors.IndexTablesError as e:
+                assert not _leaks(e, secret), (secret, _leaks(e, secret))
+                refused += isinstance(e, errors.ConfigError)
+    assert refused >= 1100  # every endpoint with userinfo, every secret with a control character
+
+
+def test_hole6_secrets_in_an_sdk_error_are_scrubbed_from_every_cause(moto_server: Any) -> None:
+    import requests
+
+    from executor_lib.storage import open_store
+
+    rng = random.Random(6)
+    for _ in range(30):
+        secret = "".join(rng.choice(_SECRET_CHARS[:-3]) for _ in range(rng.randint(12, 40)))
+        store = open_store(
+            "s3://no-such-bucket-here/t",
+            endpoint_url=moto_server.endpoint_url,
+            access_key_id="testing",
+            secret_access_key=secret,
+            session_token=secret[::-1],
+            path_style=True,
+        )
+        try:
+            requests.utils.check_header_validity(("Authorization", f"Bearer {secret}\n"))  # what the SDKs raise
+        except requests.exceptions.InvalidHeader as sdk_error:
+            with pytest.raises(errors.StorageError) as raised:
+                raise store._fail("k", "read", sdk_error) from store._cause(sdk_error)  # type: ignore[attr-defined]
+        assert not _leaks(raised.value, secret)
+        with pytest.raises(errors.StorageError) as raised:  # a real failing request through the backend
+            store.read("k")
+        assert not _leaks(raised.value, secret) and not _leaks(raised.value, secret[::-1])
+
+
+def test_hole4_a_rewritten_companion_source_is_refused_and_resynced(classic_spark: Any, tmp_path: Path) -> None:
+    import os
+    import time
+
+    import pyarrow.parquet as pq
+
+    from connect_plugin import IndexTable
+
+    spark = classic_spark
+    src, index = tmp_path / "src", str(tmp_path / "index")
+    src.mkdir()
+    levels = ["ERROR" if i % 5 == 0 else "INFO" for i in range(100)]
+    for f in range(2):
+        pq.write_table(pa.table({"id": list(range(f * 100, f * 100 + 100)), "level": levels}), src / f"p{f}.parquet")
+    built = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    assert (built["status"], built["parquet_files_indexed"]) == ("success", 2)
+    errors_where = "level = 'ERROR'"
+    assert spark.read.format("indextables").load(index).where(errors_where).count() == 40
+    # rewritten with the same row count (and size): what the row-count check let through
+    time.sleep(0.01)
+    pq.write_table(pa.table({"id": list(range(100)), "level": list(reversed(levels))}), src / "p0.parquet")
+    os.utime(src / "p0.parquet", ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    with pytest.raises(Exception, match=r"p0\.parquet was rewritten after the companion was built"):
+        spark.read.format("indextables").load(index).where(errors_where).collect()
+    again = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    # the split holding the rewritten file is replaced (its two files indexed again); was no_action
+    assert (again["status"], again["parquet_files_indexed"]) == ("success", 2)
+    rows = spark.read.format("indextables").load(index).where(errors_where).collect()
+    assert len(rows) == 40 and {r["level"] for r in rows} == {"ERROR"}
+    settled = IndexTable.for_path(spark, index).build_companion("parquet", str(src)).collect()[0]
+    assert settled["status"] == "no_action"  # nothing changed since
+
+
+def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path: Path) -> None:
+    log = _table(tmp_path / "t", rows=3)
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    start, _ = _member(split, "indextables.docmapping.json")
+    _flip(split, start + 1, 3)  # '"' becomes '*': not JSON
+    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: the split's doc mapping does not parse"):
+        search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
+
+
+def test_hole2_a_damaged_cached_split_is_never_merged(moto_server: Any, tmp_path: Path) -> None:
+    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.search.table_search import load_split
+
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    for part in range(2):
+        data = pa.table({"id": [part * 10 + i for i in range(10)], "msg": [f"row {i}" for i in range(10)]})
+        log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    snapshot = log.snapshot()
+    cache = SplitCache(tmp_path / "cache", by_piece=False)
+    expected = search_table(log.store, snapshot, "*", cache).sort_by("id")
+    for add in snapshot.files:  # every cached copy damaged inside its doc store (same size)
+        start, end = _member(_entry(cache, log, add.path) / "data.split", ".store")
+        _flip(_entry(cache, log, add.path) / "data.split", (start + end) // 2)
+    schema = snapshot.arrow_schema()
+    mappings = {a.path: snapshot.doc_mapping(a) for a in snapshot.files}
+    merged = merge_splits(log.store, list(snapshot.files), schema, mappings, cache)  # the copies fetched again
+    fresh = SplitCache(tmp_path / "fresh", by_piece=False)
+    searcher = load_split(fresh, log.store, merged.path, schema, snapshot.doc_mapping(snapshot.files[0]), merged.size)
+    assert searcher.search("*", ["id", "msg"]).sort_by("id").equals(expected)
+
+
+@pytest.mark.parametrize("suffix", [".idx", ".pos", ".term", ".fieldnorm", ".fast"])
+def test_hole1_a_flip_in_any_index_file_of_a_split_fails_loudly(tmp_path: Path, suffix: str) -> None:
+    log = _table(tmp_path / "t")
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    start, end = _member(split, suffix)
+    rng = random.Random(suffix)
+    good = split.read_bytes()
+    for _ in range(5):  # bytes of the body (before the footer): Tantivy read them unchecked
+        _flip(split, rng.randrange(start, start + max(1, (end - start) // 2)), rng.randrange(8))
+        with pytest.raises(
+            errors.CorruptSplitError,
+            match=rf"{add.path}: (member [0-9a-f]{{32}}\{suffix} does not match|the split.s index does not open)",
+        ):
+            search_table(log.store, log.snapshot(), "msg:row", SplitCache(tmp_path / f"cache-{rng.random()}"))
+        split.write_bytes(good)
+
+
+def test_hole1_a_flipped_fast_field_file_fetched_by_the_piece_fails_loudly(moto_server: Any, tmp_path: Path) -> None:
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
+    data = pa.table({"id": list(range(ROWS)), "msg": [f"row {i}" for i in range(ROWS)]})
+    log.commit([write_and_upload(log.store, data, mapping_for(SCHEMA, {}))])
+    (add,) = log.snapshot().files
+    good = log.store.read(add.path)
+    local = tmp_path / "split"
+    local.write_bytes(good)
+    start, end = _member(local, ".fast")
+    damaged = bytearray(good)
+    damaged[(start + end) // 3] ^= 0x08
+    log.store.put(add.path, bytes(damaged))
+    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: member [0-9a-f]{{32}}\.fast does not match"):
+        search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache"))
+    log.store.put(add.path, good)
+    assert search_table(log.store, log.snapshot(), "id:3", SplitCache(tmp_path / "cache")).num_rows == 1
+
+
+def test_hole1_a_split_damaged_at_its_source_is_never_merged(tmp_path: Path) -> None:
+    from executor_lib.splits.build.publish import merge_splits
+
+    log = _table(tmp_path / "t", rows=5)
+    log.commit([write_and_upload(log.store, pa.table({"id": [99], "msg": ["x"]}), mapping_for(SCHEMA, {}))])
+    snapshot = log.snapshot()
+    victim = sorted(snapshot.files, key=lambda a: a.path)[0]
+    start, _ = _member(tmp_path / "t" / victim.path, ".pos")
+    _flip(tmp_path / "t" / victim.path, start + 2)
+    mappings = {a.path: snapshot.doc_mapping(a) for a in snapshot.files}
+    with pytest.raises(errors.CorruptSplitError, match=rf"{victim.path}: member [0-9a-f]{{32}}\.pos does not match"):
+        merge_splits(log.store, list(snapshot.files), snapshot.arrow_schema(), mappings, SplitCache(tmp_path / "c"))
+
+
+def test_hole5_6_random_azure_secrets_stay_out_of_real_sdk_failures() -> None:
+    """Azure's SDK failing for real (a key it cannot sign with, an endpoint that refuses connections):
+    no secret in the typed error or any exception chained to it."""
+    from executor_lib.storage import open_store
+
+    rng = random.Random(56)
+    endpoint = "https://127.0.0.1:9/devstoreaccount1"  # nothing listens: the request fails at once
+    for _ in range(20):
+        secret = "".join(rng.choice(_SECRET_CHARS[:-3]) for _ in range(rng.randint(12, 40)))
+        for options in (
+            {"azure_account_key": secret, "azure_endpoint": endpoint},
+            {"azure_bearer_token": secret, "azure_endpoint": endpoint},
+            {"azure_connection_string": f"AccountName=a;AccountKey={secret};BlobEndpoint={endpoint}"},
+        ):
+            store = open_store("abfss://data@devstoreaccount1.dfs.core.windows.net/t", max_attempts=1, **options)
+            with pytest.raises(errors.StorageError) as raised:
+                store.read("k")
+            assert not _leaks(raised.value, secret), (options.keys(), _leaks(raised.value, secret))

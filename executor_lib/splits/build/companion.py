@@ -50,11 +50,14 @@ def build_companion_split(
     strip: Mapping[str, str] | None = None,
     fast_field_mode: str = "HYBRID",
     indexing_modes: Mapping[str, str] | None = None,
+    identities: dict[str, tuple[int, int]] | None = None,
 ) -> tuple[WrittenSplit, int]:
     """Index the source ``files`` (relative to ``sources.root``) into one companion split in ``out_dir``;
     returns it and the bytes of source files read. ``data_schema``: the source's data columns; ``strip``:
     column -> a regex whose matches are removed from the column's text before indexing (the source keeps them);
-    ``indexing_modes``: column -> its INDEXING MODES value, recorded in the manifest.
+    ``indexing_modes``: column -> its INDEXING MODES value, recorded in the manifest; ``identities``, if
+    given, receives each file's (size, modification time in ms) as read (recorded in the split too: a read
+    of a file rewritten since is CompanionSourceError).
 
     The split is laid out as tantivy4java's (``parquet_manifest``): ``_parquet_manifest.json`` and the
     ``__pq_file_hash``/``__pq_row_in_file`` fast fields, plus this project's member and locator copy.
@@ -74,6 +77,7 @@ def build_companion_split(
     mapping = locator_fields(mapping)
     builder = SplitBuilder(mapping, out_dir, heap_bytes, copy_columns=[FILE_COLUMN, ROW_COLUMN])
     file_rows: list[int] = []
+    file_identities: list[tuple[int, int]] = []  # each file's size and modification time, read before its rows
     entries: list[dict[str, Any]] = []
     columns: list[dict[str, Any]] | None = None
     overrides = PM.tokenizer_overrides(indexing_modes or {})
@@ -82,7 +86,10 @@ def build_companion_split(
     indexed_schema = pa.schema([data_schema.field(c) for c in indexed])
     try:
         for position, relative in enumerate(files):
-            pf = sources.open(relative)
+            file_identities.append(sources.identity(relative))
+            pf = sources.open(relative, expected=file_identities[-1])
+            if identities is not None:
+                identities[relative] = file_identities[-1]
             meta = pf.metadata
             read_bytes += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             if columns is None:
@@ -122,7 +129,14 @@ def build_companion_split(
             ):
                 empty = empty.append_column(name, pa.array([], t))
             builder.add(empty)
-        info = CompanionInfo(sources.root, source_format, tuple(files), tuple(file_rows), tuple(data_schema.names))
+        info = CompanionInfo(
+            sources.root,
+            source_format,
+            tuple(files),
+            tuple(file_rows),
+            tuple(data_schema.names),
+            tuple(file_identities),
+        )
 
         def manifest_member(index_dir: Path) -> dict[str, bytes]:
             manifest = PM.build_manifest(entries, columns or [], fast_field_mode, _segment_docs(index_dir), modes)
@@ -270,6 +284,11 @@ def merge_companion(splits: Sequence[Path], mapping: DocMapping, out_dir: Path) 
         tuple(f for i in infos for f in i.files),
         tuple(n for i in infos for n in i.file_rows),
         first.data_columns,
+        (
+            tuple(x for i in infos for x in i.file_identities or ())
+            if all(i.file_identities is not None for i in infos)
+            else None
+        ),
     )
     members = {COMPANION_MEMBER: merged.to_json().encode()}
     if all(m is not None for m in manifests):  # splits written before the manifest have none: then neither has this

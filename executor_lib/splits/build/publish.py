@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.cache.split_cache import SplitCache
+from executor_lib.format.quickwit.bundle import check_member_crcs, read_footer
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.build.merge import MergeSource, merge_sources, sort_and_cut
 from executor_lib.splits.build.merge_plan import SORT_KEY_TAG
@@ -128,7 +129,7 @@ def _split_file(store: ObjectStore, add: AddAction, cache: SplitCache) -> Path:
     in_place = store.local_path(add.path)
     if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
         return Path(in_place)
-    return Path(cache.get(store, add.path, add.size).split)
+    return Path(cache.get(store, add.path, add.size, verify=True).split)  # a damaged copy is never merged
 
 
 def merge_splits_sorted(
@@ -184,8 +185,9 @@ def _merge_inputs(
         if in_place is not None and (add.size is None or in_place.stat().st_size == add.size):
             split, cached = in_place, False
         else:
-            split, cached = cache.get(store, add.path, add.size).split, True
+            split, cached = cache.get(store, add.path, add.size, verify=True).split, True  # the cached copy checked
         try:
+            check_member_crcs(Path(split), read_footer(Path(split)), store.uri_of(add.path))  # never merge damage
             source = MergeSource.from_bundle(split)
         except CorruptSplitError as e:
             if cached:

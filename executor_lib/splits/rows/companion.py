@@ -49,18 +49,23 @@ class CompanionInfo:
     files: tuple[str, ...]
     file_rows: tuple[int, ...]
     data_columns: tuple[str, ...]
+    # each file's (size, modification time in ms) as BUILD read it; None: built before they were recorded
+    file_identities: tuple[tuple[int, int], ...] | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "sourceRoot": self.source_root,
-                "sourceFormat": self.source_format,
-                "files": list(self.files),
-                "fileRows": list(self.file_rows),
-                "dataColumns": list(self.data_columns),
-            },
-            sort_keys=True,
-        )
+        d: dict[str, Any] = {
+            "sourceRoot": self.source_root,
+            "sourceFormat": self.source_format,
+            "files": list(self.files),
+            "fileRows": list(self.file_rows),
+            "dataColumns": list(self.data_columns),
+        }
+        if self.file_identities is not None:
+            d["fileIdentities"] = [list(i) for i in self.file_identities]
+        return json.dumps(d, sort_keys=True)
+
+    def identity(self, index: int) -> tuple[int, int] | None:
+        return self.file_identities[index] if self.file_identities is not None else None
 
     @classmethod
     def from_json(cls, text: bytes | str, where: str) -> CompanionInfo:
@@ -72,6 +77,11 @@ class CompanionInfo:
                 tuple(str(f) for f in d["files"]),
                 tuple(int(n) for n in d["fileRows"]),
                 tuple(str(c) for c in d["dataColumns"]),
+                (
+                    tuple((int(size), int(ms)) for size, ms in d["fileIdentities"])
+                    if d.get("fileIdentities") is not None
+                    else None
+                ),
             )
         except (ValueError, KeyError, TypeError) as e:
             from indextables_contract.errors import CorruptSplitError
@@ -116,12 +126,32 @@ class SourceFiles:
                 f"companion source file {store.uri_of(relative)} no longer exists; {_resync_hint(self.root)}"
             ) from e
 
-    def open(self, relative: str, expected_rows: int | None = None) -> pq.ParquetFile:
-        """The source file ``relative`` (to the root); its footer is kept by the process while the
-        file's size and modification time stay the same (one stat, or one HEAD request, per use).
+    def identity(self, relative: str) -> tuple[int, int]:
+        """The source file's size and modification time in ms (``ObjectInfo.modified_ms``), what BUILD
+        records (``CompanionInfo.file_identities``) and a read checks.
 
         Raises:
-            CompanionSourceError: the file is gone, or holds another number of rows than indexed.
+            CompanionSourceError: the file is gone.
+        """
+        store = self.store()
+        try:
+            info = store.head(relative)
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists; {_resync_hint(self.root)}"
+            ) from e
+        return int(info.size), int(info.modified_ms)
+
+    def open(
+        self, relative: str, expected_rows: int | None = None, expected: tuple[int, int] | None = None
+    ) -> pq.ParquetFile:
+        """The source file ``relative`` (to the root); its footer is kept by the process while the
+        file's size and modification time stay the same (one stat, or one HEAD request, per use).
+        ``expected``: the (size, modification time in ms) BUILD recorded (``identity``).
+
+        Raises:
+            CompanionSourceError: the file is gone, differs from the size and modification time it
+                was indexed with, or holds another number of rows than indexed.
         """
         store = self.store()
         identity: tuple[int, int, int | None]
@@ -130,14 +160,22 @@ class SourceFiles:
             if local is not None:
                 st = os.stat(local)
                 identity = (st.st_size, st.st_mtime_ns, st.st_ino)
+                now = (int(st.st_size), int(st.st_mtime * 1000))  # as LocalStore's ObjectInfo gives it
             else:
                 info = store.head(relative)
                 identity = (info.size, info.modified_ms, None)
+                now = (int(info.size), int(info.modified_ms))
         except (FileNotFoundError, ObjectNotFoundError) as e:
             raise CompanionSourceError(
                 f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
                 f"after the companion was built; {_resync_hint(self.root)}"
             ) from e
+        if expected is not None and now != tuple(expected):
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} was rewritten after the companion was built "
+                f"({now[0]} bytes modified at {now[1]} ms; indexed: {expected[0]} bytes modified at {expected[1]} ms); "
+                f"{_resync_hint(self.root)}"
+            )
         key = (self.root, relative, identity)
         with self._lock:
             pf = self._open.get(key)
@@ -215,7 +253,7 @@ class CompanionRows:
         parts: list[pa.Table] = []
         for start, stop in _runs(sorted_files):
             index = int(sorted_files[start])
-            pf = self.sources.open(self.info.files[index], self.info.file_rows[index])
+            pf = self.sources.open(self.info.files[index], self.info.file_rows[index], self.info.identity(index))
             parts.extend(_take_from_file(pf, sorted_rows[start:stop], columns, self.schema, self.info.files[index]))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         inverse = np.empty(n, dtype=np.int64)

@@ -40,6 +40,7 @@ from executor_lib.format.quickwit.bundle import (
     ROWS_IN_STORE_MEMBER,
     STORE_SUFFIX,
     BundleFooter,
+    check_member_crcs,
     extract_bundle,
     read_footer,
     read_member,
@@ -65,7 +66,7 @@ from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_do
 from executor_lib.splits.search.scoring import ScoreStats, SplitFiles, Unsupported, split_stats, table_scores
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
-from indextables_contract.errors import CorruptSplitError, QueryError
+from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,7 @@ class SplitSearcher:
                 self.bundle = split  # the local split read: this one, or its transcoded version
                 if not (index_dir / "meta.json").exists():
                     shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
+                    check_member_crcs(split, footer, str(split))  # once per extraction: Tantivy reads unchecked
                     tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
                     extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
                     tmp.rename(index_dir)
@@ -234,7 +236,10 @@ class SplitSearcher:
         )
         if (members is None and rows_member is None) or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
-        self.mapping = DocMapping.from_json(mapping_json.decode())
+        try:
+            self.mapping = DocMapping.from_json(mapping_json.decode())
+        except (ConfigError, ValueError) as e:  # the split's own member: damage, not the user's configuration
+            raise CorruptSplitError(f"{split}: the split's doc mapping does not parse ({e})") from e
         self._segment_starts: np.ndarray | None = None  # rows in the doc stores: each segment's first row
         try:
             copy: RowCopy

@@ -206,6 +206,10 @@ def _open_pieces(
         if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
             raise
         cache.discard(store, path)
+        if isinstance(e, CorruptSplitError):  # found damaged: named as the table's split
+            raise CorruptSplitError(
+                f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped"
+            ) from e
         raise CorruptSplitError(
             f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
         ) from e
@@ -226,6 +230,10 @@ def _open(
         if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
             raise
         cache.discard(store, path)
+        if isinstance(e, CorruptSplitError):  # found damaged: named as the table's split
+            raise CorruptSplitError(
+                f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped"
+            ) from e
         raise CorruptSplitError(
             f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
         ) from e
