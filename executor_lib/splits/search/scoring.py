@@ -307,11 +307,14 @@ class SplitFiles:
     max_docs: tuple[int, ...]
     read: Callable[[str], tuple[int, Callable[[int, int], bytes]]]  # member -> (length, read(start, stop))
     field_ids: dict[str, int]
+    parsed: dict[str, Any] = field(default_factory=dict, compare=False)  # member -> its sections (immutable)
 
 
 def _sections(files: SplitFiles, member: str) -> tuple[Callable[[int, int], bytes], dict[int, Any]]:
-    length, read = files.read(member)
-    return read, composite_sections(length, read)
+    if member not in files.parsed:
+        length, read = files.read(member)
+        files.parsed[member] = (read, composite_sections(length, read))
+    return files.parsed[member]
 
 
 def field_tokens(files: SplitFiles, name: str) -> int:
