@@ -197,3 +197,33 @@ def test_cli_search_ranks_by_score(tmp_path: Path, capsys: pytest.CaptureFixture
     want = search_table(log.store, log.snapshot(), "retry cache", SplitCache(tmp_path / "c"), ["id"], 4, scored=True)
     assert [p["_score"] for p in printed] == pytest.approx(want["_score"].to_pylist(), abs=1e-6)
     assert [p["_score"] for p in printed] == sorted((p["_score"] for p in printed), reverse=True)
+
+
+def test_a_read_task_sends_only_its_best_k(tmp_path: Path) -> None:
+    """The data source's reader itself (as Spark runs it, in this process): with ``scoreTopK`` a task
+    over 20 splits sends 5 rows, the table's best 5; without it, every hit with its score."""
+    import pyarrow as pa
+
+    from executor_lib.spark.datasource import IndexTablesDataSource
+    from indextables_contract import filters as F
+    from indextables_contract.read import ReadPlan
+
+    path = str(tmp_path / "t")
+    log = write_table(path, {}, rows(), 20)
+    query = F.QueryString("retry cache", "message")
+    want = search_table(
+        log.store, log.snapshot(), "message:(retry cache)", SplitCache(tmp_path / "c"), ["id"], None, True
+    )
+    for top_k in (5, None):
+        options = {"path": path, "spark.indextables.read.parallelism": "1"}
+        options.update(ReadPlan(columns=("id", "_score"), filter=query, top_k=top_k).to_options())
+        source = IndexTablesDataSource(options)
+        schema = source.schema()
+        assert [f.name for f in schema.fields] == ["id", "_score"]
+        reader = source.reader(schema)
+        (partition,) = reader.partitions()
+        got = pa.Table.from_batches(list(reader.read(partition)))
+        expected = want.num_rows if top_k is None else top_k
+        assert got.num_rows == expected
+        best = got.sort_by([("_score", "descending")])
+        np.testing.assert_allclose(best["_score"].to_numpy(), want["_score"].to_numpy()[:expected], atol=1e-5)
