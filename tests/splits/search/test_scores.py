@@ -227,3 +227,15 @@ def test_a_read_task_sends_only_its_best_k(tmp_path: Path) -> None:
         assert got.num_rows == expected
         best = got.sort_by([("_score", "descending")])
         np.testing.assert_allclose(best["_score"].to_numpy(), want["_score"].to_numpy()[:expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["_score", "_SCORE"])
+def test_a_table_column_named_score_is_refused_before_anything_is_written(tmp_path: Path, name: str) -> None:
+    from indextables_contract.errors import ConfigError
+
+    schema = pa.schema([("id", pa.int64()), (name, pa.float64())])
+    with pytest.raises(ConfigError, match=rf"column '{name}'.*BM25 score .*rename the column"):
+        executor_lib.create_table(str(tmp_path / "t"), schema)
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("*"))
+    with pytest.raises(ConfigError, match="rename the column"):
+        executor_lib.mapping_for(schema, {})
