@@ -202,7 +202,7 @@ def test_cli_search_ranks_by_score(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_a_read_task_sends_only_its_best_k(tmp_path: Path) -> None:
     """The data source's reader itself (as Spark runs it, in this process): with ``scoreTopK`` a task
     over 20 splits sends 5 rows, the table's best 5; without it, every hit with its score."""
-    import pyarrow as pa
+    from pyspark.sql.types import StructType
 
     from executor_lib.spark.datasource import IndexTablesDataSource
     from indextables_contract import filters as F
@@ -219,7 +219,7 @@ def test_a_read_task_sends_only_its_best_k(tmp_path: Path) -> None:
         options.update(ReadPlan(columns=("id", "_score"), filter=query, top_k=top_k).to_options())
         source = IndexTablesDataSource(options)
         schema = source.schema()
-        assert [f.name for f in schema.fields] == ["id", "_score"]
+        assert isinstance(schema, StructType) and [f.name for f in schema.fields] == ["id", "_score"]
         reader = source.reader(schema)
         (partition,) = reader.partitions()
         got = pa.Table.from_batches(list(reader.read(partition)))
