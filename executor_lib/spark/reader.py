@@ -348,7 +348,12 @@ class IndexTablesReader(DataSourceReader):
         )
 
         wanted = self._wanted()
-        assert wanted is not None  # schema() refused _score and snippets without an index query
+        if wanted is None:  # its index queries are match columns only (e.g. under OR with another table's)
+            raise ConfigError(
+                f"read {self.path}: {R.SCORE_COLUMN} and snippets score the index query that selects the rows "
+                "read, and this read's index queries only mark rows (match columns); put the index query "
+                "at the top of the table's WHERE (AND), or do not select them"
+            )
         stats = None if partition.score_stats is None else ScoreStats.from_json(partition.score_stats)
         added = {n for n, _ in self.snippets} | {R.SCORE_COLUMN}
         data_columns = [c for c in self.columns if c not in self.match and c not in added]
