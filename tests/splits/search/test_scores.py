@@ -87,6 +87,7 @@ QUERIES: list[tuple[str, Any]] = [
     ("timeout upstream", lambda i: i.parse_query("timeout upstream", ["message"])),
     ('"connection reset"~1', lambda i: i.parse_query('"connection reset"~1', ["message"])),
     ("timeout^2 OR refused", lambda i: i.parse_query("timeout^2 OR refused", ["message"])),
+    ("id:7 OR id:1500 OR timeout", lambda i: i.parse_query("id:7 OR id:1500 OR timeout", ["message"])),
     (  # a wildcard is a regex over the terms (IndexTables4Spark's meaning), scoring a constant 1
         "gate* AND retry",
         lambda i: tantivy.Query.boolean_query(
