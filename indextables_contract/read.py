@@ -27,7 +27,6 @@ FILTER = "filter"
 LIMIT = "limit"
 MATCH_COLUMNS = "matchColumns"
 TOP_K = "scoreTopK"
-KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, "snippetTags", "snippetMaxChars")
 # The BM25 score of a read with an index query: not a column of any table (writes refuse the name),
 # selected like one (``columns``, ``required_columns``); a float, best rows highest.
 SCORE_COLUMN = "_score"
@@ -37,6 +36,7 @@ SCORE_COLUMN = "_score"
 SNIPPET_PREFIX = "_snippet_"
 SNIPPET_TAGS = "snippetTags"
 SNIPPET_MAX_CHARS = "snippetMaxChars"
+KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, SNIPPET_TAGS, SNIPPET_MAX_CHARS)
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.

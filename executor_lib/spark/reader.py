@@ -349,27 +349,40 @@ class IndexTablesReader(DataSourceReader):
         self, partition: IndexTablesPartition, store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows with their BM25 ``_score`` (the read's statistics, shipped in the
-        partition) and their ``_snippet_<column>`` fragments; with ``top_k``, each split gives at most its
-        best ``top_k`` and the task sends the best ``top_k`` of them (``ORDER BY _score DESC LIMIT k``:
-        Spark sorts and cuts the tasks' rows)."""
+        partition) and their ``_snippet_<column>`` fragments. With ``top_k`` (``ORDER BY _score DESC
+        LIMIT k``: Spark sorts and cuts the tasks' rows) the task sends its best ``top_k``: each split
+        answered by the index alone gives the row ids and scores of its best ``top_k``, and only the
+        rows of the task's best ``top_k`` of them are read (a split with a filter left for the rows
+        reads its matches, then keeps its best)."""
         from executor_lib.splits.query.pushdown import plan
         from executor_lib.splits.search.scoring import ScoreStats
         from executor_lib.splits.search.table_search import (
+            best_of,
             check_split_columns,
             damage_of_split,
             open_searcher,
             scan_split_scored,
+            take_scored,
         )
 
         wanted = self._wanted()
+        if wanted is None:  # its index queries are match columns only (e.g. under OR with another table's)
+            raise ConfigError(
+                f"read {self.path}: {R.SCORE_COLUMN} and snippets score the index query that selects the rows "
+                "read, and this read's index queries only mark rows (match columns); put the index query "
+                "at the top of the table's WHERE (AND), or do not select them"
+            )
         stats = None if partition.score_stats is None else ScoreStats.from_json(partition.score_stats)
         added = {n for n, _ in self.snippets} | {R.SCORE_COLUMN}
         data_columns = [c for c in self.columns if c not in self.match and c not in added]
         data_columns += [c for _, c in self.snippets if c not in data_columns]  # the text snippets are made from
+        top = self.top_k if self.limit is None else self.limit if self.top_k is None else min(self.top_k, self.limit)
         remaining = self.limit
         kept: list[pa.Table] = []
-        for split in partition.splits:
-            if remaining is not None and remaining <= 0:
+        pending: dict[int, tuple[Any, Any, Any, Any, str]] = {}  # split -> what reads its rows later
+        found: dict[int, tuple[Any, Any]] = {}  # split -> (row ids, scores) of its best
+        for i, split in enumerate(partition.splits):
+            if self.top_k is None and remaining is not None and remaining <= 0:
                 break
             searcher = open_searcher(
                 cache,
@@ -384,21 +397,19 @@ class IndexTablesReader(DataSourceReader):
             where = f"split {store.uri_of(split.path)} of table {self.path}"
             check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
             constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
-            assert wanted is not None  # schema() refused _score without an index query
             filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
-            k = self.top_k if remaining is None else remaining if self.top_k is None else min(self.top_k, remaining)
+            if self.top_k is not None and filter_plan.residual is None and filter_plan.index is not None:
+                with damage_of_split(cache, store, split.path):
+                    ids, scores = searcher.scored(filter_plan.index, top, stats)
+                found[i] = (ids.to_numpy().astype("int64"), scores)
+                pending[i] = (searcher, filter_plan, constants, split, where)
+                continue
+            k = top if self.top_k is not None else remaining
             with damage_of_split(cache, store, split.path):
                 rows = scan_split_scored(
                     searcher, filter_plan, data_columns, stats, constants, k, row_ids=bool(self.match)
                 )
-                if self.match:
-                    rows = _MatchRows(searcher, self.match).add(rows)
-                for name, column in self.snippets:
-                    assert filter_plan.index is not None  # scan_split_scored refused a read without one
-                    texts = rows[column].to_pylist()
-                    made = searcher.snippets(filter_plan.index, column, texts, self.snippet_tags, self.snippet_chars)
-                    rows = rows.append_column(name, made)
-            rows = rows.select(list(self.columns))
+                rows = self._added_columns(rows, searcher, filter_plan)
             if remaining is not None:
                 remaining -= rows.num_rows
             if self.top_k is None:
@@ -406,11 +417,28 @@ class IndexTablesReader(DataSourceReader):
                     yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
             else:
                 kept.append(_conform(rows, target, where))
+        for i, (ids, scores) in best_of(found, top).items():
+            searcher, filter_plan, constants, split, where = pending[i]
+            with damage_of_split(cache, store, split.path):
+                rows = take_scored(searcher, ids, scores, data_columns, constants, row_ids=bool(self.match))
+                rows = self._added_columns(rows, searcher, filter_plan)
+            kept.append(_conform(rows, target, where))
         if kept:
             best = pa.concat_tables(kept)
-            if self.top_k is not None and best.num_rows > self.top_k:
-                best = best.sort_by([(R.SCORE_COLUMN, "descending")]).slice(0, self.top_k)
+            if top is not None and best.num_rows > top:
+                best = best.sort_by([(R.SCORE_COLUMN, "descending")]).slice(0, top)
             yield from best.to_batches(max_chunksize=BATCH_ROWS)
+
+    def _added_columns(self, rows: pa.Table, searcher: Any, filter_plan: Any) -> pa.Table:
+        """``rows`` (a split's, with ``_score``, and row ids last where there are match columns) with the
+        read's match columns and snippets, in the read's column order."""
+        if self.match:
+            rows = _MatchRows(searcher, self.match).add(rows)
+        for name, column in self.snippets:
+            texts = rows[column].to_pylist()
+            made = searcher.snippets(filter_plan.index, column, texts, self.snippet_tags, self.snippet_chars)
+            rows = rows.append_column(name, made)
+        return rows.select(list(self.columns))
 
 
 BATCH_ROWS = 65_536  # rows of a batch a read task sends to Spark

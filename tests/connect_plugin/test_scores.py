@@ -108,7 +108,8 @@ def test_group_by_columns_that_are_not_fast_fields(classic_spark: Any, tmp_path:
     log = executor_lib.create_table(path, data.schema)
     options = {**{"spark.indextables.indexing.fastfields": "id"}, "spark.indextables.indexing.typemap.message": "text"}
     mapping = executor_lib.mapping_for(data.schema, options)
-    assert not mapping.field("level").fast and not mapping.field("short").fast
+    level, short = mapping.field("level"), mapping.field("short")
+    assert level is not None and short is not None and not level.fast and not short.fast
     log.commit([executor_lib.write_and_upload(log.store, data.slice(i, 100), mapping, {}) for i in (0, 100, 200)])
     got = connect_plugin.sql(
         classic_spark,

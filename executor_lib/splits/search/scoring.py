@@ -18,8 +18,8 @@ the segment's ``.fieldnorm`` file), gives ``tf``; the score is then computed aga
 table's ``N``, ``n`` and ``avgdl``. Leaves scored by a constant (ranges, regexes, sets, ``*``)
 score the same in every split. Per-hit work is numpy over arrays; the Python work is per leaf.
 
-A query with a part whose score this module does not model (a term on a number or JSON field, a
-phrase prefix, ...) keeps Tantivy's split-local scores (``table_scores`` returns None).
+A query with a part whose score this module does not model (a term on a JSON, boolean or date
+field, a phrase prefix, ...) keeps Tantivy's split-local scores (``table_scores`` returns None).
 """
 
 from __future__ import annotations
@@ -74,14 +74,14 @@ class ScoreStats:
 
     num_docs: int = 0
     field_tokens: dict[str, int] = field(default_factory=dict)
-    doc_freqs: dict[tuple[str, str], int] = field(default_factory=dict)
+    doc_freqs: dict[tuple[str, Any], int] = field(default_factory=dict)  # (field, text or number)
 
     @staticmethod
     def merged(parts: Iterable[ScoreStats]) -> ScoreStats:
         """The sum of several splits' statistics (one index over all their rows)."""
         docs = 0
         tokens: dict[str, int] = {}
-        freqs: dict[tuple[str, str], int] = {}
+        freqs: dict[tuple[str, Any], int] = {}
         for p in parts:
             docs += p.num_docs
             for k, v in p.field_tokens.items():
@@ -95,7 +95,7 @@ class ScoreStats:
             {
                 "numDocs": self.num_docs,
                 "fieldTokens": self.field_tokens,
-                "docFreqs": [[f, t, n] for (f, t), n in sorted(self.doc_freqs.items())],
+                "docFreqs": [[f, t, n] for (f, t), n in sorted(self.doc_freqs.items(), key=str)],
             }
         )
 
@@ -105,11 +105,15 @@ class ScoreStats:
         return ScoreStats(
             int(doc["numDocs"]),
             {str(k): int(v) for k, v in doc["fieldTokens"].items()},
-            {(str(f), str(t)): int(n) for f, t, n in doc["docFreqs"]},
+            {(str(f), t): int(n) for f, t, n in doc["docFreqs"]},
         )
 
 
 # --- the compiled query's scoring structure, from its debug form ---------------------------------
+
+
+class _Text(str):
+    """A string literal of the debug form (an atom, such as a number, is a plain ``str``)."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,7 @@ def parse_debug(text: str) -> Any:
         kind, tok = toks[pos]
         if kind == "str":
             pos += 1
-            return tok
+            return _Text(tok)
         if kind == "punct" and tok in _CLOSE:
             pos += 1
             items = group(tok)
@@ -209,7 +213,7 @@ class _Leaf:
     """A BM25-scored leaf: a term (one term) or a phrase (several) of one field."""
 
     field: str
-    terms: tuple[str, ...]
+    terms: tuple[Any, ...]  # texts, or numbers of a number field
     slop: int | None  # None: a term query
     local: np.ndarray | None = None  # split-local scores over the hits (0 where it does not match)
     mask: np.ndarray | None = None
@@ -225,18 +229,29 @@ _CONSTANT = frozenset(
 )
 
 
-def _term_text(term: Any, field_names: Sequence[str]) -> tuple[str, str]:
-    """(field name, text) of a ``Term(field=1, type=Str, "x")`` of a plain string field."""
+_NUMBERS: dict[str, Callable[[str], Any]] = {"I64": int, "U64": int, "F64": float}
+
+
+def _term_text(term: Any, field_names: Sequence[str]) -> tuple[str, Any]:
+    """(field name, value) of a ``Term(field=1, type=Str, "x")`` of a string field (the text) or of
+    a ``Term(field=0, type=I64, 5)`` of a number field (the number)."""
     if not isinstance(term, _Node) or term.name != "Term":
         raise Unsupported("not a term")
     kinds = [v.name if isinstance(v, _Node) else v for k, v in term.items if k == "type"]
-    if kinds != ["Str"]:
+    if len(kinds) != 1 or (kinds[0] != "Str" and kinds[0] not in _NUMBERS):
         raise Unsupported(f"a term of type {kinds}")
     field_id = int(term.get("field"))
-    text = [v for k, v in term.items if k is None and isinstance(v, str)]
-    if len(text) != 1 or field_id >= len(field_names):
-        raise Unsupported("a term without text")
-    return field_names[field_id], text[0]
+    values = [v for k, v in term.items if k is None and isinstance(v, str)]
+    if len(values) != 1 or field_id >= len(field_names):
+        raise Unsupported("a term without a value")
+    if kinds[0] == "Str":
+        if not isinstance(values[0], _Text):
+            raise Unsupported("a string term without text")
+        return field_names[field_id], str(values[0])
+    try:
+        return field_names[field_id], _NUMBERS[kinds[0]](values[0])
+    except ValueError as e:
+        raise Unsupported(f"a {kinds[0]} term {values[0]!r}") from e
 
 
 def _structure(node: Any, field_names: Sequence[str]) -> Any:
@@ -290,9 +305,10 @@ def scoring_tree(compiled: Any, field_names: Sequence[str]) -> Any:
     return _structure(parse_debug(_REGEX_DUMP.sub("Regex", repr(compiled))), field_names)
 
 
-def query_terms(compiled: Any, field_names: Sequence[str]) -> list[tuple[str, str]]:
+def query_terms(compiled: Any, field_names: Sequence[str]) -> list[tuple[str, Any]]:
     """The (field, term) pairs whose statistics score ``compiled`` (raises ``Unsupported``)."""
-    return sorted({(leaf.field, t) for leaf in _leaves(scoring_tree(compiled, field_names)) for t in leaf.terms})
+    found = {(leaf.field, t) for leaf in _leaves(scoring_tree(compiled, field_names)) for t in leaf.terms}
+    return sorted(found, key=str)
 
 
 # --- one split's statistics and files ------------------------------------------------------------
@@ -307,11 +323,14 @@ class SplitFiles:
     max_docs: tuple[int, ...]
     read: Callable[[str], tuple[int, Callable[[int, int], bytes]]]  # member -> (length, read(start, stop))
     field_ids: dict[str, int]
+    parsed: dict[str, Any] = field(default_factory=dict, compare=False)  # member -> its sections (immutable)
 
 
 def _sections(files: SplitFiles, member: str) -> tuple[Callable[[int, int], bytes], dict[int, Any]]:
-    length, read = files.read(member)
-    return read, composite_sections(length, read)
+    if member not in files.parsed:
+        length, read = files.read(member)
+        files.parsed[member] = (read, composite_sections(length, read))
+    return files.parsed[member]
 
 
 def field_tokens(files: SplitFiles, name: str) -> int:
@@ -492,7 +511,7 @@ def table_scores(
             tf = np.maximum(tf, 1.0).astype(np.float32)
             check = (w_local * (tf / (tf + norm_l))).astype(np.float32)
             if not np.allclose(check, s_local, rtol=1e-4, atol=1e-6):
-                raise Unsupported(f"the scores of {leaf.field}:{' '.join(leaf.terms)} do not follow BM25")
+                raise Unsupported(f"the scores of {leaf.field}:{leaf.terms} do not follow BM25")
             norm_t = norms_table[ids[active]]
             s_table = (w_table * (tf / (tf + norm_t))).astype(np.float32)
             total[active] += boost * (s_table.astype(np.float64) - s_local.astype(np.float64))

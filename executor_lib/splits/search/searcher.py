@@ -282,6 +282,7 @@ class SplitSearcher:
         self._open_index()
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)
+        self._files: SplitFiles | None = None  # what scoring reads of the index files (_split_files)
         self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
         self._offsets_by_ordinal: list[int] | None = None
         if segments is not None:
@@ -592,7 +593,13 @@ class SplitSearcher:
         return pa.array([row for row, _ in hits], pa.uint64())
 
     def _split_files(self) -> SplitFiles:
-        """The split's segments and members as ``scoring`` reads them (fieldnorms, token counts)."""
+        """The split's segments and members as ``scoring`` reads them (fieldnorms, token counts); read
+        once (a split never changes; a split fetched by the piece fetches the ranges read)."""
+        if self._files is None:
+            self._files = self._read_split_files()
+        return self._files
+
+    def _read_split_files(self) -> SplitFiles:
         meta = json.loads((self.index_dir / "meta.json").read_text())
         segments = tuple(str(seg["segment_id"]).replace("-", "") for seg in meta["segments"])
         max_docs = tuple(int(seg["max_doc"]) for seg in meta["segments"])

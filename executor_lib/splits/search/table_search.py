@@ -11,7 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -296,28 +296,34 @@ def search_table(
             parquet_table_root(snapshot.metadata.configuration),
         )
 
-    stats = None
+    winners: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # split -> (row ids, scores) of the best rows
+    opened: dict[int, SplitSearcher] = {}
     if scored:
         assert query is not None
-        stats = table_score_stats([searcher_of(a) for a in adds], query)
+        opened = {i: searcher_of(a) for i, a in enumerate(adds)}
+        stats = table_score_stats(list(opened.values()), query)
+        found = {}
+        for i, add in enumerate(adds):
+            with damage_of_split(cache, store, add.path):
+                ids, scores = opened[i].scored(query, limit, stats)
+            found[i] = (ids.to_numpy().astype(np.int64), scores)
+        winners = best_of(found, limit)  # rows are read for the best ``limit`` of the table only
     parts: list[pa.Table] = []
     remaining = limit
-    for add in adds:
+    for i, add in enumerate(adds):
         if remaining is not None and remaining <= 0 and not scored:
             break
+        if scored and i not in winners:
+            continue
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         for attempt in (1, 2):  # damage found while searching drops the cached copy: fetched again once
-            searcher = searcher_of(add)
+            searcher = opened[i] if scored and attempt == 1 else searcher_of(add)
             check_split_columns(searcher, data_columns, where)
             try:
                 with damage_of_split(cache, store, add.path):
                     if scored:
-                        assert query is not None
-                        ids, scores = searcher.scored(query, limit, stats)
-                        rows = take_rows(searcher.rows.select(data_columns), pa.array(np.sort(ids.to_numpy())))
-                        rows = conform_rows(rows, schema, where)
-                        order = np.argsort(np.argsort(ids.to_numpy()))  # rows came in row order: back to score order
-                        rows = rows.take(pa.array(order)).append_column(SCORE_FIELD, pa.array(scores, pa.float32()))
+                        ids, scores = winners[i]
+                        rows = conform_rows(take_scored(searcher, ids, scores, data_columns), schema, where)
                     else:
                         rows = conform_rows(searcher.search(query, data_columns, remaining), schema, where)
                 break
@@ -345,6 +351,46 @@ def search_table(
 
 
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32(), nullable=False)
+
+
+def best_of(
+    found: Mapping[Any, tuple[np.ndarray, np.ndarray]], k: int | None
+) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
+    """Of each split's (row ids, scores), the ``k`` best rows over all of them (all: ``k`` None), by
+    split: so that only their rows are read (a table's top 20 reads 20 rows, not 20 per split)."""
+    if k is None:
+        return {key: v for key, v in found.items() if len(v[0])}
+    keys = list(found)
+    scores = np.concatenate([found[key][1] for key in keys]) if keys else np.zeros(0, np.float32)
+    owner = np.concatenate([np.full(len(found[key][0]), n) for n, key in enumerate(keys)]) if keys else np.zeros(0)
+    position = np.concatenate([np.arange(len(found[key][0])) for key in keys]) if keys else np.zeros(0)
+    best = np.argsort(-scores.astype(np.float64), kind="stable")[:k]
+    out = {}
+    for n, key in enumerate(keys):
+        mine = position[best[owner[best] == n]].astype(np.int64)
+        if len(mine):
+            out[key] = (found[key][0][mine], found[key][1][mine])
+    return out
+
+
+def take_scored(
+    searcher: SplitSearcher,
+    ids: np.ndarray,
+    scores: np.ndarray,
+    columns: Sequence[str],
+    constants: Mapping[str, pa.Scalar] | None = None,
+    row_ids: bool = False,
+) -> pa.Table:
+    """The split's rows ``ids`` (any order) with their ``scores`` as ``_score``, in row order
+    (``columns`` may name ``constants``: partition columns); ``row_ids``: ``ROW_ID_COLUMN`` last."""
+    constants = dict(constants or {})
+    order = np.argsort(ids, kind="stable")
+    id_array = pa.array(ids[order], pa.uint64())
+    data_columns = [c for c in columns if c not in constants]
+    rows = take_rows(searcher.rows.select(data_columns), id_array).append_column(ROW_ID_COLUMN, id_array)
+    rows = rows.append_column(SCORE_FIELD, pa.array(scores[order], pa.float32()))
+    out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
+    return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
 
 
 def table_score_stats(searchers: Sequence[SplitSearcher], query: str | filters.Filter) -> ScoreStats | None:

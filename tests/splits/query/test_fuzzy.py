@@ -117,3 +117,11 @@ def test_the_flag_travels_in_the_filter_json() -> None:
     f = F.QueryString("timeout~1", "message", fuzzy=True)
     assert F.from_text(F.to_text(f)) == f
     assert "fuzzy" not in F.to_text(F.QueryString("timeout", "message"))
+
+
+def test_sql_reads_fuzzyquery_as_the_extension() -> None:
+    from connect_plugin.grammar import parse_predicate
+
+    assert parse_predicate("message fuzzyquery 'timout~1'") == F.QueryString("timout~1", "message", fuzzy=True)
+    assert parse_predicate("_indexall fuzzyquery 'timout~2'") == F.QueryString("timout~2", fuzzy=True)
+    assert parse_predicate("message indexquery 'timout~1'") == F.QueryString("timout~1", "message")

@@ -87,6 +87,7 @@ QUERIES: list[tuple[str, Any]] = [
     ("timeout upstream", lambda i: i.parse_query("timeout upstream", ["message"])),
     ('"connection reset"~1', lambda i: i.parse_query('"connection reset"~1', ["message"])),
     ("timeout^2 OR refused", lambda i: i.parse_query("timeout^2 OR refused", ["message"])),
+    ("id:7 OR id:1500 OR timeout", lambda i: i.parse_query("id:7 OR id:1500 OR timeout", ["message"])),
     (  # a wildcard is a regex over the terms (IndexTables4Spark's meaning), scoring a constant 1
         "gate* AND retry",
         lambda i: tantivy.Query.boolean_query(
@@ -197,3 +198,45 @@ def test_cli_search_ranks_by_score(tmp_path: Path, capsys: pytest.CaptureFixture
     want = search_table(log.store, log.snapshot(), "retry cache", SplitCache(tmp_path / "c"), ["id"], 4, scored=True)
     assert [p["_score"] for p in printed] == pytest.approx(want["_score"].to_pylist(), abs=1e-6)
     assert [p["_score"] for p in printed] == sorted((p["_score"] for p in printed), reverse=True)
+
+
+def test_a_read_task_sends_only_its_best_k(tmp_path: Path) -> None:
+    """The data source's reader itself (as Spark runs it, in this process): with ``scoreTopK`` a task
+    over 20 splits sends 5 rows, the table's best 5; without it, every hit with its score."""
+    from pyspark.sql.types import StructType
+
+    from executor_lib.spark.datasource import IndexTablesDataSource
+    from indextables_contract import filters as F
+    from indextables_contract.read import ReadPlan
+
+    path = str(tmp_path / "t")
+    log = write_table(path, {}, rows(), 20)
+    query = F.QueryString("retry cache", "message")
+    want = search_table(
+        log.store, log.snapshot(), "message:(retry cache)", SplitCache(tmp_path / "c"), ["id"], None, True
+    )
+    for top_k in (5, None):
+        options = {"path": path, "spark.indextables.read.parallelism": "1"}
+        options.update(ReadPlan(columns=("id", "_score"), filter=query, top_k=top_k).to_options())
+        source = IndexTablesDataSource(options)
+        schema = source.schema()
+        assert isinstance(schema, StructType) and [f.name for f in schema.fields] == ["id", "_score"]
+        reader = source.reader(schema)
+        (partition,) = reader.partitions()
+        got = pa.Table.from_batches(list(reader.read(partition)))
+        expected = want.num_rows if top_k is None else top_k
+        assert got.num_rows == expected
+        best = got.sort_by([("_score", "descending")])
+        np.testing.assert_allclose(best["_score"].to_numpy(), want["_score"].to_numpy()[:expected], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["_score", "_SCORE"])
+def test_a_table_column_named_score_is_refused_before_anything_is_written(tmp_path: Path, name: str) -> None:
+    from indextables_contract.errors import ConfigError
+
+    schema = pa.schema([("id", pa.int64()), (name, pa.float64())])
+    with pytest.raises(ConfigError, match=rf"column '{name}'.*BM25 score .*rename the column"):
+        executor_lib.create_table(str(tmp_path / "t"), schema)
+    assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("*"))
+    with pytest.raises(ConfigError, match="rename the column"):
+        executor_lib.mapping_for(schema, {})
