@@ -1,4 +1,5 @@
-"""Azure Blob Storage and ADLS Gen2 backend. The only module that imports ``azure.*``, lazily.
+"""Azure Blob Storage and ADLS Gen2 backend. The only module that imports ``azure.*`` (lazily) with
+``azure_config``, its options and credentials (``azure.identity``, lazily).
 
 URIs are IndexTables4Spark's: ``abfss://container@account.dfs.core.windows.net/path`` (and
 ``abfs://``), ``wasbs://container@account.blob.core.windows.net/path`` (and ``wasb://``),

@@ -204,8 +204,8 @@ def test_only_the_azure_backend_imports_azure() -> None:
     offenders = []
     for package in ("executor_lib", "connect_plugin", "indextables_contract", "indextables_demo"):
         for path in (REPO_ROOT / package).rglob("*.py"):
-            if path == REPO_ROOT / "executor_lib" / "storage" / "azure.py":
-                continue
+            if path.parent == REPO_ROOT / "executor_lib" / "storage" and path.name in ("azure.py", "azure_config.py"):
+                continue  # the Azure backend: its store, and its options and credentials
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 names = (
                     [a.name for a in node.names]
