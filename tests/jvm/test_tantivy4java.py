@@ -556,7 +556,7 @@ def test_we_read_a_merge_committed_as_indextables4spark_does(
 
 # --- findings: each found as a strict xfail naming what fails and on which side; those on this project's side
 # are fixed and their tests pass (doc_mapping reads 'object' and '<tokenizer>_limit_<N>' and leaves the hidden
-# '__row' out, the commit check takes both, the transcoding of decimals and lists is not yet); the
+# '__row' out, the commit check takes both, the transcoding reads decimals and {"_values": [...]} lists); the
 # xfails left are tantivy4java's side
 
 
@@ -670,16 +670,8 @@ def jvm_table(
     return jvm_add(path, name, meta, str(meta["doc_mapping_json"]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowTypeError,
-    reason="this project cannot read a list column from a split it did not write (here: tantivy4java's merge of our "
-    'splits, whose stored values are ours): a list is stored as the JSON object {"_values": [...]}, and the '
-    "reader's transcoding of a foreign split passes that object to pa.array for the list type: \"Could not convert "
-    "{'_values': [...]} with type dict: was not a sequence or recognized null for conversion to list type\" "
-    "(executor_lib/splits/searcher.py, _transcode)",
-)
 def test_we_read_a_list_column_tantivy4java_merges(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """A list column of a split this project did not write: its stored {"_values": [...]} reads as the list."""
     path = tmp_path / "t"
     schema = pa.schema([("id", pa.int64()), SCHEMA.field("arr")])
     batches = [rows(20), rows(15, start=20)]
@@ -696,15 +688,8 @@ def decimal_rows() -> list[dict[str, Any]]:
     return [{"id": r["id"], "dec": r["dec"]} for r in rows(20)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowTypeError,
-    reason="this project cannot read a decimal column from a split it did not write: IndexTables4Spark (and this "
-    "project) index decimals as f64, and the reader's transcoding of a foreign split builds the Arrow column with "
-    "pa.array(floats, type=decimal128) -> 'pyarrow.lib.ArrowTypeError: int or Decimal object expected, got float' "
-    "(executor_lib/splits/searcher.py, _transcode)",
-)
 def test_we_read_a_decimal_column_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """A decimal column tantivy4java writes as f64 reads as the table's decimal (the float rounded to its scale)."""
     schema = pa.schema([("id", pa.int64()), ("dec", pa.decimal128(10, 2))])
     fields = [{"name": "id", "type": "i64", "fast": True}, {"name": "dec", "type": "f64", "fast": True}]
     docs = [{"id": r["id"], "dec": float(r["dec"])} for r in decimal_rows()]

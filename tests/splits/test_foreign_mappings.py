@@ -1,16 +1,19 @@
 """Doc mappings and stored values of splits this project did not write (tantivy4java's, IndexTables4Spark's):
-what ``DocMapping.from_json`` and the commit-time schema check read them as.
+what ``DocMapping.from_json``, the commit-time schema check and the transcoding of such a split read them as.
 The same cases against the real tantivy4java are in ``tests/jvm/test_tantivy4java.py``."""
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from executor_lib.log.split_schema import schema_differences
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.searcher import stored_value
 from executor_lib.splits.tokenizers import analyzer_name
 from indextables_contract.errors import ConfigError
 
@@ -67,3 +70,29 @@ def test_the_commit_check_takes_object_for_nested_columns_and_skips_the_hidden_r
         "retyped columns ['id (table: long, split: object)']"
     ]
 
+
+LIST = pa.list_(pa.int64())
+STRUCT = pa.struct([("a", pa.int64()), ("tags", pa.list_(pa.string())), ("m", pa.map_(pa.int32(), pa.string()))])
+
+
+@pytest.mark.parametrize(
+    ("stored", "arrow_type", "expected"),
+    [
+        (12.3, pa.decimal128(10, 2), Decimal("12.30")),
+        (-0.1, pa.decimal128(5, 3), Decimal("-0.100")),
+        (7, pa.decimal128(38, 10), Decimal("7.0000000000")),
+        ({"_values": [1, 2]}, LIST, [1, 2]),
+        ({"_values": []}, LIST, []),
+        ([{"a": 1}], pa.list_(pa.struct([("a", pa.int64())])), [{"a": 1}]),
+        ({"1": "x", "2": "y"}, pa.map_(pa.int32(), pa.string()), [(1, "x"), (2, "y")]),
+        ({"a": 1, "tags": ["t"], "m": {"3": "z"}}, STRUCT, {"a": 1, "tags": ["t"], "m": [(3, "z")]}),
+        ({"a": 1}, STRUCT, {"a": 1, "tags": None, "m": None}),
+        (None, LIST, None),
+    ],
+)
+def test_stored_values_of_a_foreign_split_read_as_their_arrow_type(
+    stored: Any, arrow_type: pa.DataType, expected: Any
+) -> None:
+    value = stored_value(stored, arrow_type)
+    assert value == expected
+    assert pa.array([value], arrow_type).type == arrow_type
