@@ -460,10 +460,10 @@ def test_tantivy4java_aggregates_the_fast_fields_we_write(
     assert not differences, "\n".join(differences)
 
 
-# The merges by tantivy4java run over tables of these columns: every type but decimal and list (findings of their
-# own, test_we_read_a_decimal_column_tantivy4java_writes, test_we_read_a_list_column_tantivy4java_merges); MERGE_PLAIN also without the JSON column (another
-# finding, test_we_read_a_json_field_tantivy4java_writes), so that its tests show the merge's own behaviour.
-MERGE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in ("dec", "arr")])  # arr: test_we_read_a_list_column_...
+# The merges by tantivy4java run over tables of these columns: every type (MERGE_SCHEMA); MERGE_PLAIN without the
+# JSON (struct, map, list) and ip columns (no hidden '__row' field in the split), so that its tests show the
+# merge's own behaviour.
+MERGE_SCHEMA = SCHEMA
 MERGE_PLAIN = pa.schema([f for f in MERGE_SCHEMA if f.name not in ("st", "ip", "m", "arr")])
 # An ip column (like a JSON one) makes this project's writer add its hidden '__row' fast field to the split.
 MERGE_IP = pa.schema([*MERGE_PLAIN, SCHEMA.field("ip")])
@@ -550,6 +550,25 @@ def test_we_read_a_merge_committed_as_indextables4spark_does(
     assert [a.path for a in executor_lib.open_log(str(path)).snapshot().files] == [name]
     label = "IndexTables4Spark-style merge commit:"
     compared, differences = check_every_row_and_queries(peer, path, batches, label, MERGE_PLAIN)
+    record_tantivy4java(request, splits=1, queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
+
+
+def test_we_read_a_merge_of_every_type_committed_as_indextables4spark_does(
+    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """As above over a table of every type: tantivy4java's doc mapping of the merged split types the JSON columns
+    'object' and lists the hidden '__row' field; this project commits it, reads every row (decimals and lists
+    from the stored values) and answers the query set as tantivy4java does."""
+    path = tmp_path / "t"
+    batches = [rows(30), rows(25, start=30), rows(20, start=55)]
+    make_table(str(path), batches, schema=MERGE_SCHEMA)
+    log, sources, meta, name = tantivy4java_merge(peer, path)
+    mapping = {f["name"]: f["type"] for f in json.loads(str(meta["doc_mapping_json"]))}
+    assert mapping["__row"] == "u64" and mapping["st"] == "object"
+    log.commit([jvm_add(path, name, meta, str(meta["doc_mapping_json"]), merged=True), *removes(sources)])
+    label = "IndexTables4Spark-style merge commit, every type:"
+    compared, differences = check_every_row_and_queries(peer, path, batches, label, MERGE_SCHEMA)
     record_tantivy4java(request, splits=1, queries=compared, differences=differences)
     assert not differences, "\n".join(differences)
 
