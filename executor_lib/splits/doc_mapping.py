@@ -42,6 +42,7 @@ No tantivy here: ``splits.build.writer`` turns a mapping into a Tantivy schema.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,9 @@ NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min"
 RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
 _PREFIX = "spark.indextables.indexing."
+ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar copy (splits.writer)
+# tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
+_LIMIT_NAME = re.compile(r"(default|en_stem|whitespace|raw)_limit_(\d+)")
 
 
 @dataclass(frozen=True)
@@ -101,21 +105,14 @@ class DocMapping:
 
     @classmethod
     def from_json(cls, text: str) -> DocMapping:
+        """The doc mapping of a JSON field list, this project's or tantivy4java's: a JSON field typed
+        ``object`` reads as ``json`` (tokenizer ``default`` unless named), a tokenizer named
+        ``<tokenizer>_limit_<N>`` as ``<tokenizer>`` keeping tokens shorter than N bytes, and the
+        hidden row-number field ``__row`` (a fast ``u64`` this project's writer adds, which a split
+        merged by tantivy4java lists) is left out."""
         try:
             items = json.loads(text)
-            fields = tuple(
-                FieldMapping(
-                    name=i["name"],
-                    type=i["type"],
-                    stored=bool(i.get("stored", True)),
-                    indexed=bool(i.get("indexed", True)),
-                    fast=bool(i.get("fast", False)),
-                    tokenizer=i.get("tokenizer"),
-                    record=i.get("record") or "position",
-                    max_token_length=_stored_token_length(i.get("max_token_length")),
-                )
-                for i in items
-            )
+            fields = tuple(_field_from_json(i) for i in items if not is_hidden_row_field(i))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as e:
             raise ConfigError(f"invalid doc mapping JSON: {e}") from e
         for f in fields:
@@ -127,6 +124,34 @@ class DocMapping:
             if f.record not in RECORD_OPTIONS:
                 raise ConfigError(f"doc mapping field {f.name!r}: unsupported record option {f.record!r}")
         return cls(fields)
+
+
+def is_hidden_row_field(item: Any) -> bool:
+    """Whether a doc mapping JSON entry is the hidden row-number field ``__row`` (a fast ``u64``)."""
+    return isinstance(item, dict) and item.get("name") == ROW_FIELD and item.get("type") == "u64"
+
+
+def _field_from_json(item: Mapping[str, Any]) -> FieldMapping:
+    kind = item["type"]
+    tokenizer = item.get("tokenizer")
+    if kind == "object":  # tantivy4java's (Quickwit's) name of a JSON field
+        kind, tokenizer = "json", tokenizer or "default"
+    max_token_length = _stored_token_length(item.get("max_token_length"))
+    limited = _LIMIT_NAME.fullmatch(tokenizer) if isinstance(tokenizer, str) else None
+    if limited is not None:  # tantivy4java's analyzer name of a token limit: '<tokenizer>_limit_<N>'
+        tokenizer = limited.group(1)
+        if tokenizer in LIMITED_TOKENIZERS:  # raw keeps values of any length
+            max_token_length = max_token_length or _stored_token_length(int(limited.group(2)))
+    return FieldMapping(
+        name=item["name"],
+        type=kind,
+        stored=bool(item.get("stored", True)),
+        indexed=bool(item.get("indexed", True)),
+        fast=bool(item.get("fast", False)),
+        tokenizer=tokenizer,
+        record=item.get("record") or "position",
+        max_token_length=max_token_length,
+    )
 
 
 def _stored_token_length(value: Any) -> int | None:

@@ -8,7 +8,9 @@ analyzers from ``register``, so writing, searching and merging tokenize alike.
 
 The limit is per field: ``FieldMapping.max_token_length`` (None: 255, the JVM's default, recorded
 in the doc mapping only when it differs). A field with another limit uses the analyzer named
-``<tokenizer>_max<N>`` in the Tantivy schema. ``raw`` (exact strings) keeps values of any length.
+``<tokenizer>_max<N>`` in the Tantivy schema (tantivy4java names it ``<tokenizer>_limit_<N>``:
+both are registered, and ``doc_mapping`` reads that name as the tokenizer and its limit). ``raw``
+(exact strings) keeps values of any length.
 
 Splits written before this change were tokenized with Tantivy's 40-byte limit: their tokens of
 40..254 bytes are not in their index, so a query for one finds it only in newer splits (MERGE
@@ -65,6 +67,10 @@ def register(index: Any, fields: Iterable[Any] = ()) -> Any:
         name = analyzer_name(f.tokenizer or "default", f.max_token_length)
         if name not in LIMITED_TOKENIZERS and f.tokenizer in LIMITED_TOKENIZERS:
             index.register_tokenizer(name, analyzer(f.tokenizer, f.max_token_length))
+            # tantivy4java's name of the same analyzer, which the schema of a split it wrote uses
+            index.register_tokenizer(
+                f"{f.tokenizer}_limit_{f.max_token_length}", analyzer(f.tokenizer, f.max_token_length)
+            )
     return index
 
 

@@ -28,7 +28,6 @@ import pytest
 import executor_lib
 from executor_lib import AddAction
 from harness import tantivy4java_peer as t4j
-from indextables_contract.errors import ConfigError, IndexTablesError, InvalidActionError
 from tests.conftest import BUCKET, s3_options
 from tests.jvm.conftest import record_tantivy4java
 
@@ -461,10 +460,10 @@ def test_tantivy4java_aggregates_the_fast_fields_we_write(
     assert not differences, "\n".join(differences)
 
 
-# The merges by tantivy4java run over tables of these columns: every type but decimal and list (findings of their
-# own, test_we_read_a_decimal_column_tantivy4java_writes, test_we_read_a_list_column_tantivy4java_merges); MERGE_PLAIN also without the JSON column (another
-# finding, test_we_read_a_json_field_tantivy4java_writes), so that its tests show the merge's own behaviour.
-MERGE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in ("dec", "arr")])  # arr: test_we_read_a_list_column_...
+# The merges by tantivy4java run over tables of these columns: every type (MERGE_SCHEMA); MERGE_PLAIN without the
+# JSON (struct, map, list) and ip columns (no hidden '__row' field in the split), so that its tests show the
+# merge's own behaviour.
+MERGE_SCHEMA = SCHEMA
 MERGE_PLAIN = pa.schema([f for f in MERGE_SCHEMA if f.name not in ("st", "ip", "m", "arr")])
 # An ip column (like a JSON one) makes this project's writer add its hidden '__row' fast field to the split.
 MERGE_IP = pa.schema([*MERGE_PLAIN, SCHEMA.field("ip")])
@@ -555,7 +554,29 @@ def test_we_read_a_merge_committed_as_indextables4spark_does(
     assert not differences, "\n".join(differences)
 
 
-# --- findings: each a strict xfail naming what fails and on which side (executor_lib is not changed here)
+def test_we_read_a_merge_of_every_type_committed_as_indextables4spark_does(
+    peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """As above over a table of every type: tantivy4java's doc mapping of the merged split types the JSON columns
+    'object' and lists the hidden '__row' field; this project commits it, reads every row (decimals and lists
+    from the stored values) and answers the query set as tantivy4java does."""
+    path = tmp_path / "t"
+    batches = [rows(30), rows(25, start=30), rows(20, start=55)]
+    make_table(str(path), batches, schema=MERGE_SCHEMA)
+    log, sources, meta, name = tantivy4java_merge(peer, path)
+    mapping = {f["name"]: f["type"] for f in json.loads(str(meta["doc_mapping_json"]))}
+    assert mapping["__row"] == "u64" and mapping["st"] == "object"
+    log.commit([jvm_add(path, name, meta, str(meta["doc_mapping_json"]), merged=True), *removes(sources)])
+    label = "IndexTables4Spark-style merge commit, every type:"
+    compared, differences = check_every_row_and_queries(peer, path, batches, label, MERGE_SCHEMA)
+    record_tantivy4java(request, splits=1, queries=compared, differences=differences)
+    assert not differences, "\n".join(differences)
+
+
+# --- findings: each found as a strict xfail naming what fails and on which side; those on this project's side
+# are fixed and their tests pass (doc_mapping reads 'object' and '<tokenizer>_limit_<N>' and leaves the hidden
+# '__row' out, the commit check takes both, the transcoding reads decimals and {"_values": [...]} lists); the
+# xfails left are tantivy4java's side
 
 
 def token_limit_split(peer: t4j.Tantivy4JavaPeer, path: Path) -> AddAction:
@@ -571,16 +592,9 @@ def token_limit_split(peer: t4j.Tantivy4JavaPeer, path: Path) -> AddAction:
     return add
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexTablesError,
-    reason="this project cannot read a split whose text field keeps shorter tokens than 255 bytes as tantivy4java "
-    "writes it: tantivy4java names the analyzer '<tokenizer>_limit_<N>' (native/src/schema/jni_builder.rs), this "
-    "project '<tokenizer>_max<N>' (executor_lib/splits/tokenizers.py), so it has none for 'default_limit_9': "
-    "\"[INDEXTABLES_CORRUPT_SPLIT] ...: the split cannot be read (ValueError: Schema error: 'Error getting "
-    "tokenizer for field: txt')\"",
-)
 def test_we_read_a_token_limited_text_field_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """tantivy4java names a token-limited analyzer '<tokenizer>_limit_<N>' (ours: '<tokenizer>_max<N>'); its doc
+    mapping reads as the tokenizer and its limit, and the split's term is found."""
     path = tmp_path / "t"
     add = token_limit_split(peer, path)
     log = executor_lib.open_log(str(path))
@@ -638,18 +652,11 @@ def test_tantivy4java_range_on_a_column_that_is_not_fast(peer: t4j.Tantivy4JavaP
     assert not differences, differences
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigError,
-    reason="this project cannot read the log version IndexTables4Spark's MERGE SPLITS writes over a table of ours "
-    "with an ip (or JSON) column: the add carries tantivy4java's doc mapping of the merged split, which lists the "
-    "hidden '__row' fast field this project's writer added, and the reader refuses it: \"[INDEXTABLES_CONFIG] doc "
-    "mapping field '__row': '__row' is reserved (the hidden row-number field of splits with a columnar copy)\" "
-    "(executor_lib/splits/doc_mapping.py, DocMapping.from_json)",
-)
 def test_we_read_a_merge_with_an_ip_column_committed_as_indextables4spark_does(
     peer: t4j.Tantivy4JavaPeer, tmp_path: Path
 ) -> None:
+    """tantivy4java's doc mapping of its merge of our splits lists the hidden '__row' fast field our writer adds;
+    it is left out as no column, and every row reads as written."""
     path = tmp_path / "t"
     batches = [rows(30), rows(25, start=30)]
     make_table(str(path), batches, schema=MERGE_IP)
@@ -661,15 +668,9 @@ def test_we_read_a_merge_with_an_ip_column_committed_as_indextables4spark_does(
     assert got == {r["id"]: {n: norm(r[n], MERGE_IP.field(n).type) for n in MERGE_IP.names} for b in batches for r in b}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InvalidActionError,
-    reason="this project's commit check refuses the doc mapping tantivy4java makes for a split it merged from ours "
-    "with a JSON column (IndexTables4Spark records it as is: docMappingJson = metadata.getDocMappingJson): "
-    "\"columns not in the table ['__row']; retyped columns ['st (table: struct, split: object)']\" -- the hidden "
-    "'__row' fast field this project's writer adds to splits with JSON fields, and 'object' for 'json'",
-)
 def test_we_commit_the_doc_mapping_tantivy4java_makes_for_a_merge(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """The commit check takes tantivy4java's doc mapping of a merge of ours with a JSON column: the hidden '__row'
+    fast field is no column, and 'object' is a JSON field."""
     path = tmp_path / "t"
     make_table(str(path), [rows(30), rows(25, start=30)], schema=MERGE_SCHEMA)
     log, sources, meta, name = tantivy4java_merge(peer, path)
@@ -688,16 +689,8 @@ def jvm_table(
     return jvm_add(path, name, meta, str(meta["doc_mapping_json"]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowTypeError,
-    reason="this project cannot read a list column from a split it did not write (here: tantivy4java's merge of our "
-    'splits, whose stored values are ours): a list is stored as the JSON object {"_values": [...]}, and the '
-    "reader's transcoding of a foreign split passes that object to pa.array for the list type: \"Could not convert "
-    "{'_values': [...]} with type dict: was not a sequence or recognized null for conversion to list type\" "
-    "(executor_lib/splits/searcher.py, _transcode)",
-)
 def test_we_read_a_list_column_tantivy4java_merges(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """A list column of a split this project did not write: its stored {"_values": [...]} reads as the list."""
     path = tmp_path / "t"
     schema = pa.schema([("id", pa.int64()), SCHEMA.field("arr")])
     batches = [rows(20), rows(15, start=20)]
@@ -714,15 +707,8 @@ def decimal_rows() -> list[dict[str, Any]]:
     return [{"id": r["id"], "dec": r["dec"]} for r in rows(20)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pa.ArrowTypeError,
-    reason="this project cannot read a decimal column from a split it did not write: IndexTables4Spark (and this "
-    "project) index decimals as f64, and the reader's transcoding of a foreign split builds the Arrow column with "
-    "pa.array(floats, type=decimal128) -> 'pyarrow.lib.ArrowTypeError: int or Decimal object expected, got float' "
-    "(executor_lib/splits/searcher.py, _transcode)",
-)
 def test_we_read_a_decimal_column_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """A decimal column tantivy4java writes as f64 reads as the table's decimal (the float rounded to its scale)."""
     schema = pa.schema([("id", pa.int64()), ("dec", pa.decimal128(10, 2))])
     fields = [{"name": "id", "type": "i64", "fast": True}, {"name": "dec", "type": "f64", "fast": True}]
     docs = [{"id": r["id"], "dec": float(r["dec"])} for r in decimal_rows()]
@@ -742,15 +728,8 @@ JSON_SCHEMA = pa.schema([("id", pa.int64()), ("st", SCHEMA.field("st").type)])
 JSON_FIELDS: list[dict[str, Any]] = [{"name": "id", "type": "i64", "fast": True}, {"name": "st", "type": "json"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigError,
-    reason="this project cannot read a split whose doc mapping types a JSON field 'object' (what tantivy4java's "
-    "doc mapping JSON says for every JSON field, with its field_mappings, and what IndexTables4Spark records in "
-    "its adds): \"[INDEXTABLES_CONFIG] doc mapping field 'st': unsupported type 'object'\" "
-    "(executor_lib/splits/doc_mapping.py, DocMapping.from_json)",
-)
 def test_we_read_a_json_field_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """A JSON field tantivy4java types 'object' reads as this project's JSON field: every struct as written."""
     path = tmp_path / "t"
     docs = [{k: v for k, v in r.items() if v is not None} for r in json_rows()]
     add = jvm_table(peer, path, JSON_SCHEMA, JSON_FIELDS, docs)
@@ -761,14 +740,8 @@ def test_we_read_a_json_field_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tm
     assert sorted(got.to_pylist(), key=lambda r: r["id"]) == json_rows()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InvalidActionError,
-    reason="this project's commit check refuses a split whose doc mapping types a JSON field 'object' (tantivy4java's "
-    "and IndexTables4Spark's name for it): \"retyped columns ['st (table: struct, split: object)']\" "
-    "(executor_lib/log/split_schema.py allows only 'json' for struct, map and array columns)",
-)
 def test_we_commit_a_json_field_tantivy4java_writes(peer: t4j.Tantivy4JavaPeer, tmp_path: Path) -> None:
+    """The commit check takes 'object' (tantivy4java's name of a JSON field) for a struct column."""
     path = tmp_path / "t"
     docs = [{k: v for k, v in r.items() if v is not None} for r in json_rows()]
     add = jvm_table(peer, path, JSON_SCHEMA, JSON_FIELDS, docs)

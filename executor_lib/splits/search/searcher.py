@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import decimal
 import functools
 import json
 import logging
@@ -49,6 +50,7 @@ from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, d
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
 from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import (
+    ARRAY_KEY,
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
     SEGMENTS_MEMBER,
@@ -171,6 +173,50 @@ def _ranged_copy(pieces: SplitPieces, footer: BundleFooter, member: str, split: 
         f"{split}:{member}",
         prefetch=None if blocks is None else (blocks, fetch),
     )
+
+
+_DECIMALS = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_EVEN)  # room for decimal256's 76 digits
+
+
+def _needs_conversion(t: pa.DataType) -> bool:
+    return pa.types.is_decimal(t) or pa.types.is_nested(t)
+
+
+def stored_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
+    """A value as a split's doc store holds it (IndexTables4Spark's, as ``writer.json_value`` builds
+    it) as a Python value of Arrow type ``t``: a decimal (indexed as f64) from its float, rounded to
+    the type's scale; a list from ``{"_values": [...]}`` at the top of a JSON field; a map from its
+    object (keys back to the key type); a struct from its object, field by field.
+
+    Example: ``stored_value({"_values": [1, 2]}, pa.list_(pa.int64()))`` is ``[1, 2]``.
+    """
+    if value is None:
+        return None
+    if pa.types.is_decimal(t) and isinstance(value, (float, int)) and not isinstance(value, bool):
+        return _DECIMALS.quantize(decimal.Decimal(repr(value)), decimal.Decimal(1).scaleb(-t.scale))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        if top and isinstance(value, dict) and set(value) == {ARRAY_KEY}:
+            value = value[ARRAY_KEY]
+        if isinstance(value, list) and _needs_conversion(t.value_type):
+            return [stored_value(v, t.value_type, False) for v in value]
+        return value
+    if pa.types.is_map(t) and isinstance(value, dict):
+        return [(_map_key(k, t.key_type), stored_value(v, t.item_type, False)) for k, v in value.items()]
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return {f.name: stored_value(value.get(f.name), f.type, False) for f in fields}
+    return value
+
+
+def _map_key(key: str, t: pa.DataType) -> Any:
+    """A map key as JSON holds it (text) as a value of the key type ``t``."""
+    if pa.types.is_integer(t):
+        return int(key)
+    if pa.types.is_floating(t):
+        return float(key)
+    if pa.types.is_boolean(t):
+        return key.lower() == "true"
+    return key
 
 
 class SplitSearcher:
@@ -383,6 +429,8 @@ class SplitSearcher:
         for f in mapping.fields:
             values = [d.get(f.name, [None])[0] for d in docs]
             arrow_type = schema.field(f.name).type if f.name in schema.names else None
+            if arrow_type is not None and _needs_conversion(arrow_type):
+                values = [stored_value(v, arrow_type) for v in values]
             column = pa.array(values, type=arrow_type)
             if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
                 column = pc.replace_substring_regex(column, r"^::ffff:(\d+\.\d+\.\d+\.\d+)$", r"\1")
