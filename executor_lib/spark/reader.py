@@ -664,7 +664,7 @@ def check_filter(f: F.Filter, what: str, table_arrow: pa.Schema, mappings: Calla
 
     Example: ``check_filter(F.QueryString("(error", "message"), "read /t", schema, lambda: doc_mappings(snap))``
     """
-    from executor_lib.splits.search.searcher import check_query
+    from executor_lib.splits.query.check import check_query
 
     unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
     if unknown:

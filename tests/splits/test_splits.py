@@ -629,7 +629,7 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     from executor_lib.splits.build.merge import MergeSource, merge_sources
     from executor_lib.splits.build.writer import SplitBuilder, columns_members
     from executor_lib.splits.rows import columnar as columnar_copy
-    from executor_lib.splits.search.searcher import take_rows
+    from executor_lib.splits.rows.take import take_rows
 
     monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", 3_000)
     monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
@@ -713,7 +713,7 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     }
     assert searcher.count("tag:t1") == 5 and searcher.count(f.Term("tag", "t1")) == 5
     with pytest.raises(QueryError, match="'title' is not an indexed field"):
-        from executor_lib.splits.search.searcher import check_query
+        from executor_lib.splits.query.check import check_query
 
         check_query(f.QueryString("red", "title"), mapping)
     with pytest.raises(QueryError, match=r"columns \['tag'\] are index-only"):

@@ -20,10 +20,12 @@ process (``DECODED_BYTES_KEPT``), so repeated searches of a warm split do not de
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -375,3 +377,20 @@ def ipc_blocks(length: int, read: Callable[[int, int], bytes]) -> list[tuple[int
         return blocks
     except (struct.error, ValueError, IndexError):
         return None
+
+
+def fetch_member(pieces: Any, member: str, ranges: list[tuple[int, int]]) -> None:
+    pieces.fetch({member: ranges})
+
+
+def ranged_copy(pieces: Any, footer: BundleFooter, member: str, split: str | Path) -> ColumnarCopy:
+    """The columnar copy (or part) ``member`` of a split fetched by the piece: the batches a take
+    needs are fetched at once, by range."""
+    length = footer.files[member][1] - footer.files[member][0]
+    blocks = ipc_blocks(length, functools.partial(pieces.read, member))
+    fetch = functools.partial(fetch_member, pieces, member)
+    return ColumnarCopy(
+        pa.PythonFile(pieces.member_file(member), mode="r"),
+        f"{split}:{member}",
+        prefetch=None if blocks is None else (blocks, fetch),
+    )

@@ -24,12 +24,14 @@ field, a phrase prefix, ...) keeps Tantivy's split-local scores (``table_scores`
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -519,3 +521,50 @@ def table_scores(
     except Unsupported as e:
         log.warning("_score: split-local BM25 scores for query %r (%s)", repr(compiled)[:200], e)
         return None
+
+
+def split_files(index_dir: Path, pieces: Any, field_names: Sequence[str]) -> SplitFiles:
+    """A split's segments and members as scoring reads them: from its local index directory, or
+    (``pieces``, a ``SplitPieces``) fetched by the piece, the ranges read fetched as they are read."""
+    meta = json.loads((index_dir / "meta.json").read_text())
+    segments = tuple(str(seg["segment_id"]).replace("-", "") for seg in meta["segments"])
+    max_docs = tuple(int(seg["max_doc"]) for seg in meta["segments"])
+
+    def read(member: str) -> tuple[int, Any]:
+        if pieces is not None:
+            start, stop = pieces.footer.files[member]
+            return stop - start, functools.partial(pieces.read, member)
+        path = index_dir / member
+
+        def read_local(start: int, stop: int) -> bytes:
+            with open(path, "rb") as f:
+                f.seek(start)
+                return f.read(stop - start)
+
+        return path.stat().st_size, read_local
+
+    return SplitFiles(segments, max_docs, read, {name: i for i, name in enumerate(field_names)})
+
+
+def marked_snippets(
+    generator: Any, column: str, texts: Sequence[str | None], tags: tuple[str, str]
+) -> list[str | None]:
+    """Each of ``texts`` as its snippet (``generator``: a ``tantivy.SnippetGenerator`` of ``column``),
+    each match between ``tags``; None stays None. One snippet per returned row (a top k, a page)."""
+    start, end = tags[0].encode(), tags[1].encode()
+    out: list[str | None] = []
+    for text in texts:
+        if text is None:
+            out.append(None)
+            continue
+        doc = tantivy.Document()
+        doc.add_text(column, text)
+        snippet = generator.snippet_from_doc(doc)
+        fragment = snippet.fragment().encode()
+        parts, pos = [], 0
+        for r in snippet.highlighted():
+            parts += [fragment[pos : r.start], start, fragment[r.start : r.end], end]
+            pos = r.end
+        parts.append(fragment[pos:])
+        out.append(b"".join(parts).decode())
+    return out

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import decimal
 import functools
 import json
 import logging
@@ -50,22 +49,31 @@ from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, d
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
 from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import (
-    ARRAY_KEY,
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
     SEGMENTS_MEMBER,
     columns_members,
     open_columns,
-    tantivy_schema,
     write_split,
 )
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
+from executor_lib.splits.query.check import hashed_columns, list_columns
 from executor_lib.splits.query.compile import compile_query
-from executor_lib.splits.rows.columnar import ColumnarCopy, PartedCopy, RowCopy, ipc_blocks
+from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
-from executor_lib.splits.search.scoring import ScoreStats, SplitFiles, Unsupported, split_stats, table_scores
+from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
+from executor_lib.splits.rows.take import rows_schema, take_rows
+from executor_lib.splits.search.scoring import (
+    ScoreStats,
+    SplitFiles,
+    Unsupported,
+    marked_snippets,
+    split_files,
+    split_stats,
+    table_scores,
+)
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
@@ -78,145 +86,6 @@ _RANGE_TYPES = {
     "f64": tantivy.FieldType.Float,
     "datetime": tantivy.FieldType.Date,
 }
-
-
-def list_columns(schema: pa.Schema | None) -> frozenset[str]:
-    """The columns holding lists of scalars (indexed as ``{"_values": [...]}``, see ``writer.json_value``)."""
-    if schema is None:
-        return frozenset()
-    lists = (f for f in schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type))
-    return frozenset(f.name for f in lists if not pa.types.is_struct(f.type.value_type))
-
-
-@guarded(lambda query, mapping, schema=None: f"query {query.query!r}")
-def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Schema | None = None) -> None:
-    """QueryError if ``query`` does not parse against a split of ``mapping`` (checked before any task runs;
-    ``schema``, the table's, tells which columns are lists)."""
-    index = register_analyzers(tantivy.Index(tantivy_schema(mapping)), mapping.fields)
-    if query.column is not None:
-        field = mapping.field(query.column)
-        if field is None or not field.indexed:
-            raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
-        if query.column in hashed_columns(mapping, schema):
-            return  # any text: the term of its hash (SplitSearcher._hashed_query)
-    compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
-
-
-def hashed_columns(mapping: DocMapping, schema: pa.Schema | None) -> frozenset[str]:
-    """Columns indexed as tantivy4java's ``exact_only`` mode does: a u64 field over a string column."""
-    if schema is None:
-        return frozenset()
-    strings = {f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)}
-    return frozenset(f.name for f in mapping.fields if f.type == "u64" and f.name in strings)
-
-
-def _rows_schema(stored: pa.Schema, mapping: DocMapping, schema: pa.Schema) -> pa.Schema:
-    """The rows' schema: the copy's columns, and index-only columns (values not stored, read as
-    nulls), in the mapping's order."""
-    fields = []
-    for f in mapping.fields:
-        if f.name in stored.names:
-            fields.append(stored.field(f.name))
-        else:
-            fields.append(pa.field(f.name, schema.field(f.name).type if f.name in schema.names else pa.null()))
-    return pa.schema(fields)
-
-
-def take_rows(rows: pa.Table | RowCopy | CompanionRows, ids: pa.Array) -> pa.Table:
-    """``rows.take(ids)``, fast for ascending ``ids`` (what ``SplitSearcher.row_ids`` returns).
-    A ``ColumnarCopy`` (or ``PartedCopy``) reads only the batches holding ``ids``.
-
-    A columnar copy is a table of many record batches, and Arrow's ``take`` over such a table first
-    joins each column's chunks: a query returning 20 rows of a split copied its whole message column
-    (1.2 ms a split; a scan's ``take`` of every row, 29 ms). Here a run of consecutive rows is a
-    zero-copy slice, and other ascending ids are taken from each batch that holds some of them.
-
-    Example: ``take_rows(searcher.rows, pa.array([3, 4, 5], pa.uint64()))`` is ``searcher.rows.slice(3, 3)``.
-    """
-    if not isinstance(rows, pa.Table):  # a ColumnarCopy, or a companion split's CompanionRows
-        return rows.take(ids)
-    n = len(ids)
-    if n == 0:
-        return rows.slice(0, 0)
-    wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    if n > 1 and not bool(np.all(wanted[1:] > wanted[:-1])):
-        return rows.take(ids)
-    if wanted[0] < 0 or wanted[-1] >= rows.num_rows:
-        return rows.take(ids)  # Arrow names the bad index
-    if wanted[-1] - wanted[0] == n - 1:
-        return rows.slice(int(wanted[0]), n)
-    batches = rows.to_batches()
-    if len(batches) <= 1:
-        return rows.take(ids)
-    starts = np.cumsum([0] + [b.num_rows for b in batches[:-1]])
-    bounds = np.searchsorted(wanted, np.append(starts, rows.num_rows))  # ids of batch c: bounds[c]:bounds[c+1]
-    parts = [
-        batches[c].take(pa.array(wanted[bounds[c] : bounds[c + 1]] - starts[c]))
-        for c in range(len(batches))
-        if bounds[c + 1] > bounds[c]
-    ]
-    return pa.Table.from_batches(parts, schema=rows.schema)
-
-
-def _fetch_member(pieces: SplitPieces, member: str, ranges: list[tuple[int, int]]) -> None:
-    pieces.fetch({member: ranges})
-
-
-def _ranged_copy(pieces: SplitPieces, footer: BundleFooter, member: str, split: str | Path) -> ColumnarCopy:
-    """The columnar copy (or part) ``member`` of a split fetched by the piece: the batches a take
-    needs are fetched at once, by range."""
-    length = footer.files[member][1] - footer.files[member][0]
-    blocks = ipc_blocks(length, functools.partial(pieces.read, member))
-    fetch = functools.partial(_fetch_member, pieces, member)
-    return ColumnarCopy(
-        pa.PythonFile(pieces.member_file(member), mode="r"),
-        f"{split}:{member}",
-        prefetch=None if blocks is None else (blocks, fetch),
-    )
-
-
-_DECIMALS = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_EVEN)  # room for decimal256's 76 digits
-
-
-def _needs_conversion(t: pa.DataType) -> bool:
-    return pa.types.is_decimal(t) or pa.types.is_nested(t)
-
-
-def stored_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
-    """A value as a split's doc store holds it (IndexTables4Spark's, as ``writer.json_value`` builds
-    it) as a Python value of Arrow type ``t``: a decimal (indexed as f64) from its float, rounded to
-    the type's scale; a list from ``{"_values": [...]}`` at the top of a JSON field; a map from its
-    object (keys back to the key type); a struct from its object, field by field.
-
-    Example: ``stored_value({"_values": [1, 2]}, pa.list_(pa.int64()))`` is ``[1, 2]``.
-    """
-    if value is None:
-        return None
-    if pa.types.is_decimal(t) and isinstance(value, (float, int)) and not isinstance(value, bool):
-        return _DECIMALS.quantize(decimal.Decimal(repr(value)), decimal.Decimal(1).scaleb(-t.scale))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        if top and isinstance(value, dict) and set(value) == {ARRAY_KEY}:
-            value = value[ARRAY_KEY]
-        if isinstance(value, list) and _needs_conversion(t.value_type):
-            return [stored_value(v, t.value_type, False) for v in value]
-        return value
-    if pa.types.is_map(t) and isinstance(value, dict):
-        return [(_map_key(k, t.key_type), stored_value(v, t.item_type, False)) for k, v in value.items()]
-    if pa.types.is_struct(t) and isinstance(value, dict):
-        fields = [t.field(i) for i in range(t.num_fields)]
-        return {f.name: stored_value(value.get(f.name), f.type, False) for f in fields}
-    return value
-
-
-def _map_key(key: str, t: pa.DataType) -> Any:
-    """A map key as JSON holds it (text) as a value of the key type ``t``."""
-    if pa.types.is_integer(t):
-        return int(key)
-    if pa.types.is_floating(t):
-        return float(key)
-    if pa.types.is_boolean(t):
-        return key.lower() == "true"
-    return key
 
 
 class SplitSearcher:
@@ -293,7 +162,7 @@ class SplitSearcher:
                 copy = self._store_rows(rows_member)
                 self._segment_starts = copy.segment_starts
             elif pieces is not None:  # read by range: the batches a take needs are fetched at once
-                parts = [_ranged_copy(pieces, footer, member, split) for member in members or ()]
+                parts = [ranged_copy(pieces, footer, member, split) for member in members or ()]
                 copy = parts[0] if len(parts) == 1 else PartedCopy(parts, str(split))
             else:
                 copy = open_columns(Path(split), footer)
@@ -308,7 +177,7 @@ class SplitSearcher:
                     info = dataclasses.replace(self.rows.info, source_root=companion_root)
                     self.rows = CompanionRows(copy, info, self.rows.schema)
             else:
-                self.rows = copy.with_schema(_rows_schema(copy.schema, self.mapping, arrow_schema))
+                self.rows = copy.with_schema(rows_schema(copy.schema, self.mapping, arrow_schema))
         except (ValueError, OSError) as e:  # ArrowInvalid is a ValueError
             raise CorruptSplitError(f"{split}: the split's columnar copy does not read ({e})") from e
         self.companion = companion is not None
@@ -370,7 +239,7 @@ class SplitSearcher:
         local = f"{stem}{LOCAL_STORE_SUFFIX}"
         with open(self.index_dir / local, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return memoryview(mapped), functools.partial(_fetch_member, self.pieces, local)
+        return memoryview(mapped), functools.partial(fetch_member, self.pieces, local)
 
     def _load_row_offsets(self, member: bytes) -> None:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
@@ -429,7 +298,7 @@ class SplitSearcher:
         for f in mapping.fields:
             values = [d.get(f.name, [None])[0] for d in docs]
             arrow_type = schema.field(f.name).type if f.name in schema.names else None
-            if arrow_type is not None and _needs_conversion(arrow_type):
+            if arrow_type is not None and needs_conversion(arrow_type):
                 values = [stored_value(v, arrow_type) for v in values]
             column = pa.array(values, type=arrow_type)
             if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
@@ -648,25 +517,7 @@ class SplitSearcher:
         return self._files
 
     def _read_split_files(self) -> SplitFiles:
-        meta = json.loads((self.index_dir / "meta.json").read_text())
-        segments = tuple(str(seg["segment_id"]).replace("-", "") for seg in meta["segments"])
-        max_docs = tuple(int(seg["max_doc"]) for seg in meta["segments"])
-        pieces = self.pieces
-
-        def read(member: str) -> tuple[int, Any]:
-            if pieces is not None:
-                start, stop = pieces.footer.files[member]
-                return stop - start, functools.partial(pieces.read, member)
-            path = self.index_dir / member
-
-            def read_local(start: int, stop: int) -> bytes:
-                with open(path, "rb") as f:
-                    f.seek(start)
-                    return f.read(stop - start)
-
-            return path.stat().st_size, read_local
-
-        return SplitFiles(segments, max_docs, read, {name: i for i, name in enumerate(self._field_names)})
+        return split_files(self.index_dir, self.pieces, self._field_names)
 
     @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
     def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
@@ -732,23 +583,7 @@ class SplitSearcher:
         except ValueError as e:
             raise QueryError(f"_snippet_{column}: query {query!r} cannot make snippets: {e}") from e
         generator.set_max_num_chars(max_chars)
-        start, end = tags[0].encode(), tags[1].encode()
-        out: list[str | None] = []
-        for text in texts:  # per returned row (a top k, a page): Tantivy makes one snippet per document
-            if text is None:
-                out.append(None)
-                continue
-            doc = tantivy.Document()
-            doc.add_text(column, text)
-            snippet = generator.snippet_from_doc(doc)
-            fragment = snippet.fragment().encode()
-            parts, pos = [], 0
-            for r in snippet.highlighted():
-                parts += [fragment[pos : r.start], start, fragment[r.start : r.end], end]
-                pos = r.end
-            parts.append(fragment[pos:])
-            out.append(b"".join(parts).decode())
-        return pa.array(out, pa.string())
+        return pa.array(marked_snippets(generator, column, texts, tags), pa.string())
 
     @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
     def search(

@@ -22,8 +22,9 @@ from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
+from executor_lib.splits.rows.take import take_rows
 from executor_lib.splits.search.scoring import SCORE_COLUMN, ScoreStats
-from executor_lib.splits.search.searcher import SplitSearcher, take_rows
+from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.storage.base import ObjectStore
 from indextables_contract import filters
 from indextables_contract.errors import (

@@ -8,7 +8,7 @@ import random
 import pyarrow as pa
 import pytest
 
-from executor_lib.splits.search.searcher import take_rows
+from executor_lib.splits.rows.take import take_rows
 
 
 @pytest.fixture
