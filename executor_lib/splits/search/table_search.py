@@ -10,7 +10,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -201,19 +201,12 @@ def _pieces(
 def _open_pieces(
     cache: SplitCache, store: ObjectStore, path: str, pieces: SplitPieces, arrow_schema: pa.Schema, mapping: str | None
 ) -> SplitSearcher:
-    try:
-        return SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces)
-    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
-        if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
-            raise
-        cache.discard(store, path)
-        if isinstance(e, CorruptSplitError):  # found damaged: named as the table's split
-            raise CorruptSplitError(
-                f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped"
-            ) from e
-        raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
-        ) from e
+    return _opened(
+        cache,
+        store,
+        path,
+        lambda: SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces),
+    )
 
 
 def _open(
@@ -225,8 +218,19 @@ def _open(
     mapping: str | None,
     companion_root: str | None = None,
 ) -> SplitSearcher:
+    return _opened(
+        cache,
+        store,
+        path,
+        lambda: SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root),
+    )
+
+
+def _opened(cache: SplitCache, store: ObjectStore, path: str, make: Callable[[], SplitSearcher]) -> SplitSearcher:
+    """``make()``: a searcher of the cached split ``path``; a split that does not open (damaged bytes,
+    a Rust panic) has its cached copy dropped and is CorruptSplitError named as the table's split."""
     try:
-        return SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root)
+        return make()
     except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
         if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
             raise
