@@ -195,3 +195,36 @@ def test_limits_give_exact_rows(classic_spark: Any, table: Path) -> None:
     ).collect()
     assert len({r["id"] for r in match}) == 400
     assert all(r["id"] % 10 == 1 or r["level"] == "ERROR" for r in match)
+
+
+def test_a_read_task_finds_the_stream_it_flushes(classic_spark: Any) -> None:
+    """``read`` flushes the worker's output itself after each batch (``_SparkOutput``): the stream is
+    found from ``read``'s caller frames in a real PySpark worker."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Probe(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(0)]
+
+        def read(self, partition: Any) -> Iterator[Any]:
+            import sys
+
+            from executor_lib.spark.reader import _dump_stream_output
+
+            stream = _dump_stream_output(sys._getframe(1))
+            yield pa.record_batch([pa.array([type(stream).__name__])], names=["stream"])
+
+    class ProbeSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "indextables_test_stream_probe"
+
+        def schema(self) -> str:
+            return "stream string"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Probe()
+
+    classic_spark.dataSource.register(ProbeSource)
+    found = classic_spark.read.format("indextables_test_stream_probe").load().collect()
+    assert [r["stream"] for r in found] == ["BufferedWriter"]
