@@ -36,17 +36,18 @@ PARALLELISM = "spark.indextables.read.parallelism"
 @dataclass(frozen=True)
 class ReadPlan:
     """``columns``: the columns returned (default all); ``required_columns``: the names a statement uses,
-    of which the table's columns are read (``*`` for all); ``filter``: rows the read returns (the index
-    answers what it can, the rest is checked on the rows); ``limit``: rows per task at most (0: none);
-    ``match_columns``: boolean columns added to each row, true where the row matches the tree.
+        of which the table's columns are read (``*`` for all); ``filter``: rows the read returns (the index
+        answers what it can, the rest is checked on the rows); ``limit``: rows per task at most (0: none);
+        ``match_columns``: boolean columns added to each row, true where the row matches the tree. A bare
+    limit (``one_task``) is read in one task: at most ``limit`` rows in all.
 
-    This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
-    the executors decode it with ``from_options`` (then match its names to the table's columns:
-    ``executor_lib.spark.options.read_plan``). A plan that could not travel is refused when built.
+        This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
+        the executors decode it with ``from_options`` (then match its names to the table's columns:
+        ``executor_lib.spark.options.read_plan``). A plan that could not travel is refused when built.
 
-    Raises:
-        ConfigError: a limit below 0, an empty column list, a column name the comma-separated
-            ``columns`` option cannot carry, or two match columns of the same name.
+        Raises:
+            ConfigError: a limit below 0, an empty column list, a column name the comma-separated
+                ``columns`` option cannot carry, or two match columns of the same name.
     """
 
     columns: tuple[str, ...] | None = None
@@ -71,6 +72,18 @@ class ReadPlan:
         names = [name for name, _ in self.match_columns]
         if len(set(names)) != len(names):
             raise ConfigError(f"read option {MATCH_COLUMNS}: a match column is named twice in {names}")
+
+    def one_task(self, options: Mapping[str, Any]) -> bool:
+        """Whether this is a bare LIMIT: a limit, and no filter, match column or ``indexquery.<col>`` /
+        ``indexqueryall`` option among ``options``. The executors read a bare LIMIT in one task, which
+        returns at most ``limit`` rows in all (opening splits one by one until it has them), so a client
+        may put Spark's limit at ``limit + 1``: Spark then reads the task's output to its end and keeps
+        the task's Python worker (a task ended at exactly ``limit`` rows loses its worker).
+
+        Example: ``ReadPlan(limit=20).one_task({})`` is True; with ``{"indexquery.msg": "x"}`` False.
+        """
+        queries = any(str(k).lower() == "indexqueryall" or str(k).lower().startswith("indexquery.") for k in options)
+        return self.limit is not None and self.filter is None and not self.match_columns and not queries
 
     def to_options(self) -> dict[str, str]:
         """The read options (only the parts that are set)."""

@@ -156,10 +156,24 @@ def test_a_bare_limit_reads_at_most_one_doc_store_block_per_split_it_opens(
                     for r in connect_plugin.sql(spark, "DESCRIBE INDEXTABLES PROFILER CACHE").collect()
                 }
                 opened = caches.get("searcher", 0)
-                assert 1 <= opened < SPLITS  # not every split of the table: one a task
+                assert opened == 1  # a bare LIMIT is one task, which opens the first split only
                 assert 1 <= caches.get("doc_store_block", 0) <= opened
         finally:
             connect_plugin.sql(spark, "DISABLE INDEXTABLES PROFILER").collect()
+
+
+def test_a_bare_limit_is_one_task_whose_worker_spark_keeps(classic_spark: Any, table: Path) -> None:
+    """``connect_plugin.sql``'s bare LIMIT n is one task of at most n rows under Spark's limit n + 1, so Spark
+    reads the task's output to its end; a DataFrame built on it still filters after the limit."""
+    spark = classic_spark
+    df = connect_plugin.sql(spark, f"SELECT id, level FROM indextables.`{table}` LIMIT 30")
+    rows = df.collect()
+    assert len({r["id"] for r in rows}) == 30
+    assert df.count() == 30
+    errors = df.filter("level = 'ERROR'").collect()  # the first 30 rows, then the filter (not pushed below)
+    assert sorted(r["id"] for r in errors) == sorted(r["id"] for r in rows if r["level"] == "ERROR")
+    everything = connect_plugin.sql(spark, f"SELECT id FROM indextables.`{table}` LIMIT {SPLITS * ROWS + 5}")
+    assert everything.count() == SPLITS * ROWS
 
 
 def test_limits_give_exact_rows(classic_spark: Any, table: Path) -> None:
