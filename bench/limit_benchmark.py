@@ -1,7 +1,8 @@
 """First-look benchmark (issue 55): ``limit(1)``, ``show()``, SQL ``LIMIT 20`` and a filtered
 ``LIMIT 20`` on ``format("indextables")``, each against the same on the Parquet copy, in one run.
 
-    .venv/bin/python -m bench.limit_benchmark [--rows 5000000] [--repeat 5] [--workdir DIR] [--out bench-limits.json]
+    .venv/bin/python -m bench.limit_benchmark [--rows 5000000] [--repeat 5] [--connect 1] [--workdir DIR]
+                                              [--out bench-limits.json]
 
 On one local[2] classic session, ``spark_benchmark.generate``'s log rows are written as IndexTables
 (``message`` tokenized, 1M rows a split) and as Parquet (kept in ``--workdir`` when given, and
@@ -16,7 +17,9 @@ on both, in turns (a slow stretch of the machine weighs on both alike), each cal
   same statement's ``count(*)`` (issue 55's goal) and Parquet's ``LIKE '%timeout%' LIMIT 20``;
 * ``load(t).filter("level = 'ERROR'").limit(20)`` against Parquet's.
 
-PySpark's floor (a trivial Python data source returning one row) is measured in the same run. Every
+With ``--connect 1`` the same first looks are then timed over Spark Connect (a local Connect server
+of local[2] on the same tables). PySpark's floor (a trivial Python data source returning one row) is
+measured in the same run (classic). Every
 answer is checked (row counts, and the filtered rows match their filter). A timing is the best of
 ``--repeat`` rounds.
 """
@@ -38,10 +41,32 @@ OPTIONS = {
 }
 
 
-def run(rows: int = 5_000_000, repeat: int = 5, workdir: str | None = None) -> dict[str, Any]:
-    """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
+def run(rows: int = 5_000_000, repeat: int = 5, connect: int = 0, workdir: str | None = None) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own
+    (``connect=1``: then the same over Spark Connect, a local Connect server of local[2], as ``connect``)."""
     with local_session(workdir, "indextables-limits-") as (spark, work):
-        return _measure(spark, rows, repeat, work)
+        results = _measure(spark, rows, repeat, work)
+        if connect:
+            spark.stop()  # one Spark at a time on the machine
+            results["connect"] = _measure_connect(rows, repeat, work)
+        return results
+
+
+def _measure_connect(rows: int, repeat: int, work: Path) -> dict[str, Any]:
+    """The same first looks through a Spark Connect session (a local server with its own Python workers)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    import connect_plugin
+    from executor_lib.spark.connect_server import ConnectServer
+
+    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
+    with ConnectServer("local[2]", conf=conf) as server:
+        spark: Any = RemoteSparkSession.builder.remote(server.url).getOrCreate()
+        connect_plugin.install(spark)
+        try:
+            return _measure(spark, rows, repeat, work, floor=False)
+        finally:
+            spark.stop()
 
 
 def _tables(spark: Any, rows: int, work: Path) -> tuple[str, str]:
@@ -72,7 +97,7 @@ def _shown(frame: Callable[[], Any]) -> Callable[[], str]:
     return show
 
 
-def _measure(spark: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
+def _measure(spark: Any, rows: int, repeat: int, work: Path, floor: bool = True) -> dict[str, Any]:
     import connect_plugin
 
     pq, it = _tables(spark, rows, work)
@@ -117,14 +142,14 @@ def _measure(spark: Any, rows: int, repeat: int, work: Path) -> dict[str, Any]:
     }
     for mine, _, _ in pairs.values():  # warm: the split cache, the searchers, the Python workers
         mine()
-    fns: dict[str, Callable[[], Any]] = {"floor": floor_query(spark)}
+    fns: dict[str, Callable[[], Any]] = {"floor": floor_query(spark)} if floor else {}
     for name, (mine, theirs, _) in pairs.items():
         fns[f"{name}|ours"], fns[f"{name}|baseline"] = mine, theirs
     for name, fn in baselines_parquet.items():
         fns[f"{name}|parquet"] = fn
     timed = _best_interleaved(repeat, fns)
     _check(timed, rows)
-    results: dict[str, Any] = {"rows": rows, "floor_s": timed["floor"][0], "queries": {}}
+    results: dict[str, Any] = {"rows": rows, "floor_s": timed["floor"][0] if floor else None, "queries": {}}
     for name, (_, _, baseline) in pairs.items():
         mine_s, base_s = timed[f"{name}|ours"][0], timed[f"{name}|baseline"][0]
         entry = {"indextables_s": mine_s, "baseline": baseline, "baseline_s": base_s}
@@ -156,12 +181,13 @@ def _check(timed: dict[str, tuple[float, Any]], rows: int) -> None:
 
 def print_results(r: dict[str, Any]) -> None:
     print(f"rows: {r['rows']:,}; PySpark's floor (trivial Python data source query): {r['floor_s']:.3f}s")
-    for name, q in r["queries"].items():
-        extra = f"; parquet {q['parquet_s']:.3f}s" if "parquet_s" in q else ""
-        print(
-            f"{name}: indextables {q['indextables_s']:.3f}s, {q['baseline']} {q['baseline_s']:.3f}s "
-            f"({q['over_baseline_s']:+.3f}s){extra}"
-        )
+    for session, results in (("classic", r), ("connect", r.get("connect"))):
+        for name, q in (results or {}).get("queries", {}).items():
+            extra = f"; parquet {q['parquet_s']:.3f}s" if "parquet_s" in q else ""
+            print(
+                f"{session} {name}: indextables {q['indextables_s']:.3f}s, {q['baseline']} {q['baseline_s']:.3f}s "
+                f"({q['over_baseline_s']:+.3f}s){extra}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

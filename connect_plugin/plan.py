@@ -56,7 +56,10 @@ class TableRead:
     def dataframe(self, spark: SparkSession) -> DataFrame:
         """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``)."""
         df = spark.read.format(FORMAT).options(**self.read_options(spark)).load(self.path)
-        return df.limit(self.plan.limit) if self.plan.limit is not None else df
+        if self.plan.limit is None:
+            return df
+        # a bare LIMIT is one task of at most `limit` rows: Spark reads it to its end under `limit + 1`
+        return df.limit(self.plan.limit + 1 if self.plan.one_task(dict(self.options)) else self.plan.limit)
 
     def describe(self) -> str:
         plan, required = self.plan, self.plan.required_columns

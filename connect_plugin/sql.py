@@ -365,6 +365,8 @@ def _select_over_view(
     view = view_name()
     plan = ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit, top_k=top_k)
     read = TableRead(path, plan, opts)
+    if limit is not None and read.plan.one_task(dict(opts)):
+        tail = f"LIMIT {limit + 1}"  # one task of at most `limit` rows: Spark reads it to its end (ReadPlan.one_task)
     statement = f"SELECT {projection} FROM {view}"
     if alias is not None:
         statement += f" AS {alias}"

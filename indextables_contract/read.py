@@ -51,6 +51,7 @@ class ReadPlan:
     ``match_columns``: boolean columns added to each row, true where the row matches the tree;
     ``top_k``: each task returns at most this many rows, its best by ``_score`` (``ORDER BY _score
     DESC LIMIT k``: the caller sorts and cuts the tasks' rows; scores use the whole read's statistics).
+    A bare limit (``one_task``) is read in one task: at most ``limit`` rows in all.
 
     This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
     the executors decode it with ``from_options`` (then match its names to the table's columns:
@@ -84,6 +85,18 @@ class ReadPlan:
         names = [name for name, _ in self.match_columns]
         if len(set(names)) != len(names):
             raise ConfigError(f"read option {MATCH_COLUMNS}: a match column is named twice in {names}")
+
+    def one_task(self, options: Mapping[str, Any]) -> bool:
+        """Whether this is a bare LIMIT: a limit, and no filter, match column or ``indexquery.<col>`` /
+        ``indexqueryall`` option among ``options``. The executors read a bare LIMIT in one task, which
+        returns at most ``limit`` rows in all (opening splits one by one until it has them), so a client
+        may put Spark's limit at ``limit + 1``: Spark then reads the task's output to its end and keeps
+        the task's Python worker (a task ended at exactly ``limit`` rows loses its worker).
+
+        Example: ``ReadPlan(limit=20).one_task({})`` is True; with ``{"indexquery.msg": "x"}`` False.
+        """
+        queries = any(str(k).lower() == "indexqueryall" or str(k).lower().startswith("indexquery.") for k in options)
+        return self.limit is not None and self.filter is None and not self.match_columns and not queries
 
     def to_options(self) -> dict[str, str]:
         """The read options (only the parts that are set)."""

@@ -75,6 +75,19 @@ def test_bench_spark_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert {r["goal"] for r in doc["ratios"]} >= {">= 10", "<= 0.1"}
 
 
+def test_bench_limits_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first-look suite checks every answer (row counts, filtered rows matching their filter; it stops
+    otherwise) in a classic and a Spark Connect session, and prints each against its baseline and goal."""
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "limits", "--limits-rows", "3000", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for name in ("classic limit(1).collect()", "connect show() (20 rows)", "SQL indexquery LIMIT 20"):
+        assert name in printed
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == [] and len(doc["results"]["limits"]["connect"]["queries"]) == 5
+    assert {r["goal"] for r in doc["ratios"]} == {"<= 0.05", "<= 0.1"}
+
+
 def test_bench_compaction_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
     and the other size-tiered (it stops if the one-hour query's answers differ) and prints its goals."""

@@ -101,6 +101,7 @@ class IndexTablesReader(DataSourceReader):
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
+        self.one_task = plan.one_task(self.options)  # a bare LIMIT: one task, at most `limit` rows in all
         self.partition_bytes: int = parsed_option(
             self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
         )
@@ -201,7 +202,10 @@ class IndexTablesReader(DataSourceReader):
                 profiler.record("plan_prune", t0)
         if directory is not None:
             node_counters.add(directory / DATA_SKIPPING_FILE, counts)
-        groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
+        if self.one_task and not self.pushed and files:  # in order until the limit (ReadPlan.one_task)
+            groups = [sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))]
+        else:
+            groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         mapping = snapshot.doc_mapping
         refs = [
             [SplitRef(a.path, dict(a.partition_values), mapping(a), a.size, a.footer_start_offset) for a in g]

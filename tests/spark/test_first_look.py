@@ -156,10 +156,24 @@ def test_a_bare_limit_reads_at_most_one_doc_store_block_per_split_it_opens(
                     for r in connect_plugin.sql(spark, "DESCRIBE INDEXTABLES PROFILER CACHE").collect()
                 }
                 opened = caches.get("searcher", 0)
-                assert 1 <= opened < SPLITS  # not every split of the table: one a task
+                assert opened == 1  # a bare LIMIT is one task, which opens the first split only
                 assert 1 <= caches.get("doc_store_block", 0) <= opened
         finally:
             connect_plugin.sql(spark, "DISABLE INDEXTABLES PROFILER").collect()
+
+
+def test_a_bare_limit_is_one_task_whose_worker_spark_keeps(classic_spark: Any, table: Path) -> None:
+    """``connect_plugin.sql``'s bare LIMIT n is one task of at most n rows under Spark's limit n + 1, so Spark
+    reads the task's output to its end; a DataFrame built on it still filters after the limit."""
+    spark = classic_spark
+    df = connect_plugin.sql(spark, f"SELECT id, level FROM indextables.`{table}` LIMIT 30")
+    rows = df.collect()
+    assert len({r["id"] for r in rows}) == 30
+    assert df.count() == 30
+    errors = df.filter("level = 'ERROR'").collect()  # the first 30 rows, then the filter (not pushed below)
+    assert sorted(r["id"] for r in errors) == sorted(r["id"] for r in rows if r["level"] == "ERROR")
+    everything = connect_plugin.sql(spark, f"SELECT id FROM indextables.`{table}` LIMIT {SPLITS * ROWS + 5}")
+    assert everything.count() == SPLITS * ROWS
 
 
 def test_limits_give_exact_rows(classic_spark: Any, table: Path) -> None:
@@ -195,3 +209,36 @@ def test_limits_give_exact_rows(classic_spark: Any, table: Path) -> None:
     ).collect()
     assert len({r["id"] for r in match}) == 400
     assert all(r["id"] % 10 == 1 or r["level"] == "ERROR" for r in match)
+
+
+def test_a_read_task_finds_the_stream_it_flushes(classic_spark: Any) -> None:
+    """``read`` flushes the worker's output itself after each batch (``_SparkOutput``): the stream is
+    found from ``read``'s caller frames in a real PySpark worker."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Probe(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(0)]
+
+        def read(self, partition: Any) -> Iterator[Any]:
+            import sys
+
+            from executor_lib.spark.reader import _dump_stream_output
+
+            stream = _dump_stream_output(sys._getframe(1))
+            yield pa.record_batch([pa.array([type(stream).__name__])], names=["stream"])
+
+    class ProbeSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "indextables_test_stream_probe"
+
+        def schema(self) -> str:
+            return "stream string"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Probe()
+
+    classic_spark.dataSource.register(ProbeSource)
+    found = classic_spark.read.format("indextables_test_stream_probe").load().collect()
+    assert [r["stream"] for r in found] == ["BufferedWriter"]

@@ -90,7 +90,8 @@ def test_reader_plans_an_index_query_or_a_limit_as_one_wave(eight_splits: Path) 
     few_bytes = {"spark.indextables.read.targetPartitionBytes": "1", PARALLELISM: "3"}
     assert len(reader(eight_splits, **few_bytes).partitions()) == 8  # a scan: one split per task here
     assert len(reader(eight_splits, **few_bytes, **{"indexquery.msg": "word3"}).partitions()) == 3
-    assert len(reader(eight_splits, **few_bytes, limit="5").partitions()) == 3
+    assert len(reader(eight_splits, **few_bytes, limit="5").partitions()) == 1  # a bare LIMIT: one task
+    assert len(reader(eight_splits, **few_bytes, limit="5", **{"indexquery.msg": "word3"}).partitions()) == 3
     tree = F.to_text(F.QueryString("common", "msg"))
     assert len(reader(eight_splits, **few_bytes, filter=tree).partitions()) == 3
     r = reader(eight_splits, **few_bytes)
