@@ -56,7 +56,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _one_split(table: Path) -> SplitSearcher:
     snap = executor_lib.open_log(str(table)).snapshot()
-    add = sorted(snap.files, key=lambda a: a.path)[0]
+    add = min(snap.files, key=lambda a: int((a.min_values or {})["id"]))  # the split of rows 0 .. ROWS - 1
     split = table / add.path
     work = table.parent / "work"
     return SplitSearcher(split, work, snap.arrow_schema(), snap.doc_mapping(add))
@@ -113,7 +113,7 @@ def test_batches_of_a_query_without_a_limit_give_every_hit_once(table: Path) -> 
 
 
 def test_a_read_task_sends_a_small_first_batch_then_larger_ones() -> None:
-    from executor_lib.spark.reader import coalesced
+    from executor_lib.spark.batches import coalesced
 
     def batch(start: int, n: int) -> pa.RecordBatch:
         return pa.record_batch([pa.array(range(start, start + n), pa.int64())], names=["id"])
@@ -223,9 +223,9 @@ def test_a_read_task_finds_the_stream_it_flushes(classic_spark: Any) -> None:
         def read(self, partition: Any) -> Iterator[Any]:
             import sys
 
-            from executor_lib.spark.reader import _dump_stream_output
+            from executor_lib.spark.batches import dump_stream_output
 
-            stream = _dump_stream_output(sys._getframe(1))
+            stream = dump_stream_output(sys._getframe(1))
             yield pa.record_batch([pa.array([type(stream).__name__])], names=["stream"])
 
     class ProbeSource(DataSource):

@@ -122,7 +122,7 @@ def test_a_one_wave_read_returns_every_matching_row(spark: Any, eight_splits: Pa
 def test_a_read_task_sends_small_results_of_several_splits_as_one_batch() -> None:
     """Each batch a task yields is a round trip to the JVM: a selective search's few rows per split
     go out together, up to the batch size; large batches pass as they are; order and rows are kept."""
-    from executor_lib.spark.reader import coalesced
+    from executor_lib.spark.batches import coalesced
 
     def batch(start: int, n: int) -> pa.RecordBatch:
         return pa.record_batch([pa.array(range(start, start + n), pa.int64())], names=["id"])
