@@ -196,7 +196,7 @@ class _Builder(Interpreter[Token, Any]):
         )
 
     def describe_cache(self, tree: Tree[Token]) -> OnSession:  # the JVM's columns, from the describe_cache command
-        return OnSession("describe_cache")
+        return OnSession(str(tree.data))
 
     def describe_profiler(self, tree: Tree[Token]) -> OnSession:
         return OnSession("describe_profiler", (bool(_children(tree, "profiler_cache")),))
