@@ -300,15 +300,34 @@ class IndexTablesReader(DataSourceReader):
                     profiler.flush(cache.directory)
                 yield batch
 
+    def _open_split(
+        self, split: SplitRef, store: ObjectStore, cache: SplitCache, data_columns: Sequence[str]
+    ) -> tuple[Any, str, dict[str, Any]]:
+        """A split's searcher (its data columns checked), its name in messages, its partition constants."""
+        from executor_lib.splits.search.table_search import check_split_columns, open_searcher
+
+        searcher = open_searcher(
+            cache,
+            store,
+            split.path,
+            self.table_arrow_schema,
+            split.doc_mapping,
+            split.size,
+            split.footer_start,
+            self.companion_root,
+        )
+        where = f"split {store.uri_of(split.path)} of table {self.path}"
+        check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
+        constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+        return searcher, where, constants
+
     def _search_splits(
         self, splits: Sequence[SplitRef], store: ObjectStore, cache: SplitCache, target: pa.Schema
     ) -> Iterator[pa.RecordBatch]:
         """Each split's matching rows (in ``target``'s schema), until the limit is reached."""
         from executor_lib.splits.query.pushdown import FilterPlan, plan
         from executor_lib.splits.search.table_search import (
-            check_split_columns,
             damage_of_split,
-            open_searcher,
             scan_split_batches,
         )
 
@@ -317,20 +336,8 @@ class IndexTablesReader(DataSourceReader):
         for split in splits:
             if remaining is not None and remaining <= 0:
                 return
-            searcher = open_searcher(
-                cache,
-                store,
-                split.path,
-                self.table_arrow_schema,
-                split.doc_mapping,
-                split.size,
-                split.footer_start,
-                self.companion_root,
-            )
-            where = f"split {store.uri_of(split.path)} of table {self.path}"
             data_columns = [c for c in self.columns if c not in self.match]
-            check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
-            constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+            searcher, where, constants = self._open_split(split, store, cache, data_columns)
             filter_plan = FilterPlan(None, None)
             if wanted is not None:
                 filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
@@ -362,9 +369,7 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib.splits.search.scoring import ScoreStats
         from executor_lib.splits.search.table_search import (
             best_of,
-            check_split_columns,
             damage_of_split,
-            open_searcher,
             scan_split_scored,
             take_scored,
         )
@@ -388,19 +393,7 @@ class IndexTablesReader(DataSourceReader):
         for i, split in enumerate(partition.splits):
             if self.top_k is None and remaining is not None and remaining <= 0:
                 break
-            searcher = open_searcher(
-                cache,
-                store,
-                split.path,
-                self.table_arrow_schema,
-                split.doc_mapping,
-                split.size,
-                split.footer_start,
-                self.companion_root,
-            )
-            where = f"split {store.uri_of(split.path)} of table {self.path}"
-            check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
-            constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)
+            searcher, where, constants = self._open_split(split, store, cache, data_columns)
             filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
             if self.top_k is not None and filter_plan.residual is None and filter_plan.index is not None:
                 with damage_of_split(cache, store, split.path):
