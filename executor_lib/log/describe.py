@@ -12,8 +12,26 @@ if TYPE_CHECKING:
     from executor_lib.log.snapshot import Snapshot
 
 
-def describe_json(snapshot: Snapshot) -> dict[str, Any]:
-    """The ``indextables describe --json`` document of a snapshot (also the rows of ``DESCRIBE INDEXTABLES STATE``)."""
+def describe_json(snapshot: Snapshot, files: bool = True) -> dict[str, Any]:
+    """The ``indextables describe --json`` document of a snapshot (also the rows of ``DESCRIBE INDEXTABLES STATE``,
+    which leaves out the ``files`` list: ``files=False`` builds no object per file)."""
+    doc = _summary(snapshot)
+    if files:
+        columns = snapshot.file_columns(["path", "size", "num_records", "partition_values", "modification_time"])
+        doc["files"] = [
+            {
+                "path": f["path"],
+                "size": f["size"],
+                "numRecords": f["num_records"],
+                "partitionValues": dict(f["partition_values"] or ()),
+                "modificationTime": f["modification_time"],
+            }
+            for f in columns.sort_by("path").to_pylist()
+        ]
+    return doc
+
+
+def _summary(snapshot: Snapshot) -> dict[str, Any]:
     meta = snapshot.metadata
     protocol = snapshot.protocol
     return {
@@ -30,21 +48,11 @@ def describe_json(snapshot: Snapshot) -> dict[str, Any]:
             "readerFeatures": sorted(protocol.reader_features or ()) if protocol else None,
             "writerFeatures": sorted(protocol.writer_features or ()) if protocol else None,
         },
-        "numFiles": len(snapshot.files),
+        "numFiles": snapshot.num_files,
         "numRecords": snapshot.num_records,
         "sizeInBytes": snapshot.size_in_bytes,
         "numDocMappings": len(snapshot.schema_registry),
         **_state_json(snapshot),
-        "files": [
-            {
-                "path": f.path,
-                "size": f.size,
-                "numRecords": f.num_records,
-                "partitionValues": dict(f.partition_values),
-                "modificationTime": f.modification_time,
-            }
-            for f in sorted(snapshot.files, key=lambda f: f.path)
-        ],
     }
 
 

@@ -344,6 +344,25 @@ class LiveFiles(Mapping[str, AddAction]):
             yield add.path, add
 
     # -- vectorized helpers ------------------------------------------------------------------------
+    def columns(self, attributes: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()) -> pa.Table:
+        """The live files' ``attributes`` as one Arrow table, a row per file (``COLUMN_TYPES``; an
+        attribute no file sets holds its default), only the files whose partition values ``keep``
+        accepts if given (asked once per distinct combination, as ``select_partitions``). No
+        ``AddAction`` is built for the chunks' rows.
+
+        Example: ``files.columns(["path", "size"]).column("size")``
+        """
+        parts = []
+        overlay = [FileChunk.from_actions(list(self.added.values()))] if self.added else []
+        for chunk in (*self.chunks, *overlay):
+            mask = None if chunk in overlay else self._live_mask(chunk)
+            if keep is not None:
+                chosen = _partition_mask(chunk, keep, partition_columns)
+                mask = chosen if mask is None else pc.and_(mask, chosen)
+            parts.append(_chunk_columns(chunk, attributes, mask))
+        schema = pa.schema([(a, COLUMN_TYPES[a]) for a in attributes])
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
     def total(self, attribute: str) -> int:
         """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
         total = sum(a_value or 0 for a_value in (getattr(a, attribute) for a in self.added.values()))
@@ -368,7 +387,7 @@ class LiveFiles(Mapping[str, AddAction]):
             rows = pc.indices_nonzero(mask)
             if len(rows):
                 out.extend(chunk.actions(rows))
-        out.extend(a for a in self.added.values() if keep(_present(a.partition_values, partition_columns)))
+        out.extend(a for a in self.added.values() if keep(present_values(a.partition_values, partition_columns)))
         return out
 
     def _live_actions(self, chunk: FileChunk) -> Iterable[AddAction]:
@@ -408,7 +427,56 @@ class LiveFiles(Mapping[str, AddAction]):
         return self._index
 
 
-def _present(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
+def file_columns(
+    files: Mapping[str, AddAction], attributes: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()
+) -> pa.Table:
+    """``LiveFiles.columns`` of any state's files (a JSON checkpoint's or a log replay's: from their actions)."""
+    if not isinstance(files, LiveFiles):
+        files = LiveFiles([FileChunk.from_actions(list(files.values()))])
+    return files.columns(attributes, keep, partition_columns)
+
+
+def partition_strings(partition_values: pa.ChunkedArray | pa.Array, columns: Sequence[str]) -> dict[str, pa.Array]:
+    """Column -> each row's value of that partition column in a ``partition_values`` map column (null:
+    none), as the log writes it (a string)."""
+    chunked = partition_values
+    if not isinstance(chunked, pa.ChunkedArray):
+        chunked = pa.chunked_array([chunked])
+    if chunked.num_chunks == 0:
+        chunked = pa.chunked_array([pa.array([], _MAP)])
+    return {c: _map_lookup(chunked, c) for c in columns}
+
+
+def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
+    """``attributes`` of a chunk's rows (dictionary-encoded ones decoded), those of ``mask`` if given."""
+    n, present = len(chunk), set(chunk.table.column_names)
+    columns = []
+    for name in attributes:
+        if name not in COLUMN_TYPES:
+            raise ValueError(f"unknown file attribute {name!r} (known: {sorted(COLUMN_TYPES)})")
+        if name in present:
+            column = chunk.table.column(name)
+            columns.append(column.cast(COLUMN_TYPES[name]) if pa.types.is_dictionary(column.type) else column)
+        else:
+            columns.append(_default_column(name, n))
+    table = pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
+    return table if mask is None else table.filter(mask)
+
+
+def _default_column(name: str, n: int) -> pa.Array:
+    """``n`` rows of an attribute's default (left out of a chunk whose rows all hold it)."""
+    default, arrow_type = _DEFAULTS.get(name), COLUMN_TYPES[name]
+    if default is None or name in _MAP_ATTRS or name in _LIST_ATTRS:
+        return pa.nulls(n, arrow_type)
+    if arrow_type == _BOOL:
+        return _bools(np.full(n, bool(default)))
+    if arrow_type == _INT:
+        return _int64s(np.full(n, int(default), dtype=np.int64))
+    return _strings([str(default)] * n)
+
+
+def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
+    """The partition ``values`` of ``columns`` that are set (what a ``keep`` function is given)."""
     return {c: v for c in columns if (v := values.get(c)) is not None}
 
 
@@ -474,7 +542,7 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
         key = key * len(dictionary) + codes
         dictionaries.append(dictionary)
         if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
-            return _bools(np.array([bool(keep(_present(a.partition_values, columns))) for a in chunk.actions()]))
+            return _bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
     accepted = []
     ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
     distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered

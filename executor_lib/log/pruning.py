@@ -275,6 +275,24 @@ def prune_scan(
     return final, counts
 
 
+def prune_snapshot(snapshot: Any, predicates: Sequence[filters.Filter]) -> tuple[list[AddAction], dict[str, Any]]:
+    """``prune_scan`` over a snapshot's live files, where only the files of the partitions the
+    predicates may match become objects (partition values judged once per distinct partition on the
+    snapshot's columns, ``Snapshot.list_files``); the counts still cover every live file.
+
+    Example: ``files, counts = prune_snapshot(snapshot, [f.Term("date", "2024-01-01")])``
+    """
+    meta = snapshot.metadata
+    if not predicates or not meta.partition_columns:
+        return prune_scan(snapshot.files, predicates, meta.schema_string, meta.partition_columns)
+    total = snapshot.num_files
+    selected = snapshot.list_partitions(predicates)
+    files, counts = prune_scan(selected, predicates, meta.schema_string, meta.partition_columns)
+    counts["total_files"] = total
+    counts["partition_pruned_files"] += total - len(selected)
+    return files, counts
+
+
 def _conjuncts(p: filters.Filter) -> list[filters.Filter]:
     """The parts of a top-level AND (a predicate that is no AND: itself)."""
     if isinstance(p, filters.And):

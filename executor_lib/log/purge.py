@@ -56,16 +56,21 @@ class PurgeReport:
         return out
 
 
-def _keys(store: ObjectStore, adds: Iterable[AddAction]) -> set[str]:
-    """Storage keys of the files ``adds`` reference, by the rule reads use (``storage.base.table_key``):
+def _live_keys(store: ObjectStore, snapshot: Any) -> set[str]:
+    """``_keys`` of a snapshot's live files, from its path column (no object per file)."""
+    return _keys(store, snapshot.file_columns(["path"]).column("path").to_pylist())
+
+
+def _keys(store: ObjectStore, paths: Iterable[str]) -> set[str]:
+    """Storage keys of the file ``paths`` a table references, by the rule reads use (``storage.base.table_key``):
     a relative path and the full URI of the same file are one key. A path outside the table cannot
     match a listed key (nothing outside is deleted); a malformed one is kept as it is."""
     keys = set()
-    for a in adds:
+    for path in paths:
         try:
-            keys.add(table_key(store.root_uri, a.path))
+            keys.add(table_key(store.root_uri, path))
         except InvalidPathError:
-            keys.add(a.path)
+            keys.add(path)
     return keys
 
 
@@ -96,16 +101,16 @@ def purge_table(
     )
     # Every version that stays readable is a base (state/checkpoint) or a base plus the version
     # files after it, or is rebuilt from the oldest version files: protect what those hold.
-    protected = _keys(store, latest.files)
+    protected = _live_keys(store, latest)
     readable = []
     for v in sorted(set(bases) | set(remaining[:1])):
         try:
-            protected |= _keys(store, txlog.snapshot(version=v).files)
+            protected |= _live_keys(store, txlog.snapshot(version=v))
             readable.append(v)
         except IndexTablesError:
             continue
     for v in remaining:
-        protected |= _keys(store, [a for a in read_version_actions(store, v) if isinstance(a, AddAction)])
+        protected |= _keys(store, [a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)])
     earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
     report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)

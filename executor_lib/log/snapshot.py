@@ -22,7 +22,7 @@ from typing import Any
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
-from executor_lib.log.file_table import LiveFiles
+from executor_lib.log.file_table import LiveFiles, present_values
 from executor_lib.log.state import EMPTY_STATE, TableState, replay
 from executor_lib.protocol.actions import (
     Action,
@@ -219,7 +219,32 @@ class Snapshot:
 
     @property
     def files(self) -> list[AddAction]:
+        """Every live file as an ``AddAction``: the slow path (a million files: seconds and gigabytes).
+        Prefer ``num_files``, ``file_columns`` (Arrow) or ``list_files(predicates)`` (the files of the
+        partitions a predicate selects)."""
         return list(self._state.files.values())
+
+    @property
+    def num_files(self) -> int:
+        """How many files are live (no file is built)."""
+        return len(self._state.files)
+
+    def file_columns(self, attributes: Sequence[str], predicates: Sequence[Any] = ()) -> Any:
+        """The live files' ``attributes`` (``AddAction`` attribute names) as a ``pyarrow.Table``, a row
+        per file, without an object per file; with ``predicates``, only the files of the partitions
+        they may match (partition values judged once per distinct partition; statistics not judged).
+
+        Example: ``snapshot.file_columns(["path", "num_records"], [Term("day", "2024-01-01")])``
+        """
+        from executor_lib.log.file_table import file_columns
+
+        meta = self.metadata
+        if not predicates or not meta.partition_columns:
+            return file_columns(self._state.files, attributes)
+        from executor_lib.log.pruning import partition_judge
+
+        keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
+        return file_columns(self._state.files, attributes, keep, meta.partition_columns)
 
     @property
     def schema_registry(self) -> Mapping[str, str]:
@@ -249,22 +274,64 @@ class Snapshot:
         On an Avro state's columnar files, partition predicates are judged once per distinct
         combination of partition values and only the files they keep become objects.
         """
-        from executor_lib.log.pruning import partition_judge, prune_files
+        from executor_lib.log.pruning import prune_files
 
         if not predicates:
             return self.files
         meta = self.metadata
-        files: Iterable[AddAction] = self._state.files.values()
-        if isinstance(self._state.files, LiveFiles) and meta.partition_columns:
-            keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
-            files = self._state.files.select_partitions(keep, meta.partition_columns)
-        return prune_files(files, predicates, meta.schema_string, meta.partition_columns)
+        return prune_files(self.list_partitions(predicates), predicates, meta.schema_string, meta.partition_columns)
+
+    def list_partitions(self, predicates: Sequence[Any]) -> list[AddAction]:
+        """The live files of the partitions ``predicates`` may match (their statistics not judged)."""
+        from executor_lib.log.pruning import partition_judge
+
+        meta = self.metadata
+        files = self._state.files
+        if not predicates or not meta.partition_columns:
+            return list(files.values())
+        keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
+        if isinstance(files, LiveFiles):
+            return files.select_partitions(keep, meta.partition_columns)
+        columns = meta.partition_columns
+        return [a for a in files.values() if keep(present_values(a.partition_values, columns))]
 
     def doc_mapping(self, add: AddAction) -> str | None:
         """The doc mapping JSON of a split: inline, or resolved through the schema registry."""
         if add.doc_mapping_json is not None:
             return add.doc_mapping_json
         return self._state.schema_registry.get(add.doc_mapping_ref) if add.doc_mapping_ref else None
+
+    def newest_file(self) -> AddAction | None:
+        """The live file written last (greatest modification time, then path), None if none is live."""
+        import pyarrow.compute as pc
+
+        table = self.file_columns(["path", "modification_time"])
+        if not table.num_rows:
+            return None
+        times = table.column("modification_time")
+        latest = table.filter(pc.equal(times, pc.max(times)))
+        return self._state.files[str(pc.max(latest.column("path")).as_py())]
+
+    def doc_mapping_texts(self) -> set[str | None]:
+        """The distinct doc mapping JSONs of the live splits (None: a split whose mapping is unknown),
+        read from the files' columns (``doc_mapping`` of each file, without an object per file)."""
+        import pyarrow.compute as pc
+
+        table = self.file_columns(["doc_mapping_json", "doc_mapping_ref"])
+        return set(pc.unique(self.doc_mapping_column(table)).to_pylist())
+
+    def doc_mapping_column(self, table: Any) -> Any:
+        """``doc_mapping`` of each row of a ``file_columns`` table holding ``doc_mapping_json`` and
+        ``doc_mapping_ref``: the inline text, else the registry's text for the ref (null: unknown)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        inline, refs = table.column("doc_mapping_json"), table.column("doc_mapping_ref")
+        distinct = pc.unique(refs)
+        registry = self._state.schema_registry
+        texts = pa.array([registry.get(r) if r else None for r in distinct.to_pylist()], pa.string())
+        resolved = pc.take(texts, pc.index_in(refs, value_set=distinct, skip_nulls=False))
+        return pc.if_else(pc.is_valid(inline), inline, resolved)
 
     def arrow_schema(self) -> Any:
         from executor_lib.table_schema import spark_json_to_arrow

@@ -186,7 +186,7 @@ class IndexTablesReader(DataSourceReader):
         import time
 
         from executor_lib import node_counters, profiler
-        from executor_lib.log.pruning import prune_scan
+        from executor_lib.log.pruning import prune_snapshot
 
         snapshot = (
             self._snapshot
@@ -197,7 +197,7 @@ class IndexTablesReader(DataSourceReader):
         directory = planning_counters_dir(self.options)
         with profiled_task(directory) if directory is not None else contextlib.nullcontext():
             t0 = time.perf_counter_ns() if profiler.ENABLED else 0
-            files, counts = prune_scan(snapshot.files, predicates, self.schema_string, self.partition_columns)
+            files, counts = prune_snapshot(snapshot, predicates)
             if t0:
                 profiler.record("plan_prune", t0)
         if directory is not None:
@@ -546,7 +546,7 @@ def doc_mappings(snapshot: Any) -> list[Any]:
     """The distinct doc mappings of ``snapshot``'s live splits (empty if any is unknown or unreadable)."""
     from executor_lib.splits.doc_mapping import DocMapping
 
-    texts = {snapshot.doc_mapping(a) for a in snapshot.files}
+    texts = snapshot.doc_mapping_texts()
     if None in texts:
         return []
     try:

@@ -131,10 +131,9 @@ class IndexTablesWriter(DataSourceArrowWriter):
 
     def _inherited_mapping(self, snapshot: Snapshot) -> str | None:
         """Appends without indexing options keep the doc mapping of the table's newest split."""
-        files = snapshot.files
-        if not files:
+        newest = snapshot.newest_file()
+        if newest is None:
             return None
-        newest = max(files, key=lambda a: (a.modification_time, a.path))
         text = snapshot.doc_mapping(newest)
         if text is None:
             return None
@@ -275,7 +274,7 @@ def _undo_create(txlog: Any, metadata_id: str) -> None:
 
     try:
         snapshot = txlog.snapshot()
-        if snapshot.version == 0 and snapshot.metadata.id == metadata_id and not snapshot.files:
+        if snapshot.version == 0 and snapshot.metadata.id == metadata_id and not snapshot.num_files:
             txlog.store.delete(f"{LOG_DIR}/{version_file(0)}")
             txlog.store.remove_empty_dir(f"{LOG_DIR}/")
             txlog.store.remove_empty_dir("")

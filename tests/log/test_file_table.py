@@ -168,3 +168,85 @@ def test_records_become_the_same_columns_as_their_actions(tmp_path: Path) -> Non
         chunk = decode_manifest_chunk(data, str(path))
         assert chunk.actions() == list(decode_manifest(data, str(path))), path
         assert chunk.table.equals(FileChunk.from_actions(chunk.actions()).table), path
+
+
+COLUMNS = ["path", "size", "num_records", "partition_values", "doc_mapping_ref", "data_change", "split_tags"]
+
+
+def _expected_rows(adds: list[AddAction], columns: list[str]) -> list[tuple[object, ...]]:
+    def value(a: AddAction, c: str) -> object:
+        v = getattr(a, c)
+        if c == "partition_values":
+            return sorted(v.items()) if v is not None else None
+        return sorted(v) if isinstance(v, frozenset) else v
+
+    return sorted(tuple(value(a, c) for c in columns) for a in adds)
+
+
+def _rows(table: object, columns: list[str]) -> list[tuple[object, ...]]:
+    def value(v: object, c: str) -> object:
+        return sorted(v) if c in ("partition_values", "split_tags") and v is not None else v  # type: ignore[call-overload]
+
+    return sorted(tuple(value(r[c], c) for c in columns) for r in table.to_pylist())  # type: ignore[attr-defined]
+
+
+def test_file_columns_are_the_live_files_attributes_after_replay() -> None:
+    """Shadowed rows left out, the overlay's rows in, defaults where a chunk leaves a column out."""
+    from executor_lib.log.file_table import file_columns
+
+    rng = random.Random(11)
+    adds = [varied(i) for i in range(90)]
+    state = _columnar_state(adds, frozenset(a.path for a in rng.sample(adds, 9)))
+    state = replay(state, [(1, [RemoveAction(adds[4].path), dataclasses.replace(varied(7), path="new-a")])])
+    model = list(state.files.values())
+    assert _rows(file_columns(state.files, COLUMNS), COLUMNS) == _expected_rows(model, COLUMNS)
+    as_dict = _dict_state(model)  # a JSON checkpoint's files: a dict of actions
+    assert _rows(file_columns(as_dict.files, COLUMNS), COLUMNS) == _expected_rows(model, COLUMNS)
+    one_chunk_without_tags = LiveFiles([FileChunk.from_actions([add(), add()])])
+    assert (
+        file_columns(one_chunk_without_tags, ["split_tags", "data_change"]).to_pylist()
+        == [{"split_tags": None, "data_change": True}] * 2
+    )
+    with pytest.raises(ValueError, match="unknown file attribute 'sizes'"):
+        file_columns(state.files, ["sizes"])
+
+
+@pytest.mark.parametrize("predicates", PREDICATES, ids=[repr(p)[:60] for p in PREDICATES])
+def test_file_columns_of_selected_partitions_equal_the_selected_files(predicates: list[filters.Filter]) -> None:
+    adds = [varied(i) for i in range(120)]
+    state = replay(_columnar_state(adds, frozenset({adds[3].path})), [(1, [varied(500), RemoveAction(adds[8].path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    keep = partition_judge(predicates, SCHEMA_STRING, ["day", "hour"])
+    selected = files.select_partitions(keep, ["day", "hour"])
+    table = files.columns(["path", "size"], keep, ["day", "hour"])
+    assert sorted(table.column("path").to_pylist()) == sorted(a.path for a in selected)
+
+
+def test_a_snapshot_answers_counts_mappings_and_newest_file_from_columns(tmp_path: Path) -> None:
+    """``num_files``, ``newest_file``, ``doc_mapping_texts`` and ``list_partitions`` of an Avro-state
+    snapshot (chunks plus later commits) equal what its ``files`` say."""
+    import pyarrow as pa
+
+    uri = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.string())])
+    log = executor_lib.create_table(uri, schema, ["day"], **{"spark.indextables.state.format": "avro"})
+    first = [dataclasses.replace(add(), partition_values={"day": f"d{i % 3}"}, doc_mapping_ref=None) for i in range(20)]
+    log.commit(first)
+    log.checkpoint()
+    later = dataclasses.replace(
+        add(), partition_values={"day": "d9"}, modification_time=max(a.modification_time for a in first) + 1
+    )
+    log.commit([later, RemoveAction(path=first[0].path)])
+    snap = executor_lib.open_log(uri).snapshot()
+    files = snap.files
+    assert snap.num_files == len(files) == 20
+    assert snap.newest_file() == max(files, key=lambda a: (a.modification_time, a.path)) == later
+    assert snap.doc_mapping_texts() == {snap.doc_mapping(a) for a in files}
+    day = [filters.Term("day", "d1")]
+    assert sorted(a.path for a in snap.list_partitions(day)) == sorted(
+        a.path for a in files if a.partition_values["day"] == "d1"
+    )
+    assert sorted(snap.file_columns(["path"], day).column("path").to_pylist()) == sorted(
+        a.path for a in files if a.partition_values["day"] == "d1"
+    )

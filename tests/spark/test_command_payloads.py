@@ -58,3 +58,50 @@ def test_group_aggregate_tasks_say_whether_the_log_answers(tmp_path: Path) -> No
     assert scanned.plan and all(isinstance(t, SplitScan) for t in scanned.plan)
     assert sorted(a.num_records for t in scanned.plan for a, _ in t.splits) == [5, 7, 10, 20]
     assert scanned.rows_at_analysis() is None
+
+
+def test_log_counts_group_and_filter_typed_partitions_as_each_file_would(tmp_path: Path) -> None:
+    """Record counts summed per partition from the state's columns equal a per-file model: integer
+    partitions compare as numbers, a null partition is its own group, a WHERE on partitions is exact;
+    a file without a record count sends the count to the splits."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    import executor_lib
+    from indextables_contract.aggregate import count_partials, partials_to_json
+
+    uri = str(tmp_path / "typed")
+    schema = pa.schema([("id", pa.int64()), ("day", pa.string()), ("hour", pa.int32())])
+    log = executor_lib.create_table(uri, schema, ["day", "hour"], **{"spark.indextables.state.format": "avro"})
+    files = []
+    for i in range(40):
+        values = {"day": None if i % 9 == 0 else f"2024-01-0{i % 3 + 1}", "hour": str(i % 12)}
+        files.append(dataclasses.replace(add(None, records=i + 1), partition_values=values))
+    log.commit(files[:30])
+    log.checkpoint()  # the first 30 in the state's columns, the rest replayed on top of them
+    log.commit(files[30:])
+
+    def model(where: F.Filter | None, group_by: tuple[str, ...]) -> str:
+        counts: dict[tuple[object, ...], int] = {}
+        for a in files:
+            day, hour = a.partition_values["day"], int(a.partition_values["hour"])
+            if where is None or (day is not None and day >= "2024-01-02" and hour >= 10):
+                key = tuple({"day": day, "hour": hour}[c] for c in group_by)
+                counts[key] = counts.get(key, 0) + int(a.num_records or 0)
+        return partials_to_json(count_partials(counts))
+
+    late = F.And((F.Between("day", "2024-01-02", None), F.Between("hour", 10, None)))  # "9" > "10" as strings
+    for where in (None, late):
+        for group_by in ((), ("day",), ("hour", "day")):
+            plan = AggregatePlan(group_by, (Measure("count"),), None if where is None else F.to_text(where))
+            reader = CommandReader(_options(uri, C.GroupAggregate(plan=plan.to_json())))
+            (task,) = reader.plan
+            assert isinstance(task, LogCounts)
+            assert sorted(json.loads(task.partials), key=str) == sorted(json.loads(model(where, group_by)), key=str)
+    executor_lib.open_log(uri).commit(
+        [dataclasses.replace(add(None), partition_values={"day": "x", "hour": "1"}, num_records=None)]
+    )
+    plan = AggregatePlan((), (Measure("count"),))
+    reader = CommandReader(_options(uri, C.GroupAggregate(plan=plan.to_json())))
+    assert reader.plan and all(isinstance(t, SplitScan) for t in reader.plan)

@@ -10,7 +10,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from executor_lib import profiler
+from executor_lib.log.file_table import partition_strings
+from executor_lib.log.pruning import prune_snapshot
 from executor_lib.protocol.actions import (
     AddAction,
     parquet_table_root,
@@ -18,8 +23,9 @@ from executor_lib.protocol.actions import (
 from executor_lib.spark import options as O
 from executor_lib.spark.commands.base import (
     CommandReader,
-    matching_files,
+    partition_mask,
     register,
+    typed_partitions,
 )
 from executor_lib.spark.common import (
     DATA_SKIPPING_FILE,
@@ -112,7 +118,6 @@ def plan_group_aggregate(r: CommandReader, cmd: C.GroupAggregate) -> list[LogCou
     """One payload per task: ``LogCounts`` when the log's record counts answer the plan (``count(*)``
     only, filters and groups on partition columns only), else a ``SplitScan`` per task."""
     from executor_lib import node_counters
-    from executor_lib.log.pruning import prune_scan
     from indextables_contract.aggregate import AggregatePlan, partials_to_json
     from indextables_contract.errors import AggregatePlanError
 
@@ -136,19 +141,21 @@ def plan_group_aggregate(r: CommandReader, cmd: C.GroupAggregate) -> list[LogCou
     r.companion_root = parquet_table_root(snapshot.metadata.configuration, r.options)
     partition_columns = r.partition_columns = list(snapshot.partition_columns)
     on_partitions = set(partition_columns).issuperset
-    files = snapshot.files
     if (
         agg.counts_only()
         and on_partitions(agg.group_by)
         and (where is None or (on_partitions(F.columns_of(where)) and not query_strings(where)))
-        and all(a.num_records is not None for a in files)
     ):
-        return [LogCounts(partials_to_json(_log_counts(snapshot, where, agg.group_by)))]
+        counts = _log_counts(snapshot, where, agg.group_by)
+        if counts is not None:
+            return [LogCounts(partials_to_json(counts))]
     if where is not None and prunable(F.columns_of(where), partition_columns, schema):
-        files, counts = prune_scan(files, [where], snapshot.metadata.schema_string, partition_columns)
+        files, counts = prune_snapshot(snapshot, [where])
         directory = planning_counters_dir(r.options)
         if directory is not None:
             node_counters.add(directory / DATA_SKIPPING_FILE, counts)
+    else:
+        files = snapshot.files
     groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
         files,
         parsed_option(r.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES),
@@ -256,16 +263,29 @@ def _resolve_names(agg: Any, columns: list[str]) -> Any:
     )
 
 
-def _log_counts(snapshot: Snapshot, where: F.Filter | None, group_by: tuple[str, ...]) -> Any:
-    """``count(*)`` per group of partition values, from the files' record counts: no split is opened."""
+def _log_counts(snapshot: Snapshot, where: F.Filter | None, group_by: tuple[str, ...]) -> Any | None:
+    """``count(*)`` per group of partition values, from the files' record counts: no split is opened,
+    and no file becomes an object (record counts summed per distinct partition as Arrow columns, then
+    ``where`` judged once per partition). None if a live file has no record count."""
     from indextables_contract.aggregate import count_partials
 
-    schema = snapshot.arrow_schema()
+    columns = list(snapshot.partition_columns)
+    files = snapshot.file_columns(["num_records", "partition_values"])
+    records = files.column("num_records")
+    if records.null_count:
+        return None
+    if not columns:
+        return count_partials({(): int(pc.sum(records).as_py() or 0)})
+    strings = partition_strings(files.column("partition_values"), columns)
+    sums = pa.table({**strings, "records": records}).group_by(columns).aggregate([("records", "sum")])
+    partitions = sums.select(columns)
+    keys = typed_partitions(partitions, snapshot.arrow_schema()).select(list(group_by)).to_pylist()
     counts: dict[tuple[Any, ...], int] = {}
-    for add in matching_files(snapshot, where):
-        constants = partition_constants(add.partition_values, list(group_by), schema)
-        key = tuple(constants[c].as_py() for c in group_by)
-        counts[key] = counts.get(key, 0) + int(add.num_records or 0)
+    total = sums.column("records_sum").to_pylist()
+    for key, n, keep in zip(keys, total, partition_mask(snapshot, where, partitions), strict=True):
+        if keep:
+            group = tuple(key[c] for c in group_by)
+            counts[group] = counts.get(group, 0) + int(n)
     return count_partials(counts)
 
 

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition
 
+from executor_lib.log.file_table import LiveFiles, partition_strings, present_values
 from executor_lib.protocol.actions import (
     AddAction,
 )
 from executor_lib.spark import options as O
 from executor_lib.spark.common import (
-    partition_constants,
     typed_filter,
 )
 from executor_lib.spark.reader import (
@@ -212,25 +212,45 @@ def utc(ms: int) -> Any:
 
 def matching_files(snapshot: Snapshot, where: F.Filter | None) -> list[AddAction]:
     """Live files whose partition values satisfy ``where`` (exactly, evaluated with SQL semantics
-    on typed partition values; numeric partitions compare as numbers)."""
-    files = snapshot.files
+    on typed partition values; numeric partitions compare as numbers). ``where`` is judged once per
+    distinct partition, and only the files it keeps become objects."""
     if where is None:
-        return list(files)
+        return snapshot.files
+    columns = list(snapshot.partition_columns)
+    keep = partition_keep(snapshot, where)
+    files = snapshot.state.files
+    if isinstance(files, LiveFiles):
+        return files.select_partitions(keep, columns)
+    return [a for a in files.values() if keep(present_values(a.partition_values, columns))]
+
+
+def partition_keep(snapshot: Snapshot, where: F.Filter) -> Callable[[Mapping[str, str]], bool]:
+    """``keep(values)``: whether the partition ``values`` (column -> value as the log writes it; a
+    column left out: null) satisfy ``where`` exactly; judged up front for every live partition."""
+    columns = list(snapshot.partition_columns)
+    table = snapshot.file_columns(["partition_values"])
+    distinct = pa.table(partition_strings(table.column("partition_values"), columns)).group_by(columns).aggregate([])
+    mask = partition_mask(snapshot, where, distinct)
+    accepted = {tuple(row[c] for c in columns) for row, ok in zip(distinct.to_pylist(), mask, strict=True) if ok}
+    return lambda values: tuple(values.get(c) for c in columns) in accepted
+
+
+def partition_mask(snapshot: Snapshot, where: F.Filter | None, partitions: pa.Table) -> list[bool]:
+    """For each row of ``partitions`` (a string column per partition column, as the log writes the
+    values), whether ``where`` holds on its values typed as the table's columns."""
+    if where is None:
+        return [True] * partitions.num_rows
     from executor_lib.splits.query.pushdown import residual_mask
 
     schema = snapshot.arrow_schema()
     where = typed_filter(where, schema)
-    partition_columns = list(snapshot.partition_columns)
-    if not files:
-        return []
-    columns: dict[str, list[Any]] = {c: [] for c in partition_columns}
-    for add in files:
-        constants = partition_constants(add.partition_values, partition_columns, schema)
-        for c in partition_columns:
-            columns[c].append(constants[c])
-    table = pa.table({c: pa.array([s.as_py() for s in columns[c]], schema.field(c).type) for c in partition_columns})
-    mask = residual_mask(where, table, lambda q: pa.array([], pa.uint64())).to_pylist()
-    return [add for add, keep in zip(files, mask, strict=True) if keep]
+    typed = typed_partitions(partitions, schema)
+    return [bool(v) for v in residual_mask(where, typed, lambda q: pa.array([], pa.uint64())).to_pylist()]
+
+
+def typed_partitions(partitions: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The partition columns of ``partitions`` cast from the log's strings to the table's types."""
+    return pa.table({c: partitions.column(c).cast(schema.field(c).type) for c in partitions.column_names})
 
 
 def command_reader(raw_options: Mapping[str, str]) -> CommandReader:

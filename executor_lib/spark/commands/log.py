@@ -48,8 +48,7 @@ def run_history(r: CommandReader, cmd: C.History, _: Any) -> Iterator[tuple[Any,
 def run_describe_state(r: CommandReader, cmd: C.DescribeState, _: Any) -> Iterator[tuple[Any, ...]]:
     from executor_lib.log.describe import describe_json
 
-    doc = describe_json(r._log().snapshot())
-    doc.pop("files", None)
+    doc = describe_json(r._log().snapshot(), files=False)
     for key, value in doc.items():
         yield key, value if isinstance(value, str) else json.dumps(value)
 
@@ -61,7 +60,7 @@ def run_checkpoint(r: CommandReader, cmd: C.Checkpoint, _: Any) -> Iterator[tupl
         info.version,
         info.format or "json",
         info.state_dir,
-        len(txlog.snapshot().files),
+        txlog.snapshot().num_files,
     )
 
 

@@ -28,6 +28,7 @@ from executor_lib.spark.commands.base import (
     command_options,
     decode,
     matching_files,
+    partition_keep,
     register,
     register_writer,
 )
@@ -38,6 +39,7 @@ from executor_lib.spark.common import (
 )
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract import commands as C
+from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
     from executor_lib.splits.build.merge_plan import DEFAULT_TARGET_BYTES
 
     snapshot = r._log().snapshot()
-    files = matching_files(snapshot, r._where(snapshot))
+    where = r._where(snapshot)
     target = DEFAULT_TARGET_BYTES
     if cmd.target_size is not None:
         target = O.parse_size(C.option_key("target_size"), cmd.target_size)
@@ -79,14 +81,39 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
     value = cmd.sort_key if cmd.sort_key is not None else r.options.get(option)
     sort_key = merge_sort_key(snapshot, option, value)
     max_sources = cmd.max_source_splits_per_merge or _max_sources(r)
-    groups = plan_merge_groups(
-        snapshot, files, target, sort_key, cmd.min_splits_to_merge or 2, cmd.max_dest_splits, max_sources
-    )
-    version = snapshot.version
+    min_splits, version = cmd.min_splits_to_merge or 2, snapshot.version
+    if sort_key is None:  # size-tiered: planned on the files' columns, no object per file
+        planned = plan_size_tiered(snapshot, where, target, min_splits, cmd.max_dest_splits, max_sources)
+        return [
+            MergeTask(i, g.partition_values, list(g.paths), g.size, version, None, target)
+            for i, g in enumerate(planned)
+        ]
+    files = matching_files(snapshot, where)
+    groups = plan_merge_groups(snapshot, files, target, sort_key, min_splits, cmd.max_dest_splits, max_sources)
     return [
         MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
         for i, g in enumerate(groups)
     ]
+
+
+def plan_size_tiered(
+    snapshot: Snapshot,
+    where: F.Filter | None,
+    target: int,
+    min_splits: int,
+    max_dest_splits: int | None,
+    max_sources: int | None,
+) -> list[Any]:
+    """``plan_merges_columns`` over the live files of the partitions ``where`` selects (exactly)."""
+    from executor_lib.log.file_table import file_columns
+    from executor_lib.splits.build.merge_plan import plan_merges_columns
+
+    attributes = ["path", "size", "partition_values", "doc_mapping_json", "doc_mapping_ref"]
+    columns = list(snapshot.partition_columns)
+    keep = None if where is None else partition_keep(snapshot, where)
+    table = file_columns(snapshot.state.files, attributes, keep, columns)
+    table = table.append_column("mapping", snapshot.doc_mapping_column(table))
+    return plan_merges_columns(table, columns, target, max_dest_splits, max_sources, min_splits)
 
 
 def _max_sources(r: CommandReader) -> int:
@@ -243,8 +270,7 @@ class MergeWriter(DataSourceArrowWriter):
                     if version not in snapshots:
                         snapshots[version] = txlog.snapshot(version=version)
                     snap = snapshots[version]
-                    live = {a.path: a for a in snap.files}
-                    sources = [live[p] for p in json.loads(row["sources"])]
+                    sources = [snap.state.files[p] for p in json.loads(row["sources"])]
                     added = merge_group(txlog.store, snap, sources, row.get("sortKey"), int(row["targetBytes"]), cache)
                     message.added += added
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)

@@ -28,10 +28,17 @@ non-overlapping ranges: merge less often, with more level-0 splits at a time).
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from executor_lib.log.file_table import partition_strings
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import ConfigError
@@ -62,10 +69,7 @@ def plan_merges(
 ) -> list[MergeGroup]:
     """Size-tiered groups (module docstring); a bucket with fewer than ``min_splits`` splits below the
     target is left alone (``spark.indextables.mergeOnWrite.minSplitsToMerge``)."""
-    if target_bytes <= 0:
-        raise ConfigError(f"merge: target size must be positive, got {target_bytes}")
-    if max_sources_per_merge is not None and max_sources_per_merge < 2:
-        raise ConfigError(f"merge: MAX SOURCE SPLITS PER MERGE must be at least 2, got {max_sources_per_merge}")
+    _check_merge_limits(target_bytes, max_sources_per_merge)
     buckets: dict[tuple[object, ...], list[AddAction]] = defaultdict(list)
     for add in files:
         if add.size < target_bytes * SKIP_FRACTION:
@@ -76,6 +80,13 @@ def plan_merges(
             groups += _pack(sorted(adds, key=lambda a: (a.size, a.path)), target_bytes, max_sources_per_merge)
     groups.sort(key=lambda g: (-len(g.sources), g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
+
+
+def _check_merge_limits(target_bytes: int, max_sources_per_merge: int | None) -> None:
+    if target_bytes <= 0:
+        raise ConfigError(f"merge: target size must be positive, got {target_bytes}")
+    if max_sources_per_merge is not None and max_sources_per_merge < 2:
+        raise ConfigError(f"merge: MAX SOURCE SPLITS PER MERGE must be at least 2, got {max_sources_per_merge}")
 
 
 def _pack(adds: Sequence[AddAction], target: int, max_sources: int | None) -> list[MergeGroup]:
@@ -143,3 +154,95 @@ def _level0_and_overlapping_level1(
     if len(level0) < 2 and not overlapping:
         return []
     return [*level0, *overlapping]
+
+
+@dataclass(frozen=True)
+class PlannedMerge:
+    """A size-tiered merge group named by its sources' paths (``plan_merges_columns``)."""
+
+    partition_values: dict[str, str | None]
+    paths: tuple[str, ...]
+    size: int
+
+
+def plan_merges_columns(
+    files: Any,
+    partition_columns: Sequence[str],
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    max_dest_splits: int | None = None,
+    max_sources_per_merge: int | None = None,
+    min_splits: int = 2,
+) -> list[PlannedMerge]:
+    """``plan_merges`` over the live files as Arrow columns (``path``, ``size``, ``partition_values``
+    and ``mapping``, each file's doc mapping text), with no object per file: the same groups, in the
+    same order, as ``plan_merges`` over their actions (a file's bucket: its values of the partition
+    columns, a missing one as null, and its mapping).
+
+    Example: ``plan_merges_columns(table, ["day"], 1 << 30)``
+    """
+    _check_merge_limits(target_bytes, max_sources_per_merge)
+    small = files.filter(pc.less(files.column("size"), target_bytes * SKIP_FRACTION))
+    if not small.num_rows:
+        return []
+    keys = partition_strings(small.column("partition_values"), partition_columns)
+    buckets, bucket_of = _buckets([*keys.values(), small.column("mapping")])
+    rank = np.empty(len(buckets), dtype=np.int64)  # the order plan_merges visits buckets in (by str of its key)
+    values_of = [dict(zip(partition_columns, b[:-1], strict=True)) for b in buckets]
+    names = [str((tuple(sorted(v.items())), b[-1])) for v, b in zip(values_of, buckets, strict=True)]
+    rank[sorted(range(len(buckets)), key=names.__getitem__)] = np.arange(len(buckets))
+    ordered = pa.table({"rank": rank[bucket_of], "size": small.column("size"), "path": small.column("path")})
+    ordered = ordered.take(
+        pc.sort_indices(ordered, [("rank", "ascending"), ("size", "ascending"), ("path", "ascending")])
+    )
+    by_rank = {int(r): i for i, r in enumerate(rank)}
+    groups: list[PlannedMerge] = []
+    ranks, sizes, paths = (ordered.column(c).to_pylist() for c in ("rank", "size", "path"))
+    start = 0
+    while start < len(ranks):
+        end = bisect.bisect_right(ranks, ranks[start], lo=start)
+        if end - start >= min_splits:
+            values = values_of[by_rank[ranks[start]]]
+            groups += _pack_columns(values, paths[start:end], sizes[start:end], target_bytes, max_sources_per_merge)
+        start = end
+    groups.sort(key=lambda g: (-len(g.paths), g.size))
+    return groups[:max_dest_splits] if max_dest_splits is not None else groups
+
+
+def _buckets(columns: Sequence[Any]) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+    """The distinct combinations of ``columns``' values and each row's combination (its index)."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    dictionaries = []
+    for column in columns:
+        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        encoded = pc.dictionary_encode(flat)
+        dictionary = [*encoded.dictionary.to_pylist(), None]
+        codes = pc.fill_null(encoded.indices.cast(pa.int64()), len(dictionary) - 1).to_numpy()
+        key = key * len(dictionary) + codes
+        dictionaries.append(dictionary)
+    distinct, bucket_of = np.unique(key, return_inverse=True)
+    combos = []
+    for combined in distinct.tolist():
+        values = []
+        for dictionary in reversed(dictionaries):
+            combined, code = divmod(combined, len(dictionary))
+            values.append(dictionary[code])
+        combos.append(tuple(reversed(values)))
+    return combos, bucket_of
+
+
+def _pack_columns(
+    values: dict[str, str | None], paths: list[str], sizes: list[int], target: int, max_sources: int | None
+) -> list[PlannedMerge]:
+    """``_pack`` over one bucket's paths and sizes (ordered by size, then path)."""
+    groups: list[PlannedMerge] = []
+    first, total = 0, 0
+    for i, size in enumerate(sizes):
+        count = i - first
+        if (max_sources is not None and count >= max_sources) or (count and total + size > target):
+            if count >= 2:
+                groups.append(PlannedMerge(dict(values), tuple(paths[first:i]), total))
+            first, total = i, 0
+        total += size
+    if len(sizes) - first >= 2:
+        groups.append(PlannedMerge(dict(values), tuple(paths[first:]), total))
+    return groups

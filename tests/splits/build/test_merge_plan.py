@@ -3,6 +3,10 @@ which level-1 splits a merge must take so that level 1 stays non-overlapping."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.build.merge_plan import SORT_KEY_TAG, level_of, plan_sorted_merges
 
@@ -79,3 +83,58 @@ def test_each_partition_is_planned_on_its_own_and_splits_of_another_key_are_leve
 def test_fresh_splits_without_statistics_merge_without_pulling_in_level_1() -> None:
     level1 = [split("l1a", 0, 99, 1)]
     assert plan([*level1, split("n1", None, None), split("n2", None, None)]) == [["n1", "n2"]]
+
+
+def _random_files(rng: random.Random, n: int) -> list[AddAction]:
+    mappings = ['{"m":1}', '{"m":2}', None]
+    out = []
+    for i in range(n):
+        values: dict[str, str | None] = {"day": rng.choice(["d1", "d2", "d3", None]), "hour": str(rng.randrange(3))}
+        out.append(
+            AddAction(
+                path=f"p/{rng.randrange(10**6):06d}-{i}.split",
+                partition_values=values,
+                size=rng.choice([rng.randrange(1, 400), 100, 100, 950]),
+                modification_time=0,
+                data_change=True,
+                doc_mapping_json=rng.choice(mappings),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_size_tiered_planning_on_columns_equals_planning_on_actions(seed: int) -> None:
+    """The same groups, in the same order, from the files' Arrow columns as from their actions (equal
+    sizes and paths decide ties; buckets of partition values and doc mappings; every limit)."""
+    from executor_lib.log.file_table import FileChunk
+    from executor_lib.splits.build.merge_plan import plan_merges, plan_merges_columns
+
+    rng = random.Random(seed)
+    files = _random_files(rng, rng.randrange(0, 400))
+    target, min_splits = rng.choice([300, 1000, 5000]), rng.choice([2, 3, 10])
+    max_dest, max_sources = rng.choice([None, 1, 5]), rng.choice([None, 2, 7])
+    expected = plan_merges(files, lambda a: a.doc_mapping_json, target, max_dest, max_sources, min_splits)
+    table = FileChunk.from_actions(files).table if files else None
+    columns = ["path", "size", "partition_values"]
+    if table is None:
+        import pyarrow as pa
+
+        table = pa.table(
+            {
+                "path": pa.array([], pa.string()),
+                "size": pa.array([], pa.int64()),
+                "partition_values": pa.array([], pa.map_(pa.string(), pa.string())),
+            }
+        )
+    table = table.select(columns).append_column("mapping", pa_strings([a.doc_mapping_json for a in files]))
+    got = plan_merges_columns(table, ["day", "hour"], target, max_dest, max_sources, min_splits)
+    assert [(g.partition_values, [a.path for a in g.sources], g.size) for g in expected] == [
+        (g.partition_values, list(g.paths), g.size) for g in got
+    ]
+
+
+def pa_strings(values: list[str | None]) -> object:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
