@@ -53,6 +53,18 @@ COLD_SNIPPET = (
 )
 
 
+MAPPING_REF = "gC45RGOqJ_Grt0xH"  # the doc mapping the scale tables register (``bench_configuration``)
+
+
+def bench_configuration() -> dict[str, str]:
+    """A scale table's configuration: ``MAPPING_REF`` registered as the mapping its real splits use
+    (``state_spark.add_real_partition``), so every file's mapping is known, as in a real table."""
+    from bench.state_spark import bench_mapping
+    from executor_lib.protocol.schema_registry import REGISTRY_PREFIX
+
+    return {REGISTRY_PREFIX + MAPPING_REF: bench_mapping(SCHEMA).to_json()}
+
+
 def make_adds(n: int, partitions: int = 10, day_of: Callable[[int], int] | None = None) -> list[AddAction]:
     """``n`` adds spread over ``partitions`` days round-robin, or file ``i`` in day ``day_of(i)``."""
     out = []
@@ -72,7 +84,7 @@ def make_adds(n: int, partitions: int = 10, day_of: Callable[[int], int] | None 
                 has_footer_offsets=True,
                 footer_start_offset=900_000,
                 footer_end_offset=1_000_000 + i,
-                doc_mapping_ref="gC45RGOqJ_Grt0xH",
+                doc_mapping_ref=MAPPING_REF,
             )
         )
     return out
@@ -152,6 +164,8 @@ print(json.dumps({"load_s": load, "rss_mb": grown / 1024, "held_mb": held / 2**2
 """
 SCALE_PARTITIONS = 1000
 SCALE_BATCH = 100_000
+SPARK_BASELINE_FILES = 1_000
+REAL_DAY = "2030-01-01"  # a day of its own in every scale table, where the Spark measurements' splits are real
 JSON_MAX_FILES = 200_000  # JSON checkpoints are measured up to this size (beyond, only the Avro state)
 
 
@@ -161,13 +175,32 @@ def snapshot_memory_mb(scale_row: dict[str, Any]) -> float:
     return float(scale_row["rss_mb"])
 
 
-def scale(root: Path, n: int) -> dict[str, Any]:
-    """The log at ``n`` live files: commit and load times, memory, a one-partition listing."""
+def build_scale_table(root: Path, n: int) -> str:
+    """A table of ``n`` live files (their splits absent) in ``SCALE_PARTITIONS`` days, ingested in time
+    order by commits of at most ``SCALE_BATCH`` files (each fills the next days)."""
     uri = str(root / f"scale-{n}")
-    executor_lib.create_table(uri, SCHEMA, ["day"])
-    for start in range(0, n, SCALE_BATCH):  # ingested in time order: each commit fills the next days
+    executor_lib.create_table(uri, SCHEMA, ["day"], configuration=bench_configuration())
+    for start in range(0, n, SCALE_BATCH):
         day_of = lambda i, start=start: (start + i) * SCALE_PARTITIONS // n  # noqa: E731
         executor_lib.open_log(uri).commit(make_adds(min(SCALE_BATCH, n - start), day_of=day_of))
+    return uri
+
+
+def through_spark(root: Path, uri: str) -> dict[str, Any]:
+    """``state_spark``'s statements on the scale table at ``uri`` against a 1,000-file baseline, after
+    both got real splits in one day (``REAL_DAY``)."""
+    from bench import state_spark
+
+    baseline = build_scale_table(root / f"baseline-for-{Path(uri).name}", SPARK_BASELINE_FILES)
+    for table in (uri, baseline):
+        state_spark.add_real_partition(table, REAL_DAY)
+    return state_spark.measure(uri, baseline, REAL_DAY)
+
+
+def scale(root: Path, n: int, spark: bool = True) -> dict[str, Any]:
+    """The log at ``n`` live files: commit and load times, memory, a one-partition listing, and (if
+    ``spark``) the statements of ``state_spark`` through a local Spark session."""
+    uri = build_scale_table(root, n)
     out: dict[str, Any] = {}
     reader = executor_lib.open_log(uri)
     reader.snapshot()
@@ -189,7 +222,7 @@ def scale(root: Path, n: int) -> dict[str, Any]:
     start_t = time.perf_counter()
     snap = reader.snapshot()  # after another writer's commit of a tenth of the table
     out["warm_after_big_commit_s"] = time.perf_counter() - start_t
-    assert len(snap.files) == n + 10 + big, f"warm snapshot holds {len(snap.files)} files"
+    assert snap.num_files == n + 10 + big, f"warm snapshot holds {snap.num_files} files"
     # New processes with their own manifest disk cache: the first decodes every manifest (a node that
     # never read the table), the second reads the copies the first left (a node that did).
     env = {**os.environ, "INDEXTABLES_MANIFEST_CACHE_DIR": str(root / f"manifest-cache-{n}")}
@@ -203,6 +236,8 @@ def scale(root: Path, n: int) -> dict[str, Any]:
     ]
     out.update(runs[1])
     out["cold_load_s"], out["cold_rss_mb"] = runs[0]["load_s"], runs[0]["rss_mb"]
+    if spark:
+        out["spark"] = through_spark(root, uri)
     return out
 
 
@@ -243,7 +278,7 @@ def run(sizes: Sequence[int] = (10_000, 100_000), cold_runs: int = 3, pruning_fi
                 row["warm_speedup"] = row["json_warm_s"] / row["avro_warm_s"]
                 row["cold_speedup"] = row["json_cold_s"] / row["avro_cold_s"]
                 row["cold_disk_cache_speedup"] = row["json_cold_disk_cache_s"] / row["avro_cold_disk_cache_s"]
-            row["scale"] = scale(root, n)
+            row["scale"] = scale(root, n, spark=n == max(sizes))  # Spark: at the largest size only
             results["sizes"][str(n)] = row
         results["pruning"] = pruning(root, pruning_files)
     return results
@@ -300,10 +335,31 @@ def print_results(results: dict[str, Any]) -> None:
         "memory: RSS growth after loading the snapshot and reading every page of its Arrow columns "
         "(memory-mapped ones included); empty-cache load: a new process decoding every manifest"
     )
+    print_spark(results)
     p = results["pruning"]
     print(
         f"pruned listing of 1 of {p['partitions']} partitions ({p['liveFiles']} files): {p['filesReturned']} "
         f"files returned, {p['manifestsRead']} of {p['manifestsTotal']} manifests read"
+    )
+
+
+SPARK_STATEMENTS = ("count", "describe_state", "search", "merge_plan", "purge_dry_run")
+
+
+def print_spark(results: dict[str, Any]) -> None:
+    """The Spark statements at each size (``state_spark``): first run / best of three."""
+    print(f"{'files':>9} " + " ".join(f"{name:>17}" for name in (*SPARK_STATEMENTS, "search on 1K files")))
+    for n, r in results["sizes"].items():
+        sp = r["scale"].get("spark")
+        if not sp:
+            continue
+        cells = [f"{sp[f'{name}_first_s']:>7.2f}s/{sp[f'{name}_s']:>7.2f}s" for name in SPARK_STATEMENTS]
+        cells.append(f"{sp['baseline_search_first_s']:>7.2f}s/{sp['baseline_search_s']:>7.2f}s")
+        print(f"{int(n):>9} " + " ".join(f"{c:>17}" for c in cells))
+    print(
+        "through a local Spark session warmed on a 1,000-file table, in a new process: first run / best of three; "
+        "count: SELECT count(*); search: one day's real splits, WHERE day = ... AND message indexquery ...; "
+        "merge_plan: MERGE SPLITS planning (the merge_plan command); purge_dry_run: PURGE INDEXTABLE ... DRY RUN"
     )
 
 

@@ -18,7 +18,11 @@ def test_bench_state_at_tiny_sizes(tmp_path: Path, capsys: pytest.CaptureFixture
     doc = json.loads(out.read_text())
     assert doc["failed"] == [] and set(doc["results"]) == {"state"}
     names = [r["name"] for r in doc["ratios"]]
-    assert len(names) == 11 and "warm snapshot load, 300 files: Avro state vs JSON checkpoint" in names
+    assert (
+        len(names) == 16
+        and "SELECT count(*) through Spark, 300 files, vs 1.5 s target" in names
+        and "warm snapshot load, 300 files: Avro state vs JSON checkpoint" in names
+    )
     assert all(r["ratio"] > 0 for r in doc["ratios"])
     assert doc["results"]["state"]["pruning"]["manifestsRead"] < doc["results"]["state"]["pruning"]["manifestsTotal"]
     printed = capsys.readouterr().out
