@@ -263,7 +263,7 @@ def _key(
     key: str,
     default: str,
     note: str,
-    parse: Callable[[Any], T] | None = None,
+    parse: Callable[[Any], T],
     *,
     scopes: Iterable[str] = (),
     value: Any = _UNSET,
@@ -278,13 +278,19 @@ def _mine(
     key: str,
     default: str,
     note: str,
-    parse: Callable[[Any], T] | None = None,
+    parse: Callable[[Any], T],
     *,
     scopes: Iterable[str] = (),
     value: Any = _UNSET,
 ) -> Setting[T]:
     """This project's own setting (not IndexTables4Spark's)."""
     return _key(key, default, note, parse, scopes=scopes, value=value, jvm=False)
+
+
+def _kept(key: str, default: str, note: str, *, scopes: Iterable[str] = (), jvm: bool = True) -> Setting[str | None]:
+    """A key parsed where it is used (the storage options, the doc mapping, the Iceberg catalog): the
+    operations of its ``scopes`` keep it; ``get`` gives its text, or None."""
+    return _key(key, default, note, optional(text), scopes=scopes, value=None, jvm=jvm)
 
 
 # Families of keys: what a key of each starts with.
@@ -320,54 +326,54 @@ INDEX_WRITER_TEMP_DIRECTORY = _key(
     value=None,
 )
 # indexing (parsed against the schema by executor_lib.splits.doc_mapping)
-INDEXING_TYPEMAP = _key(
+INDEXING_TYPEMAP = _kept(
     "indexing.typemap." + COLUMN,
     "string",
     "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2",
     scopes={WRITE},
 )
-INDEXING_TOKENIZER = _key(
+INDEXING_TOKENIZER = _kept(
     "indexing.tokenizer." + COLUMN,
     "default",
     "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2",
     scopes={WRITE},
 )
-INDEXING_INDEX_RECORD_OPTION = _key(
+INDEXING_INDEX_RECORD_OPTION = _kept(
     "indexing.indexrecordoption." + COLUMN,
     "position",
     "position, freq or basic; or indexrecordoption.<option> = col1,col2",
     scopes={WRITE},
 )
-INDEXING_TEXT_INDEX_RECORD_OPTION = _key(
+INDEXING_TEXT_INDEX_RECORD_OPTION = _kept(
     "indexing.text.indexRecordOption",
     "position",
     "the index record option of every text column without its own",
     scopes={WRITE},
 )
-INDEXING_TOKEN_LENGTH = _key(
+INDEXING_TOKEN_LENGTH = _kept(
     "indexing.tokenLength." + COLUMN,
     "255",
     "longest token a tokenized column keeps (or the list form tokenLength.<N|name> = col1,col2)",
     scopes={WRITE},
 )
-INDEXING_TEXT_MAX_TOKEN_LENGTH = _key(
+INDEXING_TEXT_MAX_TOKEN_LENGTH = _kept(
     "indexing.text.maxTokenLength",
     "255",
     "longest token kept (bytes; tantivy_max, default, legacy, min)",
     scopes={WRITE},
 )
-INDEXING_FAST_FIELDS = _key(
+INDEXING_FAST_FIELDS = _kept(
     "indexing.fastfields",
     "numeric, boolean, date, ip and exact-string columns",
     "exactly the columns with fast fields (comma-separated)",
     scopes={WRITE},
 )
-INDEXING_JSON_MODE = _key(
+INDEXING_JSON_MODE = _kept(
     "indexing.json.mode", "full", "full: nested values are also fast fields; minimal: not", scopes={WRITE}
 )
-INDEXING_STORE_ONLY = _mine("indexing.storeonly", "none", "columns stored but not indexed", scopes={WRITE})
-INDEXING_INDEX_ONLY = _mine(
-    "indexing.indexonly", "none", "columns indexed but not stored (they read as null)", scopes={WRITE}
+INDEXING_STORE_ONLY = _kept("indexing.storeonly", "none", "columns stored but not indexed", scopes={WRITE}, jvm=False)
+INDEXING_INDEX_ONLY = _kept(
+    "indexing.indexonly", "none", "columns indexed but not stored (they read as null)", scopes={WRITE}, jvm=False
 )
 # write sizing
 OPTIMIZE_WRITE_TARGET_RECORDS = _mine(
@@ -630,37 +636,37 @@ CACHE_FETCH = _mine(
     value=None,  # executor_lib.cache.split_cache.fetch_by_piece: the environment, else pieces
 )
 # storage (parsed by executor_lib.storage, which also takes them by their Python names)
-AWS_ACCESS_KEY = _key("aws.accessKey", "the AWS credential chain", "S3 access key id", scopes=_RW)
-AWS_SECRET_KEY = _key("aws.secretKey", "the AWS credential chain", "S3 secret access key", scopes=_RW)
-AWS_SESSION_TOKEN = _key("aws.sessionToken", "the AWS credential chain", "S3 session token", scopes=_RW)
-AWS_REGION = _key("aws.region", "the SDK default", "S3 region", scopes=_RW)
-S3_ENDPOINT = _key("s3.endpoint", "AWS", "S3 API endpoint URL", scopes=_RW)
-S3_PATH_STYLE_ACCESS = _key("s3.pathStyleAccess", "false", "path-style S3 addressing", scopes=_RW)
-AZURE_ACCOUNT_NAME = _key(
+AWS_ACCESS_KEY = _kept("aws.accessKey", "the AWS credential chain", "S3 access key id", scopes=_RW)
+AWS_SECRET_KEY = _kept("aws.secretKey", "the AWS credential chain", "S3 secret access key", scopes=_RW)
+AWS_SESSION_TOKEN = _kept("aws.sessionToken", "the AWS credential chain", "S3 session token", scopes=_RW)
+AWS_REGION = _kept("aws.region", "the SDK default", "S3 region", scopes=_RW)
+S3_ENDPOINT = _kept("s3.endpoint", "AWS", "S3 API endpoint URL", scopes=_RW)
+S3_PATH_STYLE_ACCESS = _kept("s3.pathStyleAccess", "false", "path-style S3 addressing", scopes=_RW)
+AZURE_ACCOUNT_NAME = _kept(
     "azure.accountName",
     "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
     "Azure storage account (for abfss://container/path and azure://container/path)",
     scopes=_RW,
 )
-AZURE_ACCOUNT_KEY = _key(
+AZURE_ACCOUNT_KEY = _kept(
     "azure.accountKey", "AZURE_STORAGE_KEY or ~/.azure/credentials", "Azure storage account key", scopes=_RW
 )
-AZURE_TENANT_ID = _key(
+AZURE_TENANT_ID = _kept(
     "azure.tenantId",
     "none",
     "service principal tenant (with clientId, clientSecret; needs azure-identity)",
     scopes=_RW,
 )
-AZURE_CLIENT_ID = _key("azure.clientId", "none", "service principal application (client) id", scopes=_RW)
-AZURE_CLIENT_SECRET = _key("azure.clientSecret", "none", "service principal secret", scopes=_RW)
-AZURE_BEARER_TOKEN = _key("azure.bearerToken", "none", "an OAuth bearer token for Azure storage", scopes=_RW)
-AZURE_CONNECTION_STRING = _key(
+AZURE_CLIENT_ID = _kept("azure.clientId", "none", "service principal application (client) id", scopes=_RW)
+AZURE_CLIENT_SECRET = _kept("azure.clientSecret", "none", "service principal secret", scopes=_RW)
+AZURE_BEARER_TOKEN = _kept("azure.bearerToken", "none", "an OAuth bearer token for Azure storage", scopes=_RW)
+AZURE_CONNECTION_STRING = _kept(
     "azure.connectionString",
     "AZURE_STORAGE_CONNECTION_STRING",
     "Azure storage connection string (account key or SAS, endpoints)",
     scopes=_RW,
 )
-AZURE_ENDPOINT = _key(
+AZURE_ENDPOINT = _kept(
     "azure.endpoint",
     "https://<account>.blob.<suffix of the URI's host>",
     "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query",
@@ -668,21 +674,21 @@ AZURE_ENDPOINT = _key(
 )
 # companion indexes
 _ICEBERG = "BUILD COMPANION FOR ICEBERG: "
-ICEBERG_CATALOG_TYPE = _key(
+ICEBERG_CATALOG_TYPE = _kept(
     "iceberg.catalogType", "none", _ICEBERG + "the pyiceberg catalog type (sql, rest, glue, ...)", scopes={READ}
 )
-ICEBERG_URI = _key(
+ICEBERG_URI = _kept(
     "iceberg.uri", "none", _ICEBERG + "the catalog's URI (sqlite:///path for a SQL catalog)", scopes={READ}
 )
-ICEBERG_WAREHOUSE = _key(
+ICEBERG_WAREHOUSE = _kept(
     "iceberg.warehouse", "none", _ICEBERG + "the catalog's warehouse (WAREHOUSE overrides it)", scopes={READ}
 )
-ICEBERG_TOKEN = _key("iceberg.token", "none", _ICEBERG + "a REST catalog's bearer token", scopes={READ})
-ICEBERG_CREDENTIAL = _key("iceberg.credential", "none", _ICEBERG + "a REST catalog's OAuth2 credential", scopes={READ})
-ICEBERG_S3_ENDPOINT = _key(
+ICEBERG_TOKEN = _kept("iceberg.token", "none", _ICEBERG + "a REST catalog's bearer token", scopes={READ})
+ICEBERG_CREDENTIAL = _kept("iceberg.credential", "none", _ICEBERG + "a REST catalog's OAuth2 credential", scopes={READ})
+ICEBERG_S3_ENDPOINT = _kept(
     "iceberg.s3Endpoint", "none", _ICEBERG + "the S3 endpoint of the table's files", scopes={READ}
 )
-ICEBERG_S3_PATH_STYLE_ACCESS = _key(
+ICEBERG_S3_PATH_STYLE_ACCESS = _kept(
     "iceberg.s3PathStyleAccess", "false", _ICEBERG + "path-style S3 addressing", scopes={READ}
 )
 COMPANION_PARQUET_TABLE_ROOT = _key(
@@ -694,8 +700,12 @@ COMPANION_PARQUET_TABLE_ROOT = _key(
     value=None,
 )
 # names
-TABLE_NAME = _mine(
-    "table." + COLUMN, "none", "a table name for SQL: spark.indextables.table.<name> = its path", scopes={SESSION}
+TABLE_NAME = _kept(
+    "table." + COLUMN,
+    "none",
+    "a table name for SQL: spark.indextables.table.<name> = its path",
+    scopes={SESSION},
+    jvm=False,
 )
 TABLE_NAME_PREFIX = TABLE_NAME.prefix  # spark.indextables.table.<name> = a table's path (connect_plugin.session)
 

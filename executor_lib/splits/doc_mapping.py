@@ -50,6 +50,7 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.table_schema import check_indexable, column_name_problem
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
@@ -60,7 +61,7 @@ DEFAULT_MAX_TOKEN_LENGTH = 255
 NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min": 1}
 RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
-_PREFIX = "spark.indextables.indexing."
+_PREFIX = S.INDEXING_PREFIX
 ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar copy (splits.writer)
 # tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
 _LIMIT_NAME = re.compile(r"(default|en_stem|whitespace|raw)_limit_(\d+)")
