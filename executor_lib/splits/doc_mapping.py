@@ -244,8 +244,9 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
     """The doc mapping of the non-partition columns of ``schema`` under ``options``; ConfigError
     naming the column if one cannot be indexed (``table_schema.check_indexable``)."""
     check_indexable(schema, partition_columns, "doc mapping")
-    fast = S.INDEXING_FAST_FIELDS
-    fast_listed = _columns_option(options, fast, schema) if fast.key in options else None
+    fast_listed = (
+        _columns_option(options, S.INDEXING_FAST_FIELDS, schema) if S.INDEXING_FAST_FIELDS.key in options else None
+    )
     store_only = _columns_option(options, S.INDEXING_STORE_ONLY, schema)
     index_only = _columns_option(options, S.INDEXING_INDEX_ONLY, schema)
     both = store_only & index_only
