@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from connect_plugin.plan import command_frame, local_frame
 from indextables_contract import commands as C
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import IndexTablesSQLError
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ def describe_state(table: IndexTable) -> DataFrame:
     ratio = tombstones / (files + tombstones) if files + tombstones else 0.0
     from connect_plugin.settings import session_options
 
-    threshold = float(session_options(table.spark).get("spark.indextables.state.compaction.tombstoneThreshold", 0.10))
+    threshold = S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.get(session_options(table.spark))
     out = (fmt, version, files, int(state.get("numManifests") or 0), tombstones, ratio, ratio > threshold)
     return _frame(table.spark, [out], STATE_COLUMNS)
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from indextables_contract import settings as S
 from indextables_contract.read import PARALLELISM
 from indextables_contract.settings import accept
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # Table names: ``spark.indextables.table.<name>`` = the table's path (see ``connect_plugin.session``).
-TABLE_NAME_PREFIX = "spark.indextables.table."  # = indextables_contract.settings.TABLE_NAME_PREFIX
+TABLE_NAME_PREFIX = S.TABLE_NAME_PREFIX
 SESSION_TIME_ZONE = "spark.sql.session.timeZone"
 
 
@@ -33,9 +34,7 @@ def session_options(spark: SparkSession) -> dict[str, str]:
     """
     bind_to_this_thread(spark)
     items = _all_settings(spark)
-    options = {
-        k: v for k, v in items.items() if k.startswith("spark.indextables.") and not k.startswith(TABLE_NAME_PREFIX)
-    }
+    options = {k: v for k, v in items.items() if k.startswith(S.PREFIX) and not k.startswith(TABLE_NAME_PREFIX)}
     time_zone = items.get(SESSION_TIME_ZONE) or spark.conf.get(SESSION_TIME_ZONE, None)
     if time_zone:
         options["sessionTimeZone"] = str(time_zone)  # timestamp literals without an offset are in this zone

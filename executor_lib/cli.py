@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
+from indextables_contract import settings as S
 from indextables_contract.errors import IndexTablesError
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def _options(pairs: Sequence[str]) -> dict[str, str]:
     from executor_lib.log.config import OPTION_NAMES
     from executor_lib.storage import STORAGE_OPTION_NAMES
 
-    known = {f"spark.indextables.{name}" for name in OPTION_NAMES} | set(STORAGE_OPTION_NAMES)
+    known = {S.PREFIX + name for name in OPTION_NAMES} | set(STORAGE_OPTION_NAMES)
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -214,7 +215,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     path = args.path or tempfile.mkdtemp(prefix="indextables-demo-") + "/events"
     schema = pa.schema([("id", pa.int64()), ("message", pa.string()), ("level", pa.string()), ("date", pa.string())])
     log = create_table(path, schema, partition_columns=["date"], name="events")
-    mapping = mapping_for(schema, {"spark.indextables.indexing.typemap.message": "text"}, ["date"])
+    mapping = mapping_for(schema, {S.INDEXING_TYPEMAP.prefix + "message": "text"}, ["date"])
     for i, day in enumerate(_DEMO_DAYS):
         log.commit([write_and_upload(log.store, demo_rows(i), mapping, {"date": day})])
     print(f"demo table written to {path}\n")

@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, FilterError
 
 COLUMNS = "columns"
@@ -40,7 +41,7 @@ KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, SNIPPET_
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
-PARALLELISM = "spark.indextables.read.parallelism"
+PARALLELISM = S.READ_PARALLELISM.key  # spark.indextables.read.parallelism
 
 
 @dataclass(frozen=True)

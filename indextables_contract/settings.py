@@ -12,6 +12,18 @@ IndexTables4Spark users bring their ``spark-defaults.conf``. Each key they may h
 A ``spark.indextables.*`` key that is not here is an error that suggests the closest known key
 (``check_key``). Per-column settings are patterns ending in ``<column>`` (any suffix matches).
 
+One place per setting: a key the code reads is a named entry here (``MERGE_MAX_SOURCE_SPLITS``, ...)
+that holds its name, its JVM aliases, its parser, its default (the text the docs show, parsed once into
+the typed ``value``), the operations whose options keep it (``scopes``) and its doc line. Code reads
+a setting through its entry, never by spelling the key::
+
+    MERGE_MAX_SOURCE_SPLITS.get(options)   # 1000 unless set; the key found in any case, or by an alias;
+                                           # ConfigError naming key, value and what is wrong otherwise
+
+``executor_lib.spark.options`` (the accepted keys of reads and writes), ``executor_lib.log.config``
+(``LogConfig``'s keys and defaults) and the commands derive from here; a test fails when a key of this
+registry is spelled as a literal in ``executor_lib`` or ``connect_plugin``.
+
 Regenerate the page after changing the registry::
 
     python -m indextables_contract.settings > docs/settings.md
@@ -25,45 +37,677 @@ import difflib
 import logging
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 from indextables_contract.errors import ConfigError
+from indextables_contract.values import as_bool, as_duration, as_size
+
+T = TypeVar("T")
 
 PREFIX = "spark.indextables."
 SUPPORTED = "supported"
 NO_EFFECT = "no-effect"
 COLUMN = "<column>"  # a per-column pattern's last part: matches any suffix
-TABLE_NAME_PREFIX = PREFIX + "table."  # spark.indextables.table.<name> = a table's path (connect_plugin.session)
+
+# Scopes: where a key is kept and read. READ / WRITE: a read's (and a command's, which take the read
+# keys) / a write's options keep it; LOG: a transaction-log setting (LogConfig); COMMAND: a SQL command
+# reads it; SESSION: the client reads it from the Spark session itself.
+READ = "read"
+WRITE = "write"
+LOG = "log"
+COMMAND = "command"
+SESSION = "session"
+SCOPES = (READ, WRITE, LOG, COMMAND, SESSION)
+_RW = frozenset({READ, WRITE})
 
 log = logging.getLogger("indextables.settings")
 
+# -- parsers: text -> typed value; ValueError saying what was expected --------------------------------------
+
+
+def text(value: Any) -> str:
+    """A setting's text as given."""
+    return str(value)
+
+
+def word(value: Any) -> str:
+    """A setting's text, stripped and lower-cased."""
+    return str(value).strip().lower()
+
+
+def boolean(value: Any) -> bool:
+    """``true``/``false`` (``values.as_bool``)."""
+    parsed = as_bool(value)
+    if parsed is None:
+        raise ValueError("expected true or false")
+    return parsed
+
+
+def size(value: Any) -> int:
+    """Bytes: ``104857600``, ``512K``, ``100M``, ``1G`` (``values.as_size``)."""
+    parsed = as_size(value)
+    if parsed is None:
+        raise ValueError("expected a size such as 104857600, 512K, 100M or 1G")
+    return parsed
+
+
+def hours(value: Any) -> float:
+    """A number of hours >= 0 (``values.as_duration``)."""
+    parsed = as_duration(value)
+    if parsed is None:
+        raise ValueError("expected hours (a number >= 0)")
+    return parsed
+
+
+def seconds(value: Any) -> float:
+    """A number of seconds >= 0, 0 turning the feature off (``values.as_duration``)."""
+    parsed = as_duration(value)
+    if parsed is None:
+        raise ValueError("expected seconds (a number >= 0; 0 turns it off)")
+    return parsed
+
+
+def _range(least: float | None, most: float | None, kind: str) -> str:
+    if least is not None and most is not None:
+        return f"expected {kind} from {least:g} to {most:g}"
+    if least == 1 and kind == "an integer":
+        return "expected a positive integer"
+    return f"expected {kind} >= {least:g}" if least is not None else f"expected {kind}"
+
+
+def integer(least: int | None = 1, most: int | None = None) -> Callable[[Any], int]:
+    """An integer in [least, most] (by default: a positive integer)."""
+
+    def parse(value: Any) -> int:
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise ValueError(_range(least, most, "an integer")) from None
+        if (least is not None and number < least) or (most is not None and number > most):
+            raise ValueError(_range(least, most, "an integer"))
+        return number
+
+    return parse
+
+
+def number(least: float | None = None, most: float | None = None) -> Callable[[Any], float]:
+    """A number in [least, most]."""
+
+    def parse(value: Any) -> float:
+        try:
+            parsed = float(str(value).strip())
+        except ValueError:
+            raise ValueError(_range(least, most, "a number")) from None
+        if (least is not None and not parsed >= least) or (most is not None and not parsed <= most):
+            raise ValueError(_range(least, most, "a number"))
+        return parsed
+
+    return parse
+
+
+def choice(*values: str) -> Callable[[Any], str]:
+    """One of ``values`` (any case, stripped), lower-cased."""
+
+    def parse(value: Any) -> str:
+        parsed = word(value)
+        if parsed not in values:
+            raise ValueError(f"expected one of {', '.join(values)}")
+        return parsed
+
+    return parse
+
+
+def optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
+    """``parse`` for a setting whose default is no value (None): the same parser, typed so."""
+    return parse
+
+
+_UNSET: Any = object()
+
 
 @dataclass(frozen=True)
-class Setting:
-    """One key: its status, its default (as the docs write it) and what it does, or why it has no effect."""
+class Setting(Generic[T]):
+    """One key: its status, its default (as the docs write it) and what it does, or why it has no effect;
+    for a key the code reads, its parser, typed default (``value``), scopes and JVM aliases.
+
+    ``value`` is ``parse(default)`` unless given (a default the docs describe in words, e.g. "the task's
+    cores", is given as the value the code uses: None)."""
 
     key: str
     status: str
     default: str
     note: str
     jvm: bool = True  # IndexTables4Spark documents or defines it; False: this project's own setting
+    parse: Callable[[Any], T] | None = None
+    value: Any = _UNSET
+    scopes: frozenset[str] = frozenset()
+    aliases: tuple[str, ...] = ()  # other full names the JVM reads it by (any case)
+
+    def __post_init__(self) -> None:
+        if self.value is _UNSET:
+            object.__setattr__(self, "value", None if self.parse is None else self.parse(self.default))
+        unknown = set(self.scopes) - set(SCOPES)
+        if unknown:
+            raise ValueError(f"{self.key}: unknown scopes {sorted(unknown)}")
 
     @property
     def is_pattern(self) -> bool:
         return self.key.endswith(COLUMN)
 
+    @property
+    def prefix(self) -> str:
+        """A per-column pattern's key before ``<column>`` (``spark.indextables.indexing.typemap.``)."""
+        return self.key[: -len(COLUMN)] if self.is_pattern else self.key
 
-def _s(key: str, default: str, note: str, jvm: bool = True) -> Setting:
+    @property
+    def name(self) -> str:
+        """The key without ``spark.indextables.``."""
+        return self.key[len(PREFIX) :]
+
+    def find(self, options: Mapping[str, Any]) -> tuple[str, Any] | None:
+        """(the name it is given by, its value) in ``options``: the key as spelled, else in any case (as
+        the JVM reads it), else an alias; None if absent."""
+        if self.key in options:
+            return self.key, options[self.key]
+        for names in ((self.key,), self.aliases):
+            wanted = {n.lower() for n in names}
+            for name, value in options.items():
+                if name.lower() in wanted:
+                    return name, value
+        return None
+
+    def raw(self, options: Mapping[str, Any]) -> str | None:
+        """The text ``options`` give this setting (stripped), or None."""
+        found = self.find(options)
+        return None if found is None else str(found[1]).strip()
+
+    def given(self, options: Mapping[str, Any]) -> bool:
+        return self.find(options) is not None
+
+    def parse_value(self, value: Any, what: str = "") -> T:
+        """``value`` parsed; ConfigError naming the key, the value and what is wrong."""
+        if self.parse is None:
+            return cast(T, value)
+        try:
+            return self.parse(value)
+        except (TypeError, ValueError) as e:
+            where = f"{what}: " if what else ""
+            raise ConfigError(f"{where}option {self.key}={value!r}: {e}") from None
+
+    def get(self, options: Mapping[str, Any], what: str = "") -> T:
+        """The setting in ``options`` (parsed), else its typed default.
+
+        Example: ``MERGE_MAX_SOURCE_SPLITS.get({"spark.indextables.merge.maxsourcesplitspermerge": "5"}) == 5``
+        """
+        found = self.find(options)
+        if found is None:
+            return cast(T, self.value)
+        return self.parse_value(found[1], what)
+
+
+def _s(key: str, default: str, note: str, jvm: bool = True) -> Setting[Any]:
     return Setting(PREFIX + key, SUPPORTED, default, note, jvm)
 
 
-def _own(key: str, default: str, note: str) -> Setting:
+def _own(key: str, default: str, note: str) -> Setting[Any]:
     return Setting(PREFIX + key, SUPPORTED, default, note, jvm=False)
 
 
-def _n(key: str, default: str, reason: str) -> Setting:
+def _n(key: str, default: str, reason: str) -> Setting[Any]:
     return Setting(PREFIX + key, NO_EFFECT, default, reason)
+
+
+def _key(
+    key: str,
+    default: str,
+    note: str,
+    parse: Callable[[Any], T],
+    *,
+    scopes: Iterable[str] = (),
+    value: Any = _UNSET,
+    jvm: bool = True,
+    aliases: tuple[str, ...] = (),
+) -> Setting[T]:
+    """A supported key the code reads: ``_key(name, doc default, doc line, parser, scopes=...)``."""
+    return Setting(PREFIX + key, SUPPORTED, default, note, jvm, parse, value, frozenset(scopes), aliases)
+
+
+def _mine(
+    key: str,
+    default: str,
+    note: str,
+    parse: Callable[[Any], T],
+    *,
+    scopes: Iterable[str] = (),
+    value: Any = _UNSET,
+) -> Setting[T]:
+    """This project's own setting (not IndexTables4Spark's)."""
+    return _key(key, default, note, parse, scopes=scopes, value=value, jvm=False)
+
+
+def _kept(key: str, default: str, note: str, *, scopes: Iterable[str] = (), jvm: bool = True) -> Setting[str | None]:
+    """A key parsed where it is used (the storage options, the doc mapping, the Iceberg catalog): the
+    operations of its ``scopes`` keep it; ``get`` gives its text, or None."""
+    return _key(key, default, note, optional(text), scopes=scopes, value=None, jvm=jvm)
+
+
+# Families of keys: what a key of each starts with.
+INDEXING_PREFIX = PREFIX + "indexing."
+AZURE_PREFIX = PREFIX + "azure."
+ICEBERG_PREFIX = PREFIX + "iceberg."
+
+# -- the keys the code reads: one entry each ---------------------------------------------------------------
+
+# index writer
+INDEX_WRITER_HEAP_SIZE = _key(
+    "indexWriter.heapSize",
+    "256M (IndexTables4Spark: 100M)",
+    "Tantivy's indexing heap per split being written (a size: 2G, 500M, 1024K)",
+    optional(size),
+    scopes={WRITE},
+    value=None,  # the split writer's own default
+)
+INDEX_WRITER_THREADS = _key(
+    "indexWriter.threads",
+    "the task's cores (IndexTables4Spark: 2)",
+    "Tantivy's indexing threads per split",
+    optional(integer()),
+    scopes={WRITE},
+    value=None,
+)
+INDEX_WRITER_TEMP_DIRECTORY = _key(
+    "indexWriter.tempDirectoryPath",
+    "the system temp directory",
+    "where a write task builds its splits before uploading them",
+    optional(text),
+    scopes={WRITE},
+    value=None,
+)
+# indexing (parsed against the schema by executor_lib.splits.doc_mapping)
+INDEXING_TYPEMAP = _kept(
+    "indexing.typemap." + COLUMN,
+    "string",
+    "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2",
+    scopes={WRITE},
+)
+INDEXING_TOKENIZER = _kept(
+    "indexing.tokenizer." + COLUMN,
+    "default",
+    "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2",
+    scopes={WRITE},
+)
+INDEXING_INDEX_RECORD_OPTION = _kept(
+    "indexing.indexrecordoption." + COLUMN,
+    "position",
+    "position, freq or basic; or indexrecordoption.<option> = col1,col2",
+    scopes={WRITE},
+)
+INDEXING_TEXT_INDEX_RECORD_OPTION = _kept(
+    "indexing.text.indexRecordOption",
+    "position",
+    "the index record option of every text column without its own",
+    scopes={WRITE},
+)
+INDEXING_TOKEN_LENGTH = _kept(
+    "indexing.tokenLength." + COLUMN,
+    "255",
+    "longest token a tokenized column keeps (or the list form tokenLength.<N|name> = col1,col2)",
+    scopes={WRITE},
+)
+INDEXING_TEXT_MAX_TOKEN_LENGTH = _kept(
+    "indexing.text.maxTokenLength",
+    "255",
+    "longest token kept (bytes; tantivy_max, default, legacy, min)",
+    scopes={WRITE},
+)
+INDEXING_FAST_FIELDS = _kept(
+    "indexing.fastfields",
+    "numeric, boolean, date, ip and exact-string columns",
+    "exactly the columns with fast fields (comma-separated)",
+    scopes={WRITE},
+)
+INDEXING_JSON_MODE = _kept(
+    "indexing.json.mode", "full", "full: nested values are also fast fields; minimal: not", scopes={WRITE}
+)
+INDEXING_STORE_ONLY = _kept("indexing.storeonly", "none", "columns stored but not indexed", scopes={WRITE}, jvm=False)
+INDEXING_INDEX_ONLY = _kept(
+    "indexing.indexonly", "none", "columns indexed but not stored (they read as null)", scopes={WRITE}, jvm=False
+)
+# write sizing
+OPTIMIZE_WRITE_TARGET_RECORDS = _mine(
+    "optimizeWrite.targetRecordsPerSplit",
+    "1000000",
+    "a write task starts a new split after this many rows",
+    integer(),
+    scopes={WRITE},
+)
+AUTO_SIZE_ENABLED = _mine(
+    "autoSize.enabled",
+    "false",
+    "accepted for older configurations; autoSize.targetSplitSize alone sizes splits",
+    boolean,
+    scopes={WRITE},
+)
+AUTO_SIZE_TARGET_SPLIT_SIZE = _mine(
+    "autoSize.targetSplitSize",
+    "none",
+    "a write task starts a new split at about this size (e.g. 100M)",
+    optional(size),
+    scopes={WRITE},
+    value=None,
+)
+OPTIMIZE_WRITE_ENABLED = _key(
+    "write.optimizeWrite.enabled",
+    "false",
+    "before the commit, each partition's new splits are merged into splits of about targetSplitSize "
+    "(the JVM shuffles the rows first; the result is the same: few, well-sized splits in one version)",
+    boolean,
+    scopes={WRITE},
+)
+OPTIMIZE_WRITE_TARGET_SPLIT_SIZE = _key(
+    "write.optimizeWrite.targetSplitSize", "1G", "split size an optimized write aims at", size, scopes={WRITE}
+)
+PROGRESS_INTERVAL_SECONDS = _mine(
+    "progress.intervalSeconds",
+    "30",
+    "a write or merge task reports progress at this interval (0: off)",
+    seconds,
+    scopes=_RW,
+)
+# merge on write (indextables_contract.write_settings)
+MERGE_ON_WRITE_ENABLED = _key(
+    "mergeOnWrite.enabled",
+    "false",
+    "after a write's commit, merge the partitions that have enough small splits",
+    boolean,
+    scopes=_RW | {SESSION},
+)
+MERGE_ON_WRITE_TARGET_SIZE = _key(
+    "mergeOnWrite.targetSize", "4G", "the merge-on-write's target split size", size, scopes=_RW | {SESSION}
+)
+MERGE_ON_WRITE_MIN_SPLITS = _mine(
+    "mergeOnWrite.minSplitsToMerge",
+    "10",
+    "merge a partition once it has this many small (or, with merge.sortKey, level-0) splits",
+    integer(),
+    scopes=_RW | {SESSION},
+)
+MERGE_ON_WRITE_STREAM_INTERVAL = _mine(
+    "mergeOnWrite.streamIntervalSeconds",
+    "30",
+    "connect_plugin.write_stream merges at most this often",
+    seconds,
+    scopes=_RW | {SESSION},
+)
+# merge
+MERGE_SORT_KEY = _mine(
+    "merge.sortKey",
+    "none",
+    "MERGE SPLITS without SORT BY sorts by this column",
+    optional(text),
+    scopes=_RW | {COMMAND, SESSION},
+    value=None,
+)
+MERGE_MAX_SOURCE_SPLITS = _key(
+    "merge.maxSourceSplitsPerMerge",
+    "1000",
+    "MERGE SPLITS merges at most this many splits into one",
+    integer(),
+    scopes=_RW | {COMMAND},
+)
+# purge on write (indextables_contract.write_settings)
+PURGE_ON_WRITE_ENABLED = _key(
+    "purgeOnWrite.enabled",
+    "false",
+    "after a write's commit, purge the table (as PURGE INDEXTABLE) when triggered",
+    boolean,
+    scopes={WRITE},
+)
+PURGE_ON_WRITE_TRIGGER_AFTER_MERGE = _key(
+    "purgeOnWrite.triggerAfterMerge", "true", "purge after a merge-on-write ran", boolean, scopes={WRITE}
+)
+PURGE_ON_WRITE_TRIGGER_AFTER_WRITES = _key(
+    "purgeOnWrite.triggerAfterWrites",
+    "0",
+    "purge after every N-th write (0: never); counted by the table's version (the JVM counts per driver)",
+    integer(0),
+    scopes={WRITE},
+)
+PURGE_ON_WRITE_SPLIT_RETENTION_HOURS = _key(
+    "purgeOnWrite.splitRetentionHours", "168", "the purge's split retention (at least 24)", integer(0), scopes={WRITE}
+)
+PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS = _key(
+    "purgeOnWrite.txLogRetentionHours", "720", "the purge's transaction-log retention", integer(0), scopes={WRITE}
+)
+# purge
+PURGE_DEFAULT_RETENTION_HOURS = _key(
+    "purge.defaultRetentionHours",
+    "168",
+    "PURGE INDEXTABLE without OLDER THAN keeps this many hours of splits",
+    hours,
+    scopes=_RW | {COMMAND},
+)
+
+# transaction log (executor_lib.log.config.LogConfig): every operation's options keep them
+_LOG = _RW | {LOG}
+CHECKPOINT_ENABLED = _key("checkpoint.enabled", "true", "write checkpoints after commits", boolean, scopes=_LOG)
+CHECKPOINT_INTERVAL = _key(
+    "checkpoint.interval", "10", "checkpoint when version % interval == 0", integer(), scopes=_LOG
+)
+CHECKPOINT_ACTIONS_PER_PART = _mine(
+    "checkpoint.actionsPerPart", "100000", "multi-part checkpoints above this many actions", integer(), scopes=_LOG
+)
+CHECKPOINT_MULTIPART_ENABLED = _mine(
+    "checkpoint.multiPart.enabled", "true", "allow multi-part checkpoints", boolean, scopes=_LOG
+)
+CHECKPOINT_CLEANUP_ENABLED = _mine(
+    "checkpoint.cleanup.enabled",
+    "true",
+    "after each checkpoint, delete expired version files and states",
+    boolean,
+    scopes=_LOG,
+)
+CHECKPOINT_TOMBSTONE_RETENTION_HOURS = _mine(
+    "checkpoint.tombstoneRetentionHours", "168", "keep removes this long in checkpoints", hours, scopes=_LOG
+)
+TRANSACTION_COMPRESSION_ENABLED = _key(
+    "transaction.compression.enabled", "true", "gzip-compress version files", boolean, scopes=_LOG
+)
+TRANSACTION_GZIP_LEVEL = _mine("transaction.compression.gzip.level", "6", "gzip level, 1-9", integer(1, 9), scopes=_LOG)
+TRANSACTION_COMMIT_INFO_ENABLED = _mine(
+    "transaction.commitInfo.enabled",
+    "false",
+    "write a commitInfo line first in each version file",
+    boolean,
+    scopes=_LOG,
+)
+TRANSACTION_RETRY_MAX_ATTEMPTS = _key(
+    "transaction.retry.maxAttempts", "10", "failed commit writes before giving up", integer(), scopes=_LOG
+)
+TRANSACTION_RETRY_BASE_DELAY_MS = _key(
+    "transaction.retry.baseDelayMs", "100", "commit retry backoff base (ms)", integer(0), scopes=_LOG
+)
+TRANSACTION_RETRY_MAX_DELAY_MS = _key(
+    "transaction.retry.maxDelayMs", "5000", "commit retry backoff cap (ms)", integer(0), scopes=_LOG
+)
+STATE_FORMAT = _key(
+    "state.format",
+    "avro",
+    "avro (protocol v4 state) or json (v3 JSON checkpoints)",
+    choice("avro", "json"),
+    scopes=_LOG,
+)
+STATE_MANIFEST_FORMAT = _mine(
+    "state.manifestFormat",
+    "avro",
+    "state manifest per version: avro (what the JVM reads) or json",
+    choice("json", "avro"),
+    scopes=_LOG,
+)
+STATE_COMPRESSION = _key(
+    "state.compression",
+    "zstd",
+    "codec of Avro manifests: zstd, snappy or none",
+    choice("zstd", "snappy", "none"),
+    scopes=_LOG,
+)
+STATE_COMPRESSION_LEVEL = _key("state.compressionLevel", "3", "zstd level, 1-22", integer(1, 22), scopes=_LOG)
+STATE_ENTRIES_PER_MANIFEST = _key(
+    "state.entriesPerManifest", "50000", "most file entries per manifest", integer(), scopes=_LOG
+)
+STATE_READ_PARALLELISM = _key("state.read.parallelism", "8", "threads reading Avro manifests", integer(), scopes=_LOG)
+STATE_SCHEMA_RENORMALIZE_THRESHOLD = _key(
+    "state.schema.renormalizeThreshold", "5", "renormalize doc-mapping refs above this many", integer(0), scopes=_LOG
+)
+STATE_COMPACTION_TOMBSTONE_THRESHOLD = _key(
+    "state.compaction.tombstoneThreshold",
+    "0.10",
+    "compact when tombstones / entries exceed this",
+    number(0, 1),
+    scopes=_LOG | {SESSION},
+)
+STATE_COMPACTION_MAX_MANIFESTS = _key(
+    "state.compaction.maxManifests", "20", "merge small manifests above this many", integer(), scopes=_LOG
+)
+STATE_COMPACTION_LARGE_REMOVE_THRESHOLD = _key(
+    "state.compaction.largeRemoveThreshold",
+    "2147483647",
+    "compact when one write removes this many files",
+    integer(),
+    scopes=_LOG,
+)
+STATE_RETENTION_VERSIONS = _key(
+    "state.retention.versions", "2", "cleanup keeps at least this many newest states", integer(), scopes=_LOG
+)
+STATE_RETENTION_HOURS = _key(
+    "state.retention.hours", "168", "cleanup keeps every state younger than this", hours, scopes=_LOG
+)
+STATE_GC_MIN_MANIFEST_AGE_HOURS = _key(
+    "state.gc.minManifestAgeHours",
+    "1",
+    "cleanup deletes unreferenced manifests only when older than this",
+    hours,
+    scopes=_LOG,
+)
+STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE = _mine(
+    "state.gc.allowUnsafeMinManifestAge",
+    "false",
+    "allow state.gc.minManifestAgeHours below 0.25",
+    boolean,
+    scopes=_LOG,
+)
+PURGE_TX_LOG_RETENTION_HOURS = _key(
+    "purge.txLogRetentionHours", "720", "cleanup deletes covered version files older than this", hours, scopes=_LOG
+)
+
+# reads
+READ_TARGET_PARTITION_BYTES = _mine(
+    "read.targetPartitionBytes", "256M", "a scan is cut into tasks of about this size", size, scopes={READ}
+)
+READ_MAX_SPLITS_PER_PARTITION = _mine(
+    "read.maxSplitsPerPartition", "64", "most splits one read task searches", integer(), scopes={READ}
+)
+READ_PARALLELISM = _mine(
+    "read.parallelism",
+    "the cluster's task slots",
+    "tasks an index query runs as (the client fills it in)",
+    optional(integer()),
+    scopes={READ, SESSION},
+    value=None,
+)
+# caches
+CACHE_DIRECTORY_PATH = _key(
+    "cache.directoryPath",
+    "INDEXTABLES_CACHE_DIR, or under the system temp directory",
+    "the node's split cache directory",
+    optional(text),
+    scopes=_RW,
+    value=None,
+)
+CACHE_MAX_SIZE = _mine("cache.maxSize", "10G", "the node's split cache size (LRU)", size, scopes=_RW)
+CACHE_FETCH = _mine(
+    "cache.fetch",
+    "pieces (INDEXTABLES_CACHE_FETCH)",
+    "how a cold split on object storage is fetched: pieces (the members and ranges queries read) or whole",
+    optional(text),
+    scopes=_RW,
+    value=None,  # executor_lib.cache.split_cache.fetch_by_piece: the environment, else pieces
+)
+# storage (parsed by executor_lib.storage, which also takes them by their Python names)
+AWS_ACCESS_KEY = _kept("aws.accessKey", "the AWS credential chain", "S3 access key id", scopes=_RW)
+AWS_SECRET_KEY = _kept("aws.secretKey", "the AWS credential chain", "S3 secret access key", scopes=_RW)
+AWS_SESSION_TOKEN = _kept("aws.sessionToken", "the AWS credential chain", "S3 session token", scopes=_RW)
+AWS_REGION = _kept("aws.region", "the SDK default", "S3 region", scopes=_RW)
+S3_ENDPOINT = _kept("s3.endpoint", "AWS", "S3 API endpoint URL", scopes=_RW)
+S3_PATH_STYLE_ACCESS = _kept("s3.pathStyleAccess", "false", "path-style S3 addressing", scopes=_RW)
+AZURE_ACCOUNT_NAME = _kept(
+    "azure.accountName",
+    "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
+    "Azure storage account (for abfss://container/path and azure://container/path)",
+    scopes=_RW,
+)
+AZURE_ACCOUNT_KEY = _kept(
+    "azure.accountKey", "AZURE_STORAGE_KEY or ~/.azure/credentials", "Azure storage account key", scopes=_RW
+)
+AZURE_TENANT_ID = _kept(
+    "azure.tenantId",
+    "none",
+    "service principal tenant (with clientId, clientSecret; needs azure-identity)",
+    scopes=_RW,
+)
+AZURE_CLIENT_ID = _kept("azure.clientId", "none", "service principal application (client) id", scopes=_RW)
+AZURE_CLIENT_SECRET = _kept("azure.clientSecret", "none", "service principal secret", scopes=_RW)
+AZURE_BEARER_TOKEN = _kept("azure.bearerToken", "none", "an OAuth bearer token for Azure storage", scopes=_RW)
+AZURE_CONNECTION_STRING = _kept(
+    "azure.connectionString",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "Azure storage connection string (account key or SAS, endpoints)",
+    scopes=_RW,
+)
+AZURE_ENDPOINT = _kept(
+    "azure.endpoint",
+    "https://<account>.blob.<suffix of the URI's host>",
+    "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query",
+    scopes=_RW,
+)
+# companion indexes
+_ICEBERG = "BUILD COMPANION FOR ICEBERG: "
+ICEBERG_CATALOG_TYPE = _kept(
+    "iceberg.catalogType", "none", _ICEBERG + "the pyiceberg catalog type (sql, rest, glue, ...)", scopes={READ}
+)
+ICEBERG_URI = _kept(
+    "iceberg.uri", "none", _ICEBERG + "the catalog's URI (sqlite:///path for a SQL catalog)", scopes={READ}
+)
+ICEBERG_WAREHOUSE = _kept(
+    "iceberg.warehouse", "none", _ICEBERG + "the catalog's warehouse (WAREHOUSE overrides it)", scopes={READ}
+)
+ICEBERG_TOKEN = _kept("iceberg.token", "none", _ICEBERG + "a REST catalog's bearer token", scopes={READ})
+ICEBERG_CREDENTIAL = _kept("iceberg.credential", "none", _ICEBERG + "a REST catalog's OAuth2 credential", scopes={READ})
+ICEBERG_S3_ENDPOINT = _kept(
+    "iceberg.s3Endpoint", "none", _ICEBERG + "the S3 endpoint of the table's files", scopes={READ}
+)
+ICEBERG_S3_PATH_STYLE_ACCESS = _kept(
+    "iceberg.s3PathStyleAccess", "false", _ICEBERG + "path-style S3 addressing", scopes={READ}
+)
+COMPANION_PARQUET_TABLE_ROOT = _key(
+    "companion.parquetTableRoot",
+    "the metadata's parquetStorageRoot (Iceberg) or sourceTablePath",
+    "reading a companion index: the root its source files' relative paths resolve against",
+    optional(text),
+    scopes={READ},
+    value=None,
+)
+# names
+TABLE_NAME = _kept(
+    "table." + COLUMN,
+    "none",
+    "a table name for SQL: spark.indextables.table.<name> = its path",
+    scopes={SESSION},
+    jvm=False,
+)
+TABLE_NAME_PREFIX = TABLE_NAME.prefix  # spark.indextables.table.<name> = a table's path (connect_plugin.session)
 
 
 # Why whole families of JVM keys have no effect here.
@@ -140,78 +784,41 @@ _AGG_PUSHDOWN = (
     "connect_plugin.sql push what they can and let Spark compute the rest"
 )
 
-SETTINGS: tuple[Setting, ...] = (
+SETTINGS: tuple[Setting[Any], ...] = (
     # --- index writer ---
-    _s(
-        "indexWriter.heapSize",
-        "256M (IndexTables4Spark: 100M)",
-        "Tantivy's indexing heap per split being written (a size: 2G, 500M, 1024K)",
-    ),
-    _s("indexWriter.threads", "the task's cores (IndexTables4Spark: 2)", "Tantivy's indexing threads per split"),
+    INDEX_WRITER_HEAP_SIZE,
+    INDEX_WRITER_THREADS,
     _n("indexWriter.batchSize", "10000", _JNI_BATCH),
     _n("indexWriter.maxBatchBufferSize", "90M", _JNI_BATCH),
-    _s(
-        "indexWriter.tempDirectoryPath",
-        "the system temp directory",
-        "where a write task builds its splits before uploading them",
-    ),
+    INDEX_WRITER_TEMP_DIRECTORY,
     _n("splitConversion.maxParallelism", "available processors", _SPLIT_CONVERSION),
     # --- indexing ---
-    _s(
-        "indexing.typemap." + COLUMN,
-        "string",
-        "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2",
-    ),
-    _s(
-        "indexing.tokenizer." + COLUMN,
-        "default",
-        "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2",
-    ),
-    _s(
-        "indexing.indexrecordoption." + COLUMN,
-        "position",
-        "position, freq or basic; or indexrecordoption.<option> = col1,col2",
-    ),
-    _s("indexing.text.indexRecordOption", "position", "the index record option of every text column without its own"),
-    _s(
-        "indexing.tokenLength." + COLUMN,
-        "255",
-        "longest token a tokenized column keeps (or the list form tokenLength.<N|name> = col1,col2)",
-    ),
-    _s("indexing.text.maxTokenLength", "255", "longest token kept (bytes; tantivy_max, default, legacy, min)"),
-    _s(
-        "indexing.fastfields",
-        "numeric, boolean, date, ip and exact-string columns",
-        "exactly the columns with fast fields (comma-separated)",
-    ),
-    _s("indexing.json.mode", "full", "full: nested values are also fast fields; minimal: not"),
-    _own("indexing.storeonly", "none", "columns stored but not indexed"),
-    _own("indexing.indexonly", "none", "columns indexed but not stored (they read as null)"),
+    INDEXING_TYPEMAP,
+    INDEXING_TOKENIZER,
+    INDEXING_INDEX_RECORD_OPTION,
+    INDEXING_TEXT_INDEX_RECORD_OPTION,
+    INDEXING_TOKEN_LENGTH,
+    INDEXING_TEXT_MAX_TOKEN_LENGTH,
+    INDEXING_FAST_FIELDS,
+    INDEXING_JSON_MODE,
+    INDEXING_STORE_ONLY,
+    INDEXING_INDEX_ONLY,
     # --- write sizing ---
-    _own("optimizeWrite.targetRecordsPerSplit", "1000000", "a write task starts a new split after this many rows"),
-    _own("autoSize.enabled", "false", "accepted for older configurations; autoSize.targetSplitSize alone sizes splits"),
-    _own("autoSize.targetSplitSize", "none", "a write task starts a new split at about this size (e.g. 100M)"),
-    _s(
-        "write.optimizeWrite.enabled",
-        "false",
-        "before the commit, each partition's new splits are merged into splits of about targetSplitSize "
-        "(the JVM shuffles the rows first; the result is the same: few, well-sized splits in one version)",
-    ),
-    _s("write.optimizeWrite.targetSplitSize", "1G", "split size an optimized write aims at"),
+    OPTIMIZE_WRITE_TARGET_RECORDS,
+    AUTO_SIZE_ENABLED,
+    AUTO_SIZE_TARGET_SPLIT_SIZE,
+    OPTIMIZE_WRITE_ENABLED,
+    OPTIMIZE_WRITE_TARGET_SPLIT_SIZE,
     _n("write.optimizeWrite.samplingRatio", "1.1", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.minRowsForEstimation", "10000", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.distributionMode", "hash", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.maxSplitSize", "4G", _OPTIMIZE_SHUFFLE),
-    _own("progress.intervalSeconds", "30", "a write or merge task reports progress at this interval (0: off)"),
+    PROGRESS_INTERVAL_SECONDS,
     # --- merge on write ---
-    _s("mergeOnWrite.enabled", "false", "after a write's commit, merge the partitions that have enough small splits"),
-    _s("mergeOnWrite.targetSize", "4G", "the merge-on-write's target split size"),
-    _own(
-        "mergeOnWrite.minSplitsToMerge",
-        "10",
-        "merge a partition once it has this many small (or, with merge.sortKey, level-0) splits",
-    ),
-    _own("mergeOnWrite.streamIntervalSeconds", "30", "connect_plugin.write_stream merges at most this often"),
+    MERGE_ON_WRITE_ENABLED,
+    MERGE_ON_WRITE_TARGET_SIZE,
+    MERGE_ON_WRITE_MIN_SPLITS,
+    MERGE_ON_WRITE_STREAM_INTERVAL,
     _n("mergeOnWrite.async.enabled", "true", _ASYNC_MERGE),
     _n("mergeOnWrite.batchCpuFraction", "0.167", _ASYNC_MERGE),
     _n("mergeOnWrite.maxConcurrentBatches", "3", _ASYNC_MERGE),
@@ -222,8 +829,8 @@ SETTINGS: tuple[Setting, ...] = (
     _n("mergeOnWrite.maxConcurrentMergesPerWorker", "auto", _ASYNC_MERGE),
     _n("mergeOnWrite.memoryOverheadFactor", "3.0", _ASYNC_MERGE),
     # --- merge ---
-    _own("merge.sortKey", "none", "MERGE SPLITS without SORT BY sorts by this column"),
-    _s("merge.maxSourceSplitsPerMerge", "1000", "MERGE SPLITS merges at most this many splits into one"),
+    MERGE_SORT_KEY,
+    MERGE_MAX_SOURCE_SPLITS,
     _n("merge.skipSplitThreshold", "0.45", "here a merge leaves alone the splits of at least 90% of the target size"),
     _n("merge.download.maxConcurrencyPerCore", "8", _MERGE_IO),
     _n("merge.download.memoryBudget", "2G", _MERGE_IO),
@@ -231,35 +838,31 @@ SETTINGS: tuple[Setting, ...] = (
     _n("merge.upload.maxConcurrency", "6", _MERGE_IO),
     _n("merge.tempDirectoryPath", "auto", _MERGE_TEMP),
     # --- purge on write ---
-    _s("purgeOnWrite.enabled", "false", "after a write's commit, purge the table (as PURGE INDEXTABLE) when triggered"),
-    _s("purgeOnWrite.triggerAfterMerge", "true", "purge after a merge-on-write ran"),
-    _s(
-        "purgeOnWrite.triggerAfterWrites",
-        "0",
-        "purge after every N-th write (0: never); counted by the table's version (the JVM counts per driver)",
-    ),
-    _s("purgeOnWrite.splitRetentionHours", "168", "the purge's split retention (at least 24)"),
-    _s("purgeOnWrite.txLogRetentionHours", "720", "the purge's transaction-log retention"),
+    PURGE_ON_WRITE_ENABLED,
+    PURGE_ON_WRITE_TRIGGER_AFTER_MERGE,
+    PURGE_ON_WRITE_TRIGGER_AFTER_WRITES,
+    PURGE_ON_WRITE_SPLIT_RETENTION_HOURS,
+    PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS,
     # --- purge ---
-    _s("purge.defaultRetentionHours", "168", "PURGE INDEXTABLE without OLDER THAN keeps this many hours of splits"),
+    PURGE_DEFAULT_RETENTION_HOURS,
     _n("purge.minRetentionHours", "24", _PURGE_MIN),
     _n("purge.retentionCheckEnabled", "true", _PURGE_MIN),
     _n("purge.parallelism", "auto", _PURGE_JVM),
     _n("purge.maxFilesToDelete", "1000000", _PURGE_JVM),
     _n("purge.deleteRetries", "3", _PURGE_JVM),
     # --- transaction log (log/config.py) ---
-    _s("checkpoint.enabled", "true", "write checkpoints after commits"),
-    _s("checkpoint.interval", "10", "checkpoint when version % interval == 0"),
-    _own("checkpoint.actionsPerPart", "100000", "multi-part checkpoints above this many actions"),
-    _own("checkpoint.multiPart.enabled", "true", "allow multi-part checkpoints"),
-    _own("checkpoint.cleanup.enabled", "true", "after each checkpoint, delete expired version files and states"),
-    _own("checkpoint.tombstoneRetentionHours", "168", "keep removes this long in checkpoints"),
-    _s("transaction.compression.enabled", "true", "gzip-compress version files"),
-    _own("transaction.compression.gzip.level", "6", "gzip level, 1-9"),
-    _own("transaction.commitInfo.enabled", "false", "write a commitInfo line first in each version file"),
-    _s("transaction.retry.maxAttempts", "10", "failed commit writes before giving up"),
-    _s("transaction.retry.baseDelayMs", "100", "commit retry backoff base (ms)"),
-    _s("transaction.retry.maxDelayMs", "5000", "commit retry backoff cap (ms)"),
+    CHECKPOINT_ENABLED,
+    CHECKPOINT_INTERVAL,
+    CHECKPOINT_ACTIONS_PER_PART,
+    CHECKPOINT_MULTIPART_ENABLED,
+    CHECKPOINT_CLEANUP_ENABLED,
+    CHECKPOINT_TOMBSTONE_RETENTION_HOURS,
+    TRANSACTION_COMPRESSION_ENABLED,
+    TRANSACTION_GZIP_LEVEL,
+    TRANSACTION_COMMIT_INFO_ENABLED,
+    TRANSACTION_RETRY_MAX_ATTEMPTS,
+    TRANSACTION_RETRY_BASE_DELAY_MS,
+    TRANSACTION_RETRY_MAX_DELAY_MS,
     _n("transaction.maxConcurrentReads", "32", _MAX_READS),
     _n("transaction.cache.enabled", "true", _TXLOG_CACHE),
     _n("transaction.cache.ttl.ms", "300000", _TXLOG_CACHE),
@@ -271,33 +874,33 @@ SETTINGS: tuple[Setting, ...] = (
     _n("transaction.cache.snapshot.capacity", "100", _TXLOG_CACHE),
     _n("transaction.cache.fileList.capacity", "50", _TXLOG_CACHE),
     _n("transaction.cache.expirationSeconds", "300", _TXLOG_CACHE),
-    _s("state.format", "avro", "avro (protocol v4 state) or json (v3 JSON checkpoints)"),
-    _own("state.manifestFormat", "avro", "state manifest per version: avro (what the JVM reads) or json"),
-    _s("state.compression", "zstd", "codec of Avro manifests: zstd, snappy or none"),
-    _s("state.compressionLevel", "3", "zstd level, 1-22"),
-    _s("state.entriesPerManifest", "50000", "most file entries per manifest"),
-    _s("state.read.parallelism", "8", "threads reading Avro manifests"),
-    _s("state.schema.renormalizeThreshold", "5", "renormalize doc-mapping refs above this many"),
-    _s("state.compaction.tombstoneThreshold", "0.10", "compact when tombstones / entries exceed this"),
-    _s("state.compaction.maxManifests", "20", "merge small manifests above this many"),
-    _s("state.compaction.largeRemoveThreshold", "2147483647", "compact when one write removes this many files"),
+    STATE_FORMAT,
+    STATE_MANIFEST_FORMAT,
+    STATE_COMPRESSION,
+    STATE_COMPRESSION_LEVEL,
+    STATE_ENTRIES_PER_MANIFEST,
+    STATE_READ_PARALLELISM,
+    STATE_SCHEMA_RENORMALIZE_THRESHOLD,
+    STATE_COMPACTION_TOMBSTONE_THRESHOLD,
+    STATE_COMPACTION_MAX_MANIFESTS,
+    STATE_COMPACTION_LARGE_REMOVE_THRESHOLD,
     _n("state.compaction.afterMerge", "true", _AFTER_MERGE),
-    _s("state.retention.versions", "2", "cleanup keeps at least this many newest states"),
-    _s("state.retention.hours", "168", "cleanup keeps every state younger than this"),
-    _s("state.gc.minManifestAgeHours", "1", "cleanup deletes unreferenced manifests only when older than this"),
-    _own("state.gc.allowUnsafeMinManifestAge", "false", "allow state.gc.minManifestAgeHours below 0.25"),
+    STATE_RETENTION_VERSIONS,
+    STATE_RETENTION_HOURS,
+    STATE_GC_MIN_MANIFEST_AGE_HOURS,
+    STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE,
     _n("state.retry.maxAttempts", "10", _STATE_RETRY),
     _n("state.retry.baseDelayMs", "100", _STATE_RETRY),
     _n("state.retry.maxDelayMs", "5000", _STATE_RETRY),
-    _s("purge.txLogRetentionHours", "720", "cleanup deletes covered version files older than this"),
+    PURGE_TX_LOG_RETENTION_HOURS,
     _n("stats.truncation.enabled", "true", _STATS_TRUNCATION),
     _n("stats.truncation.maxLength", "32", _STATS_TRUNCATION),
     _n("dataSkippingStatsColumns", "all", _DATA_SKIPPING),
     _n("dataSkippingNumIndexedCols", "32", _DATA_SKIPPING),
     # --- reads ---
-    _own("read.targetPartitionBytes", "256M", "a scan is cut into tasks of about this size"),
-    _own("read.maxSplitsPerPartition", "64", "most splits one read task searches"),
-    _own("read.parallelism", "the cluster's task slots", "tasks an index query runs as (the client fills it in)"),
+    READ_TARGET_PARTITION_BYTES,
+    READ_MAX_SPLITS_PER_PARTITION,
+    READ_PARALLELISM,
     _n("read.defaultLimit", "250", _READ_LIMIT),
     _n("read.splitsPerTask", "auto", _SPLITS_PER_TASK),
     _n("read.maxSplitsPerTask", "8", _SPLITS_PER_TASK),
@@ -328,17 +931,9 @@ SETTINGS: tuple[Setting, ...] = (
     _n("prewarm.failOnMissingField", "true", _READ_PREWARM),
     _n("prewarm.catchUpNewHosts", "false", _READ_PREWARM),
     # --- caches ---
-    _s(
-        "cache.directoryPath",
-        "INDEXTABLES_CACHE_DIR, or under the system temp directory",
-        "the node's split cache directory",
-    ),
-    _own("cache.maxSize", "10G", "the node's split cache size (LRU)"),
-    _own(
-        "cache.fetch",
-        "pieces (INDEXTABLES_CACHE_FETCH)",
-        "how a cold split on object storage is fetched: pieces (the members and ranges queries read) or whole",
-    ),
+    CACHE_DIRECTORY_PATH,
+    CACHE_MAX_SIZE,
+    CACHE_FETCH,
     _n("cache.disk.enabled", "auto", _DISK_CACHE),
     _n("cache.disk.path", "auto", _DISK_CACHE),
     _n("cache.disk.maxSize", "auto", _DISK_CACHE),
@@ -352,35 +947,23 @@ SETTINGS: tuple[Setting, ...] = (
     _n("cache.coalesceMaxGap", "512K", _DISK_CACHE),
     _n("native.memory.enabled", "true", _NATIVE_MEMORY),
     # --- storage ---
-    _s("aws.accessKey", "the AWS credential chain", "S3 access key id"),
-    _s("aws.secretKey", "the AWS credential chain", "S3 secret access key"),
-    _s("aws.sessionToken", "the AWS credential chain", "S3 session token"),
-    _s("aws.region", "the SDK default", "S3 region"),
-    _s("s3.endpoint", "AWS", "S3 API endpoint URL"),
-    _s("s3.pathStyleAccess", "false", "path-style S3 addressing"),
+    AWS_ACCESS_KEY,
+    AWS_SECRET_KEY,
+    AWS_SESSION_TOKEN,
+    AWS_REGION,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
     _n("aws.credentialsProviderClass", "none", "a JVM class; here the AWS credential chain of boto3 applies"),
     _n("s3.maxConcurrency", "4", _S3_UPLOAD),
     _n("s3.partSize", "64M", _S3_UPLOAD),
-    _s(
-        "azure.accountName",
-        "the URI's account, AZURE_STORAGE_ACCOUNT_NAME or ~/.azure/credentials",
-        "Azure storage account (for abfss://container/path and azure://container/path)",
-    ),
-    _s("azure.accountKey", "AZURE_STORAGE_KEY or ~/.azure/credentials", "Azure storage account key"),
-    _s("azure.tenantId", "none", "service principal tenant (with clientId, clientSecret; needs azure-identity)"),
-    _s("azure.clientId", "none", "service principal application (client) id"),
-    _s("azure.clientSecret", "none", "service principal secret"),
-    _s("azure.bearerToken", "none", "an OAuth bearer token for Azure storage"),
-    _s(
-        "azure.connectionString",
-        "AZURE_STORAGE_CONNECTION_STRING",
-        "Azure storage connection string (account key or SAS, endpoints)",
-    ),
-    _s(
-        "azure.endpoint",
-        "https://<account>.blob.<suffix of the URI's host>",
-        "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query",
-    ),
+    AZURE_ACCOUNT_NAME,
+    AZURE_ACCOUNT_KEY,
+    AZURE_TENANT_ID,
+    AZURE_CLIENT_ID,
+    AZURE_CLIENT_SECRET,
+    AZURE_BEARER_TOKEN,
+    AZURE_CONNECTION_STRING,
+    AZURE_ENDPOINT,
     _n("databricks.workspaceUrl", "none", _DATABRICKS),
     _n("databricks.apiToken", "none", _DATABRICKS),
     _n("databricks.credential.refreshBuffer.minutes", "40", _DATABRICKS),
@@ -388,18 +971,14 @@ SETTINGS: tuple[Setting, ...] = (
     _n("databricks.fallback.enabled", "true", _DATABRICKS),
     _n("databricks.retry.attempts", "3", _DATABRICKS),
     # --- companion indexes ---
-    _s("iceberg.catalogType", "none", "BUILD COMPANION FOR ICEBERG: the pyiceberg catalog type (sql, rest, glue, ...)"),
-    _s("iceberg.uri", "none", "BUILD COMPANION FOR ICEBERG: the catalog's URI (sqlite:///path for a SQL catalog)"),
-    _s("iceberg.warehouse", "none", "BUILD COMPANION FOR ICEBERG: the catalog's warehouse (WAREHOUSE overrides it)"),
-    _s("iceberg.token", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's bearer token"),
-    _s("iceberg.credential", "none", "BUILD COMPANION FOR ICEBERG: a REST catalog's OAuth2 credential"),
-    _s("iceberg.s3Endpoint", "none", "BUILD COMPANION FOR ICEBERG: the S3 endpoint of the table's files"),
-    _s("iceberg.s3PathStyleAccess", "false", "BUILD COMPANION FOR ICEBERG: path-style S3 addressing"),
-    _s(
-        "companion.parquetTableRoot",
-        "the metadata's parquetStorageRoot (Iceberg) or sourceTablePath",
-        "reading a companion index: the root its source files' relative paths resolve against",
-    ),
+    ICEBERG_CATALOG_TYPE,
+    ICEBERG_URI,
+    ICEBERG_WAREHOUSE,
+    ICEBERG_TOKEN,
+    ICEBERG_CREDENTIAL,
+    ICEBERG_S3_ENDPOINT,
+    ICEBERG_S3_PATH_STYLE_ACCESS,
+    COMPANION_PARQUET_TABLE_ROOT,
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),
@@ -408,14 +987,32 @@ SETTINGS: tuple[Setting, ...] = (
     _n("companion.readerBatchSize", "8192", _COMPANION),
     _n("companion.schedulerPool", "indextables-companion", _COMPANION),
     # --- names ---
-    _own("table." + COLUMN, "none", "a table name for SQL: spark.indextables.table.<name> = its path"),
+    TABLE_NAME,
 )
 
 _BY_KEY = {s.key.lower(): s for s in SETTINGS if not s.is_pattern}
 _PATTERNS = tuple((s.key[: -len(COLUMN)].lower(), s) for s in SETTINGS if s.is_pattern)
 
 
-def lookup(key: str) -> Setting | None:
+def keys_for(scope: str) -> tuple[str, ...]:
+    """The keys (not per-column patterns) with ``scope``, in registry order: e.g. the keys a read keeps.
+
+    Example: ``MERGE_MAX_SOURCE_SPLITS.key in keys_for(READ)``.
+    """
+    return tuple(s.key for s in SETTINGS if scope in s.scopes and not s.is_pattern)
+
+
+def patterns_for(scope: str) -> tuple[str, ...]:
+    """The per-column patterns with ``scope``, as prefixes (``spark.indextables.indexing.typemap.``)."""
+    return tuple(s.prefix for s in SETTINGS if scope in s.scopes and s.is_pattern)
+
+
+def entries_for(scope: str) -> tuple[Setting[Any], ...]:
+    """The entries with ``scope`` (e.g. ``LOG``: every transaction-log setting)."""
+    return tuple(s for s in SETTINGS if scope in s.scopes)
+
+
+def lookup(key: str) -> Setting[Any] | None:
     """The registry's entry for ``key`` (case-insensitive; a per-column key matches its pattern), or None.
 
     Example: ``lookup("spark.indextables.indexing.typemap.message").key`` ends with ``typemap.<column>``.
@@ -436,7 +1033,7 @@ def suggestion(key: str) -> str:
     return f" (did you mean {by_tail[close[0]]}?)" if close else ""
 
 
-def check_key(key: str, what: str = "setting") -> Setting:
+def check_key(key: str, what: str = "setting") -> Setting[Any]:
     """The entry of a ``spark.indextables.*`` key; ConfigError naming it (and the closest known key)
     if no IndexTables documentation knows it.
 

@@ -14,15 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 from indextables_contract.values import as_bool, as_size
 
-MERGE_ON_WRITE = "spark.indextables.mergeOnWrite."
-PURGE_ON_WRITE = "spark.indextables.purgeOnWrite."
-OPTIMIZE_WRITE = "spark.indextables.write.optimizeWrite."
-SORT_KEY = "spark.indextables.merge.sortKey"
-DEFAULT_MERGE_TARGET = "4G"  # IndexTables4Spark's mergeOnWrite.targetSize
-DEFAULT_OPTIMIZE_TARGET = "1G"  # IndexTables4Spark's write.optimizeWrite.targetSplitSize
+SORT_KEY = S.MERGE_SORT_KEY.key
+DEFAULT_MERGE_TARGET = S.MERGE_ON_WRITE_TARGET_SIZE.default  # IndexTables4Spark's mergeOnWrite.targetSize
+DEFAULT_OPTIMIZE_TARGET = S.OPTIMIZE_WRITE_TARGET_SPLIT_SIZE.default  # its write.optimizeWrite.targetSplitSize
 MIN_SPLIT_RETENTION_HOURS = 24  # PURGE never deletes a younger split (it may belong to a running write)
 
 
@@ -34,25 +32,25 @@ def size_bytes(name: str, text: str) -> int:
     return size
 
 
-def _get(opts: Mapping[str, Any], key: str, default: str) -> str:
-    lower = key.lower()
-    for k, v in opts.items():
-        if k.lower() == lower:
-            return str(v).strip()
-    return default
+def _get(opts: Mapping[str, Any], setting: S.Setting[Any]) -> str:
+    """The setting's text in ``opts`` (any case, stripped), else its default's."""
+    given = setting.raw(opts)
+    return setting.default if given is None else given
 
 
-def _bool(path: str, key: str, text: str) -> bool:
+def _bool(path: str, setting: S.Setting[bool], opts: Mapping[str, Any]) -> bool:
+    text = _get(opts, setting)
     parsed = as_bool(text)
     if parsed is None:
-        raise ConfigError(f"write {path}: {key} must be true or false, not {text!r}")
+        raise ConfigError(f"write {path}: {setting.key} must be true or false, not {text!r}")
     return parsed
 
 
-def _count(path: str, key: str, text: str, least: int) -> int:
+def _count(path: str, setting: S.Setting[int], opts: Mapping[str, Any], least: int) -> int:
+    text = _get(opts, setting)
     if not text.isdigit() or int(text) < least:
         kind = "a positive integer" if least > 0 else "a whole number (0 or more)"
-        raise ConfigError(f"write {path}: {key} must be {kind}, not {text!r}")
+        raise ConfigError(f"write {path}: {setting.key} must be {kind}, not {text!r}")
     return int(text)
 
 
@@ -66,19 +64,18 @@ def merge_on_write_settings(path: str, opts: Mapping[str, Any]) -> dict[str, Any
     Example: ``merge_on_write_settings("t", {"spark.indextables.mergeOnWrite.enabled": "true"})["target_size"]``
     is ``"4G"``.
     """
-    enabled = _bool(path, MERGE_ON_WRITE + "enabled", _get(opts, MERGE_ON_WRITE + "enabled", "false"))
-    target = _get(opts, MERGE_ON_WRITE + "targetSize", DEFAULT_MERGE_TARGET)
-    size_bytes(f"write {path}: {MERGE_ON_WRITE}targetSize", target)
-    key = MERGE_ON_WRITE + "minSplitsToMerge"
-    minimum = _count(path, key, _get(opts, key, "10"), 1)
-    interval = _get(opts, MERGE_ON_WRITE + "streamIntervalSeconds", "30")
+    enabled = _bool(path, S.MERGE_ON_WRITE_ENABLED, opts)
+    target = _get(opts, S.MERGE_ON_WRITE_TARGET_SIZE)
+    size_bytes(f"write {path}: {S.MERGE_ON_WRITE_TARGET_SIZE.key}", target)
+    minimum = _count(path, S.MERGE_ON_WRITE_MIN_SPLITS, opts, 1)
+    interval = _get(opts, S.MERGE_ON_WRITE_STREAM_INTERVAL)
     if not re.fullmatch(r"\d+(\.\d*)?", interval):
         raise ConfigError(
-            f"write {path}: {MERGE_ON_WRITE}streamIntervalSeconds must be a number of seconds, not {interval!r}"
+            f"write {path}: {S.MERGE_ON_WRITE_STREAM_INTERVAL.key} must be a number of seconds, not {interval!r}"
         )
     if not enabled:
         return None
-    sort_key = _get(opts, SORT_KEY, "") or None
+    sort_key = S.MERGE_SORT_KEY.raw(opts) or None
     return {"target_size": target, "sort_key": sort_key, "min_splits_to_merge": minimum, "interval_s": float(interval)}
 
 
@@ -106,16 +103,18 @@ def purge_on_write_settings(path: str, opts: Mapping[str, Any]) -> PurgeOnWrite 
     Raises:
         ConfigError: a setting that is not valid, or a split retention below 24 hours.
     """
-    key = PURGE_ON_WRITE
-    enabled = _bool(path, key + "enabled", _get(opts, key + "enabled", "false"))
-    after_merge = _bool(path, key + "triggerAfterMerge", _get(opts, key + "triggerAfterMerge", "true"))
-    after_writes = _count(path, key + "triggerAfterWrites", _get(opts, key + "triggerAfterWrites", "0"), 0)
-    split_hours = _count(path, key + "splitRetentionHours", _get(opts, key + "splitRetentionHours", "168"), 0)
-    log_hours = _count(path, key + "txLogRetentionHours", _get(opts, key + "txLogRetentionHours", "720"), 0)
-    for name, hours in (("splitRetentionHours", split_hours), ("txLogRetentionHours", log_hours)):
+    enabled = _bool(path, S.PURGE_ON_WRITE_ENABLED, opts)
+    after_merge = _bool(path, S.PURGE_ON_WRITE_TRIGGER_AFTER_MERGE, opts)
+    after_writes = _count(path, S.PURGE_ON_WRITE_TRIGGER_AFTER_WRITES, opts, 0)
+    split_hours = _count(path, S.PURGE_ON_WRITE_SPLIT_RETENTION_HOURS, opts, 0)
+    log_hours = _count(path, S.PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS, opts, 0)
+    for setting, hours in (
+        (S.PURGE_ON_WRITE_SPLIT_RETENTION_HOURS, split_hours),
+        (S.PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS, log_hours),
+    ):
         if hours < MIN_SPLIT_RETENTION_HOURS:
             raise ConfigError(
-                f"write {path}: {key}{name}={hours} is below the minimum of {MIN_SPLIT_RETENTION_HOURS} hours"
+                f"write {path}: {setting.key}={hours} is below the minimum of {MIN_SPLIT_RETENTION_HOURS} hours"
             )
     if not enabled:
         return None
@@ -125,9 +124,8 @@ def purge_on_write_settings(path: str, opts: Mapping[str, Any]) -> PurgeOnWrite 
 def optimize_write_target(path: str, opts: Mapping[str, Any]) -> int | None:
     """The split size (bytes) an optimized write aims at, or None when ``write.optimizeWrite.enabled``
     is off (the default)."""
-    enabled = _bool(path, OPTIMIZE_WRITE + "enabled", _get(opts, OPTIMIZE_WRITE + "enabled", "false"))
+    enabled = _bool(path, S.OPTIMIZE_WRITE_ENABLED, opts)
     target = size_bytes(
-        f"write {path}: {OPTIMIZE_WRITE}targetSplitSize",
-        _get(opts, OPTIMIZE_WRITE + "targetSplitSize", DEFAULT_OPTIMIZE_TARGET),
+        f"write {path}: {S.OPTIMIZE_WRITE_TARGET_SPLIT_SIZE.key}", _get(opts, S.OPTIMIZE_WRITE_TARGET_SPLIT_SIZE)
     )
     return target if enabled else None

@@ -23,6 +23,7 @@ import pyarrow as pa
 from executor_lib.companion.sources import SourceFile, SourceListing
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, default_field_type, mapping_for
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 DEFAULT_TARGET_INPUT_BYTES = 2 << 30  # the JVM's TARGET INPUT SIZE default (2 GB)
@@ -151,7 +152,7 @@ def companion_mapping(
         raise ConfigError(f"FASTFIELDS MODE {fast_field_mode!r}: expected one of {list(FAST_FIELD_MODES)}")
     known = _lower_map(listing.schema.names)
     schema = pa.schema([listing.schema.field(c) for c in indexed])
-    options: dict[str, str] = {"spark.indextables.indexing.indexonly": ",".join(indexed)}
+    options: dict[str, str] = {S.INDEXING_INDEX_ONLY.key: ",".join(indexed)}
     for name, value in modes.items():
         column = known.get(name.lower())
         if column is None or column not in indexed:
@@ -160,26 +161,26 @@ def companion_mapping(
         if kind.split(":", 1)[0] in STRIP_MODES + HASHED_TEXT_MODES:
             if kind.split(":", 1)[0].startswith("text_custom") and ":" not in kind:
                 raise ConfigError(f"INDEXING MODES '{name}':'{value}': {kind} needs a regex after the colon")
-            options[f"spark.indextables.indexing.typemap.{column}"] = "text"
+            options[S.INDEXING_TYPEMAP.prefix + column] = "text"
             continue
         if kind == "exact_only":
             if not pa.types.is_string(schema.field(column).type) and not pa.types.is_large_string(
                 schema.field(column).type
             ):
                 raise ConfigError(f"INDEXING MODES '{name}':'exact_only': column {column!r} is not a string column")
-            options[f"spark.indextables.indexing.typemap.{column}"] = "string"
+            options[S.INDEXING_TYPEMAP.prefix + column] = "string"
             continue
         if kind not in TYPEMAP_MODES:
             raise ConfigError(f"INDEXING MODES '{name}':'{value}': expected one of {sorted(TYPEMAP_MODES)}")
-        options[f"spark.indextables.indexing.typemap.{column}"] = TYPEMAP_MODES[kind]
+        options[S.INDEXING_TYPEMAP.prefix + column] = TYPEMAP_MODES[kind]
     if mode == "PARQUET_ONLY":
-        options["spark.indextables.indexing.fastfields"] = ""
+        options[S.INDEXING_FAST_FIELDS.key] = ""
     elif mode == "HYBRID":
         numeric = [
             f.name for f in schema if default_field_type(f.type, f.name) in ("i64", "u64", "f64", "bool", "datetime")
         ]
-        numeric += [c for c in indexed if options.get(f"spark.indextables.indexing.typemap.{c}") == "ip"]
-        options["spark.indextables.indexing.fastfields"] = ",".join(numeric)
+        numeric += [c for c in indexed if options.get(S.INDEXING_TYPEMAP.prefix + c) == "ip"]
+        options[S.INDEXING_FAST_FIELDS.key] = ",".join(numeric)
     mapping = hashed_fields(mapping_for(schema, options), modes, known)
     hidden = tuple(FieldMapping(PHASH_PREFIX + c, "u64", stored=False, indexed=False, fast=True) for c in fingerprinted)
     return DocMapping(mapping.fields + hidden)

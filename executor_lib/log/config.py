@@ -11,65 +11,55 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_bool, as_duration
 
-_PREFIX = "spark.indextables."
+_PREFIX = S.PREFIX
 
 
 @dataclass(frozen=True)
 class LogConfig:
-    checkpoint_enabled: bool = True
-    checkpoint_interval: int = 10
-    checkpoint_actions_per_part: int = 100_000
-    checkpoint_multipart_enabled: bool = True
-    checkpoint_tombstone_retention_hours: float = 168.0
-    checkpoint_cleanup_enabled: bool = True  # expired version files and states go after each checkpoint
+    """The transaction-log settings; each field's default is its registry entry's (``FIELDS``)."""
+
+    checkpoint_enabled: bool = S.CHECKPOINT_ENABLED.value
+    checkpoint_interval: int = S.CHECKPOINT_INTERVAL.value
+    checkpoint_actions_per_part: int = S.CHECKPOINT_ACTIONS_PER_PART.value
+    checkpoint_multipart_enabled: bool = S.CHECKPOINT_MULTIPART_ENABLED.value
+    checkpoint_tombstone_retention_hours: float = S.CHECKPOINT_TOMBSTONE_RETENTION_HOURS.value
+    # expired version files and states go after each checkpoint
+    checkpoint_cleanup_enabled: bool = S.CHECKPOINT_CLEANUP_ENABLED.value
     # A commitInfo line (txn id, operation, engine) first in each version file: off by default, since
     # IndexTables4Spark's readers reject unknown action lines; the commitInfo then lives in the state.
-    commit_info_enabled: bool = False
-    compression_enabled: bool = True
-    gzip_level: int = 6
-    retry_max_attempts: int = 10
-    retry_base_delay_ms: int = 100
-    retry_max_delay_ms: int = 5000
-    state_read_parallelism: int = 8
-    schema_renormalize_threshold: int = 5
-    state_format: str = "avro"
+    commit_info_enabled: bool = S.TRANSACTION_COMMIT_INFO_ENABLED.value
+    compression_enabled: bool = S.TRANSACTION_COMPRESSION_ENABLED.value
+    gzip_level: int = S.TRANSACTION_GZIP_LEVEL.value
+    retry_max_attempts: int = S.TRANSACTION_RETRY_MAX_ATTEMPTS.value
+    retry_base_delay_ms: int = S.TRANSACTION_RETRY_BASE_DELAY_MS.value
+    retry_max_delay_ms: int = S.TRANSACTION_RETRY_MAX_DELAY_MS.value
+    state_read_parallelism: int = S.STATE_READ_PARALLELISM.value
+    schema_renormalize_threshold: int = S.STATE_SCHEMA_RENORMALIZE_THRESHOLD.value
+    state_format: str = S.STATE_FORMAT.value
     # "avro": state-v<N>/_manifest.avro, what IndexTables4Spark and tantivy4java read and write;
     # "json": this project's older _manifest.json, which no JVM reader sees
-    state_manifest_format: str = "avro"
-    state_compression: str = "zstd"
-    state_compression_level: int = 3
-    state_entries_per_manifest: int = 50_000
-    compaction_tombstone_threshold: float = 0.10
-    compaction_max_manifests: int = 20
-    compaction_large_remove_threshold: int = 2**31 - 1
-    state_retention_versions: int = 2
-    state_retention_hours: float = 168.0
-    gc_min_manifest_age_hours: float = 1.0
+    state_manifest_format: str = S.STATE_MANIFEST_FORMAT.value
+    state_compression: str = S.STATE_COMPRESSION.value
+    state_compression_level: int = S.STATE_COMPRESSION_LEVEL.value
+    state_entries_per_manifest: int = S.STATE_ENTRIES_PER_MANIFEST.value
+    compaction_tombstone_threshold: float = S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.value
+    compaction_max_manifests: int = S.STATE_COMPACTION_MAX_MANIFESTS.value
+    compaction_large_remove_threshold: int = S.STATE_COMPACTION_LARGE_REMOVE_THRESHOLD.value
+    state_retention_versions: int = S.STATE_RETENTION_VERSIONS.value
+    state_retention_hours: float = S.STATE_RETENTION_HOURS.value
+    gc_min_manifest_age_hours: float = S.STATE_GC_MIN_MANIFEST_AGE_HOURS.value
     # Below SAFE_MIN_MANIFEST_AGE_HOURS only when this says one writer at a time commits (issue 33, hole 5)
-    gc_allow_unsafe_min_manifest_age: bool = False
-    tx_log_retention_hours: float = 720.0
+    gc_allow_unsafe_min_manifest_age: bool = S.STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE.value
+    tx_log_retention_hours: float = S.PURGE_TX_LOG_RETENTION_HOURS.value
 
-    # option name (without "spark.indextables.") -> (field, parser)
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> LogConfig:
-        values: dict[str, Any] = {}
-        for name, value in options.items():
-            if not name.startswith(_PREFIX):
-                continue
-            spec = _OPTIONS.get(name[len(_PREFIX) :])
-            if spec is None:
-                continue
-            field_name, parse, check = spec
-            try:
-                parsed = parse(value)
-            except (TypeError, ValueError) as e:
-                raise ConfigError(f"option {name}={value!r}: {e}") from e
-            if not check(parsed):
-                raise ConfigError(f"option {name}={value!r}: value out of range")
-            values[field_name] = parsed
+        """The log settings among ``options`` (found in any case, parsed by their registry entries);
+        ConfigError naming the option, its value and what is wrong."""
+        values = {field: setting.get(options) for field, setting in FIELDS.items() if setting.given(options)}
         config = cls(**values)
         config.check_manifest_age()
         return config
@@ -82,10 +72,10 @@ class LogConfig:
         age = self.gc_min_manifest_age_hours
         if age < SAFE_MIN_MANIFEST_AGE_HOURS and not self.gc_allow_unsafe_min_manifest_age:
             raise ConfigError(
-                f"option {_PREFIX}state.gc.minManifestAgeHours={age:g}: below {SAFE_MIN_MANIFEST_AGE_HOURS:g} hours "
+                f"option {S.STATE_GC_MIN_MANIFEST_AGE_HOURS.key}={age:g}: below {SAFE_MIN_MANIFEST_AGE_HOURS:g} hours "
                 "a cleanup can delete a manifest that a concurrent writer's new state is about to reference, "
                 "which makes the table unreadable; only where one writer at a time commits, set "
-                f"{_PREFIX}state.gc.allowUnsafeMinManifestAge=true"
+                f"{S.STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE.key}=true"
             )
 
 
@@ -94,66 +84,38 @@ class LogConfig:
 SAFE_MIN_MANIFEST_AGE_HOURS = 0.25
 
 
-def _bool(value: Any) -> bool:
-    parsed = as_bool(value)
-    if parsed is None:
-        raise ValueError("expected true or false")
-    return parsed
-
-
-def _duration(value: Any) -> float:
-    parsed = as_duration(value)
-    if parsed is None:
-        raise ValueError("expected a number >= 0")
-    return parsed
-
-
-def _positive(x: float) -> bool:
-    return x > 0
-
-
-def _non_negative(x: float) -> bool:
-    return x >= 0
-
-
-_CODECS = ("zstd", "snappy", "none")
-
-_OPTIONS: dict[str, tuple[str, Any, Any]] = {
-    "checkpoint.enabled": ("checkpoint_enabled", _bool, lambda _: True),
-    "checkpoint.interval": ("checkpoint_interval", int, _positive),
-    "checkpoint.actionsPerPart": ("checkpoint_actions_per_part", int, _positive),
-    "checkpoint.multiPart.enabled": ("checkpoint_multipart_enabled", _bool, lambda _: True),
-    "checkpoint.cleanup.enabled": ("checkpoint_cleanup_enabled", _bool, lambda _: True),
-    "checkpoint.tombstoneRetentionHours": ("checkpoint_tombstone_retention_hours", _duration, _non_negative),
-    "transaction.commitInfo.enabled": ("commit_info_enabled", _bool, lambda _: True),
-    "transaction.compression.enabled": ("compression_enabled", _bool, lambda _: True),
-    "transaction.compression.gzip.level": ("gzip_level", int, lambda x: 1 <= x <= 9),
-    "transaction.retry.maxAttempts": ("retry_max_attempts", int, _positive),
-    "transaction.retry.baseDelayMs": ("retry_base_delay_ms", int, _non_negative),
-    "transaction.retry.maxDelayMs": ("retry_max_delay_ms", int, _non_negative),
-    "state.read.parallelism": ("state_read_parallelism", int, _positive),
-    "state.schema.renormalizeThreshold": ("schema_renormalize_threshold", int, _non_negative),
-    "state.format": ("state_format", lambda v: str(v).strip().lower(), lambda v: v in ("avro", "json")),
-    "state.manifestFormat": (
-        "state_manifest_format",
-        lambda v: str(v).strip().lower(),
-        lambda v: v in ("json", "avro"),
-    ),
-    "state.compression": ("state_compression", lambda v: str(v).strip().lower(), lambda v: v in _CODECS),
-    "state.compressionLevel": ("state_compression_level", int, lambda x: 1 <= x <= 22),
-    "state.entriesPerManifest": ("state_entries_per_manifest", int, _positive),
-    "state.compaction.tombstoneThreshold": ("compaction_tombstone_threshold", float, lambda x: 0 <= x <= 1),
-    "state.compaction.maxManifests": ("compaction_max_manifests", int, _positive),
-    "state.compaction.largeRemoveThreshold": ("compaction_large_remove_threshold", int, _positive),
-    "state.retention.versions": ("state_retention_versions", int, _positive),
-    "state.retention.hours": ("state_retention_hours", _duration, _non_negative),
-    "state.gc.minManifestAgeHours": ("gc_min_manifest_age_hours", _duration, _non_negative),
-    "state.gc.allowUnsafeMinManifestAge": ("gc_allow_unsafe_min_manifest_age", _bool, lambda _: True),
-    "purge.txLogRetentionHours": ("tx_log_retention_hours", _duration, _non_negative),
+# LogConfig field -> its registry entry: every entry with the LOG scope, each once.
+FIELDS: dict[str, S.Setting[Any]] = {
+    "checkpoint_enabled": S.CHECKPOINT_ENABLED,
+    "checkpoint_interval": S.CHECKPOINT_INTERVAL,
+    "checkpoint_actions_per_part": S.CHECKPOINT_ACTIONS_PER_PART,
+    "checkpoint_multipart_enabled": S.CHECKPOINT_MULTIPART_ENABLED,
+    "checkpoint_cleanup_enabled": S.CHECKPOINT_CLEANUP_ENABLED,
+    "checkpoint_tombstone_retention_hours": S.CHECKPOINT_TOMBSTONE_RETENTION_HOURS,
+    "commit_info_enabled": S.TRANSACTION_COMMIT_INFO_ENABLED,
+    "compression_enabled": S.TRANSACTION_COMPRESSION_ENABLED,
+    "gzip_level": S.TRANSACTION_GZIP_LEVEL,
+    "retry_max_attempts": S.TRANSACTION_RETRY_MAX_ATTEMPTS,
+    "retry_base_delay_ms": S.TRANSACTION_RETRY_BASE_DELAY_MS,
+    "retry_max_delay_ms": S.TRANSACTION_RETRY_MAX_DELAY_MS,
+    "state_read_parallelism": S.STATE_READ_PARALLELISM,
+    "schema_renormalize_threshold": S.STATE_SCHEMA_RENORMALIZE_THRESHOLD,
+    "state_format": S.STATE_FORMAT,
+    "state_manifest_format": S.STATE_MANIFEST_FORMAT,
+    "state_compression": S.STATE_COMPRESSION,
+    "state_compression_level": S.STATE_COMPRESSION_LEVEL,
+    "state_entries_per_manifest": S.STATE_ENTRIES_PER_MANIFEST,
+    "compaction_tombstone_threshold": S.STATE_COMPACTION_TOMBSTONE_THRESHOLD,
+    "compaction_max_manifests": S.STATE_COMPACTION_MAX_MANIFESTS,
+    "compaction_large_remove_threshold": S.STATE_COMPACTION_LARGE_REMOVE_THRESHOLD,
+    "state_retention_versions": S.STATE_RETENTION_VERSIONS,
+    "state_retention_hours": S.STATE_RETENTION_HOURS,
+    "gc_min_manifest_age_hours": S.STATE_GC_MIN_MANIFEST_AGE_HOURS,
+    "gc_allow_unsafe_min_manifest_age": S.STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE,
+    "tx_log_retention_hours": S.PURGE_TX_LOG_RETENTION_HOURS,
 }
 
-
-OPTION_NAMES: tuple[str, ...] = tuple(_OPTIONS)  # without the "spark.indextables." prefix
+OPTION_NAMES: tuple[str, ...] = tuple(s.name for s in S.entries_for(S.LOG))  # without the "spark.indextables." prefix
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[LogConfig, dict[str, Any]]:
@@ -164,4 +126,4 @@ def split_options(options: Mapping[str, Any]) -> tuple[LogConfig, dict[str, Any]
 
 
 def _is_storage_option(name: str) -> bool:
-    return name.startswith((_PREFIX + "aws.", _PREFIX + "s3.", _PREFIX + "azure."))
+    return name.startswith((_PREFIX + "aws.", _PREFIX + "s3.", S.AZURE_PREFIX))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, cast
 
 from indextables_contract import FORMAT
+from indextables_contract import settings as S
 from indextables_contract.errors import CorruptLogError, UnknownActionError
 from indextables_contract.version import VERSION
 
@@ -443,7 +444,7 @@ def parquet_table_root(configuration: Mapping[str, str], options: Mapping[str, s
     Example: ``parquet_table_root({"indextables.companion.enabled": "true",
     "indextables.companion.sourceTablePath": "/d"}) == "/d"``.
     """
-    given = (options or {}).get("spark.indextables.companion.parquetTableRoot")
+    given = S.COMPANION_PARQUET_TABLE_ROOT.get(options or {})
     if given:
         return given
     if configuration.get(COMPANION_ENABLED) != "true":

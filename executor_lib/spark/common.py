@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from executor_lib.spark import options as O
 from executor_lib.table_schema import resolve_column
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
@@ -257,14 +258,14 @@ def partition_constants(
 def node_split_cache(options: Mapping[str, str]) -> Any:
     from executor_lib.cache.split_cache import SplitCache, default_cache, fetch_by_piece
 
-    by_piece = fetch_by_piece(options.get("spark.indextables.cache.fetch"))
-    directory = options.get("spark.indextables.cache.directoryPath")
+    by_piece = fetch_by_piece(S.CACHE_FETCH.get(options))
+    directory = S.CACHE_DIRECTORY_PATH.get(options)
     if not directory:
         cache = default_cache()
         cache.by_piece = by_piece
         return cache
-    size = options.get("spark.indextables.cache.maxSize")
-    max_bytes = O.parse_size("spark.indextables.cache.maxSize", size) if size else 10 << 30
+    size = S.CACHE_MAX_SIZE.raw(options)
+    max_bytes = S.CACHE_MAX_SIZE.parse_value(size) if size else S.CACHE_MAX_SIZE.value
     return SplitCache(Path(directory), max_bytes, by_piece=by_piece)
 
 

@@ -30,6 +30,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly
 from indextables_contract import commands as C
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, TableNotFoundError
 
 BUILD_ID_PARAMETER = C.option_key("build_id")
@@ -213,24 +214,23 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
 
 def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: Mapping[str, str]) -> dict[str, str]:
     """pyiceberg catalog properties: the SQL clause, else the stored companion metadata, else the settings."""
-    prefix = "spark.indextables.iceberg."
     props = {"name": cmd.catalog or stored.get("indextables.companion.icebergCatalog") or "default"}
     kind = (
         cmd.catalog_type
         or stored.get("indextables.companion.icebergCatalogType")
-        or options.get(prefix + "catalogType")
+        or S.ICEBERG_CATALOG_TYPE.get(options)
     )
     warehouse = (
-        cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or options.get(prefix + "warehouse")
+        cmd.warehouse or stored.get("indextables.companion.icebergWarehouse") or S.ICEBERG_WAREHOUSE.get(options)
     )
     for key, value in (
         ("type", kind),
         ("warehouse", warehouse),
-        ("uri", options.get(prefix + "uri")),
-        ("token", options.get(prefix + "token")),
-        ("credential", options.get(prefix + "credential")),
-        ("s3.endpoint", options.get(prefix + "s3Endpoint")),
-        ("s3.path-style-access", options.get(prefix + "s3PathStyleAccess")),
+        ("uri", S.ICEBERG_URI.get(options)),
+        ("token", S.ICEBERG_TOKEN.get(options)),
+        ("credential", S.ICEBERG_CREDENTIAL.get(options)),
+        ("s3.endpoint", S.ICEBERG_S3_ENDPOINT.get(options)),
+        ("s3.path-style-access", S.ICEBERG_S3_PATH_STYLE_ACCESS.get(options)),
     ):
         if value:
             props[key] = value

@@ -17,8 +17,6 @@ import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from executor_lib.log.config import OPTION_NAMES as LOG_OPTIONS
-from executor_lib.spark.progress import INTERVAL_OPTION as PROGRESS_INTERVAL
 from executor_lib.storage import SPARK_STORAGE_OPTION_NAMES
 from indextables_contract import filters as F
 from indextables_contract import read as R
@@ -29,67 +27,33 @@ from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 from indextables_contract.read import ReadPlan
 from indextables_contract.values import as_bool, as_size
 
-PREFIX = "spark.indextables."
+PREFIX = S.PREFIX
 
-# Keys used by both reads and writes: the storage options (every name ``open_store`` takes one by,
-# written down once in executor_lib.storage; not the Python-only credential object).
-_STORAGE_KEYS = tuple(sorted(SPARK_STORAGE_OPTION_NAMES))
-_CACHE_KEYS = (
-    "spark.indextables.cache.directoryPath",
-    "spark.indextables.cache.maxSize",
-    "spark.indextables.cache.fetch",
-)
-# spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key (commands read it; reads and
-# writes accept it, as they carry every session setting; so do the mergeOnWrite settings, which the
-# client acts on after a write: connect_plugin.session.write). sessionTimeZone: the client session's
+# The spark.indextables.* keys each kind of operation keeps come from the settings registry (their
+# scopes: indextables_contract.settings). Reads and writes both keep the storage options (every name
+# ``open_store`` takes one by, written down once in executor_lib.storage; not the Python-only
+# credential object), the log settings, the cache, progress and merge/purge settings a command or the
+# client reads (spark.indextables.merge.sortKey: the session's MERGE SPLITS sort key; the mergeOnWrite
+# settings, which the client acts on after a write: connect_plugin.session.write), as clients hand
+# every session setting to every operation. sessionTimeZone: the client session's
 # spark.sql.session.timeZone, the zone of timestamp literals without an offset in filter trees.
-_COMMON_KEYS = (
-    "path",
-    *_STORAGE_KEYS,
-    *_CACHE_KEYS,
-    *(PREFIX + k for k in LOG_OPTIONS),
-    "spark.indextables.merge.sortKey",
-    "sessionTimeZone",
-    "spark.indextables.mergeOnWrite.enabled",
-    "spark.indextables.mergeOnWrite.targetSize",
-    "spark.indextables.mergeOnWrite.minSplitsToMerge",
-    "spark.indextables.mergeOnWrite.streamIntervalSeconds",
-    PROGRESS_INTERVAL,
-    "spark.indextables.merge.maxSourceSplitsPerMerge",
-    "spark.indextables.purge.defaultRetentionHours",
-)
+_STORAGE_KEYS = tuple(sorted(SPARK_STORAGE_OPTION_NAMES))
+_COMMON_KEYS = ("path", *_STORAGE_KEYS, "sessionTimeZone")
 # After-commit work of a batch write (executor_lib.spark.after_write), IndexTables4Spark's names and defaults.
-PURGE_ON_WRITE_KEYS = (
-    "spark.indextables.purgeOnWrite.enabled",
-    "spark.indextables.purgeOnWrite.triggerAfterMerge",
-    "spark.indextables.purgeOnWrite.triggerAfterWrites",
-    "spark.indextables.purgeOnWrite.splitRetentionHours",
-    "spark.indextables.purgeOnWrite.txLogRetentionHours",
+PURGE_ON_WRITE_KEYS = tuple(
+    s.key
+    for s in (
+        S.PURGE_ON_WRITE_ENABLED,
+        S.PURGE_ON_WRITE_TRIGGER_AFTER_MERGE,
+        S.PURGE_ON_WRITE_TRIGGER_AFTER_WRITES,
+        S.PURGE_ON_WRITE_SPLIT_RETENTION_HOURS,
+        S.PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS,
+    )
 )
-OPTIMIZE_WRITE_KEYS = (
-    "spark.indextables.write.optimizeWrite.enabled",
-    "spark.indextables.write.optimizeWrite.targetSplitSize",
-)
+OPTIMIZE_WRITE_KEYS = (S.OPTIMIZE_WRITE_ENABLED.key, S.OPTIMIZE_WRITE_TARGET_SPLIT_SIZE.key)
 
-WRITE_KEYS = (
-    *_COMMON_KEYS,
-    "partitionBy",
-    "spark.indextables.indexing.fastfields",
-    "spark.indextables.indexing.storeonly",
-    "spark.indextables.indexing.indexonly",
-    "spark.indextables.indexing.text.maxTokenLength",
-    "spark.indextables.indexing.json.mode",
-    "spark.indextables.indexing.text.indexRecordOption",
-    "spark.indextables.indexWriter.tempDirectoryPath",
-    *PURGE_ON_WRITE_KEYS,
-    *OPTIMIZE_WRITE_KEYS,
-    "spark.indextables.indexWriter.heapSize",
-    "spark.indextables.indexWriter.threads",
-    "spark.indextables.optimizeWrite.targetRecordsPerSplit",
-    "spark.indextables.autoSize.enabled",
-    "spark.indextables.autoSize.targetSplitSize",
-)
-TOKEN_LENGTH_PREFIX = "spark.indextables.indexing.tokenLength."
+WRITE_KEYS = tuple(dict.fromkeys((*_COMMON_KEYS, "partitionBy", *S.keys_for(S.WRITE))))  # storage keys: once
+TOKEN_LENGTH_PREFIX = S.INDEXING_TOKEN_LENGTH.prefix
 
 
 def _is_token_length(text: str) -> bool:
@@ -98,12 +62,7 @@ def _is_token_length(text: str) -> bool:
     return text.isdigit() or text in NAMED_TOKEN_LENGTHS
 
 
-WRITE_COLUMN_PREFIXES = (
-    "spark.indextables.indexing.typemap.",
-    "spark.indextables.indexing.tokenizer.",
-    "spark.indextables.indexing.indexrecordoption.",
-    TOKEN_LENGTH_PREFIX,
-)
+WRITE_COLUMN_PREFIXES = S.patterns_for(S.WRITE)  # typemap., tokenizer., indexrecordoption., tokenLength.
 
 
 def _list_form_values(prefix: str) -> tuple[str, ...]:
@@ -112,30 +71,30 @@ def _list_form_values(prefix: str) -> tuple[str, ...]:
     from executor_lib.splits.doc_mapping import RECORD_OPTIONS, TOKENIZERS
 
     return {
-        "spark.indextables.indexing.typemap.": ("string", "text", "json", "ip"),
-        "spark.indextables.indexing.tokenizer.": TOKENIZERS,
-        "spark.indextables.indexing.indexrecordoption.": RECORD_OPTIONS,
+        S.INDEXING_TYPEMAP.prefix: ("string", "text", "json", "ip"),
+        S.INDEXING_TOKENIZER.prefix: TOKENIZERS,
+        S.INDEXING_INDEX_RECORD_OPTION.prefix: RECORD_OPTIONS,
     }.get(prefix, ())
 
 
 # IndexTables4Spark's Iceberg catalog settings (BUILD INDEXTABLES COMPANION FOR ICEBERG), as pyiceberg
 # catalog properties: catalogType -> type, uri, warehouse, token, credential, s3Endpoint -> s3.endpoint,
 # s3PathStyleAccess -> s3.path-style-access.
-ICEBERG_KEYS = tuple(
-    f"spark.indextables.iceberg.{k}"
-    for k in ("catalogType", "uri", "warehouse", "token", "credential", "s3Endpoint", "s3PathStyleAccess")
-)
-READ_KEYS = (
-    *_COMMON_KEYS,
-    *ICEBERG_KEYS,
-    "versionAsOf",
-    "timestampAsOf",
-    *READ_PLAN_KEYS,  # what a client's ReadPlan pushes (indextables_contract.read)
-    "indexqueryall",
-    "spark.indextables.read.targetPartitionBytes",
-    "spark.indextables.read.maxSplitsPerPartition",
-    "spark.indextables.companion.parquetTableRoot",  # a companion's source root (protocol.actions.parquet_table_root)
-    READ_PARALLELISM,  # the cluster's task slots, sent by the client (indextables_contract.read)
+ICEBERG_KEYS = tuple(k for k in S.keys_for(S.READ) if k.startswith(S.ICEBERG_PREFIX))
+# The read keys of the registry include read.targetPartitionBytes, read.maxSplitsPerPartition and
+# companion.parquetTableRoot (a companion's source root, protocol.actions.parquet_table_root).
+READ_KEYS = tuple(
+    dict.fromkeys(
+        (
+            *_COMMON_KEYS,
+            *S.keys_for(S.READ),
+            "versionAsOf",
+            "timestampAsOf",
+            *READ_PLAN_KEYS,  # what a client's ReadPlan pushes (indextables_contract.read)
+            "indexqueryall",
+            READ_PARALLELISM,  # the cluster's task slots, sent by the client (indextables_contract.read)
+        )
+    )
 )
 READ_COLUMN_PREFIXES = ("indexquery.",)
 
@@ -201,7 +160,7 @@ def canonical_options(
 
 def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:
     """The options ``open_log``/``open_store`` understand."""
-    keys = set(_STORAGE_KEYS) | {PREFIX + k for k in LOG_OPTIONS}
+    keys = set(_STORAGE_KEYS) | {s.key for s in S.entries_for(S.LOG)}
     return {k: v for k, v in options.items() if k in keys}
 
 

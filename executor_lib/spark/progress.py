@@ -23,11 +23,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_duration
+from indextables_contract import settings as S
 
-INTERVAL_OPTION = "spark.indextables.progress.intervalSeconds"
-DEFAULT_INTERVAL_SECONDS = 30.0
+INTERVAL_OPTION = S.PROGRESS_INTERVAL_SECONDS.key
+DEFAULT_INTERVAL_SECONDS: float = S.PROGRESS_INTERVAL_SECONDS.value
 
 log = logging.getLogger("indextables.progress")
 log.setLevel(logging.INFO)
@@ -38,14 +37,7 @@ def interval_seconds(options: Mapping[str, str]) -> float:
 
     Example: ``interval_seconds({"spark.indextables.progress.intervalSeconds": "10"}) == 10.0``
     """
-    value = options.get(INTERVAL_OPTION)
-    if value is None:
-        return DEFAULT_INTERVAL_SECONDS
-    problem = f"option {INTERVAL_OPTION}={value!r}: expected seconds (a number >= 0; 0 turns it off)"
-    seconds = as_duration(value)
-    if seconds is None:
-        raise ConfigError(problem)
-    return seconds
+    return S.PROGRESS_INTERVAL_SECONDS.get(options)
 
 
 class TaskProgress:

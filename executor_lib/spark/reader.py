@@ -42,6 +42,7 @@ from executor_lib.spark.spark_filters import spark_filter_columns, spark_filter_
 from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract import read as R
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,10 +53,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-DEFAULT_PARTITION_BYTES = 256 << 20
+DEFAULT_PARTITION_BYTES: int = S.READ_TARGET_PARTITION_BYTES.value
 
 
-DEFAULT_SPLITS_PER_PARTITION = 64
+DEFAULT_SPLITS_PER_PARTITION: int = S.READ_MAX_SPLITS_PER_PARTITION.value
 
 
 @dataclass(frozen=True)
@@ -102,15 +103,8 @@ class IndexTablesReader(DataSourceReader):
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
         self.one_task = plan.one_task(self.options)  # a bare LIMIT: one task, at most `limit` rows in all
-        self.partition_bytes: int = parsed_option(
-            self.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES
-        )
-        self.splits_per_partition: int = parsed_option(
-            self.options,
-            "spark.indextables.read.maxSplitsPerPartition",
-            O.parse_positive_int,
-            DEFAULT_SPLITS_PER_PARTITION,
-        )
+        self.partition_bytes: int = S.READ_TARGET_PARTITION_BYTES.get(self.options)
+        self.splits_per_partition: int = S.READ_MAX_SPLITS_PER_PARTITION.get(self.options)
         self.parallelism: int | None = parsed_option(self.options, R.PARALLELISM, O.parse_positive_int)
         self._snapshot: Snapshot | None = snapshot
         self._mappings = self._doc_mappings(snapshot)

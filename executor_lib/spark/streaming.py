@@ -35,6 +35,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import open_table_log, require_path
 from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader, SplitRef
 from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
 
     def _check_state_format(self) -> None:
         """Streaming commits record their identifiers in the Avro state: refuse other tables up front."""
-        configured = self.batch.options.get("spark.indextables.state.format", "avro").strip().lower()
+        configured = (S.STATE_FORMAT.raw(self.batch.options) or S.STATE_FORMAT.default).lower()
         old_table = self.batch.writer_version is not None and self.batch.writer_version < 4
         if configured != "avro" or old_table:
             raise ConfigError(

@@ -28,6 +28,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.after_write import after_commit, check_settings, optimize_adds
 from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
 from executor_lib.spark.progress import TaskProgress, interval_seconds
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-DEFAULT_TARGET_RECORDS = 1_000_000
+DEFAULT_TARGET_RECORDS: int = S.OPTIMIZE_WRITE_TARGET_RECORDS.value
 
 
 MAX_OPEN_SPLITS = 4  # splits a write task indexes at once (one per partition value), each with its own heap
@@ -76,29 +77,18 @@ class IndexTablesWriter(DataSourceArrowWriter):
             self.partition_columns = list(existing.partition_columns)
         else:
             self.partition_columns = requested or []
-        indexing = {k: v for k, v in self.options.items() if k.startswith("spark.indextables.indexing.")}
+        indexing = {k: v for k, v in self.options.items() if k.startswith(S.INDEXING_PREFIX)}
         inherited = self._inherited_mapping(existing) if existing is not None and not indexing else None
         if inherited is None:
             inherited = mapping_for(self.arrow_schema, indexing, self.partition_columns).to_json()
         self.mapping_json: str = inherited
         DocMapping.from_json(self.mapping_json)
-        self.target_records: int = parsed_option(
-            self.options,
-            "spark.indextables.optimizeWrite.targetRecordsPerSplit",
-            O.parse_positive_int,
-            DEFAULT_TARGET_RECORDS,
-        )
-        self.target_bytes: int | None = parsed_option(
-            self.options, "spark.indextables.autoSize.targetSplitSize", O.parse_size
-        )
-        self.heap_bytes: int | None = parsed_option(
-            self.options, "spark.indextables.indexWriter.heapSize", O.parse_size
-        )
-        self.threads: int | None = parsed_option(
-            self.options, "spark.indextables.indexWriter.threads", O.parse_positive_int
-        )
+        self.target_records: int = S.OPTIMIZE_WRITE_TARGET_RECORDS.get(self.options)
+        self.target_bytes: int | None = S.AUTO_SIZE_TARGET_SPLIT_SIZE.get(self.options)
+        self.heap_bytes: int | None = S.INDEX_WRITER_HEAP_SIZE.get(self.options)
+        self.threads: int | None = S.INDEX_WRITER_THREADS.get(self.options)
         self.progress_interval = interval_seconds(self.options)
-        self.temp_dir: str | None = self.options.get("spark.indextables.indexWriter.tempDirectoryPath") or None
+        self.temp_dir: str | None = S.INDEX_WRITER_TEMP_DIRECTORY.get(self.options) or None
         check_settings(self.path, self.options)  # merge-, purge- and optimize-on-write
 
     # -- driver side, before any task --

@@ -50,6 +50,7 @@ from typing import Any
 import pyarrow as pa
 
 from executor_lib.table_schema import check_indexable, column_name_problem
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
@@ -60,7 +61,7 @@ DEFAULT_MAX_TOKEN_LENGTH = 255
 NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min": 1}
 RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
-_PREFIX = "spark.indextables.indexing."
+_PREFIX = S.INDEXING_PREFIX
 ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar copy (splits.writer)
 # tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
 _LIMIT_NAME = re.compile(r"(default|en_stem|whitespace|raw)_limit_(\d+)")
@@ -186,11 +187,11 @@ def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None
     """The field's token length from the options (None: the default 255, or not a tokenized field):
     ``tokenLength.<col>=N``, else the JVM's list form ``tokenLength.<N>=c1,c2``, else
     ``text.maxTokenLength``."""
-    per_column, table_wide = f"{_PREFIX}tokenLength.{column}", f"{_PREFIX}text.maxTokenLength"
+    per_column, table_wide = S.INDEXING_TOKEN_LENGTH.prefix + column, S.INDEXING_TEXT_MAX_TOKEN_LENGTH.key
     listed = [
         key
         for key, value in options.items()
-        if key.startswith(f"{_PREFIX}tokenLength.")
+        if key.startswith(S.INDEXING_TOKEN_LENGTH.prefix)
         and key != per_column
         and column in {c.strip() for c in str(value).split(",")}
     ]
@@ -207,14 +208,14 @@ def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None
     return None if length == DEFAULT_MAX_TOKEN_LENGTH else length
 
 
-def _columns_option(options: Mapping[str, Any], key: str, schema: pa.Schema) -> set[str]:
-    raw = options.get(_PREFIX + key)
+def _columns_option(options: Mapping[str, Any], setting: S.Setting[Any], schema: pa.Schema) -> set[str]:
+    raw = options.get(setting.key)
     if not raw:
         return set()
     names = {c.strip() for c in str(raw).split(",") if c.strip()}
     unknown = sorted(names - set(schema.names))
     if unknown:
-        raise ConfigError(f"option {_PREFIX}{key}: columns {unknown} are not in the schema {schema.names}")
+        raise ConfigError(f"option {setting.key}: columns {unknown} are not in the schema {schema.names}")
     return names
 
 
@@ -243,13 +244,15 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
     """The doc mapping of the non-partition columns of ``schema`` under ``options``; ConfigError
     naming the column if one cannot be indexed (``table_schema.check_indexable``)."""
     check_indexable(schema, partition_columns, "doc mapping")
-    fast_listed = _columns_option(options, "fastfields", schema) if _PREFIX + "fastfields" in options else None
-    store_only = _columns_option(options, "storeonly", schema)
-    index_only = _columns_option(options, "indexonly", schema)
+    fast_listed = (
+        _columns_option(options, S.INDEXING_FAST_FIELDS, schema) if S.INDEXING_FAST_FIELDS.key in options else None
+    )
+    store_only = _columns_option(options, S.INDEXING_STORE_ONLY, schema)
+    index_only = _columns_option(options, S.INDEXING_INDEX_ONLY, schema)
     both = store_only & index_only
     if both:
         raise ConfigError(f"columns {sorted(both)} are both store-only and index-only")
-    json_mode = str(options.get(_PREFIX + "json.mode", "full")).strip().lower()
+    json_mode = str(options.get(S.INDEXING_JSON_MODE.key, S.INDEXING_JSON_MODE.default)).strip().lower()
     if json_mode not in JSON_MODES:
         raise ConfigError(f"option {_PREFIX}json.mode={json_mode!r}: expected one of {list(JSON_MODES)}")
     fields = []
@@ -257,7 +260,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
         if f.name in partition_columns:
             continue
         kind = default_field_type(f.type, f.name)
-        typemap = options.get(f"{_PREFIX}typemap.{f.name}")
+        typemap = options.get(S.INDEXING_TYPEMAP.prefix + f.name)
         tokenizer = "raw" if kind == "text" else ("default" if kind == "json" else None)
         if typemap is not None:
             typemap = str(typemap).strip().lower()
@@ -271,7 +274,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                 kind, tokenizer = "json", "default"
             elif typemap == "ip":
                 kind, tokenizer = "ip", None
-        explicit_tokenizer = options.get(f"{_PREFIX}tokenizer.{f.name}")
+        explicit_tokenizer = options.get(S.INDEXING_TOKENIZER.prefix + f.name)
         if explicit_tokenizer is not None:
             if kind not in ("text", "json") or str(explicit_tokenizer) not in TOKENIZERS:
                 raise ConfigError(
@@ -303,9 +306,9 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
 
 
 def _record_option(options: Mapping[str, Any], column: str, kind: str) -> str:
-    raw = options.get(f"{_PREFIX}indexrecordoption.{column}")
+    raw = options.get(S.INDEXING_INDEX_RECORD_OPTION.prefix + column)
     if raw is None:
-        default = options.get(f"{_PREFIX}text.indexRecordOption")  # the JVM's default for text columns
+        default = options.get(S.INDEXING_TEXT_INDEX_RECORD_OPTION.key)  # the JVM's default for text columns
         if default is None or kind != "text":
             return "position"
         record = str(default).strip().lower()

@@ -15,6 +15,7 @@ from typing import Any
 
 from executor_lib.storage.base import _CONTROL, AZURE_SCHEMES, ObjectInfo, ObjectStore, canonical_uri, redact_uri
 from executor_lib.storage.local import LocalStore
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 from indextables_contract.values import as_bool
 
@@ -22,12 +23,12 @@ __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_sto
 
 # IndexTables4Spark option names -> our S3Options field names.
 _S3_OPTION_ALIASES = {
-    "spark.indextables.s3.endpoint": "endpoint_url",
-    "spark.indextables.aws.region": "region",
-    "spark.indextables.aws.accessKey": "access_key_id",
-    "spark.indextables.aws.secretKey": "secret_access_key",
-    "spark.indextables.aws.sessionToken": "session_token",
-    "spark.indextables.s3.pathStyleAccess": "path_style",
+    S.S3_ENDPOINT.key: "endpoint_url",
+    S.AWS_REGION.key: "region",
+    S.AWS_ACCESS_KEY.key: "access_key_id",
+    S.AWS_SECRET_KEY.key: "secret_access_key",
+    S.AWS_SESSION_TOKEN.key: "session_token",
+    S.S3_PATH_STYLE_ACCESS.key: "path_style",
     "endpoint": "endpoint_url",
     "aws_access_key_id": "access_key_id",
     "aws_secret_access_key": "secret_access_key",
@@ -51,17 +52,17 @@ _S3_FIELDS = {
 _SHARED_FIELDS = {"multipart_threshold", "multipart_chunksize", "max_attempts", "connect_timeout", "read_timeout"}
 # IndexTables4Spark's Azure keys and our Python names -> AzureOptions field names.
 _AZURE_KEYS = {
-    "accountName": "account_name",
-    "accountKey": "account_key",
-    "connectionString": "connection_string",
-    "bearerToken": "bearer_token",
-    "tenantId": "tenant_id",
-    "clientId": "client_id",
-    "clientSecret": "client_secret",
-    "endpoint": "endpoint",
+    S.AZURE_ACCOUNT_NAME.key: "account_name",
+    S.AZURE_ACCOUNT_KEY.key: "account_key",
+    S.AZURE_CONNECTION_STRING.key: "connection_string",
+    S.AZURE_BEARER_TOKEN.key: "bearer_token",
+    S.AZURE_TENANT_ID.key: "tenant_id",
+    S.AZURE_CLIENT_ID.key: "client_id",
+    S.AZURE_CLIENT_SECRET.key: "client_secret",
+    S.AZURE_ENDPOINT.key: "endpoint",
 }
 _AZURE_OPTION_ALIASES = {
-    **{f"spark.indextables.azure.{k}": v for k, v in _AZURE_KEYS.items()},
+    **_AZURE_KEYS,
     **{f"azure_{v}": v for v in _AZURE_KEYS.values()},
     # an azure-core TokenCredential object (e.g. azure.identity's): from Python only, no Spark key
     "azure_credential": "credential",

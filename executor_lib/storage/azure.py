@@ -53,6 +53,7 @@ from executor_lib.storage.azure_config import (  # noqa: F401  (AzureLocation, a
     resolve_credential,
 )
 from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception
+from indextables_contract import settings as S
 from indextables_contract.errors import (
     AmbiguousWriteError,
     ConfigError,
@@ -167,9 +168,7 @@ def _make_service(loc: AzureLocation, o: AzureOptions, store: AzureStore | None 
             service = blob.BlobServiceClient.from_connection_string(connection_string, **kwargs)
         except ValueError:  # its text may quote the string
             raise ConfigError("spark.indextables.azure.connectionString: not a valid connection string") from None
-        source = (
-            "spark.indextables.azure.connectionString" if o.connection_string else "AZURE_STORAGE_CONNECTION_STRING"
-        )
+        source = S.AZURE_CONNECTION_STRING.key if o.connection_string else "AZURE_STORAGE_CONNECTION_STRING"
         return service, service.account_name, source
     file = credentials_file()
     account = account_name(loc, o, file)

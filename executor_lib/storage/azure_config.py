@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from executor_lib.storage.base import AZURE_SCHEMES
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 IDENTITY_HINT = (
@@ -167,12 +168,12 @@ def resolve_credential(account: str | None, o: AzureOptions, file: dict[str, str
     given = (o.tenant_id, o.client_id, o.client_secret)
     if any(given):
         if not all(given):
-            names = ("tenantId", "clientId", "clientSecret")
-            missing = [f"spark.indextables.azure.{n}" for n, v in zip(names, given, strict=True) if not v]
+            names = (S.AZURE_TENANT_ID.key, S.AZURE_CLIENT_ID.key, S.AZURE_CLIENT_SECRET.key)
+            missing = [n for n, v in zip(names, given, strict=True) if not v]
             raise ConfigError(f"Azure service principal: {', '.join(missing)} not set (all three are needed)")
         return _identity(*given), "the service principal (spark.indextables.azure.tenantId/clientId/clientSecret)"
     if o.account_key:
-        return {"account_name": account, "account_key": o.account_key}, "spark.indextables.azure.accountKey"
+        return {"account_name": account, "account_key": o.account_key}, S.AZURE_ACCOUNT_KEY.key
     if o.endpoint and "?" in o.endpoint:
         return None, "the SAS in spark.indextables.azure.endpoint"
     if os.environ.get("AZURE_STORAGE_KEY"):

@@ -135,3 +135,144 @@ def test_bad_purge_on_write_settings_are_named(key: str, value: str, message: st
 def test_bad_optimize_write_size_is_named() -> None:
     with pytest.raises(ConfigError, match=r"targetSplitSize must be a size like 512M or 4G, not 'big'"):
         W.optimize_write_target("t", {"spark.indextables.write.optimizeWrite.targetSplitSize": "big"})
+
+
+# -- one place per setting: typed entries, read through the registry ---------------------------------------
+
+ROOT_PACKAGES = ("executor_lib", "connect_plugin")
+# Constants that may spell a spark.indextables.* key outside the contract: file -> {constant: why}.
+# (Empty: every key the code reads is a registry entry. Keys quoted inside longer texts, such as error
+# messages and docstrings, are documentation and not looked at.)
+ALLOWED_KEY_LITERALS: dict[str, dict[str, str]] = {}
+
+
+def _key_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, constant) of each string constant in ``path`` (docstrings aside) that is a registry key, an
+    instance of a per-column pattern (``...typemap.message``), a pattern's prefix (``...typemap.``) or
+    the prefix of a family of keys (``spark.indextables.azure.``)."""
+    import ast
+
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    prefixes = {s.prefix.lower() for s in S.SETTINGS if s.is_pattern}
+    families = {
+        ".".join(s.key.split(".")[:i]).lower() + "."
+        for s in S.SETTINGS
+        for i in range(len(S.PREFIX.split(".")), len(s.key.split(".")))
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value.lower()
+            if text.startswith(S.PREFIX) and (S.lookup(text) is not None or text in prefixes or text in families):
+                found.append((node.lineno, node.value))
+    return found
+
+
+def test_no_registry_key_is_spelled_outside_the_contract() -> None:
+    """A setting lives in one place, its entry in ``indextables_contract.settings``: the client and the
+    cluster read it through the entry (``MERGE_MAX_SOURCE_SPLITS.get(options)``), never by its name."""
+    offenders = []
+    for package in ROOT_PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            relative = str(path.relative_to(REPO))
+            allowed = ALLOWED_KEY_LITERALS.get(relative, {})
+            offenders += [f"{relative}:{line}: {text!r}" for line, text in _key_literals(path) if text not in allowed]
+    assert offenders == [], "spell these keys through indextables_contract.settings:\n" + "\n".join(offenders)
+
+
+def test_the_literal_check_finds_keys_patterns_and_families(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        '"""spark.indextables.merge.sortKey in a docstring is documentation."""\n'
+        'A = "spark.indextables.merge.maxSourceSplitsPerMerge"\n'
+        'B = {"spark.indextables.indexing.typemap.message": "text"}\n'
+        'C = "spark.indextables.azure."\n'
+        'D = f"spark.indextables.indexing.typemap.{A}"\n'
+        'E = "set spark.indextables.merge.sortKey to a column"\n'
+        'F = "spark.indextables."\n'
+    )
+    assert sorted(line for line, _ in _key_literals(source)) == [2, 3, 4, 5]
+
+
+def test_every_entry_the_code_reads_has_a_parser_and_a_typed_default() -> None:
+    """The typed default is the documented default parsed (None where the docs describe the default in
+    words, "the task's cores": the code chooses); a scoped entry is one the code reads or keeps."""
+    scoped = [s for s in S.SETTINGS if s.scopes]
+    assert len(scoped) > 60 and all(s.parse is not None for s in scoped)
+    for setting in S.SETTINGS:
+        assert set(setting.scopes) <= set(S.SCOPES), setting.key
+        if setting.parse is None:
+            continue
+        assert setting.scopes, setting.key
+        if setting.value is not None:
+            assert setting.value == setting.parse(setting.default), setting.key
+    assert S.MERGE_MAX_SOURCE_SPLITS.value == 1000
+    assert S.READ_TARGET_PARTITION_BYTES.value == 256 << 20
+    assert S.CACHE_MAX_SIZE.value == 10 << 30
+    assert S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.value == 0.10
+    assert S.PURGE_TX_LOG_RETENTION_HOURS.value == 720.0
+    assert S.INDEX_WRITER_HEAP_SIZE.value is None
+
+
+def test_an_entry_finds_its_key_in_any_case_and_by_its_aliases() -> None:
+    entry = S.MERGE_MAX_SOURCE_SPLITS
+    assert entry.get({}) == 1000
+    assert entry.get({"spark.indextables.merge.maxSourceSplitsPerMerge": "7"}) == 7
+    assert entry.get({"spark.indextables.merge.maxsourcesplitspermerge": " 5 "}) == 5  # as Spark lower-cases
+    assert S.PURGE_DEFAULT_RETENTION_HOURS.get({"SPARK.INDEXTABLES.PURGE.DEFAULTRETENTIONHOURS": "24"}) == 24.0
+    aliased = S.Setting(S.PREFIX + "x.size", S.SUPPORTED, "1G", "doc", parse=S.size, aliases=(S.PREFIX + "x.oldSize",))
+    assert aliased.value == 1 << 30
+    assert aliased.get({"spark.indextables.x.oldsize": "2M"}) == 2 << 20
+    assert aliased.get({"spark.indextables.x.oldSize": "2M", "spark.indextables.X.SIZE": "3M"}) == 3 << 20
+
+
+@pytest.mark.parametrize(
+    ("entry", "value", "message"),
+    [
+        (S.MERGE_MAX_SOURCE_SPLITS, "0", r"option spark.indextables.merge.maxSourceSplitsPerMerge='0': expected a "),
+        (S.READ_TARGET_PARTITION_BYTES, "big", r"targetPartitionBytes='big': expected a size such as"),
+        (S.PURGE_DEFAULT_RETENTION_HOURS, "-1", r"defaultRetentionHours='-1': expected hours \(a number >= 0\)"),
+        (S.CHECKPOINT_ENABLED, "maybe", r"checkpoint.enabled='maybe': expected true or false"),
+        (S.TRANSACTION_GZIP_LEVEL, "10", r"gzip.level='10': expected an integer from 1 to 9"),
+        (S.STATE_COMPRESSION, "lz4", r"state.compression='lz4': expected one of zstd, snappy, none"),
+        (S.STATE_COMPACTION_TOMBSTONE_THRESHOLD, "2", r"tombstoneThreshold='2': expected a number from 0 to 1"),
+    ],
+)
+def test_a_bad_value_is_an_error_naming_key_value_and_expectation(
+    entry: S.Setting[object], value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        entry.get({entry.key.lower(): value})
+
+
+def test_log_config_is_derived_from_the_registry() -> None:
+    from executor_lib.log.config import FIELDS, OPTION_NAMES, LogConfig
+
+    log_entries = S.entries_for(S.LOG)
+    assert sorted(s.key for s in FIELDS.values()) == sorted(s.key for s in log_entries)
+    assert len(log_entries) == 27
+    assert set(OPTION_NAMES) == {s.name for s in log_entries}
+    defaults = LogConfig()
+    assert {f: getattr(defaults, f) for f in FIELDS} == {f: s.value for f, s in FIELDS.items()}
+    config = LogConfig.from_options({"spark.indextables.checkpoint.INTERVAL": "5", "other": "x"})
+    assert config.checkpoint_interval == 5
+
+
+def test_the_accepted_keys_of_reads_and_writes_are_derived_from_the_registry() -> None:
+    from executor_lib.spark import options as O
+
+    assert set(S.keys_for(S.READ)) <= set(O.READ_KEYS)
+    assert set(S.keys_for(S.WRITE)) <= set(O.WRITE_KEYS)
+    assert set(S.keys_for(S.LOG)) <= set(O.READ_KEYS) & set(O.WRITE_KEYS)
+    assert S.patterns_for(S.WRITE) == O.WRITE_COLUMN_PREFIXES
+    # no spark.indextables.* key is accepted that the registry does not scope so
+    spark_keys = {k for k in (*O.READ_KEYS, *O.WRITE_KEYS) if k.startswith(S.PREFIX)}
+    assert spark_keys == set(S.keys_for(S.READ)) | set(S.keys_for(S.WRITE))

@@ -38,8 +38,6 @@ from executor_lib.spark.common import (
     typed_filter,
 )
 from executor_lib.spark.reader import (
-    DEFAULT_PARTITION_BYTES,
-    DEFAULT_SPLITS_PER_PARTITION,
     check_filter,
     doc_mappings,
     plan_tasks,
@@ -49,6 +47,7 @@ from executor_lib.spark.reader import (
 )
 from indextables_contract import commands as C
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 
@@ -158,13 +157,8 @@ def plan_group_aggregate(r: CommandReader, cmd: C.GroupAggregate) -> list[LogCou
         files = snapshot.files
     groups = plan_tasks(  # an aggregate reads fast fields, a small part of each split: one wave
         files,
-        parsed_option(r.options, "spark.indextables.read.targetPartitionBytes", O.parse_size, DEFAULT_PARTITION_BYTES),
-        parsed_option(
-            r.options,
-            "spark.indextables.read.maxSplitsPerPartition",
-            O.parse_positive_int,
-            DEFAULT_SPLITS_PER_PARTITION,
-        ),
+        S.READ_TARGET_PARTITION_BYTES.get(r.options),
+        S.READ_MAX_SPLITS_PER_PARTITION.get(r.options),
         parsed_option(r.options, READ_PARALLELISM, O.parse_positive_int),
         light=True,
     )

@@ -15,8 +15,8 @@ from executor_lib.spark.commands.base import (
     register,
 )
 from indextables_contract import commands as C
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_duration
 
 if TYPE_CHECKING:
     pass
@@ -28,10 +28,7 @@ def run_purge(r: CommandReader, cmd: C.Purge, _: Any) -> Iterator[tuple[Any, ...
     dry = cmd.dry_run
     hours = cmd.retention_hours
     if hours is None:  # PURGE without OLDER THAN: the session's default (IndexTables4Spark's name)
-        raw = r.options.get("spark.indextables.purge.defaultRetentionHours", "168")
-        hours = as_duration(raw)
-        if hours is None:
-            raise ConfigError(f"option purge.defaultRetentionHours={raw!r}: expected hours (a number >= 0)")
+        hours = S.PURGE_DEFAULT_RETENTION_HOURS.get(r.options)
     report = purge_table(r._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
     for kind, key, size in report.rows():
         yield kind, key, size, dry

@@ -35,11 +35,11 @@ from executor_lib.spark.commands.base import (
 from executor_lib.spark.common import (
     delete_quietly,
     node_split_cache,
-    parsed_option,
 )
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract import commands as C
 from indextables_contract import filters as F
+from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
     if cmd.target_size is not None:
         target = O.parse_size(C.option_key("target_size"), cmd.target_size)
     option = C.option_key("sort_key") if cmd.sort_key is not None else SORT_KEY_SETTING
-    value = cmd.sort_key if cmd.sort_key is not None else r.options.get(option)
+    value = cmd.sort_key if cmd.sort_key is not None else S.MERGE_SORT_KEY.get(r.options)
     sort_key = merge_sort_key(snapshot, option, value)
     max_sources = cmd.max_source_splits_per_merge or _max_sources(r)
     min_splits, version = cmd.min_splits_to_merge or 2, snapshot.version
@@ -117,7 +117,7 @@ def plan_size_tiered(
 
 
 def _max_sources(r: CommandReader) -> int:
-    return int(parsed_option(r.options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
+    return S.MERGE_MAX_SOURCE_SPLITS.get(r.options)
 
 
 def run_merge_plan(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> Iterator[tuple[Any, ...]]:
@@ -141,9 +141,8 @@ def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[t
         return
 
 
-SORT_KEY_SETTING = "spark.indextables.merge.sortKey"
-MAX_SOURCES_SETTING = "spark.indextables.merge.maxSourceSplitsPerMerge"
-DEFAULT_MAX_SOURCES = 1000  # IndexTables4Spark's merge.maxSourceSplitsPerMerge
+SORT_KEY_SETTING = S.MERGE_SORT_KEY.key
+DEFAULT_MAX_SOURCES: int = S.MERGE_MAX_SOURCE_SPLITS.value  # IndexTables4Spark's merge.maxSourceSplitsPerMerge
 
 
 def merge_sort_key(snapshot: Snapshot, option: str, value: Any) -> str | None:
@@ -208,7 +207,7 @@ def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: i
     On failure the merged splits it uploaded are deleted and the error raised."""
     snapshot = txlog.snapshot()
     sort_key = merge_sort_key(snapshot, SORT_KEY_SETTING, sort_key_value)
-    max_sources = int(parsed_option(options, MAX_SOURCES_SETTING, O.parse_positive_int, DEFAULT_MAX_SOURCES))
+    max_sources = S.MERGE_MAX_SOURCE_SPLITS.get(options)
     groups = plan_merge_groups(snapshot, list(snapshot.files), target, sort_key, min_splits, None, max_sources)
     if not groups:
         return 0
