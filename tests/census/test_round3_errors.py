@@ -165,3 +165,81 @@ def test_hole12e_did_you_mean_keeps_the_users_spelling_and_compares_whole_keys(s
         connect_plugin.sql(spark, f"SELECT id FROM indextables.`{table}` WHERE message indexQuerry 'disk'").collect()
     assert "did you mean indexquery?" in _first_line(failure.value), failure.value
     assert "indexQuerry" in _first_line(failure.value)
+
+
+def _written_split(tmp_path: Path) -> tuple[Any, Any, Path]:
+    import pyarrow as pa
+
+    import executor_lib
+    from executor_lib.splits.build.publish import write_and_upload
+    from executor_lib.splits.doc_mapping import mapping_for
+
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(str(tmp_path / "t"), schema)
+    data = pa.table({"id": list(range(50)), "msg": [f"row {i}" for i in range(50)]})
+    log.commit([write_and_upload(log.store, data, mapping_for(schema, {}))])
+    (add,) = log.snapshot().files
+    return log, add, tmp_path / "t" / add.path
+
+
+def test_hole11_every_bit_flip_of_a_hotcache_that_parses_is_caught(tmp_path: Path) -> None:
+    import random
+    import struct
+
+    from executor_lib.format.quickwit.bundle import check_hotcache, read_footer, read_hotcache
+
+    _, _, split = _written_split(tmp_path)
+    good = split.read_bytes()
+    footer = read_footer(split)
+    members = {name: good[s:e] for name, (s, e) in footer.files.items()}
+    check_hotcache(split, footer, "s")  # a written split's hotcache is its members' bytes
+    (length,) = struct.unpack("<I", good[-4:])
+    start = len(good) - 4 - length
+    rng = random.Random(11)
+    parsed, wrong, silent = 0, 0, []
+    for i in range(start, len(good) - 4):  # every byte of the hotcache, one bit of each
+        flipped = bytearray(good)
+        flipped[i] ^= 1 << rng.randrange(8)
+        split.write_bytes(bytes(flipped))
+        try:
+            cache = read_hotcache(split)
+        except errors.CorruptSplitError:
+            continue
+        parsed += 1
+        # what the JVM's HotDirectory would serve differs from the member (a shorter slice of the same
+        # bytes, or none, is only less cached)
+        differs = any(
+            name not in members or any(piece.data != members[name][piece.start : piece.stop] for piece in file.slices)
+            for name, file in cache.slice_caches.items()
+        ) or any(name not in members or n != len(members[name]) for name, n in cache.file_lengths.items())
+        wrong += differs
+        try:
+            check_hotcache(split, footer, "s")
+        except errors.CorruptSplitError as e:
+            assert str(e).startswith("[INDEXTABLES_CORRUPT_SPLIT] s: ") and "member " in str(e), e
+        else:
+            if differs:
+                silent.append(i - start)
+    split.write_bytes(good)
+    assert wrong > parsed // 2, (wrong, parsed)  # most flips that parse change what a slice serves
+    assert not silent, f"{len(silent)} of {wrong} flips that parse and serve other bytes were not caught"
+
+
+def test_hole11_a_damaged_hotcache_slice_fails_a_read_naming_split_and_member(tmp_path: Path) -> None:
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.format.quickwit.bundle import read_hotcache
+    from executor_lib.splits.search.table_search import search_table
+
+    log, add, split = _written_split(tmp_path)
+    good = split.read_bytes()
+    name, file = next((n, f) for n, f in read_hotcache(split).slice_caches.items() if n.endswith(".idx") and f.slices)
+    piece = file.slices[0]
+    at = good.rindex(piece.data)  # the slice's bytes in the hotcache, at the split's end (the member's come first)
+    assert at > len(good) // 2
+    damaged = bytearray(good)
+    damaged[at] ^= 0x01
+    split.write_bytes(bytes(damaged))
+    with pytest.raises(errors.CorruptSplitError, match=rf"{re.escape(add.path)}.*member {re.escape(name)}.*hotcache"):
+        search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
+    split.write_bytes(good)
+    assert search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache2")).num_rows == 50
