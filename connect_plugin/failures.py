@@ -8,14 +8,20 @@ traceback stays in the cause (and in Spark's logs).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import logging
+import threading
+from collections.abc import Iterable, Iterator
 
 from indextables_contract.errors import IndexTablesError, error_in
 
 
 @contextlib.contextmanager
-def project_error_first() -> Iterator[None]:
+def project_error_first(spelling: Iterable[str] = ()) -> Iterator[None]:
     """Run the block; a non-IndexTables exception whose text reports an IndexTables error is raised as that error.
+
+    ``spelling``: the option names the block hands to Spark as the user wrote them. Spark lower-cases a
+    Python data source's option names, so the data source's error quotes ``'indexquerry.message'`` for
+    the user's ``'indexQuerry.message'``; the error raised here quotes the user's spelling.
 
     Raises:
         IndexTablesError: the error the Spark exception reports (its class and message), from it.
@@ -30,4 +36,74 @@ def project_error_first() -> Iterator[None]:
         found = error_in(str(e))
         if found is None:
             raise
-        raise found from e
+        raise respelt(found, spelling) from e
+
+
+def respelt(error: IndexTablesError, spelling: Iterable[str]) -> IndexTablesError:
+    """``error`` with each quoted option name that Spark lower-cased (``'a.b'``) in the user's spelling."""
+    message = error.message
+    for key in sorted(set(spelling), key=len, reverse=True):
+        if key != key.lower():
+            message = message.replace(repr(key.lower()), repr(key))
+    if message == error.message:
+        return error
+    again = error_in(f"[{error.code}] {message}")
+    return error if again is None else again
+
+
+# PySpark logs an ERROR line with the whole exception (a JVM stack over Connect too) when it builds an
+# exception that carries a query context (``pyspark.errors.exceptions.base._log_exception``), before the
+# caller can say anything.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+class _Hold(logging.Filter):
+    """Keeps back the records of one thread (the caller's); other threads' pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.held: list[tuple[logging.Logger, logging.LogRecord]] = []
+        self.logger: logging.Logger | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self.thread or self.logger is None:
+            return True
+        self.held.append((self.logger, record))
+        return False
+
+
+@contextlib.contextmanager
+def query_context_logs_held() -> Iterator[list[tuple[logging.Logger, logging.LogRecord]]]:
+    """Run the block with PySpark's query-context ERROR logs of this thread held back; yields the held
+    records. The caller that turns Spark's exception into the project's error drops them (the project's
+    error says it, once, first); ``release`` logs them as they would have been.
+
+    Example: ``with query_context_logs_held() as held: ...; release(held)`` where Spark's error stays Spark's.
+    """
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without it logs nothing of the kind
+        yield []
+        return
+    holds = []
+    held: list[tuple[logging.Logger, logging.LogRecord]] = []
+    for name in QUERY_CONTEXT_LOGGERS:
+        logger = PySparkLogger.getLogger(name)  # PySpark's class: a plain Logger would break its calls
+        hold = _Hold()
+        hold.logger = logger
+        hold.held = held
+        logger.addFilter(hold)
+        holds.append((logger, hold))
+    try:
+        yield held
+    finally:
+        for logger, hold in holds:
+            logger.removeFilter(hold)
+
+
+def release(held: list[tuple[logging.Logger, logging.LogRecord]]) -> None:
+    """Log the records ``query_context_logs_held`` kept back."""
+    for logger, record in held:
+        logger.handle(record)
+    held.clear()

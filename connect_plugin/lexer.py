@@ -52,22 +52,58 @@ def lex(text: str) -> tuple[str, str]:
 
 def _lexeme_end(text: str, start: int) -> int:
     """Where the comment, string or quoted name at ``start`` ends (the end of ``text`` if it does not)."""
+    return _lexeme_span(text, start)[0]
+
+
+def _lexeme_span(text: str, start: int) -> tuple[int, bool]:
+    """(where the comment, string or quoted name at ``start`` ends, whether it is closed there)."""
     if text.startswith("--", start):
         end = text.find("\n", start)
-        return len(text) if end < 0 else end
+        return (len(text) if end < 0 else end), True
     if text.startswith("/*", start):
         depth, i = 0, start
         while (m := re.compile(r"/\*|\*/").search(text, i)) is not None:
             depth += 1 if m.group() == "/*" else -1
             i = m.end()
             if depth == 0:
-                return i
-        return len(text)
+                return i, True
+        return len(text), False
     if text[start] in "rR":  # raw string: no escapes, ends at the next quote of its kind
         end = text.find(text[start + 1], start + 2)
-        return len(text) if end < 0 else end + 1
+        return (len(text), False) if end < 0 else (end + 1, True)
     m = _QUOTED[text[start]].match(text, start)
-    return m.end() if m else len(text)
+    return (m.end(), True) if m else (len(text), False)
+
+
+_UNCLOSED = {
+    "'": "the string literal that starts here is never closed (a ' without its closing ')",
+    '"': 'the string literal that starts here is never closed (a " without its closing ")',
+    "`": "the back-quoted name that starts here is never closed (a ` without its closing `)",
+    "/*": "the comment that starts here is never closed (a /* without its closing */)",
+}
+
+
+def unclosed(text: str) -> tuple[int, str] | None:
+    """(position, what is wrong) of the first string literal, back-quoted name or comment of ``text``
+    that never closes, or None. Spark reports one as a syntax error somewhere after it.
+
+    Example: ``unclosed("SELECT 'a")`` is ``(7, "the string literal that starts here is never closed ...")``.
+    """
+    i = 0
+    while (m := _LEXEME_START.search(text, i)) is not None:
+        end, closed = _lexeme_span(text, m.start())
+        if not closed:
+            lexeme = text[m.start() : m.start() + 2]
+            quote = lexeme[1] if lexeme[0] in "rR" else "/*" if lexeme == "/*" else lexeme[0]
+            return m.start(), _UNCLOSED[quote]
+        i = end
+    return None
+
+
+def line_and_column(text: str, position: int) -> tuple[int, int]:
+    """The 1-based line and column of ``position`` in ``text``."""
+    line = text.count("\n", 0, position) + 1
+    return line, position - (text.rfind("\n", 0, position) + 1) + 1
 
 
 _SPARK_ESCAPES = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%", "_": "\\_"}

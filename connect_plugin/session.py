@@ -194,7 +194,7 @@ def read(
         limit=limit,
     )
     read = TableRead(path, plan, options_tuple(extra))
-    with project_error_first():  # a bad option, column or query fails here, in the project's terms
+    with project_error_first(spelling=extra):  # a bad option, column or query fails here, in the project's terms
         df = read.dataframe(spark)
         if type(spark).__module__.startswith("pyspark.sql.connect"):
             df.columns  # noqa: B018  Spark Connect analyses lazily: here (one round trip, ~50 ms), not at collect

@@ -74,7 +74,7 @@ def _all_settings(spark: SparkSession) -> dict[str, str]:
     return dict(get_all() if callable(get_all) else get_all)
 
 
-def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
+def _options(spark: SparkSession, options: Mapping[str, Any] | None, what: str = "option") -> dict[str, str]:
     """The session's settings and ``options`` (over them), as every read, write and command sends them.
 
     Raises:
@@ -84,7 +84,7 @@ def _options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str
     """
     merged = session_options(spark)
     merged.update({k: _option_text(v) for k, v in (options or {}).items()})
-    for key in accept(merged, "option"):
+    for key in accept(merged, what):
         del merged[key]
     return merged
 

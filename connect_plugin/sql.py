@@ -39,7 +39,7 @@ from connect_plugin.grammar import (
     unquote_name,
     unsupported_reason,
 )
-from connect_plugin.lexer import lex, unquote
+from connect_plugin.lexer import lex, line_and_column, unclosed, unquote
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from connect_plugin.statements import OnSession, OnTable, build_statement
@@ -118,6 +118,9 @@ def plan_statement(
     command, or None (a statement that names no IndexTables table: Spark's own)."""
     parse_text, code = lex(text)
     options = options or {}
+    open_at = unclosed(text)
+    if open_at is not None and _names_indextables(spark, parse_text, code[: open_at[0]]):
+        raise IndexTablesSQLError(_unclosed_message(text, *open_at))
     if COMMAND_START.match(code):
         reason = unsupported_reason(code)
         if reason is not None:
@@ -125,6 +128,8 @@ def plan_statement(
         tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
     refs = find_table_refs(spark, parse_text, code)
+    if refs:
+        _check_operator_spelling(text, code)
     if not refs:
         if INDEX_OPERATOR_USE.search(code):  # e.g. an unknown table name: the grammar names the problem
             tree = parse_with(STATEMENT_PARSER, parse_text)
@@ -145,6 +150,48 @@ def plan_statement(
             "works in SELECT <function>, <measures> FROM <one IndexTables table> [WHERE ...] GROUP BY <function>"
         )
     return plan_general(spark, parse_text, code, refs, options)
+
+
+def _names_indextables(spark: SparkSession, text: str, code: str) -> bool:
+    """Whether a statement's ``code`` (up to an unclosed quote) is IndexTables': a command, a table, an
+    index operator, or a table reference the quote opens (``FROM `/path``, ``indextables.`...``)."""
+    return bool(
+        COMMAND_START.match(code)
+        or INDEX_OPERATOR_USE.search(code)
+        or re.search(r"(?:\bindextables\s*\.|\b(?:from|join))\s*$", code, re.IGNORECASE)
+        or find_table_refs(spark, text[: len(code)], code)
+    )
+
+
+def _unclosed_message(text: str, position: int, what: str) -> str:
+    """``syntax error at line L, column C: <what>``, then the line and a caret under the quote."""
+    line, column = line_and_column(text, position)
+    source = text.split("\n")[line - 1]
+    start = max(0, column - 1 - 40)
+    shown = source[start : column - 1 + 40]
+    return f"syntax error at line {line}, column {column}: {what}\n{shown}\n{' ' * (column - 1 - start)}^"
+
+
+_OPERATORS = ("indexquery", "textsearch", "fieldmatch", "fuzzyquery")
+_WORD_BEFORE_STRING = re.compile(r"(?<![\w`.])([A-Za-z_]\w*)\s*(?=[rR]?['\"])")
+
+
+def _check_operator_spelling(text: str, code: str) -> None:
+    """IndexTablesSQLError for a word right before a string literal that is an index operator misspelt
+    (``message indexQuerry 'disk'``): Spark's error would be ``Syntax error at or near`` it."""
+    import difflib
+
+    for m in _WORD_BEFORE_STRING.finditer(code):
+        word = m.group(1)
+        if word.lower() in _OPERATORS:
+            continue
+        close = difflib.get_close_matches(word.lower(), _OPERATORS, n=1, cutoff=0.8)
+        if close:
+            line, column = line_and_column(text, m.start(1))
+            raise IndexTablesSQLError(
+                f"syntax error at line {line}, column {column}: {word!r} is not an index operator "
+                f"(did you mean {close[0]}?)"
+            )
 
 
 def _no_table(text: str) -> Any:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from connect_plugin.failures import query_context_logs_held, release
 from connect_plugin.lexer import unquote
 from connect_plugin.plan import AggregateRead, BucketRead, TableRead
 from indextables_contract import filters as F
@@ -127,13 +128,22 @@ class StatementPlan:
         for view, read in self.reads:
             read.dataframe(spark).createOrReplaceTempView(view)
         assert self.sql is not None  # a plan has a pushed aggregate or a statement
-        try:
-            return spark.sql(self.sql)
-        except Exception as e:
-            error = self._in_user_terms(spark, str(e))
-            if error is None:
-                raise
-            raise error from e
+        failure = None
+        with query_context_logs_held() as held:  # PySpark's ERROR log of the exception: not before ours
+            try:
+                result = spark.sql(self.sql)
+            except Exception as e:
+                failure = self._in_user_terms(spark, str(e))
+                if failure is None:
+                    release(held)  # Spark's error, as Spark tells it
+                    raise
+            else:
+                release(held)
+                return result
+        # Spark's exception (its text names the internal views, its SQL is the rewritten statement) stays
+        # out of the chain: the project's error says what the user's statement did wrong
+        assert failure is not None
+        raise failure from None
 
     def _in_user_terms(self, spark: SparkSession, text: str) -> StatementError | None:
         """Spark's analysis error over the views, told in the statement's terms: an unknown column named
@@ -153,6 +163,8 @@ class StatementPlan:
         first = text.strip().splitlines()[0]
         for view, read in self.reads:
             first = first.replace(f"`{view}`", f"indextables.`{read.path}`").replace(view, f"indextables.`{read.path}`")
+        # a position in the statement as rewritten over the views is not one in the user's statement
+        first = re.sub(r"\s*\(line \d+, pos \d+\)", "", first)
         return StatementError(first)
 
     def explain(self) -> str:

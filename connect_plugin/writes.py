@@ -60,13 +60,13 @@ def write(
     """
     if mode not in ("append", "overwrite"):
         raise ConfigError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
-    opts = _options(df.sparkSession, options)
+    opts = _options(df.sparkSession, options, "write")  # a misspelt spark.indextables.* key fails here
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     merge_on_write_settings(path, opts)  # checked here, before anything is written
     purge_on_write_settings(path, opts)
     optimize_write_target(path, opts)
-    with project_error_first():
+    with project_error_first(spelling=opts):
         df.write.format(FORMAT).mode(mode).options(**opts).save(path)
 
 
@@ -96,7 +96,7 @@ def write_stream(
         >>> q = connect_plugin.write_stream(events, "s3://b/logs", checkpoint_location="s3://b/ck/logs",
         ...                                 trigger={"processingTime": "10 seconds"})
     """
-    opts = _options(df.sparkSession, options)
+    opts = _options(df.sparkSession, options, "write")
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     merge = merge_on_write_settings(path, opts)

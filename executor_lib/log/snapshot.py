@@ -360,7 +360,7 @@ class SnapshotLoader:
     def latest_version(self) -> int:
         latest = self.listing().latest
         if latest < 0:
-            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
+            raise TableNotFoundError(_not_a_table(self.store.root_uri))
         return latest
 
     def load(self, version: int | None = None, predicates: Sequence[Any] = (), files: bool = True) -> Snapshot:
@@ -389,7 +389,7 @@ class SnapshotLoader:
     def _load_listed(self, listing: LogListing, version: int | None, predicates: Sequence[Any]) -> Snapshot:
         latest = listing.latest
         if latest < 0:
-            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table (no {LOG_DIR}/ versions)")
+            raise TableNotFoundError(_not_a_table(self.store.root_uri))
         target = self._latest_committed(listing) if version is None else version
         if target < 0 or target > latest:
             raise VersionNotFoundError(f"{self.store.root_uri}: version {target} does not exist (latest is {latest})")
@@ -547,7 +547,7 @@ class SnapshotLoader:
     def version_at_timestamp(self, timestamp_ms: int) -> int:
         stamps = self.version_timestamps()
         if not stamps:
-            raise TableNotFoundError(f"{self.store.root_uri}: not an IndexTables table")
+            raise TableNotFoundError(_not_a_table(self.store.root_uri))
         versions = sorted(stamps)
         times = [stamps[v] for v in versions]
         i = bisect.bisect_right(times, timestamp_ms)
@@ -591,3 +591,11 @@ _NO_FILES: Sequence[Any] = ("no files",)
 
 class _NeedFullListing(Exception):
     """Internal: the hint-based listing was not enough, list the whole log."""
+
+
+def _not_a_table(root_uri: str) -> str:
+    """What is wrong and what to do, for a path with no table: the user's first line."""
+    return (
+        f"{root_uri}: not an IndexTables table (no {LOG_DIR}/ versions): check the path, or write to it "
+        "first (a write creates the table)"
+    )

@@ -12,9 +12,11 @@ table's pinned snapshot, then hands over to
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -30,6 +32,7 @@ from executor_lib.spark.common import pinned_snapshot, require_path
 from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_filters, query_strings
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
+from indextables_contract.errors import IndexTablesError
 from indextables_contract.read import SCORE_COLUMN
 
 NAME = FORMAT
@@ -47,6 +50,42 @@ def _spark_schema(schema_string: str, columns: Sequence[str] | None) -> StructTy
     return StructType([by_name[c] for c in columns])
 
 
+_Hook = TypeVar("_Hook", bound=Callable[..., Any])
+
+
+def _headline(error: IndexTablesError) -> BaseException:
+    """An exception that a Python traceback prints as ``error``'s message alone: a class named by it
+    (in ``builtins``, so no module is printed) and no arguments, never raised (no frames)."""
+    return type(str(error), (Exception,), {"__module__": "builtins"})()
+
+
+def leads_with_the_error(hook: _Hook) -> _Hook:
+    """A data source hook whose IndexTables error is the first line of what Spark reports.
+
+    PySpark puts the worker's formatted traceback after its own prefix (``[PYTHON_DATA_SOURCE_ERROR]
+    Failed to initialize Python data source writer: Traceback (most recent call last): ...``), so the
+    error's own line came last, 30 lines down. A traceback prints an exception's cause first: the
+    error is raised with a frameless cause that prints as its message alone, so the text Spark
+    reports starts with ``[INDEXTABLES_*] ...``, then the traceback (which still ends with the error,
+    where ``indextables_contract.errors.error_in`` finds it). PySpark's simplified tracebacks
+    (``SPARK_SIMPLIFIED_TRACEBACK``, on by default) drop the cause (``pyspark.util.handle_worker_exception``):
+    this worker process shows its tracebacks whole from then on.
+    """
+
+    @functools.wraps(hook)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(*args, **kwargs)
+        except IndexTablesError as e:
+            failure = e
+        failure.__cause__ = _headline(failure)
+        os.environ.pop("SPARK_SIMPLIFIED_TRACEBACK", None)
+        tb = failure.__traceback__
+        raise failure.with_traceback(tb.tb_next if tb is not None else None)  # this frame is added again
+
+    return run  # type: ignore[return-value]
+
+
 class IndexTablesDataSource(DataSource):
     """``spark.read.format("indextables").load(path)`` / ``df.write.format("indextables").save(path)``."""
 
@@ -54,6 +93,7 @@ class IndexTablesDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
+    @leads_with_the_error
     def schema(self) -> StructType | str:
         if _is_command(self.options):
             from executor_lib.spark.commands import command_schema
@@ -87,6 +127,7 @@ class IndexTablesDataSource(DataSource):
             option_filters(path, opts, snapshot.arrow_schema(), lambda: doc_mappings(snapshot), match, plan.filter)
         return schema
 
+    @leads_with_the_error
     def reader(self, schema: StructType) -> DataSourceReader:
         if _is_command(self.options):
             from executor_lib.spark.commands import command_reader
@@ -94,6 +135,7 @@ class IndexTablesDataSource(DataSource):
             return command_reader(dict(self.options))
         return IndexTablesReader(dict(self.options), schema)
 
+    @leads_with_the_error
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         if _is_command(self.options):
             from executor_lib.spark.commands import command_writer
@@ -101,11 +143,13 @@ class IndexTablesDataSource(DataSource):
             return command_writer(dict(self.options))
         return IndexTablesWriter(dict(self.options), schema, overwrite)
 
+    @leads_with_the_error
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from executor_lib.spark.streaming import IndexTablesStreamWriter
 
         return IndexTablesStreamWriter(dict(self.options), schema, overwrite)
 
+    @leads_with_the_error
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from executor_lib.spark.streaming import IndexTablesStreamReader
 

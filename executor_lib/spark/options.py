@@ -152,10 +152,18 @@ def canonical_options(
             if S.check_key(key, what).status == S.NO_EFFECT:
                 S.warn_no_effect(key)
             continue
-        close = difflib.get_close_matches(lower, list(by_lower), n=1)
-        hint = f" (did you mean {by_lower[close[0]]}?)" if close else ""
-        raise ConfigError(f"{what}: unknown option {key!r}{hint}")
+        raise ConfigError(f"{what}: unknown option {key!r}{_closest(lower, by_lower, prefixes, column_names)}")
     return out
+
+
+def _closest(lower: str, by_lower: Mapping[str, str], prefixes: Mapping[str, str], columns: Mapping[str, str]) -> str:
+    """`` (did you mean <key>?)`` with the known key closest to ``lower`` as a whole, per-column keys
+    (``indexquery.<column>`` for each of the table's columns) among them, or ``""``."""
+    candidates = dict(by_lower)
+    for low_prefix, prefix in prefixes.items():
+        candidates.update({low_prefix + low: prefix + column for low, column in columns.items()})
+    close = difflib.get_close_matches(lower, list(candidates), n=1)
+    return f" (did you mean {candidates[close[0]]}?)" if close else ""
 
 
 def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:

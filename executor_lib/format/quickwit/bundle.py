@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executor_lib.format.directory import file_footer, footer_version, split_footer
-from executor_lib.format.quickwit.hotcache import HotCache, build_hotcache, parse_hotcache
+from executor_lib.format.quickwit.hotcache import HotCache, build_hotcache, check_slices, parse_hotcache
 from indextables_contract.errors import CorruptSplitError
 
 BUNDLE_MAGIC = 0x1812BEAE  # the bytes ae be 12 18 found in real splits
@@ -241,6 +241,24 @@ def check_member_crcs(path: Path, footer: BundleFooter, source: str) -> None:
                         break
     if damaged is not None:  # raised with the mapping closed
         raise CorruptSplitError(f"{source}: member {damaged} does not match its Tantivy footer's CRC32 (damaged)")
+    check_hotcache(path, footer, source)
+
+
+def check_hotcache(path: Path, footer: BundleFooter, source: str) -> None:
+    """Check a local split's hotcache against its members (``hotcache.check_slices``): every cached
+    slice equals the member bytes it claims (the JVM's reads are served from it), every listed length
+    is its member's.
+
+    Raises:
+        CorruptSplitError: the hotcache does not parse, or differs from a member (names ``source`` and it).
+    """
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        (length,) = _U32.unpack(os.pread(f.fileno(), 4, max(0, size - 4)).rjust(4, b"\0"))
+        if size < 4 + length or size - 4 - length < footer.footer_start:
+            raise CorruptSplitError(f"{source}: hotcache of {length} bytes does not fit after the split's footer")
+        cache = parse_hotcache(os.pread(f.fileno(), length, size - 4 - length), source)
+        check_slices(cache, footer.files, lambda start, end: os.pread(f.fileno(), end - start, start), source)
 
 
 def is_segment_file(name: str) -> bool:

@@ -171,6 +171,45 @@ class HotCache:
     slice_caches: Mapping[str, FileSliceCache]
 
 
+def check_slices(
+    cache: HotCache, members: Mapping[str, tuple[int, int]], read: Callable[[int, int], bytes], source: str
+) -> None:
+    """Check that every slice ``cache`` holds equals the bytes of the member it claims, and every
+    length it lists is its member's: Quickwit's ``HotDirectory`` (the JVM's reads) serves a file's
+    bytes from the hotcache where a slice holds them, so a damaged slice is wrong data there, though
+    this project's reads never use the hotcache.
+
+    Args:
+        cache: the split's parsed hotcache.
+        members: the split's members, name -> (start, end) in the split (``BundleFooter.files``).
+        read: bytes ``start..end`` of the split.
+        source: names the split in error messages.
+
+    Raises:
+        CorruptSplitError: a slice or length that differs from its member, or a member the split lacks
+            (names ``source`` and the member).
+    """
+    for name, length in cache.file_lengths.items():
+        if name not in members:
+            raise CorruptSplitError(f"{source}: the hotcache lists member {name!r}, which the split does not hold")
+        start, end = members[name]
+        if length != end - start:
+            raise CorruptSplitError(
+                f"{source}: member {name}: the hotcache gives it {length} bytes, the split {end - start} "
+                "(damaged hotcache)"
+            )
+    for name, file in cache.slice_caches.items():
+        if name not in members:
+            raise CorruptSplitError(f"{source}: the hotcache caches member {name!r}, which the split does not hold")
+        offset = members[name][0]
+        for piece in file.slices:
+            if read(offset + piece.start, offset + piece.stop) != piece.data:
+                raise CorruptSplitError(
+                    f"{source}: member {name}: the hotcache's slice {piece.start}..{piece.stop} differs from the "
+                    "member's bytes (damaged hotcache)"
+                )
+
+
 # ---------------------------------------------------------------------------------------------
 # Parsing
 
