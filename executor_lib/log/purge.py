@@ -20,16 +20,21 @@ VACUUM, a purge limits time travel to what remains.
 from __future__ import annotations
 
 import dataclasses
+import io
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from executor_lib.log.cleanup import CleanupReport, cleanup_log
 from executor_lib.log.snapshot import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction
-from executor_lib.protocol.files import LOG_DIR, version_name
-from executor_lib.storage.base import ObjectStore, table_key
+from executor_lib.protocol.files import LOG_DIR, decode_log_bytes, version_file, version_name
+from executor_lib.storage.base import ObjectStore, plain_relative_paths, table_key
 from indextables_contract.errors import ConfigError, IndexTablesError, InvalidPathError
 
 MIN_RETENTION_HOURS = 24.0
@@ -56,17 +61,39 @@ class PurgeReport:
         return out
 
 
-def _live_keys(store: ObjectStore, snapshot: Any) -> set[str]:
-    """``_keys`` of a snapshot's live files, from its path column (no object per file)."""
-    return _keys(store, snapshot.file_columns(["path"]).column("path").to_pylist())
+def _live_paths(snapshot: Any) -> pa.ChunkedArray:
+    """A snapshot's live file paths, from its path column (no object per file)."""
+    return snapshot.file_columns(["path"]).column("path")
 
 
-def _keys(store: ObjectStore, paths: Iterable[str]) -> set[str]:
+def _added_paths(store: ObjectStore, version: int) -> pa.Array:
+    """The paths of the files a version file adds, read by Arrow's JSON reader (only ``add.path`` is
+    parsed); a file it cannot read is parsed action by action (``read_version_actions``)."""
+    key = f"{LOG_DIR}/{version_file(version)}"
+    try:
+        text = decode_log_bytes(store.read(key), store.uri_of(key))
+        options = pa_json.ParseOptions(explicit_schema=_ADD_PATH, unexpected_field_behavior="ignore")
+        adds = pa_json.read_json(io.BytesIO(text.encode()), parse_options=options).column("add")
+        paths = pa.chunked_array([chunk.flatten()[0] for chunk in adds.chunks], pa.string())
+        return pc.drop_null(paths).combine_chunks()
+    except (pa.ArrowInvalid, ValueError):
+        actions = read_version_actions(store, version)
+        return pa.array([a.path for a in actions if isinstance(a, AddAction)], pa.string())
+
+
+_ADD_PATH = pa.schema([("add", pa.struct([("path", pa.string())]))])
+
+
+def _keys(store: ObjectStore, paths: Sequence[pa.Array | pa.ChunkedArray]) -> set[str]:
     """Storage keys of the file ``paths`` a table references, by the rule reads use (``storage.base.table_key``):
     a relative path and the full URI of the same file are one key. A path outside the table cannot
-    match a listed key (nothing outside is deleted); a malformed one is kept as it is."""
-    keys = set()
-    for path in paths:
+    match a listed key (nothing outside is deleted); a malformed one is kept as it is. Each distinct
+    path is judged once; plain relative paths (``storage.base.plain_relative_paths``) are their keys."""
+    chunks = [c for p in paths for c in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
+    distinct = pc.unique(pa.chunked_array(chunks, pa.string())) if chunks else pa.array([], pa.string())
+    plain = plain_relative_paths(distinct)
+    keys = set(pc.filter(distinct, plain).to_pylist())
+    for path in pc.filter(distinct, pc.invert(plain)).to_pylist():
         try:
             keys.add(table_key(store.root_uri, path))
         except InvalidPathError:
@@ -101,16 +128,17 @@ def purge_table(
     )
     # Every version that stays readable is a base (state/checkpoint) or a base plus the version
     # files after it, or is rebuilt from the oldest version files: protect what those hold.
-    protected = _live_keys(store, latest)
+    paths = [_live_paths(latest)]
     readable = []
     for v in sorted(set(bases) | set(remaining[:1])):
         try:
-            protected |= _live_keys(store, txlog.snapshot(version=v))
+            paths.append(_live_paths(txlog.snapshot(version=v)))
             readable.append(v)
         except IndexTablesError:
             continue
     for v in remaining:
-        protected |= _keys(store, [a.path for a in read_version_actions(store, v) if isinstance(a, AddAction)])
+        paths.append(_added_paths(store, v))
+    protected = _keys(store, paths)
     earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
     report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)

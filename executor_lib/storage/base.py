@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from indextables_contract.errors import InvalidPathError
@@ -165,6 +166,27 @@ def check_relative_key(path: str) -> None:
             "no '..', '.' or empty segments, no '\\') or a full URI inside the table",
             redact_uri(path),
         )
+
+
+def plain_relative_paths(paths: Any) -> Any:
+    """For each of ``paths`` (a pyarrow string array), whether it is a table-relative key as
+    ``check_relative_key`` accepts it and no URI (then it is its own key, ``table_key``); False where
+    ``table_key`` must judge it. Vectorized: a million paths in well under a second."""
+    import pyarrow.compute as pc
+
+    bad = [
+        pc.equal(paths, ""),
+        pc.match_substring(paths, "://"),
+        pc.match_substring(paths, "\\"),
+        pc.match_substring(paths, "//"),
+        pc.match_substring_regex(paths, r"(^|/)\.{1,2}(/|$)"),
+        pc.starts_with(paths, "/"),
+        pc.ends_with(paths, "/"),
+    ]
+    rejected = bad[0]
+    for b in bad[1:]:
+        rejected = pc.or_(rejected, b)
+    return pc.invert(pc.fill_null(rejected, True))
 
 
 # The names of the file system's temporary files, exactly: ".<name>.tmp-<32 hex>" (``local._temp_path``);

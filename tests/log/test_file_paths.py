@@ -137,3 +137,24 @@ def test_nothing_is_written_or_deleted_through_a_directory_linked_outside_the_ta
     assert (outside / "precious.split").read_bytes() == b"keep"
     log.store.put("day=y/splits/b.split", b"inside")  # a real directory inside: written as always
     assert (root / "day=y" / "splits" / "b.split").read_bytes() == b"inside"
+
+
+def test_plain_relative_paths_are_what_check_relative_key_accepts_without_a_uri() -> None:
+    """PURGE judges a million paths at once: the vectorized rule agrees with the per-path one."""
+    import pyarrow as pa
+
+    from executor_lib.storage.base import check_relative_key, plain_relative_paths
+    from indextables_contract.errors import InvalidPathError
+
+    cases = ["a/b.split", "", "/a", "a/", "a//b", "./a", "a/./b", "a/..", "..", ".", "a/../b", "a\\b", "s3://x/y"]
+    cases += ["a/.b", "a/..b", "..a/b", "a/b..", "x/.hidden/y", "date=2024-01-01/splits/x.split", "é/ü.split"]
+
+    def accepted(path: str) -> bool:
+        try:
+            check_relative_key(path)
+        except InvalidPathError:
+            return False
+        return "://" not in path
+
+    mask = plain_relative_paths(pa.array([*cases, None], pa.string())).to_pylist()
+    assert mask == [accepted(c) for c in cases] + [False]
