@@ -12,11 +12,12 @@ Everything kept on the reader is plain picklable data; stores and caches are ope
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -191,20 +192,24 @@ class IndexTablesReader(DataSourceReader):
         directory = planning_counters_dir(self.options)
         with profiled_task(directory) if directory is not None else contextlib.nullcontext():
             t0 = time.perf_counter_ns() if profiler.ENABLED else 0
-            files, counts = prune_snapshot(snapshot, predicates)
+            if predicates:
+                files, counts = prune_snapshot(snapshot, predicates)
+                mapping = snapshot.doc_mapping
+                splits = [
+                    SplitRef(a.path, dict(a.partition_values), mapping(a), a.size, a.footer_start_offset) for a in files
+                ]
+            else:  # every live split: from the state's columns, no AddAction per file
+                splits = split_refs(snapshot)
+                counts = {"scans": 1, "total_files": len(splits), "partition_pruned_files": 0}
+                counts |= {"data_skipped_files": 0, "final_files": len(splits), "filter_types": {}}
             if t0:
                 profiler.record("plan_prune", t0)
         if directory is not None:
             node_counters.add(directory / DATA_SKIPPING_FILE, counts)
-        if self.one_task and not self.pushed and files:  # in order until the limit (ReadPlan.one_task)
-            groups = [sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))]
+        if self.one_task and not self.pushed and splits:  # in order until the limit (ReadPlan.one_task)
+            refs = [sorted(splits, key=_partition_then_path())]
         else:
-            groups = plan_tasks(files, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
-        mapping = snapshot.doc_mapping
-        refs = [
-            [SplitRef(a.path, dict(a.partition_values), mapping(a), a.size, a.footer_start_offset) for a in g]
-            for g in groups
-        ]
+            refs = plan_tasks(splits, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         stats = self._score_stats([r for g in refs for r in g]) if self.score else None
         return [IndexTablesPartition(g, stats) for g in refs]
 
@@ -474,13 +479,67 @@ def prunable(columns: set[str], partition_columns: Sequence[str], schema: pa.Sch
 OPEN_COST_BYTES = 4 << 20
 
 
+def split_refs(snapshot: Snapshot) -> list[SplitRef]:
+    """A ``SplitRef`` of every live split, read from the state's columns (no ``AddAction`` per file;
+    equal partition values and doc mappings shared between the refs)."""
+    import pyarrow.compute as pc
+
+    columns = ["path", "size", "partition_values", "footer_start_offset", "doc_mapping_json", "doc_mapping_ref"]
+    table = snapshot.file_columns(columns)
+    mappings = pc.dictionary_encode(snapshot.doc_mapping_column(table).combine_chunks())
+    texts, codes = mappings.dictionary.to_pylist(), mappings.indices.to_pylist()
+    values = shared_partition_values(table.column("partition_values"), snapshot.partition_columns)
+    return [
+        SplitRef(path, value, None if code is None else texts[code], size, footer)
+        for path, value, code, size, footer in zip(
+            table.column("path").to_pylist(),
+            values,
+            codes,
+            table.column("size").to_pylist(),
+            table.column("footer_start_offset").to_pylist(),
+            strict=True,
+        )
+    ]
+
+
+def shared_partition_values(column: Any, partition_columns: Sequence[str]) -> list[dict[str, str | None]]:
+    """Each row's partition values (column -> value; a null one left out, as the log reads it) of a
+    ``partition_values`` column, one dict per distinct combination shared by its rows (a million rows
+    of a thousand partitions: a thousand dicts)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from executor_lib.log.file_table import partition_strings
+
+    n = len(column)
+    key, dictionaries = np.zeros(n, dtype=np.int64), []
+    for strings in partition_strings(column, partition_columns).values():
+        encoded = pc.dictionary_encode(strings)
+        dictionary = [*encoded.dictionary.to_pylist(), None]
+        key = key * len(dictionary) + pc.fill_null(encoded.indices.cast("int64"), len(dictionary) - 1).to_numpy()
+        dictionaries.append(dictionary)
+    distinct, inverse = np.unique(key, return_inverse=True)
+    dicts = []
+    for combined in distinct.tolist():
+        values: dict[str, str | None] = {}
+        for name, dictionary in zip(reversed(partition_columns), reversed(dictionaries), strict=True):
+            combined, code = divmod(combined, len(dictionary))
+            if dictionary[code] is not None:
+                values[name] = dictionary[code]
+        dicts.append(dict(reversed(values.items())))
+    return [dicts[i] for i in inverse.tolist()] if n else []
+
+
+Planned = TypeVar("Planned", AddAction, SplitRef)
+
+
 def plan_tasks(
-    files: Sequence[AddAction],
+    files: Sequence[Planned],
     partition_bytes: int,
     splits_per_partition: int,
     parallelism: int | None = None,
     light: bool = False,
-) -> list[list[AddAction]]:
+) -> list[list[Planned]]:
     """The splits each read task takes (every group at most ``splits_per_partition`` splits).
 
     A Spark task of a Python data source costs tens of milliseconds before it reads anything, while
@@ -495,7 +554,7 @@ def plan_tasks(
     Example: 32 splits of 56 MB, parallelism 2: an index query runs 2 tasks of 16 splits, a scan 7
     tasks of about 256 MB.
     """
-    ordered = sorted(files, key=lambda a: (sorted(a.partition_values.items(), key=str), a.path))
+    ordered = sorted(files, key=_partition_then_path())
     if not ordered:
         return []
     if light and parallelism:
@@ -508,9 +567,24 @@ def plan_tasks(
     return _consecutive(ordered, target, splits_per_partition)
 
 
-def _consecutive(files: Sequence[AddAction], target_bytes: int, most: int) -> list[list[AddAction]]:
-    groups: list[list[AddAction]] = []
-    current: list[AddAction] = []
+def _partition_then_path() -> Callable[[Any], tuple[list[tuple[str, str | None]], str]]:
+    """The order of a scan's splits: partition values (sorted items), then path; each partition
+    values mapping's items sorted once (refs share them, ``split_refs``)."""
+    items: dict[int, list[tuple[str, str | None]]] = {}
+
+    def key(a: Any) -> tuple[list[tuple[str, str | None]], str]:
+        values = a.partition_values
+        found = items.get(id(values))
+        if found is None:
+            found = items[id(values)] = sorted(values.items(), key=str)
+        return found, a.path
+
+    return key
+
+
+def _consecutive(files: Sequence[Planned], target_bytes: int, most: int) -> list[list[Planned]]:
+    groups: list[list[Planned]] = []
+    current: list[Planned] = []
     current_bytes = 0
     for add in files:
         current.append(add)
@@ -523,16 +597,17 @@ def _consecutive(files: Sequence[AddAction], target_bytes: int, most: int) -> li
     return groups
 
 
-def _balanced(files: Sequence[AddAction], count: int, most: int) -> list[list[AddAction]]:
+def _balanced(files: Sequence[Planned], count: int, most: int) -> list[list[Planned]]:
     """``files`` in ``count`` groups of about equal bytes (largest first, each to the lightest group
     with room), each kept in ``files``' order."""
     position = {id(a): i for i, a in enumerate(files)}
-    groups: list[list[AddAction]] = [[] for _ in range(count)]
-    load = [0] * count
+    groups: list[list[Planned]] = [[] for _ in range(count)]
+    lightest = [(0, 0, g) for g in range(count)]  # a heap of (bytes, splits, group) of the groups with room
     for add in sorted(files, key=lambda a: -a.size):
-        lightest = min((g for g in range(count) if len(groups[g]) < most), key=lambda g: (load[g], len(groups[g])))
-        groups[lightest].append(add)
-        load[lightest] += add.size + OPEN_COST_BYTES
+        load, taken, g = heapq.heappop(lightest)
+        groups[g].append(add)
+        if taken + 1 < most:
+            heapq.heappush(lightest, (load + add.size + OPEN_COST_BYTES, taken + 1, g))
     return [sorted(g, key=lambda a: position[id(a)]) for g in groups if g]
 
 

@@ -136,3 +136,66 @@ def test_a_read_task_sends_small_results_of_several_splits_as_one_batch() -> Non
     assert list(coalesced(iter([]), 25)) == []
     no_columns = [batch(0, 4).select([]), batch(4, 3).select([])]  # a count reads rows without columns
     assert [b.num_rows for b in coalesced(iter(no_columns), 25)] == [7]
+
+
+def _balanced_by_scanning(files: list[AddAction], count: int, most: int) -> list[list[AddAction]]:
+    """The one-wave grouping as first written (each split to the lightest group with room, found by a
+    scan of every group): the model the heap-based planner must equal."""
+    position = {id(a): i for i, a in enumerate(files)}
+    groups: list[list[AddAction]] = [[] for _ in range(count)]
+    load = [0] * count
+    for a in sorted(files, key=lambda a: -a.size):
+        lightest = min((g for g in range(count) if len(groups[g]) < most), key=lambda g: (load[g], len(groups[g])))
+        groups[lightest].append(a)
+        load[lightest] += a.size + OPEN_COST_BYTES
+    return [sorted(g, key=lambda a: position[id(a)]) for g in groups if g]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_wave_groups_equal_the_scanning_model(seed: int) -> None:
+    """Equal sizes (ties), a split cap that binds, more groups than slots: the same groups."""
+    import random
+
+    from executor_lib.spark.reader import _balanced
+
+    rng = random.Random(seed)
+    files = [
+        add(f"s{i:04d}", rng.choice([1, 5, 5, 64, rng.randrange(1, 300)]) * MB) for i in range(rng.randrange(1, 300))
+    ]
+    count, most = rng.randrange(1, 40), rng.randrange(1, 20)
+    count = max(count, -(-len(files) // most))
+    assert _balanced(files, count, most) == _balanced_by_scanning(files, count, most)
+
+
+def test_split_refs_from_columns_equal_the_refs_of_the_files(tmp_path: Path) -> None:
+    """A full scan plans on the state's columns: the same refs (path, partition values, mapping,
+    size, footer offset) as from each AddAction, in a table with a null partition value."""
+    import dataclasses
+
+    from executor_lib.spark.reader import SplitRef, split_refs
+    from tests.log.helpers import add as log_add
+
+    schema = pa.schema([("id", pa.int64()), ("day", pa.string()), ("hour", pa.int32())])
+    log = executor_lib.create_table(
+        str(tmp_path / "t"), schema, ["day", "hour"], **{"spark.indextables.state.format": "avro"}
+    )
+    mapping = mapping_for(pa.schema([("id", pa.int64())]), {}).to_json()
+    files = [
+        dataclasses.replace(
+            log_add(None),
+            partition_values={"day": None if i % 5 == 0 else f"d{i % 3}", "hour": str(i % 2)},
+            footer_start_offset=None if i % 4 else 100 + i,
+            doc_mapping_json=mapping if i % 2 else None,
+        )
+        for i in range(30)
+    ]
+    log.commit(files[:20])
+    log.checkpoint()
+    log.commit(files[20:])
+    assert {r.doc_mapping for r in split_refs(executor_lib.open_log(str(tmp_path / "t")).snapshot())} == {mapping, None}
+    snap = executor_lib.open_log(str(tmp_path / "t")).snapshot()
+    expected = [
+        SplitRef(a.path, dict(a.partition_values), snap.doc_mapping(a), a.size, a.footer_start_offset)
+        for a in snap.files
+    ]
+    assert sorted(split_refs(snap), key=lambda r: r.path) == sorted(expected, key=lambda r: r.path)
