@@ -1,8 +1,10 @@
-"""The README's Python examples of executor_lib run as written (paths and the S3 endpoint swapped
-for the test's), use only public names, and give the results the README shows.
+"""The Python blocks of the README and docs/*.md run as written (paths and the S3 endpoint swapped
+for the test's), use only public names, and give the results the pages show.
 
-The Spark and connect_plugin examples need Spark sessions: the README's IndexTable block runs as written
-(only its path swapped) in tests/connect_plugin/test_table.py; the Spark tests cover the other calls.
+Every block runs here or in the test file ``RUN_IN`` names (docs/table-api-and-sql.md's IndexTable block in
+tests/connect_plugin/test_table.py, docs/spark.md's streaming pipeline in tests/spark/test_readme_streaming.py),
+or is marked ``<!-- not run: why -->``. The Spark blocks here share one classic local session and one table of
+the demo's rows (the README's session block also starts the test's Spark Connect server).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import ast
 import re
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
+import connect_plugin
 import executor_lib
 from tests.conftest import BUCKET, REPO_ROOT
 
@@ -113,3 +118,154 @@ def test_readme_command_line_section_says_where_the_command_is() -> None:
     assert "`.venv/bin/indextables`" in section and "source .venv/bin/activate" in section
     pyproject = (REPO_ROOT / "pyproject.toml").read_text()
     assert 'indextables = "executor_lib.cli:main"' in pyproject  # the console script pip puts in .venv/bin
+
+
+# Every ```python block of the README and docs/*.md runs in the test suite, or says why not in an HTML
+# comment on the line before it (``<!-- not run: needs an Azure storage account -->``). A block runs in the
+# test file named here for its page and heading (the nearest heading above it); each such file names the
+# heading it reads, and the tests of this file unpack the blocks of their headings exactly, so a block
+# added under a heading fails a test until it runs.
+@dataclass(frozen=True)
+class Block:
+    page: str
+    heading: str
+    line: int
+    code: str
+    not_run: str | None  # the reason given in ``<!-- not run: reason -->``, or None: it runs
+
+
+NOT_RUN = re.compile(r"<!-- not run: (.*?) -->")
+
+RUN_IN = {
+    ("README.md", "## A Spark session of your own"): "tests/test_readme.py",
+    ("docs/log-and-splits.md", "## Using the transaction log"): "tests/test_readme.py",
+    ("docs/log-and-splits.md", "## Splits and search"): "tests/test_readme.py",
+    ("docs/spark.md", '# Spark: `format("indextables")`'): "tests/test_readme.py",
+    ("docs/relevance.md", "# Relevance: `_score`, the best k rows, snippets, fuzzy terms"): "tests/test_readme.py",
+    ("docs/spark.md", "## Streaming: `writeStream` and `readStream`"): "tests/spark/test_readme_streaming.py",
+    (
+        "docs/table-api-and-sql.md",
+        "# Client plugin: table API and SQL (Spark Connect or classic)",
+    ): "tests/connect_plugin/test_table.py",
+}
+
+
+def doc_blocks() -> list[Block]:
+    """Every ```python block of the README and docs/*.md, with its page, nearest heading and marker."""
+    out = []
+    for page in DOCS:
+        lines = (REPO_ROOT / page).read_text().split("\n")
+        heading, fence, start = "", None, 0
+        for i, line in enumerate(lines):
+            if fence is None and line.startswith("```"):
+                fence, start = line[3:].strip(), i
+            elif fence is not None and line.startswith("```"):
+                if fence == "python":
+                    before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+                    marker = NOT_RUN.fullmatch(before.strip())
+                    code = "\n".join(lines[start + 1 : i]) + "\n"
+                    out.append(Block(page, heading, start + 1, code, marker.group(1) if marker else None))
+                fence = None
+            elif fence is None and re.match(r"#{1,6} ", line):
+                heading = line
+    return out
+
+
+def runnable_blocks(page: str, heading: str) -> list[str]:
+    return [b.code for b in doc_blocks() if (b.page, b.heading) == (page, heading) and b.not_run is None]
+
+
+def test_every_python_block_in_the_readme_and_docs_runs_or_says_why_not() -> None:
+    blocks = doc_blocks()
+    assert len(blocks) >= 12 and {b.page for b in blocks} >= {"README.md", "docs/spark.md", "docs/relevance.md"}
+    for b in blocks:
+        where = f"{b.page}:{b.line} (under {b.heading!r})"
+        if b.not_run is not None:
+            assert len(b.not_run.split()) >= 3, f"{where}: say why the block does not run, not just {b.not_run!r}"
+            continue
+        test = RUN_IN.get((b.page, b.heading))
+        assert test is not None, (
+            f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
+        )
+        assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
+    for page in DOCS:  # a marker (a line of its own) stands right before a python block
+        markers = [line for line in (REPO_ROOT / page).read_text().split("\n") if NOT_RUN.fullmatch(line.strip())]
+        assert len(markers) == sum(b.not_run is not None for b in blocks if b.page == page), page
+
+
+def run_block(code: str, env: dict[str, Any], name: str) -> list[Any]:
+    """Exec a docs block; returns the values of its top-level expression statements (the DataFrames a
+    reader would look at next), which the tests then collect: a lazy read that is wrong fails there."""
+    tree = ast.parse(code)
+    for i, node in enumerate(tree.body):
+        if isinstance(node, ast.Expr):
+            call = ast.parse("_shown.append(None)").body[0]
+            assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+            call.value.args = [node.value]
+            tree.body[i] = ast.copy_location(call, node)
+    ast.fix_missing_locations(tree)
+    env["_shown"] = shown = []
+    exec(compile(tree, name, "exec"), env)
+    return shown
+
+
+def collect_all(values: list[Any]) -> list[list[Any]]:
+    """Every DataFrame among ``values`` collected (the others, e.g. ``.show()``'s None, left out)."""
+    return [v.collect() for v in values if hasattr(v, "collect") and hasattr(v, "schema")]
+
+
+@pytest.fixture(scope="module")
+def demo_table(classic_spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    """The demo's log rows (``indextables_demo.corpus``, 4,000 rows over 2 days) as ``df``, and a table
+    written from them by docs/spark.md's write block (its ``s3://bucket/logs`` swapped for a local path)."""
+    from indextables_demo import corpus
+
+    df = corpus.generate(classic_spark, 4_000, days=2)
+    path = str(tmp_path_factory.mktemp("docs") / "logs")
+    (_install, write, _read) = runnable_blocks("docs/spark.md", '# Spark: `format("indextables")`')
+    run_block(swap(write, {'"s3://bucket/logs"': repr(path)}), {"df": df, "connect_plugin": connect_plugin}, "write")
+    return df, path
+
+
+def test_the_spark_page_install_write_and_read_blocks_run(classic_spark: Any, demo_table: tuple[Any, str]) -> None:
+    df, path = demo_table
+    install, _write, read = runnable_blocks("docs/spark.md", '# Spark: `format("indextables")`')
+    env: dict[str, Any] = {"spark": classic_spark, "df": df}
+    run_block(install, env, "docs/spark.md: install")
+    assert classic_spark.read.format("indextables").load(path).count() == 2 * 4_000  # the write block writes twice
+    results = collect_all(run_block(swap(read, {'"s3://bucket/logs"': repr(path)}), {**env, "path": path}, "read"))
+    rows = df.collect()
+    errors = [r for r in rows if r["level"] == "ERROR" and r["latency_ms"] > 500]
+    assert len(results[0]) == 2 * len(errors)  # the filter pushed to Tantivy
+    both = sum("timeout" in r["message"].split() and "upstream" in r["message"].split() for r in rows)
+    assert both > 0 and len(results[1]) == 2 * both  # indexquery.message: 'timeout AND upstream'
+    assert 0 < len(results[3]) <= 100
+
+
+def test_the_relevance_block_runs(classic_spark: Any, demo_table: tuple[Any, str]) -> None:
+    _df, path = demo_table
+    (block,) = runnable_blocks("docs/relevance.md", "# Relevance: `_score`, the best k rows, snippets, fuzzy terms")
+    assert block.count('"/data/logs"') >= 3
+    env: dict[str, Any] = {"spark": classic_spark}
+    results = collect_all(run_block(block.replace("/data/logs", path), env, "docs/relevance.md"))
+    read, top = results
+    assert read and all(r["_score"] > 0 for r in read)
+    scores = [r["_score"] for r in top]
+    assert 0 < len(top) <= 20 and scores == sorted(scores, reverse=True)
+
+
+def test_the_readme_session_block_runs(classic_spark: Any, connect_spark: Any, tmp_path: Path) -> None:
+    """README's first Python: ``local_session()`` (here it finds the test's classic local session), then the
+    Spark Connect lines on the test's Connect session (the only swap: no server at sc://127.0.0.1:15002)."""
+    (block,) = runnable_blocks("README.md", "## A Spark session of your own")
+    path = str(tmp_path / "first-table")
+    code = swap(
+        block,
+        {
+            'SparkSession.builder.remote("sc://127.0.0.1:15002").getOrCreate()': "connect_spark",
+            '"/tmp/first-table"': repr(path),
+        },
+    )
+    env: dict[str, Any] = {"connect_spark": connect_spark}
+    run_block(code, env, "README: session")
+    assert sorted(r["id"] for r in classic_spark.read.format("indextables").load(path).collect()) == [0, 1, 2]

@@ -96,3 +96,62 @@ def test_figures_in_the_prose_are_the_recorded_runs() -> None:
         text = " ".join((REPO_ROOT / page).read_text().split())
         expected = words.format(f"{ratios[name]:.{digits}f}")
         assert expected in text, f"{page}: expected {expected!r} (recorded {name!r} = {ratios[name]})"
+
+
+# The main job's figures: the README quotes the report of the run recorded in docs/bench/demo-run.txt
+# (its whole output: python -m indextables_demo > docs/bench/demo-run.txt), and its prose the figures of
+# that report, each as (the sentence's words with {} where the figure stands, the report line's start,
+# the column of that line the figure is).
+DEMO_RUN = REPO_ROOT / "docs" / "bench" / "demo-run.txt"
+DEMO_PROSE_FIGURES = [
+    ("in this run the rare word took {} and", "  rare word 'kraken'", "indextables"),
+    ("Tantivy's aggregation beat Spark's `GROUP BY` ({})", "  aggregate: rows + avg latency per level", "speed-up"),
+]
+
+
+def _recorded_report() -> list[str]:
+    text = DEMO_RUN.read_text()
+    return text[text.index("=" * 30 + " IndexTables demo: report") :].split("\n")[1:]
+
+
+def _readme_demo_block() -> list[str]:
+    text = (REPO_ROOT / "README.md").read_text()
+    after = text[text.index("One default run here") :]
+    return after[after.index("```\n") + 4 : after.index("\n```", after.index("```\n"))].split("\n")
+
+
+def test_the_readme_demo_report_is_the_recorded_runs() -> None:
+    """Every line of the README's report is the recorded run's, in order (none stale, none made up)."""
+    recorded, shown = _recorded_report(), _readme_demo_block()
+    assert len(shown) >= 15 and shown[0].startswith("table ")
+    at = 0
+    for line in shown:
+        assert line in recorded[at:], f"README's demo report line {line!r} is not the recorded run's (in order)"
+        at = recorded.index(line, at) + 1
+
+
+def test_the_recorded_demo_run_is_in_the_units_the_report_prints_now() -> None:
+    """The report's size is DESCRIBE INDEXTABLES STATE's sizeInBytes as ``_bytes`` prints it today (a run
+    recorded when sizes were MiB labelled MB would fail here), and its rows/s are rows over the index time."""
+    from indextables_demo.report import _bytes
+
+    text = DEMO_RUN.read_text()
+    state = re.search(r"DESCRIBE INDEXTABLES STATE: .*numRecords=(\d+), sizeInBytes=(\d+)", text)
+    assert state is not None
+    rows, size = int(state.group(1)), int(state.group(2))
+    assert f"{rows:,} rows, {_bytes(size)}, partitioned by day" in text
+    ingest = re.search(r"indexed in ([\d.]+) s \(([\d,]+) rows/s\)", text)
+    assert ingest is not None
+    assert abs(rows / float(ingest.group(1)) / int(ingest.group(2).replace(",", "")) - 1) < 0.01
+
+
+def test_demo_figures_in_the_prose_are_the_recorded_runs() -> None:
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    report = _recorded_report()
+    header = next(line for line in report if line.startswith("example (best latency)"))
+    for words, row, column in DEMO_PROSE_FIGURES:
+        line = next(line for line in report if line.startswith(row))
+        end = header.index(column) + len(column)  # the columns are right-aligned under their names
+        figure = line[:end].split()[-1] if column == "speed-up" else " ".join(line[:end].split()[-2:])
+        expected = words.format(figure)
+        assert expected in readme, f"README: expected {expected!r} (the recorded demo run's {row.strip()!r})"

@@ -63,6 +63,9 @@ RECORD_OPTIONS = ("position", "freq", "basic")
 FIELD_TYPES = ("i64", "u64", "f64", "bool", "text", "datetime", "bytes", "json", "ip")
 _PREFIX = S.INDEXING_PREFIX
 ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar copy (splits.writer)
+# A list of scalars indexed in a JSON field is {"_values": [...]} (IndexTables4Spark's wrapping): the writer
+# wraps it so, and queries (query.compile) and reads (rows.foreign_values) unwrap it.
+ARRAY_KEY = "_values"
 # tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
 _LIMIT_NAME = re.compile(r"(default|en_stem|whitespace|raw)_limit_(\d+)")
 

@@ -10,11 +10,8 @@ runs it and tells an install that cannot be done (Maven Central does not serve a
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -26,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness import child
+from harness.jsonl_peer import JsonLines
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 INSTALL_SCRIPT = REPO_ROOT / "scripts" / "jvm-peer.sh"
@@ -116,7 +114,7 @@ class JvmPeer:
         self.spark_version: str | None = None
         self.startup_s: float | None = None
         self._proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._channel: JsonLines | None = None
         self._log_path = self.work_dir / f"peer-{version or 'bare'}.log"
 
     @property
@@ -161,9 +159,15 @@ class JvmPeer:
             )
         finally:
             log.close()
-        threading.Thread(target=self._pump, daemon=True, name=f"jvm-peer-{self.version}").start()
+        self._channel = JsonLines(
+            self._proc,
+            error=JvmPeerError,
+            no_answer=lambda what, t: f"{self._name()}: no answer to {what} in {t:.0f} s\n{self._log_tail()}",
+            exited=lambda what: f"{self._name()} exited during {what}\n{self._log_tail()}",
+            name=f"jvm-peer-{self.version}",
+        )
         try:
-            ready = self._receive(self.startup_timeout, "start")
+            ready = self._channel.receive(self.startup_timeout, "start")
         except JvmPeerError:
             self.stop()
             raise
@@ -175,13 +179,12 @@ class JvmPeer:
         return self
 
     def stop(self) -> None:
-        proc, self._proc = self._proc, None
+        proc, self._proc, channel, self._channel = self._proc, None, self._channel, None
         if proc is None:
             return
-        if proc.poll() is None and proc.stdin is not None:
+        if proc.poll() is None and channel is not None:
             try:
-                proc.stdin.write(json.dumps({"op": "stop"}) + "\n")
-                proc.stdin.flush()
+                channel.send({"op": "stop"})
                 proc.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -266,30 +269,10 @@ class JvmPeer:
     def _name(self) -> str:
         return f"IndexTables4Spark {self.version}" if self.version else "the bare PySpark 3.5 runner"
 
-    def _pump(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        for line in proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _receive(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise JvmPeerError(f"{self._name()}: no answer to {what} in {timeout:.0f} s\n{self._log_tail()}") from None
-        if line is None:
-            raise JvmPeerError(f"{self._name()} exited during {what}\n{self._log_tail()}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
     def _job(self, job: dict[str, Any]) -> dict[str, Any]:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        if self._proc is None or self._channel is None:
             raise JvmPeerError(f"{self._name()} is not running (start() it first)")
-        proc.stdin.write(json.dumps(job) + "\n")
-        proc.stdin.flush()
-        answer = self._receive(self.job_timeout, str(job["op"]))
+        answer = self._channel.ask(job, self.job_timeout)
         if not answer.get("ok"):
             error = "\n".join(str(answer.get("error")).splitlines()[:20])
             raise JvmPeerError(f"{self._name()}: {job['op']} failed: {error}")

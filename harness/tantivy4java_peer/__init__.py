@@ -11,18 +11,18 @@ import datetime
 import hashlib
 import json
 import os
-import queue
 import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from harness.jsonl_peer import JsonLines
 
 VERSION = os.environ.get("TANTIVY4JAVA_VERSION", "0.31.0")
 JACKSON = "2.15.2"
@@ -117,7 +117,7 @@ class Tantivy4JavaPeer:
         self.heap = heap
         self.startup_s: float | None = None
         self._proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._channel: JsonLines | None = None
         self._log: IO[str] | None = None
 
     def __enter__(self) -> Tantivy4JavaPeer:
@@ -145,8 +145,14 @@ class Tantivy4JavaPeer:
             encoding="utf-8",
             cwd=self.work,
         )
-        threading.Thread(target=self._pump, daemon=True).start()
-        ready = self._receive(timeout, "start")
+        self._channel = JsonLines(
+            self._proc,
+            error=Tantivy4JavaError,
+            no_answer=lambda what, timeout: f"the peer did not answer {what} within {timeout} s {self._log_tail()}",
+            exited=lambda what: f"the peer exited during {what} {self._log_tail()}",
+            name="tantivy4java-peer",
+        )
+        ready = self._channel.receive(timeout, "start")
         if not ready.get("ready"):
             self.stop()
             raise Tantivy4JavaError(f"the peer did not start: {ready} {self._log_tail()}")
@@ -154,7 +160,7 @@ class Tantivy4JavaPeer:
         return self
 
     def stop(self) -> None:
-        proc, self._proc = self._proc, None
+        proc, self._proc, self._channel = self._proc, None, None
         if proc is not None:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -294,30 +300,10 @@ class Tantivy4JavaPeer:
             job["storage"] = dict(storage)
         return job
 
-    def _pump(self) -> None:
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        for line in proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _receive(self, timeout: float, what: str) -> dict[str, Any]:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            raise Tantivy4JavaError(f"the peer did not answer {what} within {timeout} s {self._log_tail()}") from None
-        if line is None:
-            raise Tantivy4JavaError(f"the peer exited during {what} {self._log_tail()}")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
     def _job(self, job: dict[str, Any], timeout: float = 300) -> dict[str, Any]:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
+        if self._proc is None or self._channel is None:
             raise Tantivy4JavaError("the peer is not started")
-        proc.stdin.write(json.dumps(job) + "\n")
-        proc.stdin.flush()
-        answer = self._receive(timeout, str(job["op"]))
+        answer = self._channel.ask(job, timeout)
         if not answer.get("ok"):
             raise Tantivy4JavaJobError(str(job["op"]), str(answer.get("error")))
         return answer

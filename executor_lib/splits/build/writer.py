@@ -40,7 +40,7 @@ from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, BundleFoot
 from executor_lib.format.store.blocks import to_zstd
 from executor_lib.format.store.documents import decodable
 from executor_lib.format.termdict.convert import with_sstable_terms
-from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping  # ARRAY_KEY: also re-exported
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.rows.columnar import ColumnarCopy, ColumnarCopyWriter, PartedCopy
 from executor_lib.splits.tokenizers import analyzer_name
@@ -221,7 +221,6 @@ def json_documents(batch: pa.RecordBatch, first_row: int | None) -> pa.Array | N
     return pc.binary_join_element_wise("{", body, "}", "")
 
 
-ARRAY_KEY = "_values"  # a list indexed in a JSON field: {"_values": [...]} (IndexTables4Spark's wrapping)
 RAW_KEY = "_raw"  # a JSON-string value that is not JSON: {"_raw": text} (IndexTables4Spark's fallback)
 
 

@@ -27,8 +27,7 @@ from typing import Any
 
 import tantivy
 
-from executor_lib.splits.build.writer import ARRAY_KEY
-from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping
 from executor_lib.splits.query.explain import explain
 from executor_lib.splits.query.syntax import (
     MUST,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from executor_lib.splits.build.writer import ARRAY_KEY
+from executor_lib.splits.doc_mapping import ARRAY_KEY
 
 _DECIMALS = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_EVEN)  # room for decimal256's 76 digits
 
