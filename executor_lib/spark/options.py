@@ -272,6 +272,10 @@ def read_plan(options: Mapping[str, Any], table_columns: Sequence[str], what: st
             if not columns:
                 raise ConfigError(f"{what}: select at least one column of the table beside {sorted(virtual)}")
         plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, columns, table_columns)))
+    if plan.top_k_order is not None:  # ORDER BY's column, as the table spells it (Spark's names are case-blind)
+        by_lower = {c.lower(): c for c in table_columns}
+        column, descending, nulls_first = plan.top_k_order
+        plan = dataclasses.replace(plan, top_k_order=(by_lower.get(column.lower(), column), descending, nulls_first))
     for name, _ in plan.match_columns:
         if name in table_columns:
             raise ConfigError(f"{what}: match column {name!r} is a column of the table")
