@@ -147,6 +147,20 @@ class IndexTablesReader(DataSourceReader):
         return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match, where)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for spark_filter, applied in self._push_filters(filters):
+            if not applied and (self.top_k is not None or self.ordered is not None):
+                # Spark filters this one after the read: a task's best k rows before it could lack the best after it
+                log.info(
+                    "read %s: filter %r is left to Spark, so each task sends every row (no top k)",
+                    self.path,
+                    spark_filter,
+                )
+                self.top_k = self.ordered = None
+            yield spark_filter
+
+    def _push_filters(self, filters: list[Filter]) -> Iterator[tuple[Filter, bool]]:
+        """The filters Spark checks after the read (the others are answered on the executors), each with
+        whether the executors apply it too (pushed with a part left for the rows, checked there)."""
         from executor_lib.splits.query.pushdown import plan
 
         for spark_filter in filters:
@@ -157,24 +171,24 @@ class IndexTablesReader(DataSourceReader):
             converted = spark_filter_to_filter(spark_filter)
             if converted is None:
                 self._check_not_index_only(spark_filter_columns(spark_filter), spark_filter)
-                yield spark_filter
+                yield spark_filter, False
                 continue
             converted = typed_filter(converted, self.table_arrow_schema)
             columns = F.columns_of(converted)
             if self._prunable(columns):
                 self.pruning.append(converted)
             if columns & set(self.partition_columns) or not self._mappings:
-                yield spark_filter
+                yield spark_filter, False
                 continue
             planned = plan(converted, self._mappings, self.table_arrow_schema)
             if planned.index is None or planned.residual is not None:
                 self._check_not_index_only(columns, spark_filter)
             if planned.index is None:
-                yield spark_filter
+                yield spark_filter, False
                 continue
             self.pushed.append(converted)
             if planned.residual is not None:
-                yield spark_filter  # a superset: Spark checks it again
+                yield spark_filter, True  # the executors check its residual on the rows; Spark checks it again
 
     def _match_filter(self, spark_filter: Filter) -> F.Filter | None:
         """The filter of a match column that ``spark_filter`` requires to be true, if it does."""
