@@ -77,8 +77,8 @@ def compile_query(
     bad = _CONTROL.search(query.query)
     if bad is not None:  # NUL and 0x01 are Tantivy's JSON path delimiters: it panics on them
         raise QueryError(f"query {query.query!r}: control character {bad.group()!r} at position {bad.start()}")
-    key = (mapping, query.query, query.column, tuple(default_fields), frozenset(list_columns), query.fuzzy)
-    key += (query.transpositions,)
+    fields, columns = tuple(default_fields), frozenset(list_columns)
+    key = (mapping, query.query, query.column, fields, columns, query.fuzzy, query.transpositions)
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = _compile(index, mapping, query, default_fields, list_columns)

@@ -709,12 +709,13 @@ def scan_split_ordered(
         rows = scan_split(searcher, filter_plan, columns, constants)
         return rows.take(pa.array(order_positions(rows[column], descending, nulls_first, k), pa.int64()))
     t0 = time.perf_counter_ns() if profiler.ENABLED else 0
-    fast = [] if filter_plan.index is None else searcher.fast_columns([column])
-    if fast:
-        ids, addresses, positions = searcher.row_hits(filter_plan.index)
+    index = filter_plan.index
+    fast = [] if index is None else searcher.fast_columns([column])
+    if fast and index is not None:
+        ids, addresses, positions = searcher.row_hits(index)
         values = searcher.fast_values(fast, addresses, positions)[column]
     else:
-        ids = searcher.row_ids(filter_plan.index)
+        ids = searcher.row_ids(index)
         values = take_rows(searcher.rows.select([column]), ids)[column]
     if t0:
         profiler.record("query_search", t0)

@@ -153,3 +153,20 @@ def test_the_option_reads_as_users_write_it() -> None:
     assert ReadPlan.from_options(plan.to_options()) == plan
     with pytest.raises(Exception, match="needs scoreTopK"):
         ReadPlan.from_options({"topKOrderBy": "ts"})
+
+
+def test_a_filter_left_to_spark_turns_the_top_k_off(tmp_path: Path) -> None:
+    """A DataFrame read's top k (options) holds while Spark's filters are answered on the executors; a
+    filter Spark checks after the read (here equality on tokenized text) turns it off: every row is sent."""
+    from pyspark.sql.datasource import EqualTo, GreaterThan
+
+    from executor_lib.spark.datasource import IndexTablesDataSource
+
+    path = str(tmp_path / "t")
+    write_table(path, rows(50), 2)
+    plan = ReadPlan(columns=("id", "ts"), top_k=3, top_k_order=("ts", True, False))
+    for spark_filter, kept in ((GreaterThan(("n",), 3), True), (EqualTo(("message",), "retry cache"), False)):
+        source = IndexTablesDataSource({"path": path, **plan.to_options()})
+        reader = source.reader(source.schema())
+        list(reader.pushFilters([spark_filter]))
+        assert (reader.ordered is not None) is kept
