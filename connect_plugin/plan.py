@@ -76,7 +76,11 @@ class TableRead:
         for name, tree in plan.match_columns:
             lines.append(f"  match column {name}: {F.to_text(tree)}")
         lines.append(f"  limit per task: {plan.limit if plan.limit is not None else 'none'}")
-        if plan.top_k is not None:
+        if plan.top_k is not None and plan.top_k_order is not None:
+            column, descending, nulls_first = plan.top_k_order
+            how = f"{column} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if nulls_first else 'LAST'}"
+            lines.append(f"  best rows by {how} per task: {plan.top_k} (a number, date or timestamp column)")
+        elif plan.top_k is not None:
             lines.append(f"  best rows by _score per task: {plan.top_k} (table-wide BM25 statistics)")
         return "\n".join(lines)
 

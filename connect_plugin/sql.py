@@ -47,7 +47,7 @@ from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
 from indextables_contract.errors import IndexTablesSQLError
-from indextables_contract.read import ReadPlan
+from indextables_contract.read import SCORE_COLUMN, SNIPPET_PREFIX, ReadPlan
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -375,6 +375,12 @@ _SPARK_MAX_LIMIT = 2**31 - 1  # Spark's LIMIT is an int
 # ORDER BY _score DESC LIMIT k: the best k rows by score are among each task's best k (a second sort
 # key could want a row a task cut at a tie, so only this form)
 _SCORE_TOP_K = re.compile(r"^order\s+by\s+`?_score`?\s+desc\s+limit\s+(\d+)\s*$", re.IGNORECASE)
+# ORDER BY <column> [ASC|DESC] [NULLS FIRST|LAST] LIMIT k: likewise, each task sends its best k by the
+# column (the executors push it for numbers, dates and timestamps; other columns send every row)
+_COLUMN_TOP_K = re.compile(
+    rf"^order\s+by\s+({NAME_PATTERN})(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?\s+limit\s+(\d+)\s*$",
+    re.IGNORECASE,
+)
 
 
 def _limit(digits: str) -> int:
@@ -383,6 +389,20 @@ def _limit(digits: str) -> int:
     if limit > _SPARK_MAX_LIMIT:
         raise IndexTablesSQLError(f"LIMIT {digits} is larger than Spark's largest limit ({_SPARK_MAX_LIMIT})")
     return limit
+
+
+def _orders_a_column(projection: str, code: str, name: str) -> bool:
+    """Whether ``ORDER BY name`` in a plain projection orders by the table's column ``name``: not a
+    ``_score`` or snippet (their own order), not an alias of another column (Spark orders by the alias)."""
+    low = name.lower()
+    if low == SCORE_COLUMN or low.startswith(SNIPPET_PREFIX):
+        return False
+    for item in _split_commas(projection, projection):
+        m = _COLUMN_ITEM.match(item)
+        aliased = m is not None and m.group(2) is not None and unquote_name(m.group(2)).lower() == low
+        if aliased and m is not None and unquote_name(m.group(1)).lower() != low:
+            return False
+    return True
 
 
 _PLAIN_PROJECTION = re.compile(
@@ -409,8 +429,16 @@ def _select_over_view(
     top = _SCORE_TOP_K.match(tail) if tail is not None and spark_condition is None else None
     if top is not None and plain:  # each task sends its best k by score; Spark sorts and cuts them
         top_k = _limit(top.group(1))
+    by = _COLUMN_TOP_K.match(tail) if tail is not None and spark_condition is None and top is None else None
+    top_k_order = None
+    if by is not None and plain and _orders_a_column(projection, code, unquote_name(by.group(1))):
+        descending = (by.group(2) or "asc").lower() == "desc"
+        nulls_first = not descending if by.group(3) is None else by.group(3).lower() == "first"
+        top_k, top_k_order = _limit(by.group(4)), (unquote_name(by.group(1)), descending, nulls_first)
     view = view_name()
-    plan = ReadPlan(required_columns=names_in(text, code), filter=index_tree, limit=limit, top_k=top_k)
+    plan = ReadPlan(
+        required_columns=names_in(text, code), filter=index_tree, limit=limit, top_k=top_k, top_k_order=top_k_order
+    )
     read = TableRead(path, plan, opts)
     if limit is not None and read.plan.one_task(dict(opts)):
         tail = f"LIMIT {limit + 1}"  # one task of at most `limit` rows: Spark reads it to its end (ReadPlan.one_task)

@@ -94,10 +94,21 @@ class ColumnPartial:
         self.count += other.count
         if other.sum is not None:
             self.sum = other.sum if self.sum is None else self.sum + other.sum
-        if other.min is not None and (self.min is None or other.min < self.min):
+        if other.min is not None and (self.min is None or _before(other.min, self.min)):
             self.min = other.min
-        if other.max is not None and (self.max is None or other.max > self.max):
+        if other.max is not None and (self.max is None or _before(self.max, other.max)):
             self.max = other.max
+
+
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
+
+
+def _before(a: Any, b: Any) -> bool:
+    """``a < b`` in Spark's order, where NaN is above every number (so max is NaN if any value is)."""
+    if _nan(a) or _nan(b):
+        return not _nan(a)
+    return bool(a < b)
 
 
 @dataclass

@@ -82,6 +82,10 @@ class QueryString:
     # distance, a transposition one edit), ``word~N*`` fuzzy prefixes. Query text without it keeps
     # IndexTables4Spark's meaning, where ``word~1`` is refused.
     fuzzy: bool = False
+    # With ``fuzzy``: whether a transposition (``hte`` for ``the``) is one edit (True, Tantivy's and
+    # Lucene's default) or two. Set from ``spark.indextables.query.fuzzyTranspositions`` by the executors
+    # (``fuzzy_transpositions``); JSON ``"transpositions": false`` only when False.
+    transpositions: bool = True
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,8 @@ def to_json(f: Filter) -> dict[str, Any]:
         query["kind"] = f.kind
     if f.fuzzy:
         query["fuzzy"] = True
+    if not f.transpositions:
+        query["transpositions"] = False
     return query
 
 
@@ -272,7 +278,10 @@ def from_json(obj: Any, where: str = "filter", depth: int = 0) -> Filter:
             fuzzy = obj.get("fuzzy", False)
             if not isinstance(fuzzy, bool):
                 raise FilterError(f"{where}: query 'fuzzy' must be true or false, not {fuzzy!r}")
-            return QueryString(_text(obj["query"], where), obj.get("column"), kind, fuzzy)
+            transpositions = obj.get("transpositions", True)
+            if not isinstance(transpositions, bool):
+                raise FilterError(f"{where}: query 'transpositions' must be true or false, not {transpositions!r}")
+            return QueryString(_text(obj["query"], where), obj.get("column"), kind, fuzzy, transpositions)
         column = _text(obj["column"], where)
         if op == "term":
             return Term(column, obj["value"])
@@ -351,6 +360,20 @@ def resolve_columns(f: Filter, columns: Any) -> Filter:
     names); names that match none are kept for the caller to report."""
     by_lower = {c.lower(): c for c in columns}
     return map_columns(f, lambda name: by_lower.get(name.lower(), name))
+
+
+def fuzzy_transpositions(f: Filter, one_edit: bool) -> Filter:
+    """The tree with each fuzzy query string's transpositions counted as one edit (``one_edit``) or two.
+
+    Example: ``fuzzy_transpositions(QueryString("hte~1", "m", fuzzy=True), False).transpositions`` is False.
+    """
+    if isinstance(f, (And, Or)):
+        return type(f)(tuple(fuzzy_transpositions(c, one_edit) for c in f.children))
+    if isinstance(f, Not):
+        return Not(fuzzy_transpositions(f.child, one_edit))
+    if isinstance(f, QueryString) and f.fuzzy and f.transpositions != one_edit:
+        return dataclasses.replace(f, transpositions=one_edit)
+    return f
 
 
 def map_values(f: Filter, convert: Any) -> Filter:

@@ -13,6 +13,7 @@ storage, indexing and query options users set themselves.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -28,6 +29,10 @@ FILTER = "filter"
 LIMIT = "limit"
 MATCH_COLUMNS = "matchColumns"
 TOP_K = "scoreTopK"
+# ``ORDER BY <column> [ASC|DESC] [NULLS FIRST|LAST] LIMIT k``: with this option (``"ts DESC"``) the k of
+# ``scoreTopK`` is each task's best rows by that column (Spark's order: nulls first ascending, last
+# descending, NaN above every number) instead of by ``_score``.
+TOP_K_ORDER = "topKOrderBy"
 # The BM25 score of a read with an index query: not a column of any table (writes refuse the name),
 # selected like one (``columns``, ``required_columns``); a float, best rows highest.
 SCORE_COLUMN = "_score"
@@ -37,7 +42,7 @@ SCORE_COLUMN = "_score"
 SNIPPET_PREFIX = "_snippet_"
 SNIPPET_TAGS = "snippetTags"
 SNIPPET_MAX_CHARS = "snippetMaxChars"
-KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, SNIPPET_TAGS, SNIPPET_MAX_CHARS)
+KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, TOP_K_ORDER, SNIPPET_TAGS, SNIPPET_MAX_CHARS)
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
@@ -51,7 +56,9 @@ class ReadPlan:
     answers what it can, the rest is checked on the rows); ``limit``: rows per task at most (0: none);
     ``match_columns``: boolean columns added to each row, true where the row matches the tree;
     ``top_k``: each task returns at most this many rows, its best by ``_score`` (``ORDER BY _score
-    DESC LIMIT k``: the caller sorts and cuts the tasks' rows; scores use the whole read's statistics).
+    DESC LIMIT k``: the caller sorts and cuts the tasks' rows; scores use the whole read's statistics);
+    ``top_k_order``: (column, descending, nulls first) — then ``top_k`` is each task's best rows by that
+    column, in Spark's order (``ORDER BY column [ASC|DESC] LIMIT k``), not by ``_score``.
     A bare limit (``one_task``) is read in one task: at most ``limit`` rows in all.
 
     This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
@@ -69,8 +76,11 @@ class ReadPlan:
     limit: int | None = None
     match_columns: tuple[tuple[str, F.Filter], ...] = ()
     top_k: int | None = None
+    top_k_order: tuple[str, bool, bool] | None = None
 
     def __post_init__(self) -> None:
+        if self.top_k_order is not None and self.top_k is None:
+            raise ConfigError(f"read option {TOP_K_ORDER}: needs {TOP_K} (the number of rows each task keeps)")
         for key, limit in ((LIMIT, self.limit), (TOP_K, self.top_k)):
             if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
                 raise ConfigError(f"read option {key}={limit!r}: expected an integer >= 0")
@@ -114,6 +124,9 @@ class ReadPlan:
             out[MATCH_COLUMNS] = json.dumps({name: F.to_json(tree) for name, tree in self.match_columns})
         if self.top_k is not None:
             out[TOP_K] = str(self.top_k)
+        if self.top_k_order is not None:
+            column, descending, nulls_first = self.top_k_order
+            out[TOP_K_ORDER] = f"{column} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if nulls_first else 'LAST'}"
         return out
 
     @classmethod
@@ -137,6 +150,7 @@ class ReadPlan:
             limit=_limit(options[LIMIT]) if LIMIT in options else None,
             match_columns=_match_columns(options[MATCH_COLUMNS]) if MATCH_COLUMNS in options else (),
             top_k=_limit(options[TOP_K], TOP_K) if TOP_K in options else None,
+            top_k_order=_order(options[TOP_K_ORDER]) if TOP_K_ORDER in options else None,
         )
 
 
@@ -162,6 +176,20 @@ def _limit(value: Any, key: str = LIMIT) -> int:
     if not (text.isascii() and text.isdigit()):  # refuses a sign, a fraction, a word
         raise ConfigError(f"read option {key}={value!r}: expected an integer >= 0")
     return int(text)
+
+
+_ORDER = re.compile(r"^(.+?)(?:\s+(asc|desc))?(?:\s+nulls\s+(first|last))?$", re.IGNORECASE | re.DOTALL)
+
+
+def _order(value: Any) -> tuple[str, bool, bool]:
+    """``"<column> [ASC|DESC] [NULLS FIRST|LAST]"`` as (column, descending, nulls first); nulls as Spark
+    places them by default: first ascending, last descending."""
+    m = _ORDER.match(str(value).strip())
+    if m is None or not m.group(1).strip():
+        raise ConfigError(f"read option {TOP_K_ORDER}={value!r}: expected '<column> [ASC|DESC] [NULLS FIRST|LAST]'")
+    descending = (m.group(2) or "asc").lower() == "desc"
+    nulls_first = not descending if m.group(3) is None else m.group(3).lower() == "first"
+    return m.group(1).strip(), descending, nulls_first
 
 
 def _match_columns(value: Any) -> tuple[tuple[str, F.Filter], ...]:

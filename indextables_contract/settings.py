@@ -609,6 +609,13 @@ READ_TARGET_PARTITION_BYTES = _mine(
 READ_MAX_SPLITS_PER_PARTITION = _mine(
     "read.maxSplitsPerPartition", "64", "most splits one read task searches", integer(), scopes={READ}
 )
+QUERY_FUZZY_TRANSPOSITIONS = _mine(
+    "query.fuzzyTranspositions",
+    "true",
+    "fuzzyquery's word~N counts a transposition (hte for the) as one edit; false: as two",
+    boolean,
+    scopes={READ, SESSION},
+)
 READ_PARALLELISM = _mine(
     "read.parallelism",
     "the cluster's task slots",
@@ -901,6 +908,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     READ_TARGET_PARTITION_BYTES,
     READ_MAX_SPLITS_PER_PARTITION,
     READ_PARALLELISM,
+    QUERY_FUZZY_TRANSPOSITIONS,
     _n("read.defaultLimit", "250", _READ_LIMIT),
     _n("read.splitsPerTask", "auto", _SPLITS_PER_TASK),
     _n("read.maxSplitsPerTask", "8", _SPLITS_PER_TASK),

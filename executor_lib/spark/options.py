@@ -272,10 +272,28 @@ def read_plan(options: Mapping[str, Any], table_columns: Sequence[str], what: st
             if not columns:
                 raise ConfigError(f"{what}: select at least one column of the table beside {sorted(virtual)}")
         plan = dataclasses.replace(plan, columns=tuple(table_columns_named(R.COLUMNS, columns, table_columns)))
+    if plan.top_k_order is not None:  # ORDER BY's column, as the table spells it (Spark's names are case-blind)
+        by_lower = {c.lower(): c for c in table_columns}
+        column, descending, nulls_first = plan.top_k_order
+        plan = dataclasses.replace(plan, top_k_order=(by_lower.get(column.lower(), column), descending, nulls_first))
+    if not S.QUERY_FUZZY_TRANSPOSITIONS.get(options):  # a transposition is two edits of a fuzzy term
+        plan = dataclasses.replace(
+            plan,
+            filter=with_fuzzy_setting(plan.filter, options),
+            match_columns=tuple((n, F.fuzzy_transpositions(t, False)) for n, t in plan.match_columns),
+        )
     for name, _ in plan.match_columns:
         if name in table_columns:
             raise ConfigError(f"{what}: match column {name!r} is a column of the table")
     return plan
+
+
+def with_fuzzy_setting(tree: F.Filter | None, options: Mapping[str, Any]) -> F.Filter | None:
+    """``tree`` with its fuzzy terms counting a transposition as ``spark.indextables.query.fuzzyTranspositions``
+    says (true: one edit, as Tantivy's default; false: two)."""
+    if tree is None or S.QUERY_FUZZY_TRANSPOSITIONS.get(options):
+        return tree
+    return F.fuzzy_transpositions(tree, False)
 
 
 def reads_score(options: Mapping[str, Any], table_columns: Sequence[str]) -> bool:

@@ -103,6 +103,8 @@ class IndexTablesReader(DataSourceReader):
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
+        # ORDER BY <column> [ASC|DESC] LIMIT k: each task sends its best k rows by the column
+        self.ordered: tuple[tuple[str, bool, bool], int] | None = self._ordered(plan, table_arrow)
         self.one_task = plan.one_task(self.options)  # a bare LIMIT: one task, at most `limit` rows in all
         self.partition_bytes: int = S.READ_TARGET_PARTITION_BYTES.get(self.options)
         self.splits_per_partition: int = S.READ_MAX_SPLITS_PER_PARTITION.get(self.options)
@@ -115,6 +117,28 @@ class IndexTablesReader(DataSourceReader):
 
     # -- planning (driver side) --
 
+    def _ordered(self, plan: R.ReadPlan, table_arrow: pa.Schema) -> tuple[tuple[str, bool, bool], int] | None:
+        """The plan's ``top_k_order`` and ``top_k`` where each task may send only its best k by the column
+        (Spark sorts and cuts them): a column the read returns, of a type ordered here as Spark orders
+        it, and no ``_score``, snippet, match column or limit beside it; else None (every row is sent)."""
+        from executor_lib.splits.search.table_search import orderable
+
+        order, k = plan.top_k_order, plan.top_k
+        if order is None or k is None:
+            return None
+        column = order[0]
+        if self.score or self.snippets or self.match or plan.limit is not None or column not in self.columns:
+            log.debug(
+                "read %s: ORDER BY %s LIMIT %d is not pushed (not a plain read of the column)", self.path, column, k
+            )
+            return None
+        if column not in table_arrow.names or not orderable(table_arrow.field(column).type):
+            log.debug(
+                "read %s: ORDER BY %s LIMIT %d is not pushed (not a number, date or timestamp)", self.path, column, k
+            )
+            return None
+        return order, k
+
     @staticmethod
     def _doc_mappings(snapshot: Snapshot) -> list[Any]:
         """The distinct doc mappings of the live splits (empty if any is unknown or unreadable)."""
@@ -124,6 +148,20 @@ class IndexTablesReader(DataSourceReader):
         return option_filters(self.path, self.options, table_arrow, lambda: self._mappings, self.match, where)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for spark_filter, applied in self._push_filters(filters):
+            if not applied and (self.top_k is not None or self.ordered is not None):
+                # Spark filters this one after the read: a task's best k rows before it could lack the best after it
+                log.info(
+                    "read %s: filter %r is left to Spark, so each task sends every row (no top k)",
+                    self.path,
+                    spark_filter,
+                )
+                self.top_k = self.ordered = None
+            yield spark_filter
+
+    def _push_filters(self, filters: list[Filter]) -> Iterator[tuple[Filter, bool]]:
+        """The filters Spark checks after the read (the others are answered on the executors), each with
+        whether the executors apply it too (pushed with a part left for the rows, checked there)."""
         from executor_lib.splits.query.pushdown import plan
 
         for spark_filter in filters:
@@ -134,24 +172,24 @@ class IndexTablesReader(DataSourceReader):
             converted = spark_filter_to_filter(spark_filter)
             if converted is None:
                 self._check_not_index_only(spark_filter_columns(spark_filter), spark_filter)
-                yield spark_filter
+                yield spark_filter, False
                 continue
             converted = typed_filter(converted, self.table_arrow_schema)
             columns = F.columns_of(converted)
             if self._prunable(columns):
                 self.pruning.append(converted)
             if columns & set(self.partition_columns) or not self._mappings:
-                yield spark_filter
+                yield spark_filter, False
                 continue
             planned = plan(converted, self._mappings, self.table_arrow_schema)
             if planned.index is None or planned.residual is not None:
                 self._check_not_index_only(columns, spark_filter)
             if planned.index is None:
-                yield spark_filter
+                yield spark_filter, False
                 continue
             self.pushed.append(converted)
             if planned.residual is not None:
-                yield spark_filter  # a superset: Spark checks it again
+                yield spark_filter, True  # the executors check its residual on the rows; Spark checks it again
 
     def _match_filter(self, spark_filter: Filter) -> F.Filter | None:
         """The filter of a match column that ``spark_filter`` requires to be true, if it does."""
@@ -257,7 +295,8 @@ class IndexTablesReader(DataSourceReader):
         """Whether each split is read in part: an index query narrows the rows, or a LIMIT stops early."""
         from executor_lib.splits.query.pushdown import plan
 
-        if self.limit is not None or self.pushed or self.top_k is not None:  # pushed filters have an index part
+        if self.limit is not None or self.pushed or self.top_k is not None or self.ordered is not None:
+            # pushed filters have an index part; a top k by a column reads that column and k rows a split
             return True
         return any(plan(f, self._mappings, self.table_arrow_schema).index is not None for f in self.option_filters)
 
@@ -293,6 +332,9 @@ class IndexTablesReader(DataSourceReader):
         with cache.counted_once(), profiled_task(cache.directory):
             if self.score or self.snippets:
                 yield from self._search_scored(partition, store, cache, target)
+                return
+            if self.ordered is not None:
+                yield from self._search_ordered(partition, store, cache, target)
                 return
             for batch in self._search_splits(partition.splits, store, cache, target):
                 if profiler.ENABLED:  # counts so far: a task Spark stops early (limit(1)) ends unflushed
@@ -424,6 +466,37 @@ class IndexTablesReader(DataSourceReader):
             if top is not None and best.num_rows > top:
                 best = best.sort_by([(R.SCORE_COLUMN, "descending")]).slice(0, top)
             yield from best.to_batches(max_chunksize=BATCH_ROWS)
+
+    def _search_ordered(
+        self, partition: IndexTablesPartition, store: ObjectStore, cache: SplitCache, target: pa.Schema
+    ) -> Iterator[pa.RecordBatch]:
+        """The task's best ``k`` rows by the ``ORDER BY`` column (``ordered``), in Spark's order: each
+        split gives its best ``k`` (``scan_split_ordered``: the hits' row ids and values of the column,
+        then the rows of its best ``k`` only), and the task keeps the best ``k`` of those."""
+        from executor_lib.splits.query.pushdown import FilterPlan, plan
+        from executor_lib.splits.search.table_search import damage_of_split, order_positions, scan_split_ordered
+
+        assert self.ordered is not None
+        order, k = self.ordered
+        wanted = self._wanted()
+        kept: list[pa.Table] = []
+        for split in partition.splits:
+            if k <= 0:
+                break
+            searcher, where, constants = self._open_split(split, store, cache, self.columns)
+            filter_plan = (
+                FilterPlan(None, None) if wanted is None else plan(wanted, [searcher.mapping], self.table_arrow_schema)
+            )
+            with damage_of_split(cache, store, split.path):
+                rows = scan_split_ordered(searcher, filter_plan, self.columns, order, k, constants)
+            kept.append(_conform(rows, target, where))
+        if not kept:
+            return
+        best = pa.concat_tables(kept)
+        column, descending, nulls_first = order
+        if best.num_rows > k:
+            best = best.take(pa.array(order_positions(best[column], descending, nulls_first, k), pa.int64()))
+        yield from best.to_batches(max_chunksize=BATCH_ROWS)
 
     def _added_columns(self, rows: pa.Table, searcher: Any, filter_plan: Any) -> pa.Table:
         """``rows`` (a split's, with ``_score``, and row ids last where there are match columns) with the

@@ -89,6 +89,7 @@ def run_aggregate(r: CommandReader, cmd: C.Aggregate, payload: Any) -> Iterator[
     store = open_store(r.path, **O.storage_and_log_options(r.options))
     cache = node_split_cache(r.options)
     where = F.from_text(cmd.filter, "option filter") if cmd.filter is not None else None
+    where = O.with_fuzzy_setting(where, r.options)
     snapshot = r._log().snapshot()
     snapshot_schema = snapshot.arrow_schema()
     root = parquet_table_root(snapshot.metadata.configuration, r.options)
@@ -193,6 +194,7 @@ def run_group_aggregate(
     agg = AggregatePlan.from_json(cmd.plan)
     schema = spark_json_to_arrow(r.table_schema)
     where = None if agg.filter is None else F.from_text(agg.filter, "option filter")
+    where = O.with_fuzzy_setting(where, r.options)
     where = None if where is None else typed_filter(where, schema, r.time_zone)
     store = open_store(r.path, **O.storage_and_log_options(r.options))
     cache = node_split_cache(r.options)

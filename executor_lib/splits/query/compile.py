@@ -76,7 +76,8 @@ def compile_query(
     bad = _CONTROL.search(query.query)
     if bad is not None:  # NUL and 0x01 are Tantivy's JSON path delimiters: it panics on them
         raise QueryError(f"query {query.query!r}: control character {bad.group()!r} at position {bad.start()}")
-    key = (mapping, query.query, query.column, tuple(default_fields), frozenset(list_columns), query.fuzzy)
+    fields, columns = tuple(default_fields), frozenset(list_columns)
+    key = (mapping, query.query, query.column, fields, columns, query.fuzzy, query.transpositions)
     compiled = _COMPILED.get(key)
     if compiled is None:
         compiled = _compile(index, mapping, query, default_fields, list_columns)
@@ -102,7 +103,7 @@ def _compile(
         raise _syntax_error(index, query.query, fields, e) from e
     if query.column is not None and query.column in list_columns:
         tree = with_default_field(tree, f"{query.column}.{ARRAY_KEY}")
-    return _Compiler(index, mapping, query.query, fields, query.fuzzy).node(tree)
+    return _Compiler(index, mapping, query.query, fields, query.fuzzy, query.transpositions).node(tree)
 
 
 def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxError) -> QueryError:
@@ -119,8 +120,17 @@ def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxEr
 
 
 class _Compiler:
-    def __init__(self, index: Any, mapping: DocMapping, text: str, fields: list[str], fuzzy: bool = False) -> None:
+    def __init__(
+        self,
+        index: Any,
+        mapping: DocMapping,
+        text: str,
+        fields: list[str],
+        fuzzy: bool = False,
+        transpositions: bool = True,
+    ) -> None:
         self.fuzzy = fuzzy  # the project's extension: word~N is a fuzzy term (filters.QueryString.fuzzy)
+        self.transpositions = transpositions  # a fuzzy term's transposition: one edit, else two
         self.index = index
         self.schema = index.schema
         self.mapping = mapping
@@ -215,8 +225,9 @@ class _Compiler:
             raise QueryError(f"query {self.text!r} {explain(self.text, str(e))}") from e
 
     def fuzzy_term(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
-        """``word~N`` (N 1 or 2: edits, a transposition one) or ``word~N*`` (within N edits of a term's
-        prefix), the word as the field's tokenizer makes it (one token)."""
+        """``word~N`` (N 1 or 2: edits, a transposition one, or two where ``transpositions`` is off) or
+        ``word~N*`` (within N edits of a term's prefix), the word as the field's tokenizer makes it (one
+        token)."""
         m = _FUZZY_TERM.match(leaf.text)
         assert m is not None
         word, distance, prefix = m.group(1), int(m.group(2)), bool(m.group(3))
@@ -231,7 +242,7 @@ class _Compiler:
                 f"(tokenizer {field.tokenizer or 'default'}); a fuzzy term matches one token"
             )
         name = f"{field.name}.{path}" if path else field.name
-        return tantivy.Query.fuzzy_term_query(self.schema, name, tokens[0], distance, True, prefix)
+        return tantivy.Query.fuzzy_term_query(self.schema, name, tokens[0], distance, self.transpositions, prefix)
 
     def wildcard(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
         if field.type not in ("text", "json"):

@@ -19,10 +19,12 @@ Both give the same partials; which route ran is returned for ``explain`` and tes
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from executor_lib.splits.doc_mapping import FieldMapping
 from executor_lib.splits.query.pushdown import FilterPlan, plan
@@ -34,6 +36,7 @@ from indextables_contract.aggregate import AggregatePlan, ColumnPartial, GroupPa
 EXACT_FLOAT_INTEGERS = 2**53
 MAX_BUCKETS = 65_536  # per level of a terms aggregation; more sends the split to the rows route
 _GROUP = "g"
+_NAN = "__indextables_nan_"  # a float measure's is-NaN column (rows route)
 
 
 def aggregate_split(
@@ -184,18 +187,25 @@ def _row_partials(
 def table_partials(rows: pa.Table, group_by: Sequence[str], measured: Sequence[str]) -> Partials:
     """Partials of an Arrow table (Arrow's hash group-by; NULL keys are a group of their own)."""
     aggregations: list[tuple[Any, str]] = [([], "count_all")]
+    floats = [c for c in measured if pa.types.is_floating(rows.schema.field(c).type)]
     for column in measured:
         aggregations += [(column, "count"), (column, "min"), (column, "max")]
         if _summable(rows.schema.field(column).type):
             aggregations.append((column, "sum"))
+    for i, column in enumerate(floats):  # Arrow's min and max skip NaN; Spark's NaN is above every number
+        rows = rows.append_column(f"{_NAN}{i}", pc.is_nan(rows[column]))
+        aggregations += [(f"{_NAN}{i}", "min"), (f"{_NAN}{i}", "max")]
     result = rows.group_by(list(group_by), use_threads=False).aggregate(aggregations).to_pylist()
     out: Partials = {}
     for r in result:
         part = GroupPartial(int(r["count_all"]))
         for column in measured:
-            part.columns[column] = ColumnPartial(
-                int(r[f"{column}_count"]), r.get(f"{column}_sum"), r[f"{column}_min"], r[f"{column}_max"]
-            )
+            low, high = r[f"{column}_min"], r[f"{column}_max"]
+            if column in floats:
+                i = floats.index(column)
+                high = math.nan if r[f"{_NAN}{i}_max"] else high  # a NaN: the max
+                low = math.nan if r[f"{_NAN}{i}_min"] else low  # only NaN: the min too
+            part.columns[column] = ColumnPartial(int(r[f"{column}_count"]), r.get(f"{column}_sum"), low, high)
         out[tuple(r[c] for c in group_by)] = part
     return out
 

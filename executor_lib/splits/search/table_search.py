@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
@@ -650,6 +651,81 @@ def scan_split_scored(
         rows = rows.take(pa.array(best))
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
+
+
+def orderable(t: pa.DataType) -> bool:
+    """Whether ``ORDER BY`` a column of type ``t`` may be pushed as a per-split top k (``scan_split_ordered``):
+    integers, floats, dates and timestamps, whose order here is Spark's."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+
+
+def order_positions(
+    values: pa.Array | pa.ChunkedArray, descending: bool, nulls_first: bool, k: int | None = None
+) -> np.ndarray:
+    """The positions of ``values`` (an ``orderable`` type) in Spark's ``ORDER BY`` order, the first ``k``:
+    ascending or ``descending``, nulls first or last, NaN above every number (ties in no set order).
+
+    Example: ``order_positions(pa.array([3, None, 1]), False, True)`` is ``[1, 2, 0]``.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    t = values.type
+    null = values.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_date32(t):
+        values = values.cast(pa.int32())
+    elif pa.types.is_temporal(t):
+        values = values.cast(pa.int64())
+    v = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    nan = np.isnan(v) if pa.types.is_floating(t) else np.zeros(len(v), bool)
+    if nan.any():
+        v = np.where(nan, 0, v)
+    present = np.flatnonzero(~null)
+    ranked = present[np.lexsort((v[present], nan[present]))]  # numbers ascending, then NaN
+    if descending:
+        ranked = ranked[::-1]
+    nulls = np.flatnonzero(null)
+    out = np.concatenate([nulls, ranked] if nulls_first else [ranked, nulls])
+    return out if k is None else out[:k]
+
+
+def scan_split_ordered(
+    searcher: SplitSearcher,
+    filter_plan: FilterPlan,
+    columns: Sequence[str],
+    order: tuple[str, bool, bool],
+    k: int,
+    constants: Mapping[str, pa.Scalar] | None = None,
+) -> pa.Table:
+    """The split's best ``k`` rows matching ``filter_plan`` by ``order`` (column, descending, nulls first:
+    Spark's ``ORDER BY column ... LIMIT k``), as ``columns``. For every hit only its row id and its value
+    of the column are read (from the column's fast field where ``fast_columns`` has it, else that one
+    column of the rows); the rows of the best ``k`` alone are taken. A filter left for the rows reads
+    the rows of every hit, filters them, then keeps the best."""
+    column, descending, nulls_first = order
+    constants = dict(constants or {})
+    check_residual(filter_plan.residual, searcher.index_only)
+    data_columns = [c for c in columns if c not in constants]
+    if filter_plan.residual is not None or column in constants:
+        rows = scan_split(searcher, filter_plan, columns, constants)
+        return rows.take(pa.array(order_positions(rows[column], descending, nulls_first, k), pa.int64()))
+    t0 = time.perf_counter_ns() if profiler.ENABLED else 0
+    index = filter_plan.index
+    fast = [] if index is None else searcher.fast_columns([column])
+    if fast and index is not None:
+        ids, addresses, positions = searcher.row_hits(index)
+        values = searcher.fast_values(fast, addresses, positions)[column]
+    else:
+        ids = searcher.row_ids(index)
+        values = take_rows(searcher.rows.select([column]), ids)[column]
+    if t0:
+        profiler.record("query_search", t0)
+        t0 = time.perf_counter_ns()
+    best = np.sort(order_positions(values, descending, nulls_first, k))  # ascending row ids: take_rows' fast case
+    chosen = ids.take(pa.array(best, pa.int64()))
+    rows = take_rows(searcher.rows.select(data_columns), chosen)
+    if t0:
+        profiler.record("doc_batch_retrieval", t0)
+    return _with_constants(rows, {c: constants[c] for c in columns if c in constants}).select(list(columns))
 
 
 def check_residual(residual: filters.Filter | None, index_only: Sequence[str]) -> None:

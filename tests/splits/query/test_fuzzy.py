@@ -125,3 +125,25 @@ def test_sql_reads_fuzzyquery_as_the_extension() -> None:
     assert parse_predicate("message fuzzyquery 'timout~1'") == F.QueryString("timout~1", "message", fuzzy=True)
     assert parse_predicate("_indexall fuzzyquery 'timout~2'") == F.QueryString("timout~2", fuzzy=True)
     assert parse_predicate("message indexquery 'timout~1'") == F.QueryString("timout~1", "message")
+
+
+def test_a_transposition_is_one_edit_or_two(tmp_path: Path) -> None:
+    """``hte`` is one transposition from ``the``: within ``the~1`` by default (Tantivy's, Lucene's), not
+    with transpositions off (two edits: ``the~2`` then reaches it); each as tantivy-py's own query."""
+    data = pa.table({"id": pa.array(range(5), pa.int64()), "message": ["the cat", "hte cat", "teh", "tha", "dog"]})
+    written = write_split(
+        data, mapping_for(data.schema, {"spark.indextables.indexing.typemap.message": "text"}), tmp_path
+    )
+    searcher = SplitSearcher(written.path, tmp_path / "work", data.schema, None)
+
+    def ids(text: str, transpositions: bool) -> list[int]:
+        q = F.QueryString(text, "message", fuzzy=True, transpositions=transpositions)
+        return sorted(data["id"].take(searcher.row_ids(q)).to_pylist())
+
+    assert ids("the~1", True) == [0, 1, 2, 3]
+    assert ids("the~1", False) == [0, 3]
+    assert ids("the~2", False) == [0, 1, 2, 3]
+    assert ids("hte~1", True) == [0, 1] and ids("hte~1", False) == [1]
+    off = F.fuzzy_transpositions(F.And((F.QueryString("hte~1", "message", fuzzy=True), F.Term("id", 1))), False)
+    assert F.from_text(F.to_text(off)) == off and '"transpositions":false' in F.to_text(off)
+    assert "transpositions" not in F.to_text(F.QueryString("hte~1", "message", fuzzy=True))
