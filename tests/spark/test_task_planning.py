@@ -16,7 +16,8 @@ import connect_plugin
 import executor_lib
 from connect_plugin.settings import cluster_parallelism, read_options
 from executor_lib.protocol.actions import AddAction
-from executor_lib.spark.reader import OPEN_COST_BYTES, IndexTablesReader, plan_tasks
+from executor_lib.spark.read_planning import OPEN_COST_BYTES, plan_tasks
+from executor_lib.spark.reader import IndexTablesReader
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.storage import open_store
@@ -156,7 +157,7 @@ def test_one_wave_groups_equal_the_scanning_model(seed: int) -> None:
     """Equal sizes (ties), a split cap that binds, more groups than slots: the same groups."""
     import random
 
-    from executor_lib.spark.reader import _balanced
+    from executor_lib.spark.read_planning import _balanced
 
     rng = random.Random(seed)
     files = [
@@ -172,7 +173,7 @@ def test_split_refs_from_columns_equal_the_refs_of_the_files(tmp_path: Path) -> 
     size, footer offset) as from each AddAction, in a table with a null partition value."""
     import dataclasses
 
-    from executor_lib.spark.reader import SplitRef, split_refs
+    from executor_lib.spark.read_planning import SplitRef, split_refs
     from tests.log.helpers import add as log_add
 
     schema = pa.schema([("id", pa.int64()), ("day", pa.string()), ("hour", pa.int32())])

@@ -11,11 +11,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
@@ -24,6 +23,7 @@ from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.rows.take import take_rows
+from executor_lib.splits.search.ranking import best_of, order_positions
 from executor_lib.splits.search.scoring import SCORE_COLUMN, ScoreStats
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.storage.base import ObjectStore
@@ -359,26 +359,6 @@ def search_table(
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32(), nullable=False)
 
 
-def best_of(
-    found: Mapping[Any, tuple[np.ndarray, np.ndarray]], k: int | None
-) -> dict[Any, tuple[np.ndarray, np.ndarray]]:
-    """Of each split's (row ids, scores), the ``k`` best rows over all of them (all: ``k`` None), by
-    split: so that only their rows are read (a table's top 20 reads 20 rows, not 20 per split)."""
-    if k is None:
-        return {key: v for key, v in found.items() if len(v[0])}
-    keys = list(found)
-    scores = np.concatenate([found[key][1] for key in keys]) if keys else np.zeros(0, np.float32)
-    owner = np.concatenate([np.full(len(found[key][0]), n) for n, key in enumerate(keys)]) if keys else np.zeros(0)
-    position = np.concatenate([np.arange(len(found[key][0])) for key in keys]) if keys else np.zeros(0)
-    best = np.argsort(-scores.astype(np.float64), kind="stable")[:k]
-    out = {}
-    for n, key in enumerate(keys):
-        mine = position[best[owner[best] == n]].astype(np.int64)
-        if len(mine):
-            out[key] = (found[key][0][mine], found[key][1][mine])
-    return out
-
-
 def take_scored(
     searcher: SplitSearcher,
     ids: np.ndarray,
@@ -651,41 +631,6 @@ def scan_split_scored(
         rows = rows.take(pa.array(best))
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
-
-
-def orderable(t: pa.DataType) -> bool:
-    """Whether ``ORDER BY`` a column of type ``t`` may be pushed as a per-split top k (``scan_split_ordered``):
-    integers, floats, dates and timestamps, whose order here is Spark's."""
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-
-
-def order_positions(
-    values: pa.Array | pa.ChunkedArray, descending: bool, nulls_first: bool, k: int | None = None
-) -> np.ndarray:
-    """The positions of ``values`` (an ``orderable`` type) in Spark's ``ORDER BY`` order, the first ``k``:
-    ascending or ``descending``, nulls first or last, NaN above every number (ties in no set order).
-
-    Example: ``order_positions(pa.array([3, None, 1]), False, True)`` is ``[1, 2, 0]``.
-    """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
-    t = values.type
-    null = values.is_null().to_numpy(zero_copy_only=False)
-    if pa.types.is_date32(t):
-        values = values.cast(pa.int32())
-    elif pa.types.is_temporal(t):
-        values = values.cast(pa.int64())
-    v = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
-    nan = np.isnan(v) if pa.types.is_floating(t) else np.zeros(len(v), bool)
-    if nan.any():
-        v = np.where(nan, 0, v)
-    present = np.flatnonzero(~null)
-    ranked = present[np.lexsort((v[present], nan[present]))]  # numbers ascending, then NaN
-    if descending:
-        ranked = ranked[::-1]
-    nulls = np.flatnonzero(null)
-    out = np.concatenate([nulls, ranked] if nulls_first else [ranked, nulls])
-    return out if k is None else out[:k]
 
 
 def scan_split_ordered(

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.splits.search.table_search import order_positions
+from executor_lib.splits.search.ranking import order_positions
 from indextables_contract import filters as F
 from indextables_contract.read import ReadPlan
 
