@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,17 +129,24 @@ def purge_table(
         | {c for c in listing.checkpoints if f"{LOG_DIR}/{version_name(c)}.checkpoint.json" not in gone}
     )
     # Every version that stays readable is a base (state/checkpoint) or a base plus the version
-    # files after it, or is rebuilt from the oldest version files: protect what those hold.
+    # files after it, or is rebuilt from the oldest version files: protect what those hold. A base
+    # reached from the base before it through version files that all remain holds nothing those
+    # two do not (its live files: the earlier base's plus the adds between), so it is not loaded.
     paths = [_live_paths(latest)]
-    readable = []
+    readable: list[int] = []
+    retained, loaded = set(remaining), None
     for v in sorted(set(bases) | set(remaining[:1])):
+        if loaded is not None and all(u in retained for u in range(loaded + 1, v + 1)):
+            readable.append(v)
+            continue
         try:
             paths.append(_live_paths(txlog.snapshot(version=v)))
-            readable.append(v)
         except IndexTablesError:
             continue
-    for v in remaining:
-        paths.append(_added_paths(store, v))
+        readable.append(v)
+        loaded = v
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # gunzip and JSON release the GIL
+        paths.extend(pool.map(lambda v: _added_paths(store, v), remaining))
     protected = _keys(store, paths)
     earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)

@@ -33,7 +33,8 @@ from pyspark.sql.types import StructType
 from executor_lib.protocol.actions import AddAction, MetadataAction, RemoveAction
 from executor_lib.spark import options as O
 from executor_lib.spark.common import open_table_log, require_path
-from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader, SplitRef
+from executor_lib.spark.read_planning import SplitRef, split_refs
+from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader
 from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
@@ -102,7 +103,8 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
                 return None  # an empty batch: nothing to record (its replay is empty too)
             version = txlog.commit_streaming_batch(adds, StreamingTxn(app_id, batchId))
             if version is None:  # a replay of a batch the table holds: its new uploads are orphans
-                live = {a.path for a in txlog.snapshot().files}  # (a retried commit call holds the same files)
+                # (a retried commit call holds the same files)
+                live = set(txlog.snapshot().file_columns(["path"]).column("path").to_pylist())
                 self.batch._delete_uploaded([a for a in adds if a.path not in live])
             return version
 
@@ -322,9 +324,8 @@ class IndexTablesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                         f"readStream {self.path}: the initial snapshot at version {version} is no longer readable "
                         f"({e}); restart the query with a later startingVersion"
                     ) from e
-            files = sorted(snapshot.files, key=lambda a: a.path)
             caches.registry.update(snapshot.schema_registry)
-            caches.snapshot_files = [_ref(a, snapshot.doc_mapping(a)) for a in files]
+            caches.snapshot_files = sorted(split_refs(snapshot), key=lambda r: r.path)  # from the state's columns
             caches.snapshot_version = version
         return caches.snapshot_files
 

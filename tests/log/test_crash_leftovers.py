@@ -20,7 +20,7 @@ from executor_lib.log.cleanup import cleanup_log
 from executor_lib.log.purge import purge_table
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
-from indextables_contract.errors import InvalidActionError
+from indextables_contract.errors import IndexTablesError, InvalidActionError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
 DAY = 24 * 3600
@@ -74,3 +74,39 @@ def test_the_split_of_a_refused_commit_is_an_orphan_purge_collects(tmp_path: Pat
     report = purge_table(log, now_ms=int((time.time() + 8 * DAY) * 1000))
     assert [k for k, _ in report.deleted_splits] == [refused.path]
     assert log.store.exists(live.path) and not log.store.exists(refused.path)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_purge_after_log_cleanup_leaves_every_readable_version_its_files(tmp_path: Path, seed: int) -> None:
+    """Random adds and removes over states every few versions, then a purge that also cleans the log:
+    every version still readable afterwards finds all its files, and splits no version needs are gone
+    (bases reached through retained version files are not loaded, ``purge_table``)."""
+    import random
+
+    from executor_lib.protocol.actions import RemoveAction
+
+    rng = random.Random(seed)
+    options = {"spark.indextables.state.format": "avro", "spark.indextables.checkpoint.interval": "3"}
+    log = executor_lib.create_table(str(tmp_path / "t"), SCHEMA, **options)
+    live: list[str] = []
+    for _ in range(14):
+        adds = [
+            write_and_upload(log.store, pa.table({"id": [i], "msg": ["m"]}), mapping_for(SCHEMA, {}))
+            for i in range(rng.randrange(1, 4))
+        ]
+        removed = rng.sample(live, min(len(live), rng.randrange(0, 3)))
+        log.commit([*adds, *(RemoveAction(path=p) for p in removed)])
+        live = [p for p in live if p not in removed] + [a.path for a in adds]
+    latest = log.latest_version()
+    report = purge_table(log, tx_log_retention_hours=24, now_ms=int((time.time() + 8 * DAY) * 1000))
+    assert report.deleted_splits and report.log is not None and report.log.deleted_version_files
+    readable = 0
+    for version in range(latest + 1):
+        try:
+            snapshot = executor_lib.open_log(str(tmp_path / "t")).snapshot(version=version)
+        except IndexTablesError:
+            continue
+        readable += 1
+        missing = [a.path for a in snapshot.files if not log.store.exists(a.path)]
+        assert missing == [], f"version {version} lost {missing}"
+    assert readable >= 2 and sorted(a.path for a in log.snapshot().files) == sorted(live)
