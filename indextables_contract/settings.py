@@ -77,36 +77,22 @@ def word(value: Any) -> str:
     return str(value).strip().lower()
 
 
-def boolean(value: Any) -> bool:
-    """``true``/``false`` (``values.as_bool``)."""
-    parsed = as_bool(value)
-    if parsed is None:
-        raise ValueError("expected true or false")
-    return parsed
+def _required(convert: Callable[[Any], T | None], expected: str) -> Callable[[Any], T]:
+    """A parser giving ``convert(value)``, ValueError("expected ...") where it gives None."""
+
+    def parse(value: Any) -> T:
+        parsed = convert(value)
+        if parsed is None:
+            raise ValueError(f"expected {expected}")
+        return parsed
+
+    return parse
 
 
-def size(value: Any) -> int:
-    """Bytes: ``104857600``, ``512K``, ``100M``, ``1G`` (``values.as_size``)."""
-    parsed = as_size(value)
-    if parsed is None:
-        raise ValueError("expected a size such as 104857600, 512K, 100M or 1G")
-    return parsed
-
-
-def hours(value: Any) -> float:
-    """A number of hours >= 0 (``values.as_duration``)."""
-    parsed = as_duration(value)
-    if parsed is None:
-        raise ValueError("expected hours (a number >= 0)")
-    return parsed
-
-
-def seconds(value: Any) -> float:
-    """A number of seconds >= 0, 0 turning the feature off (``values.as_duration``)."""
-    parsed = as_duration(value)
-    if parsed is None:
-        raise ValueError("expected seconds (a number >= 0; 0 turns it off)")
-    return parsed
+boolean = _required(as_bool, "true or false")  # ``values.as_bool``
+size = _required(as_size, "a size such as 104857600, 512K, 100M or 1G")  # bytes (``values.as_size``)
+hours = _required(as_duration, "hours (a number >= 0)")  # ``values.as_duration``
+seconds = _required(as_duration, "seconds (a number >= 0; 0 turns it off)")  # 0 turns the feature off
 
 
 def _range(least: float | None, most: float | None, kind: str) -> str:
