@@ -119,7 +119,12 @@ def _removed_records(log: Any, version: int) -> str:
         before = log.snapshot(version=version - 1)
     except IndexTablesError:
         return "?"
-    return str(sum(a.num_records or 0 for a in before.files if a.path in removed))
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    files = before.file_columns(["path", "num_records"])  # no object per live file
+    chosen = files.filter(pc.is_in(files.column("path"), value_set=pa.array(sorted(removed), pa.string())))
+    return str(int(pc.sum(chosen.column("num_records")).as_py() or 0))
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
