@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import functools
 import json
 import logging
-import mmap
 import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,48 +28,36 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.split_cache import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
-    LOCAL_STORE_SUFFIX,
     ROWS_IN_STORE_MEMBER,
-    STORE_SUFFIX,
-    BundleFooter,
-    check_member_crcs,
-    extract_bundle,
-    read_footer,
-    read_member,
 )
 from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
-from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import (
     DOC_MAPPING_MEMBER,
     ROW_FIELD,
     SEGMENTS_MEMBER,
     columns_members,
-    open_columns,
-    write_split,
 )
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.check import hashed_columns, list_columns
 from executor_lib.splits.query.compile import compile_query
-from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
+from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
-from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
 from executor_lib.splits.rows.take import rows_schema, take_rows
 from executor_lib.splits.search.scoring import (
     ScoreStats,
     SplitFiles,
     Unsupported,
     marked_snippets,
-    split_files,
     split_stats,
     table_scores,
 )
+from executor_lib.splits.search.split_source import SplitSource, open_split_source
 from executor_lib.splits.tokenizers import register as register_analyzers
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
@@ -89,7 +73,8 @@ _RANGE_TYPES = {
 
 
 class SplitSearcher:
-    """Search one local split file. ``work_dir`` holds its extracted (or transcoded) index."""
+    """Search one split, whose bytes a ``SplitSource`` gives (a local split file extracted into a work
+    directory, or a split fetched by the piece): the searcher never asks which."""
 
     @guarded(lambda self, split, *a, **k: f"opening split {split}")
     def __init__(
@@ -105,50 +90,33 @@ class SplitSearcher:
         or, with ``pieces``, a split fetched by the piece (``split`` then only names it): its
         members are laid out in ``pieces.directory`` and its rows read by range. ``companion_root``:
         the source root of a companion table (``companion.sync.parquet_table_root``), needed to read
-        a companion split in tantivy4java's layout only (it names no root itself)."""
-        self.split = split
-        self.work_dir = work_dir
-        self.pieces = pieces
-        self.bundle: Path | None = None  # the local split file read (None: read by the piece)
-        jvm_companion = False  # a companion split in tantivy4java's layout only (transcoded here)
-        if pieces is not None:
-            footer = pieces.footer
-            self.index_dir = pieces.directory
-            mapping_json = pieces.member_bytes(DOC_MAPPING_MEMBER)
-            segments = pieces.member_bytes(SEGMENTS_MEMBER)
-        else:
-            split = Path(split)
-            footer = read_footer(split)
-            index_dir = self.index_dir = work_dir / "index"
-            # Several Python workers of a node may open the same split at once: one extracts (or
-            # transcodes), under the cache entry's lock, and the others wait and reuse its result.
-            work_dir.mkdir(parents=True, exist_ok=True)
-            with exclusive_lock(entry_lock(work_dir)):
-                jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
-                if columns_members(footer) is None and ROWS_IN_STORE_MEMBER not in footer.files:
-                    split, footer = self._transcode(split, footer, arrow_schema, doc_mapping, companion_root)
-                self.bundle = split  # the local split read: this one, or its transcoded version
-                if not (index_dir / "meta.json").exists():
-                    shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
-                    check_member_crcs(split, footer, str(split))  # once per extraction: Tantivy reads unchecked
-                    tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
-                    extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
-                    tmp.rename(index_dir)
-                    # checked with the split at the next open (SplitCache.get's verify); not the FST .term files
-                    # built here as queries need them (ensure_fst_terms replaces them)
-                    extracted = {
-                        f"index/{p.name}": p for p in index_dir.iterdir() if p.is_file() and p.suffix != ".term"
-                    }
-                    record_checksums(work_dir, extracted)
-            mapping_json = read_member(split, footer, DOC_MAPPING_MEMBER)
-            segments = read_member(split, footer, SEGMENTS_MEMBER)
-        self._footer: BundleFooter | None = footer if pieces is None else None  # the local split file's
+        a companion split in tantivy4java's layout only (it names no root itself). The bytes come
+        through a ``SplitSource`` (``split_source.open_split_source``); ``over`` takes one."""
+        source = open_split_source(split, work_dir, arrow_schema, doc_mapping, pieces, companion_root)
+        self._open(source, arrow_schema, companion_root)
+
+    @classmethod
+    def over(cls, source: SplitSource, arrow_schema: pa.Schema, companion_root: str | None = None) -> SplitSearcher:
+        """A searcher of the split ``source`` gives the bytes of.
+
+        Example: ``SplitSearcher.over(open_split_source(path, work, schema, None), schema)``
+        """
+        searcher = cls.__new__(cls)
+        searcher._open(source, arrow_schema, companion_root)
+        return searcher
+
+    @guarded(lambda self, source, *a, **k: f"opening split {source.name}")
+    def _open(self, source: SplitSource, arrow_schema: pa.Schema, companion_root: str | None) -> None:
+        self.source = source
+        self.split = source.origin
+        split = source.name
+        self.pieces, self.bundle = source.pieces, source.bundle  # (reused by the searcher cache and merges)
+        self.index_dir = source.index_dir
+        footer = source.footer
+        mapping_json = source.member_bytes(DOC_MAPPING_MEMBER)
+        segments = source.member_bytes(SEGMENTS_MEMBER)
         members = columns_members(footer)
-        rows_member = (
-            pieces.member_bytes(ROWS_IN_STORE_MEMBER)
-            if pieces is not None
-            else read_member(Path(split), footer, ROWS_IN_STORE_MEMBER)
-        )
+        rows_member = source.member_bytes(ROWS_IN_STORE_MEMBER)
         if (members is None and rows_member is None) or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
         try:
@@ -161,19 +129,13 @@ class SplitSearcher:
             if rows_member is not None:  # rows kept in the doc stores (store_rows)
                 copy = self._store_rows(rows_member)
                 self._segment_starts = copy.segment_starts
-            elif pieces is not None:  # read by range: the batches a take needs are fetched at once
-                parts = [ranged_copy(pieces, footer, member, split) for member in members or ()]
-                copy = parts[0] if len(parts) == 1 else PartedCopy(parts, str(split))
-            else:
-                copy = open_columns(Path(split), footer)
-            if pieces is not None:
-                companion = pieces.member_bytes(COMPANION_MEMBER)
-            else:
-                companion = read_member(Path(split), footer, COMPANION_MEMBER)
+            else:  # the columnar copy: in place, or by range (the batches a take needs fetched at once)
+                copy = source.row_copy()
+            companion = source.member_bytes(COMPANION_MEMBER)
             self.rows: RowCopy | CompanionRows
             if companion is not None:  # rows come from the source's Parquet files
                 self.rows = companion_rows(copy, companion, arrow_schema, str(split))
-                if pieces is None and jvm_companion and companion_root:  # the table's root, as given now
+                if source.jvm_companion and companion_root:  # the table's root, as given now
                     info = dataclasses.replace(self.rows.info, source_root=companion_root)
                     self.rows = CompanionRows(copy, info, self.rows.schema)
             else:
@@ -184,11 +146,7 @@ class SplitSearcher:
         self.hashed = hashed_columns(self.mapping, arrow_schema)  # exact_only columns: their values' hashes
         self.pattern_fields: dict[str, tuple[str, str]] = {}  # text_*_exactonly column -> (hash field, regex)
         if self.companion:
-            raw = (
-                pieces.member_bytes(MANIFEST_MEMBER)
-                if pieces is not None
-                else read_member(Path(split), footer, MANIFEST_MEMBER)
-            )
+            raw = source.member_bytes(MANIFEST_MEMBER)
             if raw is not None:
                 manifest = deserialize_manifest(raw, str(split))
                 for name, info in manifest.get("companion_hash_fields", {}).items():
@@ -230,16 +188,7 @@ class SplitSearcher:
         return open_doc_store_rows(rows_member, meta_json, types, self._segment_store, str(self.split))
 
     def _segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
-        if self.pieces is None:  # a local split file: its doc store member in place
-            assert self.bundle is not None and self._footer is not None
-            start, end = self._footer.files[f"{stem}{STORE_SUFFIX}"]
-            with open(self.bundle, "rb") as f:
-                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            return memoryview(mapped)[start:end], None
-        local = f"{stem}{LOCAL_STORE_SUFFIX}"
-        with open(self.index_dir / local, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return memoryview(mapped), functools.partial(fetch_member, self.pieces, local)
+        return self.source.segment_store(stem)
 
     def _load_row_offsets(self, member: bytes) -> None:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
@@ -267,47 +216,6 @@ class SplitSearcher:
         ordinals = pa.array([a.segment_ord for a in addresses], pa.uint32())
         return pc.add(rows, by_ordinal.take(ordinals))
 
-    def _transcode(
-        self, split: Path, footer: Any, schema: pa.Schema, doc_mapping: str | None, companion_root: str | None = None
-    ) -> tuple[Path, Any]:
-        out = self.work_dir / "transcoded"
-        for existing in sorted(out.glob("split-*.split")) if out.exists() else []:
-            existing_footer = read_footer(existing)
-            if DOC_MAPPING_MEMBER in existing_footer.files:
-                return existing, existing_footer
-            shutil.rmtree(out)  # left by an older version of this code: transcode again
-            shutil.rmtree(self.work_dir / "index", ignore_errors=True)
-            break
-        if doc_mapping is None:
-            raise CorruptSplitError(f"{split}: no doc mapping for this split; cannot read it")
-        if MANIFEST_MEMBER in footer.files:  # tantivy4java's companion split: no stored rows to read
-            written = transcode_jvm_companion(split, footer, schema, doc_mapping, companion_root, out)
-            return written.path, written.footer
-        mapping = DocMapping.from_json(doc_mapping)
-        raw_dir = self.work_dir / "source"
-        shutil.rmtree(raw_dir, ignore_errors=True)
-        extract_bundle(split, footer, raw_dir, stores_aside=False)  # its rows are read through its doc store
-        try:
-            index = tantivy.Index.open(str(raw_dir))
-        except (OSError, ValueError) as e:
-            raise CorruptSplitError(f"{split}: the split's index does not open ({e})") from e
-        searcher = index.searcher()
-        hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
-        docs = [searcher.doc(address).to_dict() for _, address in hits]
-        columns = {}
-        for f in mapping.fields:
-            values = [d.get(f.name, [None])[0] for d in docs]
-            arrow_type = schema.field(f.name).type if f.name in schema.names else None
-            if arrow_type is not None and needs_conversion(arrow_type):
-                values = [stored_value(v, arrow_type) for v in values]
-            column = pa.array(values, type=arrow_type)
-            if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
-                column = pc.replace_substring_regex(column, r"^::ffff:(\d+\.\d+\.\d+\.\d+)$", r"\1")
-            columns[f.name] = column
-        written = write_split(pa.table(columns), mapping, out)
-        shutil.rmtree(raw_dir, ignore_errors=True)
-        return written.path, written.footer
-
     @property
     def num_docs(self) -> int:
         return int(self.searcher.num_docs)
@@ -323,10 +231,10 @@ class SplitSearcher:
             compiled = self._compile(query, scoring)
         else:
             compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
-        if self.pieces is None and not self._fields_to_build:
-            return compiled  # a local index with every dictionary built: nothing to make ready
+        if self.source.complete and not self._fields_to_build:
+            return compiled  # every index section present, every dictionary built: nothing to make ready
         fields, positions = query_needs(compiled, self._field_names)
-        fetched = self.pieces is not None and self.pieces.ensure_fields(fields, positions)
+        fetched = self.source.ensure_fields(fields, positions)
         if self._ensure_terms(fields) or fetched:
             self._open_index()
         return compiled
@@ -338,8 +246,7 @@ class SplitSearcher:
         wanted = set(self._fields_to_build) if fields is None else fields & self._fields_to_build
         if not wanted:
             return False
-        entry = self.pieces.entry if self.pieces is not None else self.work_dir
-        with exclusive_lock(entry_lock(entry)):
+        with exclusive_lock(entry_lock(self.source.lock_dir)):
             ensure_fst_terms(self.index_dir, wanted)
         return True
 
@@ -517,7 +424,7 @@ class SplitSearcher:
         return self._files
 
     def _read_split_files(self) -> SplitFiles:
-        return split_files(self.index_dir, self.pieces, self._field_names)
+        return self.source.split_files(self._field_names)
 
     @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
     def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:

@@ -1,0 +1,251 @@
+"""Where a split's bytes live, behind one interface (as tantivy's ``Directory`` hides it).
+
+A ``SplitSource`` gives what a ``SplitSearcher`` reads of one split: its bundle footer, the
+directory Tantivy opens its index from, a member's bytes, its columnar copy, a segment's doc store
+(with what fetches its missing blocks), and the index sections a query needs made present. Two
+kinds exist:
+
+* ``LocalSplit``: a split file on this node (the split cache's whole copy, or a file a test wrote);
+  its index is extracted (or, for a split written elsewhere without stored rows, transcoded) into a
+  work directory once, under that directory's lock, and its rows read in place, memory-mapped;
+* ``PieceSplit``: a split fetched by the piece (``cache.split_pieces``): members laid out in the
+  cache entry, ranges fetched as they are read.
+
+``open_split_source`` picks one; ``SplitSearcher`` never asks which it has.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import mmap
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import tantivy
+
+from executor_lib.cache.split_cache import record_checksums
+from executor_lib.cache.split_pieces import SplitPieces
+from executor_lib.file_lock import entry_lock, exclusive_lock
+from executor_lib.format.quickwit.bundle import (
+    LOCAL_STORE_SUFFIX,
+    ROWS_IN_STORE_MEMBER,
+    STORE_SUFFIX,
+    BundleFooter,
+    check_member_crcs,
+    extract_bundle,
+    read_footer,
+    read_member,
+)
+from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER
+from executor_lib.splits.build.companion import transcode_jvm_companion
+from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
+from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
+from executor_lib.splits.rows.doc_store_rows import Fetch
+from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
+from executor_lib.splits.search.scoring import SplitFiles, split_files
+from indextables_contract.errors import CorruptSplitError
+
+
+class SplitSource(abc.ABC):
+    """The bytes of one split's members, wherever they live (module docstring).
+
+    ``name``: what errors call the split; ``origin``: the split as it was named to open it (a local
+    file's path, before any transcoding; a fetched split's URI); ``footer``: its bundle footer;
+    ``index_dir``: the directory Tantivy opens; ``lock_dir``: the cache entry whose lock guards what
+    is built beside the index; ``pieces`` / ``bundle``: the ``SplitPieces`` or the local split file
+    read (the other None), for the callers that reuse them (the searcher cache, merges).
+    """
+
+    name: str
+    origin: Path | str
+    footer: BundleFooter
+    index_dir: Path
+    lock_dir: Path
+    pieces: SplitPieces | None = None
+    bundle: Path | None = None
+    jvm_companion: bool = False  # a companion split in tantivy4java's layout only (transcoded here)
+
+    @abc.abstractmethod
+    def member_bytes(self, name: str) -> bytes | None:
+        """The whole member ``name``, or None if the split has none."""
+
+    @abc.abstractmethod
+    def row_copy(self) -> RowCopy:
+        """The split's columnar copy of its rows (its ``columns_members``)."""
+
+    @abc.abstractmethod
+    def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
+        """A segment's doc store bytes (memory-mapped) and what fetches its missing ranges (None: all present)."""
+
+    def ensure_fields(self, fields: Any, positions: Any) -> bool:
+        """Make the index sections of ``fields`` present; True if any was fetched (the index must be
+        opened again). Nothing to do where the whole index is present."""
+        return False
+
+    @property
+    def complete(self) -> bool:
+        """Whether every index section is present (a query then needs nothing fetched)."""
+        return True
+
+    @abc.abstractmethod
+    def split_files(self, field_names: Sequence[str]) -> SplitFiles:
+        """The split's segments and members as ``scoring`` reads them."""
+
+
+class PieceSplit(SplitSource):
+    """A split fetched by the piece: members laid out in ``pieces.directory``, rows read by range."""
+
+    def __init__(self, pieces: SplitPieces, name: str) -> None:
+        self.pieces, self.name, self.origin = pieces, name, name
+        self.footer = pieces.footer
+        self.index_dir = pieces.directory
+        self.lock_dir = pieces.entry
+
+    def member_bytes(self, name: str) -> bytes | None:
+        assert self.pieces is not None
+        return self.pieces.member_bytes(name)
+
+    def row_copy(self) -> RowCopy:
+        assert self.pieces is not None
+        parts = [
+            ranged_copy(self.pieces, self.footer, member, self.name) for member in columns_members(self.footer) or ()
+        ]
+        return parts[0] if len(parts) == 1 else PartedCopy(parts, self.name)
+
+    def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
+        local = f"{stem}{LOCAL_STORE_SUFFIX}"
+        with open(self.index_dir / local, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return memoryview(mapped), functools.partial(fetch_member, self.pieces, local)
+
+    def ensure_fields(self, fields: Any, positions: Any) -> bool:
+        assert self.pieces is not None
+        return bool(self.pieces.ensure_fields(fields, positions))
+
+    @property
+    def complete(self) -> bool:
+        return False
+
+    def split_files(self, field_names: Sequence[str]) -> SplitFiles:
+        return split_files(self.index_dir, self.pieces, field_names)
+
+
+class LocalSplit(SplitSource):
+    """A split file on this node, its index extracted (or transcoded) into ``work_dir`` once: several
+    Python workers of a node may open the same split at once; one extracts under the entry's lock and
+    the others reuse its result."""
+
+    def __init__(
+        self, split: Path, work_dir: Path, arrow_schema: pa.Schema, doc_mapping: str | None, companion_root: str | None
+    ) -> None:
+        self.name, self.origin, self.lock_dir = str(split), split, work_dir
+        footer = read_footer(split)
+        index_dir = self.index_dir = work_dir / "index"
+        work_dir.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(entry_lock(work_dir)):
+            self.jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
+            if columns_members(footer) is None and ROWS_IN_STORE_MEMBER not in footer.files:
+                split, footer = _transcode(split, footer, work_dir, arrow_schema, doc_mapping, companion_root)
+            if not (index_dir / "meta.json").exists():
+                shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
+                check_member_crcs(split, footer, str(split))  # once per extraction: Tantivy reads unchecked
+                tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
+                extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
+                tmp.rename(index_dir)
+                # checked with the split at the next open (SplitCache.get's verify); not the FST .term files
+                # built here as queries need them (ensure_fst_terms replaces them)
+                extracted = {f"index/{p.name}": p for p in index_dir.iterdir() if p.is_file() and p.suffix != ".term"}
+                record_checksums(work_dir, extracted)
+        self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
+
+    def member_bytes(self, name: str) -> bytes | None:
+        assert self.bundle is not None
+        return read_member(self.bundle, self.footer, name)
+
+    def row_copy(self) -> RowCopy:
+        assert self.bundle is not None
+        return open_columns(self.bundle, self.footer)
+
+    def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
+        assert self.bundle is not None
+        start, end = self.footer.files[f"{stem}{STORE_SUFFIX}"]
+        with open(self.bundle, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return memoryview(mapped)[start:end], None
+
+    def split_files(self, field_names: Sequence[str]) -> SplitFiles:
+        return split_files(self.index_dir, None, field_names)
+
+
+def open_split_source(
+    split: Path | str,
+    work_dir: Path,
+    arrow_schema: pa.Schema,
+    doc_mapping: str | None,
+    pieces: SplitPieces | None = None,
+    companion_root: str | None = None,
+) -> SplitSource:
+    """The source of a split: fetched by the piece (``pieces``; ``split`` only names it), else the
+    local split file ``split`` extracted into ``work_dir``.
+
+    Example: ``open_split_source(Path("x.split"), Path("/tmp/w"), schema, None).member_bytes("doc_mapping.json")``
+    """
+    if pieces is not None:
+        return PieceSplit(pieces, str(split))
+    return LocalSplit(Path(split), work_dir, arrow_schema, doc_mapping, companion_root)
+
+
+def _transcode(
+    split: Path,
+    footer: BundleFooter,
+    work_dir: Path,
+    schema: pa.Schema,
+    doc_mapping: str | None,
+    companion_root: str | None = None,
+) -> tuple[Path, BundleFooter]:
+    """A split written elsewhere without stored rows, rewritten here as this project writes splits
+    (once per work directory; an earlier version's result is reused)."""
+    out = work_dir / "transcoded"
+    for existing in sorted(out.glob("split-*.split")) if out.exists() else []:
+        existing_footer = read_footer(existing)
+        if DOC_MAPPING_MEMBER in existing_footer.files:
+            return existing, existing_footer
+        shutil.rmtree(out)  # left by an older version of this code: transcode again
+        shutil.rmtree(work_dir / "index", ignore_errors=True)
+        break
+    if doc_mapping is None:
+        raise CorruptSplitError(f"{split}: no doc mapping for this split; cannot read it")
+    if MANIFEST_MEMBER in footer.files:  # tantivy4java's companion split: no stored rows to read
+        written = transcode_jvm_companion(split, footer, schema, doc_mapping, companion_root, out)
+        return written.path, written.footer
+    mapping = DocMapping.from_json(doc_mapping)
+    raw_dir = work_dir / "source"
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    extract_bundle(split, footer, raw_dir, stores_aside=False)  # its rows are read through its doc store
+    try:
+        index = tantivy.Index.open(str(raw_dir))
+    except (OSError, ValueError) as e:
+        raise CorruptSplitError(f"{split}: the split's index does not open ({e})") from e
+    searcher = index.searcher()
+    hits = searcher.search(tantivy.Query.all_query(), max(1, searcher.num_docs), count=False).hits
+    docs = [searcher.doc(address).to_dict() for _, address in hits]
+    columns = {}
+    for f in mapping.fields:
+        values = [d.get(f.name, [None])[0] for d in docs]
+        arrow_type = schema.field(f.name).type if f.name in schema.names else None
+        if arrow_type is not None and needs_conversion(arrow_type):
+            values = [stored_value(v, arrow_type) for v in values]
+        column = pa.array(values, type=arrow_type)
+        if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
+            column = pc.replace_substring_regex(column, r"^::ffff:(\d+\.\d+\.\d+\.\d+)$", r"\1")
+        columns[f.name] = column
+    written = write_split(pa.table(columns), mapping, out)
+    shutil.rmtree(raw_dir, ignore_errors=True)
+    return written.path, written.footer
