@@ -55,28 +55,12 @@ def shared_partition_values(column: Any, partition_columns: Sequence[str]) -> li
     """Each row's partition values (column -> value; a null one left out, as the log reads it) of a
     ``partition_values`` column, one dict per distinct combination shared by its rows (a million rows
     of a thousand partitions: a thousand dicts)."""
-    import numpy as np
-    import pyarrow.compute as pc
+    from executor_lib.log.file_table import combinations, partition_strings
 
-    from executor_lib.log.file_table import partition_strings
-
-    n = len(column)
-    key, dictionaries = np.zeros(n, dtype=np.int64), []
-    for strings in partition_strings(column, partition_columns).values():
-        encoded = pc.dictionary_encode(strings)
-        dictionary = [*encoded.dictionary.to_pylist(), None]
-        key = key * len(dictionary) + pc.fill_null(encoded.indices.cast("int64"), len(dictionary) - 1).to_numpy()
-        dictionaries.append(dictionary)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    dicts = []
-    for combined in distinct.tolist():
-        values: dict[str, str | None] = {}
-        for name, dictionary in zip(reversed(partition_columns), reversed(dictionaries), strict=True):
-            combined, code = divmod(combined, len(dictionary))
-            if dictionary[code] is not None:
-                values[name] = dictionary[code]
-        dicts.append(dict(reversed(values.items())))
-    return [dicts[i] for i in inverse.tolist()] if n else []
+    strings = partition_strings(column, partition_columns)
+    combos, inverse = combinations(list(strings.values()), len(column))
+    dicts = [{c: v for c, v in zip(partition_columns, combo, strict=True) if v is not None} for combo in combos]
+    return [dicts[i] for i in inverse.tolist()]
 
 
 Planned = TypeVar("Planned", AddAction, SplitRef)

@@ -250,7 +250,6 @@ class IndexTablesReader(DataSourceReader):
         part whose score is not modelled (each split's own statistics then)."""
         from executor_lib.splits.query.pushdown import plan
         from executor_lib.splits.search.scoring import ScoreStats
-        from executor_lib.splits.search.table_search import open_searcher
         from executor_lib.storage import open_store
 
         wanted = self._wanted()
@@ -260,16 +259,7 @@ class IndexTablesReader(DataSourceReader):
         cache = node_split_cache(self.options)
         parts = []
         for split in splits:
-            searcher = open_searcher(
-                cache,
-                store,
-                split.path,
-                self.table_arrow_schema,
-                split.doc_mapping,
-                split.size,
-                split.footer_start,
-                self.companion_root,
-            )
+            searcher = self._searcher(split, store, cache)
             index = plan(wanted, [searcher.mapping], self.table_arrow_schema).index
             found = None if index is None else searcher.score_stats(index)
             if found is None:
@@ -331,22 +321,20 @@ class IndexTablesReader(DataSourceReader):
                     profiler.flush(cache.directory)
                 yield batch
 
+    def _searcher(self, split: SplitRef, store: ObjectStore, cache: SplitCache) -> Any:
+        """The searcher of ``split`` through this node's split cache (``table_search.open_searcher``)."""
+        from executor_lib.splits.search.table_search import open_searcher
+
+        args = (split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start)
+        return open_searcher(cache, store, *args, self.companion_root)
+
     def _open_split(
         self, split: SplitRef, store: ObjectStore, cache: SplitCache, data_columns: Sequence[str]
     ) -> tuple[Any, str, dict[str, Any]]:
         """A split's searcher (its data columns checked), its name in messages, its partition constants."""
-        from executor_lib.splits.search.table_search import check_split_columns, open_searcher
+        from executor_lib.splits.search.table_search import check_split_columns
 
-        searcher = open_searcher(
-            cache,
-            store,
-            split.path,
-            self.table_arrow_schema,
-            split.doc_mapping,
-            split.size,
-            split.footer_start,
-            self.companion_root,
-        )
+        searcher = self._searcher(split, store, cache)
         where = f"split {store.uri_of(split.path)} of table {self.path}"
         check_split_columns(searcher, [c for c in data_columns if c not in self.partition_columns], where)
         constants = partition_constants(split.partition_values, self.partition_columns, self.table_arrow_schema)

@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.file_table import partition_strings
+from executor_lib.log.file_table import combinations, partition_strings
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import ConfigError
@@ -185,7 +185,7 @@ def plan_merges_columns(
     if not small.num_rows:
         return []
     keys = partition_strings(small.column("partition_values"), partition_columns)
-    buckets, bucket_of = _buckets([*keys.values(), small.column("mapping")])
+    buckets, bucket_of = combinations([*keys.values(), small.column("mapping")], small.num_rows)
     rank = np.empty(len(buckets), dtype=np.int64)  # the order plan_merges visits buckets in (by str of its key)
     values_of = [dict(zip(partition_columns, b[:-1], strict=True)) for b in buckets]
     names = [str((tuple(sorted(v.items())), b[-1])) for v, b in zip(values_of, buckets, strict=True)]
@@ -206,28 +206,6 @@ def plan_merges_columns(
         start = end
     groups.sort(key=lambda g: (-len(g.paths), g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
-
-
-def _buckets(columns: Sequence[Any]) -> tuple[list[tuple[Any, ...]], np.ndarray]:
-    """The distinct combinations of ``columns``' values and each row's combination (its index)."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    dictionaries = []
-    for column in columns:
-        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        encoded = pc.dictionary_encode(flat)
-        dictionary = [*encoded.dictionary.to_pylist(), None]
-        codes = pc.fill_null(encoded.indices.cast(pa.int64()), len(dictionary) - 1).to_numpy()
-        key = key * len(dictionary) + codes
-        dictionaries.append(dictionary)
-    distinct, bucket_of = np.unique(key, return_inverse=True)
-    combos = []
-    for combined in distinct.tolist():
-        values = []
-        for dictionary in reversed(dictionaries):
-            combined, code = divmod(combined, len(dictionary))
-            values.append(dictionary[code])
-        combos.append(tuple(reversed(values)))
-    return combos, bucket_of
 
 
 def _pack_columns(
