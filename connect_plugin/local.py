@@ -46,6 +46,13 @@ JVM_NOTICES = frozenset({b"WARNING: Using incubator modules: jdk.incubator.vecto
 # What a Python worker imports to run format("indextables") (pyspark_indextables registers it).
 WORKER_IMPORTS = "import pyarrow, tantivy, pyspark_indextables"
 
+# Spark starts its Python workers from this daemon: PySpark's, with the read path imported before
+# each fork (a worker Spark replaces after a show() starts in ~0.05 s instead of ~0.6 s; see
+# executor_lib.spark.worker_daemon). Set by local_session, install (local classic sessions) and
+# ConnectServer; a cluster sets it in spark-defaults.conf (docs/spark.md).
+DAEMON_MODULE = "executor_lib.spark.worker_daemon"
+DAEMON_CONF = {"spark.python.daemon.module": DAEMON_MODULE}
+
 
 def check_local_workers(spark: SparkSession) -> None:
     """Refuse a classic local session whose Python workers cannot import the data source.
@@ -109,6 +116,35 @@ def _cannot_import(python: str | None, path: str | None) -> str | None:
         return None
     lines = done.stderr.strip().splitlines()
     return f"cannot import the data source ({lines[-1] if lines else f'exit code {done.returncode}'})"
+
+
+def use_worker_daemon(spark: SparkSession) -> bool:
+    """Make a classic ``local[...]`` session's Python workers start from ``DAEMON_MODULE`` from now on,
+    unless the session sets ``spark.python.daemon.module`` itself or this Python lacks the module
+    (a Spark Connect session or a cluster master is left as it is: its setting is the server's).
+
+    Local executors share the driver's live ``SparkConf``, read each time a task asks for a worker;
+    workers forked before keep running under PySpark's daemon until they end.
+
+    Returns:
+        whether the session now uses the daemon module (set here or before).
+
+    Example: ``use_worker_daemon(SparkSession.builder.master("local[2]").getOrCreate())`` -> True
+    """
+    import importlib.util
+
+    if type(spark).__module__.startswith("pyspark.sql.connect") or not str(spark.sparkContext.master).startswith(
+        "local"
+    ):
+        return False
+    live = spark.sparkContext._jsc.sc().conf()
+    ((key, module),) = DAEMON_CONF.items()
+    if live.contains(key):
+        return str(live.get(key)) == module
+    if importlib.util.find_spec(module) is None:
+        return False
+    live.set(key, module)
+    return True
 
 
 def quiet_conf() -> dict[str, str]:

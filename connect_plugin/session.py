@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin.failures import project_error_first
-from connect_plugin.local import check_local_workers, quiet_local_session
+from connect_plugin.local import check_local_workers, quiet_local_session, use_worker_daemon
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
 from connect_plugin.where import Where, to_filter
 from indextables_contract import FORMAT
@@ -80,7 +80,9 @@ def install(spark: SparkSession) -> None:
 
     In a classic ``local[...]`` session, it first checks that Spark's Python workers can import the data
     source (``connect_plugin.local.check_local_workers``): a venv's Python run without activating the
-    venv leaves them on the system Python, where every read and write would fail.
+    venv leaves them on the system Python, where every read and write would fail. Its workers then
+    start from ``executor_lib.spark.worker_daemon`` (``connect_plugin.local.use_worker_daemon``), unless
+    the session names its own ``spark.python.daemon.module``.
 
     Args:
         spark: a classic or Spark Connect session.
@@ -93,6 +95,7 @@ def install(spark: SparkSession) -> None:
     (``connect_plugin.local_session()`` builds a local session and installs it).
     """
     check_local_workers(spark)
+    use_worker_daemon(spark)
     for key, value in SESSION_CONF.items():
         try:
             spark.conf.set(key, value)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib.spark.connect_server import free_port
+from executor_lib.spark.worker_daemon import DAEMON_CONF
 from harness.cluster import (
     BUCKET,
     CREDENTIALS,
@@ -283,6 +284,7 @@ class DockerCluster:
             "spark.driver.bindAddress": "0.0.0.0",
             "spark.connect.grpc.binding.port": "15002",
             "spark.connect.session.planCache.alwaysCacheDataSourceReadsEnabled": "false",
+            **DAEMON_CONF,  # the executors' Python workers start from the read path's daemon
         }
         command = ["/opt/spark/bin/spark-submit", "--class", CONNECT_CLASS, "--master", "spark://master:7077"]
         for key, value in conf.items():

@@ -59,7 +59,9 @@ class ConnectServer:
 
         self.spark_home = Path(pyspark.__file__).parent
         self.master = master
-        self.conf = dict(conf or {})
+        from executor_lib.spark.worker_daemon import DAEMON_CONF
+
+        self.conf = {**DAEMON_CONF, **dict(conf or {})}  # its Python workers start from the read path's daemon
         self.timeout_s = timeout_s
         self.port = free_port()
         self.work = work_dir or Path(tempfile.mkdtemp(prefix="indextables-connect-"))
