@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
 
@@ -91,7 +92,19 @@ class FileChunk:
 
     @property
     def paths(self) -> pa.ChunkedArray:
-        return self.table.column("path")
+        return self.column("path")
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.table.column_names)
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """The column of attribute ``name`` in its logical type (``COLUMN_TYPES``; dictionary-encoded
+        ones stay encoded), whatever compact form the chunk holds it in (``chunk_encoding``)."""
+        column = self.table.column(name)
+        if pa.types.is_dictionary(column.type) and name in _DICTIONARY_ENCODED:
+            return column
+        return logical_column(name, column, COLUMN_TYPES[name])
 
     @classmethod
     def from_actions(cls, adds: Sequence[AddAction]) -> FileChunk:
@@ -152,8 +165,8 @@ class FileChunk:
             try:
                 columns[_EXTRA] = pa.array([json.dumps(e) if e else None for e in extras], _STRING)
             except (TypeError, ValueError):  # e.g. bytes from an unknown Avro field: keep the objects
-                return cls(pa.table(columns), objects())
-        return cls(pa.table(columns))
+                return cls(compact_table(pa.table(columns), COLUMN_TYPES), objects())
+        return cls(compact_table(pa.table(columns), COLUMN_TYPES))
 
     def all_actions(self) -> tuple[AddAction, ...]:
         """``actions()`` of every row, kept for the chunks used last (``MATERIALIZED_BUDGET`` actions in
@@ -166,15 +179,15 @@ class FileChunk:
         """``AddAction`` objects of all rows, or of the row indices ``rows``, in that order."""
         if self.objects is not None:
             return list(self.objects) if rows is None else [self.objects[i] for i in rows.to_pylist()]
-        table = self.table if rows is None else self.table.take(rows)
-        n = table.num_rows
-        present = set(table.column_names)
+        chunk = self if rows is None else FileChunk(self.table.take(rows))
+        n = len(chunk)
+        present = set(chunk.column_names)
         columns: list[Iterable[Any]] = []
         for name in _ATTRIBUTE_NAMES:
             if name not in present:
                 columns.append([{} for _ in range(n)] if name == _EXTRA else itertools.repeat(_DEFAULTS[name], n))
                 continue
-            column = table.column(name)
+            column = chunk.column(name)
             if name in _MAP_ATTRS:
                 columns.append(_map_values(column))
             elif name in _LIST_ATTRS:
@@ -194,16 +207,16 @@ class FileChunk:
 
 
 def restore_chunk(table: pa.Table) -> FileChunk:
-    """The chunk of a table read back from a cache or sidecar file; ValueError unless every column
-    is one of the layout's, typed as it, and there is a path column."""
+    """The chunk of a table read back from a cache or sidecar file (columns not yet compact are
+    compacted); ValueError unless every column is one of the layout's, typed as it or in one of its
+    compact forms (``chunk_encoding``), and there is a path column."""
     for field in table.schema:
         expected = COLUMN_TYPES.get(field.name)
-        actual = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-        if expected is None or not actual.equals(expected):
+        if expected is None or not is_physical_form(field.name, field.type, expected):
             raise ValueError(f"unexpected column {field.name}: {field.type}")
     if "path" not in table.column_names:
         raise ValueError("no path column")
-    return FileChunk(table)
+    return FileChunk(compact_table(table, COLUMN_TYPES))
 
 
 MATERIALIZED_BUDGET = 500_000  # AddAction objects kept by ``FileChunk.all_actions`` (about 3 KB each)
@@ -367,10 +380,10 @@ class LiveFiles(Mapping[str, AddAction]):
         """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
         total = sum(a_value or 0 for a_value in (getattr(a, attribute) for a in self.added.values()))
         for chunk in self.chunks:
-            if attribute not in chunk.table.column_names:
+            if attribute not in chunk.column_names:
                 continue
             live = self._live_mask(chunk)
-            column = chunk.table.column(attribute)
+            column = chunk.column(attribute)
             total += pc.sum(column if live is None else pc.filter(column, live)).as_py() or 0
         return int(total)
 
@@ -473,13 +486,13 @@ def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tu
 
 def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
     """``attributes`` of a chunk's rows (dictionary-encoded ones decoded), those of ``mask`` if given."""
-    n, present = len(chunk), set(chunk.table.column_names)
+    n, present = len(chunk), set(chunk.column_names)
     columns = []
     for name in attributes:
         if name not in COLUMN_TYPES:
             raise ValueError(f"unknown file attribute {name!r} (known: {sorted(COLUMN_TYPES)})")
         if name in present:
-            column = chunk.table.column(name)
+            column = chunk.column(name)
             columns.append(column.cast(COLUMN_TYPES[name]) if pa.types.is_dictionary(column.type) else column)
         else:
             columns.append(_default_column(name, n))
@@ -554,9 +567,9 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
     combination is then one integer in mixed radix, so distinct combinations and the final mask
     are vectorized, and no joined string can make two combinations look alike.
     """
-    if not columns or "partition_values" not in chunk.table.column_names:
+    if not columns or "partition_values" not in chunk.column_names:
         return _bools(np.full(len(chunk), bool(keep({}))))
-    partition_values = chunk.table.column("partition_values")
+    partition_values = chunk.column("partition_values")
     key = np.zeros(len(chunk), dtype=np.int64)
     dictionaries: list[list[str | None]] = []
     for column in columns:

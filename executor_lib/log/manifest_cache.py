@@ -18,9 +18,10 @@ checked again. The caches are:
   ``INDEXTABLES_MANIFEST_CACHE_MAX_BYTES`` bounds it (default 2 GiB, oldest files evicted).
 
 Entries written by another version of this code are ignored (the file name includes the
-column layout), and any unreadable cache file, one whose content differs from the SHA-256 it was
-written with (``manifest_columns.open_sealed``: damaged on disk), or one whose columns are not the
-layout's, is a miss.
+column layout and its compact forms' version, ``chunk_encoding.PHYSICAL_VERSION``), and any
+unreadable cache file, one whose content differs from the SHA-256 it was written with
+(``manifest_columns.open_sealed``: damaged on disk), or one whose columns are not the layout's,
+is a miss.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from executor_lib.log.chunk_encoding import PHYSICAL_VERSION
 from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, restore_chunk
 from executor_lib.log.manifest_columns import open_sealed, sealed_ipc_file
 from executor_lib.private_dir import untrusted_reason
@@ -155,7 +157,8 @@ class DiskManifestCache:
         self.max_bytes = max_bytes
 
     def _path(self, uri: str) -> Path:
-        return self.directory / f"{hashlib.sha256(f'{COLUMN_LAYOUT}|{uri}'.encode()).hexdigest()}{_SUFFIX}"
+        name = hashlib.sha256(f"{COLUMN_LAYOUT}|{PHYSICAL_VERSION}|{uri}".encode()).hexdigest()
+        return self.directory / f"{name}{_SUFFIX}"
 
     def _ready(self) -> bool:
         try:
