@@ -23,7 +23,7 @@ import json
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,41 @@ _REQUIRED = tuple(
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 )
 _DICTIONARY_ENCODED = frozenset({"doc_mapping_ref", "companion_fast_field_mode"})  # few distinct values
+# Columns only pruning by statistics and a file's own action read: a chunk from the disk cache leaves
+# them in its memory-mapped file, unread and unchecked, until one is asked for (``DeferredColumns``).
+DEFERRED_COLUMNS = ("min_values", "max_values", "stats")
+
+
+class DeferredColumns:
+    """Some columns of a chunk, loaded (and checked) by ``load`` on first use, then kept.
+
+    A chunk read from the manifest disk cache holds its statistics this way: the pages of a
+    memory-mapped file are only read, and only then count as the process's memory, when pruning
+    or an action asks for them. ``load`` raises CorruptLogError if they cannot be had.
+    """
+
+    def __init__(self, names: Sequence[str], rows: int, load: Callable[[], pa.Table]) -> None:
+        self.names, self.rows = tuple(names), rows
+        self._load: Callable[[], pa.Table] | None = load
+        self._table: pa.Table | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._table is not None
+
+    def table(self) -> pa.Table:
+        with self._lock:
+            if self._table is None:
+                assert self._load is not None
+                table = self._load()
+                if table.column_names != list(self.names) or table.num_rows != self.rows:
+                    raise CorruptLogError(
+                        f"deferred columns {table.column_names} of {table.num_rows} rows, "
+                        f"expected {list(self.names)} of {self.rows}"
+                    )
+                self._table, self._load = table, None  # the loader (and what it holds) is let go
+            return self._table
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -81,11 +116,13 @@ class FileChunk:
     """The add entries of one manifest (or of any batch of adds) as one Arrow table.
 
     ``objects``: the actions themselves, for the rare chunk whose unknown fields JSON cannot hold
-    (then the table has no ``extra`` column and is not cached on disk).
+    (then the table has no ``extra`` column and is not cached on disk). ``deferred``: columns kept
+    out of ``table`` until asked for (a chunk from the disk cache: ``DEFERRED_COLUMNS``).
     """
 
     table: pa.Table
     objects: tuple[AddAction, ...] | None = None
+    deferred: DeferredColumns | None = None
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
@@ -96,12 +133,30 @@ class FileChunk:
 
     @property
     def column_names(self) -> list[str]:
-        return list(self.table.column_names)
+        return [*self.table.column_names, *(self.deferred.names if self.deferred is not None else ())]
+
+    def full_table(self) -> pa.Table:
+        """Every column in its compact form, deferred ones included (loaded if they were not)."""
+        if self.deferred is None:
+            return self.table
+        extra = self.deferred.table()
+        return pa.Table.from_arrays([*self.table.columns, *extra.columns], names=self.column_names)
+
+    def select(self, names: Sequence[str], rows: pa.Array | None = None) -> FileChunk:
+        """A chunk of these columns (each one this chunk has) in their compact forms, only the rows of
+        the boolean mask ``rows`` if given: what to filter before decoding the logical columns."""
+        table = self.full_table() if self.deferred is not None and set(names) & set(self.deferred.names) else self.table
+        present = [n for n in names if n in table.column_names]
+        chosen = table.select(present)
+        return FileChunk(chosen if rows is None else chosen.filter(rows))
 
     def column(self, name: str) -> pa.ChunkedArray:
         """The column of attribute ``name`` in its logical type (``COLUMN_TYPES``; dictionary-encoded
         ones stay encoded), whatever compact form the chunk holds it in (``chunk_encoding``)."""
-        column = self.table.column(name)
+        if self.deferred is not None and name in self.deferred.names:
+            column = self.deferred.table().column(name)
+        else:
+            column = self.table.column(name)
         if pa.types.is_dictionary(column.type) and name in _DICTIONARY_ENCODED:
             return column
         return logical_column(name, column, COLUMN_TYPES[name])
@@ -179,7 +234,7 @@ class FileChunk:
         """``AddAction`` objects of all rows, or of the row indices ``rows``, in that order."""
         if self.objects is not None:
             return list(self.objects) if rows is None else [self.objects[i] for i in rows.to_pylist()]
-        chunk = self if rows is None else FileChunk(self.table.take(rows))
+        chunk = self if rows is None else FileChunk(self.full_table().take(rows))
         n = len(chunk)
         present = set(chunk.column_names)
         columns: list[Iterable[Any]] = []
@@ -206,7 +261,7 @@ class FileChunk:
         return out
 
 
-def restore_chunk(table: pa.Table) -> FileChunk:
+def restore_chunk(table: pa.Table, deferred: DeferredColumns | None = None) -> FileChunk:
     """The chunk of a table read back from a cache or sidecar file (columns not yet compact are
     compacted); ValueError unless every column is one of the layout's, typed as it or in one of its
     compact forms (``chunk_encoding``), and there is a path column."""
@@ -216,7 +271,7 @@ def restore_chunk(table: pa.Table) -> FileChunk:
             raise ValueError(f"unexpected column {field.name}: {field.type}")
     if "path" not in table.column_names:
         raise ValueError("no path column")
-    return FileChunk(compact_table(table, COLUMN_TYPES))
+    return FileChunk(compact_table(table, COLUMN_TYPES), deferred=deferred)
 
 
 MATERIALIZED_BUDGET = 500_000  # AddAction objects kept by ``FileChunk.all_actions`` (about 3 KB each)
@@ -486,6 +541,8 @@ def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tu
 
 def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
     """``attributes`` of a chunk's rows (dictionary-encoded ones decoded), those of ``mask`` if given."""
+    if mask is not None:  # filtered in the compact forms, then decoded
+        chunk = chunk.select([a for a in attributes if a in COLUMN_TYPES], mask)
     n, present = len(chunk), set(chunk.column_names)
     columns = []
     for name in attributes:
@@ -496,8 +553,7 @@ def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array |
             columns.append(column.cast(COLUMN_TYPES[name]) if pa.types.is_dictionary(column.type) else column)
         else:
             columns.append(_default_column(name, n))
-    table = pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
-    return table if mask is None else table.filter(mask)
+    return pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
 
 
 def _default_column(name: str, n: int) -> pa.Array:

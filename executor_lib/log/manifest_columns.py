@@ -70,7 +70,7 @@ def encode_sidecar(
     if chunk.objects is not None:
         return None
     metadata = {_HASH_KEY: manifest_sha256.encode(), _ENTRIES_KEY: str(len(chunk)).encode()}
-    return sealed_ipc_file(chunk.table.replace_schema_metadata(metadata), "zstd")
+    return sealed_ipc_file(chunk.full_table().replace_schema_metadata(metadata), "zstd")
 
 
 def sealed_ipc_file(table: pa.Table, compression: str | None) -> bytes:
@@ -80,6 +80,11 @@ def sealed_ipc_file(table: pa.Table, compression: str | None) -> bytes:
     decoded = pa.ipc.open_file(pa.py_buffer(_ipc_file(table, compression))).read_all()
     metadata = {**(table.schema.metadata or {}), _DIGEST_KEY: content_digest(decoded).encode()}
     return _ipc_file(table.replace_schema_metadata(metadata), compression)
+
+
+def sealed_digest(schema: pa.Schema) -> bytes:
+    """The digest an ``open_sealed`` table was sealed with (what binds it into another file's metadata)."""
+    return (schema.metadata or {})[_DIGEST_KEY]
 
 
 def open_sealed(source: Any) -> pa.Table:

@@ -29,6 +29,10 @@ def test_paths_split_and_joined_back_exactly() -> None:
     assert logical_column("path", pa.chunked_array([compact.slice(3, 4)]), pa.string()).to_pylist() == (
         paths.slice(3, 4).to_pylist()
     )
+    for shared in (["d/ü-1ü.s", "ü-22ü.s", "e/ü-ü.s"], ["aba", "aa"], ["a", "a"], ["x/same", "y/same"], ["q"]):
+        assert _round_trip("path", pa.array(shared)).to_pylist() == shared
+    named = compact_column("path", pa.array(["d=1/split-a1.split", "d=2/split-b22.split"]), pa.string())
+    assert named.field("middle").to_pylist() == ["a1", "b22"]  # the shared start and end held once
 
 
 @pytest.mark.parametrize("start,stop", [(0, 5), (1, 4), (2, 5), (0, 0), (4, 5)])
