@@ -114,6 +114,11 @@ def _strings(values: list[str]) -> pa.Array:
     return pa.Array.from_buffers(_STRING, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
+# The separator of a concatenation, made without ``pa.scalar``: a Python str there imports pandas on
+# first use (over a second in a new process).
+_NO_SEPARATOR = _strings([""])[0]
+
+
 def compact_column(name: str, array: pa.Array, logical: pa.DataType) -> pa.Array:
     """The compact form of one chunk's column ``name`` (logical type ``logical``); a column already
     compact, or with no compact form, is returned as is."""
@@ -201,7 +206,7 @@ def logical_column(name: str, column: pa.ChunkedArray, logical: pa.DataType) -> 
         return pa.chunked_array(
             [
                 pc.binary_join_element_wise(
-                    c.field(_PREFIX).cast(_STRING), c.field(_MIDDLE), c.field(_SUFFIX).cast(_STRING), ""
+                    c.field(_PREFIX).cast(_STRING), c.field(_MIDDLE), c.field(_SUFFIX).cast(_STRING), _NO_SEPARATOR
                 )
                 for c in column.chunks
             ],
