@@ -124,7 +124,8 @@ def content_digest(table: pa.Table) -> str:
 
 
 def _hash_array(h: Any, array: pa.Array) -> None:
-    """Hash an array's length, offset and buffers (its children's too), and a dictionary array's dictionary."""
+    """Hash an array's length, offset and buffers (its children's too), and a dictionary array's
+    dictionary, its descendants' included."""
     h.update(f"{len(array)}:{array.offset}".encode())
     for buffer in array.buffers():
         if buffer is None:
@@ -135,6 +136,29 @@ def _hash_array(h: Any, array: pa.Array) -> None:
     if isinstance(array, pa.DictionaryArray):
         h.update(b"dictionary")
         _hash_array(h, array.dictionary)
+    for dictionary in _nested_dictionaries(array):  # (none in a file written before the compact forms)
+        h.update(b"nested dictionary")
+        _hash_array(h, dictionary)
+
+
+def _nested_dictionaries(array: pa.Array) -> list[pa.Array]:
+    """The dictionaries of an array's dictionary-encoded descendants (a compact path's prefix, a
+    partition map's keys), which ``buffers()`` leaves out. Takes children without reading values."""
+    kind = array.type
+    if pa.types.is_struct(kind):
+        children = [array.field(i) for i in range(kind.num_fields)]
+    elif pa.types.is_map(kind):
+        children = [array.keys, array.items]
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        children = [array.values]
+    else:
+        return []
+    found = []
+    for child in children:
+        if isinstance(child, pa.DictionaryArray):
+            found.append(child.dictionary)
+        found.extend(_nested_dictionaries(child))
+    return found
 
 
 def decode_sidecar(data: bytes, manifest_sha256: str, source: str) -> FileChunk | None:
