@@ -166,3 +166,15 @@ def test_bench_companion_table_rows_at_a_tiny_size(tmp_path: Path) -> None:
     assert r["companion_cold_s"] > 0 and r["companion_warm_s"] > 0
     names = [x.name for x in companion_table_ratios(r)]
     assert names[0] == "companion table bytes / full table (8,000 rows)" and len(names) == 4
+
+
+def test_bench_takes_the_ten_million_state_size_and_says_it_is_slow(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import parse_args, sizes_of
+    from bench.suite import snapshot_targets
+
+    args = parse_args(["--only", "state", "--state-sizes", "1000000", "10000000"])
+    assert sizes_of(args).state_sizes == (1_000_000, 10_000_000)
+    assert "--state-sizes 10,000,000 is slow" in capsys.readouterr().err
+    parse_args(["--only", "state", "--state-sizes", "1000000"])
+    assert capsys.readouterr().err == ""
+    assert snapshot_targets(10_000_000) == (5.0, 1500.0) and snapshot_targets(1_100_014) == (1.0, 150.0)

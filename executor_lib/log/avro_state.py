@@ -275,18 +275,27 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
             raise CorruptLogError(f"state-v{version}: manifest {key!r} lies outside the table {store.root_uri}")
         key = key[len(root) :]
     source = store.uri_of(key)
+    missing = f"{source}: manifest referenced by state version {version} is missing"
     try:
         cache_key = manifest_cache_key(source, store.head(key))
-        cached = MANIFEST_CACHE.get(cache_key)
+        cached = MANIFEST_CACHE.get(cache_key, lambda: _fresh_chunk(store, key, source, missing))
         if cached is not None:
             return _check_count(cached, info, source), None
+    except ObjectNotFoundError as e:
+        raise MissingLogFileError(missing) from e
+    return _check_count(_fresh_chunk(store, key, source, missing), info, source), cache_key
+
+
+def _fresh_chunk(store: ObjectStore, key: str, source: str, missing: str) -> FileChunk:
+    """The entries of the manifest at ``key`` read from the store: its bytes checked
+    (``manifest_integrity``), then its sidecar's columns, or its Avro decoded."""
+    try:
         data = store.read(key)
     except ObjectNotFoundError as e:
-        raise MissingLogFileError(f"{source}: manifest referenced by state version {version} is missing") from e
+        raise MissingLogFileError(missing) from e
     digest = hashlib.sha256(data).hexdigest()  # once: the content address and the sidecar's binding
     verify_log_file(store, key, data, source, digest)
-    chunk = read_sidecar(store, key, digest) or decode_manifest_chunk(data, source)
-    return _check_count(chunk, info, source), cache_key
+    return read_sidecar(store, key, digest) or decode_manifest_chunk(data, source)
 
 
 def _check_count(adds: FileChunk, info: ManifestInfo, source: str) -> FileChunk:

@@ -3,9 +3,12 @@
 A decoded manifest becomes a ``FileChunk``: one Arrow table whose rows are its add entries, one
 column per ``AddAction`` attribute that is set in some row (all-default columns are left out).
 Maps (``partitionValues``, ``tags``, ``minValues``, ``maxValues``) are ``map<string, string>``,
-string sets and tuples are ``list<string>``, unknown fields (``extra``) a JSON string. A row costs
-about 225 bytes (a million files: about 225 MB), against about 3 KB as a Python ``AddAction`` with
-its dicts; chunks are what the manifest caches keep (in memory, and on disk as Arrow IPC files).
+string sets and tuples are ``list<string>``, unknown fields (``extra``) a JSON string; each is held
+in a compact form (``chunk_encoding``) and read through ``FileChunk.column``. Measured on a bench-shaped
+table of a million files: about 70 bytes a row held, and 78 more for the min/max maps once they are
+read (a chunk from the disk cache leaves them in their own file until then: ``DEFERRED_COLUMNS``),
+against about 3 KB as a Python ``AddAction`` with its dicts; chunks are what the manifest caches keep
+(in memory, and on disk as Arrow IPC files).
 
 ``LiveFiles`` is the ``Mapping[str, AddAction]`` a ``TableState`` holds for such a snapshot: the
 state's chunks (shared, immutable) plus an overlay of the version files replayed on top of them
@@ -23,13 +26,14 @@ import json
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
 
@@ -73,6 +77,41 @@ _REQUIRED = tuple(
     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 )
 _DICTIONARY_ENCODED = frozenset({"doc_mapping_ref", "companion_fast_field_mode"})  # few distinct values
+# Columns only pruning by statistics and a file's own action read: a chunk from the disk cache leaves
+# them in its memory-mapped file, unread and unchecked, until one is asked for (``DeferredColumns``).
+DEFERRED_COLUMNS = ("min_values", "max_values", "stats")
+
+
+class DeferredColumns:
+    """Some columns of a chunk, loaded (and checked) by ``load`` on first use, then kept.
+
+    A chunk read from the manifest disk cache holds its statistics this way: the pages of a
+    memory-mapped file are only read, and only then count as the process's memory, when pruning
+    or an action asks for them. ``load`` raises CorruptLogError if they cannot be had.
+    """
+
+    def __init__(self, names: Sequence[str], rows: int, load: Callable[[], pa.Table]) -> None:
+        self.names, self.rows = tuple(names), rows
+        self._load: Callable[[], pa.Table] | None = load
+        self._table: pa.Table | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._table is not None
+
+    def table(self) -> pa.Table:
+        with self._lock:
+            if self._table is None:
+                assert self._load is not None
+                table = self._load()
+                if table.column_names != list(self.names) or table.num_rows != self.rows:
+                    raise CorruptLogError(
+                        f"deferred columns {table.column_names} of {table.num_rows} rows, "
+                        f"expected {list(self.names)} of {self.rows}"
+                    )
+                self._table, self._load = table, None  # the loader (and what it holds) is let go
+            return self._table
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -80,18 +119,50 @@ class FileChunk:
     """The add entries of one manifest (or of any batch of adds) as one Arrow table.
 
     ``objects``: the actions themselves, for the rare chunk whose unknown fields JSON cannot hold
-    (then the table has no ``extra`` column and is not cached on disk).
+    (then the table has no ``extra`` column and is not cached on disk). ``deferred``: columns kept
+    out of ``table`` until asked for (a chunk from the disk cache: ``DEFERRED_COLUMNS``).
     """
 
     table: pa.Table
     objects: tuple[AddAction, ...] | None = None
+    deferred: DeferredColumns | None = None
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
 
     @property
     def paths(self) -> pa.ChunkedArray:
-        return self.table.column("path")
+        return self.column("path")
+
+    @property
+    def column_names(self) -> list[str]:
+        return [*self.table.column_names, *(self.deferred.names if self.deferred is not None else ())]
+
+    def full_table(self) -> pa.Table:
+        """Every column in its compact form, deferred ones included (loaded if they were not)."""
+        if self.deferred is None:
+            return self.table
+        extra = self.deferred.table()
+        return pa.Table.from_arrays([*self.table.columns, *extra.columns], names=self.column_names)
+
+    def select(self, names: Sequence[str], rows: pa.Array | None = None) -> FileChunk:
+        """A chunk of these columns (each one this chunk has) in their compact forms, only the rows of
+        the boolean mask ``rows`` if given: what to filter before decoding the logical columns."""
+        table = self.full_table() if self.deferred is not None and set(names) & set(self.deferred.names) else self.table
+        present = [n for n in names if n in table.column_names]
+        chosen = table.select(present)
+        return FileChunk(chosen if rows is None else chosen.filter(rows))
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        """The column of attribute ``name`` in its logical type (``COLUMN_TYPES``; dictionary-encoded
+        ones stay encoded), whatever compact form the chunk holds it in (``chunk_encoding``)."""
+        if self.deferred is not None and name in self.deferred.names:
+            column = self.deferred.table().column(name)
+        else:
+            column = self.table.column(name)
+        if pa.types.is_dictionary(column.type) and name in _DICTIONARY_ENCODED:
+            return column
+        return logical_column(name, column, COLUMN_TYPES[name])
 
     @classmethod
     def from_actions(cls, adds: Sequence[AddAction]) -> FileChunk:
@@ -152,8 +223,8 @@ class FileChunk:
             try:
                 columns[_EXTRA] = pa.array([json.dumps(e) if e else None for e in extras], _STRING)
             except (TypeError, ValueError):  # e.g. bytes from an unknown Avro field: keep the objects
-                return cls(pa.table(columns), objects())
-        return cls(pa.table(columns))
+                return cls(compact_table(pa.table(columns), COLUMN_TYPES), objects())
+        return cls(compact_table(pa.table(columns), COLUMN_TYPES))
 
     def all_actions(self) -> tuple[AddAction, ...]:
         """``actions()`` of every row, kept for the chunks used last (``MATERIALIZED_BUDGET`` actions in
@@ -166,15 +237,15 @@ class FileChunk:
         """``AddAction`` objects of all rows, or of the row indices ``rows``, in that order."""
         if self.objects is not None:
             return list(self.objects) if rows is None else [self.objects[i] for i in rows.to_pylist()]
-        table = self.table if rows is None else self.table.take(rows)
-        n = table.num_rows
-        present = set(table.column_names)
+        chunk = self if rows is None else FileChunk(self.full_table().take(rows))
+        n = len(chunk)
+        present = set(chunk.column_names)
         columns: list[Iterable[Any]] = []
         for name in _ATTRIBUTE_NAMES:
             if name not in present:
                 columns.append([{} for _ in range(n)] if name == _EXTRA else itertools.repeat(_DEFAULTS[name], n))
                 continue
-            column = table.column(name)
+            column = chunk.column(name)
             if name in _MAP_ATTRS:
                 columns.append(_map_values(column))
             elif name in _LIST_ATTRS:
@@ -193,17 +264,17 @@ class FileChunk:
         return out
 
 
-def restore_chunk(table: pa.Table) -> FileChunk:
-    """The chunk of a table read back from a cache or sidecar file; ValueError unless every column
-    is one of the layout's, typed as it, and there is a path column."""
+def restore_chunk(table: pa.Table, deferred: DeferredColumns | None = None) -> FileChunk:
+    """The chunk of a table read back from a cache or sidecar file (columns not yet compact are
+    compacted); ValueError unless every column is one of the layout's, typed as it or in one of its
+    compact forms (``chunk_encoding``), and there is a path column."""
     for field in table.schema:
         expected = COLUMN_TYPES.get(field.name)
-        actual = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
-        if expected is None or not actual.equals(expected):
+        if expected is None or not is_physical_form(field.name, field.type, expected):
             raise ValueError(f"unexpected column {field.name}: {field.type}")
     if "path" not in table.column_names:
         raise ValueError("no path column")
-    return FileChunk(table)
+    return FileChunk(compact_table(table, COLUMN_TYPES), deferred=deferred)
 
 
 MATERIALIZED_BUDGET = 500_000  # AddAction objects kept by ``FileChunk.all_actions`` (about 3 KB each)
@@ -367,10 +438,10 @@ class LiveFiles(Mapping[str, AddAction]):
         """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
         total = sum(a_value or 0 for a_value in (getattr(a, attribute) for a in self.added.values()))
         for chunk in self.chunks:
-            if attribute not in chunk.table.column_names:
+            if attribute not in chunk.column_names:
                 continue
             live = self._live_mask(chunk)
-            column = chunk.table.column(attribute)
+            column = chunk.column(attribute)
             total += pc.sum(column if live is None else pc.filter(column, live)).as_py() or 0
         return int(total)
 
@@ -473,18 +544,19 @@ def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tu
 
 def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
     """``attributes`` of a chunk's rows (dictionary-encoded ones decoded), those of ``mask`` if given."""
-    n, present = len(chunk), set(chunk.table.column_names)
+    if mask is not None:  # filtered in the compact forms, then decoded
+        chunk = chunk.select([a for a in attributes if a in COLUMN_TYPES], mask)
+    n, present = len(chunk), set(chunk.column_names)
     columns = []
     for name in attributes:
         if name not in COLUMN_TYPES:
             raise ValueError(f"unknown file attribute {name!r} (known: {sorted(COLUMN_TYPES)})")
         if name in present:
-            column = chunk.table.column(name)
+            column = chunk.column(name)
             columns.append(column.cast(COLUMN_TYPES[name]) if pa.types.is_dictionary(column.type) else column)
         else:
             columns.append(_default_column(name, n))
-    table = pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
-    return table if mask is None else table.filter(mask)
+    return pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
 
 
 def _default_column(name: str, n: int) -> pa.Array:
@@ -554,9 +626,9 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
     combination is then one integer in mixed radix, so distinct combinations and the final mask
     are vectorized, and no joined string can make two combinations look alike.
     """
-    if not columns or "partition_values" not in chunk.table.column_names:
+    if not columns or "partition_values" not in chunk.column_names:
         return _bools(np.full(len(chunk), bool(keep({}))))
-    partition_values = chunk.table.column("partition_values")
+    partition_values = chunk.column("partition_values")
     key = np.zeros(len(chunk), dtype=np.int64)
     dictionaries: list[list[str | None]] = []
     for column in columns:

@@ -18,9 +18,10 @@ checked again. The caches are:
   ``INDEXTABLES_MANIFEST_CACHE_MAX_BYTES`` bounds it (default 2 GiB, oldest files evicted).
 
 Entries written by another version of this code are ignored (the file name includes the
-column layout), and any unreadable cache file, one whose content differs from the SHA-256 it was
-written with (``manifest_columns.open_sealed``: damaged on disk), or one whose columns are not the
-layout's, is a miss.
+column layout and its compact forms' version, ``chunk_encoding.PHYSICAL_VERSION``), and any
+unreadable cache file, one whose content differs from the SHA-256 it was written with
+(``manifest_columns.open_sealed``: damaged on disk), or one whose columns are not the layout's,
+is a miss.
 """
 
 from __future__ import annotations
@@ -32,19 +33,26 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pyarrow as pa
 
-from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, restore_chunk
-from executor_lib.log.manifest_columns import open_sealed, sealed_ipc_file
+from executor_lib.log.chunk_encoding import PHYSICAL_VERSION
+from executor_lib.log.file_table import COLUMN_LAYOUT, DEFERRED_COLUMNS, DeferredColumns, FileChunk, restore_chunk
+from executor_lib.log.manifest_columns import open_sealed, sealed_digest, sealed_ipc_file
 from executor_lib.private_dir import untrusted_reason
 from executor_lib.storage.base import ObjectInfo
+from indextables_contract.errors import CorruptLogError
 
 log = logging.getLogger(__name__)
 
 _SUFFIX = ".arrow"
+_DEFERRED_SUFFIX = ".deferred.arrow"
+# In a cached chunk's file: the columns it leaves to its ``.deferred.arrow`` file, and that file's digest.
+_DEFERRED_NAMES_KEY = b"indextables.cache.deferred"
+_DEFERRED_DIGEST_KEY = b"indextables.cache.deferred.sha256"
 
 
 def manifest_cache_key(uri: str, info: ObjectInfo) -> str:
@@ -70,14 +78,16 @@ class ManifestCache:
         self._lock = threading.Lock()
         self.hits = self.disk_hits = self.misses = 0
 
-    def get(self, uri: str) -> FileChunk | None:
+    def get(self, uri: str, reread: Callable[[], FileChunk] | None = None) -> FileChunk | None:
+        """The chunk cached for ``uri``; ``reread``: how to read it afresh, should its deferred columns
+        (left in the disk copy, checked on first use) turn out damaged."""
         with self._lock:
             found = self._items.get(uri)
             if found is not None:
                 self._items.move_to_end(uri)
                 self.hits += 1
                 return found
-        found = self.disk.get(uri) if self.disk is not None else None
+        found = self.disk.get(uri, reread) if self.disk is not None else None
         if found is None:
             self.misses += 1
             return None
@@ -154,8 +164,14 @@ class DiskManifestCache:
         self.directory = directory
         self.max_bytes = max_bytes
 
+    def _name(self, uri: str) -> str:
+        return hashlib.sha256(f"{COLUMN_LAYOUT}|{PHYSICAL_VERSION}|{uri}".encode()).hexdigest()
+
     def _path(self, uri: str) -> Path:
-        return self.directory / f"{hashlib.sha256(f'{COLUMN_LAYOUT}|{uri}'.encode()).hexdigest()}{_SUFFIX}"
+        return self.directory / f"{self._name(uri)}{_SUFFIX}"
+
+    def _deferred_path(self, uri: str) -> Path:
+        return self.directory / f"{self._name(uri)}{_DEFERRED_SUFFIX}"
 
     def _ready(self) -> bool:
         try:
@@ -163,39 +179,69 @@ class DiskManifestCache:
         except OSError:
             return False
 
-    def get(self, uri: str) -> FileChunk | None:
+    def get(self, uri: str, reread: Callable[[], FileChunk] | None = None) -> FileChunk | None:
+        """The chunk of the file cached for ``uri``; its statistics (``DEFERRED_COLUMNS``), kept in a
+        file of their own, are only read (and checked) when asked for, and read afresh by ``reread``
+        if that file is gone or damaged by then."""
         path = self._path(uri)
         if not self._ready():
             return None
         try:  # checked against the digest it was written with, and validated (``open_sealed``)
-            found = restore_chunk(open_sealed(pa.memory_map(str(path))).replace_schema_metadata(None))
+            table = open_sealed(pa.memory_map(str(path)))
+            metadata = table.schema.metadata or {}
+            names = tuple(n for n in metadata.get(_DEFERRED_NAMES_KEY, b"").decode().split(",") if n)
+            deferred = None
+            if names:
+                load = _deferred_loader(self._deferred_path(uri), metadata[_DEFERRED_DIGEST_KEY], names, reread)
+                deferred = DeferredColumns(names, table.num_rows, load)
+            found = restore_chunk(table.replace_schema_metadata(None), deferred)
         except FileNotFoundError:
             return None
         except Exception as e:  # a damaged or foreign file is a miss, whatever it raises (SystemError...)
             log.debug("manifest cache: ignoring %s (%s: %s)", path, type(e).__name__, e)
             return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # recently used
+        for used in (path, self._deferred_path(uri)) if found.deferred is not None else (path,):
+            with contextlib.suppress(OSError):
+                os.utime(used)  # recently used
         return found
 
     def put(self, uri: str, adds: FileChunk) -> None:
+        """Write the chunk ``adds``: its statistics to a file of their own (first), the other columns
+        to a file whose metadata names them and binds their digest."""
         if adds.objects is not None or not self._ready():
             return  # a chunk that keeps its objects has fields the columns cannot hold
-        path = self._path(uri)
+        try:  # (in the writer thread: off the read path)
+            table = adds.full_table().replace_schema_metadata(None)
+            names = [n for n in table.column_names if n in DEFERRED_COLUMNS]
+            metadata = None
+            if names:
+                data = sealed_ipc_file(table.select(names), None)
+                if not self._write(self._deferred_path(uri), data):
+                    return
+                digest = sealed_digest(pa.ipc.open_file(pa.py_buffer(data)).schema)
+                metadata = {_DEFERRED_NAMES_KEY: ",".join(names).encode(), _DEFERRED_DIGEST_KEY: digest}
+            data = sealed_ipc_file(table.drop_columns(names).replace_schema_metadata(metadata), None)
+        except pa.ArrowException as e:
+            log.debug("manifest cache: cannot encode %s (%s)", uri, e)
+            return
+        if self._write(self._path(uri), data):
+            self._evict()
+
+    def _write(self, path: Path, data: bytes) -> bool:
+        """Write ``data`` to ``path`` atomically (a temporary file renamed); False if it could not."""
         tmp = None
         try:
-            data = sealed_ipc_file(adds.table, None)  # (in the writer thread: off the read path)
             fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
-        except (OSError, pa.ArrowException) as e:
+            return True
+        except OSError as e:
             log.debug("manifest cache: cannot write %s (%s)", path, e)
             if tmp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-            return
-        self._evict()
+            return False
 
     def _evict(self) -> None:
         try:
@@ -212,6 +258,30 @@ class DiskManifestCache:
         for p in self.directory.glob(f"*{_SUFFIX}"):
             with contextlib.suppress(OSError):
                 p.unlink()
+
+
+def _deferred_loader(
+    path: Path, digest: bytes, names: tuple[str, ...], reread: Callable[[], FileChunk] | None
+) -> Callable[[], pa.Table]:
+    """Loads a cached chunk's deferred columns from ``path`` (checked: sealed with ``digest``, which
+    the chunk's own file named), or, if that file is gone or damaged, from the manifest read afresh."""
+
+    def load() -> pa.Table:
+        try:
+            table = open_sealed(pa.memory_map(str(path)))
+            if sealed_digest(table.schema) != digest:
+                raise ValueError("written for other columns (replaced)")
+            return table.replace_schema_metadata(None)
+        except Exception as e:  # gone, damaged or replaced since (SystemError, ValueError...): read afresh
+            log.debug("manifest cache: %s unusable (%s: %s); reading its manifest again", path, type(e).__name__, e)
+        if reread is None:
+            raise CorruptLogError(f"manifest cache file {path} is unusable and its manifest cannot be read again")
+        fresh = reread()
+        if not set(names) <= set(fresh.column_names):
+            raise CorruptLogError(f"manifest cache file {path} does not match its manifest")
+        return fresh.full_table().select(list(names))
+
+    return load
 
 
 def _default_disk_cache() -> DiskManifestCache | None:

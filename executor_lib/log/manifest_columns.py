@@ -70,7 +70,7 @@ def encode_sidecar(
     if chunk.objects is not None:
         return None
     metadata = {_HASH_KEY: manifest_sha256.encode(), _ENTRIES_KEY: str(len(chunk)).encode()}
-    return sealed_ipc_file(chunk.table.replace_schema_metadata(metadata), "zstd")
+    return sealed_ipc_file(chunk.full_table().replace_schema_metadata(metadata), "zstd")
 
 
 def sealed_ipc_file(table: pa.Table, compression: str | None) -> bytes:
@@ -80,6 +80,11 @@ def sealed_ipc_file(table: pa.Table, compression: str | None) -> bytes:
     decoded = pa.ipc.open_file(pa.py_buffer(_ipc_file(table, compression))).read_all()
     metadata = {**(table.schema.metadata or {}), _DIGEST_KEY: content_digest(decoded).encode()}
     return _ipc_file(table.replace_schema_metadata(metadata), compression)
+
+
+def sealed_digest(schema: pa.Schema) -> bytes:
+    """The digest an ``open_sealed`` table was sealed with (what binds it into another file's metadata)."""
+    return (schema.metadata or {})[_DIGEST_KEY]
 
 
 def open_sealed(source: Any) -> pa.Table:
@@ -119,7 +124,8 @@ def content_digest(table: pa.Table) -> str:
 
 
 def _hash_array(h: Any, array: pa.Array) -> None:
-    """Hash an array's length, offset and buffers (its children's too), and a dictionary array's dictionary."""
+    """Hash an array's length, offset and buffers (its children's too), and a dictionary array's
+    dictionary, its descendants' included."""
     h.update(f"{len(array)}:{array.offset}".encode())
     for buffer in array.buffers():
         if buffer is None:
@@ -130,6 +136,29 @@ def _hash_array(h: Any, array: pa.Array) -> None:
     if isinstance(array, pa.DictionaryArray):
         h.update(b"dictionary")
         _hash_array(h, array.dictionary)
+    for dictionary in _nested_dictionaries(array):  # (none in a file written before the compact forms)
+        h.update(b"nested dictionary")
+        _hash_array(h, dictionary)
+
+
+def _nested_dictionaries(array: pa.Array) -> list[pa.Array]:
+    """The dictionaries of an array's dictionary-encoded descendants (a compact path's prefix, a
+    partition map's keys), which ``buffers()`` leaves out. Takes children without reading values."""
+    kind = array.type
+    if pa.types.is_struct(kind):
+        children = [array.field(i) for i in range(kind.num_fields)]
+    elif pa.types.is_map(kind):
+        children = [array.keys, array.items]
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        children = [array.values]
+    else:
+        return []
+    found = []
+    for child in children:
+        if isinstance(child, pa.DictionaryArray):
+            found.append(child.dictionary)
+        found.extend(_nested_dictionaries(child))
+    return found
 
 
 def decode_sidecar(data: bytes, manifest_sha256: str, source: str) -> FileChunk | None:

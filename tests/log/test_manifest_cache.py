@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from executor_lib.log.file_table import FileChunk
+from executor_lib.log.file_table import FileChunk, file_columns
 from executor_lib.log.manifest_cache import DiskManifestCache, ManifestCache
 from executor_lib.log.snapshot import SnapshotLoader
+from executor_lib.protocol.actions import AddAction
 from executor_lib.storage import open_store
 from tests.log.helpers import add, make_table
 
@@ -104,3 +106,45 @@ def _arrow_file(table: pa.Table) -> bytes:
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue().to_pybytes()
+
+
+def _with_stats(i: int) -> AddAction:
+    return dataclasses.replace(add(), min_values={"id": str(i)}, max_values={"id": str(i + 9)})
+
+
+def test_statistics_are_read_from_the_disk_copy_only_when_asked(tmp_path: Path) -> None:
+    """A chunk from the disk cache leaves its min/max columns in a file of their own, unread until a
+    caller asks; a damaged or missing one is read afresh from the manifest, never answered wrongly."""
+    import executor_lib.log.avro_state as avro_state
+
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    adds = [_with_stats(i) for i in range(6)]
+    log.commit(adds)
+    cache = ManifestCache(disk=DiskManifestCache(tmp_path / "cache"))
+    original = avro_state.MANIFEST_CACHE
+    avro_state.MANIFEST_CACHE = cache
+    try:
+        loader = SnapshotLoader(open_store(uri), log.config)
+        loader.load()
+        cache.flush()
+        deferred_files = list((tmp_path / "cache").glob("*.deferred.arrow"))
+        assert len(deferred_files) == 1
+        expected = {a.path: (dict(a.min_values or {}), dict(a.max_values or {})) for a in adds}
+        for damage in (None, b"not arrow", _arrow_file(pa.table({"min_values": [1]})), "missing"):
+            if damage == "missing":
+                deferred_files[0].unlink()
+            elif isinstance(damage, bytes):
+                deferred_files[0].write_bytes(damage)
+            cache.clear()  # a new process: memory empty, disk warm
+            state = loader.load().state
+            (chunk,) = state.files.chunks  # type: ignore[attr-defined]
+            assert chunk.deferred is not None and not chunk.deferred.loaded
+            assert "min_values" not in chunk.table.column_names
+            table = file_columns(state.files, ["path", "min_values", "max_values"])
+            assert chunk.deferred.loaded
+            got = {p: (dict(lo), dict(hi)) for p, lo, hi in zip(*table.to_pydict().values(), strict=True)}
+            assert got == expected
+            assert {a.path: a for a in state.files.values()} == {a.path: a for a in adds}
+    finally:
+        avro_state.MANIFEST_CACHE = original

@@ -107,7 +107,7 @@ def _random_files(rng: random.Random, n: int) -> list[AddAction]:
 def test_size_tiered_planning_on_columns_equals_planning_on_actions(seed: int) -> None:
     """The same groups, in the same order, from the files' Arrow columns as from their actions (equal
     sizes and paths decide ties; buckets of partition values and doc mappings; every limit)."""
-    from executor_lib.log.file_table import FileChunk
+    from executor_lib.log.file_table import FileChunk, LiveFiles
     from executor_lib.splits.build.merge_plan import plan_merges, plan_merges_columns
 
     rng = random.Random(seed)
@@ -115,8 +115,8 @@ def test_size_tiered_planning_on_columns_equals_planning_on_actions(seed: int) -
     target, min_splits = rng.choice([300, 1000, 5000]), rng.choice([2, 3, 10])
     max_dest, max_sources = rng.choice([None, 1, 5]), rng.choice([None, 2, 7])
     expected = plan_merges(files, lambda a: a.doc_mapping_json, target, max_dest, max_sources, min_splits)
-    table = FileChunk.from_actions(files).table if files else None
     columns = ["path", "size", "partition_values"]
+    table = LiveFiles([FileChunk.from_actions(files)]).columns(columns) if files else None  # the logical columns
     if table is None:
         import pyarrow as pa
 
