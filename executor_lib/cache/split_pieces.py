@@ -61,7 +61,13 @@ from executor_lib.format.quickwit.bundle import (
     member_name,
     stand_in,
 )
-from executor_lib.format.quickwit.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
+from executor_lib.format.quickwit.hotcache import (
+    COMPOSITE_EXTENSIONS,
+    check_slices,
+    composite_sections,
+    open_ranges,
+    parse_hotcache,
+)
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
 
@@ -197,10 +203,25 @@ class SplitPieces:
 
     @classmethod
     def create(
-        cls, store: ObjectStore, key: str, footer: BundleFooter, entry: Path, count: Callable[[int], None]
+        cls,
+        store: ObjectStore,
+        key: str,
+        footer: BundleFooter,
+        entry: Path,
+        count: Callable[[int], None],
+        hotcache: bytes | None = None,
     ) -> SplitPieces:
         """Lay out a new entry (caller holds the entry's lock, ``entry`` is empty or absent) and
-        fetch what every query needs: whole members, doc store and composite file tails."""
+        fetch what every query needs: whole members, doc store and composite file tails; then check
+        the split's ``hotcache`` (its bytes, as the footer read gave them) against the members, as a
+        whole split's read does (``check_hotcache``).
+
+        Raises:
+            CorruptSplitError: a fetched range of the wrong length, a whole segment file that differs
+                from its Tantivy CRC32, a member that does not parse, or a hotcache that does not parse
+                or differs from a member (names the split and the member).
+        """
+        bundle = footer
         directory = entry / PIECES_DIR
         directory.mkdir(parents=True, exist_ok=True)
         # Laid out under their local names (bundle.local_files): an FST ``.term.fst`` member as ``.term``,
@@ -239,9 +260,34 @@ class SplitPieces:
                 tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
                 stand_in_name, data = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
                 (directory / stand_in_name).write_bytes(data)
+        if hotcache is not None:
+            pieces._check_hotcache(hotcache, bundle)
         pieces._save()
         (entry / "source.uri").write_text(store.uri_of(key))
         return pieces
+
+    def _check_hotcache(self, hotcache: bytes, bundle: BundleFooter) -> None:
+        """Check the split's hotcache against its members (``hotcache.check_slices``): the ranges it
+        caches are what Tantivy reads on open (mostly fetched already: footers, small members), so
+        fetching the rest costs little, and the JVM's reads of this split are served from it."""
+        source = self.store.uri_of(self.key)
+        cache = parse_hotcache(hotcache, source)
+        local = {span: name for name, span in self.footer.files.items()}  # laid out under local names
+        wanted = {
+            local[bundle.files[name]]: [(piece.start, piece.stop) for piece in file.slices]
+            for name, file in cache.slice_caches.items()
+            if bundle.files.get(name) in local
+        }
+        self._fetch(wanted)
+
+        def read(start: int, end: int) -> bytes:  # bytes start..end of the split
+            for (s, e), name in local.items():
+                if s <= start and end <= e and self.is_present(name, start - s, end - s):
+                    with open(self.directory / name, "rb", buffering=0) as f:
+                        return os.pread(f.fileno(), end - start, start - s)
+            return self.store.read_range(self.key, start, end - start)  # a member not laid out (an FST's .term)
+
+        check_slices(cache, bundle.files, read, source)
 
     # --- what is present ----------------------------------------------------------------------
 

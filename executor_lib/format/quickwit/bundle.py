@@ -178,6 +178,20 @@ def footer_length_needed(tail: bytes, file_size: int) -> int:
     return min(file_size, 8 + hotcache_len + header_len)
 
 
+def hotcache_in(tail: bytes) -> bytes | None:
+    """The hotcache of a split whose last bytes are ``tail`` (without its trailing u32 length), or None
+    when ``tail`` does not hold all of it.
+
+    Example:
+        >>> hotcache_in(b"footer" + b"hot" + struct.pack("<I", 3)), hotcache_in(struct.pack("<I", 9))
+        (b'hot', None)
+    """
+    if len(tail) < 4:
+        return None
+    (length,) = _U32.unpack(tail[-4:])
+    return tail[len(tail) - 4 - length : -4] if length <= len(tail) - 4 else None
+
+
 def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
     """Parse the footer from the last ``len(tail)`` bytes of a split of ``file_size`` bytes."""
     try:
