@@ -53,12 +53,16 @@ from typing import Any
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
     ASIDE_SUFFIXES,
+    CHECKSUM_CHUNK,
+    CHECKSUMS_MEMBER,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
     check_tantivy_crc,
+    is_checksummed,
     is_segment_file,
     local_files,
     member_name,
+    parse_checksums,
     stand_in,
 )
 from executor_lib.format.quickwit.hotcache import (
@@ -156,6 +160,7 @@ class SplitPieces:
         self._sums: dict[str, list[tuple[int, int, int]]] = _sums_of(state)
         self._count = count  # bytes fetched, for the cache's counters
         self._sections: dict[str, dict[int, Ranges]] | None = None
+        self._checksums: dict[str, list[int]] | None = None  # the split's CHECKSUMS_MEMBER, once present
         self.field_names: list[str] = []
 
     # --- opening ------------------------------------------------------------------------------
@@ -363,11 +368,12 @@ class SplitPieces:
 
     def _fetch(self, wanted: Mapping[str, Iterable[tuple[int, int]]]) -> int:
         """Fetch the absent parts of ``wanted``: ranges of the split less than ``COALESCE_GAP`` apart
-        are one ranged read (a small split's members and tails come in one)."""
+        are one ranged read (a small split's members and tails come in one). A member the split's
+        ``CHECKSUMS_MEMBER`` lists is fetched in whole ``CHECKSUM_CHUNK``s, each checked (``_verify``)."""
         pieces = sorted(
             (self.footer.files[name][0] + start, self.footer.files[name][0] + stop, name, start)
             for name, ranges in wanted.items()
-            for start, stop in self.missing(name, list(ranges))
+            for start, stop in self.missing(name, self._chunked(name, ranges))
         )
         groups: list[list[tuple[int, int, str, int]]] = []
         for piece in pieces:
@@ -392,7 +398,51 @@ class SplitPieces:
                 self._sums.setdefault(name, []).append((start, start + len(chunk), zlib.crc32(chunk)))
         if fetched:
             self._count(fetched)
+        self._verify([(name, start, start + stop - first) for first, stop, name, start in pieces])
         return fetched
+
+    def _chunked(self, name: str, ranges: Iterable[tuple[int, int]]) -> Ranges:
+        """``ranges`` of member ``name`` widened to whole ``CHECKSUM_CHUNK``s where its chunks are checked."""
+        if not is_checksummed(member_name(name)):
+            return list(ranges)
+        length = self._length(name)
+        return [
+            (start // CHECKSUM_CHUNK * CHECKSUM_CHUNK, min(length, -(-stop // CHECKSUM_CHUNK) * CHECKSUM_CHUNK))
+            for start, stop in ranges
+        ]
+
+    def _verify(self, fetched: Iterable[tuple[str, int, int]]) -> None:
+        """Check the chunks that ranges just ``fetched`` (member, start, stop) lie in against the split's
+        ``CHECKSUMS_MEMBER`` (none for a split written before it, or for segment files: their Tantivy CRC32s).
+
+        Raises:
+            CorruptSplitError: a chunk differs, or ``CHECKSUMS_MEMBER`` does not parse (names split and member).
+        """
+        source = self.store.uri_of(self.key)
+        if self._checksums is None:
+            length = self._length(CHECKSUMS_MEMBER) if CHECKSUMS_MEMBER in self.footer.files else None
+            if length is None or not self.is_present(CHECKSUMS_MEMBER, 0, length):
+                return
+            with open(self.directory / CHECKSUMS_MEMBER, "rb") as f:
+                data = f.read()
+            files = {member_name(n): span for n, span in self.footer.files.items()}
+            self._checksums = parse_checksums(data, files, source)
+            fetched = [(n, 0, self._length(n)) for n, rs in self._present.items() if rs]  # all present so far
+        for name, start, stop in fetched:
+            crcs = self._checksums.get(member_name(name))
+            if crcs is None or stop <= start:
+                continue
+            length = self._length(name)
+            with open(self.directory / name, "rb", buffering=0) as f:
+                for k in range(start // CHECKSUM_CHUNK, -(-stop // CHECKSUM_CHUNK)):
+                    chunk_start, chunk_stop = k * CHECKSUM_CHUNK, min(length, (k + 1) * CHECKSUM_CHUNK)
+                    if not self.is_present(name, chunk_start, chunk_stop):
+                        continue
+                    if zlib.crc32(os.pread(f.fileno(), chunk_stop - chunk_start, chunk_start)) != crcs[k]:
+                        raise CorruptSplitError(
+                            f"{source}: member {member_name(name)}: bytes {chunk_start}..{chunk_stop} differ from "
+                            f"the split's {CHECKSUMS_MEMBER} (damaged)"
+                        )
 
     def _read_group(self, group: list[tuple[int, int, str, int]]) -> bytes:
         first, last = group[0][0], max(p[1] for p in group)

@@ -15,6 +15,8 @@
 * hole 8: query text nested deeply was a bare ``RecursionError``; hole 9: parsing was quadratic;
 * hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
   ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
+* hole 1 again, found by the bit-flip sweeps (``test_sweeps.py``): a flipped bit in a columnar copy answered
+  other rows silently or crashed the process.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
 from indextables_contract import errors
+from tests.census.sweeps import answers, flip_bytes
 from tests.conftest import BUCKET, s3_options
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
@@ -449,7 +452,9 @@ def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path
     split = tmp_path / "t" / add.path
     start, _ = _member(split, "indextables.docmapping.json")
     _flip(split, start + 1, 3)  # '"' becomes '*': not JSON
-    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: the split's doc mapping does not parse"):
+    with pytest.raises(  # caught by the split's chunk CRC32s (indextables.checksums.json) before it is parsed
+        errors.CorruptSplitError, match=rf"{add.path}: member indextables\.docmapping\.json: bytes 0\.\. differ"
+    ):
         search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
 
 
@@ -547,3 +552,43 @@ def test_hole5_6_random_azure_secrets_stay_out_of_real_sdk_failures() -> None:
             with pytest.raises(errors.StorageError) as raised:
                 store.read("k")
             assert not _leaks(raised.value, secret), (options.keys(), _leaks(raised.value, secret))
+
+
+def _copy_table(root: str, **storage: Any) -> tuple[executor_lib.TransactionLog, Any, bytes]:
+    from tests.census.sweeps import rows
+
+    data = rows(0, with_copy=True)  # a list column: the rows are kept in a columnar copy
+    log = executor_lib.create_table(root, data.schema, **storage)
+    mapping = mapping_for(data.schema, {"spark.indextables.indexing.typemap.msg": "text"})
+    log.commit([write_and_upload(log.store, data, mapping)])
+    (add,) = log.snapshot().files
+    return log, add, log.store.read(add.path)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_hole1_a_flip_in_a_columnar_copy_fails_loudly(moto_server: Any, tmp_path: Path, where: str) -> None:
+    """Found by the bit-flip sweep (test_sweeps.py): a flipped bit in a split's columnar copy (zstd Arrow
+    IPC, no checksum) answered different rows silently, or crashed the process (SIGSEGV in Arrow's take);
+    a split now records its members' chunk CRC32s (``indextables.checksums.json``), read whole or by the piece."""
+    root = str(tmp_path / "t") if where == "local" else f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log, add, good = _copy_table(root, **({} if where == "local" else s3_options(moto_server)))
+    local = tmp_path / "split"
+    local.write_bytes(good)
+    start, end = _member(local, "indextables.columns.arrow")
+    cache = SplitCache(tmp_path / "cache")
+    expected = answers(log, cache)  # the sweep's queries: rows, terms, a phrase, a range
+    wrong = []
+    for offset, bit in [(929, 0), (929, 3), (1194, 0), ((end - start) // 2, 5), (end - start - 20, 1)]:
+        log.store.put(add.path, bytes(flip_bytes(good, start + offset, bit)))
+        cache.flush()
+        try:
+            got = answers(log, cache)
+            same = all(g.equals(x) for g, x in zip(got, expected, strict=True))
+            wrong.append((offset, bit, "same rows" if same else "other rows"))
+        except errors.CorruptSplitError as e:
+            if f"{add.path}: member indextables.columns.arrow" not in str(e):
+                wrong.append((offset, bit, str(e)))
+    assert not wrong, wrong
+    log.store.put(add.path, good)
+    assert all(g.equals(x) for g, x in zip(answers(log, cache), expected, strict=True))
+    assert "indextables.checksums.json" in read_footer(local).files
