@@ -592,3 +592,27 @@ def test_hole1_a_flip_in_a_columnar_copy_fails_loudly(moto_server: Any, tmp_path
     log.store.put(add.path, good)
     assert all(g.equals(x) for g, x in zip(answers(log, cache), expected, strict=True))
     assert "indextables.checksums.json" in read_footer(local).files
+
+
+@pytest.mark.parametrize("with_copy", [False, True])
+def test_hole10_a_damaged_name_of_a_rows_member_is_corrupt_split_error(tmp_path: Path, with_copy: bool) -> None:
+    """Found by the bit-flip soak (test_sweeps.py): a flipped bit in the bundle footer's name of the rows
+    member (the columnar copy, ``indextables.docstore-rows.arrow``) made the split look like
+    IndexTables4Spark's, so it was transcoded through its zstd doc store: an IndexEngineError naming the
+    cache's file, not the table's split."""
+    from tests.census.sweeps import rows
+
+    data = rows(0, with_copy)
+    log = executor_lib.create_table(str(tmp_path / "t"), data.schema)
+    log.commit([write_and_upload(log.store, data, mapping_for(data.schema, {}))])
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    good = split.read_bytes()
+    member = "indextables.columns.arrow" if with_copy else "indextables.docstore-rows.arrow"
+    at = good.rindex(f'"{member}"'.encode()) + 1  # its name in the footer's JSON
+    for offset, bit in [(0, 5), (3, 1), (13, 4)]:
+        split.write_bytes(flip_bytes(good, at + offset, bit))
+        with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: member indextables\.checksums\.json"):
+            search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / f"cache-{offset}"))
+    split.write_bytes(good)
+    assert search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache")).num_rows == data.num_rows

@@ -71,8 +71,9 @@ def run_sweep(name: str, seed: int, seconds: float, work: Path, moto: Any) -> tu
     examples: dict[str, list[str]] = {}
     deadline, skip = time.monotonic() + seconds, 0
     while True:
+        left = max(0.5, deadline - time.monotonic())
         args = {"sweep": sweep, "name": name, "seed": seed, "skip": skip, "tables": uris, "storage": storage}
-        args |= {"work": str(work), "seconds": max(0.5, deadline - time.monotonic())}
+        args |= {"work": str(work), "seconds": left}
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "tests.census.sweeps", json.dumps(args)],
@@ -80,7 +81,7 @@ def run_sweep(name: str, seed: int, seconds: float, work: Path, moto: Any) -> tu
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=args["seconds"] + 240,
+                timeout=left + 240,
             )
             stdout, stderr, status = done.stdout, done.stderr, f"exit {done.returncode}"
         except subprocess.TimeoutExpired as e:
