@@ -366,6 +366,31 @@ def check_tantivy_crc(data: bytes | memoryview, source: str) -> None:
         raise CorruptSplitError(f"{source} does not match its Tantivy footer's CRC32 (damaged)")
 
 
+def check_stand_ins(index_dir: Path, source: str) -> None:
+    """Check the files a cache entry builds beside members laid out aside (``stand_in``), and the FST
+    ``.term`` files built from SSTable ones (``format/termdict/convert.py``), against their Tantivy
+    footers' CRC32s: no member's CRC or chunk checksum covers them (read at every open of the index).
+
+    Raises:
+        CorruptSplitError: a file differs from its CRC32 (names ``source`` and the file).
+    """
+    for aside in ASIDE_SUFFIXES:
+        for laid_out in index_dir.glob(f"*{aside}"):
+            built = stand_in_name(laid_out.name)
+            try:
+                data = (index_dir / built).read_bytes()
+            except FileNotFoundError:
+                continue
+            check_tantivy_crc(data, f"{source}: {built} (built in the cache entry)")
+
+
+def stand_in_name(local: str) -> str:
+    """The file a local directory holds beside ``local``, a member laid out aside (``stand_in``)."""
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX
+    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX
+
+
 def read_hotcache(path: Path) -> HotCache:
     """The parsed hotcache of a local split.
 
@@ -440,8 +465,8 @@ def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes]:
         CorruptSplitError: as those (names ``source``).
     """
     if local.endswith(LOCAL_STORE_SUFFIX):
-        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX, empty_doc_store(tail, source)
-    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
+        return stand_in_name(local), empty_doc_store(tail, source)
+    return stand_in_name(local), empty_term_file(tail, source)
 
 
 def empty_doc_store(store_tail: bytes, source: str) -> bytes:
