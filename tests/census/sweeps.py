@@ -92,6 +92,14 @@ def flip_bytes(data: bytes, offset: int, bit: int) -> bytes:
     return bytes(flipped)
 
 
+def flip_in_place(path: Path, offset: int, bit: int) -> None:
+    """Flip one bit of a file where it lies (as bit rot does: never truncated, so a process that maps the
+    file never sees it shorter, which would be a torn write, not a flipped bit)."""
+    with open(path, "r+b", buffering=0) as f:
+        (byte,) = os.pread(f.fileno(), 1, offset)
+        os.pwrite(f.fileno(), bytes([byte ^ (1 << bit)]), offset)
+
+
 def regions(split: Path) -> list[tuple[str, int, int]]:
     """Every region of a split file: each member, the bundle footer, the hotcache, its length."""
     footer = read_footer(split)
@@ -188,7 +196,7 @@ def sweep_cache(args: dict[str, Any], rng: random.Random, skip: int) -> Iterator
         if not target.exists() or target.stat().st_size <= offset:  # (the entry was made again since)
             answers(log, cache)
             continue
-        target.write_bytes(flip_bytes(target.read_bytes(), offset, bit))
+        flip_in_place(target, offset, bit)
         label = f"{target.relative_to(entry)}@{offset}.{bit}"
         outcome, detail = judge(lambda log=log: answers(log, cache), expected[t], paths[t])
         if outcome in ("right", "typed"):
