@@ -48,6 +48,7 @@ from executor_lib.format.quickwit.bundle import (
     BundleFooter,
     footer_length_hint,
     footer_length_needed,
+    hotcache_in,
     parse_footer,
 )
 from executor_lib.private_dir import untrusted_reason
@@ -81,7 +82,8 @@ class SplitCache:
         self.by_piece = by_piece  # splits on object storage fetched by the piece (``pieces``), not whole
         self.max_bytes = max_bytes
         self.l1_max_bytes = l1_max_bytes
-        self._footers: OrderedDict[str, tuple[BundleFooter, int]] = OrderedDict()
+        # uri -> (footer, bytes read for it, the hotcache among them: SplitPieces.create checks it)
+        self._footers: OrderedDict[str, tuple[BundleFooter, int, bytes | None]] = OrderedDict()
         self._footer_bytes = 0
         self._lock = threading.Lock()
         self._held_counts: dict[str, int] | None = None  # inside counted_once(): written at its end
@@ -182,13 +184,39 @@ class SplitCache:
                 self._count(evictions=1)
             entry.mkdir(parents=True, exist_ok=True)
             try:
-                found = SplitPieces.create(store, key, footer, entry, self._count_bytes)
+                hotcache = self._hotcache(store, key, footer)
+                found = SplitPieces.create(store, key, footer, entry, self._count_bytes, hotcache)
             except BaseException:
                 shutil.rmtree(entry, ignore_errors=True)
+                self._forget_footer(uri)  # a repaired split's footer is read again
                 raise
         self._count(misses=1)
         self.evict(keep=entry)
         return found
+
+    def _hotcache(self, store: ObjectStore, key: str, footer: BundleFooter) -> bytes:
+        """The hotcache of the split at ``key``: kept in memory with its footer (read with it), else
+        read with one ranged read of the split's footer region.
+
+        Raises:
+            CorruptSplitError: the hotcache does not fit in that region (names the split).
+        """
+        with self._lock:
+            found = self._footers.get(store.uri_of(key))
+        if found is not None and found[0] == footer and found[2] is not None:
+            return found[2]
+        tail = store.read_range(key, footer.footer_start, footer.footer_end - footer.footer_start)
+        self._count(bytes_downloaded=len(tail))
+        hotcache = hotcache_in(tail)
+        if hotcache is None or len(tail) != footer.footer_end - footer.footer_start:
+            raise CorruptSplitError(f"{store.uri_of(key)}: the split's hotcache does not fit after its footer")
+        return hotcache
+
+    def _forget_footer(self, uri: str) -> None:
+        with self._lock:
+            dropped = self._footers.pop(uri, None)
+            if dropped is not None:
+                self._footer_bytes -= dropped[1]
 
     def pieces_identity(self, store: ObjectStore, key: str) -> str | None:
         """An identity of the by-the-piece entry of the split at ``key`` (None: there is none), which
@@ -212,7 +240,9 @@ class SplitCache:
         self._count(bytes_downloaded=n)
 
     def discard(self, store: ObjectStore, key: str) -> None:
-        """Drop the cached copy of the split at ``key`` (it failed to open: the next use fetches it again)."""
+        """Drop the cached copy of the split at ``key``, and its footer in memory (it failed to open: the
+        next use fetches both again)."""
+        self._forget_footer(store.uri_of(key))
         entry = self._entry_dir(store.uri_of(key))
         with exclusive_lock(entry_lock(entry)):
             if entry.exists():
@@ -309,10 +339,10 @@ class SplitCache:
             replaced = self._footers.pop(uri, None)
             if replaced is not None:
                 self._footer_bytes -= replaced[1]
-            self._footers[uri] = (footer, len(tail))
+            self._footers[uri] = (footer, len(tail), hotcache_in(tail))
             self._footer_bytes += len(tail)
             while self._footer_bytes > self.l1_max_bytes and self._footers:
-                _, (_, n) = self._footers.popitem(last=False)
+                _, (_, n, _) = self._footers.popitem(last=False)
                 self._footer_bytes -= n
         self._count(footer_misses=1, bytes_downloaded=len(tail))
         return footer

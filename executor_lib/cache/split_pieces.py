@@ -53,15 +53,25 @@ from typing import Any
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
     ASIDE_SUFFIXES,
+    CHECKSUM_CHUNK,
+    CHECKSUMS_MEMBER,
     ROWS_IN_STORE_MEMBER,
     BundleFooter,
     check_tantivy_crc,
+    is_checksummed,
     is_segment_file,
     local_files,
     member_name,
+    parse_checksums,
     stand_in,
 )
-from executor_lib.format.quickwit.hotcache import COMPOSITE_EXTENSIONS, composite_sections, open_ranges
+from executor_lib.format.quickwit.hotcache import (
+    COMPOSITE_EXTENSIONS,
+    check_slices,
+    composite_sections,
+    open_ranges,
+    parse_hotcache,
+)
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
 
@@ -150,6 +160,7 @@ class SplitPieces:
         self._sums: dict[str, list[tuple[int, int, int]]] = _sums_of(state)
         self._count = count  # bytes fetched, for the cache's counters
         self._sections: dict[str, dict[int, Ranges]] | None = None
+        self._checksums: dict[str, list[int]] | None = None  # the split's CHECKSUMS_MEMBER, once present
         self.field_names: list[str] = []
 
     # --- opening ------------------------------------------------------------------------------
@@ -197,10 +208,25 @@ class SplitPieces:
 
     @classmethod
     def create(
-        cls, store: ObjectStore, key: str, footer: BundleFooter, entry: Path, count: Callable[[int], None]
+        cls,
+        store: ObjectStore,
+        key: str,
+        footer: BundleFooter,
+        entry: Path,
+        count: Callable[[int], None],
+        hotcache: bytes | None = None,
     ) -> SplitPieces:
         """Lay out a new entry (caller holds the entry's lock, ``entry`` is empty or absent) and
-        fetch what every query needs: whole members, doc store and composite file tails."""
+        fetch what every query needs: whole members, doc store and composite file tails; then check
+        the split's ``hotcache`` (its bytes, as the footer read gave them) against the members, as a
+        whole split's read does (``check_hotcache``).
+
+        Raises:
+            CorruptSplitError: a fetched range of the wrong length, a whole segment file that differs
+                from its Tantivy CRC32, a member that does not parse, or a hotcache that does not parse
+                or differs from a member (names the split and the member).
+        """
+        bundle = footer
         directory = entry / PIECES_DIR
         directory.mkdir(parents=True, exist_ok=True)
         # Laid out under their local names (bundle.local_files): an FST ``.term.fst`` member as ``.term``,
@@ -239,9 +265,34 @@ class SplitPieces:
                 tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
                 stand_in_name, data = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
                 (directory / stand_in_name).write_bytes(data)
+        if hotcache is not None:
+            pieces._check_hotcache(hotcache, bundle)
         pieces._save()
         (entry / "source.uri").write_text(store.uri_of(key))
         return pieces
+
+    def _check_hotcache(self, hotcache: bytes, bundle: BundleFooter) -> None:
+        """Check the split's hotcache against its members (``hotcache.check_slices``): the ranges it
+        caches are what Tantivy reads on open (mostly fetched already: footers, small members), so
+        fetching the rest costs little, and the JVM's reads of this split are served from it."""
+        source = self.store.uri_of(self.key)
+        cache = parse_hotcache(hotcache, source)
+        local = {span: name for name, span in self.footer.files.items()}  # laid out under local names
+        wanted = {
+            local[bundle.files[name]]: [(piece.start, piece.stop) for piece in file.slices]
+            for name, file in cache.slice_caches.items()
+            if bundle.files.get(name) in local
+        }
+        self._fetch(wanted)
+
+        def read(start: int, end: int) -> bytes:  # bytes start..end of the split
+            for (s, e), name in local.items():
+                if s <= start and end <= e and self.is_present(name, start - s, end - s):
+                    with open(self.directory / name, "rb", buffering=0) as f:
+                        return os.pread(f.fileno(), end - start, start - s)
+            return self.store.read_range(self.key, start, end - start)  # a member not laid out (an FST's .term)
+
+        check_slices(cache, bundle.files, read, source)
 
     # --- what is present ----------------------------------------------------------------------
 
@@ -317,11 +368,12 @@ class SplitPieces:
 
     def _fetch(self, wanted: Mapping[str, Iterable[tuple[int, int]]]) -> int:
         """Fetch the absent parts of ``wanted``: ranges of the split less than ``COALESCE_GAP`` apart
-        are one ranged read (a small split's members and tails come in one)."""
+        are one ranged read (a small split's members and tails come in one). A member the split's
+        ``CHECKSUMS_MEMBER`` lists is fetched in whole ``CHECKSUM_CHUNK``s, each checked (``_verify``)."""
         pieces = sorted(
             (self.footer.files[name][0] + start, self.footer.files[name][0] + stop, name, start)
             for name, ranges in wanted.items()
-            for start, stop in self.missing(name, list(ranges))
+            for start, stop in self.missing(name, self._chunked(name, ranges))
         )
         groups: list[list[tuple[int, int, str, int]]] = []
         for piece in pieces:
@@ -346,7 +398,51 @@ class SplitPieces:
                 self._sums.setdefault(name, []).append((start, start + len(chunk), zlib.crc32(chunk)))
         if fetched:
             self._count(fetched)
+        self._verify([(name, start, start + stop - first) for first, stop, name, start in pieces])
         return fetched
+
+    def _chunked(self, name: str, ranges: Iterable[tuple[int, int]]) -> Ranges:
+        """``ranges`` of member ``name`` widened to whole ``CHECKSUM_CHUNK``s where its chunks are checked."""
+        if not is_checksummed(member_name(name)):
+            return list(ranges)
+        length = self._length(name)
+        return [
+            (start // CHECKSUM_CHUNK * CHECKSUM_CHUNK, min(length, -(-stop // CHECKSUM_CHUNK) * CHECKSUM_CHUNK))
+            for start, stop in ranges
+        ]
+
+    def _verify(self, fetched: Iterable[tuple[str, int, int]]) -> None:
+        """Check the chunks that ranges just ``fetched`` (member, start, stop) lie in against the split's
+        ``CHECKSUMS_MEMBER`` (none for a split written before it, or for segment files: their Tantivy CRC32s).
+
+        Raises:
+            CorruptSplitError: a chunk differs, or ``CHECKSUMS_MEMBER`` does not parse (names split and member).
+        """
+        source = self.store.uri_of(self.key)
+        if self._checksums is None:
+            length = self._length(CHECKSUMS_MEMBER) if CHECKSUMS_MEMBER in self.footer.files else None
+            if length is None or not self.is_present(CHECKSUMS_MEMBER, 0, length):
+                return
+            with open(self.directory / CHECKSUMS_MEMBER, "rb") as f:
+                data = f.read()
+            files = {member_name(n): span for n, span in self.footer.files.items()}
+            self._checksums = parse_checksums(data, files, source)
+            fetched = [(n, 0, self._length(n)) for n, rs in self._present.items() if rs]  # all present so far
+        for name, start, stop in fetched:
+            crcs = self._checksums.get(member_name(name))
+            if crcs is None or stop <= start:
+                continue
+            length = self._length(name)
+            with open(self.directory / name, "rb", buffering=0) as f:
+                for k in range(start // CHECKSUM_CHUNK, -(-stop // CHECKSUM_CHUNK)):
+                    chunk_start, chunk_stop = k * CHECKSUM_CHUNK, min(length, (k + 1) * CHECKSUM_CHUNK)
+                    if not self.is_present(name, chunk_start, chunk_stop):
+                        continue
+                    if zlib.crc32(os.pread(f.fileno(), chunk_stop - chunk_start, chunk_start)) != crcs[k]:
+                        raise CorruptSplitError(
+                            f"{source}: member {member_name(name)}: bytes {chunk_start}..{chunk_stop} differ from "
+                            f"the split's {CHECKSUMS_MEMBER} (damaged)"
+                        )
 
     def _read_group(self, group: list[tuple[int, int, str, int]]) -> bytes:
         first, last = group[0][0], max(p[1] for p in group)

@@ -15,6 +15,8 @@
 * hole 8: query text nested deeply was a bare ``RecursionError``; hole 9: parsing was quadratic;
 * hole 10: a damaged ``pieces.json`` raised a bare ``KeyError`` and kept failing, a flipped segment id in
   ``meta.json`` a bare ``KeyError``, and the same cache kept failing after the split was repaired;
+* hole 1 again, found by the bit-flip sweeps (``test_sweeps.py``): a flipped bit in a columnar copy answered
+  other rows silently or crashed the process.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
 from indextables_contract import errors
+from tests.census.sweeps import answers, flip_bytes
 from tests.conftest import BUCKET, s3_options
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])
@@ -455,7 +458,9 @@ def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path
     split = tmp_path / "t" / add.path
     start, _ = _member(split, "indextables.docmapping.json")
     _flip(split, start + 1, 3)  # '"' becomes '*': not JSON
-    with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: the split's doc mapping does not parse"):
+    with pytest.raises(  # caught by the split's chunk CRC32s (indextables.checksums.json) before it is parsed
+        errors.CorruptSplitError, match=rf"{add.path}: member indextables\.docmapping\.json: bytes 0\.\. differ"
+    ):
         search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
 
 
@@ -553,3 +558,98 @@ def test_hole5_6_random_azure_secrets_stay_out_of_real_sdk_failures() -> None:
             with pytest.raises(errors.StorageError) as raised:
                 store.read("k")
             assert not _leaks(raised.value, secret), (options.keys(), _leaks(raised.value, secret))
+
+
+def _copy_table(root: str, **storage: Any) -> tuple[executor_lib.TransactionLog, Any, bytes]:
+    from tests.census.sweeps import rows
+
+    data = rows(0, with_copy=True)  # a list column: the rows are kept in a columnar copy
+    log = executor_lib.create_table(root, data.schema, **storage)
+    mapping = mapping_for(data.schema, {"spark.indextables.indexing.typemap.msg": "text"})
+    log.commit([write_and_upload(log.store, data, mapping)])
+    (add,) = log.snapshot().files
+    return log, add, log.store.read(add.path)
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_hole1_a_flip_in_a_columnar_copy_fails_loudly(moto_server: Any, tmp_path: Path, where: str) -> None:
+    """Found by the bit-flip sweep (test_sweeps.py): a flipped bit in a split's columnar copy (zstd Arrow
+    IPC, no checksum) answered different rows silently, or crashed the process (SIGSEGV in Arrow's take);
+    a split now records its members' chunk CRC32s (``indextables.checksums.json``), read whole or by the piece."""
+    root = str(tmp_path / "t") if where == "local" else f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log, add, good = _copy_table(root, **({} if where == "local" else s3_options(moto_server)))
+    local = tmp_path / "split"
+    local.write_bytes(good)
+    start, end = _member(local, "indextables.columns.arrow")
+    cache = SplitCache(tmp_path / "cache")
+    expected = answers(log, cache)  # the sweep's queries: rows, terms, a phrase, a range
+    wrong = []
+    for offset, bit in [(929, 0), (929, 3), (1194, 0), ((end - start) // 2, 5), (end - start - 20, 1)]:
+        log.store.put(add.path, bytes(flip_bytes(good, start + offset, bit)))
+        cache.flush()
+        try:
+            got = answers(log, cache)
+            same = all(g.equals(x) for g, x in zip(got, expected, strict=True))
+            wrong.append((offset, bit, "same rows" if same else "other rows"))
+        except errors.CorruptSplitError as e:
+            if f"{add.path}: member indextables.columns.arrow" not in str(e):
+                wrong.append((offset, bit, str(e)))
+    assert not wrong, wrong
+    log.store.put(add.path, good)
+    assert all(g.equals(x) for g, x in zip(answers(log, cache), expected, strict=True))
+    assert "indextables.checksums.json" in read_footer(local).files
+
+
+@pytest.mark.parametrize("with_copy", [False, True])
+def test_hole10_a_damaged_name_of_a_rows_member_is_corrupt_split_error(tmp_path: Path, with_copy: bool) -> None:
+    """Found by the bit-flip soak (test_sweeps.py): a flipped bit in the bundle footer's name of the rows
+    member (the columnar copy, ``indextables.docstore-rows.arrow``) made the split look like
+    IndexTables4Spark's, so it was transcoded through its zstd doc store: an IndexEngineError naming the
+    cache's file, not the table's split."""
+    from tests.census.sweeps import rows
+
+    data = rows(0, with_copy)
+    log = executor_lib.create_table(str(tmp_path / "t"), data.schema)
+    log.commit([write_and_upload(log.store, data, mapping_for(data.schema, {}))])
+    (add,) = log.snapshot().files
+    split = tmp_path / "t" / add.path
+    good = split.read_bytes()
+    member = "indextables.columns.arrow" if with_copy else "indextables.docstore-rows.arrow"
+    at = good.rindex(f'"{member}"'.encode()) + 1  # its name in the footer's JSON
+    for offset, bit in [(0, 5), (3, 1), (13, 4)]:
+        split.write_bytes(flip_bytes(good, at + offset, bit))
+        with pytest.raises(errors.CorruptSplitError, match=rf"{add.path}: member indextables\.checksums\.json"):
+            search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / f"cache-{offset}"))
+    split.write_bytes(good)
+    assert search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache")).num_rows == data.num_rows
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_hole2_damage_in_files_a_cache_entry_builds_heals(moto_server: Any, tmp_path: Path, where: str) -> None:
+    """Found by the sweep soak (test_sweeps.py): the files a cache entry builds itself, which no member's
+    CRC covers, were trusted: a flipped bit in an FST ``.term`` built from the split's SSTable one was
+    extended with the next queried field's dictionary and sealed with a fresh CRC, then answered other
+    rows or a QueryError; one in a stand-in kept failing. Now checked at every open of the index."""
+    from tests.census.sweeps import QUERIES, rows
+
+    root = str(tmp_path / "t") if where == "local" else f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    data = rows(0, with_copy=False)
+    log = executor_lib.create_table(root, data.schema, **({} if where == "local" else s3_options(moto_server)))
+    mapping = mapping_for(data.schema, {"spark.indextables.indexing.typemap.msg": "text"})
+    log.commit([write_and_upload(log.store, data, mapping)])
+    (add,) = log.snapshot().files
+    expected = answers(log, SplitCache(tmp_path / "reference"))
+    wrong = []
+    for at in range(8):
+        cache = SplitCache(tmp_path / f"cache-{at}")
+        search_table(log.store, log.snapshot(), QUERIES[1], cache)  # the msg field's FST dictionary built only
+        index = _entry(cache, log, add.path) / ("index" if where == "local" else PIECES_DIR)
+        (term,) = [p for p in index.glob("*.term") if p.with_suffix(".term.sstable").exists()]
+        _flip(term, len(term.read_bytes()) * at // 10, at % 8)  # in its body, not its footer
+        for _ in range(2):  # this read (its tag query extends the file), and the next: right, never other rows
+            try:
+                if not all(g.equals(x) for g, x in zip(answers(log, cache), expected, strict=True)):
+                    wrong.append((at, "other rows"))
+            except errors.IndexTablesError as e:
+                wrong.append((at, str(e)[:200]))
+    assert not wrong, wrong

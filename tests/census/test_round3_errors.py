@@ -8,7 +8,8 @@
   c. an unbalanced ``'`` said ``Syntax error at or near 'indexquery'`` and echoed an internal view name;
   d. a missing table's clear message was line 54 of 55;
   e. did-you-mean suggested ``indexqueryall`` for ``indexquerry.message`` and lower-cased the key it echoed;
-* hole 11: nothing checked a split's Quickwit hotcache against the members it caches.
+* hole 11: nothing checked a split's Quickwit hotcache against the members it caches (a whole split's
+  read, then a split's read by the piece, which fetched the hotcache with its footer and never looked at it).
 """
 
 from __future__ import annotations
@@ -243,3 +244,37 @@ def test_hole11_a_damaged_hotcache_slice_fails_a_read_naming_split_and_member(tm
         search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache"))
     split.write_bytes(good)
     assert search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "cache2")).num_rows == 50
+
+
+@pytest.mark.parametrize("member", [".idx", ".fast", "meta.json"])
+def test_hole11_a_damaged_hotcache_slice_fails_a_read_by_the_piece(
+    moto_server: Any, tmp_path: Path, member: str
+) -> None:
+    import uuid
+
+    import executor_lib
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.format.quickwit.bundle import read_hotcache
+    from executor_lib.splits.search.table_search import search_table
+    from tests.conftest import BUCKET, s3_options
+
+    local, add, split = _written_split(tmp_path)
+    uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
+    log = executor_lib.create_table(uri, local.snapshot().arrow_schema(), **s3_options(moto_server))
+    good = split.read_bytes()
+    log.store.put(add.path, good)
+    log.commit([add])
+    cache = SplitCache(tmp_path / "cache")
+    assert search_table(log.store, log.snapshot(), "*", cache).num_rows == 50  # fetched by the piece
+    assert cache.pieces(log.store, add.path, add.size, add.footer_start_offset) is not None
+    name, file = next((n, f) for n, f in read_hotcache(split).slice_caches.items() if n.endswith(member) and f.slices)
+    at = good.rindex(file.slices[-1].data)  # the slice's bytes in the hotcache, at the split's end
+    assert at > add.footer_start_offset
+    damaged = bytearray(good)
+    damaged[at] ^= 0x01
+    log.store.put(add.path, bytes(damaged))
+    cache.flush()
+    with pytest.raises(errors.CorruptSplitError, match=rf"{re.escape(add.path)}.*member {re.escape(name)}.*hotcache"):
+        search_table(log.store, log.snapshot(), "*", cache)
+    log.store.put(add.path, good)  # repaired: the same cache reads it
+    assert search_table(log.store, log.snapshot(), "*", cache).num_rows == 50

@@ -134,6 +134,7 @@ OUR_MEMBERS_NOT_LISTED = (
     "indextables.segments.json",
     "indextables.docmapping.json",
     "indextables.docstore-rows.arrow",
+    "indextables.checksums.json",
 )
 
 

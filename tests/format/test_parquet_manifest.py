@@ -249,7 +249,7 @@ def _as_jvm_layout(written_path: Path, out: Path) -> Path:
             data = read_member(written_path, footer, name)
             assert data is not None
             files[name] = data
-    write_bundle(files, out)
+    write_bundle(files, out, checksums=False)
     return out
 
 

@@ -19,7 +19,9 @@ this project's own readers do not use it (they read the bundle metadata and the 
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import mmap
 import os
 import re
@@ -55,6 +57,11 @@ DOC_STORE_FOOTER = struct.Struct("<IQB15x")
 # A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
 # (splits/build/writer.py, splits/rows/doc_store_rows.py).
 ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
+# The CRC32 of every CHECKSUM_CHUNK bytes of each member that is not a Tantivy segment file (those end in
+# a footer with the CRC32 of their body): {"chunk": 16384, "crc32": {member: [crc of chunk 0, ...]}}.
+# Written last of the members by ``write_bundle``; a split without it (written before) is not checked.
+CHECKSUMS_MEMBER = "indextables.checksums.json"
+CHECKSUM_CHUNK = 16 << 10
 
 
 @dataclass(frozen=True)
@@ -103,11 +110,11 @@ def copy_range(source: int, dest: int, start: int, length: int) -> None:
         done += len(chunk)
 
 
-def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> BundleFooter:
+def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path, checksums: bool = True) -> BundleFooter:
     """Write ``files`` (contents, local files, or ranges of local files, copied in the kernel) as
-    one split bundle to ``out``, with its hotcache (``hotcache.build_hotcache``: built from the
-    members' lengths and the few ranges it caches, read back from the written file). Returns
-    its footer.
+    one split bundle to ``out``, then (``checksums``) the ``CHECKSUMS_MEMBER`` of its members, with
+    its hotcache (``hotcache.build_hotcache``: built from the members' lengths and the few ranges it
+    caches, read back from the written file). Returns its footer.
 
     Raises:
         ValueError: ``files`` holds a ``meta.json`` that is not a Tantivy ``meta.json``.
@@ -115,7 +122,13 @@ def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path) -> Bu
     offsets: dict[str, tuple[int, int]] = {}
     position = 0
     with open(out, "wb+", buffering=0) as f:
-        for name, data in files.items():
+        last = [(CHECKSUMS_MEMBER, None)] if checksums else []
+        for name, data in [*((n, d) for n, d in files.items() if n != CHECKSUMS_MEMBER), *last]:
+            if data is None:  # last: the CRC32s of the members written before
+                reader = _member_reader(f.fileno(), offsets)
+                crcs = {n: chunk_crcs(functools.partial(reader, n), e - s) for n, (s, e) in offsets.items()}
+                sums = {"chunk": CHECKSUM_CHUNK, "crc32": {n: c for n, c in crcs.items() if is_checksummed(n)}}
+                data = json.dumps(sums, separators=(",", ":")).encode()
             if isinstance(data, bytes):
                 _write_all(f.fileno(), data)
                 length = len(data)
@@ -178,6 +191,20 @@ def footer_length_needed(tail: bytes, file_size: int) -> int:
     return min(file_size, 8 + hotcache_len + header_len)
 
 
+def hotcache_in(tail: bytes) -> bytes | None:
+    """The hotcache of a split whose last bytes are ``tail`` (without its trailing u32 length), or None
+    when ``tail`` does not hold all of it.
+
+    Example:
+        >>> hotcache_in(b"footer" + b"hot" + struct.pack("<I", 3)), hotcache_in(struct.pack("<I", 9))
+        (b'hot', None)
+    """
+    if len(tail) < 4:
+        return None
+    (length,) = _U32.unpack(tail[-4:])
+    return tail[len(tail) - 4 - length : -4] if length <= len(tail) - 4 else None
+
+
 def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
     """Parse the footer from the last ``len(tail)`` bytes of a split of ``file_size`` bytes."""
     try:
@@ -222,13 +249,16 @@ _SEGMENT_FILE = re.compile(r"^[0-9a-f]{32}\.(idx|pos|term|fieldnorm|fast|store)$
 def check_member_crcs(path: Path, footer: BundleFooter, source: str) -> None:
     """Check every segment file of a local split (``.idx .pos .term .fieldnorm .fast .store``) against
     its Tantivy file footer's CRC32 of its body (memory-mapped, no copy; about 2 GB/s). Tantivy itself
-    reads these files by the slice and never checks them.
+    reads these files by the slice and never checks them. Every other member against its chunks' CRC32s
+    (``CHECKSUMS_MEMBER``, ``check_checksums``), and the hotcache against the members (``check_hotcache``).
 
     Raises:
-        CorruptSplitError: a file's footer does not parse or its CRC differs (names ``source`` and the member).
+        CorruptSplitError: a file's footer does not parse or its CRC differs, a chunk's CRC32 differs, the
+            hotcache differs (names ``source`` and the member).
     """
     damaged = None
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+        other = check_checksums(view, footer, source)  # the members that are not segment files
         for name, (start, end) in footer.files.items():
             if not _SEGMENT_FILE.match(name):
                 continue
@@ -241,6 +271,8 @@ def check_member_crcs(path: Path, footer: BundleFooter, source: str) -> None:
                         break
     if damaged is not None:  # raised with the mapping closed
         raise CorruptSplitError(f"{source}: member {damaged} does not match its Tantivy footer's CRC32 (damaged)")
+    if other is not None:
+        raise CorruptSplitError(f"{source}: member {other} (damaged)")
     check_hotcache(path, footer, source)
 
 
@@ -261,6 +293,62 @@ def check_hotcache(path: Path, footer: BundleFooter, source: str) -> None:
         check_slices(cache, footer.files, lambda start, end: os.pread(f.fileno(), end - start, start), source)
 
 
+def is_checksummed(name: str) -> bool:
+    """Whether ``CHECKSUMS_MEMBER`` lists a member: every member but segment files and itself."""
+    return name != CHECKSUMS_MEMBER and not is_segment_file(name)
+
+
+def chunk_crcs(read: Callable[[int, int], bytes], length: int) -> list[int]:
+    """The CRC32 of each ``CHECKSUM_CHUNK`` bytes of a member of ``length`` bytes (``read(start, stop)``)."""
+    return [zlib.crc32(read(k, min(length, k + CHECKSUM_CHUNK))) for k in range(0, length, CHECKSUM_CHUNK)]
+
+
+def parse_checksums(data: bytes, files: Mapping[str, tuple[int, int]], source: str) -> dict[str, list[int]]:
+    """The chunk CRC32s of ``CHECKSUMS_MEMBER`` (member -> one per chunk), checked against the split's
+    members ``files`` (bundle names): every member it must list is listed, with one CRC per chunk.
+
+    Raises:
+        CorruptSplitError: it does not parse or does not fit the members (names ``source``).
+    """
+    try:
+        table = json.loads(data)
+        crcs = {str(n): [int(c) for c in cs] for n, cs in table["crc32"].items()}
+        if table["chunk"] != CHECKSUM_CHUNK:
+            raise ValueError(f"chunk size {table['chunk']!r}, not {CHECKSUM_CHUNK}")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CorruptSplitError(f"{source}: member {CHECKSUMS_MEMBER} does not parse ({type(e).__name__}: {e})") from e
+    for name, (start, end) in files.items():
+        if is_checksummed(name) and len(crcs.get(name, ())) != math.ceil((end - start) / CHECKSUM_CHUNK):
+            raise CorruptSplitError(
+                f"{source}: member {CHECKSUMS_MEMBER} does not list the {end - start}-byte member {name} (damaged)"
+            )
+    unknown = sorted(set(crcs) - {n for n in files if is_checksummed(n)})
+    if unknown:
+        raise CorruptSplitError(f"{source}: member {CHECKSUMS_MEMBER} lists {unknown[0]!r}, not a member (damaged)")
+    return crcs
+
+
+def check_checksums(view: memoryview, footer: BundleFooter, source: str) -> str | None:
+    """The first member of a whole split (``view``: its bytes) whose chunks differ from
+    ``CHECKSUMS_MEMBER``, or None (also for a split written before it).
+
+    Raises:
+        CorruptSplitError: ``CHECKSUMS_MEMBER`` does not parse or fit (``parse_checksums``).
+    """
+    if CHECKSUMS_MEMBER not in footer.files:
+        return None
+    start, end = footer.files[CHECKSUMS_MEMBER]
+    crcs = parse_checksums(bytes(view[start:end]), footer.files, source)
+    for name, expected in crcs.items():
+        base, stop = footer.files[name]
+        for k, crc in enumerate(expected):
+            chunk_start = base + k * CHECKSUM_CHUNK
+            with view[chunk_start : min(stop, chunk_start + CHECKSUM_CHUNK)] as chunk:
+                if zlib.crc32(chunk) != crc:
+                    return f"{name}: bytes {k * CHECKSUM_CHUNK}.. differ from the split's {CHECKSUMS_MEMBER}"
+    return None
+
+
 def is_segment_file(name: str) -> bool:
     """Whether a member is a segment file ending in a Tantivy footer with the CRC32 of its body."""
     return _SEGMENT_FILE.match(name) is not None
@@ -276,6 +364,31 @@ def check_tantivy_crc(data: bytes | memoryview, source: str) -> None:
     file = split_footer(tail, source)
     if zlib.crc32(data[: len(data) - (len(tail) - len(file.body))]) != file.crc:
         raise CorruptSplitError(f"{source} does not match its Tantivy footer's CRC32 (damaged)")
+
+
+def check_stand_ins(index_dir: Path, source: str) -> None:
+    """Check the files a cache entry builds beside members laid out aside (``stand_in``), and the FST
+    ``.term`` files built from SSTable ones (``format/termdict/convert.py``), against their Tantivy
+    footers' CRC32s: no member's CRC or chunk checksum covers them (read at every open of the index).
+
+    Raises:
+        CorruptSplitError: a file differs from its CRC32 (names ``source`` and the file).
+    """
+    for aside in ASIDE_SUFFIXES:
+        for laid_out in index_dir.glob(f"*{aside}"):
+            built = stand_in_name(laid_out.name)
+            try:
+                data = (index_dir / built).read_bytes()
+            except FileNotFoundError:
+                continue
+            check_tantivy_crc(data, f"{source}: {built} (built in the cache entry)")
+
+
+def stand_in_name(local: str) -> str:
+    """The file a local directory holds beside ``local``, a member laid out aside (``stand_in``)."""
+    if local.endswith(LOCAL_STORE_SUFFIX):
+        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX
+    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX
 
 
 def read_hotcache(path: Path) -> HotCache:
@@ -352,8 +465,8 @@ def stand_in(local: str, tail: bytes, source: str) -> tuple[str, bytes]:
         CorruptSplitError: as those (names ``source``).
     """
     if local.endswith(LOCAL_STORE_SUFFIX):
-        return local[: -len(LOCAL_STORE_SUFFIX)] + STORE_SUFFIX, empty_doc_store(tail, source)
-    return local[: -len(LOCAL_SSTABLE_SUFFIX)] + TERM_SUFFIX, empty_term_file(tail, source)
+        return stand_in_name(local), empty_doc_store(tail, source)
+    return stand_in_name(local), empty_term_file(tail, source)
 
 
 def empty_doc_store(store_tail: bytes, source: str) -> bytes:

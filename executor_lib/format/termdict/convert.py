@@ -23,6 +23,7 @@ Splits written before keep opening: with a ``<segment>.term.fst`` member (laid o
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -164,6 +165,8 @@ def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
         if not todo:
             continue
         current = split_footer(fst.read_bytes(), str(fst))
+        if zlib.crc32(current.body) != current.crc:  # never extend (and re-seal) a damaged file
+            raise CorruptSplitError(f"{fst}: does not match its Tantivy footer's CRC32 (damaged in the cache entry)")
         slices = parse_composite(current.body, str(fst))
         with open(sstable, "rb") as f:
             for field, ranges in todo.items():

@@ -32,6 +32,7 @@ from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
     ROWS_IN_STORE_MEMBER,
+    check_stand_ins,
 )
 from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
@@ -162,6 +163,7 @@ class SplitSearcher:
             self._load_row_offsets(segments)
 
     def _open_index(self) -> None:
+        check_stand_ins(self.index_dir, str(self.split))  # the files built in the cache entry: no member's CRC
         try:
             self.index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
         except (OSError, ValueError) as e:

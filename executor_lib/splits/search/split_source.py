@@ -33,6 +33,7 @@ from executor_lib.cache.split_cache import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
+    CHECKSUMS_MEMBER,
     LOCAL_STORE_SUFFIX,
     ROWS_IN_STORE_MEMBER,
     STORE_SUFFIX,
@@ -152,6 +153,11 @@ class LocalSplit(SplitSource):
         with exclusive_lock(entry_lock(work_dir)):
             self.jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
             if columns_members(footer) is None and ROWS_IN_STORE_MEMBER not in footer.files:
+                if CHECKSUMS_MEMBER in footer.files:  # written here, so never transcoded: a member's name was damaged
+                    check_member_crcs(split, footer, str(split))
+                    raise CorruptSplitError(
+                        f"{split}: the split holds neither a columnar copy nor {ROWS_IN_STORE_MEMBER} (damaged)"
+                    )
                 split, footer = _transcode(split, footer, work_dir, arrow_schema, doc_mapping, companion_root)
             if not (index_dir / "meta.json").exists():
                 shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
