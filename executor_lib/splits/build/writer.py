@@ -175,8 +175,14 @@ def _index_ready(table: pa.Table | pa.RecordBatch) -> pa.Table:
 # --- JSON documents built column-wise ---------------------------------------------------------
 
 
+_NEEDS_ESCAPE = '[\\\\"\x00-\x1f]'  # a backslash, a double quote or a control character
+
+
 def _escaped(col: pa.Array) -> pa.Array:
-    """String values as the inside of JSON string literals."""
+    """String values as the inside of JSON string literals: ``col`` itself when no value holds a
+    character to escape (one scan; log text rarely does), else escaped by three more passes."""
+    if not pc.any(pc.match_substring_regex(col, _NEEDS_ESCAPE)).as_py():
+        return col
     col = pc.replace_substring(col, "\\", "\\\\")
     col = pc.replace_substring(col, '"', '\\"')
     if pc.any(pc.match_substring_regex(col, "[\x00-\x1f]")).as_py():
