@@ -157,6 +157,21 @@ def _coerce_floats(index_dir: Path) -> None:
     meta_path.write_text(json.dumps(meta))
 
 
+def _doc_store_compression(index_dir: Path, compression: str) -> str:
+    """Set the ``docstore_compression`` of the index's ``meta.json``; the one it replaces. A split is
+    built with ``"none"``: ``to_zstd`` re-compresses every doc store block anyway, so Tantivy's lz4
+    (compressing each 16 KB block while indexing, then decompressed by ``to_zstd``) was work thrown
+    away. The block boundaries do not change, so the zstd doc store is the same bytes; the setting
+    is put back before the bundle is written, so its ``meta.json`` says what it said before."""
+    meta_path = index_dir / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    settings = meta.setdefault("index_settings", {})
+    previous = str(settings.get("docstore_compression", "lz4"))
+    settings["docstore_compression"] = compression
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")  # as Tantivy writes it (serde_json's pretty form)
+    return previous
+
+
 def writer_heap(heap_bytes: int | None, threads: int) -> int:
     """Tantivy's indexing heap for ``threads`` threads: the setting (default 256 MB), at least 15 MB a thread."""
     return max(heap_bytes or _WRITER_HEAP, MIN_HEAP_PER_THREAD * threads)
@@ -340,6 +355,7 @@ class SplitBuilder:
         self.index_dir = self.work / "index"
         self.index_dir.mkdir()
         self.heap_bytes, self.threads = heap_bytes, max(1, threads)
+        self._doc_store_compression = "lz4"  # the new index's setting, put back in its meta.json (finish)
         self.schema: Any = None  # the Tantivy schema, and its writer, made with the first rows (_start)
         self.writer: Any = None
         self.columns_path = self.work / COLUMNS_MEMBER
@@ -375,6 +391,7 @@ class SplitBuilder:
         self.schema = tantivy_schema(self.mapping, row_field=self._rows_schema is None)
         tantivy.Index(self.schema, path=str(self.index_dir))
         _coerce_floats(self.index_dir)
+        self._doc_store_compression = _doc_store_compression(self.index_dir, "none")
         index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
         self.writer = index.writer(writer_heap(self.heap_bytes, self.threads), self.threads)
 
@@ -438,6 +455,7 @@ class SplitBuilder:
             self._copy.close()
             self.writer.commit()
             self.writer.wait_merging_threads()
+            _doc_store_compression(self.index_dir, self._doc_store_compression)
             index_files: dict[str, bytes | Path] = {
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
