@@ -39,7 +39,7 @@ import itertools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -474,10 +474,12 @@ def _check_contiguous(terms: TermColumns, starts: np.ndarray) -> None:
         raise ValueError(f"term {at}'s postings or positions do not follow the previous term's")
 
 
-def _block(values: bytes, deltas: bytes) -> bytes:
+def _block(values: bytes, deltas: bytes, compressor: Any) -> bytes:
+    """One block, its payload compressed by ``compressor`` (a ``zstd.ZstdCompressor``, one frame per
+    call: the bytes ``zstd.compress`` gives, without a new compression context per block)."""
     payload = values + deltas
     if len(payload) > COMPRESS_ABOVE:
-        packed = zstd.compress(payload, level=ZSTD_LEVEL)
+        packed = compressor.compress(payload, zstd.ZstdCompressor.FLUSH_FRAME)
         if len(packed) < len(payload):
             return _U32.pack(len(packed) + 1) + b"\x01" + packed
     return _U32.pack(len(payload) + 1) + b"\x00" + payload
@@ -522,10 +524,13 @@ def encode_sstable_columns(terms: TermColumns, block_len: int = BLOCK_LEN) -> by
     value_bounds = value_at.tolist()
     out = bytearray()
     index: list[tuple[bytes, BlockAddr]] = []
+    compressor = zstd.ZstdCompressor(level=ZSTD_LEVEL)
     for b in range(len(starts)):
         start = len(out)
         out += _block(
-            value_bytes[value_bounds[b] : value_bounds[b + 1]], delta_bytes[delta_bounds[b] : delta_bounds[b + 1]]
+            value_bytes[value_bounds[b] : value_bounds[b + 1]],
+            delta_bytes[delta_bounds[b] : delta_bounds[b + 1]],
+            compressor,
         )
         last = terms.term(bounds[b + 1] - 1)
         key = _shorten(last, terms.term(bounds[b + 1])) if b + 1 < len(starts) else last

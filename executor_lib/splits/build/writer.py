@@ -157,6 +157,21 @@ def _coerce_floats(index_dir: Path) -> None:
     meta_path.write_text(json.dumps(meta))
 
 
+def _doc_store_compression(index_dir: Path, compression: str) -> str:
+    """Set the ``docstore_compression`` of the index's ``meta.json``; the one it replaces. A split is
+    built with ``"none"``: ``to_zstd`` re-compresses every doc store block anyway, so Tantivy's lz4
+    (compressing each 16 KB block while indexing, then decompressed by ``to_zstd``) was work thrown
+    away. The block boundaries do not change, so the zstd doc store is the same bytes; the setting
+    is put back before the bundle is written, so its ``meta.json`` says what it said before."""
+    meta_path = index_dir / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    settings = meta.setdefault("index_settings", {})
+    previous = str(settings.get("docstore_compression", "lz4"))
+    settings["docstore_compression"] = compression
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")  # as Tantivy writes it (serde_json's pretty form)
+    return previous
+
+
 def writer_heap(heap_bytes: int | None, threads: int) -> int:
     """Tantivy's indexing heap for ``threads`` threads: the setting (default 256 MB), at least 15 MB a thread."""
     return max(heap_bytes or _WRITER_HEAP, MIN_HEAP_PER_THREAD * threads)
@@ -175,8 +190,14 @@ def _index_ready(table: pa.Table | pa.RecordBatch) -> pa.Table:
 # --- JSON documents built column-wise ---------------------------------------------------------
 
 
+_NEEDS_ESCAPE = '[\\\\"\x00-\x1f]'  # a backslash, a double quote or a control character
+
+
 def _escaped(col: pa.Array) -> pa.Array:
-    """String values as the inside of JSON string literals."""
+    """String values as the inside of JSON string literals: ``col`` itself when no value holds a
+    character to escape (one scan; log text rarely does), else escaped by three more passes."""
+    if not pc.any(pc.match_substring_regex(col, _NEEDS_ESCAPE)).as_py():
+        return col
     col = pc.replace_substring(col, "\\", "\\\\")
     col = pc.replace_substring(col, '"', '\\"')
     if pc.any(pc.match_substring_regex(col, "[\x00-\x1f]")).as_py():
@@ -334,6 +355,7 @@ class SplitBuilder:
         self.index_dir = self.work / "index"
         self.index_dir.mkdir()
         self.heap_bytes, self.threads = heap_bytes, max(1, threads)
+        self._doc_store_compression = "lz4"  # the new index's setting, put back in its meta.json (finish)
         self.schema: Any = None  # the Tantivy schema, and its writer, made with the first rows (_start)
         self.writer: Any = None
         self.columns_path = self.work / COLUMNS_MEMBER
@@ -369,6 +391,7 @@ class SplitBuilder:
         self.schema = tantivy_schema(self.mapping, row_field=self._rows_schema is None)
         tantivy.Index(self.schema, path=str(self.index_dir))
         _coerce_floats(self.index_dir)
+        self._doc_store_compression = _doc_store_compression(self.index_dir, "none")
         index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
         self.writer = index.writer(writer_heap(self.heap_bytes, self.threads), self.threads)
 
@@ -432,6 +455,7 @@ class SplitBuilder:
             self._copy.close()
             self.writer.commit()
             self.writer.wait_merging_threads()
+            _doc_store_compression(self.index_dir, self._doc_store_compression)
             index_files: dict[str, bytes | Path] = {
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
