@@ -87,6 +87,8 @@ class SplitCache:
         self._footer_bytes = 0
         self._lock = threading.Lock()
         self._held_counts: dict[str, int] | None = None  # inside counted_once(): written at its end
+        # (bytes in the cache when this process last walked it + what it added since, when it walked)
+        self._walked: tuple[int, float] | None = None
         _open_cache_directory(directory)
 
     # --- L2 -----------------------------------------------------------------------------------
@@ -134,7 +136,7 @@ class SplitCache:
                 raise
             (entry / "source.uri").write_text(uri)
         self._count(misses=1, bytes_downloaded=downloaded)
-        self.evict(keep=entry)
+        self.evict(keep=entry, added=_tree_size(entry))
         return CacheEntry(entry, split)
 
     def pieces(
@@ -191,7 +193,7 @@ class SplitCache:
                 self._forget_footer(uri)  # a repaired split's footer is read again
                 raise
         self._count(misses=1)
-        self.evict(keep=entry)
+        self.evict(keep=entry, added=_tree_size(entry))
         return found
 
     def _hotcache(self, store: ObjectStore, key: str, footer: BundleFooter) -> bytes:
@@ -271,9 +273,24 @@ class SplitCache:
                 out.append((entry.stat().st_mtime, _tree_size(entry), entry))
         return sorted(out)
 
-    def evict(self, keep: Path | None = None) -> int:
+    def evict(self, keep: Path | None = None, added: int | None = None) -> int:
         """Remove least recently used splits until the cache fits ``max_bytes`` (never ``keep``,
-        the split just fetched for a caller); returns how many were removed."""
+        the split just fetched for a caller); returns how many were removed.
+
+        ``added``: the bytes of the entry just made. Walking the cache stats every file of every entry,
+        so a walk on each miss made filling a cache of n splits O(n^2) (minutes at ~1,000 splits).
+        Within ``REWALK_SECONDS`` of this process's last walk, while that walk's total plus what this
+        process added since stays within ``max_bytes``, nothing is walked; other processes sharing the
+        cache are seen at the next walk (at most ``REWALK_SECONDS`` later, or sooner when full).
+
+        Example: ``cache.evict()`` -> the number of splits removed (0 when the cache fits)."""
+        now = time.monotonic()
+        with self._lock:
+            walked = self._walked
+            fresh = walked is not None and added is not None and now - walked[1] < REWALK_SECONDS
+            if fresh and walked is not None and added is not None and walked[0] + added <= self.max_bytes:
+                self._walked = (walked[0] + added, walked[1])
+                return 0
         entries = self._entries()
         total = sum(size for _, size, _ in entries)
         evicted = 0
@@ -286,6 +303,8 @@ class SplitCache:
                 shutil.rmtree(entry, ignore_errors=True)
             total -= size
             evicted += 1
+        with self._lock:
+            self._walked = (total, now)
         if evicted:
             self._count(evictions=evicted)
         return evicted
@@ -297,6 +316,7 @@ class SplitCache:
         with self._lock:
             self._footers.clear()
             self._footer_bytes = 0
+            self._walked = None
         with exclusive_lock(self.directory / f"{_STATS}.lock"):
             (self.directory / _STATS).unlink(missing_ok=True)
 
@@ -425,6 +445,8 @@ class SplitCache:
             "describedAt": int(time.time() * 1000),
         }
 
+
+REWALK_SECONDS = 5.0  # evict: how long a walk's total (plus this process's additions) is trusted
 
 _MARKER = ".indextables-split-cache"  # written in every split cache directory: flush empties only those
 _ENTRY_NAME = re.compile(r"[0-9a-f]{32}(\.lock)?")

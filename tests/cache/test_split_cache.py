@@ -293,3 +293,35 @@ def test_a_footer_longer_than_the_hint_without_offsets_is_read_whole(tmp_path: P
     store = CountingStore(open_store(str(tmp_path / "t")))
     footer = SplitCache(tmp_path / "cache").footer(store, add)  # type: ignore[arg-type]
     assert footer == written and store.reads == 2  # the 64 KiB hint, then the whole footer
+
+
+def test_misses_walk_the_cache_once_a_while_not_each_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each miss used to stat every file of every entry (O(n^2) to fill a cache of n splits): within
+    ``REWALK_SECONDS`` of a walk, a miss that keeps the cache within its budget walks nothing; what
+    another process added is seen at the next walk, and the budget then holds."""
+    from executor_lib.cache import split_cache
+
+    uri = str(tmp_path / "t")
+    adds = make(uri, {}, splits=12)
+    store = open_store(uri)
+    size = max(a.size for a in adds)
+    walks = []
+    real_entries = SplitCache._entries
+
+    def counted(self: SplitCache) -> Any:
+        walks.append(self)
+        return real_entries(self)
+
+    monkeypatch.setattr(SplitCache, "_entries", counted)
+    mine = SplitCache(tmp_path / "cache", max_bytes=size * 20)
+    for add in adds[:8]:
+        mine.get(store, add.path)
+    assert len(walks) == 1  # the first miss walks; the next 7 fit the walked total plus their own bytes
+    other = SplitCache(tmp_path / "cache", max_bytes=size * 20)  # another process on the node
+    for add in adds[8:]:
+        other.get(store, add.path)
+    monkeypatch.setattr(split_cache, "REWALK_SECONDS", 0.0)  # the interval is over
+    mine.max_bytes = other.max_bytes = int(size * 6.5)
+    mine.get(store, adds[0].path)  # a hit: no walk
+    assert mine.evict(added=0) > 0  # walked: the other's entries count, and the budget holds again
+    assert sum(size for _, size, _ in real_entries(mine)) <= mine.max_bytes
