@@ -287,8 +287,12 @@ class SplitCache:
         now = time.monotonic()
         with self._lock:
             walked = self._walked
-            fresh = walked is not None and added is not None and now - walked[1] < REWALK_SECONDS
-            if fresh and walked is not None and added is not None and walked[0] + added <= self.max_bytes:
+            if (
+                walked is not None
+                and added is not None
+                and now - walked[1] < REWALK_SECONDS
+                and walked[0] + added <= self.max_bytes
+            ):
                 self._walked = (walked[0] + added, walked[1])
                 return 0
         entries = self._entries()

@@ -32,7 +32,7 @@ import zipimport
 from typing import Any
 
 # The Spark setting that makes Spark start this module (connect_plugin.local holds the same, by name).
-DAEMON_CONF = {"spark.python.daemon.module": __name__ if __name__ != "__main__" else "executor_lib.spark.worker_daemon"}
+DAEMON_CONF = {"spark.python.daemon.module": "executor_lib.spark.worker_daemon"}
 
 # What a read or write task imports, in import order (absent optional ones are skipped).
 PRELOADED = (
