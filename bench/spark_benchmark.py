@@ -127,9 +127,16 @@ def local_session(workdir: str | None, prefix: str) -> Iterator[tuple[Any, Path]
     """A local[2] classic session with the plugin installed and its split cache under the work
     directory (``workdir``, or a temporary one removed afterwards): the Spark benchmarks' setting,
     without Spark's start-up noise on stderr (``harness.local_spark``)."""
+    from pyspark import SparkContext
+
     import connect_plugin
     from harness.local_spark import quiet_local_session
 
+    if SparkContext._active_spark_context is not None:  # a session this call did not start: never stop it
+        raise RuntimeError(
+            "the Spark benchmarks start (and stop) a local session of their own; "
+            "this process already has a SparkContext: run them in a process of their own"
+        )
     work = Path(workdir or tempfile.mkdtemp(prefix=prefix))
     os.environ.setdefault("INDEXTABLES_CACHE_DIR", str(work / "split-cache"))
     spark = quiet_local_session(

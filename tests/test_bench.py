@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bench.__main__ import main
 
+REPO = Path(__file__).resolve().parent.parent
 
-def test_bench_state_at_tiny_sizes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+
+def _bench(argv: list[str]) -> str:
+    """``python -m bench argv`` in a process of its own (the Spark benchmarks start and stop a local
+    session of their own, which must not be this test process's shared one); its standard output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", *argv], cwd=REPO, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def test_bench_state_at_tiny_sizes(tmp_path: Path) -> None:
     out, png = tmp_path / "bench.json", tmp_path / "png"
     argv = ["--quick", "--only", "state", "--state-sizes", "100", "300", "--out", str(out), "--png", str(png)]
-    assert main(argv) == 0
+    printed = _bench(argv)
     doc = json.loads(out.read_text())
     assert doc["failed"] == [] and set(doc["results"]) == {"state"}
     names = [r["name"] for r in doc["ratios"]]
@@ -25,7 +39,6 @@ def test_bench_state_at_tiny_sizes(tmp_path: Path, capsys: pytest.CaptureFixture
     )
     assert all(r["ratio"] > 0 for r in doc["ratios"])
     assert doc["results"]["state"]["pruning"]["manifestsRead"] < doc["results"]["state"]["pruning"]["manifestsTotal"]
-    printed = capsys.readouterr().out
     assert "warm snapshot load" in printed and "met?" in printed
     if importlib.util.find_spec("matplotlib") is None:
         assert "matplotlib is not installed" in printed
@@ -56,35 +69,33 @@ def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
     assert "'goal ...': a fixed target, not a measurement" in table
 
 
-def test_bench_analytics_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_analytics_at_a_tiny_size(tmp_path: Path) -> None:
     """The analytics suite runs every statement both ways (it stops if any result differs from
     Parquet's) and prints a goal per row, the floor row included."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "analytics", "--analytics-rows", "20000", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    printed = _bench(["--quick", "--only", "analytics", "--analytics-rows", "20000", "--out", str(out)])
     for name in ("count(*)", "GROUP BY level count", "indexquery WHERE + GROUP BY level", "trivial-query floor"):
         assert name in printed
     doc = json.loads(out.read_text())
     assert {r["goal"] for r in doc["ratios"]} >= {">= 3", ">= 1", "<= 0.1"}
 
 
-def test_bench_spark_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_spark_at_a_tiny_size(tmp_path: Path) -> None:
     """The Spark suite checks that the index and Parquet count the same rows (it stops otherwise) and
     prints the selective query's distance to PySpark's floor with its goal."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "spark", "--spark-rows", "20000", "--out", str(out)]) == 0
-    assert "trivial-query floor" in capsys.readouterr().out
+    printed = _bench(["--quick", "--only", "spark", "--spark-rows", "20000", "--out", str(out)])
+    assert "trivial-query floor" in printed
     doc = json.loads(out.read_text())
     assert doc["failed"] == [] and doc["results"]["spark"]["selective_0.1pct"]["rows"] == 20
     assert {r["goal"] for r in doc["ratios"]} >= {">= 10", "<= 0.1"}
 
 
-def test_bench_limits_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_limits_at_a_tiny_size(tmp_path: Path) -> None:
     """The first-look suite checks every answer (row counts, filtered rows matching their filter; it stops
     otherwise) in a classic and a Spark Connect session, and prints each against its baseline and goal."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "limits", "--limits-rows", "3000", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
+    printed = _bench(["--quick", "--only", "limits", "--limits-rows", "3000", "--out", str(out)])
     for name in ("classic limit(1).collect()", "connect show() (20 rows)", "SQL indexquery LIMIT 20"):
         assert name in printed
     doc = json.loads(out.read_text())
@@ -92,27 +103,26 @@ def test_bench_limits_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert {r["goal"] for r in doc["ratios"]} == {"<= 0.05", "<= 0.1"}
 
 
-def test_bench_compaction_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_compaction_at_a_tiny_size(tmp_path: Path) -> None:
     """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
     and the other size-tiered (it stops if the one-hour query's answers differ) and prints its goals."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "compaction", "--compaction-rows", "16000", "--out", str(out)]) == 0
+    printed = _bench(["--quick", "--only", "compaction", "--compaction-rows", "16000", "--out", str(out)])
     doc = json.loads(out.read_text())
     assert doc["failed"] == []
     r = doc["results"]["compaction"]
     assert r["fresh"]["count"] == r["sorted"]["count"] == r["size_tiered"]["count"] > 0
     assert r["sorted"]["splits_needed"] < r["fresh"]["splits_needed"]
     assert 1.0 <= r["write_amplification"] <= 2.0
-    printed = capsys.readouterr().out
     assert "after MERGE SPLITS SORT BY ts vs unmerged" in printed and "write amplification" in printed
 
 
-def test_bench_ingest_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_ingest_at_a_tiny_size(tmp_path: Path) -> None:
     """The ingest suite writes the same rows as Parquet, as IndexTables (default and narrowed fast
     fields) and with raw tantivy-py, merges a table of several splits (it stops if rows are lost) and
     prints its three goals."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "ingest", "--ingest-rows", "20000", "--out", str(out)]) == 0
+    printed = _bench(["--quick", "--only", "ingest", "--ingest-rows", "20000", "--out", str(out)])
     doc = json.loads(out.read_text())
     assert doc["failed"] == []
     r = doc["results"]["ingest"]
@@ -120,15 +130,15 @@ def test_bench_ingest_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert {r["goal"] for r in doc["ratios"]} >= {">= 0.8", ">= 0.25", ">= 3"}
     names = [r["name"] for r in doc["ratios"]]
     assert any("fastfields=ts,level,service,latency_ms" in n for n in names) and "MERGE SPLITS" in names[-1]
-    assert "goal" in capsys.readouterr().out
+    assert "goal" in printed
 
 
-def test_bench_storage_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_storage_at_a_tiny_size(tmp_path: Path) -> None:
     """The storage suite starts its own counting S3 server, checks that the index and the Parquet scan
     give the same answers (it stops otherwise), and prints bytes per member, bytes moved cold and the
     warm S3-over-local time with its goal."""
     out = tmp_path / "bench.json"
-    assert main(["--quick", "--only", "storage", "--storage-rows", "5000", "--out", str(out)]) == 0
+    printed = _bench(["--quick", "--only", "storage", "--storage-rows", "5000", "--out", str(out)])
     doc = json.loads(out.read_text())
     assert doc["failed"] == []
     r = doc["results"]["storage"]
@@ -137,7 +147,6 @@ def test_bench_storage_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixt
     assert r["cold"]["rare-word search"]["result"] >= 3
     assert all(c["bytes_moved"] > 0 and c["parquet_bytes_moved"] > 0 for c in r["cold"].values())
     assert {r["goal"] for r in doc["ratios"]} >= {"<= 2", "<= 0.8", "<= 0.05"}
-    printed = capsys.readouterr().out
     assert "split bytes per member" in printed and "warm rare-word search" in printed
 
 
