@@ -92,6 +92,7 @@ def open_sealed(source: Any) -> pa.Table:
     checked against its digest and validated fully (offsets, dictionary indices, UTF-8), so nothing
     read later from it is out of bounds. ValueError (or an Arrow error) if it is not what was written."""
     table = pa.ipc.open_file(source).read_all()
+    table.validate()  # lengths and buffer sizes first: hashing takes struct children, which must not abort
     digest = (table.schema.metadata or {}).get(_DIGEST_KEY)
     if digest is None:
         raise ValueError("it carries no digest of its own content (written before it did)")
