@@ -43,6 +43,7 @@ PRELOADED = (
     "numpy",
     "pyarrow",
     "pyarrow.compute",
+    "pyarrow.pandas_compat",  # imported by the first pa.array() of a numpy array (2-3 ms in each worker)
     "tantivy",
     "pyspark_indextables",
     "executor_lib.spark.datasource",

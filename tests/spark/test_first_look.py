@@ -23,7 +23,7 @@ from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query.pushdown import FilterPlan
 from executor_lib.splits.search.searcher import SplitSearcher
-from executor_lib.splits.search.table_search import scan_split, scan_split_batches
+from executor_lib.splits.search.table_search import FIRST_BATCH_ROWS, scan_split, scan_split_batches
 from executor_lib.storage import open_store
 from indextables_contract import filters as F
 
@@ -82,25 +82,26 @@ def test_batches_grow_and_give_the_rows_of_scan_split(table: Path, tmp_path: Pat
     with _counting(tmp_path):
         batches = scan_split_batches(searcher, everything, ["id", "msg"])
         first = next(batches)
-        assert first.num_rows == 256
+        assert first.num_rows == FIRST_BATCH_ROWS == 32  # show() takes 21 rows: one small batch
         assert _blocks(profiler.counters(tmp_path)) == 1  # only the first rows' block was read
         rest = list(batches)
-    assert [b.num_rows for b in rest] == [1024, 4096, ROWS - 256 - 1024 - 4096]
+    growing = [32 * 4**k for k in range(1, 5)]  # 128 ... 8192, then what is left
+    assert [b.num_rows for b in rest] == [*growing, ROWS - 32 - sum(growing)]
     whole = scan_split(searcher, everything, ["id", "msg"])
     assert pa.concat_tables([first, *rest]).equals(whole)
     limited = list(scan_split_batches(searcher, everything, ["id"], limit=300))
-    assert [b.num_rows for b in limited] == [256, 44]
+    assert [b.num_rows for b in limited] == [32, 128, 140]
     assert pa.concat_tables(limited).equals(scan_split(searcher, everything, ["id"], limit=300))
 
 
 def test_batches_of_a_query_without_a_limit_give_every_hit_once(table: Path) -> None:
     searcher = _one_split(table)
-    common = FilterPlan(F.QueryString("common", "msg"), None)  # every row: a first search of 256, then the rest
+    common = FilterPlan(F.QueryString("common", "msg"), None)  # every row: a first search of 32, then the rest
     batches = list(scan_split_batches(searcher, common, ["id"], row_ids=True))
-    assert batches[0].num_rows == 256
+    assert batches[0].num_rows == FIRST_BATCH_ROWS
     ids = pa.concat_tables(batches).column("id").to_pylist()
     assert sorted(ids) == list(range(ROWS)) and len(set(ids)) == ROWS
-    word3 = FilterPlan(F.QueryString("word3", "msg"), None)  # 1,200 hits: a first search of 256, then the rest
+    word3 = FilterPlan(F.QueryString("word3", "msg"), None)  # 1,200 hits: a first search of 32, then the rest
     got = sorted(pa.concat_tables(list(scan_split_batches(searcher, word3, ["id"]))).column("id").to_pylist())
     assert got == sorted(scan_split(searcher, word3, ["id"]).column("id").to_pylist())
     assert got == [i for i in range(ROWS) if i % 10 == 3]

@@ -473,7 +473,7 @@ def scan_split(
     return out.select([*columns, ROW_ID_COLUMN] if row_ids else list(columns))
 
 
-FIRST_BATCH_ROWS = 256  # rows of a split's first batch: a LIMIT, show() or head() stops after it
+FIRST_BATCH_ROWS = 32  # rows of a split's first batch: a LIMIT, show() or head() stops after it
 MAX_BATCH_ROWS = 65_536  # rows of a batch once they have grown
 BATCH_GROWTH = 4  # each batch of a split this many times the rows of the one before, up to MAX_BATCH_ROWS
 
