@@ -33,7 +33,6 @@ import shutil
 import tempfile
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib import profiler
+from executor_lib.cache.entry_checksums import DATA_FILE, damaged_files, record_checksums
 from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -56,7 +56,6 @@ from executor_lib.protocol.actions import AddAction
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
-DATA_FILE = "data.split"
 _STATS = "stats.json"
 _COUNTERS = ("hits", "misses", "bytes_downloaded", "evictions", "footer_hits", "footer_misses")
 # The counters the read-path profiler reports as cache hits/misses: counter -> (cache, hit).
@@ -513,79 +512,6 @@ def _has_size(split: Path, size: int | None) -> bool:
     except FileNotFoundError:
         return False
     return size is None or actual == size
-
-
-CHECKSUMS = "checksums.json"  # an entry's files (relative path -> [size, CRC32]) as written, checked at open
-
-
-def file_crc(path: Path) -> tuple[int, int]:
-    """A file's size and CRC32 (read in 8 MiB chunks: about 2 GB/s)."""
-    crc, size = 0, 0
-    with open(path, "rb", buffering=0) as f:
-        while chunk := f.read(8 << 20):
-            crc = zlib.crc32(chunk, crc)
-            size += len(chunk)
-    return size, crc
-
-
-def record_checksums(entry: Path, files: Mapping[str, Path]) -> None:
-    """Record in ``entry``'s ``CHECKSUMS`` the size and CRC32 of ``files`` (name in the entry -> the
-    file now, e.g. a download's temporary file before it is renamed); the caller holds the entry's lock."""
-    record = _read_checksums(entry) or {}
-    for name, path in files.items():
-        record[name] = list(file_crc(path))
-    tmp = entry / f"{CHECKSUMS}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(record))
-    os.replace(tmp, entry / CHECKSUMS)
-
-
-def _read_checksums(entry: Path) -> dict[str, list[int]] | None:
-    try:
-        record = json.loads((entry / CHECKSUMS).read_text())
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(record, dict) and all(
-        isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in record.values()
-    )
-    return record if ok else None
-
-
-_VERIFIED: dict[Path, tuple[tuple[int, int, int], ...]] = {}  # entry -> its files' (inode, mtime, size) when verified
-_VERIFIED_LOCK = threading.Lock()
-
-
-def damaged_files(entry: Path) -> list[str]:
-    """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
-    a missing or unreadable record, or a missing ``data.split`` record, names ``CHECKSUMS`` itself).
-    Reads every recorded file once per process while their inode, modification time and size stay as
-    they were when it last did (a ``stat`` each after that): a file rewritten since is read again."""
-    record = _read_checksums(entry)
-    if record is None or DATA_FILE not in record:
-        return [CHECKSUMS]
-    try:
-        stats = tuple(
-            (st.st_ino, st.st_mtime_ns, st.st_size) for st in (os.stat(entry / n) for n in [CHECKSUMS, *record])
-        )
-    except OSError:
-        stats = ()
-    with _VERIFIED_LOCK:
-        if stats and _VERIFIED.get(entry) == stats:
-            return []
-    damaged = []
-    for name, (size, crc) in record.items():
-        try:
-            if file_crc(entry / name) != (size, crc):
-                damaged.append(name)
-        except OSError:
-            damaged.append(name)
-    with _VERIFIED_LOCK:
-        if damaged or not stats:
-            _VERIFIED.pop(entry, None)
-        else:
-            _VERIFIED[entry] = stats
-            while len(_VERIFIED) > 4096:
-                _VERIFIED.pop(next(iter(_VERIFIED)))
-    return damaged
 
 
 def _tree_size(root: Path) -> int:

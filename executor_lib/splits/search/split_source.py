@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.split_cache import record_checksums
+from executor_lib.cache.entry_checksums import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
