@@ -554,7 +554,7 @@ STATE_COMPACTION_TOMBSTONE_THRESHOLD = _key(
     number(0, 1),
     scopes=_LOG | {SESSION},
 )
-STATE_COMPACTION_MAX_TOMBSTONES = _key(
+STATE_COMPACTION_MAX_TOMBSTONES = _mine(
     "state.compaction.maxTombstones",
     "5000",
     "rewrite the manifests holding the most tombstones while a state would list more than this many",
