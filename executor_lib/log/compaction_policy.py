@@ -70,7 +70,8 @@ def tombstone_rewrites(infos: Sequence[ManifestInfo], tombstones: int, config: L
     left = tombstones - sum(infos[n].tombstone_count for n in chosen)
     taken = set(chosen)
     rest = sorted(
-        (n for n, i in enumerate(infos) if i.tombstone_count and n not in taken), key=lambda n: -infos[n].tombstone_count
+        (n for n, i in enumerate(infos) if i.tombstone_count and n not in taken),
+        key=lambda n: -infos[n].tombstone_count,
     )
     for n in rest:
         if left <= config.compaction_max_tombstones:

@@ -8,15 +8,15 @@ since those manifests were written), the schema registry and the metadata action
 
 Incremental: state N is state B (the newest written state, B < N) plus the version files
 B+1..N. Only the files those versions add go into a new manifest; removed paths become
-tombstones; every existing manifest is referenced, not rewritten — a commit costs
-O(files it adds or removes + manifests + tombstones), not O(table).
+tombstones, counted per manifest (``tombstone_counts``); existing manifests are referenced, not
+rewritten, except those whose tombstones ``compaction_policy.tombstone_rewrites`` picks — a
+commit costs O(files it adds or removes + manifests it rewrites), not O(table).
 
 Small manifests are merged, smallest first, when more than ``compaction.maxManifests`` are not
 full (a tiered merge: at most ~1.5 manifests of entries per commit, whatever the table's size).
-Compaction (all live files rewritten into fresh manifests, no tombstones) happens when
-tombstones exceed ``compaction.tombstoneThreshold`` of the entries, a removed file's size is
-unknown, a removed path is re-added, or it is forced — never because of the manifest count, so
-a compacted state cannot trigger the next compaction.
+Compaction (all live files rewritten into fresh manifests, no tombstones) happens only when a
+removed file's size is unknown, a removed path is re-added or has several entries, a remove is
+large, or it is forced — never because of tombstones or the manifest count.
 
 The state manifest is written with put-if-absent: if it already exists, another writer derived
 the same version's state from the same log, which is equivalent. Manifests written by a writer
@@ -64,8 +64,8 @@ from executor_lib.log.manifest_integrity import (
     seal_state,
 )
 from executor_lib.log.streaming_txns import TxnMap
-from executor_lib.log.tombstone_counts import counts_known, locate, with_counts
 from executor_lib.log.streaming_txns import encode as encode_txns
+from executor_lib.log.tombstone_counts import counts_known, locate, with_counts
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -585,7 +585,9 @@ def _rewrite_manifests(
     the tombstoned paths whose entries they dropped. Only safe while every tombstone has one entry
     (``tombstone_counts.counts_known``): a dropped path then has no entry left anywhere else."""
     probe = StateManifest(state_version=version, source="", manifests=tuple(chosen))
-    entries = [a for chunk in read_state_chunks(store, probe, config.state_read_parallelism) for a in chunk.all_actions()]
+    entries = [
+        a for chunk in read_state_chunks(store, probe, config.state_read_parallelism) for a in chunk.all_actions()
+    ]
     dropped = frozenset(a.path for a in entries if a.path in tombstones)
     live = sorted((a for a in entries if a.path not in dropped), key=_partition_order)
     now = int(time.time() * 1000)
