@@ -10,7 +10,8 @@ reads: paths removed across all manifests.
 
 Locating a commit's removed paths reads the base state's manifests as ``FileChunk`` columns
 through the manifest caches (the chunks a snapshot of the base holds: the committing process has
-them in memory) and matches paths column-wise: no object is built per file, only per match.
+them in memory) and matches paths column-wise, on the chunks' compact path form: no object and
+no full path is built per file, only per match.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import dataclasses
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from executor_lib.log.avro_state import ManifestInfo, StateManifest, read_state_chunks
 from executor_lib.log.config import LogConfig
+from executor_lib.log.file_table import matching_paths
 from executor_lib.storage.base import ObjectStore
 
 
@@ -57,12 +58,9 @@ def locate(store: ObjectStore, state: StateManifest, paths: frozenset[str], conf
     counts: list[int] = []
     found: set[str] = set()
     for chunk in read_state_chunks(store, state, config.state_read_parallelism):
-        column = chunk.paths
-        hits = pc.is_in(column, value_set=value_set)
-        n = int(pc.sum(hits).as_py() or 0)
-        counts.append(n)
-        if n:
-            found.update(pc.filter(column, hits).to_pylist())
+        matched = matching_paths(chunk, paths, value_set)
+        counts.append(len(matched))
+        found.update(matched)
     return Located(tuple(counts), frozenset(found), sum(counts) != len(found))
 
 

@@ -192,3 +192,19 @@ class _PutCounter(CountingStore):
         if key.startswith("_transaction_log/manifests/") and key.endswith(".avro"):
             self.manifest_puts += 1
         super().put(key, data)
+
+
+def test_live_files_missing_matches_set_membership() -> None:
+    """``LiveFiles.missing`` (what a remove is validated with) agrees with membership in the mapping,
+    for chunk rows, shadowed rows, overlay adds, and paths sharing a chunk's prefix or suffix."""
+    from executor_lib.log.file_table import FileChunk, LiveFiles
+
+    rng = random.Random(5)
+    adds = [add(rng.choice(["2024-01-01", "2024-01-02"])) for _ in range(40)]
+    chunks = [FileChunk.from_actions(adds[:20]), FileChunk.from_actions(adds[20:])]
+    shadowed = frozenset(a.path for a in adds[::7])
+    overlay = {a.path: a for a in [add(), adds[7]]}  # a new file, and a shadowed one added again
+    files = LiveFiles(chunks, shadowed | {adds[7].path}, overlay)
+    strangers = [adds[0].path[:-1], adds[1].path + "x", "date=2024-01-01/splits/split-.split", "x"]
+    asked = [a.path for a in adds] + list(overlay) + strangers
+    assert files.missing(asked) == [p for p in asked if p not in set(files)]
