@@ -579,12 +579,14 @@ def _rewrite_manifests(
     chosen: Sequence[ManifestInfo],
     tombstones: frozenset[str],
     version: int,
+    base: int,
     config: LogConfig,
 ) -> tuple[list[ManifestInfo], frozenset[str]]:
     """The live entries of the ``chosen`` manifests written as new ones (clustered by partition), and
-    the tombstoned paths whose entries they dropped. Only safe while every tombstone has one entry
+    the tombstoned paths whose entries they dropped; ``version``: the state written, ``base``: its base
+    (legacy manifest paths are relative to it). Only safe while every tombstone has one entry
     (``tombstone_counts.counts_known``): a dropped path then has no entry left anywhere else."""
-    probe = StateManifest(state_version=version, source="", manifests=tuple(chosen))
+    probe = StateManifest(state_version=base, source="", manifests=tuple(chosen))  # legacy paths: of base
     entries = [
         a for chunk in read_state_chunks(store, probe, config.state_read_parallelism) for a in chunk.all_actions()
     ]
@@ -599,12 +601,13 @@ def _merge_small_manifests(
     infos: list[ManifestInfo],
     tombstones: frozenset[str],
     version: int,
+    base: int,
     config: LogConfig,
 ) -> tuple[list[ManifestInfo], frozenset[str]]:
     """``infos`` with their small manifests merged (``_next_small_merge``) until few enough are left,
     and ``tombstones`` without the paths whose entries a merge dropped."""
     while merge := next_small_merge(infos, config):
-        merged, dropped = _rewrite_manifests(store, merge, tombstones, version, config)
+        merged, dropped = _rewrite_manifests(store, merge, tombstones, version, base, config)
         chosen = {id(i) for i in merge}
         infos = [i for i in infos if id(i) not in chosen] + merged
         tombstones = tombstones - dropped
@@ -616,6 +619,7 @@ def _drop_tombstoned(
     infos: list[ManifestInfo],
     tombstones: frozenset[str],
     version: int,
+    base: int,
     config: LogConfig,
 ) -> tuple[list[ManifestInfo], frozenset[str]]:
     """``infos`` with the manifests ``tombstone_rewrites`` picks rewritten without their tombstoned
@@ -628,7 +632,7 @@ def _drop_tombstoned(
         if n not in positions:
             out.append(info)
             continue
-        rewritten, dropped = _rewrite_manifests(store, [info], tombstones, version, config)
+        rewritten, dropped = _rewrite_manifests(store, [info], tombstones, version, base, config)
         out += rewritten
         tombstones = tombstones - dropped
     return out, tombstones
@@ -676,8 +680,8 @@ def build_incremental_state(
     entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
     entries.sort(key=lambda e: _partition_order(e[0]))  # a big commit's manifests cover few partitions each
     infos += _write_manifests(store, entries, config)
-    infos, tombstones = _drop_tombstoned(store, infos, tombstones, target, config)
-    infos, tombstones = _merge_small_manifests(store, infos, tombstones, target, config)
+    infos, tombstones = _drop_tombstoned(store, infos, tombstones, target, base.state_version, config)
+    infos, tombstones = _merge_small_manifests(store, infos, tombstones, target, base.state_version, config)
     return StateManifest(
         state_version=target,
         source=f"{state_dir(target)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
