@@ -40,9 +40,12 @@ def counts_known(state: StateManifest) -> bool:
     """Whether ``state``'s per-manifest counts are exact: every tombstone then has exactly one entry,
     in the manifest whose ``tombstone_count`` counts it. True for every state this project writes;
     for a state without tombstones trivially (IndexTables4Spark writes 0 and -1 there); False for a
-    state with tombstones but counts another writer did not keep (then they are located again)."""
+    state with tombstones that another writer wrote (its counts may be estimates, as IndexTables4Spark's
+    were from partition bounds) or whose counts do not add up: then they are located again."""
     if not state.tombstones:
         return True
+    if not state.written_here:
+        return False
     infos = state.manifests
     consistent = all(i.live_entry_count >= 0 and i.live_entry_count + i.tombstone_count == i.num_entries for i in infos)
     return consistent and sum(i.tombstone_count for i in infos) == len(state.tombstones)
