@@ -550,9 +550,16 @@ STATE_SCHEMA_RENORMALIZE_THRESHOLD = _key(
 STATE_COMPACTION_TOMBSTONE_THRESHOLD = _key(
     "state.compaction.tombstoneThreshold",
     "0.10",
-    "compact when tombstones / entries exceed this",
+    "rewrite a manifest when its tombstoned entries / entries exceed this",
     number(0, 1),
     scopes=_LOG | {SESSION},
+)
+STATE_COMPACTION_MAX_TOMBSTONES = _mine(
+    "state.compaction.maxTombstones",
+    "5000",
+    "rewrite the manifests holding the most tombstones while a state would list more than this many",
+    integer(0),
+    scopes=_LOG,
 )
 STATE_COMPACTION_MAX_MANIFESTS = _key(
     "state.compaction.maxManifests", "20", "merge small manifests above this many", integer(), scopes=_LOG
@@ -875,6 +882,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     STATE_READ_PARALLELISM,
     STATE_SCHEMA_RENORMALIZE_THRESHOLD,
     STATE_COMPACTION_TOMBSTONE_THRESHOLD,
+    STATE_COMPACTION_MAX_TOMBSTONES,
     STATE_COMPACTION_MAX_MANIFESTS,
     STATE_COMPACTION_LARGE_REMOVE_THRESHOLD,
     _n("state.compaction.afterMerge", "true", _AFTER_MERGE),

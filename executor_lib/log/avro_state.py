@@ -59,6 +59,10 @@ class ManifestInfo:
     min_added_at_version: int = 0
     max_added_at_version: int = 0
     partition_bounds: dict[str, dict[str, str | None]] | None = None
+    # IndexTables4Spark's meaning (its ManifestInfo): how many of the state's tombstones fall on this
+    # manifest's entries, and numEntries minus that; -1: not counted (``tombstone_counts_known``).
+    tombstone_count: int = 0
+    live_entry_count: int = -1
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,8 @@ def _state_manifest_from_dict(d: dict[str, Any], source: str, writer: dict[str, 
                 min_added_at_version=int(m.get("minAddedAtVersion") or 0),
                 max_added_at_version=int(m.get("maxAddedAtVersion") or 0),
                 partition_bounds=m.get("partitionBounds"),
+                tombstone_count=int(m.get("tombstoneCount") or 0),
+                live_entry_count=int(m["liveEntryCount"]) if m.get("liveEntryCount") is not None else -1,
             )
             for m in d.get("manifests") or []
         )

@@ -1,7 +1,8 @@
-"""When a state is rewritten whole and which small manifests merge (the LSM-style tiering of
-PROTOCOL.md §10): the net change a run of versions makes (``net_changes``), whether it forces a
-compaction (``needs_compaction``) and the next tier merge (``next_small_merge``). Policy only:
-``executor_lib.log.state_writer`` writes what it decides.
+"""When a state is rewritten whole, which manifests are rewritten to drop their tombstoned entries,
+and which small manifests merge (the LSM-style tiering of PROTOCOL.md §10): the net change a run of
+versions makes (``net_changes``), whether it forces a compaction (``needs_compaction``), the
+manifests a state's tombstones make worth rewriting (``tombstone_rewrites``) and the next tier
+merge (``next_small_merge``). Policy only: ``executor_lib.log.state_writer`` writes what it decides.
 """
 
 from __future__ import annotations
@@ -40,20 +41,44 @@ def net_changes(versions: Sequence[tuple[int, Sequence[Action]]]) -> Delta:
 def needs_compaction(base: StateManifest, delta: Delta, config: LogConfig) -> bool:
     """Whether the state after ``delta`` must be rewritten whole (``build_compacted_state``).
 
-    Only changes a full rewrite pays for once per a large share of the table trigger it: tombstones
-    above ``compaction.tombstoneThreshold`` of the entries, a large remove, a removed file of unknown
-    size, a path added again. The number of manifests never does (``_small_manifest_merges`` bounds
-    it at O(one manifest) per commit), so a freshly compacted state cannot trigger another compaction.
+    Only rare changes trigger it: a large remove, a removed file of unknown size, a path added
+    again. Tombstones never do (``tombstone_rewrites`` rewrites only the manifests that hold them),
+    nor does the number of manifests (``next_small_merge`` bounds it at O(one manifest) per commit),
+    so a freshly compacted state cannot trigger another compaction.
     """
-    tombstones = len(base.tombstones) + len(delta.removed)
-    entries = sum(i.num_entries for i in base.manifests) + len(delta.added)
     return (
-        (entries > 0 and tombstones / entries > config.compaction_tombstone_threshold)
-        or len(delta.removed) >= config.compaction_large_remove_threshold
+        len(delta.removed) >= config.compaction_large_remove_threshold
         or any(r.size is None for r in delta.removed.values())
         or any(path in base.tombstones for path in delta.added)
         or bool(delta.replaced)
     )
+
+
+def tombstone_rewrites(infos: Sequence[ManifestInfo], tombstones: int, config: LogConfig) -> list[int]:
+    """Positions of the manifests to rewrite without their tombstoned entries (their paths then leave
+    the state's tombstones), given each manifest's exact ``tombstone_count`` and the ``tombstones``
+    the state would list: every manifest whose tombstoned share of its entries exceeds
+    ``compaction.tombstoneThreshold``, then those holding the most tombstones until at most
+    ``compaction.maxTombstones`` are left. Each rewrite reads and writes one manifest, so neither
+    bound ever costs O(table), and the state manifest's tombstone list stays below a size that does
+    not grow with the table."""
+    chosen = [
+        n
+        for n, i in enumerate(infos)
+        if i.tombstone_count and i.tombstone_count > config.compaction_tombstone_threshold * i.num_entries
+    ]
+    left = tombstones - sum(infos[n].tombstone_count for n in chosen)
+    taken = set(chosen)
+    rest = sorted(
+        (n for n, i in enumerate(infos) if i.tombstone_count and n not in taken),
+        key=lambda n: -infos[n].tombstone_count,
+    )
+    for n in rest:
+        if left <= config.compaction_max_tombstones:
+            break
+        chosen.append(n)
+        left -= infos[n].tombstone_count
+    return sorted(chosen)
 
 
 def full_manifest_entries(config: LogConfig) -> int:

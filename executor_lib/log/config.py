@@ -46,6 +46,7 @@ class LogConfig:
     state_compression_level: int = S.STATE_COMPRESSION_LEVEL.value
     state_entries_per_manifest: int = S.STATE_ENTRIES_PER_MANIFEST.value
     compaction_tombstone_threshold: float = S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.value
+    compaction_max_tombstones: int = S.STATE_COMPACTION_MAX_TOMBSTONES.value
     compaction_max_manifests: int = S.STATE_COMPACTION_MAX_MANIFESTS.value
     compaction_large_remove_threshold: int = S.STATE_COMPACTION_LARGE_REMOVE_THRESHOLD.value
     state_retention_versions: int = S.STATE_RETENTION_VERSIONS.value
@@ -106,6 +107,7 @@ FIELDS: dict[str, S.Setting[Any]] = {
     "state_compression_level": S.STATE_COMPRESSION_LEVEL,
     "state_entries_per_manifest": S.STATE_ENTRIES_PER_MANIFEST,
     "compaction_tombstone_threshold": S.STATE_COMPACTION_TOMBSTONE_THRESHOLD,
+    "compaction_max_tombstones": S.STATE_COMPACTION_MAX_TOMBSTONES,
     "compaction_max_manifests": S.STATE_COMPACTION_MAX_MANIFESTS,
     "compaction_large_remove_threshold": S.STATE_COMPACTION_LARGE_REMOVE_THRESHOLD,
     "state_retention_versions": S.STATE_RETENTION_VERSIONS,

@@ -264,6 +264,37 @@ class FileChunk:
         return out
 
 
+def matching_paths(chunk: FileChunk, paths: frozenset[str], value_set: pa.Array) -> list[str]:
+    """The chunk's paths (one per matching row) that are in ``paths``. On the compact path form
+    (``chunk_encoding``: a dictionary prefix, the middle, a dictionary suffix) only the middles are
+    matched, against the middles ``paths`` would have under the chunk's prefixes and suffixes, and
+    the few rows hit are joined back and checked whole: no full path is built per row."""
+    column = chunk.table.column("path")
+    if not pa.types.is_struct(column.type):
+        hits = pc.is_in(chunk.paths, value_set=value_set)
+        return pc.filter(chunk.paths, hits).to_pylist() if pc.any(hits).as_py() else []
+    out: list[str] = []
+    for part in column.chunks:
+        prefixes = part.field("prefix").dictionary.to_pylist()
+        suffixes = part.field("suffix").dictionary.to_pylist()
+        middles = {
+            p[len(d) : len(p) - len(e)]
+            for p in paths
+            for d in prefixes
+            if p.startswith(d)
+            for e in suffixes
+            if p.endswith(e) and len(p) >= len(d) + len(e)
+        }
+        if not middles:
+            continue
+        hits = pc.is_in(part.field("middle"), value_set=pa.array(sorted(middles), pa.string()))
+        rows = pc.indices_nonzero(hits)
+        if len(rows):
+            candidates = logical_column("path", pa.chunked_array([part.take(rows)]), pa.string()).to_pylist()
+            out += [p for p in candidates if p in paths]
+    return out
+
+
 def restore_chunk(table: pa.Table, deferred: DeferredColumns | None = None) -> FileChunk:
     """The chunk of a table read back from a cache or sidecar file (columns not yet compact are
     compacted); ValueError unless every column is one of the layout's, typed as it or in one of its
@@ -403,6 +434,14 @@ class LiveFiles(Mapping[str, AddAction]):
             raise KeyError(path)
         chunk, row = self._row_index()[path]
         return self.chunks[chunk].actions(_int64s([row]))[0]
+
+    def missing(self, paths: Iterable[str]) -> list[str]:
+        """Those of ``paths`` that are not live files, found column-wise (``matching_paths``): no
+        object or index entry is built per file, as ``in`` builds on its first lookup."""
+        wanted = frozenset(p for p in paths if p not in self.added and p not in self.shadowed)
+        value_set = _strings(sorted(wanted))
+        found = {p for chunk in self.chunks for p in matching_paths(chunk, wanted, value_set)} if wanted else set()
+        return [p for p in paths if p not in self.added and p not in found]
 
     def values(self) -> Iterator[AddAction]:  # type: ignore[override]  # a lazy walk, chunk by chunk
         """Every live file, built chunk by chunk (a million files: seconds; prefer a selection)."""

@@ -8,15 +8,15 @@ since those manifests were written), the schema registry and the metadata action
 
 Incremental: state N is state B (the newest written state, B < N) plus the version files
 B+1..N. Only the files those versions add go into a new manifest; removed paths become
-tombstones; every existing manifest is referenced, not rewritten — a commit costs
-O(files it adds or removes + manifests + tombstones), not O(table).
+tombstones, counted per manifest (``tombstone_counts``); existing manifests are referenced, not
+rewritten, except those whose tombstones ``compaction_policy.tombstone_rewrites`` picks — a
+commit costs O(files it adds or removes + manifests it rewrites), not O(table).
 
 Small manifests are merged, smallest first, when more than ``compaction.maxManifests`` are not
 full (a tiered merge: at most ~1.5 manifests of entries per commit, whatever the table's size).
-Compaction (all live files rewritten into fresh manifests, no tombstones) happens when
-tombstones exceed ``compaction.tombstoneThreshold`` of the entries, a removed file's size is
-unknown, a removed path is re-added, or it is forced — never because of the manifest count, so
-a compacted state cannot trigger the next compaction.
+Compaction (all live files rewritten into fresh manifests, no tombstones) happens only when a
+removed file's size is unknown, a removed path is re-added or has several entries, a remove is
+large, or it is forced — never because of tombstones or the manifest count.
 
 The state manifest is written with put-if-absent: if it already exists, another writer derived
 the same version's state from the same log, which is equivalent. Manifests written by a writer
@@ -45,12 +45,14 @@ from executor_lib.log.avro_state import (
     STREAMING_TXNS_KEY,
     ManifestInfo,
     StateManifest,
+    read_state_chunks,
     read_state_files,
 )
 from executor_lib.log.compaction_policy import (
     needs_compaction,
     net_changes,
     next_small_merge,
+    tombstone_rewrites,
 )
 from executor_lib.log.config import LogConfig
 from executor_lib.log.manifest_columns import encode_sidecar, sidecar_key
@@ -63,6 +65,7 @@ from executor_lib.log.manifest_integrity import (
 )
 from executor_lib.log.streaming_txns import TxnMap
 from executor_lib.log.streaming_txns import encode as encode_txns
+from executor_lib.log.tombstone_counts import counts_known, locate, with_counts
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -397,6 +400,7 @@ def write_manifest(
         min_added_at_version=min(versions),
         max_added_at_version=max(versions),
         partition_bounds=_partition_bounds([a for a, _, _ in entries]),
+        live_entry_count=len(entries),  # a new manifest has no tombstoned entry
     )
 
 
@@ -441,6 +445,8 @@ def _state_manifest_doc(m: StateManifest) -> dict[str, Any]:
                 "minAddedAtVersion": i.min_added_at_version,
                 "maxAddedAtVersion": i.max_added_at_version,
                 "partitionBounds": i.partition_bounds,
+                "tombstoneCount": i.tombstone_count,
+                "liveEntryCount": i.live_entry_count,
             }
             for i in m.manifests
         ],
@@ -487,8 +493,6 @@ def state_manifest_avro(
 ) -> bytes:
     """The state manifest as one Avro record in IndexTables4Spark 0.5.x's schema."""
     doc = _state_manifest_doc(m)
-    for info in doc["manifests"]:
-        info["tombstoneCount"], info["liveEntryCount"] = 0, -1  # unknown per manifest: the JVM's defaults
     doc["protocol"] = json.dumps(protocol.to_json_dict(), separators=(",", ":")) if protocol is not None else None
     buf = io.BytesIO()
     fastavro.writer(
@@ -570,26 +574,68 @@ def build_compacted_state(
     )
 
 
+def _rewrite_manifests(
+    store: ObjectStore,
+    chosen: Sequence[ManifestInfo],
+    tombstones: frozenset[str],
+    version: int,
+    base: int,
+    config: LogConfig,
+) -> tuple[list[ManifestInfo], frozenset[str]]:
+    """The live entries of the ``chosen`` manifests written as new ones (clustered by partition), and
+    the tombstoned paths whose entries they dropped; ``version``: the state written, ``base``: its base
+    (legacy manifest paths are relative to it). Only safe while every tombstone has one entry
+    (``tombstone_counts.counts_known``): a dropped path then has no entry left anywhere else."""
+    probe = StateManifest(state_version=base, source="", manifests=tuple(chosen))  # legacy paths: of base
+    entries = [
+        a for chunk in read_state_chunks(store, probe, config.state_read_parallelism) for a in chunk.all_actions()
+    ]
+    dropped = frozenset(a.path for a in entries if a.path in tombstones)
+    live = sorted((a for a in entries if a.path not in dropped), key=_partition_order)
+    now = int(time.time() * 1000)
+    return _write_manifests(store, [(a, version, now) for a in live], config), dropped
+
+
 def _merge_small_manifests(
     store: ObjectStore,
     infos: list[ManifestInfo],
     tombstones: frozenset[str],
     version: int,
+    base: int,
     config: LogConfig,
 ) -> tuple[list[ManifestInfo], frozenset[str]]:
     """``infos`` with their small manifests merged (``_next_small_merge``) until few enough are left,
     and ``tombstones`` without the paths whose entries a merge dropped."""
     while merge := next_small_merge(infos, config):
-        probe = StateManifest(state_version=version, source="", manifests=tuple(merge))
-        entries = list(read_state_files(store, probe, config.state_read_parallelism))
-        dropped = frozenset(a.path for a in entries if a.path in tombstones)
-        live = sorted((a for a in entries if a.path not in dropped), key=_partition_order)
-        now = int(time.time() * 1000)
-        merged = _write_manifests(store, [(a, version, now) for a in live], config)
+        merged, dropped = _rewrite_manifests(store, merge, tombstones, version, base, config)
         chosen = {id(i) for i in merge}
         infos = [i for i in infos if id(i) not in chosen] + merged
         tombstones = tombstones - dropped
     return infos, tombstones
+
+
+def _drop_tombstoned(
+    store: ObjectStore,
+    infos: list[ManifestInfo],
+    tombstones: frozenset[str],
+    version: int,
+    base: int,
+    config: LogConfig,
+) -> tuple[list[ManifestInfo], frozenset[str]]:
+    """``infos`` with the manifests ``tombstone_rewrites`` picks rewritten without their tombstoned
+    entries (in place, so the manifests' order is kept), and ``tombstones`` without those paths."""
+    positions = set(tombstone_rewrites(infos, len(tombstones), config))
+    if not positions:
+        return infos, tombstones
+    out: list[ManifestInfo] = []
+    for n, info in enumerate(infos):
+        if n not in positions:
+            out.append(info)
+            continue
+        rewritten, dropped = _rewrite_manifests(store, [info], tombstones, version, base, config)
+        out += rewritten
+        tombstones = tombstones - dropped
+    return out, tombstones
 
 
 def build_incremental_state(
@@ -604,31 +650,45 @@ def build_incremental_state(
 ) -> StateManifest:
     """State of the last of ``versions``, built on ``base`` (the state just before them); its new
     manifests are written here, the state manifest itself by ``put_state``. ``streaming_txns``:
-    the streaming transaction map at the last version, recorded with the state."""
+    the streaming transaction map at the last version, recorded with the state.
+
+    The base's files a run removes are located in its manifests (``tombstone_counts.locate``) and
+    counted per manifest; manifests whose tombstones ``tombstone_rewrites`` picks are rewritten
+    without them. A state is compacted whole only when ``needs_compaction`` says so (or forced),
+    or when a removed path turns out to have several entries."""
     target = versions[-1][0]
     delta = net_changes(versions)
     registry = {**base.schema_registry, **registry}
-    if force_compaction or needs_compaction(base, delta, config):
+    known, removed = counts_known(base), frozenset(delta.removed) - base.tombstones
+    compact = force_compaction or needs_compaction(base, delta, config)
+    located = None if compact else locate(store, base, removed | (frozenset() if known else base.tombstones), config)
+    if located is None or located.duplicated:
         live = {a.path: a for a in read_state_files(store, base, config.state_read_parallelism)}
         for path in delta.removed:
             live.pop(path, None)
         live.update({p: a for p, (a, _) in delta.added.items()})
         return build_compacted_state(store, target, live.values(), metadata, registry, config, streaming_txns)
+    if known:
+        counts = [i.tombstone_count + c for i, c in zip(base.manifests, located.counts, strict=True)]
+        tombstones = base.tombstones | (removed & located.found)
+    else:  # counted afresh; a tombstone without an entry is dropped (it hides nothing)
+        counts, tombstones = list(located.counts), located.found
+    gone = [r for p, r in delta.removed.items() if p in located.found and p not in base.tombstones]
     now = int(time.time() * 1000)
-    infos = list(base.manifests)
+    infos = with_counts(base.manifests, counts)
     added = _dedupe_doc_mappings([a for a, _ in delta.added.values()], registry)
     entries = [(a, v, now) for a, (_, v) in zip(added, delta.added.values(), strict=True)]
     entries.sort(key=lambda e: _partition_order(e[0]))  # a big commit's manifests cover few partitions each
     infos += _write_manifests(store, entries, config)
-    infos, tombstones = _merge_small_manifests(store, infos, base.tombstones | frozenset(delta.removed), target, config)
-    removed_bytes = sum(r.size or 0 for r in delta.removed.values())
+    infos, tombstones = _drop_tombstoned(store, infos, tombstones, target, base.state_version, config)
+    infos, tombstones = _merge_small_manifests(store, infos, tombstones, target, base.state_version, config)
     return StateManifest(
         state_version=target,
         source=f"{state_dir(target)}/{STATE_MANIFEST_NAMES[config.state_manifest_format]}",
         format_version=STATE_FORMAT_VERSION,
         created_at=now,
-        num_files=base.num_files + len(delta.added) - len(delta.removed),
-        total_bytes=base.total_bytes + sum(a.size for a, _ in delta.added.values()) - removed_bytes,
+        num_files=base.num_files + len(delta.added) - len(gone),
+        total_bytes=base.total_bytes + sum(a.size for a, _ in delta.added.values()) - sum(r.size or 0 for r in gone),
         protocol_version=4,
         manifests=tuple(infos),
         tombstones=tombstones,

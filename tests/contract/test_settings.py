@@ -258,7 +258,7 @@ def test_log_config_is_derived_from_the_registry() -> None:
 
     log_entries = S.entries_for(S.LOG)
     assert sorted(s.key for s in FIELDS.values()) == sorted(s.key for s in log_entries)
-    assert len(log_entries) == 27
+    assert len(log_entries) == 28
     assert set(OPTION_NAMES) == {s.name for s in log_entries}
     defaults = LogConfig()
     assert {f: getattr(defaults, f) for f in FIELDS} == {f: s.value for f, s in FIELDS.items()}

@@ -134,7 +134,7 @@ def test_listing_skips_manifests_by_partition_bounds(tmp_path: Path) -> None:
     # after compaction manifests are clustered by partition: 31 files, 6 per manifest
     compacting = {
         "spark.indextables.state.entriesPerManifest": "6",
-        "spark.indextables.state.compaction.tombstoneThreshold": "0",  # any remove compacts
+        "spark.indextables.state.compaction.largeRemoveThreshold": "1",  # any remove compacts
     }
     executor_lib.open_log(uri).commit([add("2024-01-11"), add("2024-01-11")])
     extra = next(f for f in executor_lib.open_log(uri).snapshot().files if f.partition_values["date"] == "2024-01-11")
