@@ -125,9 +125,12 @@ class StatementPlan:
                 return df
             self.notes.append("the pushed aggregate declined (a measure's type); Spark aggregates the pruned read")
             return self.fallback.dataframe(spark)
+        assert self.sql is not None  # a plan has a pushed aggregate or a statement
+        bare = self._bare_read(spark)
+        if bare is not None:
+            return bare
         for view, read in self.reads:
             read.dataframe(spark).createOrReplaceTempView(view)
-        assert self.sql is not None  # a plan has a pushed aggregate or a statement
         failure = None
         with query_context_logs_held() as held:  # PySpark's ERROR log of the exception: not before ours
             try:
@@ -144,6 +147,19 @@ class StatementPlan:
         # out of the chain: the project's error says what the user's statement did wrong
         assert failure is not None
         raise failure from None
+
+    def _bare_read(self, spark: SparkSession) -> DataFrame | None:
+        """The read itself for ``SELECT * FROM t [alias] [LIMIT n]`` of one table (a first look): the
+        same rows as Spark SQL over its view, without a view to register and a statement to analyze
+        (~25 ms of a 0.2 s ``LIMIT 20``). None for any other statement."""
+        if len(self.reads) != 1 or self.sql is None:
+            return None
+        view, read = self.reads[0]
+        found = _BARE_SELECT.fullmatch(self.sql.strip().rstrip(";").strip())
+        if found is None or found.group("view") != view:
+            return None
+        df = read.dataframe(spark)
+        return df if found.group("limit") is None else df.limit(int(found.group("limit")))
 
     def _in_user_terms(self, spark: SparkSession, text: str) -> StatementError | None:
         """Spark's analysis error over the views, told in the statement's terms: an unknown column named
@@ -176,6 +192,15 @@ class StatementPlan:
         return "\n".join(parts)
 
 
+_CLAUSE = (
+    r"(?:LIMIT|WHERE|GROUP|ORDER|HAVING|UNION|EXCEPT|INTERSECT|MINUS|JOIN|CROSS|NATURAL|LEFT|RIGHT|FULL|INNER|SORT"
+    r"|CLUSTER|DISTRIBUTE|WINDOW|OFFSET|TABLESAMPLE|LATERAL|PIVOT|UNPIVOT)\b"
+)
+# a statement that is one table's rows as they are (an alias is no clause): StatementPlan._bare_read
+_BARE_SELECT = re.compile(
+    rf"SELECT\s+\*\s+FROM\s+(?P<view>\w+)(?:\s+(?:AS\s+)?(?!{_CLAUSE})\w+)?(?:\s+LIMIT\s+(?P<limit>\d+))?",
+    re.IGNORECASE,
+)
 _UNRESOLVED = re.compile(r"\[UNRESOLVED_COLUMN[.\w]*\] A column[^`]* with name `(.+?)` cannot be resolved")
 
 

@@ -177,6 +177,26 @@ def test_a_bare_limit_is_one_task_whose_worker_spark_keeps(classic_spark: Any, t
     assert everything.count() == SPLITS * ROWS
 
 
+def test_a_bare_select_is_the_read_itself(spark: Any, table: Path) -> None:
+    """``SELECT * FROM t [alias] [LIMIT n]`` (a first look) runs as the table's read, without a view and a
+    statement for Spark to analyze; its rows and columns are those of the read."""
+    every = _all_rows(spark, table)
+
+    def views() -> list[str]:
+        return sorted(t.name for t in spark.catalog.listTables() if t.name.startswith("indextables_"))
+
+    before = views()
+    got = connect_plugin.sql(spark, f"SELECT * FROM indextables.`{table}` LIMIT 25")
+    assert got.columns == spark.read.format("indextables").load(str(table)).columns
+    rows = got.collect()
+    assert len({r["id"] for r in rows}) == 25 and all(every[r["id"]] == tuple(r) for r in rows)
+    aliased = connect_plugin.sql(spark, f"select * from indextables.`{table}` as t")
+    assert aliased.count() == SPLITS * ROWS
+    assert views() == before  # no view registered for either
+    where = connect_plugin.sql(spark, f"SELECT * FROM indextables.`{table}` t WHERE t.id < 7 LIMIT 5").collect()
+    assert len(where) == 5 and all(r["id"] < 7 for r in where)  # not bare: Spark SQL over the read's view
+
+
 def test_limits_give_exact_rows(classic_spark: Any, table: Path) -> None:
     spark = classic_spark
     every = _all_rows(spark, table)
