@@ -32,6 +32,7 @@ from connect_plugin.grammar import (
     SparkCondition,
     contains_node,
     parse_bucket_call,
+    parse_statement,
     parse_with,
     split_commas,
     split_spark_part,
@@ -137,7 +138,7 @@ def plan_statement(
         return None
     if len(refs) == 1:
         try:
-            tree = STATEMENT_PARSER.parse(parse_text)
+            tree = parse_statement(parse_text)
         except UnexpectedInput:
             tree = None
         if tree is not None and tree.data == "select":

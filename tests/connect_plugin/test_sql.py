@@ -391,3 +391,18 @@ def test_statements_build_typed_commands() -> None:
     assert built("DESCRIBE INDEXTABLES PROFILER CACHE") == OnSession("describe_profiler", (True,))
     with pytest.raises(IndexTablesSQLError, match="function calls are not supported"):
         built("DROP INDEXTABLES PARTITIONS FROM '/t' WHERE upper(day) = 'X'")
+
+
+def test_a_statement_parsed_again_is_the_same_tree_and_builds_the_same_plan() -> None:
+    from lark.exceptions import UnexpectedInput
+
+    from connect_plugin.grammar import STATEMENT_PARSER, parse_statement
+
+    text = "SELECT id, msg FROM indextables.`/t` WHERE msg indexquery 'error AND disk' LIMIT 20"
+    first = parse_statement(text)
+    assert parse_statement(text) is first  # remembered: not parsed again
+    assert first == STATEMENT_PARSER.parse(text)
+    bad = "SELECT FROM WHERE indextables.`/t`"
+    for _ in range(2):  # a statement that does not parse raises every time
+        with pytest.raises(UnexpectedInput):
+            parse_statement(bad)
