@@ -207,8 +207,13 @@ def describe_state(table: IndexTable) -> DataFrame:
     ratio = tombstones / (files + tombstones) if files + tombstones else 0.0
     from connect_plugin.settings import session_options
 
-    threshold = S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.get(session_options(table.spark))
-    out = (fmt, version, files, int(state.get("numManifests") or 0), tombstones, ratio, ratio > threshold)
+    settings = session_options(table.spark)
+    # the next state write rewrites manifests for their tombstones (PROTOCOL.md §10): a share past the
+    # threshold somewhere (so, at least, the table's), or more tombstones listed than the state may keep
+    rewrite = ratio > S.STATE_COMPACTION_TOMBSTONE_THRESHOLD.get(settings) or (
+        fmt == "avro-state" and tombstones > S.STATE_COMPACTION_MAX_TOMBSTONES.get(settings)
+    )
+    out = (fmt, version, files, int(state.get("numManifests") or 0), tombstones, ratio, rewrite)
     return _frame(table.spark, [out], STATE_COLUMNS)
 
 

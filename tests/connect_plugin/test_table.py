@@ -346,3 +346,34 @@ def test_the_readme_table_api_example_runs_as_written(spark: Any, tmp_path: Path
     assert t.count() == 24 and t.count("needle") == 16
     merges = [e.operation for e in executor_lib.open_log(path).history()]
     assert merges.count("MERGE SPLITS") >= 1 and "DROP PARTITIONS" in " ".join(merges).upper().replace("_", " ")
+
+
+def test_describe_state_says_when_the_next_write_rewrites_manifests_for_tombstones(
+    classic_spark: Any, tmp_path: Path
+) -> None:
+    """One of 20 files removed: a tombstone below the share that rewrites its manifest (10%), so the state
+    keeps it, and DESCRIBE says no rewrite is due, until the session allows no tombstone at all."""
+    from executor_lib.protocol.actions import RemoveAction
+    from tests.log.helpers import add, make_table
+
+    log = make_table(str(tmp_path / "t"), {})
+    adds = [add() for _ in range(20)]
+    log.commit(adds)
+    log.commit([RemoveAction(adds[0].path, 1, partition_values=adds[0].partition_values, size=adds[0].size)])
+    key = "spark.indextables.state.compaction.maxTombstones"
+
+    def described() -> Any:
+        return connect_plugin.sql(classic_spark, f"DESCRIBE INDEXTABLES STATE '{tmp_path / 't'}'").collect()[0]
+
+    row = described()
+    assert (row["format"], row["num_files"], row["num_tombstones"], row["needs_compaction"]) == (
+        "avro-state",
+        19,
+        1,
+        False,
+    )
+    classic_spark.conf.set(key, "0")
+    try:
+        assert described()["needs_compaction"] is True
+    finally:
+        classic_spark.conf.unset(key)
