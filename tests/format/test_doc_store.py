@@ -4,6 +4,7 @@ and the empty stand-in the ``tantivy`` package opens (``format.quickwit.bundle.e
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from pathlib import Path
 
@@ -165,3 +166,44 @@ def test_rows_taken_from_blocks_equal_arrows_take(tmp_path: Path) -> None:
     assert searcher.rows.select(["body"]).take(ids).column("body").equals(rows.take(ids).column("body"))
     every = pa.array(range(n), pa.uint64())
     assert searcher.rows.take(every).equals(rows) and searcher.rows.read_all().equals(rows)
+
+
+def test_a_read_of_many_blocks_decompresses_on_threads_and_keeps_none(tmp_path: Path) -> None:
+    """A read of more than ``KEPT_READ_BLOCKS`` blocks (a query's many hits) decompresses them into
+    reused buffers on the read threads and keeps none decompressed; a read of a few keeps them; a
+    damaged block on either path is named (the split and the block), never read as other rows."""
+    from executor_lib.splits.rows import doc_store_rows as store_rows
+
+    n = 20_000
+    rows = pa.table({"id": pa.array(range(n), pa.int64()), "body": [f"row {i} " + "w" * (i % 50) for i in range(n)]})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 16 << 10)
+        written = write_split(rows, mapping, tmp_path)
+    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    (segment,) = searcher.rows._segments
+    blocks = len(segment.store.start)
+    assert blocks > 4 * store_rows.KEPT_READ_BLOCKS
+    store_rows._BLOCKS.clear()
+    many = pa.array(np.arange(0, n, 7), pa.uint64())  # a row in every block
+    assert searcher.rows.take(many).equals(rows.take(many))
+    kept = lambda: [i for i in range(blocks) if store_rows._BLOCKS.get((segment.key, i)) is not None]  # noqa: E731
+    assert kept() == [], "a read of many blocks keeps none"
+    few = pa.array([1, 2, 3], pa.uint64())
+    assert searcher.rows.take(few).equals(rows.take(few))
+    assert kept() == [0], "a read of a few keeps them"
+    assert searcher.rows.take(many).equals(rows.take(many)), "kept blocks and fresh ones mix"
+
+    store_rows._BLOCKS.clear()
+    data = bytearray(segment.store.blocks)
+    middle = int(segment.store.start[blocks // 2]) + 40  # inside block blocks // 2's zstd frame
+    data[middle] ^= 0x04
+    damaged = store_rows.SegmentStore(
+        dataclasses.replace(segment.store, blocks=memoryview(bytes(data))), "s9.split: x.store"
+    )
+    columns = searcher.rows._columns()
+    docs = np.arange(0, n, 7)
+    with pytest.raises(CorruptSplitError, match=rf"s9\.split: x\.store.*(block|decompress)"):
+        damaged.take(docs, columns)
+    with pytest.raises(CorruptSplitError, match=r"s9\.split: x\.store"):
+        damaged.take(np.arange(int(segment.store.first_doc[blocks // 2]), int(segment.store.end_doc[blocks // 2])), columns)

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import struct
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
-from executor_lib.format.store.blocks import DocStore, parse_store
+from executor_lib.format.store.blocks import ZSTD_BLOCK_BYTES, DocStore, parse_store
 from executor_lib.format.store.documents import StoredColumn, decode_blocks
 from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
 from indextables_contract.errors import CorruptSplitError
@@ -73,20 +76,68 @@ class SegmentStore:
 
     def take(self, docs: np.ndarray, columns: Sequence[StoredColumn]) -> pa.Table:
         """The documents ``docs`` (ascending doc ids, repeats allowed) of this store as a table of
-        ``columns``: their bytes gathered from their blocks, then decoded in one pass."""
+        ``columns``: their bytes gathered from their blocks, then decoded in one pass.
+
+        A read of a few blocks keeps them decompressed for the next one (a first look, a page of
+        results). A read of more than ``KEPT_READ_BLOCKS`` blocks (a query's many hits) decompresses
+        the ones not kept into reused buffers on ``READ_THREADS`` threads (zstd runs without the
+        GIL), gathering from each only the documents asked for, and keeps none."""
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
+        bounds = np.searchsorted(block_of, np.append(used, len(self.store.start)), side="left")
         first = self.store.first_doc
-        picked = [
-            _documents_of(block, docs[block_of == b] - first[b])
-            for b, block in zip(used, self.blocks(used), strict=True)
-        ]
-        return decode_blocks(picked, columns, self.source)
+        local = [docs[bounds[k] : bounds[k + 1]] - first[b] for k, b in enumerate(used)]
+        if len(used) <= KEPT_READ_BLOCKS:
+            blocks = self.blocks(used)
+            return decode_blocks([_documents_of(b, d) for b, d in zip(blocks, local, strict=True)], columns, self.source)
+        kept = [_BLOCKS.get((self.key, b)) for b in used]
+        absent = [b for b, block in zip(used, kept, strict=True) if block is None]
+        if profiler.ENABLED:
+            if len(used) > len(absent):
+                profiler.cache_event("doc_store_block", True, len(used) - len(absent))
+            if absent:
+                profiler.cache_event("doc_store_block", False, len(absent))
+        if absent and self.fetch is not None:
+            self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
+
+        def gathered(k: int) -> bytes:
+            block = kept[k]
+            if block is not None:
+                return _documents_of(block, local[k])
+            view = self.store.block_into(used[k], _buffer(), self.source)
+            return bytes(_documents_of(view, local[k]))
+
+        return decode_blocks(list(_read_pool().map(gathered, range(len(used)))), columns, self.source)
 
 
-def _documents_of(block: bytes, local: np.ndarray) -> bytes:
+KEPT_READ_BLOCKS = 8  # a read of at most this many blocks keeps them decompressed (_BLOCKS)
+READ_THREADS = max(1, min(4, os.cpu_count() or 1))  # blocks decompressed at once by a read of many
+_THREAD = threading.local()
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _buffer() -> bytearray:
+    """This thread's decompression buffer (a zstd block of ``ZSTD_BLOCK_BYTES`` and more fits)."""
+    buffer = getattr(_THREAD, "buffer", None)
+    if buffer is None:
+        buffer = _THREAD.buffer = bytearray(2 * ZSTD_BLOCK_BYTES)
+    return buffer
+
+
+def _read_pool() -> ThreadPoolExecutor:
+    """The process's pool of block readers (a forked process, as Spark's Python workers are, starts its own)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            _POOL = (os.getpid(), ThreadPoolExecutor(READ_THREADS, thread_name_prefix="doc-store-read"))
+        return _POOL[1]
+
+
+def _documents_of(block: bytes | memoryview, local: np.ndarray) -> bytes | memoryview:
     """A decompressed block holding only the documents ``local`` (positions in ``block``, in that
-    order): their bytes gathered, with their own offsets and count (``stored_docs``'s block layout)."""
+    order): their bytes gathered, with their own offsets and count (``stored_docs``'s block layout);
+    ``block`` itself when that is every document in order."""
     (count,) = struct.unpack_from("<I", block, len(block) - 4)
     if len(local) == count and bool(np.all(local == np.arange(count))):
         return block
