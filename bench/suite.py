@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage", "limits")
+SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage", "limits", "hits")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class Sizes:
     storage_repeat: int = 5
     limits_rows: int = 5_000_000
     limits_repeat: int = 5
+    hits_rows: int = 5_000_000
+    hits_repeat: int = 3
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
@@ -60,6 +62,8 @@ QUICK = Sizes(
     storage_repeat=2,
     limits_rows=100_000,
     limits_repeat=2,
+    hits_rows=100_000,
+    hits_repeat=1,
 )
 
 
@@ -110,6 +114,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "compaction": lambda: _compaction_run(sizes),
         "storage": lambda: _storage_run(sizes),
         "limits": lambda: _limits_run(sizes),
+        "hits": lambda: _hits_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -168,6 +173,14 @@ def _limits_run(sizes: Sizes) -> dict[str, Any]:
     return results
 
 
+def _hits_run(sizes: Sizes) -> dict[str, Any]:
+    from bench import hits_benchmark
+
+    results = hits_benchmark.run(sizes.hits_rows, sizes.hits_repeat, connect=1)
+    hits_benchmark.print_results(results)
+    return results
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
     runners = {
         "state": state_ratios,
@@ -178,6 +191,7 @@ def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
         "compaction": compaction_ratios,
         "storage": storage_ratios,
         "limits": limits_ratios,
+        "hits": hits_ratios,
     }
     return runners[name](results)
 
@@ -666,4 +680,54 @@ def spark_ratios(r: dict[str, Any]) -> list[Ratio]:
                 ratio_unit="s",
             )
         )
+    return rows
+
+
+def hits_ratios(r: dict[str, Any]) -> list[Ratio]:
+    """Issue 51: a phrase's hits in-process (id only >= 2M rows/s, every column >= 500K rows/s) and
+    through Spark (SELECT id >= 8x Parquet, SELECT * >= 5x); a rare word within 0.03 s of PySpark's
+    floor in a classic session, 0.05 s over Spark Connect."""
+    m, s = r["materialization"], r["spark"]
+    phrase = f"phrase, {m['hits']:,} hits of {r['rows']:,} rows"
+    rows = [
+        _ratio(
+            "hits",
+            f"{phrase}, in-process: {label} vs {goal / 1e3:,.0f}K rows/s goal",
+            m[key],
+            goal,
+            "rows/s",
+            m[key] / goal,
+            (">=", 1),
+            baseline_is_target=True,
+        )
+        for label, key, goal in (("id only", "id_rows_per_s", 2e6), ("every column", "all_rows_per_s", 5e5))
+    ]
+    for name, goal in (("SELECT id", 8.0), ("SELECT *", 5.0)):
+        q = s[name]
+        rows.append(
+            _ratio(
+                "hits",
+                f"{phrase}, {name} through Spark vs Parquet",
+                q["indextables_s"],
+                q["parquet_s"],
+                "s",
+                q["speedup"],
+                (">=", goal),
+            )
+        )
+    for session, part, goal in (("", s, 0.03), ("Connect ", r.get("connect") or {}, 0.05)):
+        if "rare word" in part:
+            f = part["rare word"]
+            rows.append(
+                _ratio(
+                    "hits",
+                    f"{session}rare word ({f['hits']} hits): seconds over PySpark's trivial-query floor",
+                    f["indextables_s"],
+                    f["floor_s"],
+                    "s",
+                    f["over_floor_s"],
+                    ("<=", goal),
+                    ratio_unit="s",
+                )
+            )
     return rows

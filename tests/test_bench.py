@@ -103,6 +103,20 @@ def test_bench_limits_at_a_tiny_size(tmp_path: Path) -> None:
     assert {r["goal"] for r in doc["ratios"]} == {"<= 0.05", "<= 0.1"}
 
 
+def test_bench_hits_at_a_tiny_size(tmp_path: Path) -> None:
+    """The hits suite checks its answers (SELECT id and SELECT * find the phrase's rows Parquet finds;
+    it stops otherwise) and prints in-process rows/s, the speed-ups and both floors against their goals."""
+    out = tmp_path / "bench.json"
+    printed = _bench(["--quick", "--only", "hits", "--hits-rows", "30000", "--out", str(out)])
+    doc = json.loads(out.read_text())
+    assert doc["failed"] == [], printed
+    r = doc["results"]["hits"]
+    assert r["spark"]["SELECT *"]["hits"] == r["spark"]["SELECT id"]["hits"] == r["materialization"]["hits"] > 0
+    assert r["connect"]["rare word"]["hits"] == r["spark"]["rare word"]["hits"] > 0
+    assert {r["goal"] for r in doc["ratios"]} == {">= 1", ">= 8", ">= 5", "<= 0.03", "<= 0.05"}
+    assert "SELECT * through Spark vs Parquet" in printed and "Connect rare word" in printed
+
+
 def test_bench_compaction_at_a_tiny_size(tmp_path: Path) -> None:
     """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
     and the other size-tiered (it stops if the one-hour query's answers differ) and prints its goals."""

@@ -96,16 +96,15 @@ class DocStore:
 
     def block_into(self, i: int, buffer: bytearray, source: str) -> memoryview:
         """Block ``i`` decompressed into ``buffer`` and checked as ``block`` does: a view of ``buffer``
-        valid until its next use (of a new buffer when ``buffer`` is shorter than the block). Decompressing into a buffer a caller
-        reuses spares an allocation (and its page faults) per block: a quarter of a zstd block's
-        decompression time at ``ZSTD_BLOCK_BYTES``.
+        valid until its next use (of a new buffer when ``buffer`` is shorter than the block).
+        Decompressing into a buffer a caller reuses spares an allocation (and its page faults) per
+        block: a quarter of a zstd block's decompression time at ``ZSTD_BLOCK_BYTES``.
 
         Raises:
             CorruptSplitError: as ``block``.
         """
         if self.compressor != COMPRESSOR_ZSTD:
-            out = self.block(i, source)
-            return memoryview(out)
+            return memoryview(self.block(i, source))
         data = self.blocks[int(self.start[i]) : int(self.end[i])]
         try:
             if len(data) < 4:
@@ -118,9 +117,9 @@ class DocStore:
             raise CorruptSplitError(f"{source}: a doc store block does not decompress ({e})") from e
         if written != length:
             raise CorruptSplitError(f"{source}: a doc store block decompresses to {written} bytes, not {length}")
-        out = memoryview(buffer)[:length]
-        check_block(out, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
-        return out
+        view = memoryview(buffer)[:length]
+        check_block(view, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
+        return view
 
     def verify_crc(self, source: str) -> None:
         """Check the whole store against its Tantivy file footer's CRC32 (every byte must be present:

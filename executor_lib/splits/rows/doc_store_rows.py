@@ -89,7 +89,9 @@ class SegmentStore:
         local = [docs[bounds[k] : bounds[k + 1]] - first[b] for k, b in enumerate(used)]
         if len(used) <= KEPT_READ_BLOCKS:
             blocks = self.blocks(used)
-            return decode_blocks([_documents_of(b, d) for b, d in zip(blocks, local, strict=True)], columns, self.source)
+            return decode_blocks(
+                [_documents_of(b, d) for b, d in zip(blocks, local, strict=True)], columns, self.source
+            )
         kept = [_BLOCKS.get((self.key, b)) for b in used]
         absent = [b for b, block in zip(used, kept, strict=True) if block is None]
         if profiler.ENABLED:
@@ -100,7 +102,7 @@ class SegmentStore:
         if absent and self.fetch is not None:
             self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
 
-        def gathered(k: int) -> bytes:
+        def gathered(k: int) -> bytes | memoryview:
             block = kept[k]
             if block is not None:
                 return _documents_of(block, local[k])

@@ -1,0 +1,197 @@
+"""Hits benchmark (issue 51): rows out of the index against Parquet reading them, at 5M log rows.
+
+    .venv/bin/python -m bench.hits_benchmark [--rows 5000000] [--repeat 3] [--connect 1] [--workdir DIR]
+                                             [--out bench-hits.json]
+
+The storage benchmark's rows (12 Zipf words of a 5,000-word vocabulary a message, a level, a
+timestamp, a latency, an id; ``storage_benchmark.generate``) are written as Parquet and as
+IndexTables (``message`` tokenized, 1M rows a split), kept in ``--workdir`` when given and reused by
+the next run with the same rows. Then, the split cache warm, each in the same run:
+
+* **materialization, in-process** (``executor_lib.search_table``, no Spark): the rows of a phrase of
+  two common words (about 1% of the rows) as ``id`` only (a fast field: never the doc store) and as
+  every column (``SELECT *``, the text column from the doc store), in rows per second;
+* **through Spark** (``local[2]``, ``connect_plugin.sql``): ``SELECT id`` and ``SELECT *`` of the
+  phrase against the same on the Parquet copy (the phrase as a substring of the space-padded
+  message: words are separated by one space, so both sides match the same rows, which is checked;
+  a substring search is Spark's fastest way to it, several times faster than an ``rlike``), as a
+  speed-up;
+* **the floor**: a rare word's ``SELECT id`` against a trivial Python data source returning one row
+  (``spark_benchmark.floor_query``) in the same session, in seconds over it; with ``--connect 1`` the
+  same over Spark Connect (a local Connect server of local[2]).
+
+A timing is the best of ``--repeat`` rounds (the floors: of 3 x ``--repeat``), taken in turns.
+Nothing is asserted but the answers: timings on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.spark_benchmark import _best_interleaved, floor_query, local_session
+
+OPTIONS = {
+    "spark.indextables.indexing.typemap.message": "text",
+    "spark.indextables.optimizeWrite.targetRecordsPerSplit": "1000000",
+}
+
+
+def run(rows: int = 5_000_000, repeat: int = 3, connect: int = 0, workdir: str | None = None) -> dict[str, Any]:
+    """Every measurement, as the JSON document ``main`` writes: a local[2] classic session of its own
+    (``connect=1``: then the rare word over Spark Connect too, a local Connect server of local[2])."""
+    with local_session(workdir, "indextables-hits-") as (spark, work):
+        pq, it, searches = _tables(spark, rows, work)
+        results: dict[str, Any] = {"rows": rows, "searches": searches}
+        results["materialization"] = materialization(it, searches["phrase"], repeat)
+        results["spark"] = _spark(spark, pq, it, searches, repeat)
+        if connect:
+            spark.stop()  # one Spark at a time on the machine
+            results["connect"] = _connect(it, searches, repeat)
+        return results
+
+
+def _tables(spark: Any, rows: int, work: Path) -> tuple[str, str, dict[str, str]]:
+    """The Parquet copy and the IndexTables table of ``rows`` rows in ``work`` (written unless a
+    previous run left them there), and the searches."""
+    import pyarrow.parquet as pq
+
+    import connect_plugin
+    from bench.storage_benchmark import generate
+
+    parquet, it = work / "logs.parquet", work / "indextables"
+    marker = work / f"hits-written-{rows}"
+    if not marker.exists():
+        table, searches = generate(rows)
+        pq.write_table(table, parquet)
+        frame = spark.read.parquet(str(parquet)).repartition(4)
+        connect_plugin.write(frame, str(it), mode="overwrite", options=OPTIONS)
+        marker.write_text(repr(searches))
+    searches = eval(marker.read_text())
+    return str(parquet), str(it), searches
+
+
+def materialization(table: str, phrase: str, repeat: int) -> dict[str, Any]:
+    """In-process rows per second of the phrase's hits: ``id`` only, and every column."""
+    import executor_lib
+
+    log = executor_lib.open_log(table)
+    snapshot, cache = log.snapshot(), executor_lib.default_cache()
+    query = f'message:"{phrase}"'
+
+    def rows_of(columns: list[str] | None) -> Any:
+        return lambda: executor_lib.search_table(log.store, snapshot, query, cache, columns=columns).num_rows
+
+    rows_of(None)()  # the split cache and the searchers warm
+    timed = _best_interleaved(repeat, {"id": rows_of(["id"]), "all": rows_of(None)})
+    hits = timed["id"][1]
+    if timed["all"][1] != hits:
+        raise SystemExit(f"hits benchmark: SELECT id found {hits} rows, SELECT * {timed['all'][1]}")
+    return {
+        "hits": hits,
+        "id_s": timed["id"][0],
+        "all_s": timed["all"][0],
+        "id_rows_per_s": hits / timed["id"][0],
+        "all_rows_per_s": hits / timed["all"][0],
+    }
+
+
+def _spark(spark: Any, parquet: str, table: str, searches: dict[str, str], repeat: int) -> dict[str, Any]:
+    """The phrase's ``SELECT id`` and ``SELECT *`` against Parquet's; the rare word against the floor."""
+    import connect_plugin
+
+    phrase, rare = searches["phrase"], searches["rare"]
+    ours = f"FROM indextables.`{table}` WHERE message indexquery '\"{phrase}\"'"
+    theirs = f"FROM parquet.`{parquet}` WHERE contains(concat(' ', message, ' '), ' {phrase} ')"
+    queries = {
+        "SELECT id": (f"SELECT id {ours}", f"SELECT id {theirs}"),
+        "SELECT *": (f"SELECT * {ours}", f"SELECT * {theirs}"),
+    }
+    out: dict[str, Any] = {}
+    for name, (indexed, scanned) in queries.items():
+        connect_plugin.sql(spark, indexed).collect()  # workers, split cache and snapshot warm
+        timed = _best_interleaved(
+            repeat, {"indextables": _rows(spark, indexed, True), "parquet": _rows(spark, scanned)}
+        )
+        if timed["indextables"][1] != timed["parquet"][1]:
+            found, expected = timed["indextables"][1], timed["parquet"][1]
+            raise SystemExit(f"hits benchmark, {name}: indextables found {found} rows, Parquet {expected}")
+        out[name] = {
+            "hits": timed["indextables"][1],
+            "indextables_s": timed["indextables"][0],
+            "parquet_s": timed["parquet"][0],
+            "speedup": timed["parquet"][0] / timed["indextables"][0],
+        }
+    out["rare word"] = _floor(spark, table, rare, repeat)
+    return out
+
+
+def _rows(spark: Any, text: str, indexed: bool = False) -> Callable[[], int]:
+    """The number of rows ``text`` returns to the client (``connect_plugin.sql`` when ``indexed``)."""
+    import connect_plugin
+
+    if indexed:
+        return lambda: len(connect_plugin.sql(spark, text).collect())
+    return lambda: len(spark.sql(text).collect())
+
+
+def _floor(spark: Any, table: str, rare: str, repeat: int) -> dict[str, Any]:
+    """The rare word's ``SELECT id`` against the trivial one-row source, in turns."""
+
+    search = _rows(spark, f"SELECT id FROM indextables.`{table}` WHERE message indexquery '{rare}'", True)
+    floor = floor_query(spark)
+    search(), floor()
+    timed = _best_interleaved(3 * repeat, {"search": search, "floor": floor})
+    return {
+        "hits": timed["search"][1],
+        "indextables_s": timed["search"][0],
+        "floor_s": timed["floor"][0],
+        "over_floor_s": timed["search"][0] - timed["floor"][0],
+    }
+
+
+def _connect(table: str, searches: dict[str, str], repeat: int) -> dict[str, Any]:
+    """The rare word against the floor through a Spark Connect session (a local server)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    import connect_plugin
+    from executor_lib.spark.connect_server import ConnectServer
+
+    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"}
+    with ConnectServer("local[2]", conf=conf) as server:
+        spark: Any = RemoteSparkSession.builder.remote(server.url).getOrCreate()
+        connect_plugin.install(spark)
+        try:
+            return {"rare word": _floor(spark, table, searches["rare"], repeat)}
+        finally:
+            spark.stop()
+
+
+def print_results(r: dict[str, Any]) -> None:
+    m, s = r["materialization"], r["spark"]
+    print(f"hits benchmark, {r['rows']:,} rows; phrase {r['searches']['phrase']!r}: {m['hits']:,} hits")
+    print(
+        f"  in-process: id {m['id_rows_per_s'] / 1e3:,.0f}K rows/s ({m['id_s']:.3f} s), "
+        f"every column {m['all_rows_per_s'] / 1e3:,.0f}K rows/s ({m['all_s']:.3f} s)"
+    )
+    for name in ("SELECT id", "SELECT *"):
+        q = s[name]
+        print(f"  Spark {name}: {q['indextables_s']:.3f} s vs Parquet {q['parquet_s']:.3f} s = {q['speedup']:.1f}x")
+    for session, part in (("classic", s), ("Connect", (r.get("connect") or {}))):
+        if "rare word" in part:
+            f = part["rare word"]
+            print(
+                f"  {session} rare word ({f['hits']} hits): {f['indextables_s']:.3f} s, "
+                f"floor {f['floor_s']:.3f} s, {f['over_floor_s']:+.3f} s"
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.cli import benchmark_main
+
+    return benchmark_main(argv, __doc__, run, print_results, "bench-hits.json")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
