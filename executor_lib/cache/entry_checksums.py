@@ -66,6 +66,14 @@ def record_checksums(entry: Path, files: Mapping[str, Path]) -> None:
     _write_json(entry / CHECKSUMS, record)
 
 
+def recorded(entry: Path, name: str) -> bool:
+    """Whether ``entry``'s ``CHECKSUMS`` records the file ``name`` (what its open checks).
+
+    Example: ``recorded(entry, "data.split")`` -> ``True``
+    """
+    return name in (_read_checksums(entry) or {})
+
+
 def damaged_files(entry: Path) -> list[str]:
     """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
     a missing or unreadable record, or a missing ``data.split`` record, names ``CHECKSUMS`` itself).

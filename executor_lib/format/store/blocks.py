@@ -94,6 +94,16 @@ class DocStore:
         check_block(out, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
         return out
 
+    def lengths(self) -> np.ndarray:
+        """Each block's length decompressed (int64): the u32 before its bytes (raw blocks: their size)."""
+        if self.compressor == COMPRESSOR_NONE or not len(self.start):
+            return (self.end - self.start).astype(np.int64)
+        at = self.start[:, None] + np.arange(4)
+        if len(self.blocks) < int(self.start[-1]) + 4:
+            raise CorruptSplitError("a doc store's last block is shorter than its length header")
+        heads = np.frombuffer(self.blocks, np.uint8)[at]
+        return heads.copy().view("<u4").reshape(-1).astype(np.int64)
+
     def block_into(self, i: int, buffer: bytearray, source: str) -> memoryview:
         """Block ``i`` decompressed into ``buffer`` and checked as ``block`` does: a view of ``buffer``
         valid until its next use (of a new buffer when ``buffer`` is shorter than the block).

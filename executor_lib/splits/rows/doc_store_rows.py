@@ -24,12 +24,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
-from executor_lib.format.store.blocks import ZSTD_BLOCK_BYTES, DocStore, parse_store
+from executor_lib.format.store.blocks import ZSTD_BLOCK_BYTES, DocStore, check_block, parse_store
 from executor_lib.format.store.documents import StoredColumn, decode_blocks
 from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
 from indextables_contract.errors import CorruptSplitError
@@ -42,19 +43,86 @@ _BLOCKS: LeastRecentlyUsed[bytes] = LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # 
 _STORE_IDS = itertools.count()
 
 
-@dataclass(frozen=True)
+Unpack = Callable[[Callable[[BinaryIO], None]], memoryview | None]  # keeps an unpacked copy: its bytes, mapped
+
+
+@dataclass(eq=False)
 class SegmentStore:
     """One segment's doc store: parsed over its bytes (a mapped file; a split read by the piece has
-    holes where nothing was fetched), and ``fetch`` to fetch byte ranges first (None: all present)."""
+    holes where nothing was fetched), and ``fetch`` to fetch byte ranges first (None: all present).
+
+    ``unpacked``: the store's blocks decompressed back to back, as the node's split cache keeps them
+    for a split many of whose rows were read (``UNPACK_SHARE``); read in place (no decompression).
+    ``unpack``: writes that copy through the function it is given and returns it mapped (None: the
+    split's source keeps none, a split read by the piece or not in the cache)."""
 
     store: DocStore
     source: str
     fetch: Fetch | None = None
     key: int = field(default_factory=lambda: next(_STORE_IDS))  # its blocks' key in the process's cache
+    unpacked: memoryview | None = None
+    unpack: Unpack | None = None
+    _bounds: np.ndarray | None = None  # each block's offset in ``unpacked``, and its length, last
 
-    def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes]:
+    def _unpacked_bounds(self) -> np.ndarray:
+        """Each block's offset in ``unpacked``, and its length, last (checked against the copy's size)."""
+        assert self.unpacked is not None
+        if self._bounds is None:
+            bounds = np.concatenate([[0], np.cumsum(self.store.lengths())]).astype(np.int64)
+            if int(bounds[-1]) != len(self.unpacked):
+                raise CorruptSplitError(
+                    f"{self.source}: its unpacked copy holds {len(self.unpacked)} bytes, its blocks {bounds[-1]}"
+                )
+            self._bounds = bounds
+        return self._bounds
+
+    def _unpacked_block(self, i: int) -> memoryview:
+        """Block ``i`` of the unpacked copy, checked as a decompressed block is (``check_block``)."""
+        assert self.unpacked is not None
+        bounds = self._unpacked_bounds()
+        view = self.unpacked[int(bounds[i]) : int(bounds[i + 1])]
+        check_block(view, int(self.store.end_doc[i] - self.store.first_doc[i]), f"{self.source} (unpacked block {i})")
+        return view
+
+    def _gathered_unpacked(self, docs: np.ndarray) -> bytes:
+        """The documents ``docs`` (ascending) of the unpacked copy as one block (``_documents_of``'s
+        layout), found for all blocks at once: each block's trailing count must be its checkpoint's,
+        and each document's bytes must lie within its block, before the block's offset table."""
+        assert self.unpacked is not None
+        bounds, store = self._unpacked_bounds(), self.store
+        data = np.frombuffer(self.unpacked, np.uint8)
+        counts = store.end_doc - store.first_doc
+        table = bounds[1:] - 4 - 4 * counts  # where each block's offset table starts
+        block_of = store.block_of(docs)
+        used = np.unique(block_of)
+        if bool(np.any(table[used] < bounds[used])) or bool(
+            np.any(_u32_at(data, bounds[used + 1] - 4) != counts[used])
+        ):
+            raise CorruptSplitError(
+                f"{self.source}: its unpacked copy's blocks do not hold their checkpoints' documents"
+            )
+        local = docs - store.first_doc[block_of]
+        base, count = bounds[block_of], counts[block_of]
+        start = base + _u32_at(data, table[block_of] + 4 * local)
+        after = np.minimum(local + 1, count - 1)
+        end = np.where(local + 1 >= count, table[block_of], base + _u32_at(data, table[block_of] + 4 * after))
+        if bool(np.any((start > end) | (end > table[block_of]))):
+            raise CorruptSplitError(f"{self.source}: its unpacked copy's document offsets do not rise within a block")
+        lengths = end - start
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        gather = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
+        return data[gather].tobytes() + offsets.astype("<u4").tobytes() + struct.pack("<I", len(docs))
+
+    def write_unpacked(self, out: BinaryIO) -> None:
+        """Every block decompressed, in order, to ``out`` (on the read threads)."""
+        for block in _read_pool().map(lambda i: self.store.block(i, self.source), range(len(self.store.start))):
+            out.write(block)
+
+    def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes | memoryview]:
         """Blocks ``indexes`` decompressed (fetched first, all at once, if absent; ``keep``: kept
-        in the process's cache)."""
+        in the process's cache); of the unpacked copy where there is one."""
+        if self.unpacked is not None:
+            return [self._unpacked_block(i) for i in indexes]
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
         if profiler.ENABLED:  # blocks read: kept decompressed (hits) or decompressed now (misses)
@@ -64,7 +132,7 @@ class SegmentStore:
                 profiler.cache_event("doc_store_block", False, len(absent))
         if absent and self.fetch is not None:
             self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
-        out = []
+        out: list[bytes | memoryview] = []
         for i in indexes:
             block = found[i]
             if block is None:
@@ -87,11 +155,11 @@ class SegmentStore:
         bounds = np.searchsorted(block_of, np.append(used, len(self.store.start)), side="left")
         first = self.store.first_doc
         local = [docs[bounds[k] : bounds[k + 1]] - first[b] for k, b in enumerate(used)]
+        if self.unpacked is not None:
+            return decode_blocks([self._gathered_unpacked(docs)], columns, self.source)
         if len(used) <= KEPT_READ_BLOCKS:
-            blocks = self.blocks(used)
-            return decode_blocks(
-                [_documents_of(b, d) for b, d in zip(blocks, local, strict=True)], columns, self.source
-            )
+            picked = [_documents_of(b, d) for b, d in zip(self.blocks(used), local, strict=True)]
+            return decode_blocks(picked, columns, self.source)
         kept = [_BLOCKS.get((self.key, b)) for b in used]
         absent = [b for b, block in zip(used, kept, strict=True) if block is None]
         if profiler.ENABLED:
@@ -109,9 +177,13 @@ class SegmentStore:
             view = self.store.block_into(used[k], _buffer(), self.source)
             return bytes(_documents_of(view, local[k]))
 
-        return decode_blocks(list(_read_pool().map(gathered, range(len(used)))), columns, self.source)
+        table = decode_blocks(list(_read_pool().map(gathered, range(len(used)))), columns, self.source)
+        if self.unpack is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
+            self.unpacked = self.unpack(self.write_unpacked)  # the next reads of this split decompress nothing
+        return table
 
 
+UNPACK_SHARE = 4  # a read of at least 1/UNPACK_SHARE of a store's blocks has the cache keep it unpacked
 KEPT_READ_BLOCKS = 8  # a read of at most this many blocks keeps them decompressed (_BLOCKS)
 READ_THREADS = max(1, min(4, os.cpu_count() or 1))  # blocks decompressed at once by a read of many
 _THREAD = threading.local()
@@ -134,6 +206,11 @@ def _read_pool() -> ThreadPoolExecutor:
         if _POOL is None or _POOL[0] != os.getpid():
             _POOL = (os.getpid(), ThreadPoolExecutor(READ_THREADS, thread_name_prefix="doc-store-read"))
         return _POOL[1]
+
+
+def _u32_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The little-endian u32 at each of ``positions`` (unaligned) of the bytes ``data``, as int64."""
+    return data[positions[:, None] + np.arange(4)].copy().view("<u4").reshape(-1).astype(np.int64)
 
 
 def _documents_of(block: bytes | memoryview, local: np.ndarray) -> bytes | memoryview:
@@ -262,6 +339,7 @@ def open_doc_store_rows(
     types: Mapping[str, str],
     store: Callable[[str], tuple[memoryview, Fetch | None]],
     source: str,
+    unpacked: Callable[[str], tuple[memoryview | None, Unpack | None]] | None = None,
 ) -> DocStoreRows:
     """The rows of a split that keeps them in its doc stores.
 
@@ -272,6 +350,8 @@ def open_doc_store_rows(
         store: the bytes of a segment's doc store by segment id (no dashes), and how to fetch
             ranges of it first (None: all present).
         source: names the split in errors.
+        unpacked: a segment's unpacked copy by segment id, if its source keeps one, and how to keep
+            one (``SegmentStore``; None: never kept).
 
     Raises:
         CorruptSplitError: the member, ``meta.json`` or a doc store does not parse, or a stored
@@ -291,5 +371,6 @@ def open_doc_store_rows(
     for stem in stems:
         data, fetch = store(stem)
         where = f"{source}: {stem}.store"
-        segments.append(SegmentStore(parse_store(data, where), where, fetch))
+        copy, unpack = unpacked(stem) if unpacked is not None else (None, None)
+        segments.append(SegmentStore(parse_store(data, where), where, fetch, unpacked=copy, unpack=unpack))
     return DocStoreRows(segments, stored, field_ids, types, source)

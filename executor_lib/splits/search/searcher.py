@@ -187,7 +187,9 @@ class SplitSearcher:
         except OSError as e:
             raise CorruptSplitError(f"{self.split}: the split's meta.json does not read ({e})") from e
         types = {f.name: f.type for f in self.mapping.fields}
-        return open_doc_store_rows(rows_member, meta_json, types, self._segment_store, str(self.split))
+        return open_doc_store_rows(
+            rows_member, meta_json, types, self._segment_store, str(self.split), self.source.unpacked_store
+        )
 
     def _segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
         return self.source.segment_store(stem)

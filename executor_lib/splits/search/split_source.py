@@ -19,17 +19,19 @@ from __future__ import annotations
 import abc
 import functools
 import mmap
+import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.entry_checksums import record_checksums
+from executor_lib.cache.entry_checksums import record_checksums, recorded
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -48,7 +50,7 @@ from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
-from executor_lib.splits.rows.doc_store_rows import Fetch
+from executor_lib.splits.rows.doc_store_rows import Fetch, Unpack
 from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
 from executor_lib.splits.search.scoring import SplitFiles, split_files
 from indextables_contract.errors import CorruptSplitError
@@ -84,6 +86,12 @@ class SplitSource(abc.ABC):
     @abc.abstractmethod
     def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
         """A segment's doc store bytes (memory-mapped) and what fetches its missing ranges (None: all present)."""
+
+    def unpacked_store(self, stem: str) -> tuple[memoryview | None, Unpack | None]:
+        """A segment's doc store kept unpacked (its blocks decompressed back to back), mapped, if
+        the source keeps one, and how to keep one (``doc_store_rows.SegmentStore``); by default
+        neither."""
+        return None, None
 
     def ensure_fields(self, fields: Any, positions: Any) -> bool:
         """Make the index sections of ``fields`` present; True if any was fetched (the index must be
@@ -182,12 +190,46 @@ class LocalSplit(SplitSource):
     def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
         assert self.bundle is not None
         start, end = self.footer.files[f"{stem}{STORE_SUFFIX}"]
-        with open(self.bundle, "rb") as f:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return memoryview(mapped)[start:end], None
+        return _mapped(self.bundle)[start:end], None
+
+    def unpacked_store(self, stem: str) -> tuple[memoryview | None, Unpack | None]:
+        """The copy in the cache entry (``<segment>.unpacked``) once its ``checksums.json`` records it
+        (what the entry's open checks, as it checks the split), and how to write it: to a temporary
+        file, renamed and recorded under the entry's lock (a second writer's copy is dropped)."""
+        name = f"{stem}{UNPACKED_SUFFIX}"
+        path = self.lock_dir / name
+        copy = _mapped(path) if recorded(self.lock_dir, name) and path.exists() else None
+        return copy, functools.partial(self._unpack, name)
+
+    def _unpack(self, name: str, write: Callable[[BinaryIO], None]) -> memoryview | None:
+        path = self.lock_dir / name
+        tmp = self.lock_dir / f".{name}.tmp-{uuid.uuid4().hex}"
+        try:
+            with open(tmp, "wb") as f:
+                write(f)
+            with exclusive_lock(entry_lock(self.lock_dir)):
+                if not recorded(self.lock_dir, name):
+                    os.replace(tmp, path)
+                    record_checksums(self.lock_dir, {name: path})
+        except OSError:  # a full or read-only cache: the rows are read from the split as before
+            return None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return _mapped(path)
 
     def split_files(self, field_names: Sequence[str]) -> SplitFiles:
         return split_files(self.index_dir, None, field_names)
+
+
+UNPACKED_SUFFIX = ".unpacked"  # a segment's doc store decompressed, in the split's cache entry
+
+
+def _mapped(path: Path) -> memoryview:
+    """The whole file, memory-mapped read-only."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 def open_split_source(
