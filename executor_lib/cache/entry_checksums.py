@@ -74,9 +74,10 @@ def recorded(entry: Path, name: str) -> bool:
     return name in (_read_checksums(entry) or {})
 
 
-def damaged_files(entry: Path) -> list[str]:
+def damaged_files(entry: Path, required: str | None = DATA_FILE) -> list[str]:
     """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
-    a missing or unreadable record, or a missing ``data.split`` record, names ``CHECKSUMS`` itself).
+    a missing or unreadable record, or a missing record of ``required``, names ``CHECKSUMS`` itself).
+    Any directory of files recorded so is checked the same way (``required=None``: no file must be).
 
     Every recorded file is read unless a check of this node found them as written less than
     ``REVERIFY_SECONDS`` ago and their inode, modification time and size are still what they were
@@ -85,7 +86,7 @@ def damaged_files(entry: Path) -> list[str]:
     Example: ``damaged_files(cache.directory / "splits" / "c697…")`` -> ``[]``
     """
     record = _read_checksums(entry)
-    if record is None or DATA_FILE not in record:
+    if record is None or (required is not None and required not in record):
         return [CHECKSUMS]
     stats = _stats(entry, [CHECKSUMS, *record])
     if stats and _recently_verified(entry, stats):

@@ -114,7 +114,10 @@ class SegmentStore:
         return data[gather].tobytes() + offsets.astype("<u4").tobytes() + struct.pack("<I", len(docs))
 
     def write_unpacked(self, out: BinaryIO) -> None:
-        """Every block decompressed, in order, to ``out`` (on the read threads)."""
+        """Every block decompressed, in order, to ``out`` (on the read threads; the blocks absent
+        from a split read by the piece fetched first)."""
+        if self.fetch is not None:
+            self.fetch([(int(a), int(b)) for a, b in zip(self.store.start, self.store.end, strict=True)])
         for block in _read_pool().map(lambda i: self.store.block(i, self.source), range(len(self.store.start))):
             out.write(block)
 

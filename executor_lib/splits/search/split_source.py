@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.entry_checksums import record_checksums, recorded
+from executor_lib.cache.entry_checksums import damaged_files, record_checksums, recorded
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -88,10 +88,10 @@ class SplitSource(abc.ABC):
         """A segment's doc store bytes (memory-mapped) and what fetches its missing ranges (None: all present)."""
 
     def unpacked_store(self, stem: str) -> tuple[memoryview | None, Unpack | None]:
-        """A segment's doc store kept unpacked (its blocks decompressed back to back), mapped, if
-        the source keeps one, and how to keep one (``doc_store_rows.SegmentStore``); by default
-        neither."""
-        return None, None
+        """A segment's doc store kept unpacked (its blocks decompressed back to back) in the split's
+        cache entry, mapped, if one is kept and found as written, and how to keep one
+        (``doc_store_rows.SegmentStore``; ``unpacked_copy``)."""
+        return unpacked_copy(self.lock_dir, stem)
 
     def ensure_fields(self, fields: Any, positions: Any) -> bool:
         """Make the index sections of ``fields`` present; True if any was fetched (the index must be
@@ -192,36 +192,54 @@ class LocalSplit(SplitSource):
         start, end = self.footer.files[f"{stem}{STORE_SUFFIX}"]
         return _mapped(self.bundle)[start:end], None
 
-    def unpacked_store(self, stem: str) -> tuple[memoryview | None, Unpack | None]:
-        """The copy in the cache entry (``<segment>.unpacked``) once its ``checksums.json`` records it
-        (what the entry's open checks, as it checks the split), and how to write it: to a temporary
-        file, renamed and recorded under the entry's lock (a second writer's copy is dropped)."""
-        name = f"{stem}{UNPACKED_SUFFIX}"
-        path = self.lock_dir / name
-        copy = _mapped(path) if recorded(self.lock_dir, name) and path.exists() else None
-        return copy, functools.partial(self._unpack, name)
-
-    def _unpack(self, name: str, write: Callable[[BinaryIO], None]) -> memoryview | None:
-        path = self.lock_dir / name
-        tmp = self.lock_dir / f".{name}.tmp-{uuid.uuid4().hex}"
-        try:
-            with open(tmp, "wb") as f:
-                write(f)
-            with exclusive_lock(entry_lock(self.lock_dir)):
-                if not recorded(self.lock_dir, name):
-                    os.replace(tmp, path)
-                    record_checksums(self.lock_dir, {name: path})
-        except OSError:  # a full or read-only cache: the rows are read from the split as before
-            return None
-        finally:
-            tmp.unlink(missing_ok=True)
-        return _mapped(path)
-
     def split_files(self, field_names: Sequence[str]) -> SplitFiles:
         return split_files(self.index_dir, None, field_names)
 
 
-UNPACKED_SUFFIX = ".unpacked"  # a segment's doc store decompressed, in the split's cache entry
+UNPACKED_DIR = "unpacked"  # a cache entry's unpacked doc stores, with their own checksums.json
+UNPACKED_SUFFIX = ".unpacked"  # a segment's doc store decompressed: <entry>/unpacked/<segment>.unpacked
+
+
+def unpacked_copy(entry: Path, stem: str) -> tuple[memoryview | None, Unpack]:
+    """Segment ``stem``'s unpacked doc store in the cache entry ``entry``, mapped, and how to keep one.
+
+    The copies of an entry live in its ``unpacked/`` directory with their sizes and CRC32s in its own
+    ``checksums.json``, checked as the entry's files are (``entry_checksums.damaged_files``: read at
+    the first open after ``REVERIFY_SECONDS``, or at once once a file was rewritten). A copy not
+    recorded (a writer killed between its rename and its record) is not read; a damaged one is
+    removed with the others, and the rows are read from the split as before: never wrong.
+    A copy is written to a temporary file, then renamed and recorded under the entry's lock (a
+    second writer's copy is dropped); a full or read-only cache keeps none.
+
+    Example: ``unpacked_copy(entry, "5f2d...")`` -> ``(None, keep)`` before a read of many blocks.
+    """
+    directory, name = entry / UNPACKED_DIR, f"{stem}{UNPACKED_SUFFIX}"
+    copy = None
+    if recorded(directory, name):
+        if damaged_files(directory, required=None):
+            with exclusive_lock(entry_lock(entry)):
+                shutil.rmtree(directory, ignore_errors=True)
+        elif (directory / name).exists():
+            copy = _mapped(directory / name)
+    return copy, functools.partial(_keep_unpacked, entry, name)
+
+
+def _keep_unpacked(entry: Path, name: str, write: Callable[[BinaryIO], None]) -> memoryview | None:
+    directory = entry / UNPACKED_DIR
+    path, tmp = directory / name, directory / f".{name}.tmp-{uuid.uuid4().hex}"
+    try:
+        directory.mkdir(exist_ok=True)
+        with open(tmp, "wb") as f:
+            write(f)
+        with exclusive_lock(entry_lock(entry)):
+            if not recorded(directory, name):
+                os.replace(tmp, path)
+                record_checksums(directory, {name: path})
+        return _mapped(path)
+    except OSError:  # a full or read-only cache, an entry evicted meanwhile: rows come from the split
+        return None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _mapped(path: Path) -> memoryview:

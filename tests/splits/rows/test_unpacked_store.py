@@ -1,14 +1,16 @@
 """A split's doc stores kept unpacked in its cache entry (``doc_store_rows.SegmentStore.unpacked``,
-``split_source.LocalSplit.unpacked_store``): a read of many of a store's blocks has the cache keep
-the store decompressed; later reads gather rows from it with no decompression and give the same
-rows; the copy is recorded with the entry's checksums, so a damaged copy is found at the entry's
-next check and the rows read again from the split, never wrong."""
+``split_source.unpacked_copy``), on the local filesystem (a whole split in the cache) and S3 (a split
+fetched by the piece): a read of many of a store's blocks has the cache keep the store decompressed;
+later reads gather rows from it with no decompression and give the same rows; the copies carry their
+own checksums, so a damaged copy is found at the next open and the rows read from the split, never wrong."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +31,7 @@ from tests.census.sweeps import flip_in_place
 N = 20_000
 WORDS = np.array(["alpha", "beta", "gamma", "delta", "omega"])
 OPTIONS = {"spark.indextables.indexing.typemap.body": "text"}
+Reader = Callable[[SplitCache, str], pa.Table]
 
 
 def _rows() -> pa.Table:
@@ -41,19 +44,20 @@ def _rows() -> pa.Table:
 
 
 @pytest.fixture
-def table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, pa.Table]:
+def written(table: tuple[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> tuple[Reader, pa.Table]:
+    """A one-split table on the parametrized backend (local, S3), and a search of it through a cache."""
     rows = _rows()
-    uri = str(tmp_path / "t")
-    log = executor_lib.create_table(uri, rows.schema, configuration=OPTIONS)
+    uri, options = table
+    log = executor_lib.create_table(uri, rows.schema, configuration=OPTIONS, **options)
     with monkeypatch.context() as patch:
         patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 16 << 10)  # many blocks a split
-        log.commit([write_and_upload(open_store(uri), rows, mapping_for(rows.schema, OPTIONS))])
-    return uri, rows
+        log.commit([write_and_upload(open_store(uri, **options), rows, mapping_for(rows.schema, OPTIONS))])
 
+    def search(cache: SplitCache, query: str) -> pa.Table:
+        log = executor_lib.open_log(uri, **options)
+        return search_table(log.store, log.snapshot(), query, cache).sort_by("id")
 
-def _search(uri: str, cache: SplitCache, query: str) -> pa.Table:
-    log = executor_lib.open_log(uri)
-    return search_table(log.store, log.snapshot(), query, cache).sort_by("id")
+    return search, rows
 
 
 def _copies(cache: SplitCache) -> list[Path]:
@@ -66,12 +70,12 @@ def _expected(rows: pa.Table, word: str) -> pa.Table:
 
 
 def test_a_read_of_many_blocks_keeps_the_store_unpacked_and_later_reads_use_it(
-    table: tuple[str, pa.Table], tmp_path: Path
+    written: tuple[Reader, pa.Table], tmp_path: Path
 ) -> None:
-    uri, rows = table
+    search, rows = written
     cache = SplitCache(tmp_path / "cache")
     store_rows._BLOCKS.clear()
-    first = _search(uri, cache, "body:alpha")  # a fifth of the rows: every block
+    first = search(cache, "body:alpha")  # a fifth of the rows: every block
     assert first.equals(_expected(rows, "alpha"))
     (copy,) = _copies(cache)
     entry = copy.parent
@@ -82,33 +86,37 @@ def test_a_read_of_many_blocks_keeps_the_store_unpacked_and_later_reads_use_it(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(doc_store.DocStore, "block_into", lambda *a, **k: decompressed.append(1) or original(*a, **k))
         patch.setattr(doc_store.DocStore, "block", lambda *a, **k: decompressed.append(1) or b"")
-        again = _search(uri, SplitCache(tmp_path / "cache"), "body:beta")  # another process's look: a new searcher
-        few = _search(uri, SplitCache(tmp_path / "cache"), "id:17")
+        again = search(SplitCache(tmp_path / "cache"), "body:beta")  # another process's look: a new searcher
+        few = search(SplitCache(tmp_path / "cache"), "id:17")
     assert again.equals(_expected(rows, "beta")) and few.column("id").to_pylist() == [17]
     assert decompressed == [], "rows come from the unpacked copy"
 
 
-def test_a_damaged_copy_is_found_and_the_rows_read_from_the_split(table: tuple[str, pa.Table], tmp_path: Path) -> None:
-    uri, rows = table
+def test_a_damaged_copy_is_found_and_the_rows_read_from_the_split(
+    written: tuple[Reader, pa.Table], tmp_path: Path
+) -> None:
+    search, rows = written
     cache = SplitCache(tmp_path / "cache")
-    _search(uri, cache, "body:alpha")
+    search(cache, "body:alpha")
     (copy,) = _copies(cache)
     for offset in range(0, copy.stat().st_size, max(1, copy.stat().st_size // 7)):
         flip_in_place(copy, offset, 5)  # written: its modification time moves, the next open checks it
         checks._VERIFIED.clear()
-        found = _search(uri, SplitCache(tmp_path / "cache"), "body:gamma")
+        found = search(SplitCache(tmp_path / "cache"), "body:gamma")
         assert found.equals(_expected(rows, "gamma")), f"a bit flipped at {offset} of the copy changed the rows"
         copies = _copies(cache)
-        assert copies and checks.damaged_files(copies[0].parent) == []  # fetched again, kept unpacked again
+        assert (
+            copies and checks.damaged_files(copies[0].parent, required=None) == []
+        )  # fetched again, kept unpacked again
         (copy,) = copies
 
 
-def test_a_copy_not_recorded_is_never_read(table: tuple[str, pa.Table], tmp_path: Path) -> None:
+def test_a_copy_not_recorded_is_never_read(written: tuple[Reader, pa.Table], tmp_path: Path) -> None:
     """A crash between the copy's rename and its record leaves a file the entry does not vouch for:
     it is ignored, and written again by the next read of many blocks."""
-    uri, rows = table
+    search, rows = written
     cache = SplitCache(tmp_path / "cache")
-    _search(uri, cache, "body:alpha")
+    search(cache, "body:alpha")
     (copy,) = _copies(cache)
     entry = copy.parent
     record = json.loads((entry / checks.CHECKSUMS).read_text())
@@ -116,5 +124,5 @@ def test_a_copy_not_recorded_is_never_read(table: tuple[str, pa.Table], tmp_path
     (entry / checks.CHECKSUMS).write_text(json.dumps(record))
     copy.write_bytes(os.urandom(copy.stat().st_size))  # garbage no check vouches for
     checks._VERIFIED.clear()
-    assert _search(uri, SplitCache(tmp_path / "cache"), "body:delta").equals(_expected(rows, "delta"))
-    assert checks.recorded(entry, copy.name) and checks.damaged_files(entry) == []
+    assert search(SplitCache(tmp_path / "cache"), "body:delta").equals(_expected(rows, "delta"))
+    assert checks.recorded(entry, copy.name) and checks.damaged_files(entry, required=None) == []
