@@ -715,6 +715,19 @@ def hits_ratios(r: dict[str, Any]) -> list[Ratio]:
                 (">=", goal),
             )
         )
+    q = s["SELECT id"]
+    if "floor_same_rows_s" in q:
+        rows.append(
+            _ratio(
+                "hits",
+                f"{phrase}, SELECT id: seconds over a trivial source returning as many rows",
+                q["indextables_s"],
+                q["floor_same_rows_s"],
+                "s",
+                q["indextables_s"] - q["floor_same_rows_s"],
+                ratio_unit="s",
+            )
+        )
     for session, part, goal in (("", s, 0.03), ("Connect ", r.get("connect") or {}, 0.05)):
         if "rare word" in part:
             f = part["rare word"]
