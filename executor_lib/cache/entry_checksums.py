@@ -74,6 +74,22 @@ def recorded(entry: Path, name: str) -> bool:
     return name in (_read_checksums(entry) or {})
 
 
+def record_written(entry: Path, name: str, size: int, crc: int) -> None:
+    """Record in ``entry``'s ``CHECKSUMS`` the ``size`` and ``crc`` of its file ``name``, computed as
+    it was written, and remember it as found as written when it is the only file ``entry`` records
+    (the next open need not read it again); the caller holds the lock that guards ``entry``.
+
+    Example: ``record_written(entry / "unpacked", "5f2d....unpacked", 35450293, 1886932297)``
+    """
+    record = _read_checksums(entry) or {}
+    record[name] = [size, crc]
+    _write_json(entry / CHECKSUMS, record)
+    if list(record) == [name]:
+        stats = _stats(entry, [CHECKSUMS, name])
+        if stats:
+            _remember(entry, stats, time.time())
+
+
 def damaged_files(entry: Path, required: str | None = DATA_FILE) -> list[str]:
     """The files of a whole-split entry that differ from their recorded size and CRC32 (``CHECKSUMS``;
     a missing or unreadable record, or a missing record of ``required``, names ``CHECKSUMS`` itself).

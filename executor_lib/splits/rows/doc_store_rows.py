@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +43,13 @@ _BLOCKS: LeastRecentlyUsed[bytes] = LeastRecentlyUsed(BLOCK_BYTES_KEPT, len)  # 
 _STORE_IDS = itertools.count()
 
 
-Unpack = Callable[[Callable[[BinaryIO], None]], memoryview | None]  # keeps an unpacked copy: its bytes, mapped
+class Sink(Protocol):
+    """Where an unpacked copy is written (a file)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+Unpack = Callable[[Callable[[Sink], None]], memoryview | None]  # keeps an unpacked copy: its bytes, mapped
 
 
 @dataclass(eq=False)
@@ -113,11 +119,13 @@ class SegmentStore:
         gather = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
         return data[gather].tobytes() + offsets.astype("<u4").tobytes() + struct.pack("<I", len(docs))
 
-    def write_unpacked(self, out: BinaryIO) -> None:
+    def write_unpacked(self, out: Sink) -> None:
         """Every block decompressed, in order, to ``out`` (on the read threads; the blocks absent
         from a split read by the piece fetched first)."""
         if self.fetch is not None:
             self.fetch([(int(a), int(b)) for a, b in zip(self.store.start, self.store.end, strict=True)])
+        if profiler.ENABLED:  # every block decompressed, once
+            profiler.cache_event("doc_store_block", False, len(self.store.start))
         for block in _read_pool().map(lambda i: self.store.block(i, self.source), range(len(self.store.start))):
             out.write(block)
 
@@ -152,14 +160,22 @@ class SegmentStore:
         A read of a few blocks keeps them decompressed for the next one (a first look, a page of
         results). A read of more than ``KEPT_READ_BLOCKS`` blocks (a query's many hits) decompresses
         the ones not kept into reused buffers on ``READ_THREADS`` threads (zstd runs without the
-        GIL), gathering from each only the documents asked for, and keeps none."""
+        GIL), gathering from each only the documents asked for, and keeps none. A read of at least
+        1/``UNPACK_SHARE`` of the blocks first has the store kept unpacked (``unpack``: each block
+        decompressed once), then reads from that copy, as every later read of the split does."""
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
+        if self.unpacked is None and self.unpack is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
+            self.unpacked = self.unpack(self.write_unpacked)
+            if self.unpacked is None:  # kept none (a full or read-only cache): not tried again by this searcher
+                self.unpack = None
+        if self.unpacked is not None:
+            if profiler.ENABLED:  # blocks read, kept decompressed
+                profiler.cache_event("doc_store_block", True, len(used))
+            return decode_blocks([self._gathered_unpacked(docs)], columns, self.source)
         bounds = np.searchsorted(block_of, np.append(used, len(self.store.start)), side="left")
         first = self.store.first_doc
         local = [docs[bounds[k] : bounds[k + 1]] - first[b] for k, b in enumerate(used)]
-        if self.unpacked is not None:
-            return decode_blocks([self._gathered_unpacked(docs)], columns, self.source)
         if len(used) <= KEPT_READ_BLOCKS:
             picked = [_documents_of(b, d) for b, d in zip(self.blocks(used), local, strict=True)]
             return decode_blocks(picked, columns, self.source)
@@ -180,10 +196,7 @@ class SegmentStore:
             view = self.store.block_into(used[k], _buffer(), self.source)
             return bytes(_documents_of(view, local[k]))
 
-        table = decode_blocks(list(_read_pool().map(gathered, range(len(used)))), columns, self.source)
-        if self.unpack is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
-            self.unpacked = self.unpack(self.write_unpacked)  # the next reads of this split decompress nothing
-        return table
+        return decode_blocks(list(_read_pool().map(gathered, range(len(used)))), columns, self.source)
 
 
 UNPACK_SHARE = 4  # a read of at least 1/UNPACK_SHARE of a store's blocks has the cache keep it unpacked

@@ -23,6 +23,7 @@ import os
 import shutil
 import tempfile
 import uuid
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -31,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.entry_checksums import damaged_files, record_checksums, recorded
+from executor_lib.cache.entry_checksums import damaged_files, record_checksums, record_written, recorded
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -50,7 +51,7 @@ from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
-from executor_lib.splits.rows.doc_store_rows import Fetch, Unpack
+from executor_lib.splits.rows.doc_store_rows import Fetch, Sink, Unpack
 from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
 from executor_lib.splits.search.scoring import SplitFiles, split_files
 from indextables_contract.errors import CorruptSplitError
@@ -224,22 +225,35 @@ def unpacked_copy(entry: Path, stem: str) -> tuple[memoryview | None, Unpack]:
     return copy, functools.partial(_keep_unpacked, entry, name)
 
 
-def _keep_unpacked(entry: Path, name: str, write: Callable[[BinaryIO], None]) -> memoryview | None:
+def _keep_unpacked(entry: Path, name: str, write: Callable[[Sink], None]) -> memoryview | None:
     directory = entry / UNPACKED_DIR
     path, tmp = directory / name, directory / f".{name}.tmp-{uuid.uuid4().hex}"
     try:
         directory.mkdir(exist_ok=True)
         with open(tmp, "wb") as f:
-            write(f)
+            summed = _Summed(f)
+            write(summed)
         with exclusive_lock(entry_lock(entry)):
             if not recorded(directory, name):
                 os.replace(tmp, path)
-                record_checksums(directory, {name: path})
+                record_written(directory, name, summed.size, summed.crc)
         return _mapped(path)
     except OSError:  # a full or read-only cache, an entry evicted meanwhile: rows come from the split
         return None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+class _Summed:
+    """A file being written, with the size and CRC32 of what was written to it."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.size, self.crc = out, 0, 0
+
+    def write(self, data: bytes, /) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        self.size += len(data)
+        return self.out.write(data)
 
 
 def _mapped(path: Path) -> memoryview:

@@ -126,3 +126,21 @@ def test_a_copy_not_recorded_is_never_read(written: tuple[Reader, pa.Table], tmp
     checks._VERIFIED.clear()
     assert search(SplitCache(tmp_path / "cache"), "body:delta").equals(_expected(rows, "delta"))
     assert checks.recorded(entry, copy.name) and checks.damaged_files(entry, required=None) == []
+
+
+def test_a_copy_just_written_is_not_read_again_to_be_checked(
+    written: tuple[Reader, pa.Table], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its CRC32 is summed as it is written and the check remembered (``record_written``): the next
+    open, in this process or a new one, trusts it within the window, and reads it once that ends."""
+    search, rows = written
+    search(SplitCache(tmp_path / "cache"), "body:alpha")
+    read: list[Path] = []
+    original = checks.file_crc
+    monkeypatch.setattr(checks, "file_crc", lambda path: read.append(path) or original(path))
+    checks._VERIFIED.clear()  # a new process
+    assert search(SplitCache(tmp_path / "cache"), "body:omega").equals(_expected(rows, "omega"))
+    assert not [p for p in read if p.name.endswith(UNPACKED_SUFFIX)]
+    monkeypatch.setattr(checks, "REVERIFY_SECONDS", 0.0)
+    assert search(SplitCache(tmp_path / "cache"), "body:omega").equals(_expected(rows, "omega"))
+    assert [p for p in read if p.name.endswith(UNPACKED_SUFFIX)]
