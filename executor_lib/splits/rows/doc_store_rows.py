@@ -366,8 +366,8 @@ def open_doc_store_rows(
         store: the bytes of a segment's doc store by segment id (no dashes), and how to fetch
             ranges of it first (None: all present).
         source: names the split in errors.
-        unpacked: a segment's unpacked copy by segment id, if its source keeps one, and how to keep
-            one (``SegmentStore``; None: never kept).
+        unpacked: a segment's unpacked copy by name (its segment id, its store's CRC32 and length),
+            if its source keeps one, and how to keep one (``SegmentStore``; None: never kept).
 
     Raises:
         CorruptSplitError: the member, ``meta.json`` or a doc store does not parse, or a stored
@@ -387,6 +387,9 @@ def open_doc_store_rows(
     for stem in stems:
         data, fetch = store(stem)
         where = f"{source}: {stem}.store"
-        copy, unpack = unpacked(stem) if unpacked is not None else (None, None)
-        segments.append(SegmentStore(parse_store(data, where), where, fetch, unpacked=copy, unpack=unpack))
+        parsed = parse_store(data, where)
+        # the copy's name binds it to these bytes (the store's Tantivy footer CRC32 and length): a split
+        # replaced in the cache by another never reads the copy of the one before
+        copy, unpack = unpacked(f"{stem}-{parsed.crc or 0:08x}-{len(parsed.blocks):x}") if unpacked else (None, None)
+        segments.append(SegmentStore(parsed, where, fetch, unpacked=copy, unpack=unpack))
     return DocStoreRows(segments, stored, field_ids, types, source)

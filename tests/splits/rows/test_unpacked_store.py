@@ -80,6 +80,8 @@ def test_a_read_of_many_blocks_keeps_the_store_unpacked_and_later_reads_use_it(
     (copy,) = _copies(cache)
     entry = copy.parent
     assert checks.recorded(entry, copy.name), "the copy is checked with the entry"
+    stem, crc, length = copy.name.removesuffix(UNPACKED_SUFFIX).split("-")  # bound to the store's bytes
+    assert len(stem) == 32 and len(crc) == 8 and int(length, 16) > 0
     assert json.loads((entry / checks.CHECKSUMS).read_text())[copy.name][0] == copy.stat().st_size
     decompressed = []
     original = doc_store.DocStore.block_into
