@@ -146,6 +146,16 @@ def test_damaged_doc_stores_are_named(tmp_path: Path) -> None:
         empty_doc_store(b"not a footer", "s3.split")
 
 
+def _rows_in_store(tmp_path: Path, n: int, block_bytes: int) -> tuple[pa.Table, SplitSearcher]:
+    """``n`` rows written to a split that keeps them in zstd doc store blocks of ``block_bytes``, and its searcher."""
+    rows = pa.table({"id": pa.array(range(n), pa.int64()), "body": [f"row {i} " + "w" * (i % 50) for i in range(n)]})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", block_bytes)
+        written = write_split(rows, mapping, tmp_path)
+    return rows, SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+
+
 def test_rows_taken_from_blocks_equal_arrows_take(tmp_path: Path) -> None:
     """Rows taken from the doc stores (their documents gathered from many blocks, decoded at once),
     in any order with repeats, cold and from the process's block cache, with any projection, equal
@@ -153,12 +163,7 @@ def test_rows_taken_from_blocks_equal_arrows_take(tmp_path: Path) -> None:
     from executor_lib.splits.rows import doc_store_rows as store_rows
 
     n = 20_000
-    rows = pa.table({"id": pa.array(range(n), pa.int64()), "body": [f"row {i} " + "w" * (i % 50) for i in range(n)]})
-    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 32 << 10)
-        written = write_split(rows, mapping, tmp_path)
-    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    rows, searcher = _rows_in_store(tmp_path, n, 32 << 10)
     assert isinstance(searcher.rows, store_rows.DocStoreRows)
     ids = pa.array(np.random.default_rng(5).integers(0, n, 300), pa.uint64())
     for _ in range(2):  # cold, then from the block cache
@@ -175,12 +180,7 @@ def test_a_read_of_many_blocks_decompresses_on_threads_and_keeps_none(tmp_path: 
     from executor_lib.splits.rows import doc_store_rows as store_rows
 
     n = 20_000
-    rows = pa.table({"id": pa.array(range(n), pa.int64()), "body": [f"row {i} " + "w" * (i % 50) for i in range(n)]})
-    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 16 << 10)
-        written = write_split(rows, mapping, tmp_path)
-    searcher = SplitSearcher(written.path, tmp_path / "w", rows.schema, None)
+    rows, searcher = _rows_in_store(tmp_path, n, 16 << 10)
     (segment,) = searcher.rows._segments
     segment.unpack = None  # no unpacked copy kept (tests/splits/rows/test_unpacked_store.py): every read decompresses
     blocks = len(segment.store.start)

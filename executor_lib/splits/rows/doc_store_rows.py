@@ -129,6 +129,17 @@ class SegmentStore:
         for block in _read_pool().map(lambda i: self.store.block(i, self.source), range(len(self.store.start))):
             out.write(block)
 
+    def _prepare(self, read: int, absent: Sequence[int]) -> None:
+        """Count ``read`` blocks in the profiler (those not ``absent`` from the process's cache as
+        hits), and fetch the ``absent`` ones' bytes of a split read by the piece, all at once."""
+        if profiler.ENABLED:  # blocks read: kept decompressed (hits) or decompressed now (misses)
+            if read > len(absent):
+                profiler.cache_event("doc_store_block", True, read - len(absent))
+            if absent:
+                profiler.cache_event("doc_store_block", False, len(absent))
+        if absent and self.fetch is not None:
+            self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
+
     def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes | memoryview]:
         """Blocks ``indexes`` decompressed (fetched first, all at once, if absent; ``keep``: kept
         in the process's cache); of the unpacked copy where there is one."""
@@ -136,13 +147,7 @@ class SegmentStore:
             return [self._unpacked_block(i) for i in indexes]
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
-        if profiler.ENABLED:  # blocks read: kept decompressed (hits) or decompressed now (misses)
-            if len(found) > len(absent):
-                profiler.cache_event("doc_store_block", True, len(found) - len(absent))
-            if absent:
-                profiler.cache_event("doc_store_block", False, len(absent))
-        if absent and self.fetch is not None:
-            self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
+        self._prepare(len(found), absent)
         out: list[bytes | memoryview] = []
         for i in indexes:
             block = found[i]
@@ -181,13 +186,7 @@ class SegmentStore:
             return decode_blocks(picked, columns, self.source)
         kept = [_BLOCKS.get((self.key, b)) for b in used]
         absent = [b for b, block in zip(used, kept, strict=True) if block is None]
-        if profiler.ENABLED:
-            if len(used) > len(absent):
-                profiler.cache_event("doc_store_block", True, len(used) - len(absent))
-            if absent:
-                profiler.cache_event("doc_store_block", False, len(absent))
-        if absent and self.fetch is not None:
-            self.fetch([(int(self.store.start[i]), int(self.store.end[i])) for i in absent])
+        self._prepare(len(used), absent)
 
         def gathered(k: int) -> bytes | memoryview:
             block = kept[k]
