@@ -60,10 +60,7 @@ def record_checksums(entry: Path, files: Mapping[str, Path]) -> None:
 
     Example: ``record_checksums(entry, {"data.split": Path(tmp)})``
     """
-    record = _read_checksums(entry) or {}
-    for name, path in files.items():
-        record[name] = list(file_crc(path))
-    _write_json(entry / CHECKSUMS, record)
+    _record(entry, {name: file_crc(path) for name, path in files.items()})
 
 
 def recorded(entry: Path, name: str) -> bool:
@@ -81,10 +78,7 @@ def record_written(entry: Path, name: str, size: int, crc: int) -> None:
 
     Example: ``record_written(entry / "unpacked", "5f2d....unpacked", 35450293, 1886932297)``
     """
-    record = _read_checksums(entry) or {}
-    record[name] = [size, crc]
-    _write_json(entry / CHECKSUMS, record)
-    if list(record) == [name]:
+    if list(_record(entry, {name: (size, crc)})) == [name]:
         stats = _stats(entry, [CHECKSUMS, name])
         if stats:
             _remember(entry, stats, time.time())
@@ -156,6 +150,14 @@ def _remember(entry: Path, stats: Stats, at: float) -> None:
             _VERIFIED.pop(next(iter(_VERIFIED)))
     with contextlib.suppress(OSError):  # an entry evicted meanwhile, a read-only cache: the next process checks
         _write_json(entry / VERIFIED, {"stats": [list(s) for s in stats], "at": at})
+
+
+def _record(entry: Path, sums: Mapping[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """``entry``'s ``CHECKSUMS`` with ``sums`` (name -> size, CRC32) added, written; the record now."""
+    record = _read_checksums(entry) or {}
+    record.update({name: list(sizes) for name, sizes in sums.items()})
+    _write_json(entry / CHECKSUMS, record)
+    return record
 
 
 def _read_checksums(entry: Path) -> dict[str, list[int]] | None:

@@ -17,6 +17,11 @@ _NANOS_PER_DAY = 86_400 * 10**9
 _NANOS_PER_UNIT = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
+def u32_view(data: np.ndarray) -> np.ndarray:
+    """``view[i]`` is the little-endian u32 at byte ``i`` of ``data`` (an unaligned view, no copy)."""
+    return np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
+
+
 def u64_view(data: np.ndarray) -> np.ndarray:
     """``view[i]`` is the little-endian u64 at byte ``i`` of ``data`` (an unaligned view, no copy)."""
     return np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))

@@ -42,6 +42,7 @@ import numpy as np
 from executor_lib.format._zstd import zstd
 from executor_lib.format.directory import decode_vint, encode_vint, file_footer, split_footer
 from executor_lib.format.quickwit.bundle import DOC_STORE_FOOTER
+from executor_lib.format.store.arrow_columns import u32_view
 from indextables_contract.errors import CorruptSplitError
 
 COMPRESSOR_NONE = 0
@@ -91,6 +92,7 @@ class DocStore:
                 it does not hold the documents its checkpoint says (names ``source``).
         """
         out = decompress_block(self.blocks[int(self.start[i]) : int(self.end[i])], self.compressor, source)
+        assert isinstance(out, bytes)  # no buffer given
         check_block(out, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
         return out
 
@@ -98,11 +100,9 @@ class DocStore:
         """Each block's length decompressed (int64): the u32 before its bytes (raw blocks: their size)."""
         if self.compressor == COMPRESSOR_NONE or not len(self.start):
             return (self.end - self.start).astype(np.int64)
-        at = self.start[:, None] + np.arange(4)
         if len(self.blocks) < int(self.start[-1]) + 4:
             raise CorruptSplitError("a doc store's last block is shorter than its length header")
-        heads = np.frombuffer(self.blocks, np.uint8)[at]
-        return heads.copy().view("<u4").reshape(-1).astype(np.int64)
+        return u32_view(np.frombuffer(self.blocks, np.uint8))[self.start].astype(np.int64)
 
     def block_into(self, i: int, buffer: bytearray, source: str) -> memoryview:
         """Block ``i`` decompressed into ``buffer`` and checked as ``block`` does: a view of ``buffer``
@@ -113,23 +113,10 @@ class DocStore:
         Raises:
             CorruptSplitError: as ``block``.
         """
-        if self.compressor != COMPRESSOR_ZSTD:
-            return memoryview(self.block(i, source))
         data = self.blocks[int(self.start[i]) : int(self.end[i])]
-        try:
-            if len(data) < 4:
-                raise ValueError("shorter than its length header")
-            (length,) = _U32.unpack_from(data, 0)
-            if len(buffer) < length:
-                buffer = bytearray(length)
-            written = cramjam.zstd.decompress_into(data[4:], buffer)
-        except (ValueError, RuntimeError, cramjam.DecompressionError) as e:
-            raise CorruptSplitError(f"{source}: a doc store block does not decompress ({e})") from e
-        if written != length:
-            raise CorruptSplitError(f"{source}: a doc store block decompresses to {written} bytes, not {length}")
-        view = memoryview(buffer)[:length]
-        check_block(view, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
-        return view
+        out = memoryview(decompress_block(data, self.compressor, source, buffer))
+        check_block(out, int(self.end_doc[i] - self.first_doc[i]), f"{source} (block {i})")
+        return out
 
     def verify_crc(self, source: str) -> None:
         """Check the whole store against its Tantivy file footer's CRC32 (every byte must be present:
@@ -221,8 +208,11 @@ def _layer0(skip: memoryview) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def decompress_block(data: bytes | memoryview, compressor: int, source: str) -> bytes:
-    """One block's bytes decompressed (``compressor``: the doc store footer's id).
+def decompress_block(
+    data: bytes | memoryview, compressor: int, source: str, buffer: bytearray | None = None
+) -> bytes | memoryview:
+    """One block's bytes decompressed (``compressor``: the doc store footer's id); a zstd block
+    into ``buffer`` when given (a view of it, or of a new buffer when it is too short).
 
     Raises:
         CorruptSplitError: the block does not decompress to the length its header gives.
@@ -233,8 +223,12 @@ def decompress_block(data: bytes | memoryview, compressor: int, source: str) -> 
         if len(data) < 4:
             raise ValueError("shorter than its length header")
         (length,) = _U32.unpack_from(data, 0)
+        out: bytes | memoryview
         if compressor == COMPRESSOR_LZ4:  # lz4_flex's block with its size first, as cramjam's default reads it
             out = bytes(cramjam.lz4.decompress_block(bytes(data)))
+        elif buffer is not None:  # cramjam checks the frame's checksum too
+            buffer = buffer if len(buffer) >= length else bytearray(length)
+            out = memoryview(buffer)[: cramjam.zstd.decompress_into(data[4:], buffer)]
         else:
             out = zstd.decompress(bytes(data[4:]))
     except (ValueError, RuntimeError, zstd.ZstdError, cramjam.DecompressionError) as e:

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from executor_lib.format.store.arrow_columns import stored_column, u64_view
+from executor_lib.format.store.arrow_columns import stored_column, u32_view, u64_view
 from indextables_contract.errors import CorruptSplitError, SplitSchemaError
 
 DOC_STORE_VERSION = 2  # what Tantivy writes (``src/store/mod.rs``); version 1 dates are microseconds
@@ -253,7 +253,7 @@ def _concat_blocks(blocks: Sequence[bytes | memoryview], source: str) -> tuple[n
     index_pos = (
         bases[block_of_doc] + index_starts[block_of_doc] + 4 * (np.arange(first_doc[-1]) - first_doc[block_of_doc])
     )
-    offsets = _u32_view(data)[index_pos].astype(np.int64)
+    offsets = u32_view(data)[index_pos].astype(np.int64)
     block_end = index_starts[block_of_doc]
     ends = np.empty_like(offsets)
     ends[:-1] = offsets[1:]
@@ -283,11 +283,6 @@ def _one_block(block: bytes | memoryview, source: str) -> tuple[np.ndarray, np.n
     if (starts > ends).any():
         raise CorruptSplitError(f"{source}: doc store block 0 does not parse (its document offsets are out of order)")
     return data, starts, ends
-
-
-def _u32_view(data: np.ndarray) -> np.ndarray:
-    """``view[i]`` is the little-endian u32 at byte ``i`` of ``data`` (an unaligned view, no copy)."""
-    return np.ndarray((len(data) - 3,), dtype="<u4", buffer=data, strides=(1,))
 
 
 def _read_vints(u64: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

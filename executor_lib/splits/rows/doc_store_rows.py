@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
+from executor_lib.format.store.arrow_columns import u32_view
 from executor_lib.format.store.blocks import ZSTD_BLOCK_BYTES, DocStore, check_block, parse_store
 from executor_lib.format.store.documents import StoredColumn, decode_blocks
 from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
@@ -97,27 +98,23 @@ class SegmentStore:
         assert self.unpacked is not None
         bounds, store = self._unpacked_bounds(), self.store
         data = np.frombuffer(self.unpacked, np.uint8)
+        u32 = u32_view(data)
         counts = store.end_doc - store.first_doc
         table = bounds[1:] - 4 - 4 * counts  # where each block's offset table starts
         block_of = store.block_of(docs)
         used = np.unique(block_of)
-        if bool(np.any(table[used] < bounds[used])) or bool(
-            np.any(_u32_at(data, bounds[used + 1] - 4) != counts[used])
-        ):
+        if bool(np.any(table[used] < bounds[used])) or bool(np.any(u32[bounds[used + 1] - 4] != counts[used])):
             raise CorruptSplitError(
                 f"{self.source}: its unpacked copy's blocks do not hold their checkpoints' documents"
             )
         local = docs - store.first_doc[block_of]
         base, count = bounds[block_of], counts[block_of]
-        start = base + _u32_at(data, table[block_of] + 4 * local)
+        start = base + u32[table[block_of] + 4 * local].astype(np.int64)
         after = np.minimum(local + 1, count - 1)
-        end = np.where(local + 1 >= count, table[block_of], base + _u32_at(data, table[block_of] + 4 * after))
+        end = np.where(local + 1 >= count, table[block_of], base + u32[table[block_of] + 4 * after].astype(np.int64))
         if bool(np.any((start > end) | (end > table[block_of]))):
             raise CorruptSplitError(f"{self.source}: its unpacked copy's document offsets do not rise within a block")
-        lengths = end - start
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        gather = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
-        return data[gather].tobytes() + offsets.astype("<u4").tobytes() + struct.pack("<I", len(docs))
+        return _gathered(data, start, end)
 
     def write_unpacked(self, out: Sink) -> None:
         """Every block decompressed, in order, to ``out`` (on the read threads; the blocks absent
@@ -223,9 +220,13 @@ def _read_pool() -> ThreadPoolExecutor:
         return _POOL[1]
 
 
-def _u32_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The little-endian u32 at each of ``positions`` (unaligned) of the bytes ``data``, as int64."""
-    return data[positions[:, None] + np.arange(4)].copy().view("<u4").reshape(-1).astype(np.int64)
+def _gathered(data: np.ndarray, start: np.ndarray, end: np.ndarray) -> bytes:
+    """The documents at bytes ``start[k]:end[k]`` of ``data``, in that order, as one decompressed
+    block: their bytes gathered, then their offsets and count (``stored_docs``'s block layout)."""
+    lengths = end - start
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    gather = np.repeat(start - offsets, lengths) + np.arange(int(lengths.sum()))
+    return data[gather].tobytes() + offsets.astype("<u4").tobytes() + struct.pack("<I", len(start))
 
 
 def _documents_of(block: bytes | memoryview, local: np.ndarray) -> bytes | memoryview:
@@ -238,12 +239,7 @@ def _documents_of(block: bytes | memoryview, local: np.ndarray) -> bytes | memor
     table = len(block) - 4 - 4 * count
     starts = np.frombuffer(block, "<u4", count, table).astype(np.int64)
     ends = np.append(starts[1:], table)
-    lo, hi = starts[local], ends[local]
-    lengths = hi - lo
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    gather = np.repeat(lo - offsets, lengths) + np.arange(int(lengths.sum()))
-    data = np.frombuffer(block, np.uint8)[gather].tobytes()
-    return data + offsets.astype("<u4").tobytes() + struct.pack("<I", len(local))
+    return _gathered(np.frombuffer(block, np.uint8), starts[local], ends[local])
 
 
 class DocStoreRows:
