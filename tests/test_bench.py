@@ -52,6 +52,12 @@ def test_bench_names_a_bad_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--only: unknown benchmark ['disk']" in capsys.readouterr().err
 
 
+def test_bench_names_a_hits_size_too_small(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--only", "hits", "--hits-rows", "3"])
+    assert "--hits-rows must be at least 10" in capsys.readouterr().err
+
+
 def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
     from bench.__main__ import format_table
     from bench.suite import split_ratios
