@@ -18,8 +18,8 @@ _rc=0
 bash scripts/jvm-peer.sh || _rc=$?
 [ "$_rc" = 0 ] || [ "$_rc" = 3 ] || { echo "scripts/jvm-peer.sh failed (exit $_rc)" >&2; exit "$_rc"; }
 if [ $# -gt 0 ]; then
-    exec .venv/bin/python -m pytest -n 2 -m "not slow and not docker" "$@"
+    exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not slow and not docker" "$@"
 fi
-.venv/bin/python -m pytest -n 2 -m "not slow and not docker and not jvm"
+.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 -m "not slow and not docker and not jvm"
 # the jvm tests in one process: one JVM peer per release for the whole run
 exec .venv/bin/python -m pytest -n 0 -m jvm tests/jvm

@@ -1,12 +1,15 @@
-"""``python -m bench`` at tiny sizes, one benchmark at a time (no timings are asserted)."""
+"""``python -m bench`` at tiny sizes (no timings are asserted): the state suite on its own, the Spark
+suites together in one process (one Python and PySpark start-up for all of them, as a full run has)."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,52 @@ def _bench(argv: list[str]) -> str:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done.stdout
+
+
+SPARK_SUITES = {
+    "analytics": ["--analytics-rows", "20000"],
+    "spark": ["--spark-rows", "20000"],
+    "limits": ["--limits-rows", "3000"],
+    "hits": ["--hits-rows", "30000"],
+    "compaction": ["--compaction-rows", "16000"],
+    "ingest": ["--ingest-rows", "20000"],
+    "storage": ["--storage-rows", "5000"],
+}
+
+
+@pytest.fixture(scope="module")
+def spark_suites(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[dict[str, Any], str]:
+    """One ``python -m bench --quick`` of every Spark suite at a tiny size: its JSON document and its
+    output. A suite that fails is listed in ``failed`` (the others still run), so each test below checks
+    its own suite. Under xdist the run is shared: the first worker runs it under a file lock, the
+    other reads what it wrote."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent
+    out, log = shared / "bench-spark-suites.json", shared / "bench-spark-suites.out"
+    with open(shared / "bench-spark-suites.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not log.is_file():
+            argv = ["--quick", "--only", ",".join(SPARK_SUITES), "--out", str(out)]
+            done = subprocess.run(
+                [sys.executable, "-m", "bench", *argv, *(a for sizes in SPARK_SUITES.values() for a in sizes)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=1800,
+                check=False,
+            )
+            log.write_text(done.stdout + done.stderr)
+    printed = log.read_text()
+    assert out.is_file(), printed[-5000:]
+    return json.loads(out.read_text()), printed
+
+
+def _suite(run: tuple[dict[str, Any], str], name: str) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """One suite of the shared run: its results, its ratio rows, and the run's output (the suite's
+    traceback is in it when it failed)."""
+    doc, printed = run
+    assert name not in doc["failed"] and name in doc["results"], printed[-6000:]
+    return doc["results"][name], [r for r in doc["ratios"] if r["suite"] == name], printed
 
 
 def test_bench_state_at_tiny_sizes(tmp_path: Path) -> None:
@@ -75,99 +124,83 @@ def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
     assert "'goal ...': a fixed target, not a measurement" in table
 
 
-def test_bench_analytics_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_analytics_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The analytics suite runs every statement both ways (it stops if any result differs from
     Parquet's) and prints a goal per row, the floor row included."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "analytics", "--analytics-rows", "20000", "--out", str(out)])
+    _, rows, printed = _suite(spark_suites, "analytics")
     for name in ("count(*)", "GROUP BY level count", "indexquery WHERE + GROUP BY level", "trivial-query floor"):
-        assert name in printed
-    doc = json.loads(out.read_text())
-    assert {r["goal"] for r in doc["ratios"]} >= {">= 3", ">= 1", "<= 0.1"}
+        assert any(name in r["name"] for r in rows) and name in printed
+    assert {r["goal"] for r in rows} >= {">= 3", ">= 1", "<= 0.1"}
 
 
-def test_bench_spark_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_spark_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The Spark suite checks that the index and Parquet count the same rows (it stops otherwise) and
     prints the selective query's distance to PySpark's floor with its goal."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "spark", "--spark-rows", "20000", "--out", str(out)])
-    assert "trivial-query floor" in printed
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == [] and doc["results"]["spark"]["selective_0.1pct"]["rows"] == 20
-    assert {r["goal"] for r in doc["ratios"]} >= {">= 10", "<= 0.1"}
+    r, rows, _ = _suite(spark_suites, "spark")
+    assert any("trivial-query floor" in row["name"] for row in rows)
+    assert r["selective_0.1pct"]["rows"] == 20
+    assert {row["goal"] for row in rows} >= {">= 10", "<= 0.1"}
 
 
-def test_bench_limits_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_limits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The first-look suite checks every answer (row counts, filtered rows matching their filter; it stops
     otherwise) in a classic and a Spark Connect session, and prints each against its baseline and goal."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "limits", "--limits-rows", "3000", "--out", str(out)])
+    r, rows, printed = _suite(spark_suites, "limits")
     for name in ("classic limit(1).collect()", "connect show() (20 rows)", "SQL indexquery LIMIT 20"):
         assert name in printed
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == [] and len(doc["results"]["limits"]["connect"]["queries"]) == 5
-    assert {r["goal"] for r in doc["ratios"]} == {"<= 0.05", "<= 0.1"}
+    assert len(r["connect"]["queries"]) == 5
+    assert {row["goal"] for row in rows} == {"<= 0.05", "<= 0.1"}
 
 
-def test_bench_hits_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_hits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The hits suite checks its answers (SELECT id and SELECT * find the phrase's rows Parquet finds;
     it stops otherwise) and prints in-process rows/s, the speed-ups and both floors against their goals."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "hits", "--hits-rows", "30000", "--out", str(out)])
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == [], printed
-    r = doc["results"]["hits"]
+    r, rows, printed = _suite(spark_suites, "hits")
     assert r["spark"]["SELECT *"]["hits"] == r["spark"]["SELECT id"]["hits"] == r["materialization"]["hits"] > 0
     assert r["connect"]["rare word"]["hits"] == r["spark"]["rare word"]["hits"] > 0
-    assert {r["goal"] for r in doc["ratios"]} - {None} == {">= 1", ">= 8", ">= 5", "<= 0.03", "<= 0.05"}
+    assert {row["goal"] for row in rows} - {None} == {">= 1", ">= 8", ">= 5", "<= 0.03", "<= 0.05"}
     assert "seconds over a trivial source returning as many rows" in printed
     assert "SELECT * through Spark vs Parquet" in printed and "Connect rare word" in printed
 
 
-def test_bench_compaction_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_compaction_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
     and the other size-tiered (it stops if the one-hour query's answers differ) and prints its goals."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "compaction", "--compaction-rows", "16000", "--out", str(out)])
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == []
-    r = doc["results"]["compaction"]
+    r, _, printed = _suite(spark_suites, "compaction")
     assert r["fresh"]["count"] == r["sorted"]["count"] == r["size_tiered"]["count"] > 0
     assert r["sorted"]["splits_needed"] < r["fresh"]["splits_needed"]
     assert 1.0 <= r["write_amplification"] <= 2.0
     assert "after MERGE SPLITS SORT BY ts vs unmerged" in printed and "write amplification" in printed
 
 
-def test_bench_ingest_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_ingest_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The ingest suite writes the same rows as Parquet, as IndexTables (default and narrowed fast
     fields) and with raw tantivy-py, merges a table of several splits (it stops if rows are lost) and
     prints its three goals."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "ingest", "--ingest-rows", "20000", "--out", str(out)])
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == []
-    r = doc["results"]["ingest"]
+    r, rows, _ = _suite(spark_suites, "ingest")
     assert set(r["rows_per_s"]) == {"parquet", "indextables", "indextables_narrow_fast", "raw_tantivy"}
-    assert {r["goal"] for r in doc["ratios"]} >= {">= 0.8", ">= 0.25", ">= 3"}
-    names = [r["name"] for r in doc["ratios"]]
+    assert {row["goal"] for row in rows} >= {">= 0.8", ">= 0.25", ">= 3"}
+    names = [row["name"] for row in rows]
     assert any("fastfields=ts,level,service,latency_ms" in n for n in names) and "MERGE SPLITS" in names[-1]
-    assert "goal" in printed
 
 
-def test_bench_storage_at_a_tiny_size(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+def test_bench_storage_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The storage suite starts its own counting S3 server, checks that the index and the Parquet scan
     give the same answers (it stops otherwise), and prints bytes per member, bytes moved cold and the
     warm S3-over-local time with its goal."""
-    out = tmp_path / "bench.json"
-    printed = _bench(["--quick", "--only", "storage", "--storage-rows", "5000", "--out", str(out)])
-    doc = json.loads(out.read_text())
-    assert doc["failed"] == []
-    r = doc["results"]["storage"]
+    r, rows, printed = _suite(spark_suites, "storage")
     assert r["bytes"]["split_bytes"] > 0 and r["bytes"]["parquet_bytes"] > 0 and "*.idx" in r["bytes"]["members"]
     assert set(r["cold"]) == {"rare-word search", "phrase search", "aggregate: count per level"}
     assert r["cold"]["rare-word search"]["result"] >= 3
     assert all(c["bytes_moved"] > 0 and c["parquet_bytes_moved"] > 0 for c in r["cold"].values())
-    assert {r["goal"] for r in doc["ratios"]} >= {"<= 2", "<= 0.8", "<= 0.05"}
+    assert {row["goal"] for row in rows} >= {"<= 2", "<= 0.8", "<= 0.05"}
     assert "split bytes per member" in printed and "warm rare-word search" in printed
 
 
