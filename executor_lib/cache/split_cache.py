@@ -95,7 +95,9 @@ class SplitCache:
     def _entry_dir(self, uri: str) -> Path:
         return self.directory / "splits" / hashlib.sha256(uri.encode()).hexdigest()[:32]
 
-    def get(self, store: ObjectStore, key: str, size: int | None = None, verify: bool = False) -> CacheEntry:
+    def get(
+        self, store: ObjectStore, key: str, size: int | None = None, verify: bool = False, count: bool = True
+    ) -> CacheEntry:
         """The split at ``key`` on local disk, downloading it at most once per node.
 
         ``size`` is the add action's: a cached copy of another size (the split was replaced
@@ -103,17 +105,18 @@ class SplitCache:
         size raises CorruptSplitError naming the table's split and is not cached. ``verify`` (once
         per open of a searcher): the cached files are checked against the CRC32s recorded when they
         were written (``CHECKSUMS``); a copy that differs, or has none, is dropped and fetched again.
+        ``count``: a found copy counts as a hit (False: a second look within one open, counted once).
         """
         uri = store.uri_of(key)
         entry = self._entry_dir(uri)
         split = entry / DATA_FILE
         if _has_size(split, size) and (not verify or not damaged_files(entry)):
             self._touch(entry)
-            self._count(hits=1)
+            self._count(hits=int(count))
             return CacheEntry(entry, split)
         with exclusive_lock(entry_lock(entry)):
             if _has_size(split, size) and (not verify or not damaged_files(entry)):  # downloaded while we waited
-                self._count(hits=1)
+                self._count(hits=int(count))
                 return CacheEntry(entry, split)
             if entry.exists():  # a copy of another size, and whatever was derived from it
                 shutil.rmtree(entry, ignore_errors=True)

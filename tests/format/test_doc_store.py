@@ -182,7 +182,7 @@ def test_a_read_of_many_blocks_decompresses_on_threads_and_keeps_none(tmp_path: 
     n = 20_000
     rows, searcher = _rows_in_store(tmp_path, n, 16 << 10)
     (segment,) = searcher.rows._segments
-    segment.unpack = None  # no unpacked copy kept (tests/splits/rows/test_unpacked_store.py): every read decompresses
+    segment.copy = None  # no unpacked copy kept (tests/splits/rows/test_unpacked_store.py): every read decompresses
     blocks = len(segment.store.start)
     assert blocks > 4 * store_rows.KEPT_READ_BLOCKS
     store_rows._BLOCKS.clear()

@@ -50,7 +50,18 @@ class Sink(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
-Unpack = Callable[[Callable[[Sink], None]], memoryview | None]  # keeps an unpacked copy: its bytes, mapped
+class KeptCopy(Protocol):
+    """A segment's unpacked copy as its split's source keeps it (``split_source.UnpackedCopy``)."""
+
+    def mapped(self) -> memoryview | None:
+        """The copy, mapped, if one is kept and found as written (a damaged one is removed)."""
+
+    def sound(self) -> bool:
+        """Whether the copy is still as written (checked again once the entry's window has passed or a
+        file changed; a damaged one is removed)."""
+
+    def keep(self, write: Callable[[Sink], None]) -> memoryview | None:
+        """Write a copy through ``write`` and keep it; the copy, mapped (None: none was kept)."""
 
 
 @dataclass(eq=False)
@@ -59,16 +70,17 @@ class SegmentStore:
     holes where nothing was fetched), and ``fetch`` to fetch byte ranges first (None: all present).
 
     ``unpacked``: the store's blocks decompressed back to back, as the node's split cache keeps them
-    for a split many of whose rows were read (``UNPACK_SHARE``); read in place (no decompression).
-    ``unpack``: writes that copy through the function it is given and returns it mapped (None: the
-    split's source keeps none, a split read by the piece or not in the cache)."""
+    for a split many of whose rows were read (``UNPACK_SHARE``); read in place (no decompression),
+    each read asking ``copy`` first whether it is still as written (a searcher kept open for hours
+    finds a copy damaged meanwhile, and reads the split again). ``copy``: where the split's source
+    keeps that copy (None: it keeps none, e.g. a split not in the cache)."""
 
     store: DocStore
     source: str
     fetch: Fetch | None = None
     key: int = field(default_factory=lambda: next(_STORE_IDS))  # its blocks' key in the process's cache
     unpacked: memoryview | None = None
-    unpack: Unpack | None = None
+    copy: KeptCopy | None = None
     _bounds: np.ndarray | None = None  # each block's offset in ``unpacked``, and its length, last
 
     def _unpacked_bounds(self) -> np.ndarray:
@@ -116,6 +128,16 @@ class SegmentStore:
             raise CorruptSplitError(f"{self.source}: its unpacked copy's document offsets do not rise within a block")
         return _gathered(data, start, end)
 
+    def _unpacked_sound(self) -> bool:
+        """Whether rows are read from the unpacked copy: there is one and it is still as written (a
+        damaged one is dropped, and the rows read from the split)."""
+        if self.unpacked is None:
+            return False
+        if self.copy is not None and not self.copy.sound():
+            self.unpacked, self._bounds = None, None
+            return False
+        return True
+
     def write_unpacked(self, out: Sink) -> None:
         """Every block decompressed, in order, to ``out`` (on the read threads; the blocks absent
         from a split read by the piece fetched first)."""
@@ -140,7 +162,7 @@ class SegmentStore:
     def blocks(self, indexes: Sequence[int], keep: bool = True) -> list[bytes | memoryview]:
         """Blocks ``indexes`` decompressed (fetched first, all at once, if absent; ``keep``: kept
         in the process's cache); of the unpacked copy where there is one."""
-        if self.unpacked is not None:
+        if self._unpacked_sound():
             return [self._unpacked_block(i) for i in indexes]
         found = {i: _BLOCKS.get((self.key, i)) for i in indexes}
         absent = [i for i, b in found.items() if b is None]
@@ -167,11 +189,13 @@ class SegmentStore:
         decompressed once), then reads from that copy, as every later read of the split does."""
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
-        if self.unpacked is None and self.unpack is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
-            self.unpacked = self.unpack(self.write_unpacked)
-            if self.unpacked is None:  # kept none (a full or read-only cache): not tried again by this searcher
-                self.unpack = None
-        if self.unpacked is not None:
+        sound = self._unpacked_sound()
+        if not sound and self.copy is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
+            self.unpacked, self._bounds = self.copy.keep(self.write_unpacked), None
+            sound = self.unpacked is not None
+            if not sound:  # kept none (a full or read-only cache): not tried again by this searcher
+                self.copy = None
+        if sound:
             if profiler.ENABLED:  # blocks read, kept decompressed
                 profiler.cache_event("doc_store_block", True, len(used))
             return decode_blocks([self._gathered_unpacked(docs)], columns, self.source)
@@ -350,7 +374,7 @@ def open_doc_store_rows(
     types: Mapping[str, str],
     store: Callable[[str], tuple[memoryview, Fetch | None]],
     source: str,
-    unpacked: Callable[[str], tuple[memoryview | None, Unpack | None]] | None = None,
+    unpacked: Callable[[str], KeptCopy | None] | None = None,
 ) -> DocStoreRows:
     """The rows of a split that keeps them in its doc stores.
 
@@ -361,8 +385,8 @@ def open_doc_store_rows(
         store: the bytes of a segment's doc store by segment id (no dashes), and how to fetch
             ranges of it first (None: all present).
         source: names the split in errors.
-        unpacked: a segment's unpacked copy by name (its segment id, its store's CRC32 and length),
-            if its source keeps one, and how to keep one (``SegmentStore``; None: never kept).
+        unpacked: where a segment's unpacked copy is kept, by name (its segment id, its store's
+            CRC32 and length; ``SegmentStore``; None: never kept).
 
     Raises:
         CorruptSplitError: the member, ``meta.json`` or a doc store does not parse, or a stored
@@ -385,6 +409,7 @@ def open_doc_store_rows(
         parsed = parse_store(data, where)
         # the copy's name binds it to these bytes (the store's Tantivy footer CRC32 and length): a split
         # replaced in the cache by another never reads the copy of the one before
-        copy, unpack = unpacked(f"{stem}-{parsed.crc or 0:08x}-{len(parsed.blocks):x}") if unpacked else (None, None)
-        segments.append(SegmentStore(parsed, where, fetch, unpacked=copy, unpack=unpack))
+        copy = unpacked(f"{stem}-{parsed.crc or 0:08x}-{len(parsed.blocks):x}") if unpacked else None
+        mapped = copy.mapped() if copy is not None else None
+        segments.append(SegmentStore(parsed, where, fetch, unpacked=mapped, copy=copy))
     return DocStoreRows(segments, stored, field_ids, types, source)

@@ -51,7 +51,7 @@ from executor_lib.splits.build.companion import transcode_jvm_companion
 from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
-from executor_lib.splits.rows.doc_store_rows import Fetch, Sink, Unpack
+from executor_lib.splits.rows.doc_store_rows import Fetch, KeptCopy, Sink
 from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
 from executor_lib.splits.search.scoring import SplitFiles, split_files
 from indextables_contract.errors import CorruptSplitError
@@ -88,11 +88,10 @@ class SplitSource(abc.ABC):
     def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
         """A segment's doc store bytes (memory-mapped) and what fetches its missing ranges (None: all present)."""
 
-    def unpacked_store(self, stem: str) -> tuple[memoryview | None, Unpack | None]:
-        """A segment's doc store kept unpacked (its blocks decompressed back to back) in the split's
-        cache entry, mapped, if one is kept and found as written, and how to keep one
-        (``doc_store_rows.SegmentStore``; ``unpacked_copy``)."""
-        return unpacked_copy(self.lock_dir, stem)
+    def unpacked_store(self, stem: str) -> KeptCopy | None:
+        """Where a segment's doc store is kept unpacked (its blocks decompressed back to back) in the
+        split's cache entry (``doc_store_rows.SegmentStore``; ``UnpackedCopy``)."""
+        return UnpackedCopy(self.lock_dir, stem)
 
     def ensure_fields(self, fields: Any, positions: Any) -> bool:
         """Make the index sections of ``fields`` present; True if any was fetched (the index must be
@@ -201,47 +200,57 @@ UNPACKED_DIR = "unpacked"  # a cache entry's unpacked doc stores, with their own
 UNPACKED_SUFFIX = ".unpacked"  # a segment's doc store decompressed: <entry>/unpacked/<segment>.unpacked
 
 
-def unpacked_copy(entry: Path, stem: str) -> tuple[memoryview | None, Unpack]:
-    """Segment ``stem``'s unpacked doc store in the cache entry ``entry``, mapped, and how to keep one.
+class UnpackedCopy:
+    """Segment ``stem``'s unpacked doc store in the cache entry ``entry`` (``doc_store_rows.KeptCopy``).
 
     The copies of an entry live in its ``unpacked/`` directory with their sizes and CRC32s in its own
-    ``checksums.json``, checked as the entry's files are (``entry_checksums.damaged_files``: read at
-    the first open after ``REVERIFY_SECONDS``, or at once once a file was rewritten). A copy not
-    recorded (a writer killed between its rename and its record) is not read; a damaged one is
-    removed with the others, and the rows are read from the split as before: never wrong.
-    A copy is written to a temporary file, then renamed and recorded under the entry's lock (a
-    second writer's copy is dropped); a full or read-only cache keeps none.
+    ``checksums.json``, checked as the entry's files are (``entry_checksums.damaged_files``: read
+    again once ``REVERIFY_SECONDS`` have passed since the last check, or at once once a file was
+    rewritten) when a searcher opens and before each read from the copy, so a searcher kept open
+    finds damage too. A copy not recorded (a writer killed between its rename and its record) is not
+    read; a damaged one is removed with the others, and the rows are read from the split as before:
+    never wrong. A copy is written to a temporary file, then renamed and recorded under the entry's
+    lock (a second writer's copy is dropped); a full or read-only cache keeps none.
 
-    Example: ``unpacked_copy(entry, "5f2d...")`` -> ``(None, keep)`` before a read of many blocks.
+    Example: ``UnpackedCopy(entry, "5f2d...").mapped()`` -> None before a read of many blocks.
     """
-    directory, name = entry / UNPACKED_DIR, f"{stem}{UNPACKED_SUFFIX}"
-    copy = None
-    if recorded(directory, name):
-        if damaged_files(directory, required=None):
-            with exclusive_lock(entry_lock(entry)):
-                shutil.rmtree(directory, ignore_errors=True)
-        elif (directory / name).exists():
-            copy = _mapped(directory / name)
-    return copy, functools.partial(_keep_unpacked, entry, name)
 
+    def __init__(self, entry: Path, stem: str) -> None:
+        self.entry, self.directory, self.name = entry, entry / UNPACKED_DIR, f"{stem}{UNPACKED_SUFFIX}"
 
-def _keep_unpacked(entry: Path, name: str, write: Callable[[Sink], None]) -> memoryview | None:
-    directory = entry / UNPACKED_DIR
-    path, tmp = directory / name, directory / f".{name}.tmp-{uuid.uuid4().hex}"
-    try:
-        directory.mkdir(exist_ok=True)
-        with open(tmp, "wb") as f:
-            summed = _Summed(f)
-            write(summed)
-        with exclusive_lock(entry_lock(entry)):
-            if not recorded(directory, name):
-                os.replace(tmp, path)
-                record_written(directory, name, summed.size, summed.crc)
-        return _mapped(path)
-    except OSError:  # a full or read-only cache, an entry evicted meanwhile: rows come from the split
-        return None
-    finally:
-        tmp.unlink(missing_ok=True)
+    def mapped(self) -> memoryview | None:
+        if not recorded(self.directory, self.name) or not self.sound():
+            return None
+        try:
+            return _mapped(self.directory / self.name)
+        except OSError:  # removed meanwhile (evicted, or found damaged by another process)
+            return None
+
+    def sound(self) -> bool:
+        if not recorded(self.directory, self.name):  # removed (found damaged, evicted) by another process
+            return False
+        if not damaged_files(self.directory, required=None):
+            return True
+        with exclusive_lock(entry_lock(self.entry)):
+            shutil.rmtree(self.directory, ignore_errors=True)
+        return False
+
+    def keep(self, write: Callable[[Sink], None]) -> memoryview | None:
+        path, tmp = self.directory / self.name, self.directory / f".{self.name}.tmp-{uuid.uuid4().hex}"
+        try:
+            self.directory.mkdir(exist_ok=True)
+            with open(tmp, "wb") as f:
+                summed = _Summed(f)
+                write(summed)
+            with exclusive_lock(entry_lock(self.entry)):
+                if not recorded(self.directory, self.name):
+                    os.replace(tmp, path)
+                    record_written(self.directory, self.name, summed.size, summed.crc)
+            return _mapped(path)
+        except OSError:  # a full or read-only cache, an entry evicted meanwhile: rows come from the split
+            return None
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 class _Summed:

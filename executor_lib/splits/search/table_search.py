@@ -110,11 +110,13 @@ def _open_searcher(
             if profiler.ENABLED:
                 profiler.cache_event("searcher", True)
             return searcher
-    searcher = _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
+    searcher = _open_healing(
+        cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root, counted=False
+    )
     if searcher.pieces is not None:  # (fetched by the piece after all: the whole copy was dropped meanwhile)
         key = cache.pieces_identity(store, path) or key
     else:
-        key = _whole_key(cache, store, path, size, cache.get(store, path, size), companion_root)
+        key = _whole_key(cache, store, path, size, cache.get(store, path, size, count=False), companion_root)
     _remember_searcher(key, searcher)
     if profiler.ENABLED:
         profiler.cache_event("searcher", False)
@@ -143,18 +145,19 @@ def _open_healing(
     footer_start: int | None,
     companion_root: str | None,
     pieces: SplitPieces | None = None,
+    counted: bool = True,
 ) -> SplitSearcher:
     """Open a searcher over the cached split (``pieces``: as fetched by the piece already), its cached
     files checked first (``SplitCache.get``'s ``verify``, ``SplitPieces.load``'s checksums); a copy
     that does not open is dropped and fetched again once, so only a split damaged at its source fails
-    (CorruptSplitError naming it)."""
+    (CorruptSplitError naming it). ``counted``: False where the caller's own lookup counted the hit."""
     for attempt in (1, 2):
         try:
             if pieces is None:
                 pieces = _pieces(cache, store, path, size, footer_start)
             if pieces is not None:
                 return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-            entry = cache.get(store, path, size, verify=True)
+            entry = cache.get(store, path, size, verify=True, count=counted)
             return _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
         except CorruptSplitError:
             if attempt == 2:
@@ -290,8 +293,8 @@ def search_table(
     data_columns = [c for c in wanted if c not in partition_columns]
     adds = sorted(snapshot.files, key=lambda a: a.path)
 
-    def searcher_of(add: AddAction) -> SplitSearcher:
-        return load_split(
+    def searcher_of(add: AddAction) -> SplitSearcher:  # kept open for the next search in this process
+        return open_searcher(
             cache,
             store,
             add.path,

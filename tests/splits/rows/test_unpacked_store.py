@@ -2,7 +2,8 @@
 ``split_source.unpacked_copy``), on the local filesystem (a whole split in the cache) and S3 (a split
 fetched by the piece): a read of many of a store's blocks has the cache keep the store decompressed;
 later reads gather rows from it with no decompression and give the same rows; the copies carry their
-own checksums, so a damaged copy is found at the next open and the rows read from the split, never wrong."""
+own checksums, so a damaged copy is found at the next open or read and the rows read from the split, never
+wrong."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from executor_lib.format.store import blocks as doc_store
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.rows import doc_store_rows as store_rows
+from executor_lib.splits.search import table_search
 from executor_lib.splits.search.split_source import UNPACKED_SUFFIX
 from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
@@ -111,6 +113,28 @@ def test_a_damaged_copy_is_found_and_the_rows_read_from_the_split(
             copies and checks.damaged_files(copies[0].parent, required=None) == []
         )  # fetched again, kept unpacked again
         (copy,) = copies
+
+
+def test_a_searcher_kept_open_finds_its_copy_rotted_once_the_window_ends(
+    written: tuple[Reader, pa.Table], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searchers stay open across searches of one process (``table_search.open_searcher``), so the
+    copy is checked before each read from it, not only at an open: bit rot at rest (no ``stat``
+    change) is found once the entry's window ends, and the rows are read from the split."""
+    search, rows = written
+    cache = SplitCache(tmp_path / "cache")
+    search(cache, "body:alpha")
+    search(cache, "body:beta")  # (a split read by the piece has all its blocks now: its identity is settled)
+    kept = dict(table_search._OPEN_SEARCHERS)
+    (copy,) = _copies(cache)
+    st = copy.stat()
+    flip_in_place(copy, st.st_size // 2, 3)
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # rot at rest: inode, size and time unchanged
+    monkeypatch.setattr(checks, "REVERIFY_SECONDS", 0.0)  # the window has ended
+    assert search(cache, "body:gamma").equals(_expected(rows, "gamma"))
+    assert kept == table_search._OPEN_SEARCHERS, "the same searchers answered"
+    (copy,) = _copies(cache)  # the damaged copy was removed, and a sound one kept again
+    assert checks.damaged_files(copy.parent, required=None) == []
 
 
 def test_a_copy_not_recorded_is_never_read(written: tuple[Reader, pa.Table], tmp_path: Path) -> None:
