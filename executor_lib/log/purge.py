@@ -103,6 +103,52 @@ def _keys(store: ObjectStore, paths: Sequence[pa.Array | pa.ChunkedArray]) -> se
     return keys
 
 
+def _is_split(key: str) -> bool:
+    return key.endswith(".split") and not key.startswith(f"{LOG_DIR}/")
+
+
+def _unprotected(files: list[tuple[str, int]], paths: Sequence[pa.ChunkedArray]) -> list[tuple[str, int]]:
+    """The ``files`` (key, size) whose key is none of ``paths`` as written (vectorized). A path equal to
+    a key protects it whatever ``table_key`` makes of it, so this keeps only files ``_keys`` would not
+    protect either (it can protect more, never less)."""
+    if not files:
+        return []
+    listed = pa.array([key for key, _ in files], pa.string())
+    written = pa.chunked_array([c for p in paths for c in p.chunks], pa.string())
+    keep = pc.invert(pc.is_in(listed, value_set=written.combine_chunks())).to_pylist()
+    return [f for f, k in zip(files, keep, strict=True) if k]
+
+
+def _readable(txlog: Any, store: ObjectStore, log_report: CleanupReport) -> tuple[list[int], list[Any], list[int]]:
+    """What stays readable after the log cleanup: the versions, the snapshots of the bases (states,
+    checkpoints, the oldest version file) whose files it must protect, and the remaining version files."""
+    gone = set(log_report.deleted_version_files) | set(log_report.deleted_checkpoint_files)
+    listing = list_log(store)
+    remaining = sorted(v for v in listing.versions if f"{LOG_DIR}/{version_name(v)}.json" not in gone)
+    bases = sorted(
+        set(log_report.retained_states)
+        | {c for c in listing.checkpoints if f"{LOG_DIR}/{version_name(c)}.checkpoint.json" not in gone}
+    )
+    # Every version that stays readable is a base (state/checkpoint) or a base plus the version
+    # files after it, or is rebuilt from the oldest version files: protect what those hold. A base
+    # reached from the base before it through version files that all remain holds nothing those
+    # two do not (its live files: the earlier base's plus the adds between), so it is not loaded.
+    readable: list[int] = []
+    snapshots: list[Any] = []
+    retained, loaded = set(remaining), None
+    for v in sorted(set(bases) | set(remaining[:1])):
+        if loaded is not None and all(u in retained for u in range(loaded + 1, v + 1)):
+            readable.append(v)
+            continue
+        try:
+            snapshots.append(txlog.snapshot(version=v))
+        except IndexTablesError:
+            continue
+        readable.append(v)
+        loaded = v
+    return readable, snapshots, remaining
+
+
 def purge_table(
     txlog: Any,
     retention_hours: float = 168.0,
@@ -121,41 +167,20 @@ def purge_table(
         config = dataclasses.replace(config, tx_log_retention_hours=tx_log_retention_hours)
     latest = txlog.snapshot()
     log_report = cleanup_log(store, config, dry_run=dry_run, now_ms=now_ms)
-    gone = set(log_report.deleted_version_files) | set(log_report.deleted_checkpoint_files)
-    listing = list_log(store)
-    remaining = sorted(v for v in listing.versions if f"{LOG_DIR}/{version_name(v)}.json" not in gone)
-    bases = sorted(
-        set(log_report.retained_states)
-        | {c for c in listing.checkpoints if f"{LOG_DIR}/{version_name(c)}.checkpoint.json" not in gone}
-    )
-    # Every version that stays readable is a base (state/checkpoint) or a base plus the version
-    # files after it, or is rebuilt from the oldest version files: protect what those hold. A base
-    # reached from the base before it through version files that all remain holds nothing those
-    # two do not (its live files: the earlier base's plus the adds between), so it is not loaded.
-    paths = [_live_paths(latest)]
-    readable: list[int] = []
-    retained, loaded = set(remaining), None
-    for v in sorted(set(bases) | set(remaining[:1])):
-        if loaded is not None and all(u in retained for u in range(loaded + 1, v + 1)):
-            readable.append(v)
-            continue
-        try:
-            paths.append(_live_paths(txlog.snapshot(version=v)))
-        except IndexTablesError:
-            continue
-        readable.append(v)
-        loaded = v
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # gunzip and JSON release the GIL
-        paths.extend(pool.map(lambda v: _added_paths(store, v), remaining))
-    protected = _keys(store, paths)
-    earliest = min(readable) if readable else latest.version
     horizon = now_ms - int(retention_hours * _HOUR_MS)
-    report = PurgeReport(dry_run=dry_run, earliest_version=earliest, log=log_report)
-    for obj in store.list(""):
-        if obj.key.startswith(f"{LOG_DIR}/") or not obj.key.endswith(".split"):
-            continue
-        if obj.key not in protected and obj.modified_ms < horizon:
-            report.deleted_splits.append((obj.key, obj.size))
+    old = [(o.key, o.size) for o in store.list("") if _is_split(o.key) and o.modified_ms < horizon]
+    # Cheapest first: most old files are live in the latest version (a listed key that is a live
+    # path as written is protected); only what that leaves is judged against every readable version.
+    old = _unprotected(old, [_live_paths(latest)])
+    readable, bases, remaining = _readable(txlog, store, log_report)
+    if old:  # then every path a readable version holds, judged as reads judge it (``_keys``)
+        paths: list[pa.Array | pa.ChunkedArray] = [_live_paths(latest), *(_live_paths(b) for b in bases)]
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:  # gunzip, JSON: no GIL
+            paths.extend(pool.map(lambda v: _added_paths(store, v), remaining))
+        protected = _keys(store, paths)
+        old = [(key, size) for key, size in old if key not in protected]
+    earliest = min(readable) if readable else latest.version
+    report = PurgeReport(dry_run=dry_run, earliest_version=earliest, deleted_splits=old, log=log_report)
     report.deleted_temporary = [
         (o.key, o.size)
         for o in store.list_temporary("")
