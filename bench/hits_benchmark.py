@@ -20,7 +20,10 @@ the next run with the same rows. Then, the split cache warm, each in the same ru
   (``spark_benchmark.floor_query``) in the same session, in seconds over it; with ``--connect 1`` the
   same over Spark Connect (a local Connect server of local[2]). The phrase's ``SELECT id`` is also
   printed against the trivial source returning as many rows: no Python data source returning them
-  to the client is faster, which bounds its speed-up over Parquet.
+  to the client is faster, which bounds its speed-up over Parquet;
+* **without the client**: both phrase queries again to Spark's ``noop`` sink (the executors' work, no
+  row turned into a ``Row`` on the driver), and what ``collect()`` alone costs for those rows (cached
+  in Spark first): PySpark's share of the collected timings, the same for both sides.
 
 A timing is the best of ``--repeat`` rounds (the floors: of 3 x ``--repeat``), taken in turns.
 Nothing is asserted but the answers: timings on a shared machine are noisy.
@@ -119,17 +122,24 @@ def _spark(spark: Any, parquet: str, table: str, searches: dict[str, str], repea
         if timed["indextables"][1] != timed["parquet"][1]:
             found, expected = timed["indextables"][1], timed["parquet"][1]
             raise SystemExit(f"hits benchmark, {name}: indextables found {found} rows, Parquet {expected}")
+        sunk = _best_interleaved(repeat, {"indextables": _sunk(spark, indexed, True), "parquet": _sunk(spark, scanned)})
         out[name] = {
             "hits": timed["indextables"][1],
             "indextables_s": timed["indextables"][0],
             "parquet_s": timed["parquet"][0],
             "speedup": timed["parquet"][0] / timed["indextables"][0],
+            "sunk": {
+                "indextables_s": sunk["indextables"][0],
+                "parquet_s": sunk["parquet"][0],
+                "speedup": sunk["parquet"][0] / sunk["indextables"][0],
+            },
         }
     hits = out["SELECT id"]["hits"]
     floor = floor_query(spark, hits)
     floor()
     seconds, _ = _best_interleaved(repeat, {"floor": floor})["floor"]
     out["SELECT id"]["floor_same_rows_s"] = seconds  # no Python data source returns as many rows faster
+    out["collect_only_s"] = _collect_cost(spark, parquet, phrase, repeat)
     out["rare word"] = _floor(spark, table, rare, repeat)
     return out
 
@@ -141,6 +151,31 @@ def _rows(spark: Any, text: str, indexed: bool = False) -> Callable[[], int]:
     if indexed:
         return lambda: len(connect_plugin.sql(spark, text).collect())
     return lambda: len(spark.sql(text).collect())
+
+
+def _sunk(spark: Any, text: str, indexed: bool = False) -> Callable[[], None]:
+    """``text`` run to Spark's ``noop`` sink: the query's work on the executors, no row sent to the
+    client (so without PySpark turning each row into a ``Row`` on the driver, which ``collect`` does)."""
+    import connect_plugin
+
+    def run() -> None:
+        frame = connect_plugin.sql(spark, text) if indexed else spark.sql(text)
+        frame.write.format("noop").mode("overwrite").save()
+
+    return run
+
+
+def _collect_cost(spark: Any, parquet: str, phrase: str, repeat: int) -> dict[str, float]:
+    """What ``collect()`` alone costs for the phrase's rows (``SELECT id``, ``SELECT *``): the rows cached
+    in Spark's memory first, then collected, so no source is read."""
+    out = {}
+    for name, columns in (("SELECT id", "id"), ("SELECT *", "*")):
+        text = f"SELECT {columns} FROM parquet.`{parquet}` WHERE contains(concat(' ', message, ' '), ' {phrase} ')"
+        cached = spark.sql(text).cache()
+        cached.count()
+        out[name] = _best_interleaved(repeat, {"collect": cached.collect})["collect"][0]
+        cached.unpersist()
+    return out
 
 
 def _floor(spark: Any, table: str, rare: str, repeat: int) -> dict[str, Any]:
@@ -185,6 +220,13 @@ def print_results(r: dict[str, Any]) -> None:
     for name in ("SELECT id", "SELECT *"):
         q = s[name]
         print(f"  Spark {name}: {q['indextables_s']:.3f} s vs Parquet {q['parquet_s']:.3f} s = {q['speedup']:.1f}x")
+        if "sunk" in q:
+            k, c = q["sunk"], s.get("collect_only_s", {}).get(name)
+            print(
+                f"    to the noop sink (no rows to the client): {k['indextables_s']:.3f} s vs Parquet "
+                f"{k['parquet_s']:.3f} s = {k['speedup']:.1f}x"
+                + (f"; collect() of the rows alone, cached: {c:.3f} s" if c is not None else "")
+            )
     floor = s["SELECT id"]["floor_same_rows_s"]
     print(
         f"  a trivial source returning {m['hits']:,} rows: {floor:.3f} s "

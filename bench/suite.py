@@ -715,6 +715,18 @@ def hits_ratios(r: dict[str, Any]) -> list[Ratio]:
                 (">=", goal),
             )
         )
+        if "sunk" in q:  # the same work without the client: no goal of its own (the is collected rows)
+            k = q["sunk"]
+            rows.append(
+                _ratio(
+                    "hits",
+                    f"{phrase}, {name} to Spark's noop sink vs Parquet's",
+                    k["indextables_s"],
+                    k["parquet_s"],
+                    "s",
+                    k["speedup"],
+                )
+            )
     q = s["SELECT id"]
     if "floor_same_rows_s" in q:
         rows.append(

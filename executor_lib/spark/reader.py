@@ -352,6 +352,7 @@ class IndexTablesReader(DataSourceReader):
 
         wanted = self._wanted()
         remaining = self.limit
+        sent = 0  # rows sent: once a first batch is out, a split's hits are searched for at once
         for split in splits:
             if remaining is not None and remaining <= 0:
                 return
@@ -361,7 +362,13 @@ class IndexTablesReader(DataSourceReader):
             if wanted is not None:
                 filter_plan = plan(wanted, [searcher.mapping], self.table_arrow_schema)
             batches = scan_split_batches(
-                searcher, filter_plan, data_columns, constants, remaining, row_ids=bool(self.match)
+                searcher,
+                filter_plan,
+                data_columns,
+                constants,
+                remaining,
+                row_ids=bool(self.match),
+                probe=sent < FIRST_BATCH_ROWS,
             )
             matched = _MatchRows(searcher, self.match)
             while True:
@@ -373,6 +380,7 @@ class IndexTablesReader(DataSourceReader):
                     break
                 if remaining is not None:
                     remaining -= rows.num_rows
+                sent += rows.num_rows
                 yield from _conform(rows, target, where).to_batches(max_chunksize=BATCH_ROWS)
 
     def _search_scored(

@@ -21,7 +21,7 @@ from connect_plugin.table import IndexTable
 from executor_lib import profiler
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.query.pushdown import FilterPlan
+from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import FIRST_BATCH_ROWS, scan_split, scan_split_batches
 from executor_lib.storage import open_store
@@ -111,6 +111,25 @@ def test_batches_of_a_query_without_a_limit_give_every_hit_once(table: Path) -> 
     assert set(got.column("day").to_pylist()) == {"d0"}
     limited = pa.concat_tables(list(scan_split_batches(searcher, residual, ["id"], limit=5)))
     assert limited.num_rows == 5 and all(i % 10 == 7 for i in limited.column("id").to_pylist())
+
+
+def test_a_split_read_after_the_first_rows_went_out_is_searched_once(
+    table: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first search of 32 hits costs nearly a whole search (scoring visits every match), so only a
+    task's first rows are probed for (``probe``): the reader's later splits are searched once."""
+    searcher = _one_split(table)
+    common = FilterPlan(F.QueryString("common", "msg"), None)
+    limits: list[int | None] = []
+    original = searcher.row_ids
+    monkeypatch.setattr(searcher, "row_ids", lambda q, limit=None: limits.append(limit) or original(q, limit))
+    probed = pa.concat_tables(list(scan_split_batches(searcher, common, ["msg"], row_ids=True)))
+    assert limits == [FIRST_BATCH_ROWS, None]
+    limits.clear()
+    once = pa.concat_tables(list(scan_split_batches(searcher, common, ["msg"], row_ids=True, probe=False)))
+    assert limits == [None]
+    assert sorted(once.column(ROW_ID_COLUMN).to_pylist()) == sorted(probed.column(ROW_ID_COLUMN).to_pylist())
+    assert once.num_rows == ROWS
 
 
 def test_a_read_task_sends_a_small_first_batch_then_larger_ones() -> None:

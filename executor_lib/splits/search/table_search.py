@@ -490,6 +490,7 @@ def scan_split_batches(
     row_ids: bool = False,
     first_rows: int = FIRST_BATCH_ROWS,
     max_rows: int = MAX_BATCH_ROWS,
+    probe: bool = True,
 ) -> Iterator[pa.Table]:
     """``scan_split``'s rows (the same rows, ``limit`` included) as a stream of tables, each read
     only when the one before it has been taken: the first of about ``first_rows`` hits, each next
@@ -502,7 +503,9 @@ def scan_split_batches(
     query's hits, less those) are searched for when the batches of the first are taken. Each batch
     is in row order; with an index query and no limit, the first hits are the query's best ones
     and the rest follow (no row twice). A residual filter is applied to each batch (a batch may
-    then be empty: it is not yielded). ``row_ids``: as ``scan_split``'s.
+    then be empty: it is not yielded). ``row_ids``: as ``scan_split``'s. ``probe=False`` (a consumer
+    that has had its first rows already, from another split): one search for every hit, no first
+    search (which costs nearly as much as the whole one: scoring visits every match).
 
     Example: ``next(scan_split_batches(searcher, FilterPlan(None, None), ["id"]))`` is the first
     256 rows' ids.
@@ -524,7 +527,7 @@ def scan_split_batches(
     fast = [] if filter_plan.index is None or filter_plan.residual is not None else searcher.fast_columns(data_columns)
     remaining = limit
     size = max(1, first_rows)
-    for ids, values in _hits_in_pieces(searcher, filter_plan.index, index_limit, size, fast):
+    for ids, values in _hits_in_pieces(searcher, filter_plan.index, index_limit, size if probe else None, fast):
         start = 0
         while start < len(ids):
             if remaining is not None and remaining <= 0:
@@ -554,18 +557,22 @@ def scan_split_batches(
 
 
 def _hits_in_pieces(
-    searcher: SplitSearcher, index: filters.Filter | str | None, limit: int | None, first: int, fast: Sequence[str]
+    searcher: SplitSearcher,
+    index: filters.Filter | str | None,
+    limit: int | None,
+    first: int | None,
+    fast: Sequence[str],
 ) -> Iterator[tuple[pa.Array, dict[str, pa.Array]]]:
     """The row ids (uint64, ascending within each piece) of the hits of ``index`` in the split, at
     most ``limit``, with the values of the ``fast`` columns (``SplitSearcher.fast_columns``) of each,
     in pieces searched one after the other: without a query, the first rows (no search); with a
-    limit, one search; else the first ``first`` hits, then the rest (one more search, only if the
-    first piece is taken and there are more)."""
+    limit, or ``first`` None, one search; else the first ``first`` hits, then the rest (one more
+    search, only if the first piece is taken and there are more)."""
     n = searcher.num_docs if limit is None else min(limit, searcher.num_docs)
     if index is None:
         yield pa.array(np.arange(n, dtype=np.uint64)), {}
         return
-    if limit is not None or n <= first:
+    if limit is not None or first is None or n <= first:
         yield _searched(searcher, index, limit, fast)
         return
     probe, probe_values = _searched(searcher, index, first, fast)
