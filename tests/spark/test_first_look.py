@@ -197,8 +197,9 @@ def test_a_bare_limit_is_one_task_whose_worker_spark_keeps(classic_spark: Any, t
 
 
 def test_a_bare_select_is_the_read_itself(spark: Any, table: Path) -> None:
-    """``SELECT * FROM t [alias] [LIMIT n]`` (a first look) runs as the table's read, without a view and a
-    statement for Spark to analyze; its rows and columns are those of the read."""
+    """``SELECT * | col, ... FROM t [alias] [LIMIT n]`` (a first look; a search whose index query went
+    into the read) runs as the table's read, without a view and a statement for Spark to analyze; its
+    rows and columns are those Spark SQL would give."""
     every = _all_rows(spark, table)
 
     def views() -> list[str]:
@@ -211,7 +212,12 @@ def test_a_bare_select_is_the_read_itself(spark: Any, table: Path) -> None:
     assert len({r["id"] for r in rows}) == 25 and all(every[r["id"]] == tuple(r) for r in rows)
     aliased = connect_plugin.sql(spark, f"select * from indextables.`{table}` as t")
     assert aliased.count() == SPLITS * ROWS
-    assert views() == before  # no view registered for either
+    searched = connect_plugin.sql(spark, f"SELECT id, level FROM indextables.`{table}` WHERE msg indexquery 'word3'")
+    assert searched.columns == ["id", "level"]  # the index query went into the read: the rest is bare
+    assert sorted(searched.collect()) == sorted((i, every[i][1]) for i in every if i % 10 == 3)
+    assert views() == before  # no view registered for any of them
+    with pytest.raises(Exception, match="did you mean 'level'"):  # not a column: Spark SQL, told in user terms
+        connect_plugin.sql(spark, f"SELECT id, levl FROM indextables.`{table}` WHERE msg indexquery 'word3'").collect()
     where = connect_plugin.sql(spark, f"SELECT * FROM indextables.`{table}` t WHERE t.id < 7 LIMIT 5").collect()
     assert len(where) == 5 and all(r["id"] < 7 for r in where)  # not bare: Spark SQL over the read's view
 
