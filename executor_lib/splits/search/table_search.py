@@ -293,8 +293,8 @@ def search_table(
     data_columns = [c for c in wanted if c not in partition_columns]
     adds = sorted(snapshot.files, key=lambda a: a.path)
 
-    def searcher_of(add: AddAction) -> SplitSearcher:  # kept open for the next search in this process
-        return open_searcher(
+    def searcher_of(add: AddAction) -> SplitSearcher:  # opened (and its cached files checked) per search
+        return load_split(
             cache,
             store,
             add.path,

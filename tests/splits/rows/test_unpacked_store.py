@@ -116,23 +116,36 @@ def test_a_damaged_copy_is_found_and_the_rows_read_from_the_split(
 
 
 def test_a_searcher_kept_open_finds_its_copy_rotted_once_the_window_ends(
-    written: tuple[Reader, pa.Table], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    written: tuple[Reader, pa.Table],
+    table: tuple[str, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Searchers stay open across searches of one process (``table_search.open_searcher``), so the
-    copy is checked before each read from it, not only at an open: bit rot at rest (no ``stat``
+    """Spark's Python workers keep searchers open across queries (``table_search.open_searcher``), so
+    the copy is checked before each read from it, not only at an open: bit rot at rest (no ``stat``
     change) is found once the entry's window ends, and the rows are read from the split."""
-    search, rows = written
+    _, rows = written
+    uri, options = table
+    log = executor_lib.open_log(uri, **options)
+    snap = log.snapshot()
+    (add,) = snap.files
     cache = SplitCache(tmp_path / "cache")
-    search(cache, "body:alpha")
-    search(cache, "body:beta")  # (a split read by the piece has all its blocks now: its identity is settled)
-    kept = dict(table_search._OPEN_SEARCHERS)
+
+    def searcher() -> Any:
+        args = (snap.arrow_schema(), snap.doc_mapping(add), add.size, add.footer_start_offset)
+        return table_search.open_searcher(cache, log.store, add.path, *args)
+
+    kept = searcher()
+    kept.search("body:alpha")
+    kept = searcher()  # (a split read by the piece has all its blocks now: its identity is settled)
     (copy,) = _copies(cache)
     st = copy.stat()
     flip_in_place(copy, st.st_size // 2, 3)
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))  # rot at rest: inode, size and time unchanged
     monkeypatch.setattr(checks, "REVERIFY_SECONDS", 0.0)  # the window has ended
-    assert search(cache, "body:gamma").equals(_expected(rows, "gamma"))
-    assert kept == table_search._OPEN_SEARCHERS, "the same searchers answered"
+    again = searcher()
+    assert again is kept, "the same searcher answers"
+    assert again.search("body:gamma").sort_by("id").equals(_expected(rows, "gamma"))
     (copy,) = _copies(cache)  # the damaged copy was removed, and a sound one kept again
     assert checks.damaged_files(copy.parent, required=None) == []
 
