@@ -166,7 +166,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache: SplitCache) -> int:
     """Every live split's hit count for ``query`` (Tantivy counts; no documents are read)."""
-    from executor_lib.splits.search.table_search import load_split
+    from executor_lib.splits.search.split_opening import load_split
 
     schema = snapshot.arrow_schema()
     return sum(

@@ -43,6 +43,7 @@ import io
 import json
 import os
 import re
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -50,6 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from executor_lib.cache import entry_checksums
+from executor_lib.cache.entry_checksums import record_checksums
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
     ASIDE_SUFFIXES,
@@ -162,6 +165,7 @@ class SplitPieces:
         self._sections: dict[str, dict[int, Ranges]] | None = None
         self._checksums: dict[str, list[int]] | None = None  # the split's CHECKSUMS_MEMBER, once present
         self.field_names: list[str] = []
+        self._checked: tuple[tuple[tuple[str, int, int, int], ...], float] | None = None  # (``_file_stats``, when)
 
     # --- opening ------------------------------------------------------------------------------
 
@@ -186,7 +190,54 @@ class SplitPieces:
             pieces = cls(store, key, entry, state, count)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return None if pieces.damaged() else pieces
+        stats = pieces._file_stats()
+        if pieces.damaged():
+            return None
+        pieces._checked = (stats, time.time())
+        return pieces
+
+    def sound(self) -> bool:
+        """Whether the entry's fetched ranges are still as fetched, checked before a searcher kept open
+        over them is used again: a ``stat`` of each file when a check of this object found them so less
+        than ``REVERIFY_SECONDS`` ago and no file has changed since (inode, modification time, size),
+        else every fetched range's CRC32 read again (``damaged``), the ranges other processes fetched
+        meanwhile included. So a file written over is found at the next use, and bit rot at rest, which
+        changes no ``stat``, once the window ends — as ``entry_checksums.damaged_files`` does for a
+        whole split.
+
+        Example: ``if not pieces.sound(): cache.discard(store, key)``
+        """
+        stats = self._file_stats()
+        checked = self._checked
+        if (
+            stats
+            and checked is not None
+            and checked[0] == stats
+            and 0 <= time.time() - checked[1] < entry_checksums.REVERIFY_SECONDS
+        ):
+            return True
+        try:
+            if not self._reload():
+                return False
+        except CorruptSplitError:
+            return False
+        if not stats or self.damaged():
+            return False
+        self._checked = (stats, time.time())
+        return True
+
+    def _file_stats(self) -> tuple[tuple[str, int, int, int], ...]:
+        """Name, inode, modification time and size of ``STATE_FILE`` and of every member file a range
+        of which is present; () when the entry is gone."""
+        try:
+            out = []
+            files = [(STATE_FILE, self.entry / STATE_FILE), *((n, self.directory / n) for n in self._present)]
+            for name, path in files:
+                st = path.stat()
+                out.append((name, st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            return ()
+        return tuple(sorted(out))
 
     def damaged(self) -> list[str]:
         """The members a fetched range of which differs from the CRC32 it was fetched with, or is not
@@ -258,6 +309,7 @@ class SplitPieces:
             if member_kind(name) == "whole" and is_segment_file(name):
                 with open(directory / name, "rb") as f:
                     check_tantivy_crc(f.read(), f"{store.uri_of(key)}: member {name}")
+        stand_ins: dict[str, Path] = {}
         for name in footer.files:
             if member_kind(name) in ("store", "composite"):
                 pieces._fetch({name: pieces._open_ranges(name)})
@@ -265,6 +317,8 @@ class SplitPieces:
                 tail = pieces.read(name, max(0, pieces._length(name) - TAIL_BYTES), pieces._length(name))
                 stand_in_name, data = stand_in(name, tail, f"{store.uri_of(key)}: {member_name(name)}")
                 (directory / stand_in_name).write_bytes(data)
+                stand_ins[stand_in_name] = directory / stand_in_name
+        record_checksums(directory, stand_ins)  # checked with what is built beside them (SplitSource.built_damaged)
         if hotcache is not None:
             pieces._check_hotcache(hotcache, bundle)
         pieces._save()
@@ -320,13 +374,15 @@ class SplitPieces:
     def is_present(self, name: str, start: int, stop: int) -> bool:
         return not self.missing(name, [(start, stop)])
 
-    def _reload(self) -> None:
+    def _reload(self) -> bool:
+        """Take the ranges other processes fetched since from ``STATE_FILE``; False when it is missing,
+        does not parse, or is another entry's (this one was made again)."""
         try:
             state = json.loads((self.entry / STATE_FILE).read_text())
         except (OSError, ValueError):
-            return
+            return False
         if not isinstance(state, dict) or state.get("id") != self.identity:
-            return
+            return False
         try:
             present = {n: [tuple(r) for r in rs] for n, rs in state["present"].items()}
             sums = _sums_of(state)
@@ -334,6 +390,7 @@ class SplitPieces:
             where = f"{self.store.uri_of(self.key)}: its cache entry's {STATE_FILE}"
             raise CorruptSplitError(f"{where} does not parse ({type(e).__name__}: {e})") from e
         self._present, self._sums = present, sums
+        return True
 
     def _save(self) -> None:
         state = {

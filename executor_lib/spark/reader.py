@@ -322,8 +322,8 @@ class IndexTablesReader(DataSourceReader):
                 yield batch
 
     def _searcher(self, split: SplitRef, store: ObjectStore, cache: SplitCache) -> Any:
-        """The searcher of ``split`` through this node's split cache (``table_search.open_searcher``)."""
-        from executor_lib.splits.search.table_search import open_searcher
+        """The searcher of ``split`` through this node's split cache (``split_opening.open_searcher``)."""
+        from executor_lib.splits.search.split_opening import open_searcher
 
         args = (split.path, self.table_arrow_schema, split.doc_mapping, split.size, split.footer_start)
         return open_searcher(cache, store, *args, self.companion_root)
@@ -395,7 +395,8 @@ class IndexTablesReader(DataSourceReader):
         from executor_lib.splits.query.pushdown import plan
         from executor_lib.splits.search.ranking import best_of
         from executor_lib.splits.search.scoring import ScoreStats
-        from executor_lib.splits.search.table_search import damage_of_split, scan_split_scored, take_scored
+        from executor_lib.splits.search.split_opening import damage_of_split
+        from executor_lib.splits.search.table_search import scan_split_scored, take_scored
 
         wanted = self._wanted()
         if wanted is None:  # its index queries are match columns only (e.g. under OR with another table's)
@@ -457,7 +458,8 @@ class IndexTablesReader(DataSourceReader):
         then the rows of its best ``k`` only), and the task keeps the best ``k`` of those."""
         from executor_lib.splits.query.pushdown import FilterPlan, plan
         from executor_lib.splits.search.ranking import order_positions
-        from executor_lib.splits.search.table_search import damage_of_split, scan_split_ordered
+        from executor_lib.splits.search.split_opening import damage_of_split
+        from executor_lib.splits.search.table_search import scan_split_ordered
 
         assert self.ordered is not None
         order, k = self.ordered

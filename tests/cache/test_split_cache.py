@@ -266,7 +266,7 @@ def test_a_damaged_cached_copy_is_fetched_again(tmp_path: Path) -> None:
 def test_open_searchers_follow_a_replaced_split(tmp_path: Path) -> None:
     """The executors' path (``open_searcher``, searchers kept open across queries): a split replaced
     under the same path is fetched again by its new add action's size and gets a new searcher."""
-    from executor_lib.splits.search.table_search import open_searcher
+    from executor_lib.splits.search.split_opening import open_searcher
 
     uri = str(tmp_path / "t")
     (first,) = make(uri, {}, splits=1)

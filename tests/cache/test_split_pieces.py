@@ -21,7 +21,7 @@ from executor_lib.cache.split_pieces import PIECES_DIR, STATE_FILE, member_kind,
 from executor_lib.format.store import blocks as doc_store
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.search import table_search
+from executor_lib.splits.search import split_opening
 from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
 from indextables_contract import filters
@@ -96,7 +96,7 @@ def _search(uri: str, options: dict[str, Any], cache: SplitCache, query: Any, st
     if isinstance(query, filters.Filter):
         out = []
         for add in snapshot.files:
-            searcher = table_search.load_split(
+            searcher = split_opening.load_split(
                 cache,
                 store,
                 add.path,
@@ -162,7 +162,7 @@ def test_pieces_answer_as_the_whole_split_and_read_no_holes(
         got = _search(uri, options, SplitCache(cache_dir), query)
         assert got == whole, query
         assert _fetched(cache_dir) < sum(a.size for a in adds), query
-        table_search._OPEN_SEARCHERS.clear()
+        split_opening.close_kept_searchers()
         assert _poison_holes(cache_dir) > 0
         assert _search(uri, options, SplitCache(cache_dir), query) == whole, f"{query} read a range it did not fetch"
     assert not list((tmp_path / "whole").glob(f"splits/*/{STATE_FILE}")), "fetched whole: no pieces"
@@ -211,7 +211,7 @@ def test_warm_queries_read_nothing_and_new_fields_fetch_their_sections(
     cache_dir = tmp_path / "cache"
     first = _search(uri, options, SplitCache(cache_dir), f"message:{RARE}", store)
     store.reads = 0
-    table_search._OPEN_SEARCHERS.clear()
+    split_opening.close_kept_searchers()
     assert _search(uri, options, SplitCache(cache_dir), f"message:{RARE}", store) == first
     assert store.reads == 0, "a warm query reads nothing from the object store"
     before = _fetched(cache_dir, "composite")
@@ -266,7 +266,7 @@ def test_a_corrupt_range_is_dropped_and_fetched_again(
     uri, options, adds = s3_table
     cache_dir = tmp_path / "cache"
     expected = _search(uri, options, SplitCache(cache_dir), f"message:{RARE}")
-    table_search._OPEN_SEARCHERS.clear()
+    split_opening.close_kept_searchers()
     store = open_store(uri, **options)
     for state_file in sorted(cache_dir.glob(f"splits/*/{STATE_FILE}"))[:1]:  # one split damaged
         state = json.loads(state_file.read_text())
@@ -295,7 +295,7 @@ def test_a_corrupt_range_is_dropped_and_fetched_again(
         assert store.uri_of(victim.path) in failure.value.message
     finally:
         store.put(victim.path, good)
-    table_search._OPEN_SEARCHERS.clear()
+    split_opening.close_kept_searchers()
     whole = _search(uri, options, SplitCache(tmp_path / "whole", by_piece=False), filters.Term("level", "DEBUG"))
     assert _search(uri, options, SplitCache(cache_dir), filters.Term("level", "DEBUG")) == whole
 
@@ -352,8 +352,8 @@ def test_a_merged_split_by_the_piece(s3_table: tuple[str, dict[str, Any], Any], 
     mapping = snapshot.doc_mapping(adds[0])
 
     def answers(cache: SplitCache, query: Any) -> list[Any]:
-        table_search._OPEN_SEARCHERS.clear()
-        searcher = table_search.load_split(
+        split_opening.close_kept_searchers()
+        searcher = split_opening.load_split(
             cache, store, merged.path, schema, mapping, merged.size, merged.footer_start_offset
         )
         return _ids(searcher.search(query, ["id", "message"]))

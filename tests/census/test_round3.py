@@ -469,7 +469,7 @@ def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path
 
 def test_hole2_a_damaged_cached_split_is_never_merged(moto_server: Any, tmp_path: Path) -> None:
     from executor_lib.splits.build.publish import merge_splits
-    from executor_lib.splits.search.table_search import load_split
+    from executor_lib.splits.search.split_opening import load_split
 
     uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
     log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))

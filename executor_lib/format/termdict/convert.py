@@ -145,20 +145,20 @@ def _sections(path: Path) -> dict[int, list[tuple[int, int]]]:
         raise CorruptSplitError(f"{path}: term dictionary file does not parse ({e})") from e
 
 
-def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
+def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> list[Path]:
     """Add to each segment's ``<segment>.term`` in ``index_dir`` the FST dictionaries of ``fields``
     (Tantivy field ids; None: every field) that it lacks, built from ``<segment>.term.sstable``
     (whose slices of those fields must be present: a split read by the piece fetches them first;
     only those are read). Each file is replaced whole (written aside, renamed), so an index opened
-    before keeps reading the file it opened. The caller holds the directory's lock. True when a
-    file changed.
+    before keeps reading the file it opened. The caller holds the directory's lock. Returns the files
+    written (the caller records their checksums: ``splits.search.searcher``).
 
     Example: ``ensure_fst_terms(Path("index"), {4})`` before a search of field 4.
 
     Raises:
         CorruptSplitError: a ``.term`` file or dictionary that does not parse (names the file).
     """
-    changed = False
+    changed: list[Path] = []
     for sstable, fst in _local_term_files(index_dir):
         built = set(_sections(fst))
         todo = {f: r for f, r in _sections(sstable).items() if f not in built and (fields is None or f in fields)}
@@ -179,5 +179,5 @@ def ensure_fst_terms(index_dir: Path, fields: set[int] | None) -> bool:
         tmp = fst.with_name(f"{fst.name}.{os.getpid()}.tmp")
         tmp.write_bytes(with_footer(encode_composite(slices), current.version))
         os.replace(tmp, fst)
-        changed = True
+        changed.append(fst)
     return changed

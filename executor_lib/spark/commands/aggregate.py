@@ -82,7 +82,7 @@ def plan_aggregate(r: CommandReader, cmd: C.Aggregate) -> list[Any]:
 def run_aggregate(r: CommandReader, cmd: C.Aggregate, payload: Any) -> Iterator[tuple[Any, ...]]:
     """One split's aggregation result (avg computed as stats, so partial results merge exactly)."""
     from executor_lib.splits.query.pushdown import plan
-    from executor_lib.splits.search.table_search import damage_of_split, open_searcher
+    from executor_lib.splits.search.split_opening import damage_of_split, open_searcher
     from executor_lib.storage import open_store
 
     request = json.loads(cmd.aggregations)
@@ -182,7 +182,7 @@ def run_group_aggregate(
 ) -> Iterator[tuple[Any, ...]]:
     """The task's splits aggregated (``executor_lib.splits.search.group_aggregate``) and merged."""
     from executor_lib.splits.search.group_aggregate import aggregate_split
-    from executor_lib.splits.search.table_search import damage_of_split, open_searcher
+    from executor_lib.splits.search.split_opening import damage_of_split, open_searcher
     from executor_lib.storage import open_store
     from executor_lib.table_schema import spark_json_to_arrow
     from indextables_contract.aggregate import AggregatePlan, Partials, merge_into, partials_to_json

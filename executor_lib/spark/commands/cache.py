@@ -56,11 +56,9 @@ def run_flush_cache(r: CommandReader, cmd: C.FlushCache, _: Any) -> Iterator[tup
 
 
 def run_flush_searcher_cache(r: CommandReader, cmd: C.FlushSearcherCache, _: Any) -> Iterator[tuple[Any, ...]]:
-    from executor_lib.splits.search import table_search
+    from executor_lib.splits.search.split_opening import close_kept_searchers
 
-    with table_search._OPEN_LOCK:
-        searchers = len(table_search._OPEN_SEARCHERS)
-        table_search._OPEN_SEARCHERS.clear()
+    searchers = close_kept_searchers()
     yield "split_searchers", "success", searchers, f"closed {searchers} open split searchers on {worker()}"
     cache = node_split_cache(r.options)
     footers = len(cache._footers)

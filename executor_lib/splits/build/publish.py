@@ -27,7 +27,7 @@ from executor_lib.splits.build.merge import MergeSource, merge_sources, sort_and
 from executor_lib.splits.build.merge_plan import SORT_KEY_TAG
 from executor_lib.splits.build.writer import WrittenSplit, write_split
 from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.search.table_search import load_split
+from executor_lib.splits.search.split_opening import load_split
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
+from executor_lib.cache.entry_checksums import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -251,7 +252,9 @@ class SplitSearcher:
         if not wanted:
             return False
         with exclusive_lock(entry_lock(self.source.lock_dir)):
-            ensure_fst_terms(self.index_dir, wanted)
+            built = ensure_fst_terms(self.index_dir, wanted)
+            if built:  # checked with the files built beside the index (SplitSource.built_damaged)
+                record_checksums(self.index_dir, {p.name: p for p in built})
         return True
 
     def _hashed_query(self, column: str, text: str) -> Any:

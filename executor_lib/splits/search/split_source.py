@@ -98,6 +98,18 @@ class SplitSource(abc.ABC):
         opened again). Nothing to do where the whole index is present."""
         return False
 
+    def built_damaged(self) -> list[str]:
+        """The files made in ``index_dir`` rather than fetched — the term dictionary files Tantivy
+        reads (``<segment>.term``: a stand-in, or the FST dictionaries built from the split's SSTable
+        ones as queries need them) and a by-the-piece entry's doc store stand-ins — that differ from
+        the size and CRC32 recorded when they were written (``entry_checksums``, in the directory's own
+        ``checksums.json``; a stat each within the window). A directory without that record (laid out
+        by an older version) names the record itself: its entry is fetched again once.
+
+        Example: ``if source.built_damaged(): cache.discard(store, key)``
+        """
+        return damaged_files(self.index_dir, required=None)
+
     @property
     def complete(self) -> bool:
         """Whether every index section is present (a query then needs nothing fetched)."""
@@ -177,6 +189,7 @@ class LocalSplit(SplitSource):
                 # built here as queries need them (ensure_fst_terms replaces them)
                 extracted = {f"index/{p.name}": p for p in index_dir.iterdir() if p.is_file() and p.suffix != ".term"}
                 record_checksums(work_dir, extracted)
+                record_checksums(index_dir, {p.name: p for p in index_dir.glob("*.term")})  # (built_damaged)
         self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
 
     def member_bytes(self, name: str) -> bytes | None:

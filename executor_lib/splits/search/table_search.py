@@ -6,19 +6,15 @@ searched with ``SplitSearcher``; partition columns are added from the split's pa
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
-from executor_lib.cache.split_cache import CacheEntry, SplitCache
-from executor_lib.cache.split_pieces import SplitPieces
+from executor_lib.cache.split_cache import SplitCache
 from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
@@ -26,246 +22,18 @@ from executor_lib.splits.rows.take import take_rows
 from executor_lib.splits.search.ranking import best_of, order_positions
 from executor_lib.splits.search.scoring import SCORE_COLUMN, ScoreStats
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.search.split_opening import damage_of_split, open_searcher
 from executor_lib.storage.base import ObjectStore
 from indextables_contract import filters
 from indextables_contract.errors import (
     ConfigError,
-    CorruptLogError,
     CorruptSplitError,
-    IndexEngineError,
     QueryError,
     SplitSchemaError,
 )
 
 if TYPE_CHECKING:  # an executor's read needs no transaction log code (a fresh Python worker imports less)
     from executor_lib.log.snapshot import Snapshot
-
-_OPEN_SEARCHERS: OrderedDict[str, SplitSearcher] = OrderedDict()
-_OPEN_LOCK = threading.Lock()
-MAX_OPEN_SEARCHERS = 64
-# what opening a split with damaged bytes raises (a flipped segment id in meta.json: a KeyError);
-# ArrowInvalid is a ValueError, ArrowIOError an OSError
-_DAMAGE = (CorruptLogError, OSError, ValueError, KeyError, IndexError, TypeError)
-
-
-def open_searcher(
-    cache: SplitCache,
-    store: ObjectStore,
-    path: str,
-    arrow_schema: pa.Schema,
-    doc_mapping: str | None,
-    size: int | None = None,
-    footer_start: int | None = None,
-    companion_root: str | None = None,
-) -> SplitSearcher:
-    """A searcher over the split at ``path`` (through the node's split cache), kept open for the
-    next query in this process (Spark reuses Python workers): splits are immutable, so an open
-    searcher never goes stale — it is keyed by the cached file's identity, so a copy fetched
-    again (replaced, repaired) gets a new searcher. ``size``: the add action's (see ``load_split``);
-    ``footer_start`` its ``footerStartOffset`` (a cold split's footer is then one ranged read);
-    ``companion_root`` a companion table's source root (``SplitSearcher``).
-    The profiler (when on) times it as ``split_open`` and counts ``searcher`` hits and misses."""
-    if not profiler.ENABLED:
-        return _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
-    t0 = time.perf_counter_ns()
-    searcher = _open_searcher(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
-    profiler.record("split_open", t0)
-    return searcher
-
-
-def _open_searcher(
-    cache: SplitCache,
-    store: ObjectStore,
-    path: str,
-    arrow_schema: pa.Schema,
-    doc_mapping: str | None,
-    size: int | None,
-    footer_start: int | None,
-    companion_root: str | None = None,
-) -> SplitSearcher:
-    key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
-    if key is not None:
-        with _OPEN_LOCK:
-            searcher = _OPEN_SEARCHERS.get(key)
-            if searcher is not None and searcher.pieces is not None and size in (None, searcher.pieces.size):
-                _OPEN_SEARCHERS.move_to_end(key)
-                cache.count_hit(store, path)
-                if profiler.ENABLED:
-                    profiler.cache_event("searcher", True)
-                return searcher
-    pieces = _pieces(cache, store, path, size, footer_start)
-    key = cache.pieces_identity(store, path) if pieces is not None else None
-    if pieces is not None and key is not None:
-        searcher = _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, None, pieces)
-        _remember_searcher(cache.pieces_identity(store, path) or key, searcher)
-        if profiler.ENABLED:
-            profiler.cache_event("searcher", False)
-        return searcher
-    entry = cache.get(store, path, size)
-    key = _whole_key(cache, store, path, size, entry, companion_root)
-    with _OPEN_LOCK:
-        searcher = _OPEN_SEARCHERS.get(key)
-        if searcher is not None:
-            _OPEN_SEARCHERS.move_to_end(key)
-            if profiler.ENABLED:
-                profiler.cache_event("searcher", True)
-            return searcher
-    searcher = _open_healing(
-        cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root, counted=False
-    )
-    if searcher.pieces is not None:  # (fetched by the piece after all: the whole copy was dropped meanwhile)
-        key = cache.pieces_identity(store, path) or key
-    else:
-        key = _whole_key(cache, store, path, size, cache.get(store, path, size, count=False), companion_root)
-    _remember_searcher(key, searcher)
-    if profiler.ENABLED:
-        profiler.cache_event("searcher", False)
-    return searcher
-
-
-def _whole_key(
-    cache: SplitCache, store: ObjectStore, path: str, size: int | None, entry: CacheEntry, companion_root: str | None
-) -> str:
-    """The identity of a whole cached copy an open searcher is kept under (a copy fetched again has another)."""
-    try:
-        st = entry.split.stat()
-    except FileNotFoundError:  # evicted by another process just now: fetch it again
-        entry = cache.get(store, path, size)
-        st = entry.split.stat()
-    return f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
-
-
-def _open_healing(
-    cache: SplitCache,
-    store: ObjectStore,
-    path: str,
-    arrow_schema: pa.Schema,
-    doc_mapping: str | None,
-    size: int | None,
-    footer_start: int | None,
-    companion_root: str | None,
-    pieces: SplitPieces | None = None,
-    counted: bool = True,
-) -> SplitSearcher:
-    """Open a searcher over the cached split (``pieces``: as fetched by the piece already), its cached
-    files checked first (``SplitCache.get``'s ``verify``, ``SplitPieces.load``'s checksums); a copy
-    that does not open is dropped and fetched again once, so only a split damaged at its source fails
-    (CorruptSplitError naming it). ``counted``: False where the caller's own lookup counted the hit."""
-    for attempt in (1, 2):
-        try:
-            if pieces is None:
-                pieces = _pieces(cache, store, path, size, footer_start)
-            if pieces is not None:
-                return _open_pieces(cache, store, path, pieces, arrow_schema, doc_mapping)
-            entry = cache.get(store, path, size, verify=True, count=counted)
-            return _open(cache, store, path, entry, arrow_schema, doc_mapping, companion_root)
-        except CorruptSplitError:
-            if attempt == 2:
-                raise
-            pieces = None
-            cache.discard(store, path)  # (dropped already when it did not open; a bad footer or size too)
-    raise AssertionError("unreachable")
-
-
-def _remember_searcher(key: str, searcher: SplitSearcher) -> None:
-    """Keep an opened searcher for reuse, the least recently used dropped past ``MAX_OPEN_SEARCHERS``."""
-    with _OPEN_LOCK:
-        _OPEN_SEARCHERS[key] = searcher
-        while len(_OPEN_SEARCHERS) > MAX_OPEN_SEARCHERS:
-            _OPEN_SEARCHERS.popitem(last=False)
-
-
-def load_split(
-    cache: SplitCache,
-    store: ObjectStore,
-    path: str,
-    arrow_schema: pa.Schema,
-    doc_mapping: str | None,
-    size: int | None = None,
-    footer_start: int | None = None,
-    companion_root: str | None = None,
-) -> SplitSearcher:
-    """Open the split at ``path`` from the cache (by the piece where ``SplitCache.pieces`` says so).
-    ``size`` is the add action's size: a cached copy of another size is fetched again, a fetched
-    split of another size is refused; ``footer_start`` its ``footerStartOffset``. A split that
-    does not open, or whose cached files differ from their checksums, has its cached copy dropped and
-    fetched again once (``_open_healing``); a split that still does not open raises CorruptSplitError
-    naming the table's split, not the cache file."""
-    return _open_healing(cache, store, path, arrow_schema, doc_mapping, size, footer_start, companion_root)
-
-
-def _pieces(
-    cache: SplitCache, store: ObjectStore, path: str, size: int | None, footer_start: int | None
-) -> SplitPieces | None:
-    """The split fetched by the piece (``SplitCache.pieces``), or None to fetch it whole (a footer
-    that does not parse, or a short read, is CorruptSplitError naming the table's split)."""
-    return cache.pieces(store, path, size, footer_start)
-
-
-def _open_pieces(
-    cache: SplitCache, store: ObjectStore, path: str, pieces: SplitPieces, arrow_schema: pa.Schema, mapping: str | None
-) -> SplitSearcher:
-    return _opened(
-        cache,
-        store,
-        path,
-        lambda: SplitSearcher(store.uri_of(path), pieces.entry, arrow_schema, mapping, pieces=pieces),
-    )
-
-
-def _open(
-    cache: SplitCache,
-    store: ObjectStore,
-    path: str,
-    entry: CacheEntry,
-    arrow_schema: pa.Schema,
-    mapping: str | None,
-    companion_root: str | None = None,
-) -> SplitSearcher:
-    return _opened(
-        cache,
-        store,
-        path,
-        lambda: SplitSearcher(entry.split, entry.directory, arrow_schema, mapping, companion_root=companion_root),
-    )
-
-
-def _opened(cache: SplitCache, store: ObjectStore, path: str, make: Callable[[], SplitSearcher]) -> SplitSearcher:
-    """``make()``: a searcher of the cached split ``path``; a split that does not open (damaged bytes,
-    a Rust panic) has its cached copy dropped and is CorruptSplitError named as the table's split."""
-    try:
-        return make()
-    except BaseException as e:  # a Rust panic (pyo3's PanicException) is a BaseException
-        if not isinstance(e, _DAMAGE) and type(e).__name__ != "PanicException":
-            raise
-        cache.discard(store, path)
-        if isinstance(e, CorruptSplitError):  # found damaged: named as the table's split
-            raise CorruptSplitError(
-                f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped"
-            ) from e
-        raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
-        ) from e
-
-
-@contextlib.contextmanager
-def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterator[None]:
-    """Run work on one split; an error that means its bytes are damaged (Arrow or I/O errors, an index
-    out of range, a Tantivy failure) drops the split's cached copy, so a repaired split is fetched
-    again, and becomes CorruptSplitError naming the table's split. Query and option errors pass.
-
-    Example: ``with damage_of_split(cache, store, add.path): rows = scan_split(searcher, ...)``.
-    """
-    try:
-        yield
-    except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
-        cache.discard(store, path)
-        raise CorruptSplitError(f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped") from e
-    except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
-        cache.discard(store, path)
-        raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was dropped"
-        ) from e
 
 
 def search_table(
@@ -293,8 +61,8 @@ def search_table(
     data_columns = [c for c in wanted if c not in partition_columns]
     adds = sorted(snapshot.files, key=lambda a: a.path)
 
-    def searcher_of(add: AddAction) -> SplitSearcher:  # opened (and its cached files checked) per search
-        return load_split(
+    def searcher_of(add: AddAction) -> SplitSearcher:  # kept open, its cached files checked at each use
+        return open_searcher(
             cache,
             store,
             add.path,

@@ -24,7 +24,7 @@ from executor_lib.format.store import blocks as doc_store
 from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.rows import doc_store_rows as store_rows
-from executor_lib.splits.search import table_search
+from executor_lib.splits.search import split_opening
 from executor_lib.splits.search.split_source import UNPACKED_SUFFIX
 from executor_lib.splits.search.table_search import search_table
 from executor_lib.storage import open_store
@@ -121,7 +121,7 @@ def test_a_searcher_kept_open_finds_its_copy_rotted_once_the_window_ends(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Spark's Python workers keep searchers open across queries (``table_search.open_searcher``), so
+    """Spark's Python workers keep searchers open across queries (``split_opening.open_searcher``), so
     the copy is checked before each read from it, not only at an open: bit rot at rest (no ``stat``
     change) is found once the entry's window ends, and the rows are read from the split."""
     _, rows = written
@@ -133,7 +133,7 @@ def test_a_searcher_kept_open_finds_its_copy_rotted_once_the_window_ends(
 
     def searcher() -> Any:
         args = (snap.arrow_schema(), snap.doc_mapping(add), add.size, add.footer_start_offset)
-        return table_search.open_searcher(cache, log.store, add.path, *args)
+        return split_opening.open_searcher(cache, log.store, add.path, *args)
 
     kept = searcher()
     kept.search("body:alpha")

@@ -148,7 +148,7 @@ def test_split_local_scores_differ_so_statistics_matter(tmp_path: Path) -> None:
     log = write_table(str(tmp_path / "t"), {}, data, 20)
     cache = SplitCache(tmp_path / "cache")
     snap = log.snapshot()
-    from executor_lib.splits.search.table_search import load_split
+    from executor_lib.splits.search.split_opening import load_split
 
     searchers = [
         load_split(cache, log.store, a.path, snap.arrow_schema(), snap.doc_mapping(a), a.size) for a in snap.files
