@@ -47,7 +47,24 @@ def search_table(
 ) -> pa.Table:
     """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total.
     ``scored``: the best ``limit`` rows by BM25 score with table-wide statistics, best first, with
-    their score as a last column ``_score`` (float32); needs a query."""
+    their score as a last column ``_score`` (float32); needs a query. The cache's counters are
+    written once per search (``SplitCache.counted_once``), not once per split.
+
+    Example: ``search_table(log.store, log.snapshot(), 'message:"disk full"', cache, ["id"])``
+    """
+    with cache.counted_once():
+        return _search_table(store, snapshot, query, cache, columns, limit, scored)
+
+
+def _search_table(
+    store: ObjectStore,
+    snapshot: Snapshot,
+    query: str | None,
+    cache: SplitCache,
+    columns: Sequence[str] | None,
+    limit: int | None,
+    scored: bool,
+) -> pa.Table:
     if limit is not None and limit < 0:
         raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
     schema = snapshot.arrow_schema()
