@@ -75,10 +75,17 @@ class CacheEntry:
 
 class SplitCache:
     def __init__(
-        self, directory: Path, max_bytes: int = 10 << 30, l1_max_bytes: int = 64 << 20, by_piece: bool = True
+        self,
+        directory: Path,
+        max_bytes: int = 10 << 30,
+        l1_max_bytes: int = 64 << 20,
+        by_piece: bool = True,
+        keep_unpacked: bool = True,
     ) -> None:
         self.directory = directory
         self.by_piece = by_piece  # splits on object storage fetched by the piece (``pieces``), not whole
+        # doc stores kept decompressed in an entry for reads of many rows (``split_source.UnpackedCopy``)
+        self.keep_unpacked = keep_unpacked
         self.max_bytes = max_bytes
         self.l1_max_bytes = l1_max_bytes
         # uri -> (footer, bytes read for it, the hotcache among them: SplitPieces.create checks it)
@@ -493,7 +500,7 @@ def default_cache() -> SplitCache:
         Path(spark_local or tempfile.gettempdir()) / f"indextables-split-cache-{os.getuid()}"
     )
     max_bytes = int(os.environ.get("INDEXTABLES_CACHE_MAX_BYTES", str(10 << 30)))
-    return SplitCache(Path(directory), max_bytes, by_piece=fetch_by_piece())
+    return SplitCache(Path(directory), max_bytes, by_piece=fetch_by_piece(), keep_unpacked=keep_unpacked())
 
 
 def fetch_by_piece(setting: str | None = None) -> bool:
@@ -506,6 +513,21 @@ def fetch_by_piece(setting: str | None = None) -> bool:
             f"spark.indextables.cache.fetch (or INDEXTABLES_CACHE_FETCH) is {value!r}: give pieces or whole"
         )
     return value == "pieces"
+
+
+def keep_unpacked(setting: bool | None = None) -> bool:
+    """Whether the cache keeps doc stores decompressed (``UnpackedCopy``): ``setting``
+    (``spark.indextables.cache.unpackedStores``), else ``INDEXTABLES_CACHE_UNPACKED`` (true or false;
+    default true); ConfigError for anything else.
+
+    Example: ``keep_unpacked(False)`` -> ``False``
+    """
+    if setting is not None:
+        return setting
+    value = os.environ.get("INDEXTABLES_CACHE_UNPACKED", "true").strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"INDEXTABLES_CACHE_UNPACKED is {value!r}: give true or false")
+    return value == "true"
 
 
 def _has_size(split: Path, size: int | None) -> bool:

@@ -256,17 +256,18 @@ def partition_constants(
 
 
 def node_split_cache(options: Mapping[str, str]) -> Any:
-    from executor_lib.cache.split_cache import SplitCache, default_cache, fetch_by_piece
+    from executor_lib.cache.split_cache import SplitCache, default_cache, fetch_by_piece, keep_unpacked
 
     by_piece = fetch_by_piece(S.CACHE_FETCH.get(options))
+    unpacked = keep_unpacked(S.CACHE_UNPACKED_STORES.get(options))
     directory = S.CACHE_DIRECTORY_PATH.get(options)
     if not directory:
         cache = default_cache()
-        cache.by_piece = by_piece
+        cache.by_piece, cache.keep_unpacked = by_piece, unpacked
         return cache
     size = S.CACHE_MAX_SIZE.raw(options)
     max_bytes = S.CACHE_MAX_SIZE.parse_value(size) if size else S.CACHE_MAX_SIZE.value
-    return SplitCache(Path(directory), max_bytes, by_piece=by_piece)
+    return SplitCache(Path(directory), max_bytes, by_piece=by_piece, keep_unpacked=unpacked)
 
 
 def delete_quietly(store: ObjectStore, keys: list[str]) -> None:

@@ -53,6 +53,9 @@ class Sink(Protocol):
 class KeptCopy(Protocol):
     """A segment's unpacked copy as its split's source keeps it (``split_source.UnpackedCopy``)."""
 
+    def enabled(self) -> bool:
+        """Whether copies are kept and read now (the node's setting; when not, none is read)."""
+
     def mapped(self) -> memoryview | None:
         """The copy, mapped, if one is kept and found as written (a damaged one is removed)."""
 
@@ -133,7 +136,7 @@ class SegmentStore:
         damaged one is dropped, and the rows read from the split)."""
         if self.unpacked is None:
             return False
-        if self.copy is not None and not self.copy.sound():
+        if self.copy is not None and not (self.copy.enabled() and self.copy.sound()):
             self.unpacked, self._bounds = None, None
             return False
         return True
@@ -190,7 +193,8 @@ class SegmentStore:
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
         sound = self._unpacked_sound()
-        if not sound and self.copy is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
+        wanted = self.copy is not None and self.copy.enabled()
+        if not sound and wanted and len(used) * UNPACK_SHARE >= len(self.store.start):
             self.unpacked, self._bounds = self.copy.keep(self.write_unpacked), None
             sound = self.unpacked is not None
             if not sound:  # kept none (a full or read-only cache): not tried again by this searcher

@@ -82,7 +82,7 @@ def _open_searcher(
             # its fetched ranges as fetched, what was built beside them as built (a stat each within the window)
             if searcher.pieces.sound() and not searcher.source.built_damaged():
                 cache.count_hit(store, path)
-                return _reused(searcher)
+                return _reused(searcher, cache)
             _forget_searcher(key)
             cache.discard(store, path)
     pieces = _pieces(cache, store, path, size, footer_start)
@@ -98,7 +98,7 @@ def _open_searcher(
     searcher = _kept(key)
     if searcher is not None:
         if not searcher.source.built_damaged():
-            return _reused(searcher)
+            return _reused(searcher, cache)
         _forget_searcher(key)
         cache.discard(store, path)
     searcher = _open_healing(
@@ -120,7 +120,8 @@ def _kept(key: str) -> SplitSearcher | None:
         return searcher
 
 
-def _reused(searcher: SplitSearcher) -> SplitSearcher:
+def _reused(searcher: SplitSearcher, cache: SplitCache) -> SplitSearcher:
+    searcher.source.keep_unpacked = cache.keep_unpacked  # (the setting of this read)
     if profiler.ENABLED:
         profiler.cache_event("searcher", True)
     return searcher
@@ -258,6 +259,7 @@ def _opened(cache: SplitCache, store: ObjectStore, path: str, make: Callable[[],
     a Rust panic) has its cached copy dropped and is CorruptSplitError named as the table's split."""
     try:
         searcher = make()
+        searcher.source.keep_unpacked = cache.keep_unpacked
         damaged = searcher.source.built_damaged()
         if damaged:
             made = ", ".join(damaged)

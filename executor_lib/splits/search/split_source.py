@@ -88,10 +88,13 @@ class SplitSource(abc.ABC):
     def segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
         """A segment's doc store bytes (memory-mapped) and what fetches its missing ranges (None: all present)."""
 
+    keep_unpacked: bool = True  # the split cache's switch (``SplitCache.keep_unpacked``), set at each open or use
+
     def unpacked_store(self, stem: str) -> KeptCopy | None:
         """Where a segment's doc store is kept unpacked (its blocks decompressed back to back) in the
-        split's cache entry (``doc_store_rows.SegmentStore``; ``UnpackedCopy``)."""
-        return UnpackedCopy(self.lock_dir, stem)
+        split's cache entry (``doc_store_rows.SegmentStore``; ``UnpackedCopy``); kept and read only
+        while ``keep_unpacked`` (asked at each read: a searcher kept open follows the setting)."""
+        return UnpackedCopy(self.lock_dir, stem, lambda: self.keep_unpacked)
 
     def ensure_fields(self, fields: Any, positions: Any) -> bool:
         """Make the index sections of ``fields`` present; True if any was fetched (the index must be
@@ -228,11 +231,12 @@ class UnpackedCopy:
     Example: ``UnpackedCopy(entry, "5f2d...").mapped()`` -> None before a read of many blocks.
     """
 
-    def __init__(self, entry: Path, stem: str) -> None:
+    def __init__(self, entry: Path, stem: str, enabled: Callable[[], bool] = lambda: True) -> None:
         self.entry, self.directory, self.name = entry, entry / UNPACKED_DIR, f"{stem}{UNPACKED_SUFFIX}"
+        self.enabled = enabled  # the node's setting (``SplitCache.keep_unpacked``), asked at each read
 
     def mapped(self) -> memoryview | None:
-        if not recorded(self.directory, self.name) or not self.sound():
+        if not self.enabled() or not recorded(self.directory, self.name) or not self.sound():
             return None
         try:
             return _mapped(self.directory / self.name)

@@ -183,3 +183,34 @@ def test_a_copy_just_written_is_not_read_again_to_be_checked(
     monkeypatch.setattr(checks, "REVERIFY_SECONDS", 0.0)
     assert search(SplitCache(tmp_path / "cache"), "body:omega").equals(_expected(rows, "omega"))
     assert [p for p in read if p.name.endswith(UNPACKED_SUFFIX)]
+
+
+def test_a_cache_set_to_keep_no_unpacked_stores_keeps_and_reads_none(
+    written: tuple[Reader, pa.Table], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spark.indextables.cache.unpackedStores=false`` (``SplitCache.keep_unpacked``): a read of many
+    blocks gives the same rows and leaves no copy; a searcher kept open follows the setting of each
+    read, and a copy kept before is no longer read."""
+    from executor_lib.cache.split_cache import keep_unpacked
+    from executor_lib.spark.common import node_split_cache
+    from indextables_contract.errors import ConfigError
+
+    search, rows = written
+    split_opening.close_kept_searchers()
+    options = {"spark.indextables.cache.directoryPath": str(tmp_path / "cache")}
+    off = node_split_cache({**options, "spark.indextables.cache.unpackedStores": "false"})
+    assert not off.keep_unpacked
+    assert search(off, "body:alpha").equals(_expected(rows, "alpha"))
+    assert _copies(off) == [], "no copy kept"
+    on = node_split_cache(options)
+    assert on.keep_unpacked
+    assert search(on, "body:beta").equals(_expected(rows, "beta"))  # the same kept searcher: a copy now
+    assert len(_copies(on)) == 1
+    decompressed = []
+    original = doc_store.DocStore.block_into
+    monkeypatch.setattr(doc_store.DocStore, "block_into", lambda *a, **k: decompressed.append(1) or original(*a, **k))
+    assert search(off, "body:gamma").equals(_expected(rows, "gamma"))
+    assert decompressed, "with the setting off, the kept copy is not read: the blocks are"
+    monkeypatch.setenv("INDEXTABLES_CACHE_UNPACKED", "no")
+    with pytest.raises(ConfigError, match="INDEXTABLES_CACHE_UNPACKED"):
+        keep_unpacked()
