@@ -35,10 +35,25 @@ def session_options(spark: SparkSession) -> dict[str, str]:
     bind_to_this_thread(spark)
     items = _all_settings(spark)
     options = {k: v for k, v in items.items() if k.startswith(S.PREFIX) and not k.startswith(TABLE_NAME_PREFIX)}
-    time_zone = items.get(SESSION_TIME_ZONE) or spark.conf.get(SESSION_TIME_ZONE, None)
+    time_zone = items.get(SESSION_TIME_ZONE) or _default_time_zone(spark)
     if time_zone:
         options["sessionTimeZone"] = str(time_zone)  # timestamp literals without an offset are in this zone
     return options
+
+
+_default_zones: dict[str, str | None] = {}  # a Connect session's id -> its server's default time zone
+
+
+def _default_time_zone(spark: SparkSession) -> str | None:
+    """The session's time zone where it set none (then ``getAll`` leaves it out): the server's default,
+    which a Connect session keeps for its life, so it is asked once per session (a request saved on every
+    statement; a zone the session sets comes with ``getAll``)."""
+    session_id = getattr(spark, "session_id", None) if getattr(spark, "_jsparkSession", None) is None else None
+    if session_id is None:
+        return spark.conf.get(SESSION_TIME_ZONE, None)
+    if session_id not in _default_zones:
+        _default_zones[str(session_id)] = spark.conf.get(SESSION_TIME_ZONE, None)
+    return _default_zones[str(session_id)]
 
 
 def bind_to_this_thread(spark: SparkSession) -> None:
