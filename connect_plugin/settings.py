@@ -66,7 +66,13 @@ def bind_to_this_thread(spark: SparkSession) -> None:
     """
     jvm, jsession = getattr(spark, "_jvm", None), getattr(spark, "_jsparkSession", None)
     if jvm is not None and jsession is not None:
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(jsession)
+        found = _session_class.get(id(jvm))
+        if found is None or found[0] is not jvm:  # each step of the class's name is a py4j call (~1 ms)
+            found = _session_class[id(jvm)] = (jvm, jvm.org.apache.spark.sql.SparkSession)
+        found[1].setActiveSession(jsession)
+
+
+_session_class: dict[int, tuple[Any, Any]] = {}  # id of a classic session's py4j view -> (it, its SparkSession class)
 
 
 _SEPARATOR = "\x1f"  # ASCII unit separator: in no setting's name or value
