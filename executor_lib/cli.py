@@ -165,12 +165,16 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache: SplitCache) -> int:
-    """Every live split's hit count for ``query`` (Tantivy counts; no documents are read)."""
-    from executor_lib.splits.search.split_opening import load_split
+    """Every live split's hit count for ``query`` (Tantivy counts; no documents are read), through the
+    searchers the search just kept open."""
+    from executor_lib.protocol.actions import parquet_table_root
+    from executor_lib.splits.search.split_opening import open_searcher
 
-    schema = snapshot.arrow_schema()
+    schema, root = snapshot.arrow_schema(), parquet_table_root(snapshot.metadata.configuration)
     return sum(
-        load_split(cache, store, add.path, schema, snapshot.doc_mapping(add), add.size).count(query)
+        open_searcher(
+            cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset, root
+        ).count(query)
         for add in snapshot.files
     )
 
