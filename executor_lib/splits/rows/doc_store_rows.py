@@ -193,9 +193,9 @@ class SegmentStore:
         block_of = self.store.block_of(docs)
         used = np.flatnonzero(np.bincount(block_of)).tolist()
         sound = self._unpacked_sound()
-        wanted = self.copy is not None and self.copy.enabled()
-        if not sound and wanted and len(used) * UNPACK_SHARE >= len(self.store.start):
-            self.unpacked, self._bounds = self.copy.keep(self.write_unpacked), None
+        copy = self.copy if self.copy is not None and self.copy.enabled() else None
+        if not sound and copy is not None and len(used) * UNPACK_SHARE >= len(self.store.start):
+            self.unpacked, self._bounds = copy.keep(self.write_unpacked), None
             sound = self.unpacked is not None
             if not sound:  # kept none (a full or read-only cache): not tried again by this searcher
                 self.copy = None
