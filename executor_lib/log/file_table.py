@@ -378,6 +378,11 @@ def _map_values(column: pa.ChunkedArray) -> list[dict[str, Any] | None]:
     return out
 
 
+REJECTS_MIN_ROWS = 2_000  # a chunk's accepted rows from which ``LiveFiles.select`` asks its ``rejects``
+# what judges a chunk's rows column-wise (``LiveFiles.select``): (kind, rows it certainly rejects) pairs
+RowRejects = Callable[["FileChunk"], list[tuple[str, np.ndarray]]]
+
+
 class LiveFiles(Mapping[str, AddAction]):
     """Path -> ``AddAction`` over Arrow chunks plus an overlay of later changes.
 
@@ -488,17 +493,41 @@ class LiveFiles(Mapping[str, AddAction]):
         """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
         a column left out when the file has no value or a null for it); ``keep`` is called once per
         distinct combination of values, and only the accepted rows become ``AddAction`` objects."""
+        return self.select(keep, partition_columns)[0]
+
+    def select(
+        self, keep: Any, partition_columns: Sequence[str], rejects: RowRejects | None = None
+    ) -> tuple[list[AddAction], int, dict[str, int]]:
+        """``select_partitions``, its chunks' rows also judged column-wise by ``rejects(chunk)`` (each a
+        kind and a boolean numpy mask of the rows it certainly rejects; ``log.pruning.stats_rejects``)
+        before any becomes an object; the files added on top of the chunks are not (their objects exist).
+        Returns the accepted files, how many live files ``keep`` accepted, and per kind how many of those
+        a ``rejects`` mask rejected.
+
+        Example: ``files, accepted, rejected = live.select(lambda v: True, [], rejects)``
+        """
         out: list[AddAction] = []
+        accepted = 0
+        rejected: dict[str, int] = {}
         for chunk in self.chunks:
             mask = _partition_mask(chunk, keep, partition_columns)
             live = self._live_mask(chunk)
             if live is not None:
                 mask = pc.and_(mask, live)
-            rows = pc.indices_nonzero(mask)
+            kept = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=np.bool_)
+            count = int(kept.sum())
+            accepted += count
+            if rejects is not None and count >= REJECTS_MIN_ROWS:  # (fewer: their objects cost less)
+                out_rows = np.zeros(len(chunk), dtype=np.bool_)
+                for kind, rows in rejects(chunk):
+                    rejected[kind] = rejected.get(kind, 0) + int((rows & kept).sum())
+                    out_rows |= rows
+                kept = kept & ~out_rows
+            rows = np.flatnonzero(kept)
             if len(rows):
-                out.extend(chunk.actions(rows))
-        out.extend(a for a in self.added.values() if keep(present_values(a.partition_values, partition_columns)))
-        return out
+                out.extend(chunk.actions(_int64s(rows)))
+        added = [a for a in self.added.values() if keep(present_values(a.partition_values, partition_columns))]
+        return out + added, accepted + len(added), rejected
 
     def _live_actions(self, chunk: FileChunk) -> Iterable[AddAction]:
         actions = chunk.all_actions()
@@ -639,6 +668,15 @@ def _strings(values: Sequence[str]) -> pa.Array:
     offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
     return pa.Array.from_buffers(_STRING, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def map_values(column: pa.ChunkedArray, key: str) -> pa.Array:
+    """Each row's value for ``key`` in a ``map<string, string>`` column (``partitionValues``,
+    ``minValues``...; null: no such key, a null value, or a null map), without an object per row.
+
+    Example: ``map_values(chunk.column("min_values"), "id")`` -> ``["0", "1000", null, ...]``
+    """
+    return _map_lookup(column, key)
 
 
 def _map_lookup(column: pa.ChunkedArray, key: str) -> pa.Array:

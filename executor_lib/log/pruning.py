@@ -20,6 +20,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from executor_lib.log.file_table import LiveFiles, map_values
 from executor_lib.protocol.actions import AddAction
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptLogError
@@ -242,17 +247,8 @@ def prune_scan(
     partition = list(partition_columns)
     considered = list(files)
     on_partitions = set(partition)
-
-    def by_partition(add: AddAction) -> bool:
-        def judge(p: Any) -> bool:
-            if p.column not in on_partitions:
-                return True
-            cmp = _Comparator(types.get(p.column))
-            return p.column not in add.partition_values or _value_may_match(p, add.partition_values[p.column], cmp)
-
-        return all(_may_match(p, judge) for p in predicates)
-
-    kept = [f for f in considered if by_partition(f)] if predicates and on_partitions else considered
+    by_partition = _partition_stage(predicates, types, on_partitions)
+    kept = [f for f in considered if by_partition(f.partition_values)] if predicates and on_partitions else considered
     final = [f for f in kept if file_may_match(f, predicates, types, partition)] if predicates else kept
     filter_types: dict[str, int] = {}
     if len(final) < len(kept):
@@ -275,14 +271,39 @@ def prune_scan(
     return final, counts
 
 
+def _partition_stage(
+    predicates: Sequence[filters.Filter], types: Mapping[str, str], on_partitions: set[str]
+) -> Callable[[Mapping[str, str | None]], bool]:
+    """A scan's partition stage: ``keep(partition_values)`` judges only the leaves on partition columns
+    (the others count as "may match"; statistics are the next stage's)."""
+
+    def keep(values: Mapping[str, str | None]) -> bool:
+        def judge(p: Any) -> bool:
+            if p.column not in on_partitions:
+                return True
+            cmp = _Comparator(types.get(p.column))
+            return p.column not in values or _value_may_match(p, values[p.column], cmp)
+
+        return all(_may_match(p, judge) for p in predicates)
+
+    return keep
+
+
 def prune_snapshot(snapshot: Any, predicates: Sequence[filters.Filter]) -> tuple[list[AddAction], dict[str, Any]]:
     """``prune_scan`` over a snapshot's live files, where only the files of the partitions the
     predicates may match become objects (partition values judged once per distinct partition on the
-    snapshot's columns, ``Snapshot.list_files``); the counts still cover every live file.
+    snapshot's columns, ``Snapshot.list_files``); the counts still cover every live file. On a state
+    of ``COLUMNAR_STATS_FILES`` files or more, the comparisons on numeric columns are judged on the
+    statistics' columns first (``stats_rejects``), so only the files they may match become objects
+    (``filter_types`` then counts, for the files they skip, the numeric conjuncts that reject them).
 
     Example: ``files, counts = prune_snapshot(snapshot, [f.Term("date", "2024-01-01")])``
     """
     meta = snapshot.metadata
+    judged = _columnar_conjuncts(predicates, column_types(meta.schema_string), meta.partition_columns)
+    live = snapshot.state.files
+    if judged and isinstance(live, LiveFiles) and snapshot.num_files >= COLUMNAR_STATS_FILES:
+        return _prune_columnar(snapshot, live, predicates, judged)
     if not predicates or not meta.partition_columns:
         return prune_scan(snapshot.files, predicates, meta.schema_string, meta.partition_columns)
     total = snapshot.num_files
@@ -290,6 +311,115 @@ def prune_snapshot(snapshot: Any, predicates: Sequence[filters.Filter]) -> tuple
     files, counts = prune_scan(selected, predicates, meta.schema_string, meta.partition_columns)
     counts["total_files"] = total
     counts["partition_pruned_files"] += total - len(selected)
+    return files, counts
+
+
+# a statistic Arrow parses as a float (Python's float() takes more: "1_000", " 5"; those stay unknown here)
+_NUMBER = r"^[+-]?((\d+\.?\d*|\.\d+)(e[+-]?\d+)?|inf|infinity|nan)$"
+COLUMNAR_STATS_FILES = 10_000  # live files from which numeric statistics are judged column-wise first
+Judged = list[tuple[filters.Term | filters.TermIn | filters.Between, _Comparator]]
+
+
+def _columnar_conjuncts(
+    predicates: Sequence[filters.Filter], types: Mapping[str, str], partition_columns: Iterable[str]
+) -> Judged:
+    """The top-level conjuncts ``stats_rejects`` judges: ``Term``, ``TermIn`` and ``Between`` on a
+    numeric data column (a string's truncated maximum and a partition's values stay with the objects)."""
+    if not predicates:
+        return []
+    _check_predicates(predicates, types)
+    partition = set(partition_columns)
+    out: Judged = []
+    for conjunct in (c for top in predicates for c in _conjuncts(top)):
+        if isinstance(conjunct, (filters.Term, filters.TermIn, filters.Between)) and conjunct.column not in partition:
+            cmp = _Comparator(types.get(conjunct.column))
+            if cmp.numeric:
+                out.append((conjunct, cmp))
+    return out
+
+
+def stats_rejects(min_values: Any, max_values: Any, rows: int, judged: Judged) -> list[tuple[str, np.ndarray]]:
+    """For each conjunct of ``judged`` (``_columnar_conjuncts``), its kind and the rows whose
+    statistics (``min_values``/``max_values``: ``map<string, string>`` columns, or None) certainly hold
+    no match: a subset of what ``file_may_match`` rejects — a statistic missing, or not a number as
+    Arrow parses one, rejects nothing, nor does an equal bound (inclusive or not), nor a float column's
+    maximum (NaN sorts above it).
+
+    Example: ``stats_rejects(chunk.column("min_values"), chunk.column("max_values"), len(chunk), judged)``
+    """
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    out = []
+    for p, cmp in judged:
+        column = p.column
+        if column not in bounds:
+            high = np.full(rows, np.nan) if cmp.may_hold_nan else _stat_numbers(max_values, column, rows)
+            bounds[column] = (_stat_numbers(min_values, column, rows), high)
+        low, high = bounds[column]
+        with np.errstate(invalid="ignore"):
+            out.append((type(p).__name__, _rejected(p, cmp, low, high)))
+    return out
+
+
+def _rejected(p: Any, cmp: _Comparator, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The rows whose [low, high] (NaN: unknown) cannot hold a value ``p`` matches."""
+    none = np.zeros(len(low), dtype=np.bool_)
+    if isinstance(p, filters.Between):
+        lower = cmp.key(p.lower) if p.lower is not None else None
+        upper = cmp.key(p.upper) if p.upper is not None else None
+        if (p.lower is not None and lower is None) or (p.upper is not None and upper is None):
+            return none
+        out = none.copy()
+        if lower is not None:
+            out |= high < lower
+        if upper is not None:
+            out |= low > upper
+        return out
+    values = [p.value] if isinstance(p, filters.Term) else list(p.values)
+    keys = [cmp.key(v) for v in values]
+    if any(k is None for k in keys):
+        return none
+    out = ~none  # TermIn of no value: rejects every file, as file_may_match does
+    for k in keys:
+        out &= (high < k) | (low > k)
+    return out
+
+
+def _stat_numbers(stats: Any, column: str, rows: int) -> np.ndarray:
+    """Each row's statistic of ``column`` as a float (NaN: none, or not a number Arrow parses)."""
+    if stats is None:
+        return np.full(rows, np.nan)
+    text = map_values(stats, column)
+    number = pc.match_substring_regex(text, _NUMBER, ignore_case=True)  # others: null (unknown)
+    try:
+        numbers = pc.cast(pc.if_else(number, text, pa.scalar(None, pa.string())), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # (a number out of Arrow's range)
+        return np.full(rows, np.nan)
+    return np.asarray(numbers.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _prune_columnar(
+    snapshot: Any, live: LiveFiles, predicates: Sequence[filters.Filter], judged: Judged
+) -> tuple[list[AddAction], dict[str, Any]]:
+    """``prune_snapshot`` with the ``judged`` conjuncts judged on the chunks' statistics columns first."""
+    meta = snapshot.metadata
+    columns = list(meta.partition_columns)
+    keep = _partition_stage(predicates, column_types(meta.schema_string), set(columns))
+
+    def rejects(chunk: Any) -> list[tuple[str, np.ndarray]]:
+        found = chunk.column_names
+        lows = chunk.column("min_values") if "min_values" in found else None
+        highs = chunk.column("max_values") if "max_values" in found else None
+        return stats_rejects(lows, highs, len(chunk), judged)
+
+    selected, accepted, rejected = live.select(keep, columns, rejects)
+    files, counts = prune_scan(selected, predicates, meta.schema_string, columns)
+    total = snapshot.num_files
+    counts["total_files"] = total
+    counts["partition_pruned_files"] = total - accepted
+    counts["data_skipped_files"] = accepted - len(files)
+    for kind, n in rejected.items():
+        if n:
+            counts["filter_types"][kind] = counts["filter_types"].get(kind, 0) + n
     return files, counts
 
 

@@ -203,3 +203,97 @@ def test_prune_scan_counts_what_each_stage_skips() -> None:
     }
     kept, counts = prune_scan(files, [], schema, columns)
     assert kept == list(files) and counts["final_files"] == len(files) and counts["filter_types"] == {}
+
+
+def _random_stats_table(tmp_path: Path, n: int, seed: int) -> executor_lib.TransactionLog:
+    """A table of ``n`` files (an Avro state: the snapshot holds them as columns) in 4 days, with
+    statistics of an integer, a float and a string column that are sometimes missing, not numbers,
+    NaN, infinite or equal to a predicate's bound."""
+    import random
+
+    rng = random.Random(seed)
+    schema = pa.schema([("day", pa.string()), ("id", pa.int64()), ("score", pa.float64()), ("name", pa.string())])
+    log = executor_lib.create_table(str(tmp_path / f"t{seed}"), schema, ["day"])
+    odd = ["", "x", "1_000", " 5", "NaN", "inf", "-inf", "1e400", "7.0"]
+
+    def stat(low: float, high: float) -> tuple[str | None, str | None]:
+        if rng.random() < 0.1:
+            return None, None
+        if rng.random() < 0.08:
+            return rng.choice(odd), rng.choice(odd)
+        return str(int(low)) if rng.random() < 0.7 else str(low), str(int(high))
+
+    adds = []
+    for i in range(n):
+        low = rng.randrange(0, 200)
+        lows, highs = {}, {}
+        for column, (a, b) in {
+            "id": stat(low, low + rng.randrange(0, 40)),
+            "score": stat(low / 4, low / 4 + 3),
+        }.items():
+            if a is not None:
+                lows[column] = a
+            if b is not None:
+                highs[column] = b
+        lows["name"], highs["name"] = "a" * rng.randrange(1, 40), "m" * rng.randrange(1, 40)
+        day = f"2024-01-0{1 + i % 4}"
+        adds.append(AddAction(f"day={day}/f{i}.split", {"day": day}, 1, 1, True, min_values=lows, max_values=highs))
+    log.commit(adds)
+    return log
+
+
+def test_numeric_statistics_judged_column_wise_skip_what_the_objects_skip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At scale (``COLUMNAR_STATS_FILES``), a scan's comparisons on numeric columns are judged on the
+    state's statistics columns before any file becomes an object: the same files are kept, and the
+    same counts made, as judging every file's object (``prune_scan``); only the survivors are built."""
+    from executor_lib.log import file_table, pruning
+    from executor_lib.log.file_table import LiveFiles
+
+    monkeypatch.setattr(file_table, "REJECTS_MIN_ROWS", 0)
+    log = _random_stats_table(tmp_path, 3000, seed=3)
+    snapshot = log.snapshot()
+    assert isinstance(snapshot.state.files, LiveFiles)
+    cases = [
+        [Term("id", 57)],
+        [Term("id", "57")],
+        [TermIn("id", (3, 150, 400))],
+        [TermIn("id", ())],
+        [gt("id", 180)],
+        [lt("id", 20), Term("day", "2024-01-02")],
+        [ge("score", 40.0)],
+        [le("score", 2.0)],
+        [Between("id", 50, 60, lower_inclusive=False, upper_inclusive=False)],
+        [Between("score", 10.5, 12.25), gt("id", 30)],
+        [Between("id", "x", 60)],
+        [gt("id", 100), Term("name", "zzz")],
+        [Term("id", True)],
+        [Term("day", "2024-01-03")],
+    ]
+    schema, columns = snapshot.metadata.schema_string, snapshot.partition_columns
+    built: list[int] = []
+    exact_scan = pruning.prune_scan
+    monkeypatch.setattr(pruning, "prune_scan", lambda files, *a: built.append(len(files)) or exact_scan(files, *a))
+    for predicates in cases:
+        expected, expected_counts = exact_scan(snapshot.files, predicates, schema, columns)
+        monkeypatch.setattr(pruning, "COLUMNAR_STATS_FILES", 0)
+        built.clear()
+        got, counts = pruning.prune_snapshot(snapshot, predicates)
+        assert paths(got) == paths(expected), predicates
+        same = ("total_files", "partition_pruned_files", "data_skipped_files", "final_files")
+        assert {k: counts[k] for k in same} == {k: expected_counts[k] for k in same}, predicates
+        # per kind, the skipped files a conjunct rejects: the same where one conjunct judges the statistics;
+        # with several, a file skipped column-wise is counted for the conjuncts that rejected it there
+        kinds, exact = counts["filter_types"], expected_counts["filter_types"]
+        if len([p for p in predicates if p.column != "day"]) == 1:
+            assert kinds == exact, predicates
+        assert all(kinds.get(k, 0) <= n for k, n in exact.items()), predicates
+        assert sum(kinds.values()) >= counts["data_skipped_files"], predicates
+        numeric = pruning._columnar_conjuncts(predicates, pruning.column_types(schema), columns)
+        if numeric and expected_counts["data_skipped_files"]:
+            assert built and built[0] < len(snapshot.files) - expected_counts["partition_pruned_files"], (
+                f"{predicates}: every file of the partitions became an object"
+            )
+        monkeypatch.setattr(pruning, "COLUMNAR_STATS_FILES", 10_000)
+        assert pruning.prune_snapshot(snapshot, predicates)[0] == pruning.prune_snapshot(snapshot, predicates)[0]
