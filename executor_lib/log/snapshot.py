@@ -272,14 +272,14 @@ class Snapshot:
         """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``).
 
         On an Avro state's columnar files, partition predicates are judged once per distinct
-        combination of partition values and only the files they keep become objects.
+        combination of partition values, comparisons on numeric columns on the statistics' columns at
+        scale (``pruning.prune_snapshot``), and only the files they keep become objects.
         """
-        from executor_lib.log.pruning import prune_files
+        from executor_lib.log.pruning import prune_snapshot
 
         if not predicates:
             return self.files
-        meta = self.metadata
-        return prune_files(self.list_partitions(predicates), predicates, meta.schema_string, meta.partition_columns)
+        return prune_snapshot(self, predicates)[0]
 
     def list_partitions(self, predicates: Sequence[Any]) -> list[AddAction]:
         """The live files of the partitions ``predicates`` may match (their statistics not judged)."""
