@@ -33,6 +33,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.log.arrow_arrays import _map_lookup
+from executor_lib.log.arrow_arrays import bools as _bools
+from executor_lib.log.arrow_arrays import int64s as _int64s
+from executor_lib.log.arrow_arrays import numpy_view as _numpy
+from executor_lib.log.arrow_arrays import strings as _strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
@@ -642,58 +647,6 @@ def _default_column(name: str, n: int) -> pa.Array:
 def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
     """The partition ``values`` of ``columns`` that are set (what a ``keep`` function is given)."""
     return {c: v for c in columns if (v := values.get(c)) is not None}
-
-
-# Arrays the listing path needs are built from their buffers: ``pa.array`` and ``pa.scalar`` import
-# pandas on first use (0.5-1.5 s in a new process), which a partition listing must not pay.
-def _int64s(values: Any, valid: np.ndarray | None = None) -> pa.Array:
-    """An int64 array of ``values`` (null where ``valid`` is False)."""
-    data = np.ascontiguousarray(values, dtype=np.int64)
-    bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(_INT, len(data), [bitmap, pa.py_buffer(data)])
-
-
-def _numpy(array: pa.Array, dtype: Any) -> np.ndarray:
-    """The values of a null-free fixed-width array, viewed from its buffer."""
-    size = np.dtype(dtype).itemsize
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * size)
-
-
-def _bools(values: np.ndarray) -> pa.Array:
-    return pa.Array.from_buffers(_BOOL, len(values), [None, pa.py_buffer(np.packbits(values, bitorder="little"))])
-
-
-def _strings(values: Sequence[str]) -> pa.Array:
-    encoded = [v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(_STRING, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
-
-
-def map_values(column: pa.ChunkedArray, key: str) -> pa.Array:
-    """Each row's value for ``key`` in a ``map<string, string>`` column (``partitionValues``,
-    ``minValues``...; null: no such key, a null value, or a null map), without an object per row.
-
-    Example: ``map_values(chunk.column("min_values"), "id")`` -> ``["0", "1000", null, ...]``
-    """
-    return _map_lookup(column, key)
-
-
-def _map_lookup(column: pa.ChunkedArray, key: str) -> pa.Array:
-    """Each row's value for ``key`` in a ``map<string, string>`` column (null: no such key, a null
-    value, or a null map). Arrow's own ``map_lookup`` imports pandas on first use (about a second),
-    so this does it from the flat keys and items."""
-    maps = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    offsets = _numpy(maps.offsets, np.int32)  # into the full keys and items (a sliced array's start past 0)
-    first, last = int(offsets[0]), int(offsets[-1])
-    keys = maps.keys.slice(first, last - first)
-    counts = np.diff(offsets)
-    parents = np.repeat(np.arange(len(maps), dtype=np.int64), counts)  # the row of each key
-    matches = pc.equal(keys, _strings([key])[0])  # map keys are never null
-    hits = _numpy(pc.indices_nonzero(matches), np.uint64).astype(np.int64)
-    position = np.full(len(maps), -1, dtype=np.int64)
-    position[parents[hits][::-1]] = hits[::-1] + first  # reversed: the first occurrence is written last
-    return pc.take(maps.items, _int64s(position, valid=position >= 0))
 
 
 def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:

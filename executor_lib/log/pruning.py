@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.file_table import LiveFiles, map_values
+from executor_lib.log.arrow_arrays import map_values
+from executor_lib.log.file_table import LiveFiles
 from executor_lib.protocol.actions import AddAction
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptLogError
