@@ -51,9 +51,10 @@ def _default_time_zone(spark: SparkSession) -> str | None:
     session_id = getattr(spark, "session_id", None) if getattr(spark, "_jsparkSession", None) is None else None
     if session_id is None:
         return spark.conf.get(SESSION_TIME_ZONE, None)
-    if session_id not in _default_zones:
-        _default_zones[str(session_id)] = spark.conf.get(SESSION_TIME_ZONE, None)
-    return _default_zones[str(session_id)]
+    key = str(session_id)
+    if key not in _default_zones:
+        _default_zones[key] = spark.conf.get(SESSION_TIME_ZONE, None)
+    return _default_zones[key]
 
 
 def bind_to_this_thread(spark: SparkSession) -> None:

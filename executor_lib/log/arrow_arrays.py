@@ -44,16 +44,11 @@ def strings(values: Sequence[str]) -> pa.Array:
 def map_values(column: pa.ChunkedArray, key: str) -> pa.Array:
     """Each row's value for ``key`` in a ``map<string, string>`` column (``partitionValues``,
     ``minValues``...; null: no such key, a null value, or a null map), without an object per row.
+    Arrow's own ``map_lookup`` imports pandas on first use (about a second), so this does it from the
+    flat keys and items.
 
     Example: ``map_values(chunk.column("min_values"), "id")`` -> ``["0", "1000", null, ...]``
     """
-    return _map_lookup(column, key)
-
-
-def _map_lookup(column: pa.ChunkedArray, key: str) -> pa.Array:
-    """Each row's value for ``key`` in a ``map<string, string>`` column (null: no such key, a null
-    value, or a null map). Arrow's own ``map_lookup`` imports pandas on first use (about a second),
-    so this does it from the flat keys and items."""
     maps = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     offsets = numpy_view(maps.offsets, np.int32)  # into the full keys and items (a sliced array's start past 0)
     first, last = int(offsets[0]), int(offsets[-1])

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.log.arrow_arrays import int64s, strings
+
 _STRING, _INT, _INT32 = pa.string(), pa.int64(), pa.int32()
 _MAP = pa.map_(pa.string(), pa.string())
 _PREFIX, _MIDDLE, _SUFFIX = "prefix", "middle", "suffix"
@@ -58,17 +60,17 @@ def _split_paths(paths: pa.Array) -> pa.Array:
     parts = pc.split_pattern(paths, pattern="/", max_splits=1, reverse=True)  # [dir without "/", name] or [name]
     offsets = np.frombuffer(parts.buffers()[1], np.int32, len(parts) + 1, parts.offset * 4)
     has_dir = np.diff(offsets) == 2
-    names = parts.values.take(_int64s(offsets[1:] - 1))
+    names = parts.values.take(int64s(offsets[1:] - 1))
     start, end = _shared_ends(names)
     middle = pc.utf8_slice_codeunits(names, len(start), -len(end) if end else None)
-    dirs = pc.dictionary_encode(parts.values.take(_int64s(offsets[:-1][has_dir])))
+    dirs = pc.dictionary_encode(parts.values.take(int64s(offsets[:-1][has_dir])))
     size = len(dirs.dictionary)
-    joined = pc.binary_join_element_wise(dirs.dictionary, _strings(["/" + start] * size), _strings([""] * size))
-    dictionary = pa.concat_arrays([joined, _strings([start])])  # last: the prefix of a path without "/"
+    joined = pc.binary_join_element_wise(dirs.dictionary, strings(["/" + start] * size), strings([""] * size))
+    dictionary = pa.concat_arrays([joined, strings([start])])  # last: the prefix of a path without "/"
     codes = np.full(len(paths), len(dictionary) - 1, dtype=np.int32)
     codes[has_dir] = np.frombuffer(dirs.indices.buffers()[1], np.int32, len(dirs.indices), dirs.indices.offset * 4)
     prefix = _narrow_dictionary(pa.DictionaryArray.from_arrays(_int32s(codes), dictionary))
-    suffix = pa.DictionaryArray.from_arrays(_int32s(np.zeros(len(paths), np.int32)), _strings([end]))
+    suffix = pa.DictionaryArray.from_arrays(_int32s(np.zeros(len(paths), np.int32)), strings([end]))
     return pa.StructArray.from_arrays([prefix, middle, _narrow_dictionary(suffix)], [_PREFIX, _MIDDLE, _SUFFIX])
 
 
@@ -102,21 +104,9 @@ def _int32s(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(_INT32, len(data), [None, pa.py_buffer(data)])
 
 
-def _int64s(values: np.ndarray) -> pa.Array:
-    data = np.ascontiguousarray(values, dtype=np.int64)
-    return pa.Array.from_buffers(_INT, len(data), [None, pa.py_buffer(data)])
-
-
-def _strings(values: list[str]) -> pa.Array:
-    encoded = [v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(_STRING, len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
-
-
 # The separator of a concatenation, made without ``pa.scalar``: a Python str there imports pandas on
 # first use (over a second in a new process).
-_NO_SEPARATOR = _strings([""])[0]
+_NO_SEPARATOR = strings([""])[0]
 
 
 def compact_column(name: str, array: pa.Array, logical: pa.DataType) -> pa.Array:

@@ -33,11 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import _map_lookup
-from executor_lib.log.arrow_arrays import bools as _bools
-from executor_lib.log.arrow_arrays import int64s as _int64s
-from executor_lib.log.arrow_arrays import numpy_view as _numpy
-from executor_lib.log.arrow_arrays import strings as _strings
+from executor_lib.log.arrow_arrays import bools, int64s, map_values, numpy_view, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
@@ -443,13 +439,13 @@ class LiveFiles(Mapping[str, AddAction]):
         if path in self.shadowed:
             raise KeyError(path)
         chunk, row = self._row_index()[path]
-        return self.chunks[chunk].actions(_int64s([row]))[0]
+        return self.chunks[chunk].actions(int64s([row]))[0]
 
     def missing(self, paths: Iterable[str]) -> list[str]:
         """Those of ``paths`` that are not live files, found column-wise (``matching_paths``): no
         object or index entry is built per file, as ``in`` builds on its first lookup."""
         wanted = frozenset(p for p in paths if p not in self.added and p not in self.shadowed)
-        value_set = _strings(sorted(wanted))
+        value_set = strings(sorted(wanted))
         found = {p for chunk in self.chunks for p in matching_paths(chunk, wanted, value_set)} if wanted else set()
         return [p for p in paths if p not in self.added and p not in found]
 
@@ -530,7 +526,7 @@ class LiveFiles(Mapping[str, AddAction]):
                 kept = kept & ~out_rows
             rows = np.flatnonzero(kept)
             if len(rows):
-                out.extend(chunk.actions(_int64s(rows)))
+                out.extend(chunk.actions(int64s(rows)))
         added = [a for a in self.added.values() if keep(present_values(a.partition_values, partition_columns))]
         return out + added, accepted + len(added), rejected
 
@@ -548,7 +544,7 @@ class LiveFiles(Mapping[str, AddAction]):
         key = id(chunk)  # the chunks are held by self: ids are stable
         if key not in self._masks:
             if self._shadowed_array is None:
-                self._shadowed_array = _strings(list(self.shadowed))
+                self._shadowed_array = strings(list(self.shadowed))
             hit = pc.is_in(chunk.paths, value_set=self._shadowed_array)
             self._masks[key] = pc.invert(hit) if pc.any(hit).as_py() else None
         return self._masks[key]
@@ -588,7 +584,7 @@ def partition_strings(partition_values: pa.ChunkedArray | pa.Array, columns: Seq
         chunked = pa.chunked_array([chunked])
     if chunked.num_chunks == 0:
         chunked = pa.chunked_array([pa.array([], _MAP)])
-    return {c: _map_lookup(chunked, c) for c in columns}
+    return {c: map_values(chunked, c) for c in columns}
 
 
 def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
@@ -602,7 +598,9 @@ def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tu
         flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(flat)
         dictionary = [*encoded.dictionary.to_pylist(), None]
-        key = key * len(dictionary) + _numpy(pc.fill_null(encoded.indices.cast(_INT), len(dictionary) - 1), np.int64)
+        key = key * len(dictionary) + numpy_view(
+            pc.fill_null(encoded.indices.cast(_INT), len(dictionary) - 1), np.int64
+        )
         dictionaries.append(dictionary)
     distinct, inverse = np.unique(key, return_inverse=True)
     combos = []
@@ -638,10 +636,10 @@ def _default_column(name: str, n: int) -> pa.Array:
     if default is None or name in _MAP_ATTRS or name in _LIST_ATTRS:
         return pa.nulls(n, arrow_type)
     if arrow_type == _BOOL:
-        return _bools(np.full(n, bool(default)))
+        return bools(np.full(n, bool(default)))
     if arrow_type == _INT:
-        return _int64s(np.full(n, int(default), dtype=np.int64))
-    return _strings([str(default)] * n)
+        return int64s(np.full(n, int(default), dtype=np.int64))
+    return strings([str(default)] * n)
 
 
 def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
@@ -657,18 +655,18 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
     are vectorized, and no joined string can make two combinations look alike.
     """
     if not columns or "partition_values" not in chunk.column_names:
-        return _bools(np.full(len(chunk), bool(keep({}))))
+        return bools(np.full(len(chunk), bool(keep({}))))
     partition_values = chunk.column("partition_values")
     key = np.zeros(len(chunk), dtype=np.int64)
     dictionaries: list[list[str | None]] = []
     for column in columns:
-        encoded = pc.dictionary_encode(_map_lookup(partition_values, column))
+        encoded = pc.dictionary_encode(map_values(partition_values, column))
         dictionary = [*encoded.dictionary.to_pylist(), None]
-        codes = _numpy(pc.fill_null(encoded.indices.cast(_INT), _int64s([len(dictionary) - 1])[0]), np.int64)
+        codes = numpy_view(pc.fill_null(encoded.indices.cast(_INT), int64s([len(dictionary) - 1])[0]), np.int64)
         key = key * len(dictionary) + codes
         dictionaries.append(dictionary)
         if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
-            return _bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
+            return bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
     accepted = []
     ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
     distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
@@ -683,4 +681,4 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
             accepted.append(combination)
     chosen = np.array(accepted, dtype=np.int64)  # sorted, as ``distinct`` is
     at = np.minimum(np.searchsorted(chosen, key), max(len(chosen) - 1, 0))
-    return _bools(chosen[at] == key if len(chosen) else np.zeros(len(key), dtype=bool))
+    return bools(chosen[at] == key if len(chosen) else np.zeros(len(key), dtype=bool))
