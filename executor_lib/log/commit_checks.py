@@ -86,6 +86,7 @@ def validate_against_table(
     effective = new_meta or metadata
     partition_columns = set(effective.partition_columns) if effective else set()
     registry = registry_from_configuration(effective.configuration) if effective else {}
+    fitting: set[str] = set()  # doc mappings checked already: the adds of one write share one
     for a in actions:
         if not isinstance(a, AddAction):
             continue
@@ -96,8 +97,11 @@ def validate_against_table(
             )
         mapping = a.doc_mapping_json or (registry.get(a.doc_mapping_ref) if a.doc_mapping_ref else None)
         # A companion split (its rows are in the source's files) indexes only the columns BUILD chose.
-        if effective is not None and mapping is not None and a.companion_source_files is None:
+        if effective is None or mapping is None or a.companion_source_files is not None:
+            continue
+        if mapping not in fitting:
             check_split_schema(a.path, mapping, effective.schema_string, effective.partition_columns, uri)
+            fitting.add(mapping)
     spelled_as_uri = [a for a in actions if isinstance(a, AddAction) and "://" in a.path]
     if spelled_as_uri:  # rare: only then is the table's live list read for this check
         live_keys = {table_key(uri, p): p for p in live_files()}

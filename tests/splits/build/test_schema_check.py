@@ -52,6 +52,19 @@ def test_commit_refuses_a_split_of_another_schema(tmp_path: Path, case: str) -> 
     assert search_table(log.store, log.snapshot(), "*", SplitCache(tmp_path / "c")).num_rows == 1
 
 
+def test_one_commit_of_many_splits_checks_each_mapping_and_names_the_split_that_differs(tmp_path: Path) -> None:
+    """The check runs once per distinct doc mapping of a commit (a 100K-split commit shares one): a
+    split of another mapping after many fitting ones is still refused, by its own path."""
+    log = _table(tmp_path)
+    fitting = [write_and_upload(log.store, GOOD, mapping_for(SCHEMA, {})) for _ in range(4)]
+    rows, message = BAD["retyped"]
+    bad = write_and_upload(log.store, rows, mapping_for(rows.schema, {}))
+    with pytest.raises(InvalidActionError, match=message) as e:
+        log.commit([*fitting[:3], bad, fitting[3]])
+    assert bad.path in str(e.value) and not any(a.path in str(e.value) for a in fitting)
+    assert log.latest_version() == 1
+
+
 def test_a_narrower_integer_split_is_committed_and_read_as_the_tables_type(tmp_path: Path) -> None:
     log = _table(tmp_path)
     narrow = pa.table({"id": pa.array([2], pa.int32()), "msg": ["b"]})
