@@ -152,12 +152,16 @@ for chunk in getattr(files, "chunks", ()):  # touch every page, so mapped bytes 
     for buffer in (b for column in chunk.table.columns for a in column.chunks for b in a.buffers() if b is not None):
         np.frombuffer(buffer, np.uint8)[::4096].sum()
 grown = (rss() - before) / 1024
+from executor_lib.log.manifest_cache import MANIFEST_CACHE
+MANIFEST_CACHE.flush()  # written: the disk copies (with an empty cache, they take over the statistics)
+settled = (rss() - before) / 1024
 day = next(iter(files.values())).partition_values["day"]; del s, files
 times = []
 for _ in range(3):  # each with a new log object; the first also pays first-use costs; the best of three is reported
     t = time.perf_counter(); listing = executor_lib.open_log(sys.argv[1]).list_files([Term("day", day)])
     times.append(time.perf_counter() - t)
-print(json.dumps({"load_s": load, "rss_mb": grown / 1024, "held_mb": held / 2**20, "listing_s": min(times),
+print(json.dumps({"load_s": load, "rss_mb": grown / 1024, "settled_mb": settled / 1024, "held_mb": held / 2**20,
+                  "listing_s": min(times),
                   "listing_first_s": times[0],
                   "listing_files": len(listing.files), "manifests_read": listing.manifests_read,
                   "manifests_total": listing.manifests_total}))
@@ -235,7 +239,11 @@ def scale(root: Path, n: int, spark: bool = True) -> dict[str, Any]:
         for _ in range(2)
     ]
     out.update(runs[1])
-    out["cold_load_s"], out["cold_rss_mb"] = runs[0]["load_s"], runs[0]["rss_mb"]
+    out["cold_load_s"], out["cold_rss_mb"], out["cold_settled_mb"] = (
+        runs[0]["load_s"],
+        runs[0]["rss_mb"],
+        runs[0]["settled_mb"],
+    )
     if spark:
         out["spark"] = through_spark(root, uri)
     return out
@@ -315,7 +323,7 @@ def print_results(results: dict[str, Any]) -> None:
     print(
         f"{'files':>9} {'1-file commit max':>17} {'median':>8} {'big commit':>16} {'warm+1':>7} {'warm+big':>8} "
         f"{'new-process load':>16} {'memory':>7} {'1-partition listing':>19} {'first':>7} "
-        f"{'empty-cache load':>16}"
+        f"{'empty-cache load':>16} {'memory':>7} {'settled':>7}"
     )
     for n, r in results["sizes"].items():
         sc = r["scale"]
@@ -325,7 +333,8 @@ def print_results(results: dict[str, Any]) -> None:
             f"{sc['warm_after_big_commit_s']:>7.3f}s "
             f"{sc['load_s']:>15.2f}s {snapshot_memory_mb(sc):>5.0f}MB {sc['listing_s']:>18.3f}s "
             f"{sc.get('listing_first_s', float('nan')):>6.3f}s "
-            f"{sc.get('cold_load_s', float('nan')):>15.2f}s"
+            f"{sc.get('cold_load_s', float('nan')):>15.2f}s {sc.get('cold_rss_mb', float('nan')):>5.0f}MB "
+            f"{sc.get('cold_settled_mb', float('nan')):>5.0f}MB"
         )
     print(
         "warm+1 / warm+big: a process's snapshot refreshed after another writer's one-file (slowest of ten) / "
@@ -333,7 +342,8 @@ def print_results(results: dict[str, Any]) -> None:
         "new-process load, memory, listing: with the manifest disk cache an earlier process filled; "
         "1-partition listing: best of three in that process, each with a new log object (first: the first of them); "
         "memory: RSS growth after loading the snapshot and reading every page of its Arrow columns "
-        "(memory-mapped ones included); empty-cache load: a new process decoding every manifest"
+        "(memory-mapped ones included); empty-cache load: a new process decoding every manifest, its memory "
+        "grown so, then settled: once its manifest disk copies are written (they take over the statistics)"
     )
     print_spark(results)
     p = results["pruning"]

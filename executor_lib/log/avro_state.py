@@ -25,8 +25,8 @@ import pyarrow as pa
 
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
-from executor_lib.log.file_table import FileChunk
-from executor_lib.log.manifest_cache import MANIFEST_CACHE, manifest_cache_key
+from executor_lib.log.file_table import FileChunk, deferring
+from executor_lib.log.manifest_cache import MANIFEST_CACHE, RELEASE_AFTER_ENTRIES, manifest_cache_key
 from executor_lib.log.manifest_columns import read_sidecar
 from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
 from executor_lib.protocol.actions import (
@@ -293,7 +293,10 @@ def _read_manifest(store: ObjectStore, info: ManifestInfo, version: int) -> tupl
             return _check_count(cached, info, source), None
     except ObjectNotFoundError as e:
         raise MissingLogFileError(missing) from e
-    return _check_count(_fresh_chunk(store, key, source, missing), info, source), cache_key
+    fresh = _fresh_chunk(store, key, source, missing)
+    if MANIFEST_CACHE.disk is not None:  # its statistics go to the disk copy once that is written
+        fresh = deferring(fresh, lambda: _fresh_chunk(store, key, source, missing))
+    return _check_count(fresh, info, source), cache_key
 
 
 def _fresh_chunk(store: ObjectStore, key: str, source: str, missing: str) -> FileChunk:
@@ -317,7 +320,6 @@ def _check_count(adds: FileChunk, info: ManifestInfo, source: str) -> FileChunk:
     return adds
 
 
-RELEASE_AFTER_ENTRIES = 100_000  # entries decoded in one read after which Arrow's unused memory is released
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 

@@ -33,10 +33,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.arrow_pool import use_system_pool
 from executor_lib.log.arrow_arrays import bools, int64s, map_values, numpy_view, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
+
+use_system_pool()  # the columns built here live long: an allocator that gives freed memory back (arrow_pool)
 
 _STRING, _INT, _BOOL = pa.string(), pa.int64(), pa.bool_()
 _MAP = pa.map_(pa.string(), pa.string())
@@ -96,6 +99,22 @@ class DeferredColumns:
         self._load: Callable[[], pa.Table] | None = load
         self._table: pa.Table | None = None
         self._lock = threading.Lock()
+        self.reread: Callable[[], Any] | None = None  # ``held``: how to read the chunk afresh
+
+    @classmethod
+    def held(cls, table: pa.Table, reread: Callable[[], Any]) -> DeferredColumns:
+        """Columns decoded already and kept in memory until ``spill`` hands them to a file; ``reread``
+        reads their chunk afresh, should that file be gone or damaged when they are next asked for."""
+        deferred = cls(table.column_names, table.num_rows, lambda: table)
+        deferred._table, deferred._load, deferred.reread = table, None, reread
+        return deferred
+
+    def spill(self, load: Callable[[], pa.Table]) -> None:
+        """Let go of the columns in memory: ``load`` gets them (from the disk copy just written) when
+        they are next asked for. A cold load of a 10M-file state holds ~780 MB less once its disk
+        copies are written (``bench.state_benchmark``)."""
+        with self._lock:
+            self._table, self._load = None, load
 
     @property
     def loaded(self) -> bool:
@@ -294,6 +313,17 @@ def matching_paths(chunk: FileChunk, paths: frozenset[str], value_set: pa.Array)
             candidates = logical_column("path", pa.chunked_array([part.take(rows)]), pa.string()).to_pylist()
             out += [p for p in candidates if p in paths]
     return out
+
+
+def deferring(chunk: FileChunk, reread: Callable[[], FileChunk]) -> FileChunk:
+    """``chunk`` with its ``DEFERRED_COLUMNS`` held apart (``DeferredColumns.held``), for the manifest
+    disk cache to ``spill`` once it has written them; the chunk itself if it has none of them or
+    keeps its objects (never cached on disk)."""
+    names = [n for n in DEFERRED_COLUMNS if n in chunk.table.column_names]
+    if not names or chunk.objects is not None or chunk.deferred is not None:
+        return chunk
+    held = DeferredColumns.held(chunk.table.select(names), reread)
+    return FileChunk(chunk.table.drop_columns(names), deferred=held)
 
 
 def restore_chunk(table: pa.Table, deferred: DeferredColumns | None = None) -> FileChunk:

@@ -48,6 +48,7 @@ from indextables_contract.errors import CorruptLogError
 
 log = logging.getLogger(__name__)
 
+RELEASE_AFTER_ENTRIES = 100_000  # entries decoded or spilled at once after which Arrow's unused memory is released
 _SUFFIX = ".arrow"
 _DEFERRED_SUFFIX = ".deferred.arrow"
 # In a cached chunk's file: the columns it leaves to its ``.deferred.arrow`` file, and that file's digest.
@@ -124,6 +125,8 @@ class ManifestCache:
             return
         for uri, adds in items:
             self.disk.put(uri, adds)
+        if sum(len(adds) for _, adds in items) >= RELEASE_AFTER_ENTRIES:
+            pa.default_memory_pool().release_unused()  # the statistics the disk copies took over
 
     def _forget_write(self, write: Future[None]) -> None:
         with self._lock:
@@ -224,8 +227,11 @@ class DiskManifestCache:
         except pa.ArrowException as e:
             log.debug("manifest cache: cannot encode %s (%s)", uri, e)
             return
-        if self._write(self._path(uri), data):
-            self._evict()
+        if not self._write(self._path(uri), data):
+            return
+        if names and adds.deferred is not None and adds.deferred.loaded:  # decoded here: now in the file
+            adds.deferred.spill(_deferred_loader(self._deferred_path(uri), digest, tuple(names), adds.deferred.reread))
+        self._evict()
 
     def _write(self, path: Path, data: bytes) -> bool:
         """Write ``data`` to ``path`` atomically (a temporary file renamed); False if it could not."""

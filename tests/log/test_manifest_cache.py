@@ -148,3 +148,52 @@ def test_statistics_are_read_from_the_disk_copy_only_when_asked(tmp_path: Path) 
             assert {a.path: a for a in state.files.values()} == {a.path: a for a in adds}
     finally:
         avro_state.MANIFEST_CACHE = original
+
+
+def test_a_decoded_chunk_hands_its_statistics_to_the_disk_copy(tmp_path: Path) -> None:
+    """A chunk decoded in this process (no disk copy yet) holds its min/max columns in memory only
+    until the disk copy is written; then they are read from it when asked, or from the manifest
+    afresh if that file is damaged or gone by then — the same values every time."""
+    import executor_lib.log.avro_state as avro_state
+
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    adds = [_with_stats(i) for i in range(6)]
+    log.commit(adds)
+    expected = {a.path: (dict(a.min_values or {}), dict(a.max_values or {})) for a in adds}
+    original = avro_state.MANIFEST_CACHE
+    try:
+        for damage in (None, b"not arrow", "missing"):
+            avro_state.MANIFEST_CACHE = cache = ManifestCache(disk=DiskManifestCache(tmp_path / f"cache-{damage!r}"))
+            state = SnapshotLoader(open_store(uri), log.config).load().state
+            (chunk,) = state.files.chunks  # type: ignore[attr-defined]
+            assert cache.misses == 1 and chunk.deferred is not None
+            assert "min_values" not in chunk.table.column_names
+            cache.flush()
+            assert not chunk.deferred.loaded  # handed over to the disk copy
+            (stats_file,) = (tmp_path / f"cache-{damage!r}").glob("*.deferred.arrow")
+            if damage == "missing":
+                stats_file.unlink()
+            elif isinstance(damage, bytes):
+                stats_file.write_bytes(damage)
+            table = file_columns(state.files, ["path", "min_values", "max_values"])
+            got = {p: (dict(lo), dict(hi)) for p, lo, hi in zip(*table.to_pydict().values(), strict=True)}
+            assert got == expected and chunk.deferred.loaded
+            assert {a.path: a for a in state.files.values()} == {a.path: a for a in adds}
+    finally:
+        avro_state.MANIFEST_CACHE = original
+
+
+def test_without_a_disk_cache_a_decoded_chunk_keeps_its_statistics(tmp_path: Path) -> None:
+    import executor_lib.log.avro_state as avro_state
+
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    log.commit([_with_stats(i) for i in range(3)])
+    original = avro_state.MANIFEST_CACHE
+    avro_state.MANIFEST_CACHE = ManifestCache(disk=None)
+    try:
+        (chunk,) = SnapshotLoader(open_store(uri), log.config).load().state.files.chunks  # type: ignore[attr-defined]
+        assert chunk.deferred is None and "min_values" in chunk.table.column_names
+    finally:
+        avro_state.MANIFEST_CACHE = original
