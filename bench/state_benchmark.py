@@ -363,9 +363,15 @@ def print_spark(results: dict[str, Any]) -> None:
         sp = r["scale"].get("spark")
         if not sp:
             continue
-        cells = [f"{sp[f'{name}_first_s']:>7.2f}s/{sp[f'{name}_s']:>7.2f}s" for name in SPARK_STATEMENTS]
+        cells = [
+            f"{sp[f'{name}_first_s']:>7.2f}s/{sp[f'{name}_s']:>7.2f}s" if f"{name}_s" in sp else "failed"
+            for name in SPARK_STATEMENTS
+        ]
         cells.append(f"{sp['baseline_search_first_s']:>7.2f}s/{sp['baseline_search_s']:>7.2f}s")
         print(f"{int(n):>9} " + " ".join(f"{c:>17}" for c in cells))
+        for name in SPARK_STATEMENTS:
+            if f"{name}_error" in sp:
+                print(f"{'':>9} {name} failed: {sp[f'{name}_error']}")
     print(
         "through a local Spark session warmed on a 1,000-file table, in a new process: first run / best of three; "
         "count: SELECT count(*); search: one day's real splits, WHERE day = ... AND message indexquery ...; "

@@ -107,12 +107,22 @@ def _main(uri: str, baseline: str, day: str) -> dict[str, Any]:
             run()
         out: dict[str, Any] = {}
         for name, run in _statements(spark, uri, day).items():
-            out[f"{name}_first_s"], out[f"{name}_s"], out[f"{name}_result"] = _timed(run)
+            try:
+                out[f"{name}_first_s"], out[f"{name}_s"], out[f"{name}_result"] = _timed(run)
+            except Exception as e:  # reported, and the other statements still measured
+                out[f"{name}_error"] = f"{type(e).__name__}: {_first_line(e)}"
         base = _timed(_statements(spark, baseline, day)["search"])
         out["baseline_search_first_s"], out["baseline_search_s"], out["baseline_search_result"] = base
         return out
     finally:
         spark.stop()
+
+
+def _first_line(error: Exception) -> str:
+    """The line of a (Py4J) error's text that names what went wrong."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "Error" in line or "Exception" in line]
+    return (named or lines or [""])[-1 if named else 0][:300]
 
 
 if __name__ == "__main__":
