@@ -146,9 +146,23 @@ class FileChunk:
     table: pa.Table
     objects: tuple[AddAction, ...] | None = None
     deferred: DeferredColumns | None = None
+    # partition columns -> their distinct values in this chunk and each row's (``partition_index``)
+    _partitions: dict[tuple[str, ...], PartitionIndex] = dataclasses.field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
+
+    def partition_index(self, columns: Sequence[str]) -> PartitionIndex:
+        """The distinct partition values of ``columns`` in this chunk and each row's, made once per
+        chunk (a chunk never changes): a query's partition filter then costs one call of its ``keep``
+        per distinct partition and a numpy gather, whatever the chunk's size."""
+        key = tuple(columns)
+        found = self._partitions.get(key)
+        if found is None:
+            found = self._partitions[key] = _partition_index(self, key)
+        return found
 
     @property
     def paths(self) -> pa.ChunkedArray:
@@ -677,15 +691,23 @@ def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> 
     return {c: v for c in columns if (v := values.get(c)) is not None}
 
 
-def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:
-    """True for the rows whose partition values ``keep`` accepts, asked once per distinct combination.
+@dataclasses.dataclass(frozen=True)
+class PartitionIndex:
+    """A chunk's distinct partition values (``values``: column -> value, a null left out, as ``keep``
+    functions take them) and, per row, the index of its values (``rows``; None: every row has the
+    only one). ``objects``: too many combinations for one integer key; each row is judged alone."""
 
-    Each column's values are dictionary-encoded (null: one code past the dictionary); a row's
-    combination is then one integer in mixed radix, so distinct combinations and the final mask
-    are vectorized, and no joined string can make two combinations look alike.
-    """
+    values: tuple[dict[str, str], ...]
+    rows: np.ndarray | None
+    objects: bool = False
+
+
+def _partition_index(chunk: FileChunk, columns: tuple[str, ...]) -> PartitionIndex:
+    """Each column's values dictionary-encoded (null: one code past the dictionary), a row's
+    combination one integer in mixed radix, so that the distinct combinations and the rows' indexes
+    are vectorized, and no joined string can make two combinations look alike."""
     if not columns or "partition_values" not in chunk.column_names:
-        return bools(np.full(len(chunk), bool(keep({}))))
+        return PartitionIndex(({},), None)
     partition_values = chunk.column("partition_values")
     key = np.zeros(len(chunk), dtype=np.int64)
     dictionaries: list[list[str | None]] = []
@@ -696,10 +718,10 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
         key = key * len(dictionary) + codes
         dictionaries.append(dictionary)
         if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
-            return bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
-    accepted = []
+            return PartitionIndex((), None, objects=True)
     ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
     distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+    values = []
     for combination in distinct.tolist():
         values_of: dict[str, str] = {}
         rest = combination
@@ -707,8 +729,20 @@ def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.A
             rest, code = divmod(rest, len(dictionary))
             if dictionary[code] is not None:
                 values_of[column] = dictionary[code]
-        if keep(values_of):
-            accepted.append(combination)
-    chosen = np.array(accepted, dtype=np.int64)  # sorted, as ``distinct`` is
-    at = np.minimum(np.searchsorted(chosen, key), max(len(chosen) - 1, 0))
-    return bools(chosen[at] == key if len(chosen) else np.zeros(len(key), dtype=bool))
+        values.append(values_of)
+    if len(values) <= 1:
+        return PartitionIndex(tuple(values) or ({},), None)
+    rows = np.searchsorted(distinct, key).astype(np.uint16 if len(values) <= 1 << 16 else np.int32)
+    return PartitionIndex(tuple(values), rows)
+
+
+def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:
+    """True for the rows whose partition values ``keep`` accepts, asked once per distinct combination
+    (``FileChunk.partition_index``)."""
+    index = chunk.partition_index(columns)
+    if index.objects:
+        return bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
+    accepted = np.fromiter((bool(keep(values)) for values in index.values), dtype=np.bool_, count=len(index.values))
+    if index.rows is None or accepted.all() or not accepted.any():
+        return bools(np.full(len(chunk), bool(accepted.any())))
+    return bools(accepted[index.rows])

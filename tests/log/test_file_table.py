@@ -7,6 +7,7 @@ import dataclasses
 import random
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,6 +131,32 @@ def test_partition_selection_then_pruning_equals_pruning_every_file(predicates: 
     expected = prune_files(every, predicates, SCHEMA_STRING, ["day", "hour"])
     assert {a.path for a in expected} <= {a.path for a in selected}  # a superset ...
     assert prune_files(selected, predicates, SCHEMA_STRING, ["day", "hour"]) == expected  # ... pruned to the same
+
+
+def test_a_chunks_partition_index_is_made_once_and_serves_every_later_filter() -> None:
+    """The distinct partitions of a chunk and each row's are kept with the chunk: every filter after
+    the first asks ``keep`` once per distinct partition and selects what a fresh chunk selects."""
+    adds = [varied(i) for i in range(120)]
+    kept = LiveFiles([FileChunk.from_actions(adds)], frozenset())
+    distinct = {tuple(sorted((k, v) for k, v in a.partition_values.items() if v is not None)) for a in adds}
+    for predicates in PREDICATES:
+        judge = partition_judge(predicates, SCHEMA_STRING, ["day", "hour"])
+        calls: list[tuple[tuple[str, str], ...]] = []
+        keep = _counting(judge, calls)
+        fresh = LiveFiles([FileChunk.from_actions(adds)], frozenset())
+        expected = {a.path for a in fresh.select_partitions(judge, ["day", "hour"])}
+        assert {a.path for a in kept.select_partitions(keep, ["day", "hour"])} == expected
+        assert sorted(calls) == sorted(distinct)  # once per distinct partition
+    (chunk,) = kept.chunks
+    assert list(chunk._partitions) == [("day", "hour")]
+
+
+def _counting(judge: Any, calls: list[tuple[tuple[str, str], ...]]) -> Any:
+    def keep(values: dict[str, str]) -> bool:
+        calls.append(tuple(sorted(values.items())))
+        return bool(judge(values))
+
+    return keep
 
 
 def test_an_avro_state_snapshot_holds_columnar_files_and_lists_a_partition(tmp_path: Path) -> None:
