@@ -534,6 +534,30 @@ class LiveFiles(Mapping[str, AddAction]):
             total += pc.sum(column if live is None else pc.filter(column, live)).as_py() or 0
         return int(total)
 
+    def mapping_keys(self) -> set[tuple[str | None, str | None]]:
+        """The distinct (inline doc mapping JSON, doc mapping ref) pairs of the live files, each
+        chunk's read from its dictionary-encoded refs (a few values) unless it has inline mappings,
+        so that no column of the table's size is made.
+
+        Example: ``live.mapping_keys()`` -> ``{(None, "gC45RGOqJ_Grt0xH")}``
+        """
+        out: set[tuple[str | None, str | None]] = set()
+        for chunk in self.chunks:
+            live, n = self._live_mask(chunk), len(chunk)
+            names = chunk.column_names
+            refs = chunk.column("doc_mapping_ref") if "doc_mapping_ref" in names else pa.nulls(n, _STRING)
+            inline = chunk.column("doc_mapping_json") if "doc_mapping_json" in names else None
+            if live is not None:
+                refs = pc.filter(refs, live)
+                inline = None if inline is None else pc.filter(inline, live)
+            if inline is None or inline.null_count == len(inline):
+                out |= {(None, ref) for ref in pc.unique(refs).to_pylist()}
+                continue
+            pairs = pa.table({"inline": inline, "ref": refs.cast(_STRING)}).group_by(["inline", "ref"]).aggregate([])
+            out |= set(zip(pairs.column("inline").to_pylist(), pairs.column("ref").to_pylist(), strict=True))
+        out |= {(a.doc_mapping_json, a.doc_mapping_ref) for a in self.added.values()}
+        return out
+
     def select_partitions(self, keep: Any, partition_columns: Sequence[str]) -> list[AddAction]:
         """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
         a column left out when the file has no value or a null for it); ``keep`` is called once per

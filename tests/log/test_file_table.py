@@ -159,6 +159,28 @@ def _counting(judge: Any, calls: list[tuple[tuple[str, str], ...]]) -> Any:
     return keep
 
 
+def test_mapping_keys_are_the_live_files_distinct_mapping_pairs() -> None:
+    """Inline mappings, refs and neither, some only on tombstoned or removed files: the pairs are
+    those of the live files' own actions."""
+
+    def with_mapping(i: int) -> AddAction:
+        a = varied(i)
+        if i % 13 == 0:
+            return dataclasses.replace(a, doc_mapping_json=f'[{{"name":"f{i % 2}"}}]', doc_mapping_ref=None)
+        return dataclasses.replace(a, doc_mapping_ref=None) if i % 17 == 0 else a
+
+    adds = [with_mapping(i) for i in range(120)]
+    only_dead = dataclasses.replace(varied(121), doc_mapping_ref="ref-dead")
+    gone = dataclasses.replace(varied(122), doc_mapping_ref="ref-gone")
+    state = _columnar_state([*adds, only_dead, gone], frozenset({only_dead.path}))
+    state = replay(state, [(1, [with_mapping(500), RemoveAction(gone.path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    expected = {(a.doc_mapping_json, a.doc_mapping_ref) for a in files.values()}
+    assert files.mapping_keys() == expected
+    assert ("ref-dead" not in {r for _, r in expected}) and (None, None) in expected
+
+
 def test_an_avro_state_snapshot_holds_columnar_files_and_lists_a_partition(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     log = make_table(uri, {"spark.indextables.state.entriesPerManifest": "40"})
