@@ -23,7 +23,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,6 +35,13 @@ import pyarrow.compute as pc
 from executor_lib.arrow_pool import use_system_pool
 from executor_lib.log.arrow_arrays import bools, int64s, map_values, numpy_view, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
+from executor_lib.log.partition_index import (
+    PartitionIndex,
+    build_partition_index,
+    partition_mask,
+    partition_totals,
+    present_values,
+)
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
 
@@ -161,7 +167,7 @@ class FileChunk:
         key = tuple(columns)
         found = self._partitions.get(key)
         if found is None:
-            found = self._partitions[key] = _partition_index(self, key)
+            found = self._partitions[key] = build_partition_index(self, key)
         return found
 
     @property
@@ -517,7 +523,7 @@ class LiveFiles(Mapping[str, AddAction]):
         for chunk in (*self.chunks, *overlay):
             mask = None if chunk in overlay else self._live_mask(chunk)
             if keep is not None:
-                chosen = _partition_mask(chunk, keep, partition_columns)
+                chosen = partition_mask(chunk, keep, partition_columns)
                 mask = chosen if mask is None else pc.and_(mask, chosen)
             parts.append(_chunk_columns(chunk, attributes, mask))
         schema = pa.schema([(a, COLUMN_TYPES[a]) for a in attributes])
@@ -558,6 +564,30 @@ class LiveFiles(Mapping[str, AddAction]):
         out |= {(a.doc_mapping_json, a.doc_mapping_ref) for a in self.added.values()}
         return out
 
+    def partition_totals(self, attribute: str, columns: Sequence[str]) -> dict[tuple[str | None, ...], int] | None:
+        """The live files' sum of the integer ``attribute`` (one whose default is None, as
+        ``num_records``) per partition (a tuple of ``columns``' values; None: null), from each chunk's
+        partition index; None if a live file has no value.
+
+        Example: ``live.partition_totals("num_records", ["day"])`` -> ``{("2024-01-01",): 3000}``
+        """
+        out: dict[tuple[str | None, ...], int] = {}
+        for chunk in self.chunks:
+            if attribute not in chunk.column_names:
+                return None  # no file of the chunk has one (the column is left out)
+            found = partition_totals(chunk, attribute, columns, self._live_mask(chunk))
+            if found is None:
+                return None
+            for key, n in found.items():
+                out[key] = out.get(key, 0) + n
+        for a in self.added.values():
+            value = getattr(a, attribute)
+            if value is None:
+                return None
+            key = tuple(a.partition_values.get(c) for c in columns)
+            out[key] = out.get(key, 0) + int(value)
+        return out
+
     def select_partitions(self, keep: Any, partition_columns: Sequence[str]) -> list[AddAction]:
         """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
         a column left out when the file has no value or a null for it); ``keep`` is called once per
@@ -579,7 +609,7 @@ class LiveFiles(Mapping[str, AddAction]):
         accepted = 0
         rejected: dict[str, int] = {}
         for chunk in self.chunks:
-            mask = _partition_mask(chunk, keep, partition_columns)
+            mask = partition_mask(chunk, keep, partition_columns)
             live = self._live_mask(chunk)
             if live is not None:
                 mask = pc.and_(mask, live)
@@ -708,65 +738,3 @@ def _default_column(name: str, n: int) -> pa.Array:
     if arrow_type == _INT:
         return int64s(np.full(n, int(default), dtype=np.int64))
     return strings([str(default)] * n)
-
-
-def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> dict[str, str]:
-    """The partition ``values`` of ``columns`` that are set (what a ``keep`` function is given)."""
-    return {c: v for c in columns if (v := values.get(c)) is not None}
-
-
-@dataclasses.dataclass(frozen=True)
-class PartitionIndex:
-    """A chunk's distinct partition values (``values``: column -> value, a null left out, as ``keep``
-    functions take them) and, per row, the index of its values (``rows``; None: every row has the
-    only one). ``objects``: too many combinations for one integer key; each row is judged alone."""
-
-    values: tuple[dict[str, str], ...]
-    rows: np.ndarray | None
-    objects: bool = False
-
-
-def _partition_index(chunk: FileChunk, columns: tuple[str, ...]) -> PartitionIndex:
-    """Each column's values dictionary-encoded (null: one code past the dictionary), a row's
-    combination one integer in mixed radix, so that the distinct combinations and the rows' indexes
-    are vectorized, and no joined string can make two combinations look alike."""
-    if not columns or "partition_values" not in chunk.column_names:
-        return PartitionIndex(({},), None)
-    partition_values = chunk.column("partition_values")
-    key = np.zeros(len(chunk), dtype=np.int64)
-    dictionaries: list[list[str | None]] = []
-    for column in columns:
-        encoded = pc.dictionary_encode(map_values(partition_values, column))
-        dictionary = [*encoded.dictionary.to_pylist(), None]
-        codes = numpy_view(pc.fill_null(encoded.indices.cast(_INT), int64s([len(dictionary) - 1])[0]), np.int64)
-        key = key * len(dictionary) + codes
-        dictionaries.append(dictionary)
-        if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
-            return PartitionIndex((), None, objects=True)
-    ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
-    distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
-    values = []
-    for combination in distinct.tolist():
-        values_of: dict[str, str] = {}
-        rest = combination
-        for column, dictionary in zip(reversed(columns), reversed(dictionaries), strict=True):
-            rest, code = divmod(rest, len(dictionary))
-            if dictionary[code] is not None:
-                values_of[column] = dictionary[code]
-        values.append(values_of)
-    if len(values) <= 1:
-        return PartitionIndex(tuple(values) or ({},), None)
-    rows = np.searchsorted(distinct, key).astype(np.uint16 if len(values) <= 1 << 16 else np.int32)
-    return PartitionIndex(tuple(values), rows)
-
-
-def _partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:
-    """True for the rows whose partition values ``keep`` accepts, asked once per distinct combination
-    (``FileChunk.partition_index``)."""
-    index = chunk.partition_index(columns)
-    if index.objects:
-        return bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
-    accepted = np.fromiter((bool(keep(values)) for values in index.values), dtype=np.bool_, count=len(index.values))
-    if index.rows is None or accepted.all() or not accepted.any():
-        return bools(np.full(len(chunk), bool(accepted.any())))
-    return bools(accepted[index.rows])

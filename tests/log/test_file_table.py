@@ -181,6 +181,27 @@ def test_mapping_keys_are_the_live_files_distinct_mapping_pairs() -> None:
     assert ("ref-dead" not in {r for _, r in expected}) and (None, None) in expected
 
 
+@pytest.mark.parametrize("columns", [["day", "hour"], ["day"], []])
+def test_partition_totals_are_the_live_files_sums_per_partition(columns: list[str]) -> None:
+    """Summed through the chunks' partition indexes: tombstoned and removed files left out (a partition
+    all of whose files are gone is no key), null values a key of their own; None once a live file has
+    no record count."""
+    adds = [dataclasses.replace(varied(i), num_records=10 + i) for i in range(120)]
+    lonely = dataclasses.replace(varied(7), partition_values={"day": "2030-01-01", "hour": "9"}, num_records=5)
+    state = _columnar_state([*adds, lonely], frozenset({adds[3].path, lonely.path}))
+    state = replay(state, [(1, [dataclasses.replace(varied(500), num_records=3), RemoveAction(adds[8].path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    expected: dict[tuple[str | None, ...], int] = {}
+    for a in files.values():
+        key = tuple(a.partition_values.get(c) for c in columns)
+        expected[key] = expected.get(key, 0) + (a.num_records or 0)
+    assert files.partition_totals("num_records", columns) == expected
+    assert ("2030-01-01", "9")[: len(columns)] not in expected or not columns
+    unknown = replay(state, [(2, [dataclasses.replace(varied(501), num_records=None)])]).files
+    assert isinstance(unknown, LiveFiles) and unknown.partition_totals("num_records", columns) is None
+
+
 def test_an_avro_state_snapshot_holds_columnar_files_and_lists_a_partition(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     log = make_table(uri, {"spark.indextables.state.entriesPerManifest": "40"})

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib import profiler
-from executor_lib.log.file_table import partition_strings
+from executor_lib.log.file_table import LiveFiles, partition_strings
 from executor_lib.log.pruning import prune_snapshot
 from executor_lib.protocol.actions import (
     AddAction,
@@ -266,18 +266,27 @@ def _log_counts(snapshot: Snapshot, where: F.Filter | None, group_by: tuple[str,
     from indextables_contract.aggregate import count_partials
 
     columns = list(snapshot.partition_columns)
-    files = snapshot.file_columns(["num_records", "partition_values"])
-    records = files.column("num_records")
-    if records.null_count:
-        return None
-    if not columns:
-        return count_partials({(): int(pc.sum(records).as_py() or 0)})
-    strings = partition_strings(files.column("partition_values"), columns)
-    sums = pa.table({**strings, "records": records}).group_by(columns).aggregate([("records", "sum")])
-    partitions = sums.select(columns)
+    live = snapshot.state.files
+    if isinstance(live, LiveFiles):  # summed per partition through each chunk's partition index
+        totals = live.partition_totals("num_records", columns)
+        if totals is None:
+            return None
+        if not columns:
+            return count_partials({(): sum(totals.values())})
+        partitions = pa.table({c: pa.array([k[i] for k in totals], pa.string()) for i, c in enumerate(columns)})
+        total = list(totals.values())
+    else:
+        files = snapshot.file_columns(["num_records", "partition_values"])
+        records = files.column("num_records")
+        if records.null_count:
+            return None
+        if not columns:
+            return count_partials({(): int(pc.sum(records).as_py() or 0)})
+        strings = partition_strings(files.column("partition_values"), columns)
+        sums = pa.table({**strings, "records": records}).group_by(columns).aggregate([("records", "sum")])
+        partitions, total = sums.select(columns), sums.column("records_sum").to_pylist()
     keys = typed_partitions(partitions, snapshot.arrow_schema()).select(list(group_by)).to_pylist()
     counts: dict[tuple[Any, ...], int] = {}
-    total = sums.column("records_sum").to_pylist()
     for key, n, keep in zip(keys, total, partition_mask(snapshot, where, partitions), strict=True):
         if keep:
             group = tuple(key[c] for c in group_by)
