@@ -330,7 +330,9 @@ class Snapshot:
 
     def doc_mapping_column(self, table: Any) -> Any:
         """``doc_mapping`` of each row of a ``file_columns`` table holding ``doc_mapping_json`` and
-        ``doc_mapping_ref``: the inline text, else the registry's text for the ref (null: unknown)."""
+        ``doc_mapping_ref``: the inline text, else the registry's text for the ref (null: unknown), as a
+        dictionary-encoded chunked array whose dictionary holds each distinct text once (no text is
+        copied per row: 10M rows of a few mappings are 10M indexes)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -338,8 +340,15 @@ class Snapshot:
         distinct = pc.unique(refs)
         registry = self._state.schema_registry
         texts = pa.array([registry.get(r) if r else None for r in distinct.to_pylist()], pa.string())
-        resolved = pc.take(texts, pc.index_in(refs, value_set=distinct, skip_nulls=False))
-        return pc.if_else(pc.is_valid(inline), inline, resolved)
+        if inline.null_count < len(inline):  # inline mappings (older writers): each row's text, encoded
+            resolved = pc.take(texts, pc.index_in(refs, value_set=distinct, skip_nulls=False))
+            texts_by_row = pc.if_else(pc.is_valid(inline), inline, resolved)
+            return pa.chunked_array([pc.dictionary_encode(texts_by_row.combine_chunks())])
+        unique_texts = pc.drop_null(pc.unique(texts))
+        text_codes = pc.index_in(texts, value_set=unique_texts)  # null for an unknown mapping
+        codes = pc.take(text_codes, pc.index_in(refs, value_set=distinct, skip_nulls=False))
+        codes = codes.combine_chunks() if isinstance(codes, pa.ChunkedArray) else codes
+        return pa.chunked_array([pa.DictionaryArray.from_arrays(codes, unique_texts)])
 
     def arrow_schema(self) -> Any:
         from executor_lib.table_schema import spark_json_to_arrow

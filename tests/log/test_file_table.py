@@ -202,6 +202,27 @@ def test_partition_totals_are_the_live_files_sums_per_partition(columns: list[st
     assert isinstance(unknown, LiveFiles) and unknown.partition_totals("num_records", columns) is None
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_the_doc_mapping_column_is_each_files_mapping_with_each_text_once(inline: bool) -> None:
+    """Refs resolved through the registry (two refs of one text share an entry; an unknown ref and no
+    ref are null), inline texts taking precedence: the same as ``doc_mapping`` per file."""
+    from executor_lib.log.snapshot import Snapshot
+
+    refs = ["ref-a", "ref-b", "ref-c", "ref-unknown", None]
+    adds = [dataclasses.replace(varied(i), doc_mapping_ref=refs[i % 5], doc_mapping_json=None) for i in range(60)]
+    if inline:
+        adds = [
+            dataclasses.replace(a, doc_mapping_json='[{"name":"a"}]') if i % 7 == 0 else a for i, a in enumerate(adds)
+        ]
+    registry = {"ref-a": '[{"name":"a"}]', "ref-b": '[{"name":"b"}]', "ref-c": '[{"name":"a"}]'}
+    state = TableState(0, None, None, LiveFiles([FileChunk.from_actions(adds)]), schema_registry=registry)
+    snap = Snapshot("file:///t", state, "test")
+    table = state.files.columns(["doc_mapping_json", "doc_mapping_ref"])  # type: ignore[attr-defined]
+    column = snap.doc_mapping_column(table).combine_chunks()
+    assert column.type.value_type == "string" and len(set(column.dictionary.to_pylist())) == len(column.dictionary)
+    assert column.cast("string").to_pylist() == [snap.doc_mapping(a) for a in adds]
+
+
 def test_an_avro_state_snapshot_holds_columnar_files_and_lists_a_partition(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     log = make_table(uri, {"spark.indextables.state.entriesPerManifest": "40"})

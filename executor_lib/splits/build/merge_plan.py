@@ -28,7 +28,6 @@ non-overlapping ranges: merge less often, with more level-0 splits at a time).
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -196,31 +195,33 @@ def plan_merges_columns(
     )
     by_rank = {int(r): i for i, r in enumerate(rank)}
     groups: list[PlannedMerge] = []
-    ranks, sizes, paths = (ordered.column(c).to_pylist() for c in ("rank", "size", "path"))
-    start = 0
-    while start < len(ranks):
-        end = bisect.bisect_right(ranks, ranks[start], lo=start)
+    ranks = ordered.column("rank").to_numpy()
+    sizes = ordered.column("size").to_numpy().astype(np.int64)
+    paths = ordered.column("path").combine_chunks()
+    edges = np.flatnonzero(np.diff(ranks)) + 1  # where a bucket starts after the first
+    for start, end in zip([0, *edges.tolist()], [*edges.tolist(), len(ranks)], strict=True):
         if end - start >= min_splits:
-            values = values_of[by_rank[ranks[start]]]
-            groups += _pack_columns(values, paths[start:end], sizes[start:end], target_bytes, max_sources_per_merge)
-        start = end
+            values = values_of[by_rank[int(ranks[start])]]
+            bucket = paths.slice(start, end - start)
+            groups += _pack_columns(values, bucket, sizes[start:end], target_bytes, max_sources_per_merge)
     groups.sort(key=lambda g: (-len(g.paths), g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
 
 
 def _pack_columns(
-    values: dict[str, str | None], paths: list[str], sizes: list[int], target: int, max_sources: int | None
+    values: dict[str, str | None], paths: pa.Array, sizes: np.ndarray, target: int, max_sources: int | None
 ) -> list[PlannedMerge]:
-    """``_pack`` over one bucket's paths and sizes (ordered by size, then path)."""
+    """``_pack`` over one bucket's paths and sizes (ordered by size, then path): each group ends at the
+    first file that would take it past ``target`` (found by bisection on the cumulative sizes) or at
+    ``max_sources`` files, so the work is a step per group, not per file."""
+    cumulative = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
     groups: list[PlannedMerge] = []
-    first, total = 0, 0
-    for i, size in enumerate(sizes):
-        count = i - first
-        if (max_sources is not None and count >= max_sources) or (count and total + size > target):
-            if count >= 2:
-                groups.append(PlannedMerge(dict(values), tuple(paths[first:i]), total))
-            first, total = i, 0
-        total += size
-    if len(sizes) - first >= 2:
-        groups.append(PlannedMerge(dict(values), tuple(paths[first:]), total))
+    first, n = 0, len(sizes)
+    while first < n:
+        over = int(np.searchsorted(cumulative, cumulative[first] + target, side="right")) - 1
+        stop = min(max(first + 1, over), n if max_sources is None else first + max_sources, n)
+        if stop - first >= 2:
+            members = tuple(paths.slice(first, stop - first).to_pylist())
+            groups.append(PlannedMerge(dict(values), members, int(cumulative[stop] - cumulative[first])))
+        first = stop
     return groups
