@@ -392,9 +392,20 @@ def analytics_ratios(r: dict[str, Any]) -> list[Ratio]:
 def state_ratios(r: dict[str, Any]) -> list[Ratio]:
     sizes = sorted(r["sizes"], key=int)
     with_json = [n for n in sizes if "json_cold_s" in r["sizes"][n]]
+    p = r["pruning"]
+    pruned = _ratio(
+        "state",
+        f"pruned listing (1 of {p['partitions']} partitions): manifests read / all",
+        p["manifestsRead"],
+        p["manifestsTotal"],
+        "manifests",
+        p["manifestsRead"] / p["manifestsTotal"],
+        ("<", 1),
+    )
+    if not with_json:  # every size above the JSON checkpoint's (state_benchmark.JSON_MAX_FILES)
+        return [pruned, *_scale_ratios(r)]
     small, big = with_json[0], with_json[-1]
     b = r["sizes"][big]
-    p = r["pruning"]
     rows = [
         _ratio(
             "state",
@@ -431,15 +442,7 @@ def state_ratios(r: dict[str, Any]) -> list[Ratio]:
             b["avro_commit_bytes"] / r["sizes"][small]["avro_commit_bytes"],
             ("<=", 1.5),
         ),
-        _ratio(
-            "state",
-            f"pruned listing (1 of {p['partitions']} partitions): manifests read / all",
-            p["manifestsRead"],
-            p["manifestsTotal"],
-            "manifests",
-            p["manifestsRead"] / p["manifestsTotal"],
-            ("<", 1),
-        ),
+        pruned,
     ]
     return rows + _scale_ratios(r)
 
