@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.arrow_pool import use_system_pool
-from executor_lib.log.arrow_arrays import bools, int64s, map_values, numpy_view, strings
+from executor_lib.log.arrow_arrays import bools, int64s, map_values, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.log.partition_index import (
     PartitionIndex,
@@ -683,32 +683,6 @@ def partition_strings(partition_values: pa.ChunkedArray | pa.Array, columns: Seq
     if chunked.num_chunks == 0:
         chunked = pa.chunked_array([pa.array([], _MAP)])
     return {c: map_values(chunked, c) for c in columns}
-
-
-def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
-    """The distinct combinations of ``columns``' values (``rows`` each; null as None), sorted by their
-    dictionary codes, and each row's combination as an index into them. Each column is dictionary-
-    encoded and a row's codes joined in mixed radix into one integer, so no per-row Python object is
-    made (a million rows of a thousand partitions: a thousand tuples)."""
-    key = np.zeros(rows, dtype=np.int64)
-    dictionaries = []
-    for column in columns:
-        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        encoded = pc.dictionary_encode(flat)
-        dictionary = [*encoded.dictionary.to_pylist(), None]
-        key = key * len(dictionary) + numpy_view(
-            pc.fill_null(encoded.indices.cast(_INT), len(dictionary) - 1), np.int64
-        )
-        dictionaries.append(dictionary)
-    distinct, inverse = np.unique(key, return_inverse=True)
-    combos = []
-    for combined in distinct.tolist():
-        values = []
-        for dictionary in reversed(dictionaries):
-            combined, code = divmod(combined, len(dictionary))
-            values.append(dictionary[code])
-        combos.append(tuple(reversed(values)))
-    return combos, inverse
 
 
 def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:

@@ -7,8 +7,7 @@ sums of a column need no per-file object (a 10M-file snapshot: 217 chunks, one d
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,8 +27,6 @@ class FileChunk(Protocol):
 
     def column(self, name: str) -> pa.ChunkedArray: ...
 
-    def actions(self, rows: pa.Array | None = None) -> list[Any]: ...
-
     def partition_index(self, columns: Sequence[str]) -> PartitionIndex: ...
 
 
@@ -45,53 +42,74 @@ def present_values(values: Mapping[str, str | None], columns: Sequence[str]) -> 
 class PartitionIndex:
     """A chunk's distinct partition values (``values``: column -> value, a null left out, as ``keep``
     functions take them) and, per row, the index of its values (``rows``; None: every row has the
-    only one). ``objects``: too many combinations for one integer key; each row is judged alone."""
+    only one)."""
 
     values: tuple[dict[str, str], ...]
     rows: np.ndarray | None
-    objects: bool = False
 
 
 def build_partition_index(chunk: FileChunk, columns: tuple[str, ...]) -> PartitionIndex:
-    """Each column's values dictionary-encoded (null: one code past the dictionary), a row's
-    combination one integer in mixed radix, so that the distinct combinations and the rows' indexes
-    are vectorized, and no joined string can make two combinations look alike."""
+    """``combinations`` of the chunk's values of ``columns`` (vectorized: no object per row)."""
     if not columns or "partition_values" not in chunk.column_names:
         return PartitionIndex(({},), None)
     partition_values = chunk.column("partition_values")
-    key = np.zeros(len(chunk), dtype=np.int64)
-    dictionaries: list[list[str | None]] = []
+    combos, rows = combinations([map_values(partition_values, c) for c in columns], len(chunk))
+    values = tuple({c: v for c, v in zip(columns, combo, strict=True) if v is not None} for combo in combos)
+    if len(values) <= 1:
+        return PartitionIndex(values or ({},), None)
+    return PartitionIndex(values, rows.astype(np.uint16 if len(values) <= 1 << 16 else np.int32))
+
+
+def combinations(columns: Sequence[pa.Array | pa.ChunkedArray], rows: int) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+    """The distinct combinations of ``columns``' values (``rows`` each; null as None), in the order of
+    their dictionary codes, and each row's combination as an index into them.
+
+    Each column is dictionary-encoded and a row's codes joined in mixed radix into one integer, so no
+    per-row Python object is made (a million rows of a thousand partitions: a thousand tuples) and no
+    joined string can make two combinations look alike; should the radix outgrow an int64, the key so
+    far is first replaced by its rank among the distinct keys (which keeps their order).
+
+    Example: ``combinations([pa.array(["a", "b", "a"])], 3)`` -> ``([("a",), ("b",)], array([0, 1, 0]))``
+    """
+    key, radix = np.zeros(rows, dtype=np.int64), 1
+    codes_of: list[np.ndarray] = []
+    dictionaries: list[list[Any]] = []
     for column in columns:
-        encoded = pc.dictionary_encode(map_values(partition_values, column))
+        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        encoded = pc.dictionary_encode(flat)
         dictionary = [*encoded.dictionary.to_pylist(), None]
         codes = numpy_view(pc.fill_null(encoded.indices.cast(_INT), int64s([len(dictionary) - 1])[0]), np.int64)
-        key = key * len(dictionary) + codes
+        if radix * len(dictionary) >= 1 << 62:
+            _, _, key = _distinct(key)
+            radix = int(key.max(initial=0)) + 1
+        key, radix = key * len(dictionary) + codes, radix * len(dictionary)
+        codes_of.append(codes)
         dictionaries.append(dictionary)
-        if math.prod(len(d) for d in dictionaries) >= 1 << 62:  # too many combinations for an int64 key
-            return PartitionIndex((), None, objects=True)
-    ordered = np.sort(key)  # np.unique and np.isin import numpy.ma on first use (~0.06 s)
-    distinct = ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
-    values = []
-    for combination in distinct.tolist():
-        values_of: dict[str, str] = {}
-        rest = combination
-        for column, dictionary in zip(reversed(columns), reversed(dictionaries), strict=True):
-            rest, code = divmod(rest, len(dictionary))
-            if dictionary[code] is not None:
-                values_of[column] = dictionary[code]
-        values.append(values_of)
-    if len(values) <= 1:
-        return PartitionIndex(tuple(values) or ({},), None)
-    rows = np.searchsorted(distinct, key).astype(np.uint16 if len(values) <= 1 << 16 else np.int32)
-    return PartitionIndex(tuple(values), rows)
+    _, first_rows, inverse = _distinct(key)
+    combos = [tuple(d[c] for d, c in zip(dictionaries, row, strict=True)) for row in _rows_of(codes_of, first_rows)]
+    return combos, inverse
+
+
+def _distinct(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``key``'s distinct values (sorted), the first row of each, and each row's rank among them (what
+    ``np.unique`` gives, without the numpy.ma import it costs on first use, ~0.06 s)."""
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    starts = np.concatenate(([True], ordered[1:] != ordered[:-1])) if len(ordered) else np.zeros(0, np.bool_)
+    inverse = np.empty(len(key), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], order[starts], inverse
+
+
+def _rows_of(codes_of: list[np.ndarray], rows: np.ndarray) -> Iterator[tuple[int, ...]]:
+    """The codes of each row in ``rows``, one tuple per row."""
+    return zip(*(codes[rows].tolist() for codes in codes_of), strict=True) if codes_of else iter([()] * len(rows))
 
 
 def partition_mask(chunk: FileChunk, keep: Any, columns: Sequence[str]) -> pa.Array:
     """True for the rows whose partition values ``keep`` accepts, asked once per distinct combination
     (``FileChunk.partition_index``)."""
     index = chunk.partition_index(columns)
-    if index.objects:
-        return bools(np.array([bool(keep(present_values(a.partition_values, columns))) for a in chunk.actions()]))
     accepted = np.fromiter((bool(keep(values)) for values in index.values), dtype=np.bool_, count=len(index.values))
     if index.rows is None or accepted.all() or not accepted.any():
         return bools(np.full(len(chunk), bool(accepted.any())))
@@ -115,13 +133,6 @@ def partition_totals(
         return None
     values = numpy_view(column.combine_chunks().cast(_INT), np.int64)
     index = chunk.partition_index(columns)
-    if index.objects:
-        out: dict[tuple[str | None, ...], int] = {}
-        for a, n, ok in zip(chunk.actions(), values.tolist(), counted.tolist(), strict=True):
-            if ok:
-                key = tuple(a.partition_values.get(c) for c in columns)
-                out[key] = out.get(key, 0) + n
-        return out
     if index.rows is None:
         sums, present = [int(values.sum())], [bool(counted.any())]
     else:

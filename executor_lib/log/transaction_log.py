@@ -180,8 +180,17 @@ class TransactionLog:
         elif self._snapshot is not None and self._snapshot.version == version:
             snap = self._snapshot
         else:
-            snap = self._loader.load(version)
+            snap = self._shared_at(version) or self._loader.load(version)
         return snap
+
+    def _shared_at(self, version: int) -> Snapshot | None:
+        """The process's shared snapshot of the table brought up to date, when it is at ``version``
+        (a task of a plan pinned to the latest version: no load of its own), else None."""
+        cached = self._shared.get(self.store.cache_identity) if self._shared is not None else None
+        if cached is None or cached.version > version:
+            return None
+        latest = self._refresh_snapshot()
+        return latest if latest.version == version else None
 
     def _refresh_snapshot(self) -> Snapshot:
         """Latest snapshot, updated incrementally from the cached one when possible: this object's,

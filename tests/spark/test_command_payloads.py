@@ -7,10 +7,14 @@ import json
 import pickle
 from pathlib import Path
 
+import pytest
+
+from executor_lib.log.tables import open_log
 from executor_lib.spark.commands import CommandPartition, CommandReader, LogCounts, MergeTask, SplitScan
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
+from indextables_contract.errors import ConfigError
 from tests.log.helpers import add, make_table
 
 
@@ -32,18 +36,49 @@ def test_merge_plan_tasks_are_merge_tasks(tmp_path: Path) -> None:
     assert all(isinstance(t, MergeTask) for t in reader.plan) and len(reader.plan) == 2  # a group per day
     task = pickle.loads(pickle.dumps(reader.plan[0]))  # as Spark ships it to a task
     sizes = {"2024-01-01": 1010 + 1020, "2024-01-02": 1005 + 1007}  # add()'s sizes: 1000 + records
-    assert len(task.sources) == 2 and task.size == sizes[str(task.partition_values["date"])]
+    assert task.sources == [] and task.num_sources == 2  # size-tiered: named by its first source and count
+    assert task.size == sizes[str(task.partition_values["date"])]
     assert task.target == 1 << 30 and task.version == 4
     (row,) = reader.read(CommandPartition(0, task))
+    day = task.partition_values["date"]
+    sources = sorted(
+        (a for a in open_log(uri).snapshot().files if a.partition_values["date"] == day), key=lambda a: a.size
+    )
+    assert task.first == sources[0].path
     assert row == (
         0,
         json.dumps(task.partition_values, sort_keys=True),
-        json.dumps(task.sources),
+        json.dumps([a.path for a in sources]),
         task.size,
         task.version,
         None,
         1 << 30,
     )
+
+
+def test_a_merge_task_ships_the_same_bytes_for_two_sources_or_three_hundred(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    log.commit([add("2024-01-01", n) for n in (1, 2)])
+    log.commit([add("2024-01-02", n) for n in range(1, 301)])
+    plan = CommandReader(_options(uri, C.MergePlan(target_size="1G", max_source_splits_per_merge=1000))).plan
+    small, large = sorted(plan, key=lambda t: t.num_sources)
+    assert (small.num_sources, large.num_sources) == (2, 300)
+    assert abs(len(pickle.dumps(large)) - len(pickle.dumps(small))) < 20
+    reader = CommandReader(_options(uri, C.MergePlan(target_size="1G", max_source_splits_per_merge=1000)))
+    (row,) = reader.read(CommandPartition(1, large))
+    assert (
+        len(json.loads(row[2])) == 300
+        and sum(a.size for a in open_log(uri).snapshot().files if a.path in set(json.loads(row[2]))) == large.size
+    )
+
+
+def test_a_merge_task_its_partition_does_not_plan_fails_naming_the_group(tmp_path: Path) -> None:
+    uri = _table(tmp_path)
+    reader = CommandReader(_options(uri, C.MergePlan(target_size="1G")))
+    task = reader.plan[0]._replace(num_sources=3)
+    with pytest.raises(ConfigError, match=rf"group 0 \(partition .*3 splits from {task.first}\) is not what"):
+        list(reader.read(CommandPartition(0, task)))
 
 
 def test_group_aggregate_tasks_say_whether_the_log_answers(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -58,15 +59,20 @@ SORTABLE_TYPES = frozenset(
 
 class MergeTask(NamedTuple):
     """A ``merge_plan`` task's payload, planned on the driver side: one merge group (its row, as the
-    client writes it back with ``command=merge``)."""
+    client writes it back with ``command=merge``). A size-tiered group travels compactly, as its
+    first source and number of sources (``first``, ``num_sources``; ``sources`` empty): its task plans its partition
+    again at ``version`` and takes the group that starts there, so a plan over millions of splits
+    ships a few hundred bytes a group, not every path through the driver."""
 
     group: int
     partition_values: dict[str, str | None]
-    sources: list[str]  # the split paths merged
+    sources: list[str]  # the split paths merged (empty: named by first and num_sources)
     size: int  # their bytes
     version: int  # the snapshot the plan read
     sort_key: str | None
     target: int  # the target split size in bytes
+    first: str | None = None  # a size-tiered group's first source
+    num_sources: int = 0  # and its number of sources
 
 
 def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
@@ -80,12 +86,12 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
     option = C.option_key("sort_key") if cmd.sort_key is not None else SORT_KEY_SETTING
     value = cmd.sort_key if cmd.sort_key is not None else S.MERGE_SORT_KEY.get(r.options)
     sort_key = merge_sort_key(snapshot, option, value)
-    max_sources = cmd.max_source_splits_per_merge or _max_sources(r)
-    min_splits, version = cmd.min_splits_to_merge or 2, snapshot.version
+    max_sources, min_splits = _limits(r, cmd)
+    version = snapshot.version
     if sort_key is None:  # size-tiered: planned on the files' columns, no object per file
         planned = plan_size_tiered(snapshot, where, target, min_splits, cmd.max_dest_splits, max_sources)
         return [
-            MergeTask(i, g.partition_values, list(g.paths), g.size, version, None, target)
+            MergeTask(i, g.partition_values, [], g.size, version, None, target, g.first, g.count)
             for i, g in enumerate(planned)
         ]
     files = matching_files(snapshot, where)
@@ -105,24 +111,70 @@ def plan_size_tiered(
     max_sources: int | None,
 ) -> list[Any]:
     """``plan_merges_columns`` over the live files of the partitions ``where`` selects (exactly)."""
+    keep = None if where is None else partition_keep(snapshot, where)
+    return _plan_columns(snapshot, keep, target, min_splits, max_dest_splits, max_sources)
+
+
+def _plan_columns(
+    snapshot: Snapshot,
+    keep: Any,
+    target: int,
+    min_splits: int,
+    max_dest_splits: int | None,
+    max_sources: int | None,
+) -> list[Any]:
     from executor_lib.log.file_table import file_columns
     from executor_lib.splits.build.merge_plan import plan_merges_columns
 
     attributes = ["path", "size", "partition_values", "doc_mapping_json", "doc_mapping_ref"]
     columns = list(snapshot.partition_columns)
-    keep = None if where is None else partition_keep(snapshot, where)
     table = file_columns(snapshot.state.files, attributes, keep, columns)
     table = table.append_column("mapping", snapshot.doc_mapping_column(table))
     return plan_merges_columns(table, columns, target, max_dest_splits, max_sources, min_splits)
 
 
-def _max_sources(r: CommandReader) -> int:
-    return S.MERGE_MAX_SOURCE_SPLITS.get(r.options)
+def _limits(r: CommandReader, cmd: C.MergePlan) -> tuple[int, int]:
+    """A plan's most sources per group and fewest splits to merge (the command's, else the settings')."""
+    return cmd.max_source_splits_per_merge or S.MERGE_MAX_SOURCE_SPLITS.get(r.options), cmd.min_splits_to_merge or 2
 
 
 def run_merge_plan(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> Iterator[tuple[Any, ...]]:
-    partition_values, sources = json.dumps(task.partition_values, sort_keys=True), json.dumps(task.sources)
-    yield task.group, partition_values, sources, task.size, task.version, task.sort_key, task.target
+    sources = task.sources if task.first is None else _planned_sources(r, cmd, task)
+    partition_values = json.dumps(task.partition_values, sort_keys=True)
+    yield task.group, partition_values, json.dumps(sources), task.size, task.version, task.sort_key, task.target
+
+
+# A worker's last partitions planned again (``_planned_sources``): the groups of one partition,
+# by their first source, for the next task of the same partition.
+_REPLANNED: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_REPLANNED_KEPT = 4
+
+
+def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> list[str]:
+    """The sources of a size-tiered ``task``: its partition planned again at the plan's version, with
+    the plan's limits; the group starting at ``task.first`` must be the one the driver planned."""
+    max_sources, min_splits = _limits(r, cmd)
+    values = tuple(sorted(task.partition_values.items(), key=lambda kv: kv[0]))
+    key = (r.path, task.version, values, task.target, max_sources, min_splits)
+    groups = _REPLANNED.pop(key, None)
+    if groups is None:
+        snapshot = r._log().snapshot(version=task.version)
+        columns = list(snapshot.partition_columns)
+        wanted = tuple(task.partition_values.get(c) for c in columns)
+        keep = lambda v: tuple(v.get(c) for c in columns) == wanted  # noqa: E731
+        planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
+        groups = {g.first: g for g in planned}
+    _REPLANNED[key] = groups
+    while len(_REPLANNED) > _REPLANNED_KEPT:
+        _REPLANNED.popitem(last=False)
+    group = groups.get(task.first or "")
+    if group is None or (group.count, group.size) != (task.num_sources, task.size):
+        raise ConfigError(
+            f"merge_plan {r.path}: group {task.group} (partition {task.partition_values}, {task.num_sources} splits "
+            f"from {task.first}) is not what its partition plans at version {task.version}; "
+            "the driver and this executor run different merge planners: install one executor_lib on both"
+        )
+    return list(group.paths)
 
 
 def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:

@@ -30,14 +30,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.file_table import combinations, partition_strings
+from executor_lib.log.file_table import partition_strings
+from executor_lib.log.partition_index import combinations
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import ConfigError
@@ -157,11 +158,19 @@ def _level0_and_overlapping_level1(
 
 @dataclass(frozen=True)
 class PlannedMerge:
-    """A size-tiered merge group named by its sources' paths (``plan_merges_columns``)."""
+    """A size-tiered merge group (``plan_merges_columns``): ``count`` sources of ``size`` bytes in
+    all, the first (the smallest; then by path) ``first``. A path is live in one partition, so
+    ``first`` names the group within its table version; ``paths`` materializes its sources' paths."""
 
     partition_values: dict[str, str | None]
-    paths: tuple[str, ...]
+    first: str
+    count: int
     size: int
+    members: pa.Array = field(repr=False, compare=False)  # the sources' paths, as planned
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(self.members.to_pylist())
 
 
 def plan_merges_columns(
@@ -204,7 +213,7 @@ def plan_merges_columns(
             values = values_of[by_rank[int(ranks[start])]]
             bucket = paths.slice(start, end - start)
             groups += _pack_columns(values, bucket, sizes[start:end], target_bytes, max_sources_per_merge)
-    groups.sort(key=lambda g: (-len(g.paths), g.size))
+    groups.sort(key=lambda g: (-g.count, g.size))
     return groups[:max_dest_splits] if max_dest_splits is not None else groups
 
 
@@ -221,7 +230,8 @@ def _pack_columns(
         over = int(np.searchsorted(cumulative, cumulative[first] + target, side="right")) - 1
         stop = min(max(first + 1, over), n if max_sources is None else first + max_sources, n)
         if stop - first >= 2:
-            members = tuple(paths.slice(first, stop - first).to_pylist())
-            groups.append(PlannedMerge(dict(values), members, int(cumulative[stop] - cumulative[first])))
+            members = paths.slice(first, stop - first)
+            size = int(cumulative[stop] - cumulative[first])
+            groups.append(PlannedMerge(dict(values), members[0].as_py(), stop - first, size, members))
         first = stop
     return groups
