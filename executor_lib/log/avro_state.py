@@ -11,8 +11,6 @@ here (see PROTOCOL.md).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
 import json
 import threading
@@ -21,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
+from executor_lib.arrow_pool import give_back_unused
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.file_table import FileChunk, deferring
@@ -345,25 +342,21 @@ def read_state_chunks(
     ``manifest_filter`` skips whole manifests (partition pruning by their bounds)."""
     infos = tuple(i for i in manifest.manifests if manifest_filter is None or manifest_filter(i))
     if len(infos) <= 1 or parallelism <= 1:
-        read = [_read_manifest(store, i, manifest.state_version) for i in infos]
+        results: Iterable[tuple[FileChunk, str | None]] = (
+            _read_manifest(store, i, manifest.state_version) for i in infos
+        )
     else:
         pool = _reader_pool(parallelism)
-        read = list(pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos))
-    decoded = [(uri, chunk) for chunk, uri in read if uri is not None]
-    MANIFEST_CACHE.put_many(decoded)
-    if sum(len(chunk) for _, chunk in decoded) >= RELEASE_AFTER_ENTRIES:
-        _give_back_scratch()
-    return [chunk for chunk, _ in read]
-
-
-def _give_back_scratch() -> None:
-    """Return to the system the memory a large decode used and freed (each manifest's records, its
-    columns before they were compacted), which Arrow's and C's allocators otherwise keep: a cold load of
-    a 1M-file state (no manifest disk cache) then holds about 90 MB less (``bench.state_benchmark``'s
-    new-process memory: 474 -> 380 MB, of which 148 MB are the files' columns)."""
-    pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):  # glibc only
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        results = pool.map(lambda i: _read_manifest(store, i, manifest.state_version), infos)
+    chunks, decoded = [], 0
+    for chunk, uri in results:  # in order, as they are read
+        chunks.append(chunk)
+        if uri is not None:  # decoded: its disk copy is written (and takes its statistics) while the rest decode
+            MANIFEST_CACHE.put(uri, chunk)
+            decoded += len(chunk)
+    if decoded >= RELEASE_AFTER_ENTRIES:  # each manifest's records, its columns before they were compacted
+        give_back_unused()
+    return chunks
 
 
 def read_state_files(

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from executor_lib.arrow_pool import give_back_unused
 from executor_lib.log.chunk_encoding import PHYSICAL_VERSION
 from executor_lib.log.file_table import COLUMN_LAYOUT, DEFERRED_COLUMNS, DeferredColumns, FileChunk, restore_chunk
 from executor_lib.log.manifest_columns import open_sealed, sealed_digest, sealed_ipc_file
@@ -74,6 +75,7 @@ class ManifestCache:
         self._disk_writer: ThreadPoolExecutor | None = None
         self._writer_pid = 0
         self._disk_writes: set[Future[None]] = set()
+        self._written = 0  # entries written to disk since memory was last given back
         self._items: OrderedDict[str, FileChunk] = OrderedDict()
         self._entries = 0
         self._lock = threading.Lock()
@@ -125,8 +127,14 @@ class ManifestCache:
             return
         for uri, adds in items:
             self.disk.put(uri, adds)
-        if sum(len(adds) for _, adds in items) >= RELEASE_AFTER_ENTRIES:
-            pa.default_memory_pool().release_unused()  # the statistics the disk copies took over
+        with self._lock:
+            self._written += sum(len(adds) for _, adds in items)
+            drained = len(self._disk_writes) <= 1  # this write is the last one submitted
+            release, self._written = (
+                (True, 0) if drained and self._written >= RELEASE_AFTER_ENTRIES else (False, self._written)
+            )
+        if release:  # the statistics the disk copies took over, given back once a load's writes are done
+            give_back_unused()
 
     def _forget_write(self, write: Future[None]) -> None:
         with self._lock:
