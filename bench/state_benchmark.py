@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -195,7 +196,9 @@ def through_spark(root: Path, uri: str) -> dict[str, Any]:
     both got real splits in one day (``REAL_DAY``)."""
     from bench import state_spark
 
-    baseline = build_scale_table(root / f"baseline-for-{Path(uri).name}", SPARK_BASELINE_FILES)
+    baseline_root = root / f"baseline-for-{Path(uri).name}"
+    shutil.rmtree(baseline_root, ignore_errors=True)  # (a table measured again)
+    baseline = build_scale_table(baseline_root, SPARK_BASELINE_FILES)
     for table in (uri, baseline):
         state_spark.add_real_partition(table, REAL_DAY)
     return state_spark.measure(uri, baseline, REAL_DAY)
@@ -204,7 +207,12 @@ def through_spark(root: Path, uri: str) -> dict[str, Any]:
 def scale(root: Path, n: int, spark: bool = True) -> dict[str, Any]:
     """The log at ``n`` live files: commit and load times, memory, a one-partition listing, and (if
     ``spark``) the statements of ``state_spark`` through a local Spark session."""
-    uri = build_scale_table(root, n)
+    return measure_scale(root, build_scale_table(root, n), n, spark)
+
+
+def measure_scale(root: Path, uri: str, n: int, spark: bool = True) -> dict[str, Any]:
+    """``scale``'s measurements on ``uri``, a table ``build_scale_table(root, n)`` built (and these
+    measurements may have grown since: ``n`` is its live files now)."""
     out: dict[str, Any] = {}
     reader = executor_lib.open_log(uri)
     reader.snapshot()
