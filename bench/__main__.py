@@ -47,7 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         nargs="+",
         default=None,
-        help=f"live files of the state tables ({SLOW_STATE_SIZE:,} and more: slow, hours)",
+        help=f"live files of the state tables ({SLOW_STATE_SIZE:,} and more: slow, ~20 minutes on 2 cores)",
     )
     p.add_argument("--split-rows", type=int, default=None, help="rows of the materialization split")
     p.add_argument("--spark-rows", type=int, default=None, help="rows of the Spark dataset")

@@ -241,3 +241,21 @@ def test_bench_takes_the_ten_million_state_size_and_says_it_is_slow(capsys: pyte
     parse_args(["--only", "state", "--state-sizes", "1000000"])
     assert capsys.readouterr().err == ""
     assert snapshot_targets(10_000_000) == (5.0, 1500.0) and snapshot_targets(1_100_014) == (1.0, 150.0)
+
+
+def test_each_size_of_a_million_files_and_more_is_checked_against_its_own_targets() -> None:
+    from bench.suite import _scale_ratios
+
+    def scale(load_s: float) -> dict[str, Any]:
+        keys = ("count", "search", "describe_state", "merge_plan", "purge_dry_run", "baseline_search")
+        spark = {f"{k}_first_s": 0.5 for k in keys}
+        log = {"one_file_commit_max_s": 0.3, "one_file_commit_median_s": 0.04, "warm_after_commit_s": 0.01}
+        return {"scale": {**log, "load_s": load_s, "listing_s": 0.05, "rss_mb": 100.0, "spark": spark}}
+
+    sizes = {"1000": scale(0.1), "1000000": scale(0.4), "10000000": scale(0.9)}
+    ratios = {r.name: r for r in _scale_ratios({"sizes": sizes})}
+    assert ratios["new-process snapshot load, 1,000,000 files, vs 1 s target"].ratio == pytest.approx(0.4)
+    assert ratios["new-process snapshot load, 10,000,000 files, vs 5 s target"].ratio == pytest.approx(0.18)
+    assert "MERGE SPLITS planning, 1,000,000 files, vs 5 s target" in ratios
+    assert not any("Spark" in name and "10,000,000" in name for name in ratios)  # issue 54 sets none at 10M
+    assert not any("1,000 files, vs" in name for name in ratios)  # below a million: only the largest size
