@@ -100,10 +100,13 @@ class DeferredColumns:
     or an action asks for them. ``load`` raises CorruptLogError if they cannot be had.
     """
 
-    def __init__(self, names: Sequence[str], rows: int, load: Callable[[], pa.Table]) -> None:
+    def __init__(
+        self, names: Sequence[str], rows: int, load: Callable[[], pa.Table] | None, table: pa.Table | None = None
+    ) -> None:
+        """``load`` gets the columns on first use; or they are ``table``, in memory already."""
         self.names, self.rows = tuple(names), rows
-        self._load: Callable[[], pa.Table] | None = load
-        self._table: pa.Table | None = None
+        self._load = load if table is None else None
+        self._table: pa.Table | None = table
         self._lock = threading.Lock()
         self.reread: Callable[[], Any] | None = None  # ``held``: how to read the chunk afresh
 
@@ -111,8 +114,8 @@ class DeferredColumns:
     def held(cls, table: pa.Table, reread: Callable[[], Any]) -> DeferredColumns:
         """Columns decoded already and kept in memory until ``spill`` hands them to a file; ``reread``
         reads their chunk afresh, should that file be gone or damaged when they are next asked for."""
-        deferred = cls(table.column_names, table.num_rows, lambda: table)
-        deferred._table, deferred._load, deferred.reread = table, None, reread
+        deferred = cls(table.column_names, table.num_rows, None, table)
+        deferred.reread = reread
         return deferred
 
     def spill(self, load: Callable[[], pa.Table]) -> None:
