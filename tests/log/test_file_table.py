@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,23 @@ def test_a_snapshot_answers_counts_mappings_and_newest_file_from_columns(tmp_pat
     assert sorted(snap.file_columns(["path"], day).column("path").to_pylist()) == sorted(
         a.path for a in files if a.partition_values["day"] == "d1"
     )
+
+
+def test_actions_of_paths_are_the_live_files_in_order_within_the_partitions_kept() -> None:
+    adds = [varied(i) for i in range(120)]
+    dead = varied(200)
+    state = _columnar_state([*adds, dead], frozenset({dead.path}))
+    later = varied(300)
+    state = replay(state, [(1, [later, RemoveAction(adds[3].path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    wanted = [later.path, adds[40].path, adds[7].path, adds[41].path]
+    assert files.actions_of(wanted) == [files[p] for p in wanted]
+    day = adds[40].partition_values.get("day")
+    in_day = [a.path for a in adds[4:] if a.partition_values.get("day") == day][:5]
+    keep = lambda v: v.get("day") == day  # noqa: E731
+    assert files.actions_of(in_day, keep, ["day", "hour"]) == [files[p] for p in in_day]
+    other = next(a.path for a in adds[4:] if a.partition_values.get("day") != day)
+    for missing in (other, adds[3].path, dead.path, "day=x/nowhere.split"):  # another partition, removed, tombstoned
+        with pytest.raises(KeyError, match=re.escape(missing)):
+            files.actions_of([*in_day, missing], keep, ["day", "hour"])

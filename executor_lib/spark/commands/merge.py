@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from executor_lib.log.file_table import LiveFiles
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import (
     AddAction,
@@ -159,9 +160,7 @@ def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> lis
     groups = _REPLANNED.pop(key, None)
     if groups is None:
         snapshot = r._log().snapshot(version=task.version)
-        columns = list(snapshot.partition_columns)
-        wanted = tuple(task.partition_values.get(c) for c in columns)
-        keep = lambda v: tuple(v.get(c) for c in columns) == wanted  # noqa: E731
+        keep = _in_partition(snapshot, task.partition_values)
         planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
         groups = {g.first: g for g in planned}
     _REPLANNED[key] = groups
@@ -286,6 +285,24 @@ def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: i
     return len(removed)
 
 
+def _sources(snapshot: Snapshot, paths: list[str], partition_values: dict[str, str | None]) -> list[AddAction]:
+    """The live files at ``paths`` of a group of the partition ``partition_values``, found in that
+    partition's rows of the snapshot's columns (no index of every path: a 10M-file table's costs GBs)."""
+    files = snapshot.state.files
+    if not isinstance(files, LiveFiles):
+        return [files[p] for p in paths]
+    return files.actions_of(paths, _in_partition(snapshot, partition_values), snapshot.partition_columns)
+
+
+def _in_partition(
+    snapshot: Snapshot, partition_values: Mapping[str, str | None]
+) -> Callable[[Mapping[str, str]], bool]:
+    """A ``keep`` function accepting exactly the partition ``partition_values`` (a column left out: null)."""
+    columns = list(snapshot.partition_columns)
+    wanted = tuple(partition_values.get(c) for c in columns)
+    return lambda values: tuple(values.get(c) for c in columns) == wanted
+
+
 @dataclass
 class MergeCommitMessage(WriterCommitMessage):
     read_version: int = -1
@@ -321,7 +338,7 @@ class MergeWriter(DataSourceArrowWriter):
                     if version not in snapshots:
                         snapshots[version] = txlog.snapshot(version=version)
                     snap = snapshots[version]
-                    sources = [snap.state.files[p] for p in json.loads(row["sources"])]
+                    sources = _sources(snap, json.loads(row["sources"]), json.loads(row["partitionValues"]))
                     added = merge_group(txlog.store, snap, sources, row.get("sortKey"), int(row["targetBytes"]), cache)
                     message.added += added
                     message.read_version = version if message.read_version < 0 else min(message.read_version, version)
