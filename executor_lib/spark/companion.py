@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from executor_lib.log.file_table import LiveFiles
 from executor_lib.protocol.actions import AddAction, MetadataAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly
@@ -212,6 +213,15 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
     return rows or [(0, "{}", "[]", 0, version, read_version, removed, settings)]
 
 
+def _live_actions(snapshot: Any, paths: list[str]) -> list[AddAction]:
+    """The actions of those ``paths`` that are live in ``snapshot``, found column-wise (no object per file)."""
+    files = snapshot.state.files
+    if not isinstance(files, LiveFiles):
+        return [files[p] for p in paths if p in files]
+    gone = set(files.missing(paths))
+    return files.actions_of([p for p in paths if p not in gone])
+
+
 def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: Mapping[str, str]) -> dict[str, str]:
     """pyiceberg catalog properties: the SQL clause, else the stored companion metadata, else the settings."""
     props = {"name": cmd.catalog or stored.get("indextables.companion.icebergCatalog") or "default"}
@@ -393,9 +403,8 @@ class CompanionWriter(DataSourceArrowWriter):
             else:
                 txlog = _open_log(self.path, self.options)
                 snapshot = txlog.snapshot(version=first.read_version)
-                live = {a.path: a for a in snapshot.files}
                 _check_no_concurrent_build(txlog, first.read_version, adds, set(invalidated))
-                removed = [live[p] for p in invalidated if p in live]
+                removed = _live_actions(snapshot, invalidated)
                 metadata: MetadataAction = snapshot.metadata
                 updated = metadata.with_configuration({**metadata.configuration, **configuration})
                 actions = [*removes_of(removed, data_change=True), *adds, updated]
