@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from executor_lib.log.file_table import LiveFiles
+from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.split_schema import check_split_schema
 from executor_lib.protocol.actions import (
     Action,

@@ -10,11 +10,7 @@ read (a chunk from the disk cache leaves them in their own file until then: ``DE
 against about 3 KB as a Python ``AddAction`` with its dicts; chunks are what the manifest caches keep
 (in memory, and on disk as Arrow IPC files).
 
-``LiveFiles`` is the ``Mapping[str, AddAction]`` a ``TableState`` holds for such a snapshot: the
-state's chunks (shared, immutable) plus an overlay of the version files replayed on top of them
-(paths shadowed, actions added). ``AddAction`` objects are built only for the rows a caller asks
-for: a lookup, the files of the partitions a predicate selects (``LiveFiles.select_partitions``),
-or an explicit walk over ``values()``.
+A state's live files over its chunks are ``live_files.LiveFiles``.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ import itertools
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,14 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.arrow_pool import use_system_pool
-from executor_lib.log.arrow_arrays import bools, int64s, map_values, strings
+from executor_lib.log.arrow_arrays import bools, int64s, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.log.partition_index import (
     PartitionIndex,
     build_partition_index,
-    partition_mask,
-    partition_totals,
-    present_values,
 )
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.errors import CorruptLogError
@@ -432,290 +425,7 @@ def _map_values(column: pa.ChunkedArray) -> list[dict[str, Any] | None]:
     return out
 
 
-REJECTS_MIN_ROWS = 2_000  # a chunk's accepted rows from which ``LiveFiles.select`` asks its ``rejects``
-# what judges a chunk's rows column-wise (``LiveFiles.select``): (kind, rows it certainly rejects) pairs
-RowRejects = Callable[["FileChunk"], list[tuple[str, np.ndarray]]]
-
-
-class LiveFiles(Mapping[str, AddAction]):
-    """Path -> ``AddAction`` over Arrow chunks plus an overlay of later changes.
-
-    ``shadowed``: paths whose chunk rows no longer count (removed, or replaced by an entry of
-    ``added``); ``added``: actions added after the chunks, by path. Immutable: ``replaced`` builds
-    the next state's files without copying the chunks.
-    """
-
-    def __init__(
-        self,
-        chunks: Sequence[FileChunk],
-        shadowed: frozenset[str] = frozenset(),
-        added: Mapping[str, AddAction] | None = None,
-    ) -> None:
-        self.chunks = tuple(c for c in chunks if len(c))
-        self.shadowed = shadowed
-        self.added: Mapping[str, AddAction] = added or {}
-        self._length: int | None = None
-        self._index: dict[str, tuple[int, int]] | None = None
-        self._masks: dict[int, pa.Array | None] = {}  # chunk position -> live mask (see _live_mask)
-        self._shadowed_array: pa.Array | None = None
-
-    def replaced(self, shadowed: Iterable[str], added: Mapping[str, AddAction]) -> LiveFiles:
-        """These files with ``shadowed`` paths no longer live in the chunks, and ``added`` as the overlay."""
-        return LiveFiles(self.chunks, frozenset(shadowed), added)
-
-    # -- Mapping ---------------------------------------------------------------------------------
-    def __len__(self) -> int:
-        if self._length is None:
-            rows = sum(len(c) for c in self.chunks)
-            self._length = rows - self._shadowed_rows() + len(self.added)
-        return self._length
-
-    def __iter__(self) -> Iterator[str]:
-        shadowed = self.shadowed
-        for chunk in self.chunks:
-            for path in chunk.paths.to_pylist():
-                if path not in shadowed:
-                    yield path
-        yield from self.added
-
-    def __contains__(self, path: object) -> bool:
-        if path in self.added:
-            return True
-        if not isinstance(path, str) or path in self.shadowed:
-            return False
-        return path in self._row_index()
-
-    def __getitem__(self, path: str) -> AddAction:
-        found = self.added.get(path)
-        if found is not None:
-            return found
-        if path in self.shadowed:
-            raise KeyError(path)
-        chunk, row = self._row_index()[path]
-        return self.chunks[chunk].actions(int64s([row]))[0]
-
-    def missing(self, paths: Iterable[str]) -> list[str]:
-        """Those of ``paths`` that are not live files, found column-wise (``matching_paths``): no
-        object or index entry is built per file, as ``in`` builds on its first lookup."""
-        wanted = frozenset(p for p in paths if p not in self.added and p not in self.shadowed)
-        value_set = strings(sorted(wanted))
-        found = {p for chunk in self.chunks for p in matching_paths(chunk, wanted, value_set)} if wanted else set()
-        return [p for p in paths if p not in self.added and p not in found]
-
-    def actions_of(
-        self, paths: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()
-    ) -> list[AddAction]:
-        """The live files at ``paths``, in that order, found column-wise in the chunks whose partitions
-        ``keep`` accepts (all if None; ``select_partitions``' ``keep``): no index of every path is built,
-        as ``files[path]`` builds on its first lookup (10M files: seconds and gigabytes). KeyError names
-        the first path that is not a live file there.
-
-        Example: ``files.actions_of(group_paths, lambda v: v.get("day") == "2024-05-01", ["day"])``
-        """
-        found = {p: self.added[p] for p in paths if p in self.added}
-        wanted = sorted({p for p in paths if p not in found and p not in self.shadowed})
-        if wanted:
-            value_set = strings(wanted)
-            for chunk in self.chunks:
-                mask = None if keep is None else partition_mask(chunk, keep, partition_columns)
-                if mask is not None and not pc.any(mask).as_py():
-                    continue  # (a chunk of other partitions: no path compared)
-                hits = pc.is_in(chunk.paths, value_set=value_set)
-                rows = pc.indices_nonzero(hits if mask is None else pc.and_(hits, mask))
-                if len(rows):
-                    found.update((a.path, a) for a in chunk.actions(rows))
-        for p in paths:
-            if p not in found:
-                raise KeyError(p)
-        return [found[p] for p in paths]
-
-    def values(self) -> Iterator[AddAction]:  # type: ignore[override]  # a lazy walk, chunk by chunk
-        """Every live file, built chunk by chunk (a million files: seconds; prefer a selection)."""
-        for chunk in self.chunks:
-            yield from self._live_actions(chunk)
-        yield from self.added.values()
-
-    def items(self) -> Iterator[tuple[str, AddAction]]:  # type: ignore[override]
-        for add in self.values():
-            yield add.path, add
-
-    # -- vectorized helpers ------------------------------------------------------------------------
-    def columns(self, attributes: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()) -> pa.Table:
-        """The live files' ``attributes`` as one Arrow table, a row per file (``COLUMN_TYPES``; an
-        attribute no file sets holds its default), only the files whose partition values ``keep``
-        accepts if given (asked once per distinct combination, as ``select_partitions``). No
-        ``AddAction`` is built for the chunks' rows.
-
-        Example: ``files.columns(["path", "size"]).column("size")``
-        """
-        parts = []
-        overlay = [FileChunk.from_actions(list(self.added.values()))] if self.added else []
-        for chunk in (*self.chunks, *overlay):
-            mask = None if chunk in overlay else self._live_mask(chunk)
-            if keep is not None:
-                chosen = partition_mask(chunk, keep, partition_columns)
-                mask = chosen if mask is None else pc.and_(mask, chosen)
-            parts.append(_chunk_columns(chunk, attributes, mask))
-        schema = pa.schema([(a, COLUMN_TYPES[a]) for a in attributes])
-        return pa.concat_tables(parts) if parts else schema.empty_table()
-
-    def total(self, attribute: str) -> int:
-        """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
-        total = sum(a_value or 0 for a_value in (getattr(a, attribute) for a in self.added.values()))
-        for chunk in self.chunks:
-            if attribute not in chunk.column_names:
-                continue
-            live = self._live_mask(chunk)
-            column = chunk.column(attribute)
-            total += pc.sum(column if live is None else pc.filter(column, live)).as_py() or 0
-        return int(total)
-
-    def mapping_keys(self) -> set[tuple[str | None, str | None]]:
-        """The distinct (inline doc mapping JSON, doc mapping ref) pairs of the live files, each
-        chunk's read from its dictionary-encoded refs (a few values) unless it has inline mappings,
-        so that no column of the table's size is made.
-
-        Example: ``live.mapping_keys()`` -> ``{(None, "gC45RGOqJ_Grt0xH")}``
-        """
-        out: set[tuple[str | None, str | None]] = set()
-        for chunk in self.chunks:
-            live, n = self._live_mask(chunk), len(chunk)
-            names = chunk.column_names
-            refs = chunk.column("doc_mapping_ref") if "doc_mapping_ref" in names else pa.nulls(n, _STRING)
-            inline = chunk.column("doc_mapping_json") if "doc_mapping_json" in names else None
-            if live is not None:
-                refs = pc.filter(refs, live)
-                inline = None if inline is None else pc.filter(inline, live)
-            if inline is None or inline.null_count == len(inline):
-                out |= {(None, ref) for ref in pc.unique(refs).to_pylist()}
-                continue
-            pairs = pa.table({"inline": inline, "ref": refs.cast(_STRING)}).group_by(["inline", "ref"]).aggregate([])
-            out |= set(zip(pairs.column("inline").to_pylist(), pairs.column("ref").to_pylist(), strict=True))
-        out |= {(a.doc_mapping_json, a.doc_mapping_ref) for a in self.added.values()}
-        return out
-
-    def partition_totals(self, attribute: str, columns: Sequence[str]) -> dict[tuple[str | None, ...], int] | None:
-        """The live files' sum of the integer ``attribute`` (one whose default is None, as
-        ``num_records``) per partition (a tuple of ``columns``' values; None: null), from each chunk's
-        partition index; None if a live file has no value.
-
-        Example: ``live.partition_totals("num_records", ["day"])`` -> ``{("2024-01-01",): 3000}``
-        """
-        out: dict[tuple[str | None, ...], int] = {}
-        for chunk in self.chunks:
-            if attribute not in chunk.column_names:
-                return None  # no file of the chunk has one (the column is left out)
-            found = partition_totals(chunk, attribute, columns, self._live_mask(chunk))
-            if found is None:
-                return None
-            for key, n in found.items():
-                out[key] = out.get(key, 0) + n
-        for a in self.added.values():
-            value = getattr(a, attribute)
-            if value is None:
-                return None
-            key = tuple(a.partition_values.get(c) for c in columns)
-            out[key] = out.get(key, 0) + int(value)
-        return out
-
-    def select_partitions(self, keep: Any, partition_columns: Sequence[str]) -> list[AddAction]:
-        """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
-        a column left out when the file has no value or a null for it); ``keep`` is called once per
-        distinct combination of values, and only the accepted rows become ``AddAction`` objects."""
-        return self.select(keep, partition_columns)[0]
-
-    def select(
-        self, keep: Any, partition_columns: Sequence[str], rejects: RowRejects | None = None
-    ) -> tuple[list[AddAction], int, dict[str, int]]:
-        """``select_partitions``, its chunks' rows also judged column-wise by ``rejects(chunk)`` (each a
-        kind and a boolean numpy mask of the rows it certainly rejects; ``log.pruning.stats_rejects``)
-        before any becomes an object; the files added on top of the chunks are not (their objects exist).
-        Returns the accepted files, how many live files ``keep`` accepted, and per kind how many of those
-        a ``rejects`` mask rejected.
-
-        Example: ``files, accepted, rejected = live.select(lambda v: True, [], rejects)``
-        """
-        out: list[AddAction] = []
-        accepted = 0
-        rejected: dict[str, int] = {}
-        for chunk in self.chunks:
-            mask = partition_mask(chunk, keep, partition_columns)
-            live = self._live_mask(chunk)
-            if live is not None:
-                mask = pc.and_(mask, live)
-            kept = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=np.bool_)
-            count = int(kept.sum())
-            accepted += count
-            if rejects is not None and count >= REJECTS_MIN_ROWS:  # (fewer: their objects cost less)
-                out_rows = np.zeros(len(chunk), dtype=np.bool_)
-                for kind, rows in rejects(chunk):
-                    rejected[kind] = rejected.get(kind, 0) + int((rows & kept).sum())
-                    out_rows |= rows
-                kept = kept & ~out_rows
-            rows = np.flatnonzero(kept)
-            if len(rows):
-                out.extend(chunk.actions(int64s(rows)))
-        added = [a for a in self.added.values() if keep(present_values(a.partition_values, partition_columns))]
-        return out + added, accepted + len(added), rejected
-
-    def _live_actions(self, chunk: FileChunk) -> Iterable[AddAction]:
-        actions = chunk.all_actions()
-        if self._live_mask(chunk) is None:
-            return actions
-        shadowed = self.shadowed
-        return [a for a in actions if a.path not in shadowed]
-
-    def _live_mask(self, chunk: FileChunk) -> pa.Array | None:
-        """True for the chunk's rows not shadowed; None when none is (computed once per chunk)."""
-        if not self.shadowed:
-            return None
-        key = id(chunk)  # the chunks are held by self: ids are stable
-        if key not in self._masks:
-            if self._shadowed_array is None:
-                self._shadowed_array = strings(list(self.shadowed))
-            hit = pc.is_in(chunk.paths, value_set=self._shadowed_array)
-            self._masks[key] = pc.invert(hit) if pc.any(hit).as_py() else None
-        return self._masks[key]
-
-    def _shadowed_rows(self) -> int:
-        shadowed = 0
-        for chunk in self.chunks:
-            live = self._live_mask(chunk)
-            if live is not None:
-                shadowed += len(chunk) - int(pc.sum(live).as_py() or 0)
-        return shadowed
-
-    def _row_index(self) -> dict[str, tuple[int, int]]:
-        """Path -> (chunk, row), built on the first point lookup (then about 100 bytes a file)."""
-        if self._index is None:
-            index: dict[str, tuple[int, int]] = {}
-            for i, chunk in enumerate(self.chunks):
-                index.update((p, (i, row)) for row, p in enumerate(chunk.paths.to_pylist()))
-            self._index = index
-        return self._index
-
-
-def file_columns(
-    files: Mapping[str, AddAction], attributes: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()
-) -> pa.Table:
-    """``LiveFiles.columns`` of any state's files (a JSON checkpoint's or a log replay's: from their actions)."""
-    if not isinstance(files, LiveFiles):
-        files = LiveFiles([FileChunk.from_actions(list(files.values()))])
-    return files.columns(attributes, keep, partition_columns)
-
-
-def partition_strings(partition_values: pa.ChunkedArray | pa.Array, columns: Sequence[str]) -> dict[str, pa.Array]:
-    """Column -> each row's value of that partition column in a ``partition_values`` map column (null:
-    none), as the log writes it (a string)."""
-    chunked = partition_values
-    if not isinstance(chunked, pa.ChunkedArray):
-        chunked = pa.chunked_array([chunked])
-    if chunked.num_chunks == 0:
-        chunked = pa.chunked_array([pa.array([], _MAP)])
-    return {c: map_values(chunked, c) for c in columns}
-
-
-def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
+def chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array | None) -> pa.Table:
     """``attributes`` of a chunk's rows (dictionary-encoded ones decoded), those of ``mask`` if given."""
     if mask is not None:  # filtered in the compact forms, then decoded
         chunk = chunk.select([a for a in attributes if a in COLUMN_TYPES], mask)
@@ -728,11 +438,11 @@ def _chunk_columns(chunk: FileChunk, attributes: Sequence[str], mask: pa.Array |
             column = chunk.column(name)
             columns.append(column.cast(COLUMN_TYPES[name]) if pa.types.is_dictionary(column.type) else column)
         else:
-            columns.append(_default_column(name, n))
+            columns.append(default_column(name, n))
     return pa.Table.from_arrays(columns, schema=pa.schema([(a, COLUMN_TYPES[a]) for a in attributes]))
 
 
-def _default_column(name: str, n: int) -> pa.Array:
+def default_column(name: str, n: int) -> pa.Array:
     """``n`` rows of an attribute's default (left out of a chunk whose rows all hold it)."""
     default, arrow_type = _DEFAULTS.get(name), COLUMN_TYPES[name]
     if default is None or name in _MAP_ATTRS or name in _LIST_ATTRS:

@@ -22,7 +22,8 @@ from typing import Any
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
-from executor_lib.log.file_table import LiveFiles, present_values
+from executor_lib.log.live_files import LiveFiles
+from executor_lib.log.partition_index import present_values
 from executor_lib.log.state import EMPTY_STATE, TableState, replay
 from executor_lib.protocol.actions import (
     Action,
@@ -237,7 +238,7 @@ class Snapshot:
 
         Example: ``snapshot.file_columns(["path", "num_records"], [Term("day", "2024-01-01")])``
         """
-        from executor_lib.log.file_table import file_columns
+        from executor_lib.log.live_files import file_columns
 
         meta = self.metadata
         if not predicates or not meta.partition_columns:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from executor_lib.log.file_table import LiveFiles
+from executor_lib.log.live_files import LiveFiles
 from executor_lib.protocol.actions import (
     Action,
     AddAction,

@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from executor_lib.log.file_table import LiveFiles
+from executor_lib.log.live_files import LiveFiles
 from executor_lib.protocol.actions import AddAction, MetadataAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly

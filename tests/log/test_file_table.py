@@ -14,7 +14,8 @@ import pytest
 
 import executor_lib
 from executor_lib.log.avro_state import decode_manifest, decode_manifest_chunk
-from executor_lib.log.file_table import FileChunk, LiveFiles
+from executor_lib.log.file_table import FileChunk
+from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.pruning import partition_judge, prune_files
 from executor_lib.log.state import TableState, replay
 from executor_lib.protocol.actions import AddAction, RemoveAction
@@ -284,7 +285,7 @@ def _rows(table: object, columns: list[str]) -> list[tuple[object, ...]]:
 
 def test_file_columns_are_the_live_files_attributes_after_replay() -> None:
     """Shadowed rows left out, the overlay's rows in, defaults where a chunk leaves a column out."""
-    from executor_lib.log.file_table import file_columns
+    from executor_lib.log.live_files import file_columns
 
     rng = random.Random(11)
     adds = [varied(i) for i in range(90)]

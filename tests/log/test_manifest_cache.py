@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from executor_lib.log.file_table import FileChunk, file_columns
+from executor_lib.log.file_table import FileChunk
+from executor_lib.log.live_files import file_columns
 from executor_lib.log.manifest_cache import DiskManifestCache, ManifestCache
 from executor_lib.log.snapshot import SnapshotLoader
 from executor_lib.protocol.actions import AddAction

@@ -248,10 +248,10 @@ def test_numeric_statistics_judged_column_wise_skip_what_the_objects_skip(
     """At scale (``COLUMNAR_STATS_FILES``), a scan's comparisons on numeric columns are judged on the
     state's statistics columns before any file becomes an object: the same files are kept, and the
     same counts made, as judging every file's object (``prune_scan``); only the survivors are built."""
-    from executor_lib.log import file_table, pruning
-    from executor_lib.log.file_table import LiveFiles
+    from executor_lib.log import live_files, pruning
+    from executor_lib.log.live_files import LiveFiles
 
-    monkeypatch.setattr(file_table, "REJECTS_MIN_ROWS", 0)
+    monkeypatch.setattr(live_files, "REJECTS_MIN_ROWS", 0)
     log = _random_stats_table(tmp_path, 3000, seed=3)
     snapshot = log.snapshot()
     assert isinstance(snapshot.state.files, LiveFiles)

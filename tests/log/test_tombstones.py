@@ -197,7 +197,8 @@ class _PutCounter(CountingStore):
 def test_live_files_missing_matches_set_membership() -> None:
     """``LiveFiles.missing`` (what a remove is validated with) agrees with membership in the mapping,
     for chunk rows, shadowed rows, overlay adds, and paths sharing a chunk's prefix or suffix."""
-    from executor_lib.log.file_table import FileChunk, LiveFiles
+    from executor_lib.log.file_table import FileChunk
+    from executor_lib.log.live_files import LiveFiles
 
     rng = random.Random(5)
     adds = [add(rng.choice(["2024-01-01", "2024-01-02"])) for _ in range(40)]

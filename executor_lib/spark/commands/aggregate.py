@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib import profiler
-from executor_lib.log.file_table import LiveFiles, partition_strings
+from executor_lib.log.live_files import LiveFiles, partition_strings
 from executor_lib.log.pruning import prune_snapshot
 from executor_lib.protocol.actions import (
     AddAction,

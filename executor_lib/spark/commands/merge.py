@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from executor_lib.log.file_table import LiveFiles
+from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import (
     AddAction,
@@ -124,7 +124,7 @@ def _plan_columns(
     max_dest_splits: int | None,
     max_sources: int | None,
 ) -> list[Any]:
-    from executor_lib.log.file_table import file_columns
+    from executor_lib.log.live_files import file_columns
     from executor_lib.splits.build.merge_plan import plan_merges_columns
 
     attributes = ["path", "size", "partition_values", "doc_mapping_json", "doc_mapping_ref"]

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.file_table import partition_strings
+from executor_lib.log.live_files import partition_strings
 from executor_lib.log.partition_index import combinations
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
