@@ -209,6 +209,36 @@ class LiveFiles(Mapping[str, AddAction]):
             out[key] = out.get(key, 0) + int(value)
         return out
 
+    def by_partition(self, keep: Any, partition_columns: Sequence[str]) -> Iterator[list[AddAction]]:
+        """The live files whose partitions ``keep`` accepts (as ``select_partitions``), one list per
+        partition, built a partition at a time: a walk over every file that holds the objects of one
+        partition only (a 10M-file table: about 10,000 of them, not 10M).
+
+        Example: ``sum(len(files) for files in live.by_partition(lambda v: True, ["day"]))``
+        """
+        columns = list(partition_columns)
+        parts: dict[tuple[str | None, ...], list[tuple[int, np.ndarray]]] = {}
+        for i, chunk in enumerate(self.chunks):
+            index = chunk.partition_index(columns)
+            live = self._live_mask(chunk)
+            alive = None if live is None else np.asarray(live.to_numpy(zero_copy_only=False), dtype=np.bool_)
+            of_rows = np.zeros(len(chunk), np.int64) if index.rows is None else index.rows.astype(np.int64)
+            order = np.argsort(of_rows, kind="stable")
+            starts = np.searchsorted(of_rows[order], np.arange(len(index.values) + 1))
+            for j, values in enumerate(index.values):
+                rows = order[starts[j] : starts[j + 1]]  # ascending: the sort is stable
+                if alive is not None:
+                    rows = rows[alive[rows]]
+                if len(rows) and keep(values):
+                    parts.setdefault(tuple(values.get(c) for c in columns), []).append((i, rows))
+        added: dict[tuple[str | None, ...], list[AddAction]] = {}
+        for a in self.added.values():
+            if keep(present_values(a.partition_values, columns)):
+                added.setdefault(tuple(a.partition_values.get(c) for c in columns), []).append(a)
+        for key in [*parts, *(k for k in added if k not in parts)]:
+            chunks = parts.get(key, [])
+            yield [a for i, rows in chunks for a in self.chunks[i].actions(int64s(rows))] + added.get(key, [])
+
     def select_partitions(self, keep: Any, partition_columns: Sequence[str]) -> list[AddAction]:
         """The live files whose partition values ``keep(values)`` accepts (``values``: column -> value,
         a column left out when the file has no value or a null for it); ``keep`` is called once per

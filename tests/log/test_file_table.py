@@ -363,3 +363,21 @@ def test_actions_of_paths_are_the_live_files_in_order_within_the_partitions_kept
     for missing in (other, adds[3].path, dead.path, "day=x/nowhere.split"):  # another partition, removed, tombstoned
         with pytest.raises(KeyError, match=re.escape(missing)):
             files.actions_of([*in_day, missing], keep, ["day", "hour"])
+
+
+def test_by_partition_yields_each_kept_partitions_live_files_once() -> None:
+    adds = [varied(i) for i in range(150)]
+    dead = varied(400)
+    state = _columnar_state([*adds, dead], frozenset({dead.path}))
+    state = replay(state, [(1, [varied(300), varied(301), RemoveAction(adds[5].path)])])
+    files = state.files
+    assert isinstance(files, LiveFiles)
+    columns = ["day", "hour"]
+    keep = lambda v: v.get("hour") != "1"  # noqa: E731  (some partitions left out)
+    parts = list(files.by_partition(keep, columns))
+    expected = files.select_partitions(keep, columns)
+    assert sorted(a.path for part in parts for a in part) == sorted(a.path for a in expected)
+    keys = [{tuple(a.partition_values.get(c) for c in columns) for a in part} for part in parts]
+    assert all(len(k) == 1 for k in keys) and len({next(iter(k)) for k in keys}) == len(parts)  # one each
+    by_path = {a.path: a for a in expected}
+    assert all(a == by_path[a.path] for part in parts for a in part)

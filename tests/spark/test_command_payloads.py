@@ -140,3 +140,40 @@ def test_log_counts_group_and_filter_typed_partitions_as_each_file_would(tmp_pat
     plan = AggregatePlan((), (Measure("count"),))
     reader = CommandReader(_options(uri, C.GroupAggregate(plan=plan.to_json())))
     assert reader.plan and all(isinstance(t, SplitScan) for t in reader.plan)
+
+
+@pytest.mark.parametrize("max_dest", [None, 3])
+def test_a_sorted_merge_plan_planned_a_partition_at_a_time_ships_the_whole_table_plans_groups(
+    tmp_path: Path, max_dest: int | None
+) -> None:
+    """Level-0 and tagged level-1 splits over five days (with id ranges, one day holding two doc
+    mappings): the tasks, planned a partition at a time and read back by their compact payload, are
+    the groups ``plan_sorted_merges`` makes over every live file at once, in its order."""
+    import dataclasses
+    import random
+
+    from executor_lib.splits.build.merge_plan import SORT_KEY_TAG, plan_sorted_merges
+
+    rng = random.Random(7)
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {})
+    for batch in range(4):
+        adds = []
+        for i in range(30):
+            low = rng.randrange(0, 1000)
+            mapping = '[{"name":"message","type":"text"},{"name":"id","type":"i64"}]'
+            a = add(f"2024-01-0{i % 5 + 1}", rng.randrange(1, 50), mapping if i % 7 == 0 else None)
+            level1 = {SORT_KEY_TAG: "id"} if (batch + i) % 3 == 0 else None
+            adds.append(
+                dataclasses.replace(a, min_values={"id": str(low)}, max_values={"id": str(low + 40)}, tags=level1)
+            )
+        log.commit(adds)
+    command = C.MergePlan(target_size="1G", sort_key="id", max_dest_splits=max_dest)
+    reader = CommandReader(_options(uri, command))
+    snapshot = open_log(uri).snapshot()
+    expected = plan_sorted_merges(snapshot.files, snapshot.doc_mapping, "id", "long", max_dest)
+    assert len(reader.plan) == len(expected) and (max_dest is None or len(expected) == max_dest)
+    for i, (task, group) in enumerate(zip(reader.plan, expected, strict=True)):
+        assert task.sources == [] and task.num_sources == len(group.sources) and task.sort_key == "id"
+        (row,) = CommandReader(_options(uri, command)).read(CommandPartition(i, pickle.loads(pickle.dumps(task))))
+        assert json.loads(row[2]) == [a.path for a in group.sources] and row[3] == group.size

@@ -18,6 +18,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from executor_lib.log.live_files import LiveFiles
+from executor_lib.log.partition_index import present_values
 from executor_lib.log.pruning import column_types
 from executor_lib.protocol.actions import (
     AddAction,
@@ -29,7 +30,6 @@ from executor_lib.spark.commands.base import (
     CommandReader,
     command_options,
     decode,
-    matching_files,
     partition_keep,
     register,
     register_writer,
@@ -95,12 +95,39 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
             MergeTask(i, g.partition_values, [], g.size, version, None, target, g.first, g.count)
             for i, g in enumerate(planned)
         ]
-    files = matching_files(snapshot, where)
-    groups = plan_merge_groups(snapshot, files, target, sort_key, min_splits, cmd.max_dest_splits, max_sources)
+    keep = None if where is None else partition_keep(snapshot, where)
+    ranked = []  # sorted: planned a partition at a time (one partition's objects held), shipped compactly
+    for files in _partition_files(snapshot, keep):
+        for g in _sorted_groups(snapshot, files, sort_key, min_splits):
+            bucket = str((tuple(sorted(g.partition_values.items())), snapshot.doc_mapping(g.sources[0])))
+            ranked.append((-len(g.sources), g.size, bucket, g))  # plan_sorted_merges' order over all buckets
+    ranked.sort(key=lambda r: r[:3])
+    groups = [g for *_, g in ranked][: cmd.max_dest_splits]
     return [
-        MergeTask(i, g.partition_values, [a.path for a in g.sources], g.size, version, g.sort_key, target)
+        MergeTask(i, g.partition_values, [], g.size, version, sort_key, target, g.sources[0].path, len(g.sources))
         for i, g in enumerate(groups)
     ]
+
+
+def _partition_files(snapshot: Snapshot, keep: Any) -> Iterator[list[AddAction]]:
+    """The live files of the partitions ``keep`` accepts (all if None), a list per partition."""
+    files, columns = snapshot.state.files, list(snapshot.partition_columns)
+    accept = keep if keep is not None else (lambda values: True)
+    if isinstance(files, LiveFiles):
+        yield from files.by_partition(accept, columns)
+        return
+    parts: dict[tuple[str | None, ...], list[AddAction]] = {}
+    for a in files.values():
+        if accept(present_values(a.partition_values, columns)):
+            parts.setdefault(tuple(a.partition_values.get(c) for c in columns), []).append(a)
+    yield from parts.values()
+
+
+def _sorted_groups(snapshot: Snapshot, files: list[AddAction], sort_key: str, min_splits: int) -> list[Any]:
+    from executor_lib.splits.build.merge_plan import plan_sorted_merges
+
+    key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
+    return plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, None, min_splits)
 
 
 def plan_size_tiered(
@@ -147,33 +174,39 @@ def run_merge_plan(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> Itera
 
 # A worker's last partitions planned again (``_planned_sources``): the groups of one partition,
 # by their first source, for the next task of the same partition.
-_REPLANNED: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_REPLANNED: OrderedDict[tuple[Any, ...], dict[str, tuple[int, int, Any]]] = OrderedDict()
 _REPLANNED_KEPT = 4
 
 
 def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> list[str]:
-    """The sources of a size-tiered ``task``: its partition planned again at the plan's version, with
-    the plan's limits; the group starting at ``task.first`` must be the one the driver planned."""
+    """The sources of a compactly shipped ``task``: its partition planned again at the plan's version,
+    with the plan's limits and sort key; the group starting at ``task.first`` must be the one the
+    driver planned."""
     max_sources, min_splits = _limits(r, cmd)
     values = tuple(sorted(task.partition_values.items(), key=lambda kv: kv[0]))
-    key = (r.path, task.version, values, task.target, max_sources, min_splits)
+    key = (r.path, task.version, values, task.target, task.sort_key, max_sources, min_splits)
     groups = _REPLANNED.pop(key, None)
     if groups is None:
         snapshot = r._log().snapshot(version=task.version)
         keep = _in_partition(snapshot, task.partition_values)
-        planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
-        groups = {g.first: g for g in planned}
+        if task.sort_key is None:
+            planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
+            groups = {g.first: (g.count, g.size, g.paths) for g in planned}
+        else:
+            files = next(_partition_files(snapshot, keep), [])
+            sorted_groups = _sorted_groups(snapshot, files, task.sort_key, min_splits)
+            groups = {g.sources[0].path: (len(g.sources), g.size, [a.path for a in g.sources]) for g in sorted_groups}
     _REPLANNED[key] = groups
     while len(_REPLANNED) > _REPLANNED_KEPT:
         _REPLANNED.popitem(last=False)
     group = groups.get(task.first or "")
-    if group is None or (group.count, group.size) != (task.num_sources, task.size):
+    if group is None or group[:2] != (task.num_sources, task.size):
         raise ConfigError(
             f"merge_plan {r.path}: group {task.group} (partition {task.partition_values}, {task.num_sources} splits "
             f"from {task.first}) is not what its partition plans at version {task.version}; "
             "the driver and this executor run different merge planners: install one executor_lib on both"
         )
-    return list(group.paths)
+    return list(group[2])
 
 
 def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
