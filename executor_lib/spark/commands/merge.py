@@ -96,16 +96,15 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
             for i, g in enumerate(planned)
         ]
     keep = None if where is None else partition_keep(snapshot, where)
-    ranked = []  # sorted: planned a partition at a time (one partition's objects held), shipped compactly
+    ranked = []  # sorted: planned a partition at a time (one partition's objects held), kept compactly
     for files in _partition_files(snapshot, keep):
         for g in _sorted_groups(snapshot, files, sort_key, min_splits):
             bucket = str((tuple(sorted(g.partition_values.items())), snapshot.doc_mapping(g.sources[0])))
-            ranked.append((-len(g.sources), g.size, bucket, g))  # plan_sorted_merges' order over all buckets
-    ranked.sort(key=lambda r: r[:3])
-    groups = [g for *_, g in ranked][: cmd.max_dest_splits]
+            ranked.append((-len(g.sources), g.size, bucket, g.partition_values, g.sources[0].path))
+    ranked.sort(key=lambda r: r[:3])  # plan_sorted_merges' order over all buckets
     return [
-        MergeTask(i, g.partition_values, [], g.size, version, sort_key, target, g.sources[0].path, len(g.sources))
-        for i, g in enumerate(groups)
+        MergeTask(i, values, [], size, version, sort_key, target, first, -count)
+        for i, (count, size, _, values, first) in enumerate(ranked[: cmd.max_dest_splits])
     ]
 
 
