@@ -94,12 +94,12 @@ class LiveFiles(Mapping[str, AddAction]):
         return [p for p in paths if p not in self.added and p not in found]
 
     def actions_of(
-        self, paths: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = ()
+        self, paths: Sequence[str], keep: Any = None, partition_columns: Sequence[str] = (), missing_ok: bool = False
     ) -> list[AddAction]:
         """The live files at ``paths``, in that order, found column-wise in the chunks whose partitions
         ``keep`` accepts (all if None; ``select_partitions``' ``keep``): no index of every path is built,
         as ``files[path]`` builds on its first lookup (10M files: seconds and gigabytes). KeyError names
-        the first path that is not a live file there.
+        the first path that is not a live file there, unless ``missing_ok``: then those are left out.
 
         Example: ``files.actions_of(group_paths, lambda v: v.get("day") == "2024-05-01", ["day"])``
         """
@@ -115,10 +115,11 @@ class LiveFiles(Mapping[str, AddAction]):
                 rows = pc.indices_nonzero(hits if mask is None else pc.and_(hits, mask))
                 if len(rows):
                     found.update((a.path, a) for a in chunk.actions(rows))
-        for p in paths:
-            if p not in found:
-                raise KeyError(p)
-        return [found[p] for p in paths]
+        if not missing_ok:
+            for p in paths:
+                if p not in found:
+                    raise KeyError(p)
+        return [found[p] for p in paths if p in found]
 
     def values(self) -> Iterator[AddAction]:  # type: ignore[override]  # a lazy walk, chunk by chunk
         """Every live file, built chunk by chunk (a million files: seconds; prefer a selection)."""

@@ -103,8 +103,8 @@ class ManifestCache:
         self.put_many([(uri, adds)])
 
     def put_many(self, items: list[tuple[str, FileChunk]]) -> None:
-        """``put`` for several manifests, e.g. all those one state load decoded: callers put them
-        once decoding is done, so the background writes do not compete with it for the GIL."""
+        """``put`` for several manifests, written in one background task (a state load puts each
+        manifest as it is decoded, so its disk copy takes its statistics while the rest decode)."""
         for uri, adds in items:
             self._remember(uri, adds)
         if self.disk is None or not items:
@@ -130,9 +130,9 @@ class ManifestCache:
         with self._lock:
             self._written += sum(len(adds) for _, adds in items)
             drained = len(self._disk_writes) <= 1  # this write is the last one submitted
-            release, self._written = (
-                (True, 0) if drained and self._written >= RELEASE_AFTER_ENTRIES else (False, self._written)
-            )
+            release = drained and self._written >= RELEASE_AFTER_ENTRIES
+            if release:
+                self._written = 0
         if release:  # the statistics the disk copies took over, given back once a load's writes are done
             give_back_unused()
 

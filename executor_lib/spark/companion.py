@@ -218,8 +218,7 @@ def _live_actions(snapshot: Any, paths: list[str]) -> list[AddAction]:
     files = snapshot.state.files
     if not isinstance(files, LiveFiles):
         return [files[p] for p in paths if p in files]
-    gone = set(files.missing(paths))
-    return files.actions_of([p for p in paths if p not in gone])
+    return files.actions_of(paths, missing_ok=True)
 
 
 def _iceberg_catalog(cmd: C.CompanionPlan, options: Mapping[str, str], stored: Mapping[str, str]) -> dict[str, str]:

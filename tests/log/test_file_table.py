@@ -363,6 +363,9 @@ def test_actions_of_paths_are_the_live_files_in_order_within_the_partitions_kept
     for missing in (other, adds[3].path, dead.path, "day=x/nowhere.split"):  # another partition, removed, tombstoned
         with pytest.raises(KeyError, match=re.escape(missing)):
             files.actions_of([*in_day, missing], keep, ["day", "hour"])
+        assert files.actions_of([missing, *in_day], keep, ["day", "hour"], missing_ok=True) == [
+            files[p] for p in in_day
+        ]
 
 
 def test_by_partition_yields_each_kept_partitions_live_files_once() -> None:

@@ -60,10 +60,11 @@ SORTABLE_TYPES = frozenset(
 
 class MergeTask(NamedTuple):
     """A ``merge_plan`` task's payload, planned on the driver side: one merge group (its row, as the
-    client writes it back with ``command=merge``). A size-tiered group travels compactly, as its
-    first source and number of sources (``first``, ``num_sources``; ``sources`` empty): its task plans its partition
-    again at ``version`` and takes the group that starts there, so a plan over millions of splits
-    ships a few hundred bytes a group, not every path through the driver."""
+    client writes it back with ``command=merge``). A planned group travels compactly, as its first
+    source and number of sources (``first``, ``num_sources``; ``sources`` empty): its task plans its
+    partition again at ``version`` (size-tiered, or sorted by ``sort_key``) and takes the group that
+    starts there, so a plan over millions of splits ships a few hundred bytes a group, not every path
+    through the driver."""
 
     group: int
     partition_values: dict[str, str | None]
@@ -72,7 +73,7 @@ class MergeTask(NamedTuple):
     version: int  # the snapshot the plan read
     sort_key: str | None
     target: int  # the target split size in bytes
-    first: str | None = None  # a size-tiered group's first source
+    first: str | None = None  # the group's first source
     num_sources: int = 0  # and its number of sources
 
 
@@ -97,14 +98,15 @@ def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
         ]
     keep = None if where is None else partition_keep(snapshot, where)
     ranked = []  # sorted: planned a partition at a time (one partition's objects held), kept compactly
+    key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
     for files in _partition_files(snapshot, keep):
-        for g in _sorted_groups(snapshot, files, sort_key, min_splits):
+        for g in _sorted_groups(snapshot, files, sort_key, key_type, min_splits):
             bucket = str((tuple(sorted(g.partition_values.items())), snapshot.doc_mapping(g.sources[0])))
             ranked.append((-len(g.sources), g.size, bucket, g.partition_values, g.sources[0].path))
-    ranked.sort(key=lambda r: r[:3])  # plan_sorted_merges' order over all buckets
+    ranked.sort(key=lambda r: r[:3])  # plan_sorted_merges' order over all buckets: most sources first
     return [
-        MergeTask(i, values, [], size, version, sort_key, target, first, -count)
-        for i, (count, size, _, values, first) in enumerate(ranked[: cmd.max_dest_splits])
+        MergeTask(i, values, [], size, version, sort_key, target, first, -negative_count)
+        for i, (negative_count, size, _, values, first) in enumerate(ranked[: cmd.max_dest_splits])
     ]
 
 
@@ -122,10 +124,11 @@ def _partition_files(snapshot: Snapshot, keep: Any) -> Iterator[list[AddAction]]
     yield from parts.values()
 
 
-def _sorted_groups(snapshot: Snapshot, files: list[AddAction], sort_key: str, min_splits: int) -> list[Any]:
+def _sorted_groups(
+    snapshot: Snapshot, files: list[AddAction], sort_key: str, key_type: str | None, min_splits: int
+) -> list[Any]:
     from executor_lib.splits.build.merge_plan import plan_sorted_merges
 
-    key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
     return plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, None, min_splits)
 
 
@@ -193,7 +196,8 @@ def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> lis
             groups = {g.first: (g.count, g.size, g.paths) for g in planned}
         else:
             files = next(_partition_files(snapshot, keep), [])
-            sorted_groups = _sorted_groups(snapshot, files, task.sort_key, min_splits)
+            key_type = column_types(snapshot.metadata.schema_string).get(task.sort_key)
+            sorted_groups = _sorted_groups(snapshot, files, task.sort_key, key_type, min_splits)
             groups = {g.sources[0].path: (len(g.sources), g.size, [a.path for a in g.sources]) for g in sorted_groups}
     _REPLANNED[key] = groups
     while len(_REPLANNED) > _REPLANNED_KEPT:
