@@ -6,8 +6,10 @@ searched with ``SplitSearcher``; partition columns are added from the split's pa
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,16 +104,11 @@ def _search_table(
                 ids, scores = opened[i].scored(query, limit, stats)
             found[i] = (ids.to_numpy().astype(np.int64), scores)
         winners = best_of(found, limit)  # rows are read for the best ``limit`` of the table only
-    parts: list[pa.Table] = []
-    remaining = limit
-    for i, add in enumerate(adds):
-        if remaining is not None and remaining <= 0 and not scored:
-            break
-        if scored and i not in winners:
-            continue
+
+    def rows_of(i: int, add: AddAction, remaining: int | None) -> pa.Table:
         where = f"split {store.uri_of(add.path)} of table {snapshot.table_uri}"
         for attempt in (1, 2):  # damage found while searching drops the cached copy: fetched again once
-            searcher = opened[i] if scored and attempt == 1 else searcher_of(add)
+            searcher = opened[i] if i in opened and attempt == 1 else searcher_of(add)
             check_split_columns(searcher, data_columns, where)
             try:
                 with damage_of_split(cache, store, add.path):
@@ -128,9 +125,22 @@ def _search_table(
             if column in wanted:
                 value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
                 rows = rows.append_column(schema.field(column), pa.array([value.as_py()] * rows.num_rows, value.type))
-        parts.append(rows.select([*wanted, SCORE_COLUMN] if scored else wanted))
-        if remaining is not None and not scored:
-            remaining -= rows.num_rows
+        return rows.select([*wanted, SCORE_COLUMN] if scored else wanted)
+
+    if limit is None and not scored and len(adds) > 1 and SEARCH_THREADS > 1:
+        parts = _in_parallel(adds, searcher_of, opened, rows_of)
+    else:
+        parts = []
+        remaining = limit
+        for i, add in enumerate(adds):
+            if remaining is not None and remaining <= 0 and not scored:
+                break
+            if scored and i not in winners:
+                continue
+            rows = rows_of(i, add, remaining)
+            parts.append(rows)
+            if remaining is not None and not scored:
+                remaining -= rows.num_rows
     out_schema = schema.empty_table().select(wanted).schema
     if scored:
         out_schema = out_schema.append(SCORE_FIELD)
@@ -145,6 +155,23 @@ def _search_table(
 
 
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32(), nullable=False)
+# Splits searched at once by a search without a limit: Tantivy releases the GIL while it searches
+# and zstd/numpy while rows are read, so the cores share the splits.
+SEARCH_THREADS = min(8, os.cpu_count() or 1)
+
+
+def _in_parallel(
+    adds: Sequence[AddAction],
+    searcher_of: Callable[[AddAction], SplitSearcher],
+    opened: dict[int, SplitSearcher],
+    rows_of: Callable[[int, AddAction, int | None], pa.Table],
+) -> list[pa.Table]:
+    """Every split's rows, in ``adds`` order, searched by ``SEARCH_THREADS`` threads. The searchers
+    are opened first, one after another (into ``opened``), as a serial search opens them."""
+    for i, add in enumerate(adds):
+        opened[i] = searcher_of(add)
+    with ThreadPoolExecutor(min(SEARCH_THREADS, len(adds)), thread_name_prefix="indextables-search") as pool:
+        return list(pool.map(lambda i: rows_of(i, adds[i], None), range(len(adds))))
 
 
 def take_scored(
