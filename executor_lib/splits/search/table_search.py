@@ -167,11 +167,14 @@ def _in_parallel(
     rows_of: Callable[[int, AddAction, int | None], pa.Table],
 ) -> list[pa.Table]:
     """Every split's rows, in ``adds`` order, searched by ``SEARCH_THREADS`` threads. The searchers
-    are opened first, one after another (into ``opened``), as a serial search opens them."""
+    are opened first, one after another (into ``opened``), as a serial search opens them; the
+    largest splits are searched first, so that no large one is left for the end."""
     for i, add in enumerate(adds):
         opened[i] = searcher_of(add)
+    largest_first = sorted(range(len(adds)), key=lambda i: -(adds[i].num_records or adds[i].size or 0))
     with ThreadPoolExecutor(min(SEARCH_THREADS, len(adds)), thread_name_prefix="indextables-search") as pool:
-        return list(pool.map(lambda i: rows_of(i, adds[i], None), range(len(adds))))
+        found = {i: pool.submit(rows_of, i, adds[i], None) for i in largest_first}
+        return [found[i].result() for i in range(len(adds))]
 
 
 def take_scored(
