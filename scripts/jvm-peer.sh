@@ -15,7 +15,11 @@ JARS="$HOME_DIR/jars"
 VENV="$HOME_DIR/venv"
 # The releases: 0.5.4 (the version of the fixture tables), 0.5.5 (the newest release, whose
 # transaction log is native code). Both are built against Spark 3.5.3 / Scala 2.12 (their pom.xml).
-VERSIONS=(0.5.4 0.5.5)
+# INDEXTABLES_JVM_VERSIONS (spaces or commas) names other releases instead; a jar already at
+# jar_path is used as it is (e.g. one Maven Central does not serve, put there by hand).
+NAMED_VERSIONS="${INDEXTABLES_JVM_VERSIONS:-}"
+read -ra VERSIONS <<< "${NAMED_VERSIONS//,/ }"
+[ "${#VERSIONS[@]}" -gt 0 ] || VERSIONS=(0.5.4 0.5.5)
 SPARK_BUILD=3.5.3
 PYSPARK_VERSION=3.5.3
 PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1

@@ -28,11 +28,41 @@ from harness.jsonl_peer import JsonLines
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 INSTALL_SCRIPT = REPO_ROOT / "scripts" / "jvm-peer.sh"
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-VERSIONS = ("0.5.4", "0.5.5")
+# The releases the jvm tests run against. INDEXTABLES_JVM_VERSIONS (e.g. "0.5.3", or "0.5.3 0.5.4";
+# spaces or commas) names others instead: their jars are looked for at jar_path(version), where a jar
+# Maven Central does not serve can be put by hand (scripts/jvm-peer.sh reads the same variable).
+RELEASES = ("0.5.4", "0.5.5")
+VERSIONS_ENV = "INDEXTABLES_JVM_VERSIONS"
+
+
+def versions() -> tuple[str, ...]:
+    """The releases to run: ``INDEXTABLES_JVM_VERSIONS`` when set, else ``RELEASES``."""
+    named = os.environ.get(VERSIONS_ENV, "").replace(",", " ").split()
+    return tuple(dict.fromkeys(named)) or RELEASES
+
+
+VERSIONS = versions()
+# INDEXTABLES_JVM_CONF: "key=value" pairs (whitespace between them) every peer's session starts with,
+# under the ``conf`` a JvmPeer is given. E.g. 0.5.3 needs spark.indextables.read.defaultLimit=1000000:
+# it passes the limit to tantivy4java 0.31.0's search, which allocates limit x 40 bytes up front (80 GB
+# for the runner's 2147483647: "memory allocation of 85899345880 bytes failed", the JVM aborts); 0.5.4
+# streams a read whose limit is Int.MaxValue instead (core/CompanionColumnarPartitionReader.scala).
+CONF_ENV = "INDEXTABLES_JVM_CONF"
+
+
+def env_conf() -> dict[str, str]:
+    """The settings ``INDEXTABLES_JVM_CONF`` names (empty when unset)."""
+    pairs = os.environ.get(CONF_ENV, "").split()
+    bad = [p for p in pairs if "=" not in p.strip("=")]
+    if bad:
+        raise ValueError(f"{CONF_ENV}: expected key=value pairs, got {' '.join(bad)!r}")
+    return dict(p.split("=", 1) for p in pairs)
+
+
 SPARK_BUILD = "3.5.3"
 # The format name each release answers to: the short name "indextables" is registered from 0.5.5 on
 # (its META-INF/services/org.apache.spark.sql.sources.DataSourceRegister; 0.5.4 has no such file).
-# The provider class works in both.
+# The provider class works in both, and is what any other release named by INDEXTABLES_JVM_VERSIONS uses.
 PROVIDER_CLASS = "io.indextables.provider.IndexTablesProvider"
 FORMATS = {"0.5.4": PROVIDER_CLASS, "0.5.5": "indextables"}
 BLOCKED_EXIT = 3
@@ -104,11 +134,15 @@ class JvmPeer:
         startup_timeout: float = 300,
         job_timeout: float = 600,
     ) -> None:
-        if version is not None and version not in VERSIONS:
-            raise ValueError(f"unknown IndexTables4Spark version {version!r} (known: {', '.join(VERSIONS)})")
+        known = tuple(dict.fromkeys(RELEASES + versions()))
+        if version is not None and version not in known:
+            raise ValueError(
+                f"unknown IndexTables4Spark version {version!r} (known: {', '.join(known)}; "
+                f"{VERSIONS_ENV} names others)"
+            )
         self.version = version
         self.work_dir = Path(work_dir)
-        self.conf = dict(conf or {})
+        self.conf = {**env_conf(), **(conf or {})}
         self.startup_timeout = startup_timeout
         self.job_timeout = job_timeout
         self.spark_version: str | None = None
@@ -122,7 +156,7 @@ class JvmPeer:
         """The name this release's ``spark.read.format`` / ``df.write.format`` take."""
         if self.version is None:
             raise JvmPeerError("a peer without a jar has no IndexTables format")
-        return FORMATS[self.version]
+        return FORMATS.get(self.version, PROVIDER_CLASS)
 
     def __enter__(self) -> JvmPeer:
         return self.start()

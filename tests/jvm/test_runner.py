@@ -77,3 +77,33 @@ def test_a_jar_without_the_extensions_stops_the_start_naming_them(
     ):
         peer.start()
     assert peer._proc is None  # stopped
+
+
+def test_other_releases_are_named_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """INDEXTABLES_JVM_VERSIONS names releases besides 0.5.4 / 0.5.5 (a jar put at jar_path by hand);
+    they answer to the provider class, the one format name every release registers."""
+    monkeypatch.delenv(jvm_peer.VERSIONS_ENV, raising=False)
+    assert jvm_peer.versions() == jvm_peer.RELEASES == ("0.5.4", "0.5.5")
+    monkeypatch.setenv(jvm_peer.VERSIONS_ENV, " 0.5.3, 0.5.4 0.5.3 ")
+    assert jvm_peer.versions() == ("0.5.3", "0.5.4")
+    monkeypatch.setenv("INDEXTABLES_JVM_HOME", str(tmp_path / "nothing"))
+    peer = jvm_peer.JvmPeer("0.5.3", tmp_path / "work")
+    assert peer.format == "io.indextables.provider.IndexTablesProvider"
+    assert jvm_peer.JvmPeer("0.5.5", tmp_path / "work").format == "indextables"  # a release is always known
+    with pytest.raises(jvm_peer.JvmPeerNotInstalled, match=r"indextables_spark-0\.5\.3_spark_3\.5\.3-linux-x86_64"):
+        peer.start()
+    with pytest.raises(ValueError, match=r"unknown IndexTables4Spark version '0\.5\.2'.*INDEXTABLES_JVM_VERSIONS"):
+        jvm_peer.JvmPeer("0.5.2", tmp_path / "work")
+
+
+def test_settings_for_every_peer_are_named_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """INDEXTABLES_JVM_CONF: key=value pairs every peer starts with; a peer's own conf wins."""
+    monkeypatch.delenv(jvm_peer.CONF_ENV, raising=False)
+    assert jvm_peer.env_conf() == {}
+    monkeypatch.setenv(jvm_peer.CONF_ENV, " spark.indextables.read.defaultLimit=1000000\n a.b=x=y ")
+    assert jvm_peer.env_conf() == {"spark.indextables.read.defaultLimit": "1000000", "a.b": "x=y"}
+    peer = jvm_peer.JvmPeer("0.5.4", tmp_path / "work", conf={"a.b": "mine"})
+    assert peer.conf == {"spark.indextables.read.defaultLimit": "1000000", "a.b": "mine"}
+    monkeypatch.setenv(jvm_peer.CONF_ENV, "a.b=1 oops")
+    with pytest.raises(ValueError, match="INDEXTABLES_JVM_CONF: expected key=value pairs, got 'oops'"):
+        jvm_peer.env_conf()
