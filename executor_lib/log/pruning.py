@@ -14,6 +14,7 @@ is treated as a prefix: the real maximum may be longer.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,11 +54,14 @@ class _Comparator:
         # leave out of a split's maximum (before issue 33 this project's did too): a maximum never
         # bounds it.
         self.may_hold_nan = spark_type in ("float", "double")
+        self.timestamp = spark_type in ("timestamp", "timestamp_ntz")
 
     def key(self, value: Any) -> Any:
         """A comparable key, or None when the value cannot be interpreted (then nothing is skipped)."""
         if value is None:
             return None
+        if self.timestamp:
+            return timestamp_key(value)
         if self.numeric:
             if isinstance(value, bool):
                 return None
@@ -67,6 +71,28 @@ class _Comparator:
                 return None
             return None if math.isnan(number) else number
         return value if isinstance(value, str) else str(value)
+
+
+def timestamp_key(value: Any) -> int | None:
+    """A timestamp statistic or value as microseconds since the epoch: IndexTables4Spark's statistics
+    (a Long's text), this project's before it wrote those (ISO text), a ``datetime`` (naive: UTC);
+    None for anything else."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            value = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime.datetime):
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+    delta = aware - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def _check_predicates(predicates: Sequence[filters.Filter], types: Mapping[str, str]) -> None:

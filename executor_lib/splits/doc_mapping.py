@@ -298,7 +298,7 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                 name=f.name,
                 type=kind,
                 stored=f.name not in index_only,
-                indexed=kind != "bytes" and f.name not in store_only,
+                indexed=f.name not in store_only,  # binary too, as IndexTables4Spark indexes it
                 fast=fast and f.name not in store_only,
                 tokenizer=tokenizer,
                 record=record,

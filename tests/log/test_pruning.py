@@ -297,3 +297,31 @@ def test_numeric_statistics_judged_column_wise_skip_what_the_objects_skip(
             )
         monkeypatch.setattr(pruning, "COLUMNAR_STATS_FILES", 10_000)
         assert paths(snapshot.list_files(predicates)) == paths(expected), predicates
+
+
+def test_timestamp_statistics_compare_as_time_in_either_form() -> None:
+    """A timestamp's statistics are IndexTables4Spark's microseconds (what this project writes now) or
+    ISO text (what it wrote before): both compare as time, with each other and with a ``datetime``, so
+    a sorted merge's planner (``stats_bounds``) orders a table holding both rightly; a statistic that
+    is neither compares as unknown."""
+    import datetime
+
+    from executor_lib.log.pruning import stats_bounds, timestamp_key
+
+    utc = datetime.timezone.utc
+    assert timestamp_key("1704067200000000") == timestamp_key("2024-01-01T00:00:00+00:00") == 1704067200000000
+    assert timestamp_key(datetime.datetime(2024, 1, 1, tzinfo=utc)) == 1704067200000000
+    assert timestamp_key(datetime.datetime(1969, 12, 31, 23, 59, 59, 999_999)) == timestamp_key("-1") == -1
+    assert timestamp_key("yesterday") is None and timestamp_key(3.5) is None
+    old = AddAction(
+        "a.split",
+        {},
+        1,
+        0,
+        True,
+        min_values={"ts": "2024-01-02T00:00:00+00:00"},
+        max_values={"ts": "2024-01-03T00:00:00+00:00"},
+    )
+    new = AddAction("b.split", {}, 1, 0, True, min_values={"ts": "999999999"}, max_values={"ts": "1704067200000000"})
+    (old_low, _), (new_low, new_high) = stats_bounds(old, "ts", "timestamp"), stats_bounds(new, "ts", "timestamp")
+    assert new_low < new_high < old_low, "microseconds of different lengths and ISO text, in time order"

@@ -52,10 +52,9 @@ if TYPE_CHECKING:
 
 # The commitInfo operation parameter that records a merge's id: the Merge command's option name.
 MERGE_ID_PARAMETER = C.option_key("merge_id")
-# Spark types a merge sort key may have: those split statistics (min/max) are kept for.
-SORTABLE_TYPES = frozenset(
-    {"byte", "short", "integer", "long", "float", "double", "string", "date", "timestamp", "timestamp_ntz"}
-)
+# Spark types a merge sort key may have: those split statistics (min/max) are kept for (not byte and
+# short: IndexTables4Spark compares their statistics as text, so none are written; writer._has_stats).
+SORTABLE_TYPES = frozenset({"integer", "long", "float", "double", "string", "date", "timestamp", "timestamp_ntz"})
 
 
 class MergeTask(NamedTuple):

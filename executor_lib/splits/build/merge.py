@@ -60,6 +60,7 @@ from executor_lib.splits.build.writer import (
     columns_members,
     in_columnar_copy,
     open_columns,
+    stat_values,
 )
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import ColumnarCopyWriter, RowCopy
@@ -317,11 +318,12 @@ def _merged_stats(stats: Sequence[Stats | None], mapping: DocMapping, schema: pa
     for f in mapping.fields:
         if f.name not in schema.names or not _has_stats(schema.field(f.name).type):
             continue
-        values = [low.get(f.name) for low, _ in known] + [high.get(f.name) for _, high in known]
-        if any(v is None for v in values):
+        found = [low.get(f.name) for low, _ in known] + [high.get(f.name) for _, high in known]
+        values = [v for v in found if v is not None]
+        if len(values) < len(found):
             continue
         try:
-            extremes[f.name] = pa.array(values, pa.string()).cast(schema.field(f.name).type)
+            extremes[f.name] = stat_values(values, schema.field(f.name).type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return None
     return _stats(pa.table(extremes), mapping) if extremes else ({}, {})

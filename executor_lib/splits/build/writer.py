@@ -22,12 +22,13 @@ batch only.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, BundleFoot
 from executor_lib.format.store.blocks import to_zstd
 from executor_lib.format.store.documents import decodable
 from executor_lib.format.termdict.convert import with_sstable_terms
+from executor_lib.log.pruning import timestamp_key
 from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping  # ARRAY_KEY: also re-exported
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.rows.columnar import ColumnarCopy, ColumnarCopyWriter, PartedCopy
@@ -497,13 +499,13 @@ class SplitBuilder:
 
 
 def _has_stats(t: pa.DataType) -> bool:
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
-    )
+    """Whether a column gets min/max statistics: the types IndexTables4Spark collects them for
+    (``StatisticsCalculator.ELIGIBLE_DATA_TYPES``: int, long, float, double, string, date,
+    timestamp; booleans left out). Not byte and short: its reader compares their statistics as text
+    (``"10" < "9"``), so a file with them would be skipped wrongly."""
+    if pa.types.is_integer(t):
+        return t.bit_width >= 32
+    return pa.types.is_floating(t) or pa.types.is_string(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
 
 
 def _extremes(batch: pa.RecordBatch, mapping: DocMapping) -> pa.Table:
@@ -529,9 +531,25 @@ def _min_max(col: pa.Array | pa.ChunkedArray) -> tuple[Any, Any]:
 
 
 def _stat_text(value: Any) -> str:
+    """A statistic as the JVM writes it: a timestamp as microseconds since the epoch (``Long``'s
+    text), a date as ISO ``yyyy-mm-dd``, NaN as ``NaN``, anything else as its text."""
     if isinstance(value, float) and value != value:
         return "NaN"  # as Java's Double.toString writes it (and parses it back)
+    if isinstance(value, datetime.datetime):
+        return str(timestamp_key(value))
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def stat_values(texts: Sequence[str], t: pa.DataType) -> pa.Array:
+    """Statistics (``_stat_text``'s, or an earlier version's) read back as a column of type ``t``: a
+    timestamp as microseconds, or as the ISO text this project wrote before; ArrowInvalid (or another
+    Arrow error) when one does not parse."""
+    if not pa.types.is_timestamp(t):
+        return pa.array(texts, pa.string()).cast(t)
+    micros = [timestamp_key(v) for v in texts]
+    if None in micros:
+        raise pa.ArrowInvalid(f"a timestamp statistic does not parse: {texts[micros.index(None)]!r}")
+    return pa.array(micros, pa.int64()).cast(pa.timestamp("us", t.tz)).cast(t)
 
 
 def _stats(table: pa.Table, mapping: DocMapping) -> tuple[dict[str, str], dict[str, str]]:

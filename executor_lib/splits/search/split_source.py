@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import json
 import mmap
 import os
 import shutil
@@ -308,6 +309,14 @@ def open_split_source(
     return LocalSplit(Path(split), work_dir, arrow_schema, doc_mapping, companion_root)
 
 
+def json_text(value: Any) -> Any:
+    """A string column's value stored in a JSON field (``typemap.<column>=json``): the object as
+    compact JSON text with sorted keys, as IndexTables4Spark reads it back; text as it is."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return value
+
+
 def _transcode(
     split: Path,
     footer: BundleFooter,
@@ -348,6 +357,12 @@ def _transcode(
         arrow_type = schema.field(f.name).type if f.name in schema.names else None
         if arrow_type is not None and needs_conversion(arrow_type):
             values = [stored_value(v, arrow_type) for v in values]
+        elif (
+            arrow_type is not None
+            and f.type == "json"
+            and (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
+        ):
+            values = [json_text(v) for v in values]
         column = pa.array(values, type=arrow_type)
         if f.type == "ip":  # Tantivy stores IPv4 as IPv4-mapped IPv6; rows show what was written
             column = pc.replace_substring_regex(column, r"^::ffff:(\d+\.\d+\.\d+\.\d+)$", r"\1")
