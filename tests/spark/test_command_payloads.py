@@ -81,6 +81,23 @@ def test_a_merge_task_its_partition_does_not_plan_fails_naming_the_group(tmp_pat
         list(reader.read(CommandPartition(0, task)))
 
 
+def test_a_merge_task_of_a_table_created_again_at_the_same_place_plans_the_new_table(tmp_path: Path) -> None:
+    """Found by the ingest benchmark (which deletes its table and writes it again between repeats): a
+    worker kept the groups it planned for the old table at the same version and failed the new table's
+    merge ("not what its partition plans"). The groups a worker keeps are the table's, by its id."""
+    import shutil
+
+    uri = _table(tmp_path)
+    reader = CommandReader(_options(uri, C.MergePlan(target_size="1G")))
+    assert len(list(reader.read(CommandPartition(0, reader.plan[0])))) == 1  # its groups now kept
+    shutil.rmtree(uri)
+    uri = _table(tmp_path)  # the same versions, other splits
+    reader = CommandReader(_options(uri, C.MergePlan(target_size="1G")))
+    task = reader.plan[0]
+    (row,) = reader.read(CommandPartition(0, task))
+    assert json.loads(row[2])[0] == task.first and len(json.loads(row[2])) == task.num_sources
+
+
 def test_group_aggregate_tasks_say_whether_the_log_answers(tmp_path: Path) -> None:
     uri = _table(tmp_path)
     by_day = AggregatePlan(("date",), (Measure("count"),))

@@ -185,10 +185,13 @@ def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> lis
     driver planned."""
     max_sources, min_splits = _limits(r, cmd)
     values = tuple(sorted(task.partition_values.items(), key=lambda kv: kv[0]))
-    key = (r.path, task.version, values, task.target, task.sort_key, max_sources, min_splits)
+    snapshot = r._log().snapshot(version=task.version)  # the process's shared one when at the version
+    # the table's id and the version's commit time: a table deleted and created again at the same
+    # place has the same versions, not the same commits
+    table = (snapshot.metadata.id, snapshot.timestamp_ms)
+    key = (r.path, task.version, table, values, task.target, task.sort_key, max_sources, min_splits)
     groups = _REPLANNED.pop(key, None)
     if groups is None:
-        snapshot = r._log().snapshot(version=task.version)
         keep = _in_partition(snapshot, task.partition_values)
         if task.sort_key is None:
             planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
