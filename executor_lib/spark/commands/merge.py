@@ -182,36 +182,41 @@ _REPLANNED_KEPT = 4
 def _planned_sources(r: CommandReader, cmd: C.MergePlan, task: MergeTask) -> list[str]:
     """The sources of a compactly shipped ``task``: its partition planned again at the plan's version,
     with the plan's limits and sort key; the group starting at ``task.first`` must be the one the
-    driver planned."""
+    driver planned. Groups a worker kept that do not hold it (planned for a table deleted and created
+    again at the same place: the same versions, other splits) are planned again, once."""
     max_sources, min_splits = _limits(r, cmd)
     values = tuple(sorted(task.partition_values.items(), key=lambda kv: kv[0]))
-    snapshot = r._log().snapshot(version=task.version)  # the process's shared one when at the version
-    # the table's id and the version's commit time: a table deleted and created again at the same
-    # place has the same versions, not the same commits
-    table = (snapshot.metadata.id, snapshot.timestamp_ms)
-    key = (r.path, task.version, table, values, task.target, task.sort_key, max_sources, min_splits)
+    key = (r.path, task.version, values, task.target, task.sort_key, max_sources, min_splits)
     groups = _REPLANNED.pop(key, None)
-    if groups is None:
-        keep = _in_partition(snapshot, task.partition_values)
-        if task.sort_key is None:
-            planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
-            groups = {g.first: (g.count, g.size, g.paths) for g in planned}
-        else:
-            files = next(_partition_files(snapshot, keep), [])
-            key_type = column_types(snapshot.metadata.schema_string).get(task.sort_key)
-            sorted_groups = _sorted_groups(snapshot, files, task.sort_key, key_type, min_splits)
-            groups = {g.sources[0].path: (len(g.sources), g.size, [a.path for a in g.sources]) for g in sorted_groups}
+    wanted = (task.num_sources, task.size)
+    if groups is None or groups.get(task.first or "", (None, None))[:2] != wanted:
+        groups = _partition_groups(r, task, max_sources, min_splits)
     _REPLANNED[key] = groups
     while len(_REPLANNED) > _REPLANNED_KEPT:
         _REPLANNED.popitem(last=False)
     group = groups.get(task.first or "")
-    if group is None or group[:2] != (task.num_sources, task.size):
+    if group is None or group[:2] != wanted:
         raise ConfigError(
             f"merge_plan {r.path}: group {task.group} (partition {task.partition_values}, {task.num_sources} splits "
             f"from {task.first}) is not what its partition plans at version {task.version}; "
             "the driver and this executor run different merge planners: install one executor_lib on both"
         )
     return list(group[2])
+
+
+def _partition_groups(
+    r: CommandReader, task: MergeTask, max_sources: int, min_splits: int
+) -> dict[str, tuple[int, int, Any]]:
+    """``task``'s partition planned at its version: (number of sources, bytes, paths) by first source."""
+    snapshot = r._log().snapshot(version=task.version)  # the process's shared one when at the version
+    keep = _in_partition(snapshot, task.partition_values)
+    if task.sort_key is None:
+        planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
+        return {g.first: (g.count, g.size, g.paths) for g in planned}
+    files = next(_partition_files(snapshot, keep), [])
+    key_type = column_types(snapshot.metadata.schema_string).get(task.sort_key)
+    sorted_groups = _sorted_groups(snapshot, files, task.sort_key, key_type, min_splits)
+    return {g.sources[0].path: (len(g.sources), g.size, [a.path for a in g.sources]) for g in sorted_groups}
 
 
 def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
