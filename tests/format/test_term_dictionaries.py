@@ -16,7 +16,15 @@ from executor_lib.format.directory import parse_composite, split_footer
 from executor_lib.format.quickwit.bundle import read_footer
 from executor_lib.format.termdict import fst as fst_module
 from executor_lib.format.termdict.convert import ensure_fst_terms, fst_slice, fst_to_sstable
-from executor_lib.format.termdict.fst import FstError, build_map, build_python, iter_map, read_keys_values, read_map
+from executor_lib.format.termdict.fst import (
+    FstError,
+    build_map,
+    build_python,
+    iter_map,
+    read_keys_values,
+    read_map,
+    read_ordinal_keys,
+)
 from executor_lib.format.termdict.fst_termdict import (
     _parts,
     fst_map_bytes,
@@ -185,6 +193,23 @@ def test_fst_fallback_without_ducer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fst_module, "_ducer", None)
     assert build_map(items) == with_ducer
     assert read_keys_values(with_ducer) == ([k for k, _ in items], [v for _, v in items])
+
+
+@pytest.mark.parametrize("rust", [True, False], ids=["ducer", "python"])
+def test_ordinal_keys_read_and_refuse_values_that_are_not_ordinals(rust: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term dictionary's FST (values 0..n-1) gives its keys; one whose values are not the
+    ordinals is refused, whether the bad value is a sampled one, the last, or (Python) any."""
+    rng = random.Random(7)
+    keys = sorted({rng.randbytes(rng.randint(1, 12)) for _ in range(5000)})
+    if not rust:
+        monkeypatch.setattr(fst_module, "_ducer", None)
+    assert read_ordinal_keys(build_map(list(zip(keys, range(len(keys)), strict=True)))) == keys
+    assert read_ordinal_keys(build_map([])) == []
+    for bad in (0, fst_module.ORDINAL_SAMPLE_STEP, len(keys) - 1):
+        values = list(range(len(keys)))
+        values[bad] += 1 if bad < len(keys) - 1 else 5
+        with pytest.raises(FstError, match=f"key {bad} has the value"):
+            read_ordinal_keys(build_map(list(zip(keys, values, strict=True))))
 
 
 def test_long_shared_prefixes_and_long_keys_encode() -> None:

@@ -417,6 +417,20 @@ def _stored_docs(searcher: SplitSearcher) -> dict[int, dict[str, Any]]:
     return {d["id"]: d for d in searcher.rows.read_all().to_pylist()}
 
 
+def test_escape_scan_finds_each_character_to_escape_within_the_slice_only() -> None:
+    """The byte scan that decides whether a string column needs escaping finds a backslash, a double
+    quote and each control character, looks at the sliced values only, and takes empty and null arrays."""
+    from executor_lib.splits.build.writer import _escaped, _needs_escape
+
+    for special in ["\\", '"', *map(chr, range(32))]:
+        assert _needs_escape(pa.array(["plain", f"a{special}b"])), repr(special)
+        assert not _needs_escape(pa.array([f"a{special}b", "plain", "clean", f"{special}"]).slice(1, 2)), repr(special)
+    assert not _needs_escape(pa.array(["ünïcødé 😀", " ~\x7f", None]))
+    assert not _needs_escape(pa.array([], pa.string())) and not _needs_escape(pa.array([None, None], pa.string()))
+    escaped = _escaped(pa.array(['x"y', "a\\b", "t\tn\n", None]).slice(0, 3))
+    assert escaped.to_pylist() == ['x\\"y', "a\\\\b", "t\\u0009n\\u000a"]
+
+
 def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None:
     """The bulk path (JSON built by Arrow compute, ``add_json``) indexes exactly what ``Document.from_dict``
     does: same stored values, same terms, same fast-field values. A binary column sends the second split

@@ -25,7 +25,7 @@ import struct
 import numpy as np
 
 from executor_lib.format.directory import parse_composite, split_footer
-from executor_lib.format.termdict.fst import FstError, build_map, read_keys_values
+from executor_lib.format.termdict.fst import FstError, build_map, read_ordinal_keys
 from executor_lib.format.termdict.sstable import (
     DICT_TYPE_FST,
     DICT_TYPE_SSTABLE,
@@ -224,22 +224,19 @@ def encode_fst_dictionary(terms: TermColumns) -> bytes:
 
 def fst_dictionary_columns(data: bytes, source: str = "term dictionary") -> TermColumns:
     """One field's FST term dictionary (a ``.term`` composite slice, dictionary type included) as
-    ``TermColumns``: the FST's keys (``fst.read_keys_values``) and the unpacked ``TermInfoStore``.
+    ``TermColumns``: the FST's keys (``fst.read_ordinal_keys``) and the unpacked ``TermInfoStore``.
 
     Raises:
         CorruptSplitError: not an FST dictionary, or bytes that do not parse; names ``source``.
     """
     fst, store = _parts(data, source)
     try:
-        keys, ordinals = read_keys_values(fst)
+        keys = read_ordinal_keys(fst)
         infos = term_info_columns(store)
     except (FstError, ValueError, IndexError, struct.error) as e:
         raise CorruptSplitError(f"{source}: FST term dictionary does not parse ({e})") from e
     if len(infos) != len(keys):
         raise CorruptSplitError(f"{source}: {len(infos)} term infos for the FST's {len(keys)} terms")
-    if ordinals != list(range(len(keys))):
-        bad = next(i for i, v in enumerate(ordinals) if v != i)
-        raise CorruptSplitError(f"{source}: the FST gives term {bad} the ordinal {ordinals[bad]}")
     return TermColumns.from_terms(keys, infos)
 
 
