@@ -8,7 +8,11 @@ timestamp, day, level, service, host, trace id, latency), cached in 2 partitions
 * Spark write throughput of ``format("indextables")`` and of ``format("parquet")``, and of
   ``format("indextables")`` with ``fastfields`` narrowed to the columns one aggregates by;
 * raw tantivy-py indexing the same documents with the same cores: the same Tantivy schema,
-  one ``Document.from_dict`` per row from Python dicts prepared beforehand, 2 writer threads;
+  one ``Document.from_dict`` per row from Python dicts prepared beforehand (from the rows of the
+  Parquet write, read back in this process: no collect through the driver), 2 writer threads;
+* IndexTables4Spark itself (the JVM peer, ``harness.jvm_peer``, local[2] in a process of its own)
+  writing the same Parquet rows, cached in 2 partitions, with the same options, when a release's
+  jar is installed (``INDEXTABLES_JVM_VERSIONS`` names it); else the reason it did not run;
 * MERGE SPLITS of a table written as ``--splits`` splits into one, against writing (indexing)
   the same rows.
 
@@ -22,6 +26,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
 # Fast fields narrowed to the columns one groups or aggregates by (the demo's choice): the unique
@@ -51,6 +58,30 @@ def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
     return index_documents(docs, schema, workdir, threads)
 
 
+def parquet_rows(path: str) -> pa.Table:
+    """The rows of the Parquet files at ``path`` (Spark's INT96 timestamps as UTC microseconds)."""
+    table = pq.read_table(path, coerce_int96_timestamp_unit="us")
+    fields = [f.with_type(pa.timestamp("us", "UTC")) if pa.types.is_timestamp(f.type) else f for f in table.schema]
+    return table.cast(pa.schema(fields))
+
+
+def jvm_ingest(parquet: str, work: Path, rows: int, repeat: int) -> dict[str, Any]:
+    """IndexTables4Spark's write of the Parquet rows (``version``, ``seconds``, ``rows_per_s``), by the
+    first installed release ``harness.jvm_peer`` names; ``{"skipped": reason}`` when none is."""
+    from harness.jvm_peer import client
+
+    installed = [v for v in client.versions() if not client.missing([v])]
+    if not installed:
+        return {"skipped": f"{client.blocked_reason()} (releases {', '.join(client.versions())})"}
+    version = installed[0]
+    with client.JvmPeer(version, work, conf={"spark.driver.memory": "4g"}, job_timeout=3600) as peer:
+        written, seconds = peer.ingest(parquet, str(work / "table"), repeat=repeat, options=OPTIONS)
+    shutil.rmtree(work, ignore_errors=True)
+    if written != rows:
+        raise SystemExit(f"JVM peer: {written} rows read from {parquet}, {rows} written")
+    return {"version": version, "seconds": seconds, "rows_per_s": rows / seconds}
+
+
 def run(rows: int = 1_000_000, splits: int = 8, repeat: int = 2, workdir: str | None = None) -> dict[str, Any]:
     """Every measurement, as the JSON document ``main`` writes; a local[2] classic session of its own."""
     from bench.spark_benchmark import local_session
@@ -66,15 +97,16 @@ def _measure(spark: Any, rows: int, splits: int, repeat: int, work: Path) -> dic
 
     data = generate(spark, rows).repartition(2).cache()
     data.count()
-    pq, it, parts = str(work / "parquet"), str(work / "indextables"), str(work / "parts")
+    pq_dir, it, parts = str(work / "parquet"), str(work / "indextables"), str(work / "parts")
     one_split = {**OPTIONS, "spark.indextables.optimizeWrite.targetRecordsPerSplit": str(rows)}
-    t_pq = _best(repeat, lambda: data.write.mode("overwrite").parquet(pq))
+    t_pq = _best(repeat, lambda: data.write.mode("overwrite").parquet(pq_dir))
     t_it = _best(repeat, lambda: connect_plugin.write(data, it, mode="overwrite", options=one_split))
     narrow = {**one_split, **NARROW}
     t_narrow = _best(repeat, lambda: connect_plugin.write(data, it, mode="overwrite", options=narrow))
-    arrow = data.toArrow()
+    arrow = parquet_rows(pq_dir)
     t_raw = min(raw_tantivy(arrow, work / "raw") for _ in range(repeat))
     del arrow
+    jvm = jvm_ingest(pq_dir, work / "jvm", rows, repeat)
 
     per_split = {**OPTIONS, "spark.indextables.optimizeWrite.targetRecordsPerSplit": str(-(-rows // splits))}
     merge_times = []
@@ -104,6 +136,7 @@ def _measure(spark: Any, rows: int, splits: int, repeat: int, work: Path) -> dic
             "indextables_narrow_fast": rows / t_narrow,
             "raw_tantivy": rows / t_raw,
         },
+        "jvm_peer": jvm,
         "ratio_vs_raw": t_raw / t_it,
         "ratio_vs_parquet": t_pq / t_it,
         "narrow_fast_ratio_vs_parquet": t_pq / t_narrow,
@@ -117,8 +150,16 @@ def print_results(r: dict[str, Any]) -> None:
         f"rows: {r['rows']:,}; rows/s: indextables {rps['indextables']:,.0f}, parquet {rps['parquet']:,.0f}, "
         f"raw tantivy-py {rps['raw_tantivy']:,.0f}"
     )
+    jvm = r.get("jvm_peer") or {"skipped": "not measured"}
+    if "rows_per_s" in jvm:
+        print(
+            f"IndexTables4Spark {jvm['version']} (JVM peer, same rows and options): {jvm['rows_per_s']:,.0f} rows/s; "
+            f"indextables {rps['indextables'] / jvm['rows_per_s']:.2f}x its rate"
+        )
+    else:
+        print(f"IndexTables4Spark (JVM peer): not run: {jvm['skipped']}")
     print(
-        f"indextables vs raw tantivy-py: {r['ratio_vs_raw']:.2f}x (goal >= 0.8); "
+        f"indextables vs raw tantivy-py: {r['ratio_vs_raw']:.2f}x (goal >= 0.9); "
         f"vs parquet: {r['ratio_vs_parquet']:.2f}x (goal >= 0.25)"
     )
     print(

@@ -324,8 +324,9 @@ def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
             rps["raw_tantivy"],
             "rows/s",
             r["ratio_vs_raw"],
-            (">=", 0.8),
+            (">=", 0.9),
         ),
+        *_jvm_ingest_ratio(r),
         _ratio(
             "ingest",
             f"write {r['rows']:,} log rows: indextables vs Parquet (throughput)",
@@ -352,6 +353,24 @@ def ingest_ratios(r: dict[str, Any]) -> list[Ratio]:
             r["merge_speedup_vs_indexing"],
             (">=", 3),
         ),
+    ]
+
+
+def _jvm_ingest_ratio(r: dict[str, Any]) -> list[Ratio]:
+    """indextables vs IndexTables4Spark's ingest rate, when the JVM peer ran (no goal: informative)."""
+    jvm = r.get("jvm_peer") or {}
+    if "rows_per_s" not in jvm:
+        return []
+    ours = r["rows_per_s"]["indextables"]
+    return [
+        _ratio(
+            "ingest",
+            f"write {r['rows']:,} log rows: indextables vs IndexTables4Spark {jvm['version']} (throughput)",
+            ours,
+            jvm["rows_per_s"],
+            "rows/s",
+            ours / jvm["rows_per_s"],
+        )
     ]
 
 

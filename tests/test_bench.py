@@ -181,11 +181,13 @@ def test_bench_compaction_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
 def test_bench_ingest_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The ingest suite writes the same rows as Parquet, as IndexTables (default and narrowed fast
-    fields) and with raw tantivy-py, merges a table of several splits (it stops if rows are lost) and
-    prints its three goals."""
+    fields) and with raw tantivy-py, merges a table of several splits (it stops if rows are lost),
+    prints its three goals and IndexTables4Spark's rate (or why it did not run)."""
     r, rows, _ = _suite(spark_suites, "ingest")
     assert set(r["rows_per_s"]) == {"parquet", "indextables", "indextables_narrow_fast", "raw_tantivy"}
-    assert {row["goal"] for row in rows} >= {">= 0.8", ">= 0.25", ">= 3"}
+    assert {row["goal"] for row in rows} >= {">= 0.9", ">= 0.25", ">= 3"}
+    jvm = r["jvm_peer"]  # IndexTables4Spark's rate beside ours, or why it did not run
+    assert jvm["rows_per_s"] > 0 if "rows_per_s" in jvm else jvm["skipped"]
     names = [row["name"] for row in rows]
     assert any("fastfields=ts,level,service,latency_ms" in n for n in names) and "MERGE SPLITS" in names[-1]
 

@@ -260,6 +260,31 @@ class JvmPeer:
         finally:
             staging.unlink(missing_ok=True)
 
+    def ingest(
+        self,
+        parquet: str,
+        path: str,
+        *,
+        partitions: int = 2,
+        repeat: int = 1,
+        options: Mapping[str, str] | None = None,
+        format: str | None = None,
+    ) -> tuple[int, float]:
+        """(rows, seconds): the best of ``repeat`` overwrites of the table at ``path`` by the peer's
+        ``df.write`` of the Parquet ``parquet``'s rows, cached in ``partitions`` partitions first (the
+        ingest benchmark's JVM rate). Example: ``rows, s = peer.ingest("/d/rows.parquet", "/t/jvm")``."""
+        job = {
+            "op": "ingest",
+            "input": parquet,
+            "path": path,
+            "format": format or self.format,
+            "partitions": partitions,
+            "repeat": repeat,
+            "options": dict(options or {}),
+        }
+        answer = self._job(job)
+        return int(answer["rows"]), float(answer["seconds"])
+
     def sql(self, text: str) -> pa.Table:
         return self._table(self._job({"op": "sql", "sql": text}))
 

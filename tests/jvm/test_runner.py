@@ -44,6 +44,15 @@ def test_jobs_carry_every_type_both_ways(bare_peer: jvm_peer.JvmPeer, tmp_path: 
     assert empty.num_rows == 0 and empty.column_names == ["id", "ts"]
 
 
+def test_ingest_times_overwrites_of_the_cached_rows(bare_peer: jvm_peer.JvmPeer, tmp_path: Path) -> None:
+    """The ingest benchmark's job: the Parquet rows, cached, written ``repeat`` times over one table."""
+    source, target = str(tmp_path / "src"), str(tmp_path / "out")
+    bare_peer.write(q.arrow_table(q.rows(30)), source, mode="overwrite", format="parquet", schema=q.ddl())
+    rows, seconds = bare_peer.ingest(source, target, repeat=2, format="parquet")
+    assert rows == 30 and 0 < seconds < 600
+    assert bare_peer.read(target, format="parquet", select=["id"]).num_rows == 30, "overwritten, not appended"
+
+
 def test_a_failed_job_names_the_error_and_the_peer_goes_on(bare_peer: jvm_peer.JvmPeer) -> None:
     with pytest.raises(jvm_peer.JvmPeerError, match=r"the bare PySpark 3.5 runner: sql failed: .*no_such_view"):
         bare_peer.sql("SELECT * FROM no_such_view")
