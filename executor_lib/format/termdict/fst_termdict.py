@@ -82,6 +82,7 @@ def term_info_columns(data: bytes) -> np.ndarray:
     # Room past the end: a block's first term reads (and then ignores) the fields of the entries after
     # it, up to three fields of _MAX_FIELD_BITS plus a 64-bit word, even when the block has no more.
     padded = np.concatenate([packed, np.zeros(_PAD_BYTES, np.uint8)])
+    words, last = _unaligned_words(padded), len(padded) - 8  # a field's word starts at byte <= last
 
     term = np.arange(num_terms, dtype=np.int64)
     block, entry = term // TERM_INFO_BLOCK_LEN, term % TERM_INFO_BLOCK_LEN - 1  # entry -1: the block's first
@@ -91,11 +92,11 @@ def term_info_columns(data: bytes) -> np.ndarray:
     p_start = metas["postings_start"].astype(np.int64)[block]
     q_start = metas["positions_start"].astype(np.int64)[block]
     infos = np.empty((num_terms, 5), np.int64)
-    infos[:, 0] = _bit_field(padded, base + p_bits + q_bits, bits["doc_freq"][block])
-    infos[:, 1] = p_start + _bit_field(padded, base, p_bits)
-    infos[:, 2] = p_start + _bit_field(padded, base + step, p_bits)
-    infos[:, 3] = q_start + _bit_field(padded, base + p_bits, q_bits)
-    infos[:, 4] = q_start + _bit_field(padded, base + step + p_bits, q_bits)
+    infos[:, 0] = _bit_field(words, last, base + p_bits + q_bits, bits["doc_freq"][block])
+    infos[:, 1] = p_start + _bit_field(words, last, base, p_bits)
+    infos[:, 2] = p_start + _bit_field(words, last, base + step, p_bits)
+    infos[:, 3] = q_start + _bit_field(words, last, base + p_bits, q_bits)
+    infos[:, 4] = q_start + _bit_field(words, last, base + step + p_bits, q_bits)
     first = entry < 0  # the block's first term: all in its meta
     first_meta = metas[block[first]]
     infos[first, 0] = first_meta["doc_freq"]
@@ -106,13 +107,21 @@ def term_info_columns(data: bytes) -> np.ndarray:
     return infos
 
 
-def _bit_field(padded: np.ndarray, at_bit: np.ndarray, nbits: np.ndarray) -> np.ndarray:
-    """The ``nbits``-bit little-endian fields (``nbits`` <= 56) starting at bit ``at_bit`` of
-    ``padded`` (which has ``_PAD_BYTES`` to spare at its end)."""
-    at = np.minimum(at_bit >> 3, len(padded) - 8)
-    word = np.zeros(len(at), np.uint64)
-    for k in range(8):
-        word |= padded[at + k].astype(np.uint64) << np.uint64(8 * k)
+def _unaligned_words(data: np.ndarray) -> np.ndarray:
+    """The little-endian 64-bit word starting at each byte of ``data`` (zeros past its end):
+    ``words[k, j]`` is the one at byte ``8 * j + k`` (eight shifted copies of the bytes, so that
+    reading a word is one gather, not eight)."""
+    n = len(data) // 8 + 1
+    tail = np.concatenate([data, np.zeros(16, np.uint8)])
+    return np.stack([tail[k : k + 8 * n].view("<u8") for k in range(8)])
+
+
+def _bit_field(words: np.ndarray, last: int, at_bit: np.ndarray, nbits: np.ndarray) -> np.ndarray:
+    """The ``nbits``-bit little-endian fields (``nbits`` <= 56) starting at bit ``at_bit`` of the
+    bytes ``words`` holds (``_unaligned_words``), read from the word at byte ``at_bit // 8`` or
+    ``last``, whichever is lower (the bytes have ``_PAD_BYTES`` to spare at their end)."""
+    at = np.minimum(at_bit >> 3, last)
+    word = words[at & 7, at >> 3]
     word >>= (at_bit & 7).astype(np.uint64)
     mask = (np.uint64(1) << nbits.astype(np.uint64)) - np.uint64(1)
     return (word & mask).astype(np.int64)
