@@ -125,6 +125,14 @@ def _arrow_schema(schema: Any) -> Any:
     return to_arrow_schema(schema)
 
 
+def _writer(df: Any, job: dict[str, Any], mode: str) -> Any:
+    """``df.write`` in the job's format and options, with ``mode``."""
+    writer = df.write.format(job["format"]).mode(mode)
+    for key, value in (job.get("options") or {}).items():
+        writer = writer.option(key, value)
+    return writer
+
+
 def op_write(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
     reader = spark.read
     if job.get("schema"):
@@ -132,9 +140,7 @@ def op_write(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
     df = reader.parquet(job["input"])
     if job.get("repartition"):
         df = df.repartition(int(job["repartition"]))
-    writer = df.write.format(job["format"]).mode(job.get("mode", "append"))
-    for key, value in (job.get("options") or {}).items():
-        writer = writer.option(key, value)
+    writer = _writer(df, job, job.get("mode", "append"))
     if job.get("partition_by"):
         writer = writer.partitionBy(*job["partition_by"])
     writer.save(job["path"])
@@ -179,9 +185,7 @@ def op_ingest(spark: Any, job: dict[str, Any], work: str) -> dict[str, Any]:
         rows = df.count()
         best = float("inf")
         for _ in range(int(job.get("repeat", 1))):
-            writer = df.write.format(job["format"]).mode("overwrite")
-            for key, value in (job.get("options") or {}).items():
-                writer = writer.option(key, value)
+            writer = _writer(df, job, "overwrite")
             start = time.perf_counter()
             writer.save(job["path"])
             best = min(best, time.perf_counter() - start)
