@@ -28,7 +28,7 @@ from executor_lib.storage import open_store
 from indextables_contract import filters as F
 
 SCHEMA = pa.schema([("id", pa.int64()), ("level", pa.string()), ("msg", pa.string()), ("day", pa.string())])
-SPLITS, ROWS = 4, 12_000  # rows of a split: several doc-store blocks of 256 KB each
+SPLITS, ROWS = 4, 12_000  # rows of a split: several doc-store blocks of 64 KB each
 LEVELS = ["INFO", "INFO", "WARN", "ERROR"]
 
 
