@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python -m bench.split_benchmark [--rows 1000000] [--out split_benchmark.json]``
 
 * indexing: ``write_split`` (Tantivy index + columnar copy + bundle) against raw ``tantivy``
-  indexing of the same documents with the same schema and one thread (the baseline, same run);
+  indexing of the same documents with the same schema and one thread (the baseline, same run), each
+  the best of 3;
 * materialization: a query returning 10% of the rows of a ``--rows`` split, rows/s into Arrow, every
   column (text from the doc store) and a fast column alone;
 * cold vs warm: the same query through the split cache, first with an empty cache, then
@@ -74,13 +75,17 @@ def index_documents(docs: list[dict[str, Any]], schema: Any, workdir: Path, thre
     return time.perf_counter() - start
 
 
-def indexing(rows: pa.Table, root: Path) -> dict[str, Any]:
-    raw_dir = root / "raw"
-    raw_dir.mkdir(parents=True)
-    raw = raw_tantivy(rows, raw_dir)
-    start = time.perf_counter()
-    write_split(rows, mapping_for(rows.schema, OPTIONS), root / "ours")
-    ours = time.perf_counter() - start
+def indexing(rows: pa.Table, root: Path, repeat: int = 3) -> dict[str, Any]:
+    """``write_split`` against raw tantivy-py on the same rows, each the best of ``repeat`` runs taken
+    in turns (one run of raw over 200K rows took 0.59 s in one recorded run and 1.34 s in another)."""
+    raw, ours = float("inf"), float("inf")
+    for k in range(repeat):
+        raw_dir = root / f"raw-{k}"
+        raw_dir.mkdir(parents=True)
+        raw = min(raw, raw_tantivy(rows, raw_dir))
+        start = time.perf_counter()
+        write_split(rows, mapping_for(rows.schema, OPTIONS), root / f"ours-{k}")
+        ours = min(ours, time.perf_counter() - start)
     return {"rows": rows.num_rows, "raw_tantivy_s": raw, "write_split_s": ours, "ratio_vs_raw": raw / ours}
 
 

@@ -9,7 +9,7 @@ goal the issue set (``None`` where it set none).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -550,6 +550,25 @@ def _targets_at(files: int, scale: dict[str, Any]) -> list[Ratio]:
     ]
 
 
+def _rate_goals(suite: str, name: str, m: dict[str, Any], goals: Sequence[tuple[str, str, float]]) -> list[Ratio]:
+    """One row per ``(label, key, goal)`` of ``goals`` whose ``key`` ``m`` has: rows/s ``m[key]`` against a
+    fixed goal of ``goal`` rows/s, named ``name`` with ``label`` in its ``{}``."""
+    return [
+        _ratio(
+            suite,
+            f"{name.format(label)} vs {f'{goal / 1e6:g}M' if goal >= 1e6 else f'{goal / 1e3:g}K'} rows/s goal",
+            m[key],
+            goal,
+            "rows/s",
+            m[key] / goal,
+            (">=", 1),
+            baseline_is_target=True,
+        )
+        for label, key, goal in goals
+        if key in m
+    ]
+
+
 def split_ratios(r: dict[str, Any]) -> list[Ratio]:
     i, m, c = r["indexing"], r["materialization"], r["cold_warm"]
     return [
@@ -562,23 +581,11 @@ def split_ratios(r: dict[str, Any]) -> list[Ratio]:
             i["ratio_vs_raw"],
             (">=", 0.8),
         ),
-        *(
-            _ratio(
-                "split",
-                f"Arrow materialization, {label} ({m['rows_returned']:,} of {m['split_rows']:,} rows) "
-                f"vs {f'{goal / 1e6:g}M' if goal >= 1e6 else f'{goal / 1e3:g}K'} rows/s goal",
-                m[key],
-                goal,
-                "rows/s",
-                m[key] / goal,
-                (">=", 1),
-                baseline_is_target=True,
-            )
-            for label, key, goal in (
-                ("fast column id", "fast_rows_per_second", 2_000_000),
-                ("every column", "rows_per_second", 500_000),
-            )
-            if key in m  # a result from before the fast column was measured has only every column
+        *_rate_goals(  # a result from before the fast column was measured has only every column
+            "split",
+            f"Arrow materialization, {{}} ({m['rows_returned']:,} of {m['split_rows']:,} rows)",
+            m,
+            (("fast column id", "fast_rows_per_second", 2e6), ("every column", "rows_per_second", 5e5)),
         ),
         _ratio(
             "split", "split-cache query: warm vs cold latency", c["warm_s"], c["cold_s"], "s", c["cold_s"] / c["warm_s"]
@@ -740,19 +747,8 @@ def hits_ratios(r: dict[str, Any]) -> list[Ratio]:
     floor in a classic session, 0.05 s over Spark Connect."""
     m, s = r["materialization"], r["spark"]
     phrase = f"phrase, {m['hits']:,} hits of {r['rows']:,} rows"
-    rows = [
-        _ratio(
-            "hits",
-            f"{phrase}, in-process: {label} vs {goal / 1e3:,.0f}K rows/s goal",
-            m[key],
-            goal,
-            "rows/s",
-            m[key] / goal,
-            (">=", 1),
-            baseline_is_target=True,
-        )
-        for label, key, goal in (("id only", "id_rows_per_s", 2e6), ("every column", "all_rows_per_s", 5e5))
-    ]
+    goals = (("id only", "id_rows_per_s", 2e6), ("every column", "all_rows_per_s", 5e5))
+    rows = _rate_goals("hits", f"{phrase}, in-process: {{}}", m, goals)
     if "engine_s" in m:  # the in-process ceiling: Tantivy's search alone, no goal of its own
         rows.append(
             _ratio(
