@@ -9,7 +9,7 @@ deliver late), so the fresh splits' time ranges overlap. The same batches go to 
 * **fresh**: the one-hour range query (``ts`` in 12:00-13:00, a count and a text search) over the
   day's micro-batch splits, never merged;
 * **sorted**: ``MERGE SPLITS … SORT BY ts`` after half the day and again at its end (level-1 splits
-  of ``total / 8`` bytes, the LSM policy of ``executor_lib.splits.build.merge_plan``), then the query;
+  of ``total / 8`` bytes, the LSM policy of ``executor_lib.splits.write.merge_plan``), then the query;
 * **size-tiered**: the other table merged as before this policy (``MERGE SPLITS`` to one split).
 
 Reported: query seconds (best of ``--repeat``), splits the query needs (the log's min/max pruning),

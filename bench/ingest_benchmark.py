@@ -49,8 +49,8 @@ def _best(repeat: int, fn: Callable[[], Any]) -> float:
 def raw_tantivy(rows: Any, workdir: Path, threads: int = 2) -> float:
     """Seconds for tantivy-py to index ``rows`` (an Arrow table) from Python dicts made beforehand."""
     from bench.split_benchmark import index_documents
-    from executor_lib.splits.build.writer import _index_ready, tantivy_schema
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.writer import _index_ready, tantivy_schema
 
     schema = tantivy_schema(mapping_for(rows.schema, OPTIONS))
     docs = _index_ready(rows).to_pylist()

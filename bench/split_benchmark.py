@@ -35,11 +35,11 @@ import tantivy
 import executor_lib
 from bench.spark_benchmark import _best_interleaved
 from executor_lib.cache.split_cache import SplitCache
-from executor_lib.splits.build.publish import write_and_upload
-from executor_lib.splits.build.writer import tantivy_schema, write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
+from executor_lib.splits.write.writer import tantivy_schema, write_split
 from executor_lib.storage import open_store
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}
@@ -161,7 +161,7 @@ def companion(rows: pa.Table, root: Path) -> dict[str, Any]:
 
     from executor_lib.companion.sources import list_source
     from executor_lib.companion.sync import companion_mapping, resolve_columns
-    from executor_lib.splits.build.companion import SourceFiles, build_companion_split
+    from executor_lib.splits.write.companion import SourceFiles, build_companion_split
 
     src = root / "src"
     src.mkdir(parents=True)
@@ -219,8 +219,8 @@ def companion_table(rows: pa.Table, root: Path, files: int = 8, splits: int = 4)
     from executor_lib.companion.sources import list_source
     from executor_lib.companion.sync import companion_mapping, resolve_columns
     from executor_lib.protocol.actions import COMPANION_ENABLED
-    from executor_lib.splits.build.companion import SourceFiles, build_companion_split
-    from executor_lib.splits.build.publish import upload_split
+    from executor_lib.splits.write.companion import SourceFiles, build_companion_split
+    from executor_lib.splits.write.publish import upload_split
 
     src = root / "src"
     src.mkdir(parents=True)

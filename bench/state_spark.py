@@ -39,7 +39,7 @@ def add_real_partition(uri: str, day: str) -> None:
     """Commit ``REAL_SPLITS`` indexed splits into ``day`` of the table at ``uri`` (rows: id, day, message;
     every 100th message holds ``WORD``)."""
     import executor_lib
-    from executor_lib.splits.build.publish import write_and_upload
+    from executor_lib.splits.write.publish import write_and_upload
 
     log = executor_lib.open_log(uri)
     schema = log.snapshot().arrow_schema()

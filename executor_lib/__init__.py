@@ -45,7 +45,7 @@ _PUBLIC = {
     # splits, search and the split cache
     "DocMapping": "executor_lib.splits.doc_mapping",
     "mapping_for": "executor_lib.splits.doc_mapping",
-    "write_and_upload": "executor_lib.splits.build.publish",
+    "write_and_upload": "executor_lib.splits.write.publish",
     "search_table": "executor_lib.splits.search.table_search",
     "SplitCache": "executor_lib.cache.split_cache",
     "default_cache": "executor_lib.cache.split_cache",
@@ -126,9 +126,9 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on 
         RemoveAction,
         SkipAction,
     )
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import DocMapping, mapping_for
     from executor_lib.splits.search.table_search import search_table
+    from executor_lib.splits.write.publish import write_and_upload
     from indextables_contract.errors import (
         CommitConflictError,
         ConfigError,

@@ -218,8 +218,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
     from executor_lib.log.tables import create_table, open_log
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     path = args.path or tempfile.mkdtemp(prefix="indextables-demo-") + "/events"
     schema = pa.schema([("id", pa.int64()), ("message", pa.string()), ("level", pa.string()), ("date", pa.string())])

@@ -127,8 +127,8 @@ def _rows(tag: str, n: int) -> pa.Table:
 
 
 def _upload(log: Any, tag: str, rows: int, splits: int) -> list[Any]:
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     mapping = mapping_for(SCHEMA, {})
     return [write_and_upload(log.store, _rows(tag, rows), mapping) for _ in range(splits)]
@@ -189,7 +189,7 @@ def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
 def _merge(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg: int) -> None:
     from executor_lib.cache.split_cache import SplitCache
     from executor_lib.protocol.actions import removes_of
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.publish import merge_splits
     from indextables_contract.errors import CommitConflictError, CommitFailedError, StorageError
 
     cache = SplitCache(Path(tempfile.mkdtemp(prefix="stress-merge-cache-")))

@@ -92,8 +92,8 @@ def test_search_prints_rows_shown_and_total_hits(tmp_path: Path, capsys: pytest.
     import pyarrow as pa
 
     import executor_lib
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     table, schema = str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("msg", pa.string())])
     log = executor_lib.create_table(table, schema)

@@ -25,7 +25,7 @@ from executor_lib.cli import main as cli_main
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.protocol.actions import AddAction, RemoveAction, removes_of
-from executor_lib.splits.build.publish import merge_splits
+from executor_lib.splits.write.publish import merge_splits
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
 from tests.conftest import BUCKET, COMPAT_ROOT, requires_compat, s3_options

@@ -63,8 +63,8 @@ def optimize_adds(
     target = optimize_write_target(path, options)
     if target is None or len(adds) < 2:
         return adds
-    from executor_lib.splits.build.merge_plan import SKIP_FRACTION
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.merge_plan import SKIP_FRACTION
+    from executor_lib.splits.write.publish import merge_splits
 
     by_partition: dict[tuple[Any, ...], list[AddAction]] = defaultdict(list)
     for add in adds:

@@ -3,7 +3,7 @@
 ``command=companion_plan`` (a read) lists the source (``executor_lib.companion.sources``) and the
 companion's live splits at one version and yields one row per companion split to build
 (``executor_lib.companion.sync``). Writing those rows with ``command=companion_build`` indexes
-each row's source files into a companion split on an executor (``splits.build.companion``) and uploads
+each row's source files into a companion split on an executor (``splits.write.companion``) and uploads
 it; the writer's commit, on the driver, creates the companion table on its first build, then
 removes the invalidated splits, adds the new ones and updates the companion metadata in one
 version (read at the planned version: a concurrent BUILD of the same companion conflicts).
@@ -317,9 +317,9 @@ class CompanionWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CompanionCommitMessage:
         from executor_lib.companion.sync import source_identities_tag
-        from executor_lib.splits.build.companion import SourceFiles, build_companion_split
-        from executor_lib.splits.build.publish import upload_split
         from executor_lib.splits.doc_mapping import DocMapping
+        from executor_lib.splits.write.companion import SourceFiles, build_companion_split
+        from executor_lib.splits.write.publish import upload_split
         from executor_lib.table_schema import spark_json_to_arrow
 
         message = CompanionCommitMessage()

@@ -183,7 +183,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
                 raise
 
     def _builder(self, mapping: Any, tmp: Path, threads: int) -> Any:
-        from executor_lib.splits.build.writer import SplitBuilder
+        from executor_lib.splits.write.writer import SplitBuilder
 
         return SplitBuilder(mapping, tmp, self.heap_bytes, threads)
 
@@ -302,7 +302,7 @@ class _Uploads:
         self.futures.append(self.pool.submit(self._upload, partition_values, written))
 
     def _upload(self, partition_values: dict[str, str | None], written: Any) -> AddAction:
-        from executor_lib.splits.build.publish import upload_split
+        from executor_lib.splits.write.publish import upload_split
 
         try:
             add = upload_split(self.store, written, partition_values)

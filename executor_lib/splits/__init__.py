@@ -3,10 +3,10 @@
 - ``query/``: query text parsed, compiled to Tantivy queries, explained, and filters pushed down;
 - ``rows/``: rows out of a split (the columnar copy, doc-store rows, the decoded-block cache, the
   reading half of companion splits);
-- ``build/``: splits written, merged, planned for merging and published, companion splits built;
+- ``write/``: splits written, merged, planned for merging and published, companion splits built;
 - ``search/``: the searcher over one split, searches over a table's splits, group aggregates;
 - ``doc_mapping``, ``tokenizers``, ``panics`` at the root, used by all four.
 
 The bytes of the files are ``executor_lib.format``. ``tantivy`` is imported by
-``build.writer``, ``query.compile``, ``search.searcher`` and ``tokenizers``.
+``write.writer``, ``query.compile``, ``search.searcher`` and ``tokenizers``.
 """

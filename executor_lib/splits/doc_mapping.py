@@ -6,7 +6,7 @@ the schema registry), e.g. ``[{"name":"id","type":"i64","fast":true,"indexed":tr
 Defaults from the Arrow type: integers -> ``i64`` (unsigned -> ``u64``), floats -> ``f64``,
 bool -> ``bool``, string -> ``text`` with the ``raw`` tokenizer (exact match, what
 IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``bytes``
-(stored only), struct/map/list -> ``json`` (indexed as ``splits.build.writer.json_value`` builds it).
+(stored only), struct/map/list -> ``json`` (indexed as ``splits.write.writer.json_value`` builds it).
 Options (``spark.indextables.indexing.*``):
 
 * ``typemap.<col>`` = ``string`` | ``text`` | ``json`` | ``ip``: ``text`` tokenizes (default
@@ -36,7 +36,7 @@ Options (``spark.indextables.indexing.*``):
   (1). Longer tokens are not indexed (as the JVM does), and a query holding one is refused
   (``splits.query.compile``). Recorded per field as ``max_token_length`` when not 255.
 
-No tantivy here: ``splits.build.writer`` turns a mapping into a Tantivy schema.
+No tantivy here: ``splits.write.writer`` turns a mapping into a Tantivy schema.
 """
 
 from __future__ import annotations

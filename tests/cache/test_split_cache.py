@@ -17,9 +17,9 @@ import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.format.quickwit.bundle import read_footer
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError

@@ -19,10 +19,10 @@ import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cache.split_pieces import PIECES_DIR, STATE_FILE, member_kind, query_fields, query_needs
 from executor_lib.format.store import blocks as doc_store
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search import split_opening
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptSplitError
@@ -341,7 +341,7 @@ def test_query_fields_read_off_compiled_queries() -> None:
 def test_a_merged_split_by_the_piece(s3_table: tuple[str, dict[str, Any], Any], tmp_path: Path) -> None:
     """A merged split (segments copied, a columnar copy by segment, row offsets) answers by the piece
     as when fetched whole."""
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.publish import merge_splits
 
     uri, options, adds = s3_table
     store = open_store(uri, **options)

@@ -29,9 +29,9 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.log.purge import purge_table
 from executor_lib.protocol.files import LOG_DIR
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from indextables_contract import errors
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])

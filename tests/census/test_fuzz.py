@@ -20,10 +20,10 @@ import pytest
 import executor_lib
 from connect_plugin.grammar import IndexTablesSQLError, parse_predicate
 from executor_lib.cli import main as cli_main
-from executor_lib.splits.build.publish import write_and_upload
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.publish import write_and_upload
+from executor_lib.splits.write.writer import write_split
 from indextables_contract import errors, filters
 
 SEED = int(os.environ.get("INDEXTABLES_FUZZ_SEED", "33"))

@@ -37,10 +37,10 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.protocol.files import LOG_DIR, state_dir
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.split_opening import damage_of_split
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage.base import redact_uri
 from indextables_contract import errors
 

@@ -38,9 +38,9 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cache.split_pieces import PIECES_DIR
 from executor_lib.format.quickwit.bundle import read_footer
 from executor_lib.format.store.blocks import COMPRESSOR_ZSTD, parse_store
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from indextables_contract import errors
 from tests.census.sweeps import answers, flip_bytes, flip_in_place
 from tests.conftest import BUCKET, s3_options
@@ -475,8 +475,8 @@ def test_hole10_a_damaged_doc_mapping_in_a_split_is_corrupt_split_error(tmp_path
 
 
 def test_hole2_a_damaged_cached_split_is_never_merged(moto_server: Any, tmp_path: Path) -> None:
-    from executor_lib.splits.build.publish import merge_splits
     from executor_lib.splits.search.split_opening import load_split
+    from executor_lib.splits.write.publish import merge_splits
 
     uri = f"s3://{BUCKET}/tables/{uuid.uuid4().hex}"
     log = executor_lib.create_table(uri, SCHEMA, **s3_options(moto_server))
@@ -537,7 +537,7 @@ def test_hole1_a_flipped_fast_field_file_fetched_by_the_piece_fails_loudly(moto_
 
 
 def test_hole1_a_split_damaged_at_its_source_is_never_merged(tmp_path: Path) -> None:
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.publish import merge_splits
 
     log = _table(tmp_path / "t", rows=5)
     log.commit([write_and_upload(log.store, pa.table({"id": [99], "msg": ["x"]}), mapping_for(SCHEMA, {}))])

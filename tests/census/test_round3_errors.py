@@ -172,8 +172,8 @@ def _written_split(tmp_path: Path) -> tuple[Any, Any, Path]:
     import pyarrow as pa
 
     import executor_lib
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
     log = executor_lib.create_table(str(tmp_path / "t"), schema)

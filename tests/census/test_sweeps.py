@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 import executor_lib
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.write.publish import write_and_upload
 from tests.census.sweeps import OUTCOMES, rows
 from tests.conftest import BUCKET, s3_options
 

@@ -410,8 +410,8 @@ def test_a_concurrent_build_of_the_same_files_conflicts(tmp_path: Path) -> None:
     import dataclasses
 
     from executor_lib.spark.companion import _check_no_concurrent_build
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
     from indextables_contract.errors import CommitConflictError
 
     rows = _rows(0, 10)

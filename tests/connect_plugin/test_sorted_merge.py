@@ -16,7 +16,7 @@ import connect_plugin
 from connect_plugin.table import IndexTable
 from executor_lib.log.pruning import prune_files
 from executor_lib.log.tables import open_log
-from executor_lib.splits.build.merge_plan import SORT_KEY_TAG
+from executor_lib.splits.write.merge_plan import SORT_KEY_TAG
 from indextables_contract import filters as F
 from indextables_contract.errors import ConfigError, TableNotFoundError, error_class_in
 from tests.spark.test_datasource import SCHEMA, TEXT_OPTS, log_rows

@@ -23,9 +23,9 @@ from executor_lib.format.quickwit.bundle import (
 )
 from executor_lib.format.store import blocks as doc_store
 from executor_lib.format.termdict.convert import ensure_fst_terms
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract.errors import CorruptSplitError
 from tests.conftest import COMPAT_ROOT
 

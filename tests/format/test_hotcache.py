@@ -165,8 +165,8 @@ def _check_ours(split: Path) -> HotCache:
 
 
 def test_a_written_split_has_a_hotcache_listing_every_index_file(tmp_path: Path) -> None:
-    from executor_lib.splits.build.writer import write_split
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.writer import write_split
 
     written = write_split(ROWS, mapping_for(ROWS.schema, OPTIONS), tmp_path)
     hot = _check_ours(written.path)
@@ -177,9 +177,9 @@ def test_a_written_split_has_a_hotcache_listing_every_index_file(tmp_path: Path)
 
 
 def test_merged_and_sorted_splits_have_hotcaches(tmp_path: Path) -> None:
-    from executor_lib.splits.build.merge import MergeSource, merge_sources, sort_and_cut
-    from executor_lib.splits.build.writer import write_split
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.merge import MergeSource, merge_sources, sort_and_cut
+    from executor_lib.splits.write.writer import write_split
 
     def source(split: Path) -> MergeSource:
         found = MergeSource.from_bundle(split)
@@ -201,8 +201,8 @@ def test_merged_and_sorted_splits_have_hotcaches(tmp_path: Path) -> None:
 
 
 def test_a_streamed_split_has_a_hotcache(tmp_path: Path) -> None:
-    from executor_lib.splits.build.writer import SplitBuilder
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.writer import SplitBuilder
 
     builder = SplitBuilder(mapping_for(ROWS.schema, OPTIONS), tmp_path)
     for batch in ROWS.to_batches(max_chunksize=70):

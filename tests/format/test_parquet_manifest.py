@@ -21,8 +21,8 @@ import tantivy
 from executor_lib.format.quickwit.bundle import extract_bundle, read_footer, read_member
 from executor_lib.format.tantivy4java import parquet_manifest as PM
 from executor_lib.format.termdict.convert import ensure_fst_terms
-from executor_lib.splits.build.companion import SourceFiles, build_companion_split
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.write.companion import SourceFiles, build_companion_split
 from indextables_contract.errors import CorruptSplitError
 
 # rustc 1.95.0: `let mut h = DefaultHasher::new(); s.hash(&mut h); h.finish()`
@@ -238,8 +238,8 @@ def _as_jvm_layout(written_path: Path, out: Path) -> Path:
     """The split as tantivy4java lays a companion split out: its index files and ``_parquet_manifest.json``
     only (no columnar copy, no doc mapping member, no ``indextables.companion.json``)."""
     from executor_lib.format.quickwit.bundle import write_bundle
-    from executor_lib.splits.build.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER
     from executor_lib.splits.rows.companion import COMPANION_MEMBER
+    from executor_lib.splits.write.writer import COLUMNS_MEMBER, DOC_MAPPING_MEMBER
 
     footer = read_footer(written_path)
     dropped = {COLUMNS_MEMBER, DOC_MAPPING_MEMBER, COMPANION_MEMBER}

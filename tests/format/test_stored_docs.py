@@ -1,5 +1,5 @@
 """``format.store.documents``: the doc store's blocks as Arrow columns. Real bytes: splits written by
-``splits.build.writer`` (the ``tantivy`` package), their ``.store`` blocks found through the store's skip
+``splits.write.writer`` (the ``tantivy`` package), their ``.store`` blocks found through the store's skip
 index (``format.store.blocks``, lz4 or zstd); compared with the Arrow rows written and with
 Tantivy's own reading of the stored documents. Hand-built blocks (the format as
 ``src/schema/document/se.rs`` writes it) for shapes the writer does not produce and for corruption."""
@@ -21,8 +21,8 @@ from executor_lib.format.directory import encode_vint
 from executor_lib.format.quickwit.bundle import read_member
 from executor_lib.format.store import blocks as doc_store
 from executor_lib.format.store.documents import StoredColumn, decodable, decode_blocks, decode_docs
-from executor_lib.splits.build.writer import WrittenSplit, tantivy_schema, write_split
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.write.writer import WrittenSplit, tantivy_schema, write_split
 from indextables_contract.errors import CorruptSplitError, SplitSchemaError
 
 SOURCE = "test.split:store"
@@ -32,7 +32,7 @@ SOURCE = "test.split:store"
 
 def store_blocks(store: bytes) -> list[bytes]:
     """The decompressed blocks of a ``.store`` file (lz4 as the ``tantivy`` package writes it, zstd
-    as ``splits.build.writer`` re-writes it), found through its skip index (``format.store.blocks``)."""
+    as ``splits.write.writer`` re-writes it), found through its skip index (``format.store.blocks``)."""
     parsed = doc_store.parse_store(store, "store")
     assert parsed.version == 2, "doc store version 2"
     return [parsed.block(i, "store") for i in range(len(parsed.start))]
@@ -63,7 +63,7 @@ def stored_columns(written: WrittenSplit, table: pa.Table) -> list[StoredColumn]
 
 
 def write(table: pa.Table, tmp: Path, options: dict[str, str] | None = None) -> WrittenSplit:
-    """``table`` written by ``splits.build.writer``, in zstd blocks of Tantivy's 16 KB (many blocks)."""
+    """``table`` written by ``splits.write.writer``, in zstd blocks of Tantivy's 16 KB (many blocks)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(doc_store, "ZSTD_BLOCK_BYTES", 16 << 10)
         return write_split(table, mapping_for(table.schema, options or {}), tmp)

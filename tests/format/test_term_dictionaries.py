@@ -44,9 +44,9 @@ from executor_lib.format.termdict.sstable import (
     read_sstable_term_file,
 )
 from executor_lib.format.termdict.sstable_columns import read_sstable_columns
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract.errors import CorruptSplitError
 from tests.conftest import COMPAT_ROOT, requires_compat
 
@@ -291,7 +291,7 @@ def _tantivy_term_file(tmp_path: Path, rows: pa.Table, options: dict[str, str]) 
     indexed by the ``tantivy`` package with the schema a split of these rows gets."""
     import tantivy
 
-    from executor_lib.splits.build.writer import tantivy_schema
+    from executor_lib.splits.write.writer import tantivy_schema
 
     mapping = mapping_for(rows.schema, options)
     index_dir = tmp_path / "tantivy-index"
@@ -516,7 +516,7 @@ def _as_written_before(split: Path, out: Path, schema: pa.Schema) -> Path:
 
 
 def test_splits_written_before_still_open_and_merges_convert_them(tmp_path: Path) -> None:
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
 
     rows = pa.table({"id": pa.array(range(300), pa.int64()), "msg": [f"hello w{i % 7} n{i}" for i in range(300)]})
     mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.msg": "text"})
@@ -570,7 +570,7 @@ def test_queries_build_only_their_fields_dictionaries_and_searchers_sharing_them
 def test_a_field_one_segment_lacks_is_built_once_in_a_merged_split(tmp_path: Path) -> None:
     """A merged split whose second segment has no term of a column (all null there): a query on it
     builds the first segment's dictionary, and then nothing is left to build for it."""
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
 
     rows = pa.table(
         {"id": pa.array(range(200), pa.int64()), "tag": [f"t{i % 5}" if i < 100 else None for i in range(200)]}
@@ -615,7 +615,7 @@ def test_splits_with_fst_members_still_read_as_before(written: tuple[Path, Path,
     member): the FST member is laid out as ``.term``, nothing is built, queries answer; a merge of
     it drops the FST member."""
     from executor_lib.format.quickwit.bundle import write_bundle
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
 
     split, _, schema = written
     footer = read_footer(split)

@@ -364,7 +364,7 @@ def test_tantivy4java_reads_what_we_write_on_s3(
 def test_tantivy4java_reads_the_split_our_merge_writes(
     peer: t4j.Tantivy4JavaPeer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.publish import merge_splits
 
     path = str(tmp_path / "t")
     make_table(path, [rows(30), rows(25, start=30), rows(20, start=55)])

@@ -19,8 +19,8 @@ import pytest
 import executor_lib
 from executor_lib.log.cleanup import cleanup_log
 from executor_lib.log.purge import purge_table
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.write.publish import write_and_upload
 from indextables_contract.errors import IndexTablesError, InvalidActionError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])

@@ -19,9 +19,9 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.log.purge import purge_table
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage.base import redact_uri, table_key
 from indextables_contract.errors import InvalidActionError, InvalidPathError
 

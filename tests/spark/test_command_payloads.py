@@ -169,7 +169,7 @@ def test_a_sorted_merge_plan_planned_a_partition_at_a_time_ships_the_whole_table
     import dataclasses
     import random
 
-    from executor_lib.splits.build.merge_plan import SORT_KEY_TAG, plan_sorted_merges
+    from executor_lib.splits.write.merge_plan import SORT_KEY_TAG, plan_sorted_merges
 
     rng = random.Random(7)
     uri = str(tmp_path / "t")

@@ -15,8 +15,8 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from indextables_contract.errors import InvalidActionError
 

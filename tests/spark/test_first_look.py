@@ -19,11 +19,11 @@ import connect_plugin
 import executor_lib
 from connect_plugin.table import IndexTable
 from executor_lib import profiler
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import FIRST_BATCH_ROWS, scan_split, scan_split_batches
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from indextables_contract import filters as F
 

@@ -23,8 +23,8 @@ from pyspark.sql.types import StructType
 import executor_lib
 from executor_lib.spark.reader import IndexTablesReader
 from executor_lib.spark.writer import IndexTablesWriter
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from indextables_contract import filters as F
 

@@ -18,8 +18,8 @@ from connect_plugin.settings import cluster_parallelism, read_options
 from executor_lib.protocol.actions import AddAction
 from executor_lib.spark.read_planning import OPEN_COST_BYTES, plan_tasks
 from executor_lib.spark.reader import IndexTablesReader
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from indextables_contract import filters as F
 from indextables_contract.read import PARALLELISM

@@ -29,8 +29,8 @@ def _storage(server: SharedS3) -> dict[str, Any]:
 
 
 def _append_batches(uri: str, storage: dict[str, str], writer: str, errors: list[BaseException]) -> None:
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     try:
         log = executor_lib.open_log(uri, **storage)
@@ -94,8 +94,8 @@ def test_a_commit_between_warm_queries_is_seen_by_the_next(classic_spark: Any, m
     total = BATCHES_PER_WRITER * sum(BATCHES["a"])
     assert read.count() == total and read.count() == total
     log = executor_lib.open_log(uri, **storage)
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
 
     rows = pa.table({"id": [10**6], "writer": ["c"]}, schema=SCHEMA)
     log.commit([write_and_upload(log.store, rows, mapping_for(SCHEMA, {}))])

@@ -17,11 +17,11 @@ from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
 from executor_lib.format.quickwit.bundle import read_footer
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.writer import write_split
 from executor_lib.storage import open_store
 from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError, QueryError
 from tests.conftest import COMPAT_ROOT, requires_compat
@@ -171,7 +171,7 @@ def test_indextables_search_on_every_jvm_table(name: str, tmp_path: Path, capsys
 
 def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_path: Path) -> None:
     from executor_lib.protocol.actions import RemoveAction
-    from executor_lib.splits.build.publish import merge_splits, write_and_upload
+    from executor_lib.splits.write.publish import merge_splits, write_and_upload
 
     uri, options = table
     schema = pa.schema([*DATA.schema, pa.field("day", pa.string())])
@@ -209,7 +209,7 @@ def test_write_upload_merge_and_commit(table: tuple[str, dict[str, Any]], tmp_pa
 def test_merging_jvm_splits(tmp_path: Path) -> None:
     import shutil
 
-    from executor_lib.splits.build.publish import merge_splits
+    from executor_lib.splits.write.publish import merge_splits
 
     table = tmp_path / "02_five_appends"  # a copy: nothing is ever written into the shared compat tables
     shutil.copytree(COMPAT_ROOT / "02_five_appends", table)
@@ -420,7 +420,7 @@ def _stored_docs(searcher: SplitSearcher) -> dict[int, dict[str, Any]]:
 def test_escape_scan_finds_each_character_to_escape_within_the_slice_only() -> None:
     """The byte scan that decides whether a string column needs escaping finds a backslash, a double
     quote and each control character, looks at the sliced values only, and takes empty and null arrays."""
-    from executor_lib.splits.build.writer import _escaped, _needs_escape
+    from executor_lib.splits.write.writer import _escaped, _needs_escape
 
     for special in ["\\", '"', *map(chr, range(32))]:
         assert _needs_escape(pa.array(["plain", f"a{special}b"])), repr(special)
@@ -437,7 +437,7 @@ def test_column_wise_json_documents_index_like_row_dicts(tmp_path: Path) -> None
     down the row-dict path."""
     import datetime
 
-    from executor_lib.splits.build.writer import json_documents
+    from executor_lib.splits.write.writer import json_documents
     from indextables_contract import filters as f
 
     utc = datetime.timezone.utc
@@ -507,7 +507,7 @@ from pathlib import Path
 import pyarrow as pa
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
-from executor_lib.splits.build.writer import SplitBuilder
+from executor_lib.splits.write.writer import SplitBuilder
 
 rows, batch = 200_000, 10_000
 words = " ".join(f"word{i}" for i in range(60))  # ~500-byte messages: ~110 MB of rows in all
@@ -558,8 +558,8 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, c
     exactly as on the concatenated rows, including merges of merged splits and sources with several
     segments."""
     from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, read_footer
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
-    from executor_lib.splits.build.writer import SEGMENTS_MEMBER
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.writer import SEGMENTS_MEMBER
     from indextables_contract import filters as f
 
     mapping = mapping_for(DATA.schema, OPTIONS)
@@ -613,10 +613,10 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, c
 
 def test_a_merge_source_whose_parts_disagree_is_named(tmp_path: Path) -> None:
     """A split whose index and columnar copy disagree is not merged (its rows would be misnumbered):
-    CorruptSplitError names the split; MERGE SPLITS drops its cached copy (splits.build.publish)."""
+    CorruptSplitError names the split; MERGE SPLITS drops its cached copy (splits.write.publish)."""
     from executor_lib.format.quickwit.bundle import read_footer, read_member, write_bundle
-    from executor_lib.splits.build.merge import MergeSource
-    from executor_lib.splits.build.writer import COLUMNS_MEMBER
+    from executor_lib.splits.write.merge import MergeSource
+    from executor_lib.splits.write.writer import COLUMNS_MEMBER
 
     written = write_split(DATA, mapping_for(DATA.schema, OPTIONS), tmp_path / "s", columnar_copy=True)
     footer = read_footer(written.path)
@@ -640,10 +640,10 @@ def test_the_columnar_copy_is_written_in_fixed_compressed_batches(
     fixed size (recorded in its schema), in a new split and in a merged one; searches take their
     rows batch by batch."""
     from executor_lib.format.quickwit.bundle import read_footer
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
-    from executor_lib.splits.build.writer import SplitBuilder, columns_members
     from executor_lib.splits.rows import columnar as columnar_copy
     from executor_lib.splits.rows.take import take_rows
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.writer import SplitBuilder, columns_members
 
     monkeypatch.setattr(columnar_copy, "MAX_BATCH_ROWS", 3_000)
     monkeypatch.setattr(columnar_copy, "COPY_BATCH_BYTES", 1 << 30)
@@ -702,10 +702,10 @@ def test_store_only_and_index_only_columns_skip_the_work_they_name(tmp_path: Pat
     columnar copy); an index-only column is indexed but not copied (it reads as null, a filter the index
     answers exactly still finds its rows, one left for the rows is a clear error); a merge keeps both."""
     from executor_lib.format.quickwit.bundle import read_member
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
-    from executor_lib.splits.build.writer import COLUMNS_MEMBER
     from executor_lib.splits.query.pushdown import FilterPlan
     from executor_lib.splits.search.table_search import scan_split
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.writer import COLUMNS_MEMBER
     from indextables_contract import filters as f
 
     options = {
@@ -757,8 +757,8 @@ def test_a_merge_copies_the_sources_compressed_copies_and_merges_their_statistic
     import datetime
 
     from executor_lib.format.quickwit.bundle import read_footer
-    from executor_lib.splits.build.merge import MergeSource, merge_sources
-    from executor_lib.splits.build.writer import _stats, column_part_member
+    from executor_lib.splits.write.merge import MergeSource, merge_sources
+    from executor_lib.splits.write.writer import _stats, column_part_member
 
     utc = datetime.timezone.utc
 
@@ -874,8 +874,8 @@ def test_a_merge_reads_timestamp_statistics_of_either_form(tmp_path: Path) -> No
     (ISO text) and one written now (microseconds) merge to microseconds, with no rows read."""
     import datetime
 
-    from executor_lib.splits.build.merge import _merged_stats
-    from executor_lib.splits.build.writer import stat_values
+    from executor_lib.splits.write.merge import _merged_stats
+    from executor_lib.splits.write.writer import stat_values
 
     t = pa.timestamp("us", tz="UTC")
     old = ({"ts": "2024-01-01T00:00:00+00:00"}, {"ts": "2024-01-01T00:59:59.000059+00:00"})

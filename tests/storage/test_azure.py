@@ -338,9 +338,9 @@ def test_directory_entries_of_a_hierarchical_namespace_are_not_objects(azurite_s
 
     import executor_lib
     from executor_lib.cache.split_cache import SplitCache
-    from executor_lib.splits.build.publish import write_and_upload
     from executor_lib.splits.doc_mapping import mapping_for
     from executor_lib.splits.search.table_search import search_table
+    from executor_lib.splits.write.publish import write_and_upload
 
     options = azure_options(azurite_server)
     uri = azure_uri(f"hns/{uuid.uuid4().hex}")

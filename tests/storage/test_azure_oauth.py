@@ -21,9 +21,9 @@ import pytest
 
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from harness.azurite import ACCOUNT, ACCOUNT_KEY, AzuriteProcess, AzuriteUnavailable, create_container, oauth_token
 from indextables_contract.errors import ConfigError, ObjectNotFoundError, StorageError

@@ -55,7 +55,7 @@ STORE_TAIL_BYTES = 64 << 10  # holds a doc store's Tantivy footer (its JSON is a
 # A doc store's footer (format/store/blocks.py): version, skip index offset, compressor id, 15 reserved bytes.
 DOC_STORE_FOOTER = struct.Struct("<IQB15x")
 # A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
-# (splits/build/writer.py, splits/rows/doc_store_rows.py).
+# (splits/write/writer.py, splits/rows/doc_store_rows.py).
 ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
 # The CRC32 of every CHECKSUM_CHUNK bytes of each member that is not a Tantivy segment file (those end in
 # a footer with the CRC32 of their body): {"chunk": 16384, "crc32": {member: [crc of chunk 0, ...]}}.

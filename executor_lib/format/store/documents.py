@@ -119,7 +119,7 @@ class StoredColumn:
 
 
 def decodable(tantivy_type: str, arrow_type: pa.DataType) -> bool:
-    """Whether stored values of this Tantivy type give back the values ``splits.build.writer`` was given
+    """Whether stored values of this Tantivy type give back the values ``splits.write.writer`` was given
     in this Arrow type, exactly.
 
     ``text`` -> string, large_string; ``i64`` -> int8..int64; ``u64`` -> uint8..uint64; ``f64`` ->

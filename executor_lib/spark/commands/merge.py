@@ -77,7 +77,7 @@ class MergeTask(NamedTuple):
 
 
 def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
-    from executor_lib.splits.build.merge_plan import DEFAULT_TARGET_BYTES
+    from executor_lib.splits.write.merge_plan import DEFAULT_TARGET_BYTES
 
     snapshot = r._log().snapshot()
     where = r._where(snapshot)
@@ -126,7 +126,7 @@ def _partition_files(snapshot: Snapshot, keep: Any) -> Iterator[list[AddAction]]
 def _sorted_groups(
     snapshot: Snapshot, files: list[AddAction], sort_key: str, key_type: str | None, min_splits: int
 ) -> list[Any]:
-    from executor_lib.splits.build.merge_plan import plan_sorted_merges
+    from executor_lib.splits.write.merge_plan import plan_sorted_merges
 
     return plan_sorted_merges(files, snapshot.doc_mapping, sort_key, key_type, None, min_splits)
 
@@ -153,7 +153,7 @@ def _plan_columns(
     max_sources: int | None,
 ) -> list[Any]:
     from executor_lib.log.live_files import file_columns
-    from executor_lib.splits.build.merge_plan import plan_merges_columns
+    from executor_lib.splits.write.merge_plan import plan_merges_columns
 
     attributes = ["path", "size", "partition_values", "doc_mapping_json", "doc_mapping_ref"]
     columns = list(snapshot.partition_columns)
@@ -270,7 +270,7 @@ def plan_merge_groups(
     max_sources: int | None = DEFAULT_MAX_SOURCES,
 ) -> list[Any]:
     """The merge groups of ``files`` (live in ``snapshot``): sorted by ``sort_key`` or size-tiered."""
-    from executor_lib.splits.build.merge_plan import plan_merges, plan_sorted_merges
+    from executor_lib.splits.write.merge_plan import plan_merges, plan_sorted_merges
 
     if sort_key is not None:
         key_type = column_types(snapshot.metadata.schema_string).get(sort_key)
@@ -287,7 +287,7 @@ def merge_group(
     cache: SplitCache,
 ) -> list[AddAction]:
     """Merge ``sources`` (live in ``snapshot``) into new uploaded splits (not committed)."""
-    from executor_lib.splits.build.publish import merge_splits, merge_splits_sorted
+    from executor_lib.splits.write.publish import merge_splits, merge_splits_sorted
 
     mappings = {a.path: snapshot.doc_mapping(a) for a in sources}
     if sort_key:

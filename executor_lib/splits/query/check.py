@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 import tantivy
 
-from executor_lib.splits.build.writer import tantivy_schema
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.compile import compile_query
 from executor_lib.splits.tokenizers import register as register_analyzers
+from executor_lib.splits.write.writer import tantivy_schema
 from indextables_contract import filters
 from indextables_contract.errors import QueryError
 

@@ -37,12 +37,6 @@ from executor_lib.format.quickwit.bundle import (
 )
 from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
-from executor_lib.splits.build.writer import (
-    DOC_MAPPING_MEMBER,
-    ROW_FIELD,
-    SEGMENTS_MEMBER,
-    columns_members,
-)
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.check import hashed_columns, list_columns
@@ -61,6 +55,12 @@ from executor_lib.splits.search.scoring import (
 )
 from executor_lib.splits.search.split_source import SplitSource, open_split_source
 from executor_lib.splits.tokenizers import register as register_analyzers
+from executor_lib.splits.write.writer import (
+    DOC_MAPPING_MEMBER,
+    ROW_FIELD,
+    SEGMENTS_MEMBER,
+    columns_members,
+)
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
 

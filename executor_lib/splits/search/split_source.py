@@ -48,13 +48,13 @@ from executor_lib.format.quickwit.bundle import (
     read_member,
 )
 from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER
-from executor_lib.splits.build.companion import transcode_jvm_companion
-from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
 from executor_lib.splits.rows.doc_store_rows import Fetch, KeptCopy, Sink
 from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
 from executor_lib.splits.search.scoring import SplitFiles, split_files
+from executor_lib.splits.write.companion import transcode_jvm_companion
+from executor_lib.splits.write.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from indextables_contract.errors import CorruptSplitError
 
 

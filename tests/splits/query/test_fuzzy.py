@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 import tantivy
 
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract import filters as F
 from indextables_contract.errors import QueryError
 

@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query.pushdown import FilterPlan, Support, leaf_support, plan
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import scan_split
+from executor_lib.splits.write.writer import write_split
 from indextables_contract import filters as F
 from indextables_contract.errors import FilterError
 

@@ -17,11 +17,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query.check import check_query
 from executor_lib.splits.query.syntax import parse
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract import filters
 from indextables_contract.errors import ConfigError, QueryError
 

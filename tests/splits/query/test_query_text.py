@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.query.explain import locate
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract.errors import QueryError
 
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "title": ["red fox", "blue fox"], "tag": ["a", "b"]})

@@ -47,7 +47,7 @@ def _table() -> pa.Table:
 
 @pytest.fixture(scope="module")
 def searcher(tmp_path_factory: pytest.TempPathFactory) -> SplitSearcher:
-    from executor_lib.splits.build.writer import write_split
+    from executor_lib.splits.write.writer import write_split
 
     table = _table()
     out = tmp_path_factory.mktemp("fast")

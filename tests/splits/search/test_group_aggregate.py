@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.group_aggregate import aggregate_split
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.write.writer import write_split
 from indextables_contract import filters as F
 from indextables_contract.aggregate import (
     AggregatePlan,

@@ -16,9 +16,9 @@ import tantivy
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.protocol.actions import removes_of
-from executor_lib.splits.build.publish import merge_splits
 from executor_lib.splits.search.scoring import FIELDNORMS, ScoreStats, parse_debug
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import merge_splits
 from indextables_contract.errors import QueryError
 
 WORDS = ["timeout", "upstream", "error", "disk", "connection", "reset", "peer", "slow", "gateway", "refused"]

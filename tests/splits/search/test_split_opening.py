@@ -18,10 +18,10 @@ import executor_lib
 from executor_lib.cache import entry_checksums as checks
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cache.split_pieces import PIECES_DIR, STATE_FILE
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search import split_opening
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from tests.census.sweeps import flip_in_place
 

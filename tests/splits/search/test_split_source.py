@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from executor_lib.format.quickwit.bundle import read_footer, read_member
-from executor_lib.splits.build.writer import DOC_MAPPING_MEMBER, write_split
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.split_source import LocalSplit, open_split_source
+from executor_lib.splits.write.writer import DOC_MAPPING_MEMBER, write_split
 
 ROWS = pa.table({"id": list(range(50)), "msg": [f"w{i % 7} common" for i in range(50)]})
 

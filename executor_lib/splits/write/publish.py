@@ -4,9 +4,9 @@
 under ``<partition path>/splits/split-<uuid>.split`` and returns the ``AddAction`` that a
 commit records (``upload_split`` does the second half for a split already written).
 ``merge_splits`` turns N splits of one partition into one with all their rows, combining
-their Tantivy segments (``splits.build.merge``): statistics are recomputed and ``numMergeOps`` is
+their Tantivy segments (``splits.write.merge``): statistics are recomputed and ``numMergeOps`` is
 one more than the largest input's. ``merge_splits_sorted`` turns them into level-1 splits of a
-sort key (``splits.build.merge_plan``): rows sorted by the key, cut at the target size, tagged.
+sort key (``splits.write.merge_plan``): rows sorted by the key, cut at the target size, tagged.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import pyarrow as pa
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.format.quickwit.bundle import check_member_crcs, read_footer
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.build.merge import MergeSource, merge_sources, sort_and_cut
-from executor_lib.splits.build.merge_plan import SORT_KEY_TAG
-from executor_lib.splits.build.writer import WrittenSplit, write_split
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.search.split_opening import load_split
+from executor_lib.splits.write.merge import MergeSource, merge_sources, sort_and_cut
+from executor_lib.splits.write.merge_plan import SORT_KEY_TAG
+from executor_lib.splits.write.writer import WrittenSplit, write_split
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
@@ -105,7 +105,7 @@ def _merge_companion(
     """Companion splits merged (``companion.merge_companion``); the add carries the companion fields as
     IndexTables4Spark's ``MergeSplitsCommand`` sets them: the sources' files (distinct, in order), the
     highest source version, the first fast field mode."""
-    from executor_lib.splits.build.companion import merge_companion
+    from executor_lib.splits.write.companion import merge_companion
 
     if any(a.companion_source_files is None for a in sources):
         raise ConfigError("merge: companion splits cannot be merged with splits that are not")

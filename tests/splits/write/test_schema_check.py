@@ -17,9 +17,9 @@ import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.protocol.actions import actions_to_ndjson
 from executor_lib.protocol.files import LOG_DIR, version_file
-from executor_lib.splits.build.publish import write_and_upload
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table
+from executor_lib.splits.write.publish import write_and_upload
 from indextables_contract.errors import InvalidActionError, SplitSchemaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("msg", pa.string())])

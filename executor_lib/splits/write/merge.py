@@ -20,7 +20,7 @@ deletes or appears twice, or the merged index would hold more than ``MAX_SEGMENT
 segments), the rows are indexed again through ``SplitBuilder``'s bulk path; splits with index-only
 columns (whose values are not stored) cannot be indexed again, so they are always combined.
 
-``sort_and_cut`` is the other kind of merge (level 1 of a sort key, ``splits.build.merge_plan``): the
+``sort_and_cut`` is the other kind of merge (level 1 of a sort key, ``splits.write.merge_plan``): the
 rows are sorted by the key with Arrow and indexed again into several splits, cut where the key
 changes.
 """
@@ -47,7 +47,10 @@ from executor_lib.format.quickwit.bundle import (
     write_bundle,
 )
 from executor_lib.format.termdict.convert import FST_TERM_SUFFIX, with_sstable_terms
-from executor_lib.splits.build.writer import (
+from executor_lib.splits.doc_mapping import DocMapping
+from executor_lib.splits.rows.columnar import ColumnarCopyWriter, RowCopy
+from executor_lib.splits.rows.doc_store_rows import DocStoreRows, open_doc_store_rows
+from executor_lib.splits.write.writer import (
     DOC_MAPPING_MEMBER,
     FEED_BATCH_ROWS,
     SEGMENTED_COLUMNS_MEMBER,
@@ -62,9 +65,6 @@ from executor_lib.splits.build.writer import (
     open_columns,
     stat_values,
 )
-from executor_lib.splits.doc_mapping import DocMapping
-from executor_lib.splits.rows.columnar import ColumnarCopyWriter, RowCopy
-from executor_lib.splits.rows.doc_store_rows import DocStoreRows, open_doc_store_rows
 from indextables_contract.errors import ConfigError, CorruptSplitError
 
 MAX_SEGMENTS = 64  # more segments make every query slower: re-index instead

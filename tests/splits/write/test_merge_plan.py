@@ -8,7 +8,7 @@ import random
 import pytest
 
 from executor_lib.protocol.actions import AddAction
-from executor_lib.splits.build.merge_plan import SORT_KEY_TAG, level_of, plan_sorted_merges
+from executor_lib.splits.write.merge_plan import SORT_KEY_TAG, level_of, plan_sorted_merges
 
 
 def split(name: str, low: int | None, high: int | None, level: int = 0, day: str = "d1") -> AddAction:
@@ -109,7 +109,7 @@ def test_size_tiered_planning_on_columns_equals_planning_on_actions(seed: int) -
     sizes and paths decide ties; buckets of partition values and doc mappings; every limit)."""
     from executor_lib.log.file_table import FileChunk
     from executor_lib.log.live_files import LiveFiles
-    from executor_lib.splits.build.merge_plan import plan_merges, plan_merges_columns
+    from executor_lib.splits.write.merge_plan import plan_merges, plan_merges_columns
 
     rng = random.Random(seed)
     files = _random_files(rng, rng.randrange(0, 400))

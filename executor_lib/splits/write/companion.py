@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 
 from executor_lib.format.tantivy4java import parquet_manifest as PM
 from executor_lib.format.tantivy4java.parquet_manifest import FILE_HASH_FIELD, ROW_IN_FILE_FIELD
-from executor_lib.splits.build.writer import SplitBuilder, WrittenSplit
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.companion import (
     COMPANION_MEMBER,
@@ -31,6 +30,7 @@ from executor_lib.splits.rows.companion import (
     conformed,
     locator_fields,
 )
+from executor_lib.splits.write.writer import SplitBuilder, WrittenSplit
 
 
 def _segment_docs(index_dir: Path) -> list[int]:
@@ -249,7 +249,7 @@ def merge_companion(splits: Sequence[Path], mapping: DocMapping, out_dir: Path) 
         CorruptSplitError: a split's members do not read, or their manifests cannot be combined.
     """
     from executor_lib.format.quickwit.bundle import read_footer, read_member
-    from executor_lib.splits.build.merge import MergeSource, combine_segments, source_metas
+    from executor_lib.splits.write.merge import MergeSource, combine_segments, source_metas
     from indextables_contract.errors import ConfigError
 
     sources, infos, manifests = [], [], []

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 
 import executor_lib
-from executor_lib.splits.build.writer import write_split
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, mapping_for
 from executor_lib.splits.panics import no_panic
+from executor_lib.splits.write.writer import write_split
 from indextables_contract.errors import ConfigError, IndexEngineError
 
 BAD_NAMES = {

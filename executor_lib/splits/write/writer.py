@@ -54,7 +54,7 @@ from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidD
 ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
 DOC_MAPPING_MEMBER = "indextables.docmapping.json"
-SEGMENTS_MEMBER = "indextables.segments.json"  # merged splits: row offset of each segment (see splits.build.merge)
+SEGMENTS_MEMBER = "indextables.segments.json"  # merged splits: row offset of each segment (see splits.write.merge)
 SEGMENTED_COLUMNS_MEMBER = "indextables.columns-by-segment.arrow"  # merged splits' columnar copy
 # a merged split's columnar copy as the sources' copies, each a part: "<prefix><5 digits>.arrow"
 COLUMN_PART_PREFIX = "indextables.columns-by-segment."
