@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from executor_lib import failpoints
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log import maintenance, snapshot_cache
 from executor_lib.log.avro_state import StateManifest, read_state_chunks, read_state_manifest
@@ -328,6 +329,7 @@ class TransactionLog:
             else:
                 outcome, error, attempt = self._try_version_file(version, final, head, info)
             if outcome is CommitOutcome.COMMITTED:
+                failpoints.reach("log.commit.landed")
                 self._after_commit(version, final, head, attempt.state, attempt.body is None)
                 self.commit_stats["committed"] += 1
                 return version

@@ -270,8 +270,68 @@ def node_split_cache(options: Mapping[str, str]) -> Any:
     return SplitCache(Path(directory), max_bytes, by_piece=by_piece, keep_unpacked=unpacked)
 
 
+def delete_uncommitted(path: str, options: Mapping[str, str], keys: list[str], after_version: int) -> list[str]:
+    """Delete the files of ``keys`` (a job's uploads) that no version after ``after_version`` (the
+    version the job read; -1: none) names; the keys deleted. Called when a commit failed or Spark
+    aborts the job, which it also does when the worker running the commit died after the version
+    landed: what a committed version names is never deleted. When the log cannot be read nothing is
+    deleted (PURGE collects the orphans later).
+
+    Example: ``delete_uncommitted(table, options, [a.path for a in adds], self.read_version)``.
+    """
+    from executor_lib.storage import open_store
+    from indextables_contract.errors import IndexTablesError, TableNotFoundError
+
+    if not keys:
+        return []
+    try:
+        txlog = open_table_log(path, options)
+    except TableNotFoundError:  # no table: nothing was committed
+        doomed = list(keys)
+        delete_quietly(open_store(path, **O.storage_and_log_options(options)), doomed)
+        return doomed
+    except IndexTablesError as e:
+        log.warning(
+            "%s: %d uploaded splits kept (the log cannot be opened to tell if they were committed): %s",
+            path,
+            len(keys),
+            e,
+        )
+        return []
+    return delete_uncommitted_in(txlog, keys, after_version)
+
+
+def delete_uncommitted_in(txlog: Any, keys: list[str], after_version: int) -> list[str]:
+    """``delete_uncommitted`` on an open ``TransactionLog``."""
+    from executor_lib.log.uncommitted import committed_among
+    from indextables_contract.errors import IndexTablesError
+
+    if not keys:
+        return []
+    try:
+        committed = committed_among(txlog, keys, after_version)
+    except IndexTablesError as e:
+        log.warning(
+            "%s: %d uploaded splits kept (the log could not be read to tell if they were committed): %s",
+            txlog.uri,
+            len(keys),
+            e,
+        )
+        return []
+    if committed:
+        log.warning(
+            "%s: %d uploaded splits kept: a committed version names them (its commit landed before the job failed)",
+            txlog.uri,
+            len(committed),
+        )
+    doomed = [k for k in keys if k not in committed]
+    delete_quietly(txlog.store, doomed)
+    return doomed
+
+
 def delete_quietly(store: ObjectStore, keys: list[str]) -> None:
-    """Best effort: an upload this job made and never committed (purge collects what is left)."""
+    """Best effort: an upload this job made and never committed (purge collects what is left).
+    Only for files no version can name; a job's uploads go through ``delete_uncommitted``."""
     for key in keys:
         try:
             store.delete(key)

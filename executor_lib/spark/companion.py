@@ -25,10 +25,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from executor_lib import failpoints
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.protocol.actions import AddAction, MetadataAction, removes_of
 from executor_lib.spark import options as O
-from executor_lib.spark.common import delete_quietly
+from executor_lib.spark.common import delete_quietly, delete_uncommitted
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract import settings as S
@@ -387,6 +388,7 @@ class CompanionWriter(DataSourceArrowWriter):
         configuration = dict(settings["configuration"])
         adds = [a for m in done for a in m.added]
         invalidated = sorted({p for m in done for p in m.invalidated})
+        failpoints.reach("spark.commit.before")
         try:
             if first.read_version < 0:
                 schema = spark_json_to_arrow(settings["schema"])
@@ -428,10 +430,12 @@ class CompanionWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Delete the splits the tasks uploaded (nothing was committed)."""
-        added = [a.path for m in messages if isinstance(m, CompanionCommitMessage) for a in m.added]
-        if added:
-            delete_quietly(self._store(), added)
+        """Spark aborts a failed BUILD, also when the worker running ``commit`` died after its version
+        landed: the splits no version after the build's read version names are deleted."""
+        done = [m for m in messages if isinstance(m, CompanionCommitMessage) and m.added]
+        if done:
+            read_version = min(m.read_version for m in done)
+            delete_uncommitted(self.path, self.options, [a.path for m in done for a in m.added], read_version)
 
 
 def _check_no_concurrent_build(txlog: Any, read_version: int, adds: list[AddAction], removing: set[str]) -> None:

@@ -32,12 +32,18 @@ from pyspark.sql.types import StructType
 
 from executor_lib.protocol.actions import AddAction, MetadataAction, RemoveAction
 from executor_lib.spark import options as O
-from executor_lib.spark.common import open_table_log, require_path
+from executor_lib.spark.common import delete_quietly, open_table_log, require_path
 from executor_lib.spark.read_planning import SplitRef, split_refs
 from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader
 from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError, IndexTablesError, ObjectNotFoundError, StreamingReadError
+from indextables_contract.errors import (
+    ConfigError,
+    IndexTablesError,
+    ObjectNotFoundError,
+    StreamingReadError,
+    TableNotFoundError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +107,13 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
         def commit_batch(txlog: Any, adds: list[AddAction]) -> int | None:
             if not adds:
                 return None  # an empty batch: nothing to record (its replay is empty too)
+            # a failed commit deletes only what no version after this one names (not the stream's start)
+            self.batch.read_version = txlog.latest_version()
             version = txlog.commit_streaming_batch(adds, StreamingTxn(app_id, batchId))
             if version is None:  # a replay of a batch the table holds: its new uploads are orphans
                 # (a retried commit call holds the same files)
                 live = set(txlog.snapshot().file_columns(["path"]).column("path").to_pylist())
-                self.batch._delete_uploaded([a for a in adds if a.path not in live])
+                delete_quietly(txlog.store, [a.path for a in adds if a.path not in live])
             return version
 
         version = self.batch.commit_adds(adds, commit_batch)
@@ -127,8 +135,37 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
         return ids.pop()
 
     def abort(self, messages: list[Any], batchId: int) -> None:
+        """Spark aborts a batch whose commit failed, also when the worker running it died after the
+        version landed: the uploads are deleted only when the log holds no commit of this batch (or a
+        later one) for this query; else they are kept (committed, or orphans PURGE collects)."""
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
-        self.batch._delete_uploaded(adds)
+        if not adds:
+            return
+        try:
+            txlog = open_table_log(self.batch.path, self.batch.options)
+            record = txlog.streaming_txns().get(self._app_id(messages))
+        except TableNotFoundError:  # no table: nothing was committed
+            self.batch._delete_uploaded(adds)
+            return
+        except IndexTablesError as e:
+            log.warning(
+                "writeStream %s: batch %d: %d uploaded splits kept (the log could not be read): %s",
+                self.batch.path,
+                batchId,
+                len(adds),
+                e,
+            )
+            return
+        if record is not None and record.batch_id >= batchId:
+            log.warning(
+                "writeStream %s: batch %d is committed (version %d): its %d uploaded splits are kept",
+                self.batch.path,
+                batchId,
+                record.version,
+                len(adds),
+            )
+            return
+        delete_quietly(txlog.store, [a.path for a in adds])
 
 
 # --- reading ------------------------------------------------------------------------------------

@@ -23,10 +23,11 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from executor_lib import failpoints
 from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.after_write import after_commit, check_settings, optimize_adds
-from executor_lib.spark.common import delete_quietly, open_table_log, parsed_option, require_path
+from executor_lib.spark.common import delete_quietly, delete_uncommitted, open_table_log, parsed_option, require_path
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
@@ -69,6 +70,9 @@ class IndexTablesWriter(DataSourceArrowWriter):
         self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
         requested = parsed_option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
         existing = self._existing_table()
+        # The version this job read (-1: no table): a version after it may name this job's uploads, so a
+        # failed or aborted job deletes only what none of them names (``delete_uncommitted``).
+        self.read_version: int = existing.version if existing is not None else -1
         self.writer_version: int | None = (  # the table's minWriterVersion (None: no table, or legacy)
             existing.protocol.min_writer_version if existing is not None and existing.protocol is not None else None
         )
@@ -202,6 +206,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
             store = open_store(self.path, **O.storage_and_log_options(self.options))
             adds = optimize_adds(self.path, store, adds, self.mapping_json, self.arrow_schema, self.options)
         version = self.commit_adds(adds, self._commit_write)
+        failpoints.reach("spark.commit.after")
         after_commit(self.path, self.options, version)
 
     def _commit_write(self, txlog: Any, adds: list[AddAction]) -> int | None:
@@ -236,6 +241,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
                 created = txlog.snapshot().metadata.id
             except TableAlreadyExistsError:
                 txlog = open_table_log(self.path, self.options)
+        failpoints.reach("spark.commit.before")
         try:
             return commit(txlog, adds)
         except IndexTablesError:
@@ -245,15 +251,13 @@ class IndexTablesWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Spark aborts a failed job, also when the worker running ``commit`` died after its version
+        landed: the uploads no committed version names are deleted, never one it names."""
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
         self._delete_uploaded(adds)
 
     def _delete_uploaded(self, adds: list[AddAction]) -> None:
-        if not adds:
-            return
-        from executor_lib.storage import open_store
-
-        delete_quietly(open_store(self.path, **O.storage_and_log_options(self.options)), [a.path for a in adds])
+        delete_uncommitted(self.path, self.options, [a.path for a in adds], self.read_version)
 
 
 def _undo_create(txlog: Any, metadata_id: str) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from executor_lib import failpoints
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.partition_index import present_values
 from executor_lib.log.pruning import column_types
@@ -36,6 +37,8 @@ from executor_lib.spark.commands.base import (
 )
 from executor_lib.spark.common import (
     delete_quietly,
+    delete_uncommitted,
+    delete_uncommitted_in,
     node_split_cache,
 )
 from executor_lib.spark.progress import TaskProgress, interval_seconds
@@ -323,7 +326,7 @@ def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: i
             },
         )
     except BaseException:
-        delete_quietly(txlog.store, [a.path for a in added])
+        delete_uncommitted_in(txlog, [a.path for a in added], snapshot.version)
         raise
     return len(removed)
 
@@ -402,6 +405,7 @@ class MergeWriter(DataSourceArrowWriter):
         removes = removes_of([a for m in merged for a in m.removed], data_change=False)
         adds = [a for m in merged for a in m.added]
         txlog = self._log()
+        failpoints.reach("spark.commit.before")
         try:
             txlog.commit(
                 [*removes, *adds],
@@ -418,10 +422,12 @@ class MergeWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-
-        added = [a.path for m in messages if isinstance(m, MergeCommitMessage) for a in m.added]
-        if added:
-            delete_quietly(self._log().store, added)
+        """Spark aborts a failed MERGE SPLITS, also when the worker running ``commit`` died after its
+        version landed: the merged splits no version after the plan's read version names are deleted."""
+        merged = [m for m in messages if isinstance(m, MergeCommitMessage) and m.added]
+        if merged:
+            read_version = min(m.read_version for m in merged)
+            delete_uncommitted(self.path, self.options, [a.path for m in merged for a in m.added], read_version)
 
 
 register(C.MergePlan, run_merge_plan, plan=plan_merge)
