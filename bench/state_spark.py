@@ -93,7 +93,7 @@ def _statements(spark: Any, uri: str, day: str) -> dict[str, Callable[[], Any]]:
         "count": lambda: connect_plugin.sql(spark, f"SELECT count(*) FROM {table}").collect()[0][0],
         "describe_state": lambda: connect_plugin.sql(spark, f"DESCRIBE INDEXTABLES STATE '{uri}'").collect()[0][2],
         "search": lambda: len(connect_plugin.sql(spark, search).collect()),
-        "merge_plan": lambda: command_frame(spark, C.MergePlan(target_size="5G"), {"path": uri}).rdd.getNumPartitions(),
+        "merge_plan": lambda: command_frame(spark, C.MergePlan(), {"path": uri}).rdd.getNumPartitions(),
         "purge_dry_run": lambda: len(connect_plugin.sql(spark, f"PURGE INDEXTABLE '{uri}' DRY RUN").collect()),
     }
 

@@ -262,7 +262,7 @@ def _table_runners() -> dict[type[C.Command], Callable[[IndexTable, OnTable], Da
         assert isinstance(c, C.MergePlan)
         return t.merge_splits(
             where=_filter_of(c.filter),
-            target_size=c.target_size or "5G",
+            target_size=c.target_size,
             max_dest_splits=c.max_dest_splits,
             max_source_splits_per_merge=c.max_source_splits_per_merge,
             sort_key=c.sort_key,

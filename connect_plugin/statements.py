@@ -33,9 +33,6 @@ from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.errors import IndexTablesSQLError
 
-PURGE_DEFAULT_HOURS = 168.0  # PURGE without OLDER THAN, as IndexTables4Spark's SQL reads it
-MERGE_DEFAULT_TARGET = "5G"  # MERGE SPLITS without TARGET SIZE
-
 
 @dataclass(frozen=True)
 class OnTable:
@@ -119,9 +116,8 @@ class _Builder(Interpreter[Token, Any]):
         opts = _opts(tree)
         command = C.MergePlan(
             filter=self._filter(tree),
-            target_size=str(opts["target_size"].children[0]).replace(" ", "")
-            if "target_size" in opts
-            else MERGE_DEFAULT_TARGET,
+            # without TARGET SIZE: None, the contract's MERGE_TARGET_SIZE (the cluster applies it)
+            target_size=str(opts["target_size"].children[0]).replace(" ", "") if "target_size" in opts else None,
             max_dest_splits=int(str(opts["max_dest"].children[0])) if "max_dest" in opts else None,
             max_source_splits_per_merge=int(str(opts["max_sources"].children[0])) if "max_sources" in opts else None,
             sort_key=unquote_name(str(opts["sort_by"].children[0])) if "sort_by" in opts else None,
@@ -130,7 +126,9 @@ class _Builder(Interpreter[Token, Any]):
 
     def purge(self, tree: Tree[Token]) -> OnTable:
         opts = _opts(tree)
-        older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else PURGE_DEFAULT_HOURS
+        # Without OLDER THAN: None, so the cluster reads spark.indextables.purge.defaultRetentionHours
+        # (as IndexTable.purge() without older_than_hours does).
+        older = duration_hours(opts["older_than"].children[0]) if "older_than" in opts else None
         log = duration_hours(opts["log_retention"].children[0]) if "log_retention" in opts else None
         return OnTable(self._path(tree), C.Purge(older, log, dry_run="dry_run" in opts))
 

@@ -250,7 +250,8 @@ class IndexTable:
     ) -> DataFrame:
         """Delete split files no retained version needs (never younger than 24 hours), old log files and
         orphaned manifests, at once; ``dry_run`` lists them and deletes nothing. ``older_than_hours``
-        defaults to the setting ``spark.indextables.purge.defaultRetentionHours`` (168).
+        defaults to the setting ``spark.indextables.purge.defaultRetentionHours``, as SQL ``PURGE INDEXTABLE``
+        without ``OLDER THAN`` does.
 
         Raises:
             ConfigError: a retention that is negative or not finite (on the client, before anything runs).
@@ -287,14 +288,15 @@ class IndexTable:
     def merge_splits(
         self,
         where: Where | None = None,
-        target_size: str | int = "5G",
+        target_size: str | int | None = None,
         max_dest_splits: int | None = None,
         max_source_splits_per_merge: int | None = None,
         sort_key: str | None = None,
         min_splits_to_merge: int | None = None,
     ) -> DataFrame:
         """Merge small splits per partition (one commit for all merges); returns the merged splits.
-        A partition with fewer than ``min_splits_to_merge`` candidates (default 2) is left alone.
+        A partition with fewer than ``min_splits_to_merge`` candidates (default 2) is left alone; ``target_size``
+        (bytes, or with a unit: ``"512M"``) defaults to ``indextables_contract.commands.MERGE_TARGET_SIZE``.
 
         With ``sort_key`` (or the session's ``spark.indextables.merge.sortKey``) the merge keeps the
         key's ranges apart (PROTOCOL.md, "Merge policy sorted by a key"): fresh splits and the sorted

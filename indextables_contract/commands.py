@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from indextables_contract import settings as S
 from indextables_contract.errors import CommandError
 
 COMMAND_OPTION = "command"
@@ -121,7 +122,7 @@ class Purge(Command):
 
     NAME: ClassVar[str] = "purge"
     RESULT: ClassVar[str] = _FILE_ROWS
-    retention_hours: float | None = None  # of split files (the executors' default: 168)
+    retention_hours: float | None = None  # of split files; None: the setting purge.defaultRetentionHours
     tx_log_retention_hours: float | None = None
     dry_run: bool = False
 
@@ -144,6 +145,9 @@ class DropPartitions(Command):
     filter: str
 
 
+MERGE_TARGET_SIZE = "5G"  # the split size MERGE SPLITS and IndexTable.merge_splits aim at without a target size
+
+
 @dataclass(frozen=True)
 class MergePlan(Command):
     """One row per merge group (see PROTOCOL.md, MERGE SPLITS); written back with ``Merge``."""
@@ -154,7 +158,7 @@ class MergePlan(Command):
         "readVersion long, sortKey string, targetBytes long"
     )
     filter: str | None = None
-    target_size: str | None = None  # bytes, or with a unit: "512M", "5G"
+    target_size: str | None = None  # bytes, or with a unit: "512M", "4G"; None: MERGE_TARGET_SIZE
     max_dest_splits: int | None = None
     max_source_splits_per_merge: int | None = None
     sort_key: str | None = None
@@ -553,12 +557,11 @@ def _parse(command: str, key: str, kind: type, raw: Any) -> Any:
     text = str(raw).strip()
     if kind is str:
         return str(raw)
-    if kind is bool:
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        raise CommandError(f"command {command}: option {key}={raw!r}: expected true or false")
+    if kind is bool:  # the registry's booleans (indextables_contract.settings.boolean)
+        try:
+            return S.boolean(text)
+        except ValueError as e:
+            raise CommandError(f"command {command}: option {key}={raw!r}: {e}") from None
     try:
         return kind(text)
     except ValueError as e:

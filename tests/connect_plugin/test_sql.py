@@ -379,6 +379,8 @@ def test_statements_build_typed_commands() -> None:
 
     assert built("DESCRIBE INDEXTABLES HISTORY '/t' LIMIT 3") == OnTable("/t", C.History(limit=3))
     assert built("PURGE INDEXTABLE '/t' OLDER THAN 2 DAYS DRY RUN") == OnTable("/t", C.Purge(48.0, None, True))
+    # without OLDER THAN the cluster reads spark.indextables.purge.defaultRetentionHours (tests/connect_plugin/test_purge_retention.py)
+    assert built("PURGE INDEXTABLE '/t'") == OnTable("/t", C.Purge(None, None, False))
     day = '{"column":"day","op":"term","value":"x"}'
     assert built("MERGE SPLITS '/t' WHERE day = 'x' TARGET SIZE 100M") == OnTable(
         "/t", C.MergePlan(filter=day, target_size="100M")

@@ -41,9 +41,11 @@ from executor_lib.log.live_files import partition_strings
 from executor_lib.log.partition_index import combinations
 from executor_lib.log.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
+from indextables_contract.commands import MERGE_TARGET_SIZE
 from indextables_contract.errors import ConfigError
+from indextables_contract.settings import size
 
-DEFAULT_TARGET_BYTES = 5 * 1024**3
+DEFAULT_TARGET_BYTES = size(MERGE_TARGET_SIZE)  # MERGE SPLITS without a target size
 SKIP_FRACTION = 0.9
 SORT_KEY_TAG = "indextables.sortKey"  # on splits a sorted merge wrote: their level-1 key
 
