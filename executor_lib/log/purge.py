@@ -103,6 +103,20 @@ def _keys(store: ObjectStore, paths: Sequence[pa.Array | pa.ChunkedArray]) -> se
     return keys
 
 
+def _nested_tables(keys: Sequence[str]) -> tuple[str, ...]:
+    """The key prefixes (``"<dir>/"``) of other tables inside this one: directories holding a
+    ``_transaction_log/`` of their own. Their files are never this table's to delete, live or not.
+
+    Example: ``_nested_tables(["a/_transaction_log/00000000000000000000.json"])`` is ``("a/",)``.
+    """
+    marker = f"/{LOG_DIR}/"
+    return tuple(sorted({key[: i + 1] for key in keys if (i := key.find(marker)) > 0}))
+
+
+def _inside(key: str, prefixes: tuple[str, ...]) -> bool:
+    return bool(prefixes) and key.startswith(prefixes)
+
+
 def _is_split(key: str) -> bool:
     return key.endswith(".split") and not key.startswith(f"{LOG_DIR}/")
 
@@ -168,7 +182,11 @@ def purge_table(
     latest = txlog.snapshot()
     log_report = cleanup_log(store, config, dry_run=dry_run, now_ms=now_ms)
     horizon = now_ms - int(retention_hours * _HOUR_MS)
-    old = [(o.key, o.size) for o in store.list("") if _is_split(o.key) and o.modified_ms < horizon]
+    listed = list(store.list(""))
+    nested = _nested_tables([o.key for o in listed])
+    old = [
+        (o.key, o.size) for o in listed if _is_split(o.key) and o.modified_ms < horizon and not _inside(o.key, nested)
+    ]
     # Cheapest first: most old files are live in the latest version (a listed key that is a live
     # path as written is protected); only what that leaves is judged against every readable version.
     old = _unprotected(old, [_live_paths(latest)])
@@ -184,7 +202,7 @@ def purge_table(
     report.deleted_temporary = [
         (o.key, o.size)
         for o in store.list_temporary("")
-        if not o.key.startswith(f"{LOG_DIR}/") and o.modified_ms < horizon
+        if not o.key.startswith(f"{LOG_DIR}/") and o.modified_ms < horizon and not _inside(o.key, nested)
     ]
     if not dry_run:
         for key, _ in report.deleted_splits + report.deleted_temporary:
