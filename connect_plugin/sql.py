@@ -49,6 +49,7 @@ from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
 from indextables_contract.errors import IndexTablesSQLError
 from indextables_contract.read import SCORE_COLUMN, SNIPPET_PREFIX, ReadPlan
+from indextables_contract.redaction import redact_uri
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -106,10 +107,10 @@ def explain(spark: SparkSession, text: str, options: dict[str, Any] | None = Non
     if plan is None:
         return "no IndexTables table: Spark runs the statement as it is"
     if not isinstance(plan, StatementPlan):
-        return "an IndexTables command: " + " ".join(text.split())[:200]
+        return redact_uri("an IndexTables command: " + " ".join(text.split())[:200])
     if plan.aggregate is not None:
         plan.dataframe(spark)  # fills in how it was answered
-    return plan.explain()
+    return redact_uri(plan.explain())  # a table URI may carry a key (s3://KEY:SECRET@bucket/t)
 
 
 def plan_statement(
