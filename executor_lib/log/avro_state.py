@@ -223,7 +223,7 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
             return _state_manifest_from_dict(records[0], source, writer)
         try:
             return _state_manifest_from_dict(json.loads(data.decode("utf-8")), source)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
             raise CorruptLogError(f"{source}: invalid JSON: {e}") from e
     return None
 

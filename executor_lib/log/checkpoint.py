@@ -122,8 +122,8 @@ def read_checkpoint_actions(store: ObjectStore, version: int) -> list[Action]:
 def _is_multipart_manifest(text: str) -> bool:
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError:
-        return False  # ndjson with several lines
+    except (json.JSONDecodeError, RecursionError):
+        return False  # ndjson with several lines (a hostile deep one is judged as the lines are read)
     return isinstance(obj, dict) and "parts" in obj and "checkpointId" in obj
 
 

@@ -116,7 +116,7 @@ def decode(text: str | None, source: str) -> dict[str, TxnRecord]:
                 raise TypeError(f"{app_id!r}: batchId and version must be integers")
             out[str(app_id)] = TxnRecord(batch, version)
         return out
-    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError, RecursionError) as e:
         raise CorruptLogError(f"{source}: recorded {METADATA_KEY} is invalid: {e}") from e
 
 

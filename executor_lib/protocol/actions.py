@@ -425,6 +425,8 @@ def actions_from_ndjson(text: str, source: str, skip_unknown: bool = False) -> l
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise CorruptLogError(f"{source}: line {lineno}: invalid JSON: {e.msg} at column {e.colno}") from e
+        except RecursionError as e:  # a hostile line nested deeper than any action is: typed, at once
+            raise CorruptLogError(f"{source}: line {lineno}: JSON nested too deep to be an action") from e
         try:
             actions.append(action_from_json_obj(obj))
         except UnknownActionError as e:

@@ -122,6 +122,8 @@ def parse_json_object(data: bytes, source: str) -> dict[str, Any]:
         obj = json.loads(decode_log_bytes(data, source))
     except json.JSONDecodeError as e:
         raise CorruptLogError(f"{source}: invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except RecursionError as e:
+        raise CorruptLogError(f"{source}: JSON nested too deep") from e
     if not isinstance(obj, dict):
         raise CorruptLogError(f"{source}: expected a JSON object")
     return obj

@@ -53,3 +53,56 @@ def test_n6_explain_never_prints_a_credential_written_in_a_table_uri(classic_spa
             assert secret not in shown and key not in shown, (text, shown)
             assert secret not in redact_uri(text)
     assert described >= len(_STATEMENTS)  # the statements were described, not all refused
+
+
+def _table_with_a_deep_line(root: str) -> None:
+    import pyarrow as pa
+
+    import executor_lib
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.publish import write_and_upload
+
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(root, schema)
+    log.commit([write_and_upload(log.store, pa.table({"id": [1], "msg": ["a"]}), mapping_for(schema, {}))])
+    deep = '{"add": {"path": "x.split", "tags": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}}"
+    with open(f"{root}/_transaction_log/00000000000000000002.json", "w") as f:
+        f.write(deep + "\n")
+
+
+def test_med_a_log_line_nested_100000_deep_is_a_typed_error_everywhere(tmp_path: Any, capsys: Any) -> None:
+    """Before: RecursionError in every reader, writer and the CLI."""
+    import time
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from executor_lib.cli import main as cli_main
+    from executor_lib.log.purge import purge_table
+    from indextables_contract.errors import CorruptLogError
+
+    root = str(tmp_path / "t")
+    _table_with_a_deep_line(root)
+    bad = "00000000000000000002.json: line 1: JSON nested too deep"
+    readers = {
+        "snapshot": lambda: executor_lib.open_log(root).snapshot(),
+        "history": lambda: executor_lib.open_log(root).history(),
+        "purge": lambda: purge_table(executor_lib.open_log(root)),
+        "commit": lambda: executor_lib.open_log(root).commit(
+            [
+                executor_lib.write_and_upload(
+                    executor_lib.open_log(root).store,
+                    pa.table({"id": [2], "msg": ["b"]}),
+                    executor_lib.mapping_for(pa.schema([("id", pa.int64()), ("msg", pa.string())]), {}),
+                )
+            ]
+        ),
+    }
+    for name, run in readers.items():
+        started = time.monotonic()
+        with pytest.raises(CorruptLogError, match=bad):
+            run()
+        assert time.monotonic() - started < 10, name
+    assert cli_main(["describe", root]) == 2
+    assert bad in capsys.readouterr().err
