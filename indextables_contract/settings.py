@@ -145,6 +145,20 @@ def choice(*values: str) -> Callable[[Any], str]:
     return parse
 
 
+def parse_option(parse: Callable[[Any], T], name: str, value: Any, what: str = "") -> T:
+    """``value`` of the option ``name`` read by one of the parsers above; ConfigError naming the option,
+    the value and what is wrong (``what``: the operation, first). Entries read theirs so (``Setting.get``),
+    and so do the few options outside the registry (a command's ``targetSize``, a stream's ``ignoreDeletes``).
+
+    Example: ``parse_option(size, "targetSize", "512M") == 512 << 20``
+    """
+    try:
+        return parse(value)
+    except (TypeError, ValueError) as e:
+        where = f"{what}: " if what else ""
+        raise ConfigError(f"{where}option {name}={value!r}: {e}") from None
+
+
 def optional(parse: Callable[[Any], T]) -> Callable[[Any], T | None]:
     """``parse`` for a setting whose default is no value (None): the same parser, typed so."""
     return parse
@@ -216,11 +230,7 @@ class Setting(Generic[T]):
         """``value`` parsed; ConfigError naming the key, the value and what is wrong."""
         if self.parse is None:
             return cast(T, value)
-        try:
-            return self.parse(value)
-        except (TypeError, ValueError) as e:
-            where = f"{what}: " if what else ""
-            raise ConfigError(f"{where}option {self.key}={value!r}: {e}") from None
+        return parse_option(self.parse, self.key, value, what)
 
     def get(self, options: Mapping[str, Any], what: str = "") -> T:
         """The setting in ``options`` (parsed), else its typed default.
@@ -233,16 +243,21 @@ class Setting(Generic[T]):
         return self.parse_value(found[1], what)
 
 
-def _s(key: str, default: str, note: str, jvm: bool = True) -> Setting[Any]:
-    return Setting(PREFIX + key, SUPPORTED, default, note, jvm)
+# Every entry, in the order made: ``_key`` (and ``_mine``, ``_kept``) and ``_n`` add theirs, so
+# ``SETTINGS`` is built from the entries themselves, none listed twice.
+_ENTRIES: list[Setting[Any]] = []
 
 
-def _own(key: str, default: str, note: str) -> Setting[Any]:
-    return Setting(PREFIX + key, SUPPORTED, default, note, jvm=False)
+def _add(entry: Setting[T]) -> Setting[T]:
+    if any(e.key.lower() == entry.key.lower() for e in _ENTRIES):
+        raise ValueError(f"{entry.key}: in the registry twice")
+    _ENTRIES.append(entry)
+    return entry
 
 
 def _n(key: str, default: str, reason: str) -> Setting[Any]:
-    return Setting(PREFIX + key, NO_EFFECT, default, reason)
+    """A key that only tunes IndexTables4Spark's JVM: accepted, warned about once (``reason``)."""
+    return _add(Setting(PREFIX + key, NO_EFFECT, default, reason))
 
 
 def _key(
@@ -257,7 +272,7 @@ def _key(
     aliases: tuple[str, ...] = (),
 ) -> Setting[T]:
     """A supported key the code reads: ``_key(name, doc default, doc line, parser, scopes=...)``."""
-    return Setting(PREFIX + key, SUPPORTED, default, note, jvm, parse, value, frozenset(scopes), aliases)
+    return _add(Setting(PREFIX + key, SUPPORTED, default, note, jvm, parse, value, frozenset(scopes), aliases))
 
 
 def _mine(
@@ -793,41 +808,18 @@ _AGG_PUSHDOWN = (
     "connect_plugin.sql push what they can and let Spark compute the rest"
 )
 
-SETTINGS: tuple[Setting[Any], ...] = (
+# The keys that have no effect here, by family (each ``_n`` adds its entry to the registry).
+_NO_EFFECT_KEYS = (
     # --- index writer ---
-    INDEX_WRITER_HEAP_SIZE,
-    INDEX_WRITER_THREADS,
     _n("indexWriter.batchSize", "10000", _JNI_BATCH),
     _n("indexWriter.maxBatchBufferSize", "90M", _JNI_BATCH),
-    INDEX_WRITER_TEMP_DIRECTORY,
     _n("splitConversion.maxParallelism", "available processors", _SPLIT_CONVERSION),
-    # --- indexing ---
-    INDEXING_TYPEMAP,
-    INDEXING_TOKENIZER,
-    INDEXING_INDEX_RECORD_OPTION,
-    INDEXING_TEXT_INDEX_RECORD_OPTION,
-    INDEXING_TOKEN_LENGTH,
-    INDEXING_TEXT_MAX_TOKEN_LENGTH,
-    INDEXING_FAST_FIELDS,
-    INDEXING_JSON_MODE,
-    INDEXING_STORE_ONLY,
-    INDEXING_INDEX_ONLY,
     # --- write sizing ---
-    OPTIMIZE_WRITE_TARGET_RECORDS,
-    AUTO_SIZE_ENABLED,
-    AUTO_SIZE_TARGET_SPLIT_SIZE,
-    OPTIMIZE_WRITE_ENABLED,
-    OPTIMIZE_WRITE_TARGET_SPLIT_SIZE,
     _n("write.optimizeWrite.samplingRatio", "1.1", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.minRowsForEstimation", "10000", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.distributionMode", "hash", _OPTIMIZE_SHUFFLE),
     _n("write.optimizeWrite.maxSplitSize", "4G", _OPTIMIZE_SHUFFLE),
-    PROGRESS_INTERVAL_SECONDS,
     # --- merge on write ---
-    MERGE_ON_WRITE_ENABLED,
-    MERGE_ON_WRITE_TARGET_SIZE,
-    MERGE_ON_WRITE_MIN_SPLITS,
-    MERGE_ON_WRITE_STREAM_INTERVAL,
     _n("mergeOnWrite.async.enabled", "true", _ASYNC_MERGE),
     _n("mergeOnWrite.batchCpuFraction", "0.167", _ASYNC_MERGE),
     _n("mergeOnWrite.maxConcurrentBatches", "3", _ASYNC_MERGE),
@@ -838,40 +830,19 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("mergeOnWrite.maxConcurrentMergesPerWorker", "auto", _ASYNC_MERGE),
     _n("mergeOnWrite.memoryOverheadFactor", "3.0", _ASYNC_MERGE),
     # --- merge ---
-    MERGE_SORT_KEY,
-    MERGE_MAX_SOURCE_SPLITS,
     _n("merge.skipSplitThreshold", "0.45", "here a merge leaves alone the splits of at least 90% of the target size"),
     _n("merge.download.maxConcurrencyPerCore", "8", _MERGE_IO),
     _n("merge.download.memoryBudget", "2G", _MERGE_IO),
     _n("merge.download.retries", "3", _MERGE_IO),
     _n("merge.upload.maxConcurrency", "6", _MERGE_IO),
     _n("merge.tempDirectoryPath", "auto", _MERGE_TEMP),
-    # --- purge on write ---
-    PURGE_ON_WRITE_ENABLED,
-    PURGE_ON_WRITE_TRIGGER_AFTER_MERGE,
-    PURGE_ON_WRITE_TRIGGER_AFTER_WRITES,
-    PURGE_ON_WRITE_SPLIT_RETENTION_HOURS,
-    PURGE_ON_WRITE_TX_LOG_RETENTION_HOURS,
     # --- purge ---
-    PURGE_DEFAULT_RETENTION_HOURS,
     _n("purge.minRetentionHours", "24", _PURGE_MIN),
     _n("purge.retentionCheckEnabled", "true", _PURGE_MIN),
     _n("purge.parallelism", "auto", _PURGE_JVM),
     _n("purge.maxFilesToDelete", "1000000", _PURGE_JVM),
     _n("purge.deleteRetries", "3", _PURGE_JVM),
     # --- transaction log (log/config.py) ---
-    CHECKPOINT_ENABLED,
-    CHECKPOINT_INTERVAL,
-    CHECKPOINT_ACTIONS_PER_PART,
-    CHECKPOINT_MULTIPART_ENABLED,
-    CHECKPOINT_CLEANUP_ENABLED,
-    CHECKPOINT_TOMBSTONE_RETENTION_HOURS,
-    TRANSACTION_COMPRESSION_ENABLED,
-    TRANSACTION_GZIP_LEVEL,
-    TRANSACTION_COMMIT_INFO_ENABLED,
-    TRANSACTION_RETRY_MAX_ATTEMPTS,
-    TRANSACTION_RETRY_BASE_DELAY_MS,
-    TRANSACTION_RETRY_MAX_DELAY_MS,
     _n("transaction.maxConcurrentReads", "32", _MAX_READS),
     _n("transaction.cache.enabled", "true", _TXLOG_CACHE),
     _n("transaction.cache.ttl.ms", "300000", _TXLOG_CACHE),
@@ -883,35 +854,15 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("transaction.cache.snapshot.capacity", "100", _TXLOG_CACHE),
     _n("transaction.cache.fileList.capacity", "50", _TXLOG_CACHE),
     _n("transaction.cache.expirationSeconds", "300", _TXLOG_CACHE),
-    STATE_FORMAT,
-    STATE_MANIFEST_FORMAT,
-    STATE_COMPRESSION,
-    STATE_COMPRESSION_LEVEL,
-    STATE_ENTRIES_PER_MANIFEST,
-    STATE_READ_PARALLELISM,
-    STATE_SCHEMA_RENORMALIZE_THRESHOLD,
-    STATE_COMPACTION_TOMBSTONE_THRESHOLD,
-    STATE_COMPACTION_MAX_TOMBSTONES,
-    STATE_COMPACTION_MAX_MANIFESTS,
-    STATE_COMPACTION_LARGE_REMOVE_THRESHOLD,
     _n("state.compaction.afterMerge", "true", _AFTER_MERGE),
-    STATE_RETENTION_VERSIONS,
-    STATE_RETENTION_HOURS,
-    STATE_GC_MIN_MANIFEST_AGE_HOURS,
-    STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE,
     _n("state.retry.maxAttempts", "10", _STATE_RETRY),
     _n("state.retry.baseDelayMs", "100", _STATE_RETRY),
     _n("state.retry.maxDelayMs", "5000", _STATE_RETRY),
-    PURGE_TX_LOG_RETENTION_HOURS,
     _n("stats.truncation.enabled", "true", _STATS_TRUNCATION),
     _n("stats.truncation.maxLength", "32", _STATS_TRUNCATION),
     _n("dataSkippingStatsColumns", "all", _DATA_SKIPPING),
     _n("dataSkippingNumIndexedCols", "32", _DATA_SKIPPING),
     # --- reads ---
-    READ_TARGET_PARTITION_BYTES,
-    READ_MAX_SPLITS_PER_PARTITION,
-    READ_PARALLELISM,
-    QUERY_FUZZY_TRANSPOSITIONS,
     _n("read.defaultLimit", "250", _READ_LIMIT),
     _n("read.splitsPerTask", "auto", _SPLITS_PER_TASK),
     _n("read.maxSplitsPerTask", "8", _SPLITS_PER_TASK),
@@ -942,10 +893,6 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("prewarm.failOnMissingField", "true", _READ_PREWARM),
     _n("prewarm.catchUpNewHosts", "false", _READ_PREWARM),
     # --- caches ---
-    CACHE_DIRECTORY_PATH,
-    CACHE_MAX_SIZE,
-    CACHE_FETCH,
-    CACHE_UNPACKED_STORES,
     _n("cache.disk.enabled", "auto", _DISK_CACHE),
     _n("cache.disk.path", "auto", _DISK_CACHE),
     _n("cache.disk.maxSize", "auto", _DISK_CACHE),
@@ -959,23 +906,9 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("cache.coalesceMaxGap", "512K", _DISK_CACHE),
     _n("native.memory.enabled", "true", _NATIVE_MEMORY),
     # --- storage ---
-    AWS_ACCESS_KEY,
-    AWS_SECRET_KEY,
-    AWS_SESSION_TOKEN,
-    AWS_REGION,
-    S3_ENDPOINT,
-    S3_PATH_STYLE_ACCESS,
     _n("aws.credentialsProviderClass", "none", "a JVM class; here the AWS credential chain of boto3 applies"),
     _n("s3.maxConcurrency", "4", _S3_UPLOAD),
     _n("s3.partSize", "64M", _S3_UPLOAD),
-    AZURE_ACCOUNT_NAME,
-    AZURE_ACCOUNT_KEY,
-    AZURE_TENANT_ID,
-    AZURE_CLIENT_ID,
-    AZURE_CLIENT_SECRET,
-    AZURE_BEARER_TOKEN,
-    AZURE_CONNECTION_STRING,
-    AZURE_ENDPOINT,
     _n("databricks.workspaceUrl", "none", _DATABRICKS),
     _n("databricks.apiToken", "none", _DATABRICKS),
     _n("databricks.credential.refreshBuffer.minutes", "40", _DATABRICKS),
@@ -983,14 +916,6 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("databricks.fallback.enabled", "true", _DATABRICKS),
     _n("databricks.retry.attempts", "3", _DATABRICKS),
     # --- companion indexes ---
-    ICEBERG_CATALOG_TYPE,
-    ICEBERG_URI,
-    ICEBERG_WAREHOUSE,
-    ICEBERG_TOKEN,
-    ICEBERG_CREDENTIAL,
-    ICEBERG_S3_ENDPOINT,
-    ICEBERG_S3_PATH_STYLE_ACCESS,
-    COMPANION_PARQUET_TABLE_ROOT,
     _n("companion.sync.distributedLogRead.enabled", "true", _COMPANION),
     _n("companion.sync.arrowFfi.enabled", "true", _COMPANION),
     _n("companion.sync.batchSize", "defaultParallelism", _COMPANION),
@@ -998,9 +923,9 @@ SETTINGS: tuple[Setting[Any], ...] = (
     _n("companion.writerHeapSize", "1G", _COMPANION),
     _n("companion.readerBatchSize", "8192", _COMPANION),
     _n("companion.schedulerPool", "indextables-companion", _COMPANION),
-    # --- names ---
-    TABLE_NAME,
 )
+
+SETTINGS: tuple[Setting[Any], ...] = tuple(_ENTRIES)  # every entry above, each once
 
 _BY_KEY = {s.key.lower(): s for s in SETTINGS if not s.is_pattern}
 _PATTERNS = tuple((s.key[: -len(COLUMN)].lower(), s) for s in SETTINGS if s.is_pattern)

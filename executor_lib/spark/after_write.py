@@ -28,12 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from executor_lib.protocol.actions import AddAction
 from executor_lib.spark.common import delete_quietly, node_split_cache
-from indextables_contract import settings as S
 from indextables_contract.write_settings import (
     merge_on_write_settings,
     optimize_write_target,
     purge_on_write_settings,
-    size_bytes,
 )
 
 if TYPE_CHECKING:
@@ -134,8 +132,8 @@ def after_commit(path: str, options: Mapping[str, str], version: int | None) -> 
         try:
             from executor_lib.spark.commands import merge_now
 
-            target = size_bytes(S.MERGE_ON_WRITE_TARGET_SIZE.key, merge["target_size"])
-            done["merged"] = merge_now(txlog, options, target, int(merge["min_splits_to_merge"]), merge["sort_key"])
+            target, minimum = merge["target_size"], merge["min_splits_to_merge"]  # bytes, a count: parsed
+            done["merged"] = merge_now(txlog, options, target, minimum, merge["sort_key"])
         except Exception as e:  # the data is committed; the next write's merge tries again
             log.warning(
                 "merge on write %s: the data is committed, the merge failed and is left to the next write: %s", path, e

@@ -25,7 +25,6 @@ from indextables_contract.errors import ConfigError
 from indextables_contract.read import KEYS as READ_PLAN_KEYS
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 from indextables_contract.read import ReadPlan
-from indextables_contract.values import as_bool, as_size
 
 PREFIX = S.PREFIX
 
@@ -172,29 +171,22 @@ def storage_and_log_options(options: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in options.items() if k in keys}
 
 
+# Options outside the registry (a command's arguments, a stream's options) are read by the registry's
+# parsers too (``indextables_contract.settings.parse_option``): one vocabulary, one message.
+_POSITIVE_INT = S.integer()
+
+
 def parse_size(name: str, value: Any) -> int:
-    """``"100M"``, ``"1G"``, ``"512K"`` or bytes (``indextables_contract.values.as_size``)."""
-    size = as_size(value)
-    if size is None:
-        raise ConfigError(f"option {name}={value!r}: expected a size such as 104857600, 512K, 100M or 1G")
-    return size
+    """``"100M"``, ``"1G"``, ``"512K"`` or bytes (``indextables_contract.settings.size``)."""
+    return S.parse_option(S.size, name, value)
 
 
 def parse_positive_int(name: str, value: Any) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError as e:
-        raise ConfigError(f"option {name}={value!r}: expected a positive integer") from e
-    if number <= 0:
-        raise ConfigError(f"option {name}={value!r}: expected a positive integer")
-    return number
+    return S.parse_option(_POSITIVE_INT, name, value)
 
 
 def parse_bool(name: str, value: Any) -> bool:
-    parsed = as_bool(value)
-    if parsed is None:
-        raise ConfigError(f"option {name}={value!r}: expected true or false")
-    return parsed
+    return S.parse_option(S.boolean, name, value)
 
 
 def split_keys(raw: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -17,7 +17,6 @@ from executor_lib.storage.base import _CONTROL, AZURE_SCHEMES, ObjectInfo, Objec
 from executor_lib.storage.local import LocalStore
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
-from indextables_contract.values import as_bool
 
 __all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "normalize_uri", "open_store"]
 
@@ -134,10 +133,7 @@ def _convert(field: str, value: Any) -> Any:
                 "the endpoint carries credentials (user:password@): give them as the storage's credential options"
             )
     if field == "path_style":
-        parsed = as_bool(value)
-        if parsed is None:
-            raise ValueError("expected true or false")
-        return parsed
+        return S.boolean(value)  # the registry's parser (ValueError "expected true or false")
     if field in ("max_attempts", "multipart_threshold", "multipart_chunksize"):
         number = int(value)
         if number < 1:

@@ -30,6 +30,7 @@ from indextables_contract.errors import (
     ObjectNotFoundError,
     StorageError,
 )
+from indextables_contract.values import as_bool
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _addressing_style(o: S3Options) -> str:
     or when the endpoint (the option, else botocore's ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``)
     is an IP address or localhost, where virtual-hosted bucket names cannot resolve (moto,
     MinIO); otherwise botocore's ``auto``."""
-    if o.path_style or os.environ.get("INDEXTABLES_S3_PATH_STYLE", "").lower() in ("1", "true", "yes"):
+    if o.path_style or as_bool(os.environ.get("INDEXTABLES_S3_PATH_STYLE", "")):
         return "path"
     endpoint = o.endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
     host = (urlparse(endpoint).hostname or "") if endpoint else ""

@@ -165,9 +165,9 @@ def test_a_bad_merge_on_write_setting_is_refused_before_the_write(spark: Any, tm
     path = tmp_path / "t"
     df = spark.createDataFrame(log_rows(10), SCHEMA)
     bad = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.minSplitsToMerge": "0"}
-    with pytest.raises(ConfigError, match=r"mergeOnWrite\.minSplitsToMerge must be a positive integer, not '0'"):
+    with pytest.raises(ConfigError, match=r"mergeOnWrite\.minSplitsToMerge='0': expected a positive integer"):
         connect_plugin.write(df, str(path), options=bad)
-    with pytest.raises(ConfigError, match=r"mergeOnWrite\.enabled must be true or false, not 'yes please'"):
+    with pytest.raises(ConfigError, match=r"mergeOnWrite\.enabled='yes please': expected true or false"):
         connect_plugin.write(df, str(path), options={"spark.indextables.mergeOnWrite.enabled": "yes please"})
     assert not path.exists()
 

@@ -107,7 +107,7 @@ def test_a_key_with_no_effect_is_warned_once_per_process(caplog: pytest.LogCaptu
 
 def test_write_settings_use_the_jvm_defaults() -> None:
     merge = W.merge_on_write_settings("t", {"spark.indextables.mergeOnWrite.enabled": "true"})
-    assert merge == {"target_size": "4G", "sort_key": None, "min_splits_to_merge": 10, "interval_s": 30.0}
+    assert merge == {"target_size": 4 << 30, "sort_key": None, "min_splits_to_merge": 10, "interval_s": 30.0}
     assert W.merge_on_write_settings("t", {}) is None
     purge = W.purge_on_write_settings("t", {"spark.indextables.purgeonwrite.enabled": "TRUE"})
     assert purge == W.PurgeOnWrite(True, 0, 168, 720)
@@ -116,15 +116,18 @@ def test_write_settings_use_the_jvm_defaults() -> None:
     assert [every_2.due(False, v) for v in (1, 2, 3, 4)] == [False, True, False, True]
     assert W.optimize_write_target("t", {}) is None
     assert W.optimize_write_target("t", {"spark.indextables.write.optimizeWrite.enabled": "true"}) == 1 << 30
-    assert W.size_bytes("x", "512k") == 512 << 10
 
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("purgeOnWrite.splitRetentionHours", "2", r"splitRetentionHours=2 is below the minimum of 24 hours"),
-        ("purgeOnWrite.triggerAfterWrites", "-1", r"triggerAfterWrites must be a whole number"),
-        ("purgeOnWrite.enabled", "maybe", r"purgeOnWrite.enabled must be true or false, not 'maybe'"),
+        (
+            "purgeOnWrite.triggerAfterWrites",
+            "-1",
+            r"write t: option spark.indextables.purgeOnWrite.triggerAfterWrites='-1': expected an integer >= 0",
+        ),
+        ("purgeOnWrite.enabled", "maybe", r"purgeOnWrite.enabled='maybe': expected true or false"),
     ],
 )
 def test_bad_purge_on_write_settings_are_named(key: str, value: str, message: str) -> None:
@@ -133,7 +136,9 @@ def test_bad_purge_on_write_settings_are_named(key: str, value: str, message: st
 
 
 def test_bad_optimize_write_size_is_named() -> None:
-    with pytest.raises(ConfigError, match=r"targetSplitSize must be a size like 512M or 4G, not 'big'"):
+    with pytest.raises(
+        ConfigError, match=r"targetSplitSize='big': expected a size such as 104857600, 512K, 100M or 1G"
+    ):
         W.optimize_write_target("t", {"spark.indextables.write.optimizeWrite.targetSplitSize": "big"})
 
 
@@ -276,3 +281,13 @@ def test_the_accepted_keys_of_reads_and_writes_are_derived_from_the_registry() -
     # no spark.indextables.* key is accepted that the registry does not scope so
     spark_keys = {k for k in (*O.READ_KEYS, *O.WRITE_KEYS) if k.startswith(S.PREFIX)}
     assert spark_keys == set(S.keys_for(S.READ)) | set(S.keys_for(S.WRITE))
+
+
+def test_settings_is_built_from_the_entries_each_once() -> None:
+    """``SETTINGS`` is made by the entries themselves (``_key``, ``_mine``, ``_kept``, ``_n``): every named
+    entry of the module is in it, and no key is in it twice (any case)."""
+    named = [v for v in vars(S).values() if isinstance(v, S.Setting)]
+    assert named and all(any(s is e for s in S.SETTINGS) for e in named)
+    assert len({s.key.lower() for s in S.SETTINGS}) == len(S.SETTINGS)
+    with pytest.raises(ValueError, match="in the registry twice"):
+        S._n(S.MERGE_MAX_SOURCE_SPLITS.name, "1", "a second entry of a known key")

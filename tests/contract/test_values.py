@@ -10,9 +10,9 @@ import pytest
 from executor_lib.log.config import LogConfig
 from executor_lib.spark.options import parse_bool, parse_size
 from executor_lib.storage import _convert
+from indextables_contract import write_settings as W
 from indextables_contract.errors import ConfigError
 from indextables_contract.values import as_bool, as_duration, as_size
-from indextables_contract.write_settings import size_bytes
 
 BOOLEANS = {"true": True, "TRUE": True, " yes ": True, "1": True, "false": False, "No": False, "0": False}
 NOT_BOOLEANS = ["", "maybe", "on", "2", "truthy"]
@@ -47,7 +47,13 @@ def test_every_boolean_parser_has_one_vocabulary(parse: Any) -> None:
             parse(text)
 
 
-@pytest.mark.parametrize("parse", [as_size, lambda v: parse_size("o", v), lambda v: size_bytes("o", v)])
+def _merge_target(value: str) -> Any:
+    on = {"spark.indextables.mergeOnWrite.enabled": "true", "spark.indextables.mergeOnWrite.targetSize": value}
+    settings = W.merge_on_write_settings("t", on)
+    return None if settings is None else settings["target_size"]
+
+
+@pytest.mark.parametrize("parse", [as_size, lambda v: parse_size("o", v), _merge_target])
 def test_every_size_parser_has_one_grammar(parse: Any) -> None:
     for text, expected in SIZES.items():
         assert parse(text) == expected, text

@@ -182,7 +182,7 @@ def test_bad_write_option_values_fail_before_anything_is_written(spark: Any, tmp
     with pytest.raises(Exception) as raised:
         write(make_df(spark, 3), path, **{"spark.indextables.purgeOnWrite.splitRetentionHours": "1"})
     assert "purgeOnWrite.splitRetentionHours=1 is below the minimum of 24 hours" in str(raised.value)
-    with pytest.raises(ConfigError, match=r"write.optimizeWrite.targetSplitSize must be a size"):
+    with pytest.raises(ConfigError, match=r"write.optimizeWrite.targetSplitSize='huge': expected a size"):
         connect_plugin.write(
             make_df(spark, 3), str(path), options={"spark.indextables.write.optimizeWrite.targetSplitSize": "huge"}
         )
