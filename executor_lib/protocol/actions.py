@@ -164,6 +164,7 @@ class _ActionBase:
 
 
 _ARRAY_KINDS: dict[str, Callable[[Any], Any]] = {"str-set": frozenset, "str-tuple": tuple}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _default_values(cls: type) -> dict[str, Any]:
@@ -217,7 +218,10 @@ def _coerce(kind: str, value: Any, action: str, key: str) -> Any:
     """Check a JSON value against the field's declared shape; arrays become tuple/frozenset."""
     if kind == "int":
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
+            if _INT64_MIN <= value <= _INT64_MAX:
+                return value
+            # every integer of the format is a JVM long; a larger one overflowed CHECKPOINT and PURGE
+            raise CorruptLogError(f"{action}.{key} {str(value)[:40]} is outside the 64-bit integer range")
         raise CorruptLogError(f"{action}.{key} must be an integer, got {value!r}")
     if kind == "str":
         if isinstance(value, str):

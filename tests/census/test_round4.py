@@ -106,3 +106,41 @@ def test_med_a_log_line_nested_100000_deep_is_a_typed_error_everywhere(tmp_path:
         assert time.monotonic() - started < 10, name
     assert cli_main(["describe", root]) == 2
     assert bad in capsys.readouterr().err
+
+
+def test_med_a_size_or_record_count_past_64_bits_is_a_typed_error(tmp_path: Any) -> None:
+    """Before: CHECKPOINT and PURGE raised OverflowError (and the snapshot summed it silently)."""
+    import json
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from executor_lib.log.purge import purge_table
+    from executor_lib.protocol.files import decode_log_bytes
+    from indextables_contract.errors import CorruptLogError
+
+    root = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(root, schema)
+    log.commit(
+        [
+            executor_lib.write_and_upload(
+                log.store, pa.table({"id": [1], "msg": ["a"]}), executor_lib.mapping_for(schema, {})
+            )
+        ]
+    )
+    with open(f"{root}/_transaction_log/00000000000000000001.json", "rb") as f:
+        add = json.loads(decode_log_bytes(f.read(), "v1").splitlines()[-1])["add"]
+    for field in ("size", "numRecords"):
+        line = json.dumps({"add": {**add, "path": f"splits/huge-{field}.split", field: 10**40}})
+        with open(f"{root}/_transaction_log/00000000000000000002.json", "w") as f:
+            f.write(line + "\n")
+        bad = f"line 1: add.{field} 1{'0' * 39} is outside the 64-bit integer range"
+        for run in (
+            lambda: executor_lib.open_log(root).snapshot(),
+            lambda: executor_lib.open_log(root).checkpoint(),
+            lambda: purge_table(executor_lib.open_log(root)),
+        ):
+            with pytest.raises(CorruptLogError, match=bad):
+                run()
