@@ -114,7 +114,9 @@ def _fields(
         try:
             values[field] = _convert(field, value)
         except (TypeError, ValueError) as e:
-            shown = "" if field in SECRET_FIELDS else f"={redact_uri(str(value))!r}"  # a credential is never echoed
+            # a credential is never echoed (nor an endpoint written user:password@host, with no scheme)
+            hidden = field in SECRET_FIELDS or (field in _ENDPOINT_FIELDS and "@" in str(value))
+            shown = "" if hidden else f"={redact_uri(str(value))!r}"
             raise ConfigError(f"storage option {name}{shown}: {e}") from None
     return values
 
@@ -128,10 +130,12 @@ def _convert(field: str, value: Any) -> Any:
                 else "holds a control character"
             )
             raise ValueError(f"{where}: strip it")
-        if field in _ENDPOINT_FIELDS and redact_uri(value) != value:
+        if field in _ENDPOINT_FIELDS and (redact_uri(value) != value or ("://" not in value and "@" in value)):
             raise ValueError(
                 "the endpoint carries credentials (user:password@): give them as the storage's credential options"
             )
+        if field in _ENDPOINT_FIELDS and value and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("the endpoint must be a URL: http://host:port or https://host")
     if field == "path_style":
         return S.boolean(value)  # the registry's parser (ValueError "expected true or false")
     if field in ("max_attempts", "multipart_threshold", "multipart_chunksize"):
@@ -158,6 +162,8 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
     connections stay open between them); otherwise a client of its own (hooks registered on it,
     such as fault injection, stay on it)."""
     shared_client = bool(options.pop("shared_client", False))
+    if _CONTROL.search(uri):  # the OS and the SDKs would each fail on it their own way (a bare ValueError)
+        raise ConfigError(f"table URI {redact_uri(uri)!r} holds a control character (NUL, newline...)")
     uri = normalize_uri(uri)
     if redact_uri(uri) != uri:
         raise ConfigError(

@@ -144,3 +144,32 @@ def test_med_a_size_or_record_count_past_64_bits_is_a_typed_error(tmp_path: Any)
         ):
             with pytest.raises(CorruptLogError, match=bad):
                 run()
+
+
+def test_n5_an_endpoint_written_with_userinfo_and_no_scheme_never_echoes_the_password() -> None:
+    """Before: ``admin:PW@host:9000`` reached botocore, whose bare ValueError printed the password."""
+    import pytest
+
+    import executor_lib
+    from indextables_contract.errors import ConfigError
+
+    for user, secret in _secrets(5, 20):
+        for endpoint in (f"{user}:{secret}@127.0.0.1:9000", f"http://{user}:{secret}@127.0.0.1:9000"):
+            with pytest.raises(ConfigError) as raised:
+                executor_lib.open_log("s3://bucket/t", endpoint_url=endpoint)
+            shown = str(raised.value) + repr(raised.value.__cause__) + repr(raised.value.__context__)
+            assert secret not in shown and "endpoint carries credentials" in shown
+    with pytest.raises(ConfigError, match=r"endpoint_url='127.0.0.1:9000': the endpoint must be a URL"):
+        executor_lib.open_log("s3://bucket/t", endpoint_url="127.0.0.1:9000")
+
+
+def test_med_a_nul_byte_in_a_table_path_is_a_typed_error() -> None:
+    """Before: a bare ValueError ("embedded null byte") from the OS, e.g. for MERGE SPLITS '/t\\x00x'."""
+    import pytest
+
+    import executor_lib
+    from indextables_contract.errors import ConfigError
+
+    for uri in ("/tmp/t\x00x", "s3://bucket/t\x00x", "abfss://c@account.dfs.core.windows.net/t\x00x"):
+        with pytest.raises(ConfigError, match="holds a control character"):
+            executor_lib.open_log(uri)
