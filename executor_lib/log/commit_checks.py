@@ -79,9 +79,14 @@ def validate_against_table(
     uri: str,
     read_version: int,
     live_files: Callable[[], Iterable[str]],
+    new_files: bool = False,
 ) -> None:
     """Checks against the table at ``read_version`` (its metadata, and, only when an action needs them,
-    its live files: ``live_files()``); raise InvalidActionError before anything is written."""
+    its live files: ``live_files()``); raise InvalidActionError before anything is written.
+
+    An add of a file already live is refused (its rows would be read twice), unless ``new_files``:
+    the caller uploaded every added file itself under a new name, so none can be live and the live
+    files are not looked up for it."""
     new_meta = next((a for a in actions if isinstance(a, MetadataAction)), None)
     effective = new_meta or metadata
     partition_columns = set(effective.partition_columns) if effective else set()
@@ -112,6 +117,9 @@ def validate_against_table(
                     f"add {a.path!r}: the file is already live as {existing!r} (one file, two spellings: its "
                     "rows would be read twice)"
                 )
+    added = [a.path for a in actions if isinstance(a, AddAction) and "://" not in a.path]
+    if added and not new_files:
+        _check_not_live(added, live_files(), read_version)
     removed = [a.path for a in actions if isinstance(a, RemoveAction)]
     if removed:
         files = live_files()
@@ -125,3 +133,20 @@ def validate_against_table(
                 f"remove of {gone[0]!r}: the file is not live at read version {read_version}"
                 + (f" (and {len(gone) - 1} more)" if len(gone) > 1 else "")
             )
+
+
+def _check_not_live(added: list[str], files: Iterable[str], read_version: int) -> None:
+    """InvalidActionError when one of ``added`` is a live file at ``read_version`` (committing an add
+    again, e.g. retrying a commit that had landed, would return every row of that split twice)."""
+    if isinstance(files, LiveFiles):  # column-wise, O(adds) objects
+        gone = set(files.missing(added))
+        live = [p for p in added if p not in gone]
+    else:
+        present = files if isinstance(files, (set, frozenset, dict)) else set(files)
+        live = [p for p in added if p in present]
+    if live:
+        raise InvalidActionError(
+            f"add {live[0]!r}: the file is already live at read version {read_version} (adding it again would "
+            "read its rows twice; a retried commit that had landed needs no second commit)"
+            + (f" (and {len(live) - 1} more)" if len(live) > 1 else "")
+        )

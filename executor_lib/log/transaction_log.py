@@ -267,6 +267,7 @@ class TransactionLog:
         operation_parameters: dict[str, str] | None = None,
         fail_on_concurrent_add: bool = False,
         streaming_txn: StreamingTxn | None = None,
+        new_files: bool = False,
     ) -> int:
         """Append one version holding ``actions``; returns its number.
 
@@ -278,6 +279,10 @@ class TransactionLog:
         its adds are tagged with it, and BatchAlreadyCommittedError is raised, with nothing written,
         if the table at the head, or a version committed while this commit retries, already holds
         that application's batch or a later one.
+
+        An add of a file already live at ``read_version`` is refused (InvalidActionError: its rows would
+        be read twice). ``new_files``: the caller uploaded every added file itself under a new name
+        (``splits.write.publish.upload_split``), so the live files are not looked up for that check.
         """
         actions = list(actions)
         if streaming_txn is not None:
@@ -293,7 +298,12 @@ class TransactionLog:
             raise VersionNotFoundError(f"{self.uri}: read version {read_version} is newer than {head.version}")
         metadata_at_read = self._metadata_at(read_version, head)
         validate_against_table(
-            actions, metadata_at_read, self.uri, read_version, lambda: self.snapshot(read_version).state.files
+            actions,
+            metadata_at_read,
+            self.uri,
+            read_version,
+            lambda: self.snapshot(read_version).state.files,
+            new_files,
         )
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
@@ -658,6 +668,7 @@ class TransactionLog:
         txn: StreamingTxn,
         *,
         operation_parameters: dict[str, str] | None = None,
+        new_files: bool = False,
     ) -> int | None:
         """Commit one streaming micro-batch exactly once: its version, or None if the table already
         holds this application's batch ``txn.batch_id`` or a later one (nothing is written then).
@@ -672,7 +683,13 @@ class TransactionLog:
             )
         params = {**(operation_parameters or {}), "appId": txn.app_id, "batchId": str(txn.batch_id)}
         try:
-            return self.commit(actions, operation="STREAMING UPDATE", operation_parameters=params, streaming_txn=txn)
+            return self.commit(
+                actions,
+                operation="STREAMING UPDATE",
+                operation_parameters=params,
+                streaming_txn=txn,
+                new_files=new_files,
+            )
         except BatchAlreadyCommittedError as e:
             log.info("%s", e)
             return None

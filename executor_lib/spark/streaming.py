@@ -109,7 +109,7 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
                 return None  # an empty batch: nothing to record (its replay is empty too)
             # a failed commit deletes only what no version after this one names (not the stream's start)
             self.batch.read_version = txlog.latest_version()
-            version = txlog.commit_streaming_batch(adds, StreamingTxn(app_id, batchId))
+            version = txlog.commit_streaming_batch(adds, StreamingTxn(app_id, batchId), new_files=True)
             if version is None:  # a replay of a batch the table holds: its new uploads are orphans
                 # (a retried commit call holds the same files)
                 live = set(txlog.snapshot().file_columns(["path"]).column("path").to_pylist())

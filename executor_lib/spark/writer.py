@@ -220,10 +220,11 @@ class IndexTablesWriter(DataSourceArrowWriter):
                     operation="WRITE",
                     operation_parameters={"mode": "Overwrite"},
                     fail_on_concurrent_add=True,
+                    new_files=True,  # uploaded by this job's tasks under new names
                 )
             )
         if adds:
-            return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}))
+            return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}, new_files=True))
         return None
 
     def commit_adds(self, adds: list[AddAction], commit: Callable[[Any, list[AddAction]], Any]) -> Any:

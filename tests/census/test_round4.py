@@ -173,3 +173,32 @@ def test_med_a_nul_byte_in_a_table_path_is_a_typed_error() -> None:
     for uri in ("/tmp/t\x00x", "s3://bucket/t\x00x", "abfss://c@account.dfs.core.windows.net/t\x00x"):
         with pytest.raises(ConfigError, match="holds a control character"):
             executor_lib.open_log(uri)
+
+
+def test_n2_committing_a_live_add_again_is_refused_and_no_row_is_read_twice(table: Any, tmp_path: Any) -> None:
+    """Before: a second commit of the same AddAction (a retry of a commit that had landed) was accepted,
+    and every row of the split was then returned twice; in a full-URI spelling (N10) likewise."""
+    import dataclasses
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.splits.search.table_search import search_table
+    from indextables_contract.errors import InvalidActionError
+
+    uri, options = table
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(uri, schema, **options)
+    add = executor_lib.write_and_upload(
+        log.store, pa.table({"id": [1, 2], "msg": ["a", "b"]}), executor_lib.mapping_for(schema, {})
+    )
+    log.commit([add])
+    for again in (add, dataclasses.replace(add, path=f"{log.uri}/{add.path}")):
+        with pytest.raises(InvalidActionError, match="already live"):
+            executor_lib.open_log(uri, **options).commit([again])
+    snapshot = executor_lib.open_log(uri, **options).snapshot()
+    assert [a.path for a in snapshot.files] == [add.path] and snapshot.version == 1
+    rows = search_table(log.store, snapshot, None, SplitCache(tmp_path / "cache"))
+    assert sorted(rows.column("id").to_pylist()) == [1, 2]
