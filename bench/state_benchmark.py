@@ -102,7 +102,7 @@ def build(root: Path, n: int, state_format: str) -> str:
         "spark.indextables.checkpoint.interval": "1000000",
     }
     log = executor_lib.create_table(uri, SCHEMA, ["day"], **options)
-    log.commit(make_adds(n))
+    log.commit(make_adds(n), new_files=True)
     log.checkpoint()  # JSON checkpoint (json) / compacted Avro state at the latest version (avro)
     return uri
 
@@ -128,7 +128,7 @@ def warm_load(uri: str, state_format: str) -> tuple[float, int]:
     options = {"spark.indextables.state.format": state_format, "spark.indextables.checkpoint.interval": "1000000"}
     executor_lib.open_log(uri, **options).snapshot()
     before = log_bytes(uri)
-    executor_lib.open_log(uri, **options).commit(make_adds(10))
+    executor_lib.open_log(uri, **options).commit(make_adds(10), new_files=True)
     after = log_bytes(uri)
     written = sum(size for key, size in after.items() if before.get(key) != size)
     best = float("inf")
@@ -191,7 +191,7 @@ def build_scale_table(root: Path, n: int) -> str:
     executor_lib.create_table(uri, SCHEMA, ["day"], configuration=bench_configuration())
     for start in range(0, n, SCALE_BATCH):
         day_of = lambda i, start=start: (start + i) * SCALE_PARTITIONS // n  # noqa: E731
-        executor_lib.open_log(uri).commit(make_adds(min(SCALE_BATCH, n - start), day_of=day_of))
+        executor_lib.open_log(uri).commit(make_adds(min(SCALE_BATCH, n - start), day_of=day_of), new_files=True)
     return uri
 
 
@@ -223,7 +223,7 @@ def measure_scale(root: Path, uri: str, n: int, spark: bool = True) -> dict[str,
     one_file, refreshes = [], []
     for _ in range(10):
         start_t = time.perf_counter()
-        executor_lib.open_log(uri).commit(make_adds(1, SCALE_PARTITIONS))
+        executor_lib.open_log(uri).commit(make_adds(1, SCALE_PARTITIONS), new_files=True)
         one_file.append(time.perf_counter() - start_t)
         start_t = time.perf_counter()
         reader.snapshot()  # the process held the version before another writer's commit
@@ -233,7 +233,7 @@ def measure_scale(root: Path, uri: str, n: int, spark: bool = True) -> dict[str,
     big = min(SCALE_BATCH, max(1, n // 10))
     adds = make_adds(big, SCALE_PARTITIONS)
     start_t = time.perf_counter()
-    executor_lib.open_log(uri).commit(adds)
+    executor_lib.open_log(uri).commit(adds, new_files=True)
     out["big_commit_files"], out["big_commit_s"] = big, time.perf_counter() - start_t
     start_t = time.perf_counter()
     snap = reader.snapshot()  # after another writer's commit of a tenth of the table
@@ -270,7 +270,7 @@ def pruning(root: Path, files: int = 10_000) -> dict[str, Any]:
     for a in adds:
         by_day.setdefault(str(a.partition_values["day"]), []).append(a)
     for batch in by_day.values():
-        log.commit(batch)
+        log.commit(batch, new_files=True)
     day = sorted(by_day)[42]
     listing = executor_lib.open_log(uri).list_files([Term("day", day)])
     return {

@@ -178,7 +178,7 @@ def _append(log: Any, cfg: StressConfig, stop: Any, report: dict[str, Any], arg:
             _flush(report, "uploading")
             adds = _upload(log, f"w{arg}-{k}", cfg.rows_per_split, 2)
             _flush(report, "committing")
-            version = log.commit(adds)
+            version = log.commit(adds, new_files=True)  # new uploads: no live-file lookup, as the Spark writer
         except (CommitFailedError, StorageError) as e:  # faults beyond every retry: not acknowledged
             _abandon(report, adds, e)
             continue
