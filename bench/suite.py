@@ -1,4 +1,5 @@
-"""The three benchmarks with their sizes, and their results as rows of ratios against baselines.
+"""The nine benchmarks (state, split, spark, ingest, analytics, compaction, storage, limits, hits) with their
+sizes, and their results as rows of ratios against baselines.
 
 Each ``Ratio`` row compares a measurement with a baseline measured in the same run (or, where
 the earlier issue set an absolute target, with that target, flagged ``baseline_is_target`` and

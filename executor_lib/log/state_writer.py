@@ -1,7 +1,7 @@
 """Writing the Avro state format (protocol V4): shared manifests plus one small state manifest per version.
 
-For version N, ``state-v<N>/_manifest.json`` (or, with ``state.manifestFormat=avro``, the
-``_manifest.avro`` that IndexTables4Spark 0.5.x writes and reads, in its exact schema) lists
+For version N, ``state-v<N>/_manifest.avro`` (the default ``state.manifestFormat=avro``: the
+manifest IndexTables4Spark 0.5.x writes and reads, in its exact schema; ``_manifest.json`` with ``json``) lists
 Avro manifests of FileEntry records
 (``manifests/manifest-<hash>.avro``, shared between states), tombstones (paths removed
 since those manifests were written), the schema registry and the metadata action.

@@ -4,7 +4,7 @@ executors (``executor_lib.spark.companion`` does the work), and the result read 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceArrowWriter
 
@@ -16,9 +16,6 @@ from executor_lib.spark.commands.base import (
     register_writer,
 )
 from indextables_contract import commands as C
-
-if TYPE_CHECKING:
-    pass
 
 
 def plan_companion_build(r: CommandReader, cmd: C.CompanionPlan) -> list[Any]:

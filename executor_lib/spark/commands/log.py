@@ -9,7 +9,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executor_lib.protocol.actions import (
     AddAction,
@@ -25,9 +25,6 @@ from executor_lib.spark.commands.base import (
 )
 from indextables_contract import commands as C
 from indextables_contract.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 
 def run_history(r: CommandReader, cmd: C.History, _: Any) -> Iterator[tuple[Any, ...]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executor_lib.protocol.actions import (
     removes_of,
@@ -17,9 +17,6 @@ from executor_lib.spark.commands.base import (
 from indextables_contract import commands as C
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 
 def run_purge(r: CommandReader, cmd: C.Purge, _: Any) -> Iterator[tuple[Any, ...]]:

@@ -6,7 +6,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executor_lib import profiler
 from executor_lib.spark.commands.base import (
@@ -19,9 +19,6 @@ from executor_lib.spark.common import (
 )
 from indextables_contract import commands as C
 from indextables_contract.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 
 def plan_profiler(r: CommandReader, cmd: C.Profiler) -> list[Any]:
