@@ -5,6 +5,8 @@ shaded jar in a PySpark 3.5 process of its own (``runner.py``) and takes write /
 from harness.jvm_peer.client import (
     CONF_ENV,
     FORMATS,
+    KNOWN_RELEASES,
+    RELEASE_CONF,
     RELEASES,
     VERSIONS,
     VERSIONS_ENV,
@@ -25,7 +27,9 @@ from harness.jvm_peer.client import (
 __all__ = [
     "CONF_ENV",
     "FORMATS",
+    "KNOWN_RELEASES",
     "RELEASES",
+    "RELEASE_CONF",
     "VERSIONS",
     "VERSIONS_ENV",
     "JvmPeer",

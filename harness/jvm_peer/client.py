@@ -28,10 +28,14 @@ from harness.jsonl_peer import JsonLines
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 INSTALL_SCRIPT = REPO_ROOT / "scripts" / "jvm-peer.sh"
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-# The releases the jvm tests run against. INDEXTABLES_JVM_VERSIONS (e.g. "0.5.3", or "0.5.3 0.5.4";
-# spaces or commas) names others instead: their jars are looked for at jar_path(version), where a jar
-# Maven Central does not serve can be put by hand (scripts/jvm-peer.sh reads the same variable).
-RELEASES = ("0.5.4", "0.5.5")
+# The releases the jvm tests run against: 0.5.3, whose jar scripts/jvm-peer.sh takes from ../shared/jvm/
+# beside the checkout (checked against its SHA256SUMS; Maven Central serves no IndexTables4Spark jar, and
+# 0.5.4/0.5.5 cannot be built on these machines). INDEXTABLES_JVM_VERSIONS (e.g. "0.5.3 0.5.4"; spaces or
+# commas) names others instead: their jars are fetched from Maven Central, or looked for at
+# jar_path(version), where a jar Maven Central does not serve can be put by hand (scripts/jvm-peer.sh reads
+# the same variable). KNOWN_RELEASES are the others this module knows the format name and settings of.
+RELEASES = ("0.5.3",)
+KNOWN_RELEASES = ("0.5.3", "0.5.4", "0.5.5")
 VERSIONS_ENV = "INDEXTABLES_JVM_VERSIONS"
 
 
@@ -42,11 +46,14 @@ def versions() -> tuple[str, ...]:
 
 
 VERSIONS = versions()
+# The settings a release needs beside the runner's own (runner.session_conf). 0.5.3 needs
+# spark.indextables.read.defaultLimit=1000000: it passes the limit to tantivy4java 0.31.0's search, which
+# allocates limit x 40 bytes up front (80 GB for the runner's 2147483647: "memory allocation of
+# 85899345880 bytes failed", the JVM aborts); 0.5.4 streams a read whose limit is Int.MaxValue instead
+# (core/CompanionColumnarPartitionReader.scala). A million rows per split is far above any jvm test table.
+RELEASE_CONF: dict[str, dict[str, str]] = {"0.5.3": {"spark.indextables.read.defaultLimit": "1000000"}}
 # INDEXTABLES_JVM_CONF: "key=value" pairs (whitespace between them) every peer's session starts with,
-# under the ``conf`` a JvmPeer is given. E.g. 0.5.3 needs spark.indextables.read.defaultLimit=1000000:
-# it passes the limit to tantivy4java 0.31.0's search, which allocates limit x 40 bytes up front (80 GB
-# for the runner's 2147483647: "memory allocation of 85899345880 bytes failed", the JVM aborts); 0.5.4
-# streams a read whose limit is Int.MaxValue instead (core/CompanionColumnarPartitionReader.scala).
+# over RELEASE_CONF and under the ``conf`` a JvmPeer is given.
 CONF_ENV = "INDEXTABLES_JVM_CONF"
 
 
@@ -61,10 +68,11 @@ def env_conf() -> dict[str, str]:
 
 SPARK_BUILD = "3.5.3"
 # The format name each release answers to: the short name "indextables" is registered from 0.5.5 on
-# (its META-INF/services/org.apache.spark.sql.sources.DataSourceRegister; 0.5.4 has no such file).
-# The provider class works in both, and is what any other release named by INDEXTABLES_JVM_VERSIONS uses.
+# (its META-INF/services/org.apache.spark.sql.sources.DataSourceRegister; the 0.5.3 and 0.5.4 jars have no
+# such file). The provider class works in all three, and is what any other release named by
+# INDEXTABLES_JVM_VERSIONS uses.
 PROVIDER_CLASS = "io.indextables.provider.IndexTablesProvider"
-FORMATS = {"0.5.4": PROVIDER_CLASS, "0.5.5": "indextables"}
+FORMATS = {"0.5.3": PROVIDER_CLASS, "0.5.4": PROVIDER_CLASS, "0.5.5": "indextables"}
 BLOCKED_EXIT = 3
 
 
@@ -134,7 +142,7 @@ class JvmPeer:
         startup_timeout: float = 300,
         job_timeout: float = 600,
     ) -> None:
-        known = tuple(dict.fromkeys(RELEASES + versions()))
+        known = tuple(dict.fromkeys(RELEASES + KNOWN_RELEASES + versions()))
         if version is not None and version not in known:
             raise ValueError(
                 f"unknown IndexTables4Spark version {version!r} (known: {', '.join(known)}; "
@@ -142,7 +150,7 @@ class JvmPeer:
             )
         self.version = version
         self.work_dir = Path(work_dir)
-        self.conf = {**env_conf(), **(conf or {})}
+        self.conf = {**RELEASE_CONF.get(version or "", {}), **env_conf(), **(conf or {})}
         self.startup_timeout = startup_timeout
         self.job_timeout = job_timeout
         self.spark_version: str | None = None

@@ -1,8 +1,8 @@
-"""The JVM peer for the ``jvm`` tests: IndexTables4Spark itself (0.5.4 and 0.5.5), one PySpark 3.5 process
-per release for the whole run (``harness.jvm_peer``), installed by ``scripts/jvm-peer.sh`` when missing.
+"""The JVM peer for the ``jvm`` tests: IndexTables4Spark itself (0.5.3, from ../shared/jvm; others named by
+INDEXTABLES_JVM_VERSIONS), one PySpark 3.5 process per release for the whole run (``harness.jvm_peer``), installed by ``scripts/jvm-peer.sh`` when missing.
 
 A test asks ``jvm_peers.get(version)`` once its own side's answers are computed. The peer skips (one line) only when the install
-is impossible: Maven Central does not serve the jars (``JvmPeerBlocked``); any other failure to install or
+is impossible: the jar is not in ../shared/jvm and Maven Central does not serve it (``JvmPeerBlocked``); any other failure to install or
 start fails the test. Each comparison is recorded and the run ends with a summary line."""
 
 from __future__ import annotations
@@ -28,19 +28,26 @@ class PeerPool:
         self._blocked: str | None = None
 
     def ensure_installed(self) -> None:
-        """Installs the peer once per run (scripts/jvm-peer.sh); skips when that is impossible."""
-        if self._blocked is None and not self._checked and jvm_peer.missing():
+        """Installs the peer once per run (scripts/jvm-peer.sh); skips when no release can be installed
+        (a release that cannot, beside one that can, is skipped by ``get`` alone)."""
+        if not self._checked and jvm_peer.missing():
             try:
                 jvm_peer.install()
             except jvm_peer.JvmPeerBlocked:
                 self._blocked = f"JVM peer cannot be installed: {jvm_peer.blocked_reason()}"
-                STATS["blocked"] = self._blocked
         self._checked = True
-        if self._blocked is not None:
-            pytest.skip(self._blocked)
+        if not self.available():
+            STATS["blocked"] = self._blocked or "the JVM peer is not installed"
+            pytest.skip(STATS["blocked"])
+
+    def available(self) -> tuple[str, ...]:
+        """The releases of ``jvm_peer.VERSIONS`` whose jar (and the venv) are installed."""
+        return tuple(v for v in jvm_peer.VERSIONS if not jvm_peer.missing([v]))
 
     def get(self, version: str) -> jvm_peer.JvmPeer:
         self.ensure_installed()
+        if version not in self.available():
+            pytest.skip(f"IndexTables4Spark {version}: {self._blocked or 'not installed'}")
         peer = self.peers.get(version)
         if peer is None:
             peer = jvm_peer.JvmPeer(version, self.work / version).start()
@@ -146,9 +153,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"jvm: nothing compared: {STATS['blocked']}")
         return
     starts = ", ".join(f"{v} started in {s} s" for v, s in sorted(STATS["startup_s"].items()))
+    known = [
+        r
+        for r in terminalreporter.stats.get("xfailed", [])
+        if r.nodeid.startswith("tests/jvm/") and "test_tantivy4java" not in r.nodeid
+    ]
     terminalreporter.write_line(
         f"jvm: {STATS['tables']} tables and {STATS['queries']} queries compared, "
-        f"{len(STATS['differences'])} differences found" + (f" ({starts})" if starts else "")
+        f"{len(STATS['differences'])} differences found, {len(known)} known JVM-side differences kept as "
+        "strict xfails" + (f" ({starts})" if starts else "")
     )
     for difference in STATS["differences"]:
         terminalreporter.write_line(f"  difference: {difference}")
+    for report in known:
+        terminalreporter.write_line(f"  known: {report.nodeid.split('::')[-1]}")

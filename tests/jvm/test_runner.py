@@ -89,20 +89,32 @@ def test_a_jar_without_the_extensions_stops_the_start_naming_them(
 
 
 def test_other_releases_are_named_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """INDEXTABLES_JVM_VERSIONS names releases besides 0.5.4 / 0.5.5 (a jar put at jar_path by hand);
-    they answer to the provider class, the one format name every release registers."""
+    """The default release is 0.5.3 (its jar from ../shared/jvm); INDEXTABLES_JVM_VERSIONS names others (Maven
+    Central, or a jar put at jar_path by hand); 0.5.3 and 0.5.4 answer to the provider class (no short name
+    registered in their jars), 0.5.5 to "indextables"."""
     monkeypatch.delenv(jvm_peer.VERSIONS_ENV, raising=False)
-    assert jvm_peer.versions() == jvm_peer.RELEASES == ("0.5.4", "0.5.5")
-    monkeypatch.setenv(jvm_peer.VERSIONS_ENV, " 0.5.3, 0.5.4 0.5.3 ")
-    assert jvm_peer.versions() == ("0.5.3", "0.5.4")
+    assert jvm_peer.versions() == jvm_peer.RELEASES == ("0.5.3",)
+    monkeypatch.setenv(jvm_peer.VERSIONS_ENV, " 0.5.4, 0.5.3 0.5.4 ")
+    assert jvm_peer.versions() == ("0.5.4", "0.5.3")
     monkeypatch.setenv("INDEXTABLES_JVM_HOME", str(tmp_path / "nothing"))
     peer = jvm_peer.JvmPeer("0.5.3", tmp_path / "work")
     assert peer.format == "io.indextables.provider.IndexTablesProvider"
+    assert jvm_peer.JvmPeer("0.5.4", tmp_path / "work").format == "io.indextables.provider.IndexTablesProvider"
     assert jvm_peer.JvmPeer("0.5.5", tmp_path / "work").format == "indextables"  # a release is always known
     with pytest.raises(jvm_peer.JvmPeerNotInstalled, match=r"indextables_spark-0\.5\.3_spark_3\.5\.3-linux-x86_64"):
         peer.start()
     with pytest.raises(ValueError, match=r"unknown IndexTables4Spark version '0\.5\.2'.*INDEXTABLES_JVM_VERSIONS"):
         jvm_peer.JvmPeer("0.5.2", tmp_path / "work")
+
+
+def test_a_release_starts_with_the_settings_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.5.3 allocates 40 bytes per allowed hit up front: its peer reads with defaultLimit=1000000, not the
+    runner's Int.MaxValue (which aborts its JVM); INDEXTABLES_JVM_CONF and a peer's own conf still win."""
+    monkeypatch.delenv(jvm_peer.CONF_ENV, raising=False)
+    assert jvm_peer.JvmPeer("0.5.3", tmp_path / "w").conf == {"spark.indextables.read.defaultLimit": "1000000"}
+    assert jvm_peer.JvmPeer("0.5.4", tmp_path / "w").conf == {}
+    monkeypatch.setenv(jvm_peer.CONF_ENV, "spark.indextables.read.defaultLimit=5000")
+    assert jvm_peer.JvmPeer("0.5.3", tmp_path / "w").conf == {"spark.indextables.read.defaultLimit": "5000"}
 
 
 def test_settings_for_every_peer_are_named_by_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 """Tables this project writes (``format("indextables")`` in a Spark 4.3 session, its SQL commands) read
-by IndexTables4Spark 0.5.4 and 0.5.5: every row exactly, and the same answers to the fixed query set.
+by IndexTables4Spark (0.5.3): every row exactly, and the same answers to the fixed query set.
 
 Each test builds its table and computes this project's answers first, then asks the JVM peer (one
 process per release for the whole run)."""
@@ -16,6 +16,7 @@ import pytest
 import connect_plugin
 from harness import jvm_peer
 from tests.conftest import BUCKET, s3_options
+from tests.jvm import known
 from tests.jvm import queries as q
 from tests.jvm.conftest import PeerPool, record
 
@@ -102,13 +103,32 @@ SCENARIOS: dict[str, Callable[[Any, str], list[tuple[Any, ...]]]] = {
 }
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_the_jvm_reads_what_we_write(
-    jvm_peers: PeerPool, tmp_path: Path, request: pytest.FixtureRequest, scenario: str
-) -> None:
+# (scenario, JVM version) -> {comparison: (ours, the JVM's)} of every comparison made, known ones included:
+# test_known_jvm_difference checks a known one from here (or makes its scenario again when run alone).
+COMPARED: dict[tuple[str, str], dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]] = {}
+
+PARTITIONED = ("partitionBy", "MERGE SPLITS WHERE partition")
+# where 0.5.3's IN-list skipping misses id 50: the tables whose splits' id ranges it mis-skips (a merged
+# table's one split, and the checkpointed table's splits, hold 50 with a min/max it does not skip)
+IN_MISSES = ("batch", "append", "overwrite", "partitionBy", "MERGE SPLITS WHERE partition")
+# (scenario, comparison) -> why: IndexTables4Spark 0.5.3's own differences on the tables we write (tests/jvm/known.py)
+KNOWN: dict[tuple[str, str], str] = {
+    **{(s, c): known.NARROW_TYPES for s in SCENARIOS for c in ("column i16", "column i8", "column dec")},
+    **{(s, c): known.NULL_GROUP for s in SCENARIOS for c in ("GROUP BY string", "GROUP BY + indexquery")},
+    **{(s, "indextables_range"): known.RANGE_BUCKETS for s in SCENARIOS},
+    **{(s, "long IN"): known.IN_STRING_ORDER for s in IN_MISSES},
+    **{(s, c): known.PARTITION_FROM_DOCUMENT for s in PARTITIONED for c in ("column day", "full read")},
+}
+
+
+def compare_scenario(
+    jvm_peers: PeerPool, base: Path, request: pytest.FixtureRequest, scenario: str
+) -> tuple[int, int, list[str]]:
+    """Writes the scenario's table, answers the query set on both sides; (tables, queries, unknown
+    differences). Every comparison's answers go into COMPARED."""
     jvm_peers.ensure_installed()  # skips at once where the peer cannot be installed
     spark = request.getfixturevalue("classic_spark")  # after: no Spark 4.3 session for a skip
-    path = str(tmp_path / "t")
+    path = str(base / "t")
     values = SCENARIOS[scenario](spark, path)
     expected = q.sort_rows(q.from_python(values))
     names = q.ARROW.names
@@ -123,17 +143,55 @@ def test_the_jvm_reads_what_we_write(
 
     differences: list[str] = []
     compared = 0
-    for version in jvm_peer.VERSIONS:
+    for version in jvm_peers.available():
         peer = jvm_peers.get(version)
         label = f"we wrote [{scenario}], JVM {version} read:"
         theirs = q.sort_rows(q.from_arrow(peer.read(path, select=names)))
-        q.compare("every row", expected, theirs, differences, label)
+        found: list[str] = []
+        columns = q.compare_columns(expected, theirs, names, found, label)
+        differences += [d for d in found if not any(f"{label} {c!r}" in d for (s, c) in KNOWN if s == scenario)]
         view = f"t_{abs(hash((path, version)))}"
         peer.view(path, view)
         their_answers = q.answer_all(lambda sql, view=view, peer=peer: q.from_arrow(peer.sql(sql.format(t=view))))
-        compared += 1 + q.compare_all(our_answers, their_answers, label, differences)
-    record(request, tables=len(jvm_peer.VERSIONS), queries=compared, differences=differences)
+        known_here = [c for (s, c) in KNOWN if s == scenario]
+        compared += 1 + q.compare_all(our_answers, their_answers, label, differences, known=known_here)
+        COMPARED[(scenario, version)] = {
+            **columns,
+            **{name: (rows_, their_answers[name]) for name, rows_ in our_answers.items()},
+        }
+    return len(jvm_peers.available()), compared, differences
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_the_jvm_reads_what_we_write(
+    jvm_peers: PeerPool, tmp_path: Path, request: pytest.FixtureRequest, scenario: str
+) -> None:
+    tables, compared, differences = compare_scenario(jvm_peers, tmp_path, request, scenario)
+    record(request, tables=tables, queries=compared, differences=differences)
     assert not differences, "\n".join(differences)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "comparison"),
+    [
+        pytest.param(s, c, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{s}: {c}")
+        for (s, c), why in KNOWN.items()
+    ],
+)
+def test_known_jvm_difference(
+    jvm_peers: PeerPool,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    scenario: str,
+    comparison: str,
+) -> None:
+    """A known difference of IndexTables4Spark's (KNOWN, with its reason) on one comparison: still there
+    (strict xfail: the day the answers agree, this fails and KNOWN loses the entry)."""
+    for version in jvm_peers.available() or jvm_peer.VERSIONS:
+        if (scenario, version) not in COMPARED:
+            compare_scenario(jvm_peers, tmp_path, request, scenario)
+        ours, theirs = COMPARED[(scenario, version)][comparison]
+        assert ours == theirs, f"JVM {version}, we wrote [{scenario}], {comparison}: ours {ours[:3]}, JVM {theirs[:3]}"
 
 
 def jvm_s3_settings(endpoint_url: str) -> dict[str, str]:
@@ -151,6 +209,7 @@ def jvm_s3_settings(endpoint_url: str) -> dict[str, str]:
 
 
 @pytest.mark.s3
+@pytest.mark.xfail(strict=True, raises=jvm_peer.JvmPeerError, reason=known.S3_MOCK_FLATTENING)
 def test_the_jvm_reads_what_we_write_on_s3(
     jvm_peers: PeerPool, moto_server: Any, request: pytest.FixtureRequest
 ) -> None:
@@ -175,7 +234,7 @@ def test_the_jvm_reads_what_we_write_on_s3(
     differences: list[str] = []
     compared = 0
     settings = jvm_s3_settings(moto_server.endpoint_url)
-    for version in jvm_peer.VERSIONS:
+    for version in jvm_peers.available():
         peer = jvm_peers.get(version)
         peer.set_conf(settings)
         label = f"we wrote [S3, partitionBy + append], JVM {version} read:"
@@ -185,5 +244,5 @@ def test_the_jvm_reads_what_we_write_on_s3(
         peer.view(path, view, options=settings)
         their_answers = q.answer_all(lambda sql, view=view, peer=peer: q.from_arrow(peer.sql(sql.format(t=view))))
         compared += 1 + q.compare_all(our_answers, their_answers, label, differences)
-    record(request, tables=len(jvm_peer.VERSIONS), queries=compared, differences=differences)
+    record(request, tables=len(jvm_peers.available()), queries=compared, differences=differences)
     assert not differences, "\n".join(differences)
