@@ -238,8 +238,16 @@ class ObjectStore(abc.ABC):
 
     def key_of(self, path: str) -> str:
         """The key of ``path``: a key as it is, a full URI inside the root as the key below it
-        (``table_key``); InvalidPathError for a URI outside the root."""
-        return table_key(self.root_uri, path) if "://" in path else path
+        (``table_key``); InvalidPathError for a URI outside the root, and for a key that would leave it
+        (a ``..`` or ``.`` segment, a leading ``/``), which a client library may resolve into another
+        table's object (Azure's does): every backend reaches its objects through here.
+
+        Example: ``store.key_of("../other/splits/x.split")`` raises InvalidPathError."""
+        if "://" in path:
+            return table_key(self.root_uri, path)
+        if path.startswith("/") or any(p in (".", "..") for p in path.split("/")):
+            raise InvalidPathError(f"{redact_uri(self.root_uri)}: key {path!r} escapes the store root", path)
+        return path
 
     @abc.abstractmethod
     def read(self, key: str) -> bytes:
