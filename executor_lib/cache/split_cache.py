@@ -356,6 +356,11 @@ class SplitCache:
             self._count(footer_hits=1)
             return found[0]
         if footer_start is not None and footer_end is not None:
+            if not 0 <= footer_start < footer_end:
+                raise CorruptSplitError(
+                    f"{uri}: the transaction log's footer offsets [{footer_start}, {footer_end}) do not fit in the "
+                    f"split's {footer_end} bytes (its add action is damaged)"
+                )
             tail = store.read_range(key, footer_start, footer_end - footer_start)
             size = footer_end
         else:
