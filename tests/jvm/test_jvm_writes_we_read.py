@@ -143,10 +143,7 @@ def test_we_read_what_the_jvm_writes(
 @pytest.mark.parametrize("version", jvm_peer.VERSIONS)
 @pytest.mark.parametrize(
     ("scenario", "comparison"),
-    [
-        pytest.param(s, c, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{s}: {c}")
-        for (s, c), why in KNOWN.items()
-    ],
+    known.strict_xfails(KNOWN),
 )
 def test_known_jvm_difference(
     jvm_peers: PeerPool,

@@ -173,10 +173,7 @@ def test_the_jvm_reads_what_we_write(
 
 @pytest.mark.parametrize(
     ("scenario", "comparison"),
-    [
-        pytest.param(s, c, marks=pytest.mark.xfail(strict=True, reason=why), id=f"{s}: {c}")
-        for (s, c), why in KNOWN.items()
-    ],
+    known.strict_xfails(KNOWN),
 )
 def test_known_jvm_difference(
     jvm_peers: PeerPool,
