@@ -51,7 +51,8 @@ def local_session(master: str = "local[2]", conf: Mapping[str, str] | None = Non
 
     Raises:
         ConfigError: this environment does not have the project's cluster side (``executor_lib``,
-            ``pip install 'indextables[spark]'``), or an existing session's workers run another Python.
+            ``pip install -e '.[spark]'`` in the project's checkout), or an existing session's workers run
+            another Python.
 
     Example: ``spark = connect_plugin.local_session(); spark.read.format("indextables").load("/data/t")``
     """
@@ -60,7 +61,7 @@ def local_session(master: str = "local[2]", conf: Mapping[str, str] | None = Non
         raise ConfigError(
             f"connect_plugin.local_session: {sys.executable} cannot import {', '.join(missing)}: a local session runs "
             "the data source in this Python; install the project with its Spark extra here "
-            "(pip install 'indextables[spark]'), or use Spark Connect (SparkSession.builder.remote('sc://...'))"
+            "(pip install -e '.[spark]' in the project's checkout: it is not on PyPI), or use Spark Connect (SparkSession.builder.remote('sc://...'))"
         )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**LOCAL_CONF, "spark.pyspark.python": os.environ["PYSPARK_PYTHON"], **dict(conf or {})}

@@ -62,7 +62,10 @@ from indextables_contract.errors import (
     StorageError,
 )
 
-INSTALL_HINT = "Azure storage needs azure-storage-blob: pip install 'indextables[azure]'"
+INSTALL_HINT = (
+    "Azure storage needs azure-storage-blob: pip install azure-storage-blob (the project's azure extra; "
+    "from its checkout: pip install -e '.[azure]')"
+)
 
 
 def _blob() -> Any:

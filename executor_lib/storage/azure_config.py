@@ -21,7 +21,8 @@ from indextables_contract.errors import ConfigError
 
 IDENTITY_HINT = (
     "an Azure service principal or DefaultAzureCredential needs azure-identity: "
-    "pip install 'indextables[azure-identity]'"
+    "pip install azure-identity (the project's azure-identity extra; from its checkout: "
+    "pip install -e '.[azure-identity]')"
 )
 
 

@@ -99,7 +99,8 @@ def _xxhash() -> Any:
     except ImportError as e:
         raise ConfigError(
             "the hashed companion modes (exact_only, *_exactonly, HASHED FASTFIELDS) need the xxhash "
-            "package on the driver and executors: pip install 'indextables[companion]'"
+            "package on the driver and executors: pip install xxhash (the project's companion extra; from its "
+            "checkout: pip install -e '.[companion]')"
         ) from e
     return xxhash
 
