@@ -29,12 +29,12 @@ NEXT = list(range(5000, 5010))
 STREAMED = sorted(f * 1000 + k for f in range(3) for k in range(30))
 COMPANION = list(range(100))
 LANDED = {"log.commit.landed", "spark.commit.after"}  # the version is in the log when the worker dies
-# One driver process runs every job (a Spark session of its own: 3-6 minutes on 2 cores), shared by the
-# module's tests in one pytest worker.
+# One driver process runs every job (a Spark session of its own: 2-4 minutes on 2 cores), once for the
+# module's tests, all in one pytest worker.
 pytestmark = [pytest.mark.xdist_group("commit_crashes"), pytest.mark.timeout(1500)]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: a module fixture ran twice when xdist interleaved other modules
 def crashes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict[str, Any]]:
     """(scenario, failpoint) -> what the driver found after that crash."""
     work = tmp_path_factory.mktemp("crashes")
