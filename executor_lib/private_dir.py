@@ -1,7 +1,7 @@
 """Local directories this project trusts with data other processes of the node read back: the split
 cache and the manifest cache. Such a directory is created 0700 and trusted only while it belongs to
 the current user and no one else can write to it — in a shared ``/tmp``, another user could create
-the default directory first and plant a split or a manifest in it (issue 33, hole 9)."""
+the default directory first and plant a split or a manifest in it, which queries would then answer from."""
 
 from __future__ import annotations
 

@@ -52,7 +52,8 @@ class LogConfig:
     state_retention_versions: int = S.STATE_RETENTION_VERSIONS.value
     state_retention_hours: float = S.STATE_RETENTION_HOURS.value
     gc_min_manifest_age_hours: float = S.STATE_GC_MIN_MANIFEST_AGE_HOURS.value
-    # Below SAFE_MIN_MANIFEST_AGE_HOURS only when this says one writer at a time commits (issue 33, hole 5)
+    # Below SAFE_MIN_MANIFEST_AGE_HOURS only when this says one writer at a time commits: a younger
+    # manifest may belong to a concurrent writer's state not visible yet
     gc_allow_unsafe_min_manifest_age: bool = S.STATE_GC_ALLOW_UNSAFE_MIN_MANIFEST_AGE.value
     tx_log_retention_hours: float = S.PURGE_TX_LOG_RETENTION_HOURS.value
 

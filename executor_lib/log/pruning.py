@@ -51,8 +51,8 @@ class _Comparator:
     def __init__(self, spark_type: str | None) -> None:
         self.numeric = spark_type in _NUMERIC_TYPES or (spark_type or "").startswith("decimal")
         # A float column may hold NaN, which Spark orders above every number but which statistics
-        # leave out of a split's maximum (before issue 33 this project's did too): a maximum never
-        # bounds it.
+        # leave out of a split's maximum (IndexTables4Spark's, and older splits of this project's): a
+        # maximum never bounds it.
         self.may_hold_nan = spark_type in ("float", "double")
         self.timestamp = spark_type in ("timestamp", "timestamp_ntz")
 

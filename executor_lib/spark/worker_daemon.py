@@ -6,7 +6,7 @@ Set ``spark.python.daemon.module=executor_lib.spark.worker_daemon`` (``connect_p
 ``DAEMON_CONF``; ``connect_plugin.local_session()``, ``connect_plugin.install`` on a local classic
 session and ``ConnectServer`` set it) and Spark starts this module instead of ``pyspark.daemon``.
 
-Why (issue 55): Spark ends a task as soon as it has the rows a ``limit(1)``, ``show()`` or
+Why: Spark ends a task as soon as it has the rows a ``limit(1)``, ``show()`` or
 ``head()`` needs, and a task ended before its Python worker finished loses that worker: the next
 query's task gets a freshly forked one. Under ``pyspark.daemon`` a fresh worker spends ~0.6 s before
 it reads its first split (local[2], 2 cores): ~0.55 s importing PySpark's worker, pandas, pyarrow,

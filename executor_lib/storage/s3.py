@@ -103,8 +103,8 @@ def shared_session() -> Any:
     """This process's boto3 session, made once (call with ``_SESSION_LOCK`` held).
 
     A new session loads botocore's service models and builds the client class again: 70-250 ms a
-    store, paid by every query on the driver and by every read task before this was shared (issue 38:
-    most of a warm S3 query's extra half second). Clients made from one session share those but not
+    store, paid by every query on the driver and by every read task if it were not shared (most of a
+    warm S3 query's extra half second, when it was not). Clients made from one session share those but not
     their event hooks, connection pools or credentials.
     """
     global _SESSION
