@@ -7,7 +7,7 @@ columns, each split's schema, one file under two spellings, removes of live file
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.split_schema import check_split_schema
@@ -119,15 +119,16 @@ def validate_against_table(
                 )
     added = [a.path for a in actions if isinstance(a, AddAction) and "://" not in a.path]
     if added and not new_files:
-        _check_not_live(added, live_files(), read_version)
+        live = [p for p in added if p not in set(_missing(added, live_files()))]
+        if live:
+            raise InvalidActionError(
+                f"add {live[0]!r}: the file is already live at read version {read_version} (adding it again "
+                "would read its rows twice; a retried commit that had landed needs no second commit)"
+                + (f" (and {len(live) - 1} more)" if len(live) > 1 else "")
+            )
     removed = [a.path for a in actions if isinstance(a, RemoveAction)]
     if removed:
-        files = live_files()
-        if isinstance(files, LiveFiles):  # an Avro state's columns: matched column-wise, O(removes) objects
-            gone = files.missing(removed)
-        else:
-            live = set(files)
-            gone = [p for p in removed if p not in live]
+        gone = _missing(removed, live_files())
         if gone:
             raise InvalidActionError(
                 f"remove of {gone[0]!r}: the file is not live at read version {read_version}"
@@ -135,18 +136,10 @@ def validate_against_table(
             )
 
 
-def _check_not_live(added: list[str], files: Iterable[str], read_version: int) -> None:
-    """InvalidActionError when one of ``added`` is a live file at ``read_version`` (committing an add
-    again, e.g. retrying a commit that had landed, would return every row of that split twice)."""
-    if isinstance(files, LiveFiles):  # column-wise, O(adds) objects
-        gone = set(files.missing(added))
-        live = [p for p in added if p not in gone]
-    else:
-        present = files if isinstance(files, (set, frozenset, dict)) else set(files)
-        live = [p for p in added if p in present]
-    if live:
-        raise InvalidActionError(
-            f"add {live[0]!r}: the file is already live at read version {read_version} (adding it again would "
-            "read its rows twice; a retried commit that had landed needs no second commit)"
-            + (f" (and {len(live) - 1} more)" if len(live) > 1 else "")
-        )
+def _missing(paths: list[str], files: Iterable[str]) -> list[str]:
+    """Those of ``paths`` that are not live ``files``: on an Avro state's columns matched column-wise
+    (O(paths) objects, no index of every path), on a mapping by lookup."""
+    if isinstance(files, LiveFiles):
+        return files.missing(paths)
+    live = files if isinstance(files, Container) else set(files)
+    return [p for p in paths if p not in live]

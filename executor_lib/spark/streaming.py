@@ -21,7 +21,7 @@ a split are read on executors by the batch reader (``IndexTablesReader.read``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,8 +107,6 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
         def commit_batch(txlog: Any, adds: list[AddAction]) -> int | None:
             if not adds:
                 return None  # an empty batch: nothing to record (its replay is empty too)
-            # a failed commit deletes only what no version after this one names (not the stream's start)
-            self.batch.read_version = txlog.latest_version()
             version = txlog.commit_streaming_batch(adds, StreamingTxn(app_id, batchId), new_files=True)
             if version is None:  # a replay of a batch the table holds: its new uploads are orphans
                 # (a retried commit call holds the same files)
@@ -116,7 +114,9 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
                 delete_quietly(txlog.store, [a.path for a in adds if a.path not in live])
             return version
 
-        version = self.batch.commit_adds(adds, commit_batch)
+        version = self.batch.commit_adds(
+            adds, commit_batch, cleanup=lambda a: self._delete_unless_committed(a, lambda: app_id, batchId)
+        )
         log.info("writeStream %s: batch %d of %s -> %s", self.batch.path, batchId, app_id, version)
 
     def _app_id(self, messages: list[Any]) -> str:
@@ -136,14 +136,18 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[Any], batchId: int) -> None:
         """Spark aborts a batch whose commit failed, also when the worker running it died after the
-        version landed: the uploads are deleted only when the log holds no commit of this batch (or a
-        later one) for this query; else they are kept (committed, or orphans PURGE collects)."""
+        version landed: its uploads go only if the log holds no commit of it (``_delete_unless_committed``)."""
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
-        if not adds:
-            return
+        if adds:
+            self._delete_unless_committed(adds, lambda: self._app_id(messages), batchId)
+
+    def _delete_unless_committed(self, adds: list[AddAction], app_id: Callable[[], str], batch_id: int) -> None:
+        """After a failed or aborted commit of batch ``batch_id``: delete its uploads when the log holds
+        no commit of this batch (or a later one) for this query; else keep them (committed, or orphans
+        PURGE collects). Nothing is deleted when the log cannot be read (nor the query's id, ``app_id()``)."""
         try:
             txlog = open_table_log(self.batch.path, self.batch.options)
-            record = txlog.streaming_txns().get(self._app_id(messages))
+            record = txlog.streaming_txns().get(app_id())
         except TableNotFoundError:  # no table: nothing was committed
             self.batch._delete_uploaded(adds)
             return
@@ -151,16 +155,16 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
             log.warning(
                 "writeStream %s: batch %d: %d uploaded splits kept (the log could not be read): %s",
                 self.batch.path,
-                batchId,
+                batch_id,
                 len(adds),
                 e,
             )
             return
-        if record is not None and record.batch_id >= batchId:
+        if record is not None and record.batch_id >= batch_id:
             log.warning(
                 "writeStream %s: batch %d is committed (version %d): its %d uploaded splits are kept",
                 self.batch.path,
-                batchId,
+                batch_id,
                 record.version,
                 len(adds),
             )

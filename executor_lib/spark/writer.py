@@ -227,9 +227,15 @@ class IndexTablesWriter(DataSourceArrowWriter):
             return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}, new_files=True))
         return None
 
-    def commit_adds(self, adds: list[AddAction], commit: Callable[[Any, list[AddAction]], Any]) -> Any:
+    def commit_adds(
+        self,
+        adds: list[AddAction],
+        commit: Callable[[Any, list[AddAction]], Any],
+        cleanup: Callable[[list[AddAction]], None] | None = None,
+    ) -> Any:
         """Open the table (creating it on the first write) and run ``commit(txlog, adds)``; its result.
-        If the commit fails, the uploaded splits are deleted and a version 0 created here is undone."""
+        If the commit fails, the uploads no committed version names are deleted (``cleanup``, default
+        ``_delete_uploaded``) and a version 0 created here is undone."""
         from executor_lib import create_table
 
         options: dict[str, Any] = dict(O.storage_and_log_options(self.options))
@@ -246,7 +252,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
         try:
             return commit(txlog, adds)
         except IndexTablesError:
-            self._delete_uploaded(adds)
+            (cleanup or self._delete_uploaded)(adds)
             if created is not None:
                 _undo_create(txlog, created)
             raise
