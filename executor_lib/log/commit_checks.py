@@ -119,7 +119,8 @@ def validate_against_table(
                 )
     added = [a.path for a in actions if isinstance(a, AddAction) and "://" not in a.path]
     if added and not new_files:
-        live = [p for p in added if p not in set(_missing(added, live_files()))]
+        absent = set(_missing(added, live_files()))
+        live = [p for p in added if p not in absent]
         if live:
             raise InvalidActionError(
                 f"add {live[0]!r}: the file is already live at read version {read_version} (adding it again "
