@@ -962,10 +962,27 @@ def lookup(key: str) -> Setting[Any] | None:
 
 
 def suggestion(key: str) -> str:
-    """`` (did you mean X?)`` with the closest known key, or ``""``."""
+    """`` (did you mean X?)`` with the closest known key, or ``""``; a per-column family is offered with
+    the key's own column (``indexing.typmap.message``: ``spark.indextables.indexing.typemap.message``)."""
     # Compared without the common prefix, which would make every key look close to every other.
     by_tail = {s.key[len(PREFIX) :].lower(): s.key for s in SETTINGS if not s.is_pattern}
-    tail = key.lower()[len(PREFIX) :] if key.lower().startswith(PREFIX) else key.lower()
+    given = key[len(PREFIX) :] if key.lower().startswith(PREFIX) else key
+    tail = given.lower()
+    parts = given.split(".")
+    for s in SETTINGS:
+        if not s.is_pattern:
+            continue
+        # A per-column key is the family's words then the column (which may hold dots itself): as many
+        # of the key's words as the family has are compared with the family's (alone, or a long column
+        # would make any family look close), the rest is kept as the column.
+        family = s.prefix[len(PREFIX) :]  # e.g. "indexing.typemap."
+        words = family.count(".")
+        if len(parts) <= words or not all(parts[words:]):
+            continue
+        head = ".".join(parts[:words]).lower() + "."
+        if difflib.SequenceMatcher(None, head, family.lower()).ratio() >= 0.7:
+            column = ".".join(parts[words:])
+            by_tail.setdefault((family + column).lower(), s.prefix + column)
     close = difflib.get_close_matches(tail, list(by_tail), n=1, cutoff=0.7)
     return f" (did you mean {by_tail[close[0]]}?)" if close else ""
 
@@ -1035,7 +1052,8 @@ def markdown() -> str:
         "- **no effect**: tunes IndexTables4Spark's JVM internals. Accepted as a session setting or option; "
         "the first use in a process logs one warning (logger `indextables.settings`) naming the key and the "
         "reason below.",
-        "- Any other `spark.indextables.*` key is an error that names the closest known key.",
+        "- Any other `spark.indextables.*` key is an error that names the closest known key (a per-column "
+        "key with its column: `indexing.typmap.message` is offered `spark.indextables.indexing.typemap.message`).",
         "- `<column>`: a per-column setting (any column name; the list forms are noted).",
         "",
         "| key | status | default | meaning / why no effect |",

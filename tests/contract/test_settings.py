@@ -95,6 +95,21 @@ def test_an_unknown_key_is_an_error_naming_the_closest_one() -> None:
         S.check_key("spark.indextables.zzz")
 
 
+def test_a_per_column_key_typo_names_the_family_with_its_column() -> None:
+    """``typmap.message`` is offered ``typemap.message`` (the column kept, dots in it too); a key whose
+    family words are far from every family's gets no per-column guess."""
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown option 'spark.indextables.indexing.typmap.message' \(did you mean "
+        r"spark.indextables.indexing.typemap.message\?\)",
+    ):
+        S.check_key("spark.indextables.indexing.typmap.message", "write")
+    assert S.suggestion("spark.indextables.indexing.tokeniser.payload.user") == (
+        " (did you mean spark.indextables.indexing.tokenizer.payload.user?)"
+    )
+    assert S.suggestion("spark.indextables.cache.foo.bar") == ""
+
+
 def test_a_key_with_no_effect_is_warned_once_per_process(caplog: pytest.LogCaptureFixture) -> None:
     key = "spark.indextables.read.batchOptimization.gapTolerance"
     S._warned.discard(S.lookup(key).key)  # type: ignore[union-attr]
