@@ -306,6 +306,84 @@ def unsupported_reason(code: str) -> str | None:
     return next((why for pattern, why in UNSUPPORTED if pattern.match(code)), None)
 
 
+def _command_heads() -> tuple[tuple[str, ...], ...]:
+    """The keywords every IndexTables command starts with, from the grammar itself (``MERGE SPLITS``,
+    ``DESCRIBE INDEXTABLES STATE``, ...): each command rule's leading keyword terminals."""
+    commands = {sym.name for rule in STATEMENT_PARSER.rules if rule.origin.name == "command" for sym in rule.expansion}
+    commands.discard("select")
+    heads: dict[tuple[str, ...], None] = {}
+    for rule in STATEMENT_PARSER.rules:
+        if rule.origin.name not in commands:
+            continue
+        words = []
+        for sym in rule.expansion:
+            if not (sym.name.startswith("_") and not sym.name.startswith("__")):
+                break
+            words.append(sym.name[1:])
+        heads[tuple(words)] = None
+    # an optional keyword after the head (INVALIDATE ... CACHE [FOR t]) is not a command of its own
+    return tuple(h for h in heads if not any(len(o) < len(h) and h[: len(o)] == o for o in heads))
+
+
+COMMAND_HEADS = _command_heads()
+_HEAD_WORD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _leading_words(code: str, most: int) -> list[tuple[str, int]]:
+    """Up to ``most`` words that ``code`` starts with, upper-cased, with their offsets."""
+    words: list[tuple[str, int]] = []
+    at = 0
+    while len(words) < most:
+        m = _HEAD_WORD.match(code, at)
+        if m is None:
+            break
+        word = m.group(1).upper()
+        words.append(("INDEXTABLES" if word == "TANTIVY4SPARK" else word, m.start(1)))
+        at = m.end()
+    return words
+
+
+def command_hint(code: str) -> tuple[int, str] | None:
+    """For a statement (``code``: comments and literals blanked) that starts like an IndexTables command
+    with a keyword misspelt or missing (``MERGE SPLIT``, ``DESCRIBE INDEXTABLES STAT``): (the offset of
+    the first wrong word, or where the keywords stop, and what is wrong, naming the closest command or
+    every command the keywords given can go on to); None if it starts with a command's keywords
+    exactly, or is not close to one (``MERGE INTO``, ``DROP TABLE``: Spark's).
+
+    Example: ``command_hint("MERGE SPLIT '/t'")`` is
+    ``(6, "'SPLIT' is not a keyword of an IndexTables command here (did you mean MERGE SPLITS?)")``.
+    """
+    import difflib
+
+    words = _leading_words(code, max(len(h) for h in COMMAND_HEADS))
+    said = tuple(w for w, _ in words)
+    if not said or any(said[: len(h)] == h for h in COMMAND_HEADS):
+        return None
+    short = [h for h in COMMAND_HEADS if len(said) >= 2 and len(said) < len(h) and said == h[: len(said)]]
+    if short:  # a command cut short (DESCRIBE INDEXTABLES): every command it can go on to
+        given = " ".join(code[words[-1][1] :].split(None, 1)[:1])
+        at = words[-1][1] + len(given)
+        if len(short) == 1:
+            return at, f"a keyword is missing after {' '.join(said)} (did you mean {' '.join(short[0])}?)"
+        rests = ", ".join(" ".join(h[len(said) :]) for h in short)
+        return at, f"a keyword is missing after {' '.join(said)} (one of {rests})"
+    best: tuple[float, tuple[str, ...]] | None = None
+    for head in COMMAND_HEADS:
+        if len(said) < len(head):
+            continue
+        # every keyword close (SPLIT for SPLITS), not only the whole: MERGE INTO is not MERGE SPLITS
+        ratios = [difflib.SequenceMatcher(None, w, k).ratio() for w, k in zip(said, head[: len(said)], strict=False)]
+        if min(ratios) >= 0.75 and (best is None or sum(ratios) / len(ratios) > best[0]):
+            best = (sum(ratios) / len(ratios), head)
+    if best is None:
+        return None
+    head = best[1]
+    wrong = next(i for i, k in enumerate(head) if said[i] != k)
+    at = words[wrong][1]
+    word = code[at:].split(None, 1)[0]
+    return at, f"{word!r} is not a keyword of an IndexTables command here (did you mean {' '.join(head)}?)"
+
+
 # A use of an index operator (in the text with comments, literals and quoted names blanked): an infix
 # operator before a string literal, or indexqueryall( — not the same words as names or inside strings.
 INDEX_OPERATOR_USE = re.compile(

@@ -30,6 +30,7 @@ from connect_plugin.grammar import (
     NAME_PATTERN,
     STATEMENT_PARSER,
     SparkCondition,
+    command_hint,
     contains_node,
     parse_bucket_call,
     parse_statement,
@@ -123,10 +124,14 @@ def plan_statement(
     open_at = unclosed(text)
     if open_at is not None and _names_indextables(spark, parse_text, code[: open_at[0]]):
         raise IndexTablesSQLError(_unclosed_message(text, *open_at))
-    if COMMAND_START.match(code):
-        reason = unsupported_reason(code)
-        if reason is not None:
-            raise IndexTablesSQLError(f"{' '.join(text.split())[:80]!r} is not supported here: {reason}")
+    starts_ours = COMMAND_START.match(code)
+    if starts_ours and unsupported_reason(code) is not None:
+        raise IndexTablesSQLError(f"{' '.join(text.split())[:80]!r} is not supported here: {unsupported_reason(code)}")
+    hint = command_hint(code)  # MERGE SPLIT, DESCRIBE INDEXTABLES STAT: Spark's error or a caret would not say
+    if hint is not None:
+        line, column = line_and_column(text, hint[0])
+        raise IndexTablesSQLError(f"syntax error at line {line}, column {column}: {hint[1]}")
+    if starts_ours:
         tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
     refs = find_table_refs(spark, parse_text, code)

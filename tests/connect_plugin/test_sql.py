@@ -63,6 +63,37 @@ def test_syntax_errors_name_the_position(text: str, where: str) -> None:
         parse_predicate(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MERGE SPLIT '/t'", r"line 1, column 7: 'SPLIT' is not a keyword .*\(did you mean MERGE SPLITS\?\)"),
+        (
+            "-- state\nDESCRIBE INDEXTABLES STAT `/t`",
+            r"line 2, column 22: 'STAT' is not a keyword .*\(did you mean DESCRIBE INDEXTABLES STATE\?\)",
+        ),
+        ("describe indextable state '/t'", r"column 10: 'indextable' .*\(did you mean DESCRIBE INDEXTABLES STATE\?\)"),
+        ("DESCRIBE INDEXTABLES '/t'", r"column 21: a keyword is missing after DESCRIBE INDEXTABLES \(one of STATE, "),
+        ("WAIT FOR INDEXTABLES", r"\(did you mean WAIT FOR INDEXTABLES PREWARM JOBS\?\)"),
+    ],
+)
+def test_a_command_keyword_misspelt_names_the_command(text: str, message: str) -> None:
+    """Issue 76: MERGE SPLIT went to Spark's generic parse error, DESCRIBE INDEXTABLES STAT got a caret."""
+    from connect_plugin.sql import plan_statement
+
+    with pytest.raises(IndexTablesSQLError, match=message):
+        plan_statement(None, text)  # type: ignore[arg-type]  # raises before the session is used
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE", "DROP TABLE t", "DESCRIBE TABLE t", "RESET"],
+)
+def test_sparks_own_statements_get_no_command_hint(text: str) -> None:
+    from connect_plugin.grammar import command_hint
+
+    assert command_hint(text) is None
+
+
 def test_commands_through_sql(spark: Any, tmp_path: Path) -> None:
     table = tmp_path / "s"
     for i in range(3):
