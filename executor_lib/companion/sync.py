@@ -15,8 +15,9 @@ The log metadata carries the JVM's ``indextables.companion.*`` configuration key
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,7 +25,7 @@ from executor_lib.companion.sources import SourceFile, SourceListing
 from executor_lib.protocol.actions import AddAction
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, default_field_type, mapping_for
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import CompanionSourceError, ConfigError
 
 DEFAULT_TARGET_INPUT_BYTES = 2 << 30  # the JVM's TARGET INPUT SIZE default (2 GB)
 FAST_FIELD_MODES = ("HYBRID", "DISABLED", "PARQUET_ONLY")
@@ -234,16 +235,18 @@ def plan_sync(
     skip: frozenset[str] = frozenset(),
     keep: object = None,
     invalidate_all: bool = False,
+    footer_crc: Callable[[str, int], int] | None = None,
 ) -> SyncPlan:
     """The anti-join (module docstring). ``skip``: source paths not to index (FROM VERSION: files the
     source held at that version); ``keep``: a predicate on a file's partition values (WHERE), or None;
-    ``invalidate_all``: every split is removed and every source file indexed again."""
+    ``invalidate_all``: every split is removed and every source file indexed again; ``footer_crc``: a
+    listed file's Parquet footer CRC32 (path, size), compared with the one recorded at BUILD."""
     current = {f.path: f for f in listing.files}
     if invalidate_all:
         wanted_all = [f for f in current.values() if not callable(keep) or keep(f.partition_values)]
         return SyncPlan(plan_groups(wanted_all, target_bytes), tuple(existing))
     tracked = {p for add in existing for p in (add.companion_source_files or ())}
-    gone = (tracked - current.keys()) | changed_sources(existing, current)
+    gone = (tracked - current.keys()) | changed_sources(existing, current, footer_crc)
     invalidated = tuple(a for a in existing if any(p in gone for p in (a.companion_source_files or ())))
     again = {p for a in invalidated for p in (a.companion_source_files or ()) if p in current}
     wanted = [f for p, f in current.items() if (p not in tracked and p not in skip) or p in again]
@@ -253,6 +256,7 @@ def plan_sync(
 
 
 SOURCE_IDENTITIES_TAG = "indextables.companion.sourceIdentities"  # add tag: {path: [size, modified ms]}
+SOURCE_FOOTER_CRCS_TAG = "indextables.companion.sourceFooterCrcs"  # add tag: {path: Parquet footer CRC32}
 
 
 def source_identities_tag(identities: Mapping[str, tuple[int, int]]) -> dict[str, str]:
@@ -260,20 +264,45 @@ def source_identities_tag(identities: Mapping[str, tuple[int, int]]) -> dict[str
     return {SOURCE_IDENTITIES_TAG: json.dumps({p: list(i) for p, i in sorted(identities.items())})}
 
 
-def changed_sources(existing: Sequence[AddAction], current: Mapping[str, SourceFile]) -> set[str]:
+def source_footer_crcs_tag(footer_crcs: Mapping[str, int]) -> dict[str, str]:
+    """The add action's tag recording each source file's Parquet footer CRC32 as BUILD read it."""
+    return {SOURCE_FOOTER_CRCS_TAG: json.dumps(dict(sorted(footer_crcs.items())))}
+
+
+def _recorded(add: AddAction, tag: str) -> dict[str, Any]:
+    try:
+        recorded = json.loads((add.tags or {}).get(tag) or "{}")
+    except ValueError:
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def changed_sources(
+    existing: Sequence[AddAction],
+    current: Mapping[str, SourceFile],
+    footer_crc: Callable[[str, int], int] | None = None,
+) -> set[str]:
     """Source files indexed by ``existing`` splits that were rewritten since: the size or modification
-    time the listing gives differs from the one recorded at BUILD (``SOURCE_IDENTITIES_TAG``; splits
-    built before it was recorded are compared by nothing)."""
+    time the listing gives differs from the one recorded at BUILD (``SOURCE_IDENTITIES_TAG``), or, when
+    both match, the Parquet footer's CRC32 ``footer_crc(path, size)`` gives differs from the recorded one
+    (``SOURCE_FOOTER_CRCS_TAG``: a rewrite that kept the size and restored the time). Splits built before
+    a pin was recorded are compared by nothing for it; a file whose footer does not read is changed."""
     changed = set()
     for add in existing:
-        try:
-            recorded = json.loads((add.tags or {}).get(SOURCE_IDENTITIES_TAG) or "{}")
-        except ValueError:
-            recorded = {}
-        for path, (size, modified) in recorded.items() if isinstance(recorded, dict) else ():
+        crcs = _recorded(add, SOURCE_FOOTER_CRCS_TAG)
+        for path, pin in _recorded(add, SOURCE_IDENTITIES_TAG).items():
             now = current.get(path)
-            if now is not None and (now.size != size or (now.modified_ms is not None and now.modified_ms != modified)):
+            if now is None or not isinstance(pin, list) or len(pin) != 2:
+                continue
+            size, modified = pin
+            if now.size != size or (now.modified_ms is not None and now.modified_ms != modified):
                 changed.add(path)
+            elif footer_crc is not None and isinstance(crcs.get(path), int):
+                try:
+                    if footer_crc(path, now.size) != crcs[path]:
+                        changed.add(path)
+                except CompanionSourceError:
+                    changed.add(path)
     return changed
 
 

@@ -195,7 +195,12 @@ def plan_companion(path: str, cmd: C.CompanionPlan, options: Mapping[str, str]) 
         invalidated: tuple[AddAction, ...] = ()
     else:
         existing = list(snapshot.files) if snapshot is not None else []
-        plan = plan_sync(listing, existing, target, skip, keep, invalidate_all=cmd.invalidate_all)
+        from executor_lib.splits.rows.companion import SourceFiles
+
+        footers = SourceFiles(listing.root, O.storage_and_log_options(options))
+        plan = plan_sync(
+            listing, existing, target, skip, keep, invalidate_all=cmd.invalidate_all, footer_crc=footers.footer_crc
+        )
         groups, invalidated = plan.groups, plan.invalidated
     removed = json.dumps([a.path for a in invalidated])
     rows = [
@@ -317,7 +322,7 @@ class CompanionWriter(DataSourceArrowWriter):
         return open_store(self.path, **O.storage_and_log_options(self.options))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CompanionCommitMessage:
-        from executor_lib.companion.sync import source_identities_tag
+        from executor_lib.companion.sync import source_footer_crcs_tag, source_identities_tag
         from executor_lib.splits.doc_mapping import DocMapping
         from executor_lib.splits.write.companion import SourceFiles, build_companion_split
         from executor_lib.splits.write.publish import upload_split
@@ -342,6 +347,7 @@ class CompanionWriter(DataSourceArrowWriter):
                     sources = SourceFiles(settings["sourceRoot"], O.storage_and_log_options(self.options))
                     mapping = DocMapping.from_json(settings["docMapping"])
                     identities: dict[str, tuple[int, int]] = {}
+                    footer_crcs: dict[str, int] = {}
                     written, read = build_companion_split(
                         sources,
                         files,
@@ -353,6 +359,7 @@ class CompanionWriter(DataSourceArrowWriter):
                         fast_field_mode=settings["fastFieldMode"],
                         indexing_modes=settings.get("indexingModes") or {},
                         identities=identities,
+                        footer_crcs=footer_crcs,
                     )
                     store = store or self._store()
                     add = upload_split(store, written, json.loads(row["partitionValues"]))
@@ -361,7 +368,11 @@ class CompanionWriter(DataSourceArrowWriter):
                         dataclasses.replace(
                             add,
                             companion_source_files=tuple(files),
-                            tags={**(add.tags or {}), **source_identities_tag(identities)},
+                            tags={
+                                **(add.tags or {}),
+                                **source_identities_tag(identities),
+                                **source_footer_crcs_tag(footer_crcs),
+                            },
                             companion_delta_version=message.source_version,
                             companion_fast_field_mode=settings["fastFieldMode"],
                         )

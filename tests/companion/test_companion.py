@@ -194,6 +194,39 @@ def test_vanished_source_file_is_named(classic_spark: Any, tmp_path: Path) -> No
         spark.read.format("indextables").load(index).where("day = '2024-01-02'").collect()
 
 
+def test_a_rewrite_keeping_size_and_mtime_is_refused_and_rebuilt(classic_spark: Any, tmp_path: Path) -> None:
+    """A source file rewritten in place with other rows but the same size and its modification time
+    restored: a read refuses it (its Parquet footer's CRC32 differs from BUILD's), never answering the
+    stale index's rows, and BUILD again re-indexes it."""
+    spark = classic_spark
+    src, index = tmp_path / "src", str(tmp_path / "index")
+    src.mkdir()
+    plain = {"row_group_size": 64, "compression": "none", "use_dictionary": False}  # sizes depend on nothing else
+    for f in range(2):
+        pq.write_table(_rows(f * 250, 250), src / f"part-{f}.parquet", **plain)
+    statement = f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
+    assert _build(spark, statement)["status"] == "success"
+    victim = src / "part-1.parquet"
+    before = os.stat(victim)
+    rows = _rows(250, 250)
+    moved = rows.set_column(0, "id", pa.array([i + 1000 for i in rows.column("id").to_pylist()], pa.int64()))
+    pq.write_table(moved, victim, **plain)  # in place: the same inode, other ids
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(victim)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+    def kraken() -> list[int]:
+        return _ids(sql(spark, f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'kraken'"))
+
+    with pytest.raises(Exception, match=r"part-1\.parquet was rewritten after the companion was built.*footer"):
+        kraken()
+    out = _build(spark, statement)  # the sync finds the rewrite (size and time alone would say no_action)
+    assert (out["status"], out["parquet_files_indexed"]) == ("success", 2)  # the split's two files, again
+    expected = [i for i in range(250) if i % 17 == 0] + [i + 1000 for i in range(250, 500) if i % 17 == 0]
+    assert kraken() == expected
+    assert _build(spark, statement)["status"] == "no_action"
+
+
 def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> None:
     from indextables_contract.errors import IndexTablesSQLError
 

@@ -10,8 +10,9 @@ the data columns.
 
 A search maps hits to row numbers (``__row``) as usual; ``CompanionRows`` takes the locators of
 those rows and reads the rows from the source files by row group, with projection, in one
-vectorized take per (file, row group) touched. A source file that vanished, or whose row count is
-no longer the one indexed, is ``CompanionSourceError`` naming it and saying to run BUILD again.
+vectorized take per (file, row group) touched. A source file that vanished, or whose row count, size,
+modification time or Parquet footer (its CRC32) is no longer the one indexed, is ``CompanionSourceError``
+naming it and saying to run BUILD again.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +53,8 @@ class CompanionInfo:
     data_columns: tuple[str, ...]
     # each file's (size, modification time in ms) as BUILD read it; None: built before they were recorded
     file_identities: tuple[tuple[int, int], ...] | None = None
+    # each file's Parquet footer CRC32 (``footer_crc``) as BUILD read it; None: built before they were recorded
+    file_footer_crcs: tuple[int, ...] | None = None
 
     def to_json(self) -> str:
         d: dict[str, Any] = {
@@ -62,10 +66,15 @@ class CompanionInfo:
         }
         if self.file_identities is not None:
             d["fileIdentities"] = [list(i) for i in self.file_identities]
+        if self.file_footer_crcs is not None:
+            d["fileFooterCrcs"] = list(self.file_footer_crcs)
         return json.dumps(d, sort_keys=True)
 
     def identity(self, index: int) -> tuple[int, int] | None:
         return self.file_identities[index] if self.file_identities is not None else None
+
+    def footer_crc(self, index: int) -> int | None:
+        return self.file_footer_crcs[index] if self.file_footer_crcs is not None else None
 
     @classmethod
     def from_json(cls, text: bytes | str, where: str) -> CompanionInfo:
@@ -82,11 +91,21 @@ class CompanionInfo:
                     if d.get("fileIdentities") is not None
                     else None
                 ),
+                _footer_crcs(d.get("fileFooterCrcs"), len(d["files"])),
             )
         except (ValueError, KeyError, TypeError) as e:
             from indextables_contract.errors import CorruptSplitError
 
             raise CorruptSplitError(f"{where}: the companion member {COMPANION_MEMBER} does not parse ({e})") from e
+
+
+def _footer_crcs(value: Any, files: int) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    crcs = tuple(int(c) for c in value)
+    if len(crcs) != files or any(not 0 <= c <= 0xFFFFFFFF for c in crcs):
+        raise ValueError(f"fileFooterCrcs: {len(crcs)} CRC32s for {files} files, or one out of range")
+    return crcs
 
 
 def _resync_hint(root: str) -> str:
@@ -97,7 +116,7 @@ class SourceFiles:
     """Opened source Parquet files of one source root (local, or through the project's object store)."""
 
     _lock = threading.Lock()
-    _open: OrderedDict[tuple[str, str, Any], pq.ParquetFile] = OrderedDict()
+    _open: OrderedDict[tuple[str, str, Any, int | None], pq.ParquetFile] = OrderedDict()
 
     def __init__(self, root: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.root = root
@@ -142,28 +161,58 @@ class SourceFiles:
             ) from e
         return int(info.size), int(info.modified_ms)
 
-    def open(
-        self, relative: str, expected_rows: int | None = None, expected: tuple[int, int] | None = None
-    ) -> pq.ParquetFile:
-        """The source file ``relative`` (to the root); its footer is kept by the process while the
-        file's size and modification time stay the same (one stat, or one HEAD request, per use).
-        ``expected``: the (size, modification time in ms) BUILD recorded (``identity``).
+    def footer_crc(self, relative: str, size: int | None = None) -> int:
+        """The CRC32 of the source file's Parquet footer (its Thrift ``FileMetaData``, the 4-byte length
+        and the ``PAR1`` magic: the last ``length + 8`` bytes). The footer holds every row group's and
+        column chunk's offsets, sizes, row counts and statistics, so a rewrite of the rows changes it
+        even when the file keeps its size and modification time. One or two reads at the file's end.
 
         Raises:
-            CompanionSourceError: the file is gone, differs from the size and modification time it
-                was indexed with, or holds another number of rows than indexed.
+            CompanionSourceError: the file is gone or is not Parquet.
         """
         store = self.store()
-        identity: tuple[int, int, int | None]
+        try:
+            local = store.local_path(relative)
+            if local is not None:
+                with open(local, "rb") as f:
+                    end = os.fstat(f.fileno()).st_size
+                    return _footer_crc(end, lambda start, n: os.pread(f.fileno(), n, start), store.uri_of(relative))
+            end = int(size) if size is not None else int(store.head(relative).size)
+            return _footer_crc(end, lambda start, n: store.read_range(relative, start, n), store.uri_of(relative))
+        except (FileNotFoundError, ObjectNotFoundError) as e:
+            raise CompanionSourceError(
+                f"companion source file {store.uri_of(relative)} no longer exists; {_resync_hint(self.root)}"
+            ) from e
+
+    def open(
+        self,
+        relative: str,
+        expected_rows: int | None = None,
+        expected: tuple[int, int] | None = None,
+        expected_footer_crc: int | None = None,
+    ) -> pq.ParquetFile:
+        """The source file ``relative`` (to the root); its footer is kept by the process while the
+        file's size and modification time stay the same (one stat, or one HEAD request, per use; a
+        local file's inode and change time too, which a rewrite changes even when it restores the
+        modification time). ``expected``: the (size, modification time in ms) BUILD recorded
+        (``identity``); ``expected_footer_crc``: the footer's CRC32 it recorded (``footer_crc``),
+        checked whenever the file is opened (a kept file is one whose bytes were not written since).
+
+        Raises:
+            CompanionSourceError: the file is gone, differs from the size, modification time or footer
+                it was indexed with, or holds another number of rows than indexed.
+        """
+        store = self.store()
+        identity: tuple[int, int, int | None, int | None]
         try:
             local = store.local_path(relative)
             if local is not None:
                 st = os.stat(local)
-                identity = (st.st_size, st.st_mtime_ns, st.st_ino)
+                identity = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
                 now = (int(st.st_size), int(st.st_mtime * 1000))  # as LocalStore's ObjectInfo gives it
             else:
                 info = store.head(relative)
-                identity = (info.size, info.modified_ms, None)
+                identity = (info.size, info.modified_ms, None, None)
                 now = (int(info.size), int(info.modified_ms))
         except (FileNotFoundError, ObjectNotFoundError) as e:
             raise CompanionSourceError(
@@ -176,18 +225,24 @@ class SourceFiles:
                 f"({now[0]} bytes modified at {now[1]} ms; indexed: {expected[0]} bytes modified at {expected[1]} ms); "
                 f"{_resync_hint(self.root)}"
             )
-        key = (self.root, relative, identity)
+        key = (self.root, relative, identity, expected_footer_crc)
         with self._lock:
             pf = self._open.get(key)
             if pf is not None:
                 self._open.move_to_end(key)
         if pf is None:
             try:
-                pf = (
-                    pq.ParquetFile(str(local))
-                    if local is not None
-                    else pq.ParquetFile(pa.BufferReader(store.read(relative)))
-                )
+                if local is not None:
+                    crc = self.footer_crc(relative) if expected_footer_crc is not None else None
+                    pf = pq.ParquetFile(str(local))
+                else:
+                    data = store.read(relative)
+                    crc = (
+                        _footer_crc(len(data), lambda start, n: data[start : start + n], store.uri_of(relative))
+                        if expected_footer_crc is not None
+                        else None
+                    )
+                    pf = pq.ParquetFile(pa.BufferReader(data))
             except (FileNotFoundError, ObjectNotFoundError) as e:
                 raise CompanionSourceError(
                     f"companion source file {store.uri_of(relative)} no longer exists: the source table changed "
@@ -198,6 +253,12 @@ class SourceFiles:
                     f"companion source file {store.uri_of(relative)} is not readable Parquet ({e}); "
                     f"{_resync_hint(self.root)}"
                 ) from e
+            if expected_footer_crc is not None and crc != expected_footer_crc:
+                raise CompanionSourceError(
+                    f"companion source file {store.uri_of(relative)} was rewritten after the companion was built "
+                    f"(its Parquet footer's CRC32 is {crc:#010x}, {expected_footer_crc:#010x} was indexed, with "
+                    f"the same size and modification time); {_resync_hint(self.root)}"
+                )
             with self._lock:
                 self._open[key] = pf
                 while len(self._open) > _OPEN_FILES_KEPT:
@@ -208,6 +269,27 @@ class SourceFiles:
                 f"{expected_rows} were indexed: the file was rewritten; {_resync_hint(self.root)}"
             )
         return pf
+
+
+_FOOTER_GUESS = 64 * 1024  # the first read at a file's end: most footers fit
+
+
+def _footer_crc(size: int, read: Any, where: str) -> int:
+    """The CRC32 of the Parquet footer of a file of ``size`` bytes, ``read(start, n)`` reading its bytes."""
+    if size < 12:
+        raise CompanionSourceError(f"companion source file {where} is not Parquet ({size} bytes)")
+    first = min(size, _FOOTER_GUESS)
+    tail = bytes(read(size - first, first))
+    if len(tail) != first or tail[-4:] != b"PAR1":
+        raise CompanionSourceError(f"companion source file {where} is not Parquet (no PAR1 magic at its end)")
+    length = int.from_bytes(tail[-8:-4], "little") + 8
+    if length + 4 > size:
+        raise CompanionSourceError(f"companion source file {where} is not Parquet (a footer of {length} bytes)")
+    if length > first:
+        tail = bytes(read(size - length, length))
+        if len(tail) != length:
+            raise CompanionSourceError(f"companion source file {where} changed while its footer was read")
+    return zlib.crc32(tail[-length:])
 
 
 class CompanionRows:
@@ -253,7 +335,12 @@ class CompanionRows:
         parts: list[pa.Table] = []
         for start, stop in _runs(sorted_files):
             index = int(sorted_files[start])
-            pf = self.sources.open(self.info.files[index], self.info.file_rows[index], self.info.identity(index))
+            pf = self.sources.open(
+                self.info.files[index],
+                self.info.file_rows[index],
+                self.info.identity(index),
+                self.info.footer_crc(index),
+            )
             parts.extend(_take_from_file(pf, sorted_rows[start:stop], columns, self.schema, self.info.files[index]))
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         inverse = np.empty(n, dtype=np.int64)

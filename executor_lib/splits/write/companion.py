@@ -51,13 +51,14 @@ def build_companion_split(
     fast_field_mode: str = "HYBRID",
     indexing_modes: Mapping[str, str] | None = None,
     identities: dict[str, tuple[int, int]] | None = None,
+    footer_crcs: dict[str, int] | None = None,
 ) -> tuple[WrittenSplit, int]:
     """Index the source ``files`` (relative to ``sources.root``) into one companion split in ``out_dir``;
     returns it and the bytes of source files read. ``data_schema``: the source's data columns; ``strip``:
     column -> a regex whose matches are removed from the column's text before indexing (the source keeps them);
     ``indexing_modes``: column -> its INDEXING MODES value, recorded in the manifest; ``identities``, if
-    given, receives each file's (size, modification time in ms) as read (recorded in the split too: a read
-    of a file rewritten since is CompanionSourceError).
+    given, receives each file's (size, modification time in ms) as read, ``footer_crcs`` each file's Parquet
+    footer CRC32 (both recorded in the split too: a read of a file rewritten since is CompanionSourceError).
 
     The split is laid out as tantivy4java's (``parquet_manifest``): ``_parquet_manifest.json`` and the
     ``__pq_file_hash``/``__pq_row_in_file`` fast fields, plus this project's member and locator copy.
@@ -78,6 +79,7 @@ def build_companion_split(
     builder = SplitBuilder(mapping, out_dir, heap_bytes, copy_columns=[FILE_COLUMN, ROW_COLUMN])
     file_rows: list[int] = []
     file_identities: list[tuple[int, int]] = []  # each file's size and modification time, read before its rows
+    file_footer_crcs: list[int] = []  # each file's Parquet footer CRC32, read before its rows
     entries: list[dict[str, Any]] = []
     columns: list[dict[str, Any]] | None = None
     overrides = PM.tokenizer_overrides(indexing_modes or {})
@@ -87,9 +89,12 @@ def build_companion_split(
     try:
         for position, relative in enumerate(files):
             file_identities.append(sources.identity(relative))
-            pf = sources.open(relative, expected=file_identities[-1])
+            file_footer_crcs.append(sources.footer_crc(relative, file_identities[-1][0]))
+            pf = sources.open(relative, expected=file_identities[-1], expected_footer_crc=file_footer_crcs[-1])
             if identities is not None:
                 identities[relative] = file_identities[-1]
+            if footer_crcs is not None:
+                footer_crcs[relative] = file_footer_crcs[-1]
             meta = pf.metadata
             read_bytes += sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
             if columns is None:
@@ -136,6 +141,7 @@ def build_companion_split(
             tuple(file_rows),
             tuple(data_schema.names),
             tuple(file_identities),
+            tuple(file_footer_crcs),
         )
 
         def manifest_member(index_dir: Path) -> dict[str, bytes]:
@@ -287,6 +293,11 @@ def merge_companion(splits: Sequence[Path], mapping: DocMapping, out_dir: Path) 
         (
             tuple(x for i in infos for x in i.file_identities or ())
             if all(i.file_identities is not None for i in infos)
+            else None
+        ),
+        (
+            tuple(x for i in infos for x in i.file_footer_crcs or ())
+            if all(i.file_footer_crcs is not None for i in infos)
             else None
         ),
     )
