@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_plugin.dataframe_api import hook_writers
 from connect_plugin.failures import project_error_first
 from connect_plugin.local import check_local_workers, quiet_local_session, use_worker_daemon
 from connect_plugin.settings import TABLE_NAME_PREFIX, _options
@@ -97,6 +98,7 @@ def install(spark: SparkSession) -> None:
     """
     check_local_workers(spark)
     use_worker_daemon(spark)
+    hook_writers(JVM_FORMATS)  # df.write...save(): the project's error first, partitionBy(...) explained
     for key, value in SESSION_CONF.items():
         try:
             spark.conf.set(key, value)

@@ -1,0 +1,171 @@
+"""``df.write.format("indextables")...save()`` and ``spark.read.format("indextables")...load()`` with
+the project's error first (``connect_plugin.install`` hooks them in): ``DataFrameWriter.save`` and
+``DataFrameReader.load`` of classic and Spark Connect sessions, wrapped so that
+
+- an exception whose text reports an IndexTables error is raised as that error, its ``[INDEXTABLES_*]``
+  line first (``connect_plugin.failures.project_error_first``: as ``connect_plugin.write`` does), not
+  Spark's ``[PYTHON_DATA_SOURCE_ERROR] Failed to ...`` with the worker's traceback in its message;
+- ``DataFrameWriter.partitionBy(...)`` into IndexTables, which Spark refuses for every Python data
+  source before the source is called, with a message that blames the table ("The provided partitioning
+  or clustering columns do not match the existing table's", on a new path too), is a ``ConfigError``
+  naming what does it: the ``partitionBy`` option, or ``connect_plugin.write(partition_by=...)``.
+
+Other formats and other errors are left as they are, and so are the errors of a DataFrame's actions
+(``collect``, ``show``...): their text holds the ``[INDEXTABLES_*]`` line (docs/log-and-splits.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from connect_plugin.failures import project_error_first
+from indextables_contract import FORMAT
+from indextables_contract.errors import ConfigError, IndexTablesError
+
+# Spark's check of DataFrameWriter.partitionBy against a V2 table's partitioning (a Python data source
+# reports none): DataFrameWriter.checkPartitioningMatchesV2Table.
+SPARK_PARTITIONING_MISMATCH = "provided partitioning or clustering columns do not match the existing table"
+_HOOKED = "_indextables_hooked"
+
+
+# The format names hooked (lower-case): "indextables", and IndexTables4Spark's that hook_writers is given.
+_FORMATS: set[str] = {FORMAT.lower()}
+
+
+def _formats() -> set[str]:
+    return _FORMATS
+
+
+def _source(writer: Any) -> str | None:
+    """The format a writer or reader was given: Spark Connect keeps it on the object, a classic one only
+    in the JVM (``format`` is wrapped to remember it)."""
+    plan = getattr(writer, "_write", None)
+    found = getattr(plan, "source", None) if plan is not None else getattr(writer, "_format", None)
+    return found or getattr(writer, "_indextables_source", None)
+
+
+def _partitioning_refused(writer: Any, e: Exception, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ConfigError:
+    given = kwargs.get("partitionBy") or (args[3] if len(args) > 3 else None)  # save(path, format, mode, partitionBy)
+    columns = given or _partition_columns(writer) or []
+    if isinstance(columns, str):
+        columns = [columns]
+    shown = ",".join(columns) if columns else "<col1>,<col2>"
+    return ConfigError(
+        "DataFrameWriter.partitionBy(...) cannot reach IndexTables: Spark refuses it for every Python data "
+        f'source before the source is called; give the partition columns as the option: .option("partitionBy", '
+        f'"{shown}") (or connect_plugin.write(df, path, partition_by=[...])); Spark said: '
+        + str(e).strip().split("\n")[0][:200]
+    )
+
+
+def _partition_columns(writer: Any) -> list[str] | None:
+    plan = getattr(writer, "_write", None)
+    found = getattr(plan, "partitioning_cols", None) if plan is not None else None
+    return list(found) if found else getattr(writer, "_indextables_partition_by", None)
+
+
+def _wrap_save(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def save(self: Any, *args: Any, **kwargs: Any) -> Any:
+        source = kwargs.get("format") or (args[1] if len(args) > 1 else None) or _source(self)
+        if str(source or "").lower() not in _formats():
+            return original(self, *args, **kwargs)
+        try:
+            with project_error_first(_option_names(self, kwargs)):
+                return original(self, *args, **kwargs)
+        except IndexTablesError:
+            raise
+        except Exception as e:
+            if SPARK_PARTITIONING_MISMATCH in str(e):
+                raise _partitioning_refused(self, e, args, kwargs) from None
+            raise
+
+    setattr(save, _HOOKED, True)
+    return save
+
+
+def _wrap_load(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def load(self: Any, *args: Any, **kwargs: Any) -> Any:
+        source = kwargs.get("format") or (args[1] if len(args) > 1 else None) or _source(self)
+        if str(source or "").lower() not in _formats():
+            return original(self, *args, **kwargs)
+        with project_error_first(_option_names(self, kwargs)):
+            return original(self, *args, **kwargs)
+
+    setattr(load, _HOOKED, True)
+    return load
+
+
+def _option_names(obj: Any, kwargs: dict[str, Any]) -> list[str]:
+    """The option names as the user wrote them (Spark lower-cases them before the data source sees them):
+    a Spark Connect writer keeps them on its plan, a reader in ``_options``; a classic one only in the JVM
+    (``option`` and ``options`` are wrapped to remember them)."""
+    plan = getattr(obj, "_write", None)
+    kept = getattr(plan, "options", None) if plan is not None else getattr(obj, "_options", None)
+    names = list(kept) if isinstance(kept, dict) else []
+    return [*names, *getattr(obj, "_indextables_options", ()), *kwargs]
+
+
+def _wrap_option(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def option(self: Any, key: str, value: Any) -> Any:
+        self._indextables_options = [*getattr(self, "_indextables_options", ()), str(key)]
+        return original(self, key, value)
+
+    return option
+
+
+def _wrap_options(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def options(self: Any, **given: Any) -> Any:
+        self._indextables_options = [*getattr(self, "_indextables_options", ()), *given]
+        return original(self, **given)
+
+    return options
+
+
+def _wrap_format(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def format(self: Any, source: str) -> Any:
+        self._indextables_source = source
+        return original(self, source)
+
+    return format
+
+
+def _wrap_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def partitionBy(self: Any, *cols: Any) -> Any:
+        names = cols[0] if len(cols) == 1 and isinstance(cols[0], list | tuple) else cols
+        self._indextables_partition_by = [str(c) for c in names]
+        return original(self, *cols)
+
+    return partitionBy
+
+
+def hook_writers(formats: Iterable[str] = ()) -> None:
+    """Wrap ``DataFrameWriter.save`` and ``DataFrameReader.load`` (and ``format``, ``option``, ``options``
+    and a writer's ``partitionBy``: a classic one keeps their values only in the JVM) of both session
+    kinds, once per process. ``formats``: more format names than ``indextables`` to answer for."""
+    import importlib
+
+    _FORMATS.update(f.lower() for f in formats)
+
+    for module in ("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:  # Spark Connect's client dependencies (grpc, ...) not installed
+            continue
+        writer, reader = found.DataFrameWriter, found.DataFrameReader
+        for cls, method, wrap in ((writer, "save", _wrap_save), (reader, "load", _wrap_load)):
+            if getattr(getattr(cls, method), _HOOKED, False):
+                continue
+            cls.format = _wrap_format(cls.format)
+            cls.option = _wrap_option(cls.option)
+            cls.options = _wrap_options(cls.options)
+            if cls is writer:
+                cls.partitionBy = _wrap_partition_by(cls.partitionBy)
+            setattr(cls, method, wrap(getattr(cls, method)))  # last: it marks the class as hooked
