@@ -202,3 +202,39 @@ def test_n2_committing_a_live_add_again_is_refused_and_no_row_is_read_twice(tabl
     assert [a.path for a in snapshot.files] == [add.path] and snapshot.version == 1
     rows = search_table(log.store, snapshot, None, SplitCache(tmp_path / "cache"))
     assert sorted(rows.column("id").to_pylist()) == [1, 2]
+
+
+def _long_wildcards(seed: int, n: int) -> list[str]:
+    """Wildcard words of hundreds to thousands of characters, as the SQL fuzz drew them."""
+    rng = random.Random(seed)
+    out = ["a*" * 400, "*" + "ab?" * 300 + "*", "?" * 2000, "x" * 3000 + "*", "*a" * 1500]
+    while len(out) < n:
+        piece = "".join(rng.choice("ab*?") for _ in range(rng.randint(2, 6)))
+        out.append(piece * rng.randint(100, 800))
+    return out
+
+
+def test_med_a_long_wildcard_in_sql_is_a_typed_query_error(classic_spark: Any, tmp_path: Any) -> None:
+    """Before: 36 of 2,000 fuzzed SQL queries with long wildcards were a bare ValueError through
+    ``connect_plugin.sql`` where ``search_table`` gave a typed QueryError."""
+    import time
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from indextables_contract.errors import QueryError
+
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    uri = str(tmp_path / "t")
+    log = executor_lib.create_table(uri, schema)
+    mapping = executor_lib.mapping_for(schema, {"spark.indextables.indexing.typemap.msg": "text"})
+    log.commit([executor_lib.write_and_upload(log.store, pa.table({"id": [1, 2], "msg": ["ab", "ba"]}), mapping)])
+    count = f"SELECT count(*) FROM indextables.`{uri}` WHERE "
+    assert connect_plugin.sql(classic_spark, count + "msg indexquery 'a*'").collect()[0][0] == 1  # warm
+    for pattern in _long_wildcards(70, 8):
+        for where in (f"msg indexquery '{pattern}'", f"_indexall indexquery 'msg:{pattern}'"):
+            started = time.monotonic()
+            with pytest.raises(QueryError, match="query"):
+                connect_plugin.sql(classic_spark, count + where).collect()
+            assert time.monotonic() - started < 10, where[:80]

@@ -5,6 +5,8 @@ hashes of their strings (``hashed_columns``, tantivy4java's ``exact_only`` mode)
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import tantivy
 
@@ -36,7 +38,39 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
             raise QueryError(f"query {query.query!r}: column {query.column!r} is not an indexed field")
         if query.column in hashed_columns(mapping, schema):
             return  # any text: the term of its hash (SplitSearcher._hashed_query)
-    compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
+    check_wildcard_sizes(query.query)
+    try:
+        compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
+    except ValueError as e:  # Tantivy refused a part (a regex past its size limit): typed, as a search gives it
+        raise QueryError(f"query {_shown(query.query)!r} cannot be built: {e}") from e
+
+
+# Tantivy builds a wildcard's automaton with at most 1000 states; a longer word seldom fits, and one
+# near the limit takes seconds to build ("a" + "*" * 999 + "b" * 990: 54 s before Tantivy refused it),
+# so a wildcard word longer than this is refused before any automaton is built (255: 1.5 s at most).
+WILDCARD_CHARS = 255
+_WORD = re.compile(r"\S+")
+_FIELD_PREFIX = re.compile(r"^[(+\-]*[\w.]+:")
+
+
+def check_wildcard_sizes(text: str) -> None:
+    """QueryError if a wildcard word of ``text`` (one with ``*`` or ``?``, after its ``field:``) is longer
+    than ``WILDCARD_CHARS``: bounded before its automaton is built (its length is what the check costs)."""
+    for word in _WORD.finditer(text):
+        token = word.group()
+        if "*" not in token and "?" not in token:
+            continue
+        pattern = _FIELD_PREFIX.sub("", token)
+        if len(pattern) > WILDCARD_CHARS:
+            raise QueryError(
+                f"query {_shown(text)!r}: the wildcard at position {word.start()} is {len(pattern)} characters "
+                f"long, longer than the {WILDCARD_CHARS} a query may give (a wildcard or a regex: Tantivy's automaton "
+                "for it would pass its 1000 states, or take seconds to build); give a shorter wildcard"
+            )
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
 
 
 def hashed_columns(mapping: DocMapping, schema: pa.Schema | None) -> frozenset[str]:
