@@ -238,3 +238,36 @@ def test_med_a_long_wildcard_in_sql_is_a_typed_query_error(classic_spark: Any, t
             with pytest.raises(QueryError, match="query"):
                 connect_plugin.sql(classic_spark, count + where).collect()
             assert time.monotonic() - started < 10, where[:80]
+
+
+def test_low_a_flipped_bit_in_the_checksum_members_name_is_a_corrupt_split(tmp_path: Any) -> None:
+    """Before: a flipped bit in the footer's name of ``indextables.checksums.json`` made the split look
+    written before member checksums: every other member went unchecked, silently. Every single-bit flip of
+    that name is now a CorruptSplitError (most as a damaged name, the rest as a footer that does not parse),
+    and a split without the member at all (IndexTables4Spark's, or this project's older ones) still reads."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pytest
+
+    from executor_lib.format.quickwit.bundle import CHECKSUMS_MEMBER, read_footer, write_bundle
+    from executor_lib.splits.doc_mapping import mapping_for
+    from executor_lib.splits.write.writer import write_split
+    from indextables_contract.errors import CorruptSplitError
+
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "msg": ["a", "b"]})
+    split = Path(write_split(rows, mapping_for(rows.schema, {}), tmp_path / "o").path)
+    data = split.read_bytes()
+    footer = read_footer(split)
+    at = data.index(CHECKSUMS_MEMBER.encode(), footer.footer_start)  # in the footer's JSON
+    flipped = tmp_path / "flipped.split"
+    for i in range(len(CHECKSUMS_MEMBER)):
+        for bit in range(8):
+            damaged = bytearray(data)
+            damaged[at + i] ^= 1 << bit
+            flipped.write_bytes(bytes(damaged))
+            with pytest.raises(CorruptSplitError, match=str(flipped)):
+                read_footer(flipped)
+    older = {n: data[s:e] for n, (s, e) in footer.files.items() if n != CHECKSUMS_MEMBER}
+    write_bundle(older, tmp_path / "older.split", checksums=False)
+    assert CHECKSUMS_MEMBER not in read_footer(tmp_path / "older.split").files

@@ -227,7 +227,21 @@ def parse_footer(tail: bytes, file_size: int, source: str) -> BundleFooter:
     footer_start = file_size - len(tail) + header_start
     if any(s < 0 or e < s or e > footer_start for s, e in files.values()):
         raise CorruptSplitError(f"{source}: split footer lists file ranges outside the data section")
+    damaged = next((name for name in files if _damaged_checksums_name(name)), None)
+    if damaged is not None:  # a flipped bit in the name would turn the member checks off silently
+        raise CorruptSplitError(
+            f"{source}: split footer names a member {damaged!r}, a damaged {CHECKSUMS_MEMBER} (differs in "
+            f"{sum(a != b for a, b in zip(damaged, CHECKSUMS_MEMBER, strict=True))} of its characters)"
+        )
     return BundleFooter(files, footer_start, file_size)
+
+
+def _damaged_checksums_name(name: str) -> bool:
+    """Whether ``name`` is ``CHECKSUMS_MEMBER`` with one or two characters changed (a flipped bit or two
+    in the footer). No member of a split, this project's or IndexTables4Spark's, is named so otherwise."""
+    if len(name) != len(CHECKSUMS_MEMBER) or name == CHECKSUMS_MEMBER:
+        return False
+    return sum(a != b for a, b in zip(name, CHECKSUMS_MEMBER, strict=True)) <= 2
 
 
 def read_footer(path: Path) -> BundleFooter:
