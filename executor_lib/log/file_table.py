@@ -254,6 +254,7 @@ class FileChunk:
                 order = sorted if collection is frozenset else list
                 values = [None if v is None else order(set(v) if collection is frozenset else v) for v in lists]
                 columns[name] = pa.array(values, _LIST)
+        check_counts(columns)
         extras = by_attribute.get(_EXTRA, ())
         if any(extras):
             try:
@@ -298,6 +299,32 @@ class FileChunk:
             set_dict(add, "__dict__", dict(zip(names, row, strict=True)))
             out.append(add)
         return out
+
+
+_COUNTS = (("size", "size"), ("num_records", "numRecords"))  # attribute, the log's name
+
+
+def check_counts(columns: Mapping[str, Any]) -> None:
+    """CorruptLogError if a ``size`` or ``num_records`` column (attribute -> Arrow array, or a chunk's
+    logical columns) holds a negative value: one ``min`` per column, not a check per entry. A negative
+    count was trusted before (summed into the table's totals, used to plan merges and reads)."""
+    for attribute, key in _COUNTS:
+        column = columns.get(attribute) if isinstance(columns, Mapping) else None
+        if column is None or len(column) == 0:
+            continue
+        smallest = pc.min(column).as_py()
+        if smallest is not None and smallest < 0:
+            at = pc.index(column, smallest).as_py()
+            paths = columns.get("path")
+            named = f" (add {pc.take(paths, [at])[0].as_py()!r})" if paths is not None else ""
+            raise CorruptLogError(f"add.{key} {smallest} is negative{named}: a size or record count cannot be")
+
+
+def check_chunk_counts(chunk: FileChunk) -> FileChunk:
+    """``chunk`` once ``check_counts`` passed on its columns (a chunk restored from a sidecar or a cache)."""
+    present = set(chunk.column_names)
+    check_counts({name: chunk.column(name) for name in ("path", "size", "num_records") if name in present})
+    return chunk
 
 
 def matching_paths(chunk: FileChunk, paths: frozenset[str], value_set: pa.Array) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, restore_chunk
+from executor_lib.log.file_table import COLUMN_LAYOUT, FileChunk, check_chunk_counts, restore_chunk
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import ObjectNotFoundError
 
@@ -174,7 +174,7 @@ def decode_sidecar(data: bytes, manifest_sha256: str, source: str) -> FileChunk 
             raise ValueError("it belongs to other manifest bytes")
         if metadata.get(_ENTRIES_KEY) != str(table.num_rows).encode():
             raise ValueError(f"{table.num_rows} rows, metadata says {metadata.get(_ENTRIES_KEY)!r}")
-        return restore_chunk(table.replace_schema_metadata(None))
+        return check_chunk_counts(restore_chunk(table.replace_schema_metadata(None)))  # else: the Avro's error
     except Exception as e:  # derived data: anything a damaged file raises (SystemError, TypeError...) means the Avro
         log.debug("manifest sidecar %s ignored (%s: %s)", source, type(e).__name__, e)
         return None

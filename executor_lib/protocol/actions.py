@@ -214,10 +214,15 @@ def _kind(type_name: str) -> str:
     return "any"
 
 
+_COUNT_KEYS = frozenset({"size", "numRecords"})
+
+
 def _coerce(kind: str, value: Any, action: str, key: str) -> Any:
     """Check a JSON value against the field's declared shape; arrays become tuple/frozenset."""
     if kind == "int":
         if isinstance(value, int) and not isinstance(value, bool):
+            if value < 0 and key in _COUNT_KEYS:  # a negative size or record count was trusted before
+                raise CorruptLogError(f"{action}.{key} {value} is negative: a size or record count cannot be")
             if _INT64_MIN <= value <= _INT64_MAX:
                 return value
             # every integer of the format is a JVM long; a larger one overflowed CHECKPOINT and PURGE

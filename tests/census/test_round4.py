@@ -271,3 +271,53 @@ def test_low_a_flipped_bit_in_the_checksum_members_name_is_a_corrupt_split(tmp_p
     older = {n: data[s:e] for n, (s, e) in footer.files.items() if n != CHECKSUMS_MEMBER}
     write_bundle(older, tmp_path / "older.split", checksums=False)
     assert CHECKSUMS_MEMBER not in read_footer(tmp_path / "older.split").files
+
+
+def test_low_a_negative_size_or_record_count_is_a_corrupt_log(tmp_path: Any) -> None:
+    """Before: a negative ``numRecords`` or ``size`` was trusted (summed into the totals, planned with). Now a
+    version line holding one is CorruptLogError naming its version file, and an Avro manifest holding one
+    is refused column-wise (one ``min`` per column) naming the manifest, whether read from its sidecar or
+    decoded."""
+    import dataclasses
+    import hashlib
+    import json
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from executor_lib.log import file_table
+    from executor_lib.log.avro_state import decode_manifest_chunk
+    from executor_lib.log.config import LogConfig
+    from executor_lib.log.manifest_columns import decode_sidecar, sidecar_key
+    from executor_lib.log.state_writer import write_manifest
+    from executor_lib.protocol.files import decode_log_bytes
+    from indextables_contract.errors import CorruptLogError
+
+    root = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    log = executor_lib.create_table(root, schema)
+    good = executor_lib.write_and_upload(
+        log.store, pa.table({"id": [1], "msg": ["a"]}), executor_lib.mapping_for(schema, {})
+    )
+    log.commit([good])
+    with open(f"{root}/_transaction_log/00000000000000000001.json", "rb") as f:
+        add = json.loads(decode_log_bytes(f.read(), "v1").splitlines()[-1])["add"]
+    for field in ("size", "numRecords"):
+        with open(f"{root}/_transaction_log/00000000000000000002.json", "w") as f:
+            f.write(json.dumps({"add": {**add, "path": f"splits/negative-{field}.split", field: -5}}) + "\n")
+        for run in (lambda: executor_lib.open_log(root).snapshot(), lambda: executor_lib.open_log(root).checkpoint()):
+            with pytest.raises(CorruptLogError, match=rf"00000000000000000002\.json.*add\.{field} -5 is negative"):
+                run()
+    store = log.store
+    for attribute, field in (("size", "size"), ("num_records", "numRecords")):
+        bad = dataclasses.replace(good, path=f"splits/negative-{field}.split", **{attribute: -7})
+        with pytest.MonkeyPatch.context() as patch:  # a writer refuses it too: write it as a hostile one would
+            patch.setattr(file_table, "check_counts", lambda columns: None)
+            info = write_manifest(store, [(good, 1, 0), (bad, 1, 0)], LogConfig())
+        key = f"_transaction_log/{info.path}"
+        data = store.read(key)
+        with pytest.raises(CorruptLogError, match=rf"{info.path}.*add\.{field} -7 is negative.*negative-{field}"):
+            decode_manifest_chunk(data, store.uri_of(key))
+        assert store.exists(sidecar_key(key))  # a sidecar holding it is not used: the Avro's error is raised
+        assert decode_sidecar(store.read(sidecar_key(key)), hashlib.sha256(data).hexdigest(), key) is None
