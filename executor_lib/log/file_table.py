@@ -304,26 +304,27 @@ class FileChunk:
 _COUNTS = (("size", "size"), ("num_records", "numRecords"))  # attribute, the log's name
 
 
-def check_counts(columns: Mapping[str, Any]) -> None:
-    """CorruptLogError if a ``size`` or ``num_records`` column (attribute -> Arrow array, or a chunk's
-    logical columns) holds a negative value: one ``min`` per column, not a check per entry. A negative
-    count was trusted before (summed into the table's totals, used to plan merges and reads)."""
+def check_counts(columns: Mapping[str, Any], paths: Callable[[], Any] | None = None) -> None:
+    """CorruptLogError if a ``size`` or ``num_records`` column (attribute -> Arrow array) holds a negative
+    value: one ``min`` per column, not a check per entry (``paths()``: the path column, read only to name
+    the entry; else ``columns["path"]``). A negative count was trusted before (summed into the table's
+    totals, used to plan merges and reads)."""
     for attribute, key in _COUNTS:
-        column = columns.get(attribute) if isinstance(columns, Mapping) else None
+        column = columns.get(attribute)
         if column is None or len(column) == 0:
             continue
         smallest = pc.min(column).as_py()
         if smallest is not None and smallest < 0:
             at = pc.index(column, smallest).as_py()
-            paths = columns.get("path")
-            named = f" (add {pc.take(paths, [at])[0].as_py()!r})" if paths is not None else ""
+            path_column = paths() if paths is not None else columns.get("path")
+            named = f" (add {pc.take(path_column, [at])[0].as_py()!r})" if path_column is not None else ""
             raise CorruptLogError(f"add.{key} {smallest} is negative{named}: a size or record count cannot be")
 
 
 def check_chunk_counts(chunk: FileChunk) -> FileChunk:
     """``chunk`` once ``check_counts`` passed on its columns (a chunk restored from a sidecar or a cache)."""
     present = set(chunk.column_names)
-    check_counts({name: chunk.column(name) for name in ("path", "size", "num_records") if name in present})
+    check_counts({n: chunk.column(n) for n in ("size", "num_records") if n in present}, lambda: chunk.paths)
     return chunk
 
 
