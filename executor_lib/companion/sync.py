@@ -269,6 +269,20 @@ def source_footer_crcs_tag(footer_crcs: Mapping[str, int]) -> dict[str, str]:
     return {SOURCE_FOOTER_CRCS_TAG: json.dumps(dict(sorted(footer_crcs.items())))}
 
 
+def merged_pin_tags(sources: Sequence[AddAction]) -> dict[str, str]:
+    """The pin tags (``SOURCE_IDENTITIES_TAG``, ``SOURCE_FOOTER_CRCS_TAG``) of a split merged from
+    ``sources``: each file's pins as its source split recorded them (a merged split without them would
+    be compared by nothing at the next sync, and a rewrite it reads would never be re-indexed)."""
+    tags = {}
+    for tag in (SOURCE_IDENTITIES_TAG, SOURCE_FOOTER_CRCS_TAG):
+        pins: dict[str, Any] = {}
+        for add in sources:
+            pins.update(_recorded(add, tag))
+        if pins:
+            tags[tag] = json.dumps(dict(sorted(pins.items())))
+    return tags
+
+
 def _recorded(add: AddAction, tag: str) -> dict[str, Any]:
     try:
         recorded = json.loads((add.tags or {}).get(tag) or "{}")

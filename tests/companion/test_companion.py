@@ -197,7 +197,7 @@ def test_vanished_source_file_is_named(classic_spark: Any, tmp_path: Path) -> No
 def test_a_rewrite_keeping_size_and_mtime_is_refused_and_rebuilt(classic_spark: Any, tmp_path: Path) -> None:
     """A source file rewritten in place with other rows but the same size and its modification time
     restored: a read refuses it (its Parquet footer's CRC32 differs from BUILD's), never answering the
-    stale index's rows, and BUILD again re-indexes it."""
+    stale index's rows, and BUILD again re-indexes it (also after MERGE SPLITS combined its split)."""
     spark = classic_spark
     src, index = tmp_path / "src", str(tmp_path / "index")
     src.mkdir()
@@ -205,7 +205,9 @@ def test_a_rewrite_keeping_size_and_mtime_is_refused_and_rebuilt(classic_spark: 
     for f in range(2):
         pq.write_table(_rows(f * 250, 250), src / f"part-{f}.parquet", **plain)
     statement = f"BUILD INDEXTABLES COMPANION FOR PARQUET '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
-    assert _build(spark, statement)["status"] == "success"
+    assert _build(spark, statement.replace(" AT ", " TARGET INPUT SIZE 1K AT "))["splits_created"] == 2
+    sql(spark, f"MERGE SPLITS '{index}' TARGET SIZE 100M").collect()  # the merged split keeps both files' pins
+    assert [a.num_merge_ops for a in executor_lib.open_log(index).snapshot().files] == [1]
     victim = src / "part-1.parquet"
     before = os.stat(victim)
     rows = _rows(250, 250)

@@ -105,6 +105,7 @@ def _merge_companion(
     """Companion splits merged (``companion.merge_companion``); the add carries the companion fields as
     IndexTables4Spark's ``MergeSplitsCommand`` sets them: the sources' files (distinct, in order), the
     highest source version, the first fast field mode."""
+    from executor_lib.companion.sync import merged_pin_tags
     from executor_lib.splits.write.companion import merge_companion
 
     if any(a.companion_source_files is None for a in sources):
@@ -121,6 +122,7 @@ def _merge_companion(
         companion_fast_field_mode=next(
             (a.companion_fast_field_mode for a in sources if a.companion_fast_field_mode), None
         ),
+        tags={**(add.tags or {}), **merged_pin_tags(sources)} or add.tags,
     )
 
 
