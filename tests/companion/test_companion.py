@@ -229,6 +229,38 @@ def test_a_rewrite_keeping_size_and_mtime_is_refused_and_rebuilt(classic_spark: 
     assert _build(spark, statement)["status"] == "no_action"
 
 
+def test_a_delta_source_file_rewritten_to_the_same_size_and_mtime_is_refused_and_rebuilt(
+    classic_spark: Any, tmp_path: Path
+) -> None:
+    """As above for a Delta source, whose log keeps listing the file's old size and time: the rewrite (other
+    ids, padded to the same size in its footer's key-value metadata) is refused and BUILD again re-indexes it."""
+    deltalake = pytest.importorskip("deltalake")
+    spark = classic_spark
+    src, index = tmp_path / "delta", str(tmp_path / "index")
+    deltalake.write_deltalake(str(src), _rows(0, 300))
+    statement = f"BUILD INDEXTABLES COMPANION FOR DELTA '{src}' INDEXING MODES ('msg':'text') AT LOCATION '{index}'"
+    assert _build(spark, statement)["status"] == "success"
+    (victim,) = src.glob("*.parquet")
+    before = os.stat(victim)
+    old = pq.read_table(victim)
+    moved = old.set_column(0, "id", pa.array([i + 1000 for i in old.column("id").to_pylist()], pa.int64()))
+    for pad in range(4096):  # the footer's metadata grows a byte per character
+        with pq.ParquetWriter(victim, moved.schema, store_schema=False) as writer:
+            writer.write_table(moved)
+            writer.add_key_value_metadata({"pad": "x" * pad})
+        if os.stat(victim).st_size >= before.st_size:
+            break
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(victim)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    query = f"SELECT id FROM indextables.`{index}` WHERE msg indexquery 'kraken'"
+    with pytest.raises(Exception, match=r"was rewritten after the companion was built.*footer"):
+        _ids(sql(spark, query))
+    out = _build(spark, statement)
+    assert (out["status"], out["parquet_files_indexed"]) == ("success", 1)
+    assert _ids(sql(spark, query)) == [i + 1000 for i in range(300) if i % 17 == 0]
+
+
 def test_dry_run_where_and_clause_errors(classic_spark: Any, tmp_path: Path) -> None:
     from indextables_contract.errors import IndexTablesSQLError
 
