@@ -43,6 +43,8 @@ BASE_PACKAGES = ("python3", "python3-venv", "openjdk-17-jre-headless", "procps")
 # Besides pyproject's dependencies and its spark, s3 and azure extras: moto for the S3 image and the
 # build backend for installing this project offline.
 EXTRA_WHEELS = ("moto[server]>=5.0.20", "setuptools>=77", "wheel")
+NATIVE_PACKAGE = "indextables-native"  # pyproject's requirement of the native engine ...
+NATIVE_DIR = "./native"  # ... whose wheel is built from this checkout
 # The Azurite image's base: Debian's Node.js (18) runs the npm package, python3 its launcher.
 AZURITE_BASE_PACKAGES = ("python3", "nodejs")
 AZURITE_FILES = REPO_ROOT / "docker" / "azurite"
@@ -177,7 +179,9 @@ def ensure_wheels() -> float:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     requirements = [*project["dependencies"], *extras["spark"], *extras["s3"], *extras["azure"], *EXTRA_WHEELS]
-    stamp_value = _digest(*requirements)
+    # the native engine is this checkout's: its wheel is built from native/ (cargo, through maturin)
+    requirements = [NATIVE_DIR if r.startswith(NATIVE_PACKAGE) else r for r in requirements]
+    stamp_value = _digest(*requirements, _native_digest())
     stamp = WHEELS / ".requirements-hash"
     if stamp.exists() and stamp.read_text() == stamp_value and any(WHEELS.glob("pyspark-*.whl")):
         return 0.0
@@ -190,6 +194,14 @@ def ensure_wheels() -> float:
         raise DockerUnavailableError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
     stamp.write_text(stamp_value)
     return time.monotonic() - start
+
+
+def _native_digest() -> str:
+    h = hashlib.sha256()
+    for f in sorted((REPO_ROOT / "native").rglob("*")):
+        if f.is_file() and "target" not in f.relative_to(REPO_ROOT / "native").parts:
+            h.update(str(f.relative_to(REPO_ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def _sources_digest(*extra: str) -> str:

@@ -25,10 +25,9 @@ from collections import OrderedDict
 from collections.abc import Collection
 from typing import Any
 
-import tantivy
-
 from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping
 from executor_lib.splits.query.explain import explain
+from executor_lib.splits.query.plan import PLAN, TANTIVY
 from executor_lib.splits.query.syntax import (
     MUST,
     MUST_NOT,
@@ -46,7 +45,7 @@ from executor_lib.splits.tokenizers import analyzer, long_tokens, lowercases, sp
 from indextables_contract import filters
 from indextables_contract.errors import QueryError, QuerySyntaxError
 
-_OCCUR = {MUST: tantivy.Occur.Must, SHOULD: tantivy.Occur.Should, MUST_NOT: tantivy.Occur.MustNot}
+_OCCUR = {MUST: "Must", SHOULD: "Should", MUST_NOT: "MustNot"}  # the builder's attribute of each
 _FUZZY = re.compile(r"~\d+$")
 _FUZZY_TERM = re.compile(r"^(.+?)~([12])(\*?)$", re.DOTALL)  # word~N[*]: fuzzy (filters.QueryString.fuzzy)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and return are spaces
@@ -63,12 +62,14 @@ def compile_query(
     query: filters.QueryString,
     default_fields: list[str],
     list_columns: Collection[str] = (),
+    plan: bool = False,
 ) -> Any:
     """The Tantivy query of ``query``: on ``query.column`` if set, else on ``default_fields``.
     A column query on one of ``list_columns`` (lists of scalars, indexed as ``{"_values": [...]}``)
     searches the list's values: ``tags indexquery 'red'`` is ``tags._values:red``.
 
     Raises QueryError naming the query and what is wrong with it (with the position for syntax).
+    ``plan``: the query as a plan for the native engine (``plan.PLAN``), not a ``tantivy`` query.
 
     Example: ``compile_query(index, mapping, QueryString("Config*", "message"), [])`` is a regex
     query for ``config.*`` on ``message``.
@@ -77,10 +78,10 @@ def compile_query(
     if bad is not None:  # NUL and 0x01 are Tantivy's JSON path delimiters: it panics on them
         raise QueryError(f"query {query.query!r}: control character {bad.group()!r} at position {bad.start()}")
     fields, columns = tuple(default_fields), frozenset(list_columns)
-    key = (mapping, query.query, query.column, fields, columns, query.fuzzy, query.transpositions)
+    key = (mapping, query.query, query.column, fields, columns, query.fuzzy, query.transpositions, plan)
     compiled = _COMPILED.get(key)
     if compiled is None:
-        compiled = _compile(index, mapping, query, default_fields, list_columns)
+        compiled = _compile(index, mapping, query, default_fields, list_columns, PLAN if plan else TANTIVY)
         _COMPILED[key] = compiled
         if len(_COMPILED) > _COMPILED_MAX:
             _COMPILED.popitem(last=False)
@@ -95,6 +96,7 @@ def _compile(
     query: filters.QueryString,
     default_fields: list[str],
     list_columns: Collection[str],
+    builder: Any,
 ) -> Any:
     fields = [query.column] if query.column is not None else default_fields
     try:
@@ -103,7 +105,7 @@ def _compile(
         raise _syntax_error(index, query.query, fields, e) from e
     if query.column is not None and query.column in list_columns:
         tree = with_default_field(tree, f"{query.column}.{ARRAY_KEY}")
-    return _Compiler(index, mapping, query.query, fields, query.fuzzy, query.transpositions).node(tree)
+    return _Compiler(index, mapping, query.query, fields, query.fuzzy, query.transpositions, builder).node(tree)
 
 
 def _syntax_error(index: Any, text: str, fields: list[str], error: QuerySyntaxError) -> QueryError:
@@ -128,7 +130,9 @@ class _Compiler:
         fields: list[str],
         fuzzy: bool = False,
         transpositions: bool = True,
+        builder: Any = TANTIVY,
     ) -> None:
+        self.q = builder  # what builds the queries: ``tantivy``'s, or plans (``plan``)
         self.fuzzy = fuzzy  # the project's extension: word~N is a fuzzy term (filters.QueryString.fuzzy)
         self.transpositions = transpositions  # a fuzzy term's transposition: one edit, else two
         self.index = index
@@ -142,22 +146,22 @@ class _Compiler:
 
     def node(self, node: Node) -> Any:
         if isinstance(node, Boost):
-            return tantivy.Query.boost_query(self.node(node.child), node.boost)
+            return self.q.boost_query(self.node(node.child), node.boost)
         if isinstance(node, Clause):
             return self.clause(node)
         return self.leaf(node)
 
     def clause(self, clause: Clause) -> Any:
-        parts = [(_OCCUR[occur or SHOULD], self.node(child)) for occur, child in clause.children]
-        if not any(occur != tantivy.Occur.MustNot for occur, _ in parts):
-            parts.append((tantivy.Occur.Must, tantivy.Query.all_query()))  # exclude from every row
+        parts = [(getattr(self.q, _OCCUR[occur or SHOULD]), self.node(child)) for occur, child in clause.children]
+        if not any(occur != self.q.MustNot for occur, _ in parts):
+            parts.append((self.q.Must, self.q.all_query()))  # exclude from every row
         if len(parts) == 1:
             return parts[0][1]
-        return tantivy.Query.boolean_query(parts)
+        return self.q.boolean_query(parts)
 
     def leaf(self, leaf: Leaf) -> Any:
         if leaf.kind == "all":
-            return tantivy.Query.all_query()
+            return self.q.all_query()
         if leaf.kind == "literal":
             fuzzy = _FUZZY_TERM.match(leaf.text) if self.fuzzy and leaf.delimiter == "" else None
             if fuzzy is not None:
@@ -206,7 +210,7 @@ class _Compiler:
         queries = [build(leaf, field, path) for field, path in targets]
         if len(queries) == 1:
             return queries[0]
-        return tantivy.Query.boolean_query([(tantivy.Occur.Should, q) for q in queries])
+        return self.q.boolean_query([(self.q.Should, q) for q in queries])
 
     # -- leaves --
 
@@ -220,7 +224,7 @@ class _Compiler:
         else:
             text = leaf.source
         try:
-            return self.index.parse_query(text, self.fields, allow_regexes=True)
+            return self.q.parsed(self.index, text, self.fields)
         except ValueError as e:
             raise QueryError(f"query {self.text!r} {explain(self.text, str(e))}") from e
 
@@ -242,7 +246,7 @@ class _Compiler:
                 f"(tokenizer {field.tokenizer or 'default'}); a fuzzy term matches one token"
             )
         name = f"{field.name}.{path}" if path else field.name
-        return tantivy.Query.fuzzy_term_query(self.schema, name, tokens[0], distance, self.transpositions, prefix)
+        return self.q.fuzzy_term_query(self.schema, name, tokens[0], distance, self.transpositions, prefix)
 
     def wildcard(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
         if field.type not in ("text", "json"):
@@ -270,10 +274,10 @@ class _Compiler:
     def term_regex(self, field: FieldMapping, path: str, pattern: str) -> Any:
         """A regex over the field's terms; on a JSON field, over the terms at ``path`` (any path if "")."""
         if field.type != "json":
-            return tantivy.Query.regex_query(self.schema, field.name, "(?s)" + pattern)
+            return self.q.regex_query(self.schema, field.name, "(?s)" + pattern)
         # a JSON term is <path segments joined by 0x01> 0x00 's' <text>
         prefix = "\\x01".join(filters.regex_escape(segment) for segment in path.split(".")) if path else "[^\\x00]*"
-        return tantivy.Query.regex_query(self.schema, field.name, f"(?s){prefix}\\x00s{pattern}")
+        return self.q.regex_query(self.schema, field.name, f"(?s){prefix}\\x00s{pattern}")
 
     def json_regex(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
         pattern = leaf.source[1:-1].replace("\\/", "/")
@@ -285,12 +289,12 @@ class _Compiler:
             return self.delegate(Leaf("literal", f'"{quoted}"', leaf.field, leaf.text, '"'))
         tokens = analyzer(field.tokenizer or "default", field.max_token_length).analyze(leaf.text)
         if not tokens:
-            return tantivy.Query.empty_query()
+            return self.q.empty_query()
         name = f"{field.name}.{path}" if path else field.name
         # Frequencies, not positions (as Tantivy's query parser builds term queries): only phrase
         # queries read a field's positions (split_pieces.query_needs)
-        terms = [(tantivy.Occur.Must, tantivy.Query.term_query(self.schema, name, t, "freq")) for t in tokens]
-        return terms[0][1] if len(terms) == 1 else tantivy.Query.boolean_query(terms)
+        terms = [(self.q.Must, self.q.term_query(self.schema, name, t, "freq")) for t in tokens]
+        return terms[0][1] if len(terms) == 1 else self.q.boolean_query(terms)
 
     def check_token_lengths(self, leaf: Leaf) -> None:
         for field, _ in self.targets(leaf) or []:

@@ -41,10 +41,12 @@ from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.check import hashed_columns, list_columns
 from executor_lib.splits.query.compile import compile_query
+from executor_lib.splits.query.plan import PLAN, TANTIVY
 from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
 from executor_lib.splits.rows.take import rows_schema, take_rows
+from executor_lib.splits.search.native import NativeSplit
 from executor_lib.splits.search.scoring import (
     ScoreStats,
     SplitFiles,
@@ -158,6 +160,7 @@ class SplitSearcher:
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)
         self._files: SplitFiles | None = None  # what scoring reads of the index files (_split_files)
+        self._native: NativeSplit | None = None  # the split opened in place, for ranked search (_native_split)
         self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
         self._offsets_by_ordinal: list[int] | None = None
         if segments is not None:
@@ -257,18 +260,18 @@ class SplitSearcher:
                 record_checksums(self.index_dir, {p.name: p for p in built})
         return True
 
-    def _hashed_query(self, column: str, text: str) -> Any:
+    def _hashed_query(self, column: str, text: str, q: Any = TANTIVY) -> Any:
         """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
         ``exact_only`` column, the term of the text's hash; on a ``text_*_exactonly`` column whose pattern
         the text matches, the term of the first match's hash in ``<column>__uuids``; else None."""
         schema = self.index.schema
         if column in self.hashed:
-            return tantivy.Query.term_query(schema, column, hash_string_value(text), "freq")
+            return q.term_query(schema, column, hash_string_value(text), "freq")
         if column in self.pattern_fields:
             name, pattern = self.pattern_fields[column]
             found = re.search(pattern, text)
             if found is not None:
-                return tantivy.Query.term_query(schema, name, hash_string_value(found.group(0)), "freq")
+                return q.term_query(schema, name, hash_string_value(found.group(0)), "freq")
         return None
 
     def _field(self, column: str, what: str) -> Any:
@@ -282,32 +285,31 @@ class SplitSearcher:
             return datetime.datetime(value.year, value.month, value.day)
         return value
 
-    def _compile(self, f: filters.Filter, scoring: bool = False) -> Any:
+    def _compile(self, f: filters.Filter, scoring: bool = False, q: Any = TANTIVY) -> Any:
         """A structured filter as a Tantivy query (QueryError if the field type cannot answer it).
         ``scoring``: the parts that are not query strings (comparisons, NOT) score 0, so that a score
-        ranks by the query text alone, as a search engine's filter context."""
+        ranks by the query text alone, as a search engine's filter context. ``q``: the builder
+        (``plan.TANTIVY``, or ``plan.PLAN`` for the native engine)."""
         if scoring and isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
-            occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
-            return tantivy.Query.boolean_query([(occur, self._compile(c, True)) for c in children])
+            occur = q.Must if isinstance(f, filters.And) else q.Should
+            return q.boolean_query([(occur, self._compile(c, True, q)) for c in children])
         if scoring and not isinstance(f, filters.QueryString):
-            return tantivy.Query.const_score_query(self._compile(f), 0.0)
+            return q.const_score_query(self._compile(f, False, q), 0.0)
         schema = self.index.schema
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
-                hashed = self._hashed_query(f.column, f.query)
+                hashed = self._hashed_query(f.column, f.query, q)
                 if hashed is not None:
                     return hashed
-            return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns)
+            return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns, q is PLAN)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
-            occur = tantivy.Occur.Must if isinstance(f, filters.And) else tantivy.Occur.Should
-            return tantivy.Query.boolean_query([(occur, self._compile(c)) for c in children])
+            occur = q.Must if isinstance(f, filters.And) else q.Should
+            return q.boolean_query([(occur, self._compile(c, False, q)) for c in children])
         if isinstance(f, filters.Not):
-            return tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, tantivy.Query.all_query()), (tantivy.Occur.MustNot, self._compile(f.child))]
-            )
+            return q.boolean_query([(q.Must, q.all_query()), (q.MustNot, self._compile(f.child, False, q))])
         field = self._field(f.column, type(f).__name__)
         exact_text = field.type == "text" and field.tokenizer == "raw"
         if isinstance(f, (filters.Term, filters.TermIn)):
@@ -318,13 +320,13 @@ class SplitSearcher:
             if f.column in self.hashed:  # exact_only: the index holds the values' hashes
                 values = [hash_string_value(str(v)) for v in values]
             if isinstance(f, filters.Term):
-                return tantivy.Query.term_query(schema, f.column, values[0], "freq")  # no positions read
-            return tantivy.Query.term_set_query(schema, f.column, values)
+                return q.term_query(schema, f.column, values[0], "freq")  # no positions read
+            return q.term_set_query(schema, f.column, values)
         if isinstance(f, filters.Between):
             kind = _RANGE_TYPES.get(field.type)
             if kind is None:
                 raise QueryError(f"range on column {f.column!r} of type {field.type}: not answerable by the index")
-            return tantivy.Query.range_query(
+            return q.range_query(
                 schema,
                 f.column,
                 kind,
@@ -342,11 +344,11 @@ class SplitSearcher:
                 pattern = filters.contains_pattern(f.substring)
             else:
                 pattern = f.pattern
-            return tantivy.Query.regex_query(schema, f.column, pattern)
+            return q.regex_query(schema, f.column, pattern)
         if isinstance(f, filters.Exists):
             if not field.fast:
                 raise QueryError(f"exists on column {f.column!r}: needs a fast field")
-            return tantivy.Query.exists_query(f.column)
+            return q.exists_query(f.column)
         raise QueryError(f"unsupported filter {f!r}")
 
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
@@ -433,10 +435,36 @@ class SplitSearcher:
     def _read_split_files(self) -> SplitFiles:
         return self.source.split_files(self._field_names)
 
+    def _native_split(self) -> NativeSplit | None:
+        """The split opened in place by the native engine, where its bytes are a local file (None: a
+        split read by the piece, scored by ``scoring``)."""
+        if self._native is None and self.source.bundle is not None:
+            try:
+                self._native = NativeSplit.open(self.source.bundle)
+            except (OSError, ValueError) as e:
+                raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
+        return self._native
+
+    def _plan(self, query: str | filters.Filter) -> Any:
+        """``query`` as a plan for the native engine, scoring as ``_query(query, scoring=True)``."""
+        if isinstance(query, str):
+            if query.strip() in ("", "*"):
+                return PLAN.all_query()
+            return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields, plan=True)
+        return self._compile(query, True, PLAN)
+
     @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
     def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
         """This split's BM25 statistics for ``query`` (None: a query part whose score is not modelled,
-        ``scoring``): summed over the splits a query reads, they score each split as one index would."""
+        ``scoring``, on a split read by the piece): summed over the splits a query reads, they score
+        each split as one index would."""
+        native = self._native_split()
+        if native is not None:
+            return native.stats(self._plan(query), query)
+        return self._modelled_stats(query)
+
+    def _modelled_stats(self, query: str | filters.Filter) -> ScoreStats | None:
+        """``score_stats`` through ``scoring`` (the ``tantivy`` package's split, a split read by the piece)."""
         try:
             compiled = self._query(query, scoring=True)
             return split_stats(self.searcher, compiled, self._split_files(), self._field_names)
@@ -453,7 +481,18 @@ class SplitSearcher:
         """Row numbers (into ``rows``) and BM25 scores (float32) of the documents matching ``query``,
         best first (ties by row), at most ``limit``. ``stats``: the table's statistics
         (``score_stats`` summed over the splits read): scores as one index over the table gives;
-        None: this split's own."""
+        None: this split's own. On a local split the native engine keeps only the best ``limit``
+        (Tantivy's top-k with the table's statistics); on one read by the piece every hit is
+        rescored (``scoring.table_scores``)."""
+        native = self._native_split()
+        if native is not None:
+            return self._native_scored(native, query, limit, stats)
+        return self._rescored(query, limit, stats)
+
+    def _rescored(
+        self, query: str | filters.Filter, limit: int | None, stats: ScoreStats | None
+    ) -> tuple[pa.Array, np.ndarray]:
+        """``scored`` through ``scoring``: every hit of the ``tantivy`` package rescored with ``stats``."""
         n = self.num_docs if limit is None or stats is not None else min(limit, self.num_docs)
         if n <= 0:
             return pa.array([], pa.uint64()), np.zeros(0, np.float32)
@@ -470,10 +509,24 @@ class SplitSearcher:
             if rescored is not None:
                 scores = rescored
         rows = self._rows_of([address for _, address in hits]).to_numpy(zero_copy_only=False).astype(np.int64)
-        order = np.lexsort((rows, -scores.astype(np.float64)))
-        if limit is not None:
-            order = order[:limit]
-        return pa.array(rows[order], pa.uint64()), scores[order]
+        return _best_first(rows, scores, limit)
+
+    def _native_scored(
+        self, native: NativeSplit, query: str | filters.Filter, limit: int | None, stats: ScoreStats | None
+    ) -> tuple[pa.Array, np.ndarray]:
+        n = self.num_docs if limit is None else min(limit, self.num_docs)
+        if n <= 0:
+            return pa.array([], pa.uint64()), np.zeros(0, np.float32)
+        row_field = None if self._segment_starts is not None else ROW_FIELD
+        ords, docs, scores, fast_rows = native.top_k(self._plan(query), query, n, stats, row_field)
+        if self._segment_starts is not None:
+            rows = self._segment_starts[ords] + docs.astype(np.int64)
+        else:
+            assert fast_rows is not None
+            rows = fast_rows.astype(np.int64)
+            if self._offsets_by_ordinal is not None:
+                rows = rows + np.asarray(self._offsets_by_ordinal, np.int64)[ords]
+        return _best_first(rows, scores, limit)
 
     @guarded(lambda self, query=None, column=None, *a, **k: f"snippets of {column!r} for query {query!r}")
     def snippets(
@@ -604,6 +657,14 @@ class SplitSearcher:
                 fields.append(pa.field(name, column.type))
                 arrays.append(column)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _best_first(rows: np.ndarray, scores: np.ndarray, limit: int | None) -> tuple[pa.Array, np.ndarray]:
+    """Rows and scores best first, ties by row, at most ``limit``."""
+    order = np.lexsort((rows, -scores.astype(np.float64)))
+    if limit is not None:
+        order = order[:limit]
+    return pa.array(rows[order], pa.uint64()), scores[order]
 
 
 _FAST_VALUE_TYPES = {"i64": pa.int64(), "u64": pa.uint64(), "f64": pa.float64(), "bool": pa.bool_()}

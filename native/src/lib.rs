@@ -1,0 +1,322 @@
+//! `indextables_native`: the project's engine core over Tantivy (issue 69).
+//!
+//! A split is opened in place (`bundle::BundleDirectory`: the `.split` file memory-mapped, its
+//! SSTable term dictionaries read as they are), queries arrive as plans (`plan`), and ranked
+//! search is Tantivy's own top-k with table-wide BM25 statistics handed in (`Split.top_k`), so no
+//! hit comes back to Python to be rescored. The GIL is released while a split is searched.
+
+mod bundle;
+mod plan;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
+use serde_json::Value;
+use tantivy::collector::TopDocs;
+use tantivy::query::{Bm25StatisticsProvider, Query};
+use tantivy::schema::{Field, FieldType, Type};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, WhitespaceTokenizer,
+};
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Score, Searcher, Term};
+
+use crate::bundle::BundleDirectory;
+use crate::plan::Compiler;
+
+const DEFAULT_MAX_TOKEN_LENGTH: usize = 255;
+
+/// The analyzer a schema names, as `executor_lib/splits/tokenizers.py` builds it: `default`,
+/// `en_stem`, `whitespace` (tokens of 255 bytes or more dropped), `raw`, and `<name>_max<N>` /
+/// tantivy4java's `<name>_limit_<N>` with another limit.
+fn analyzer(name: &str) -> Option<TextAnalyzer> {
+    let (base, limit) = match name.rsplit_once("_max").or_else(|| name.rsplit_once("_limit_")) {
+        Some((base, n)) => (base, n.parse().ok()?),
+        None => (name, DEFAULT_MAX_TOKEN_LENGTH),
+    };
+    Some(match base {
+        "raw" => TextAnalyzer::builder(RawTokenizer::default()).build(),
+        "whitespace" => TextAnalyzer::builder(WhitespaceTokenizer::default()).filter(RemoveLongFilter::limit(limit)).build(),
+        "default" => TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(RemoveLongFilter::limit(limit))
+            .filter(LowerCaser)
+            .build(),
+        "en_stem" => TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(RemoveLongFilter::limit(limit))
+            .filter(LowerCaser)
+            .filter(Stemmer::new(Language::English))
+            .build(),
+        _ => return None,
+    })
+}
+
+fn register_analyzers(index: &Index) {
+    let schema = index.schema();
+    let mut names = BTreeSet::new();
+    for (_, entry) in schema.fields() {
+        let indexing = match entry.field_type() {
+            FieldType::Str(options) => options.get_indexing_options(),
+            FieldType::JsonObject(options) => options.get_text_indexing_options(),
+            _ => None,
+        };
+        if let Some(indexing) = indexing {
+            names.insert(indexing.tokenizer().to_string());
+        }
+    }
+    for name in ["default", "en_stem", "whitespace", "raw"] {
+        names.insert(name.to_string());
+    }
+    for name in names {
+        if let Some(a) = analyzer(&name) {
+            index.tokenizers().register(&name, a);
+        }
+    }
+}
+
+/// A term as the Python side keys its document frequency (`scoring.ScoreStats`): its text, or
+/// its number, or (any other type, a JSON path) "\x00" and the hex of its serialized value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Text(String),
+    Int(i128),
+    Float(u64),
+    Raw(String),
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Key {
+    fn of(term: &Term) -> Key {
+        let value = term.value();
+        match value.typ() {
+            Type::Str => Key::Text(value.as_str().unwrap_or_default().to_string()),
+            Type::I64 => Key::Int(value.as_i64().map(i128::from).unwrap_or_default()),
+            Type::U64 => Key::Int(value.as_u64().map(i128::from).unwrap_or_default()),
+            Type::F64 => Key::Float(value.as_f64().unwrap_or_default().to_bits()),
+            _ => Key::Raw(hex(term.serialized_value_bytes())),
+        }
+    }
+
+    fn from_py(value: &Bound<'_, PyAny>) -> PyResult<Key> {
+        if let Ok(s) = value.cast::<PyString>() {
+            let s = s.to_str()?;
+            return Ok(match s.strip_prefix('\x00') {
+                Some(raw) => Key::Raw(raw.to_string()),
+                None => Key::Text(s.to_string()),
+            });
+        }
+        if value.is_instance_of::<PyBool>() {
+            return Err(PyValueError::new_err("a boolean term key"));
+        }
+        if value.is_instance_of::<PyInt>() {
+            return Ok(Key::Int(value.extract()?));
+        }
+        if value.is_instance_of::<PyFloat>() {
+            return Ok(Key::Float(value.extract::<f64>()?.to_bits()));
+        }
+        Err(PyValueError::new_err(format!("term key {value} is not a string or number")))
+    }
+
+    fn into_py<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self {
+            Key::Text(s) => PyString::new(py, &s).into_any(),
+            Key::Int(i) => i.into_pyobject(py)?.into_any(),
+            Key::Float(bits) => PyFloat::new(py, f64::from_bits(bits)).into_any(),
+            Key::Raw(h) => PyString::new(py, &format!("\x00{h}")).into_any(),
+        })
+    }
+}
+
+/// Table-wide BM25 statistics: documents, tokens per field, document frequency per term, keyed by
+/// field name and the term's serialized value (fields are found by name: splits of one table may
+/// number them differently).
+struct TableStats<'a> {
+    num_docs: u64,
+    field_tokens: HashMap<String, u64>,
+    doc_freqs: HashMap<(String, Key), u64>,
+    searcher: &'a Searcher,
+}
+
+impl TableStats<'_> {
+    fn name(&self, field: Field) -> &str {
+        self.searcher.schema().get_field_name(field)
+    }
+}
+
+impl Bm25StatisticsProvider for TableStats<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        match self.field_tokens.get(self.name(field)) {
+            Some(&n) => Ok(n),
+            None => Bm25StatisticsProvider::total_num_tokens(self.searcher, field),
+        }
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.num_docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let key = (self.name(term.field()).to_string(), Key::of(term));
+        match self.doc_freqs.get(&key) {
+            Some(&n) => Ok(n),
+            None => self.searcher.doc_freq(term),
+        }
+    }
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// One split, opened in place.
+#[pyclass(frozen, module = "indextables_native")]
+struct Split {
+    index: Index,
+    reader: IndexReader,
+}
+
+impl Split {
+    fn query(&self, plan: &str) -> PyResult<Box<dyn Query>> {
+        let node: Value = serde_json::from_str(plan).map_err(|e| value_error(format!("query plan: {e}")))?;
+        Compiler::new(&self.index).compile(&node).map_err(PyValueError::new_err)
+    }
+
+    fn terms_of(&self, query: &dyn Query) -> Vec<Term> {
+        let mut terms = BTreeSet::new();
+        query.query_terms(&mut |term, _| {
+            terms.insert(term.clone());
+        });
+        terms.into_iter().collect()
+    }
+}
+
+#[pymethods]
+impl Split {
+    /// Opens the split file at `path` in place (memory-mapped; nothing copied).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: &str) -> PyResult<Split> {
+        py.detach(|| {
+            let directory = BundleDirectory::open(Path::new(path)).map_err(|e| PyOSError::new_err(e.to_string()))?;
+            let index = Index::open(directory).map_err(|e| value_error(format!("{path}: the split's index does not open ({e})")))?;
+            register_analyzers(&index);
+            let reader = index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e| value_error(format!("{path}: the split's index does not open ({e})")))?;
+            Ok(Split { index, reader })
+        })
+    }
+
+    #[getter]
+    fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// This split's BM25 statistics for `plan`: (documents, {field: tokens}, {(field, term key):
+    /// document frequency}) (`Key`), summed over a table's splits by the caller.
+    fn stats<'py>(&self, py: Python<'py>, plan: &str) -> PyResult<(u64, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+        let query = self.query(plan)?;
+        let searcher = self.reader.searcher();
+        let terms = self.terms_of(query.as_ref());
+        let (num_docs, tokens, freqs) = py.detach(|| -> tantivy::Result<_> {
+            let num_docs = Bm25StatisticsProvider::total_num_docs(&searcher)?;
+            let fields: BTreeSet<Field> = terms.iter().map(Term::field).collect();
+            let mut tokens = Vec::with_capacity(fields.len());
+            for field in fields {
+                tokens.push((field, Bm25StatisticsProvider::total_num_tokens(&searcher, field)?));
+            }
+            let mut freqs = Vec::with_capacity(terms.len());
+            for term in &terms {
+                freqs.push(searcher.doc_freq(term)?);
+            }
+            Ok((num_docs, tokens, freqs))
+        }).map_err(value_error)?;
+        let schema = searcher.schema();
+        let field_tokens = PyDict::new(py);
+        for (field, n) in tokens {
+            field_tokens.set_item(schema.get_field_name(field), n)?;
+        }
+        let doc_freqs = PyDict::new(py);
+        for (term, n) in terms.iter().zip(freqs) {
+            let key = (schema.get_field_name(term.field()), Key::of(term).into_py(py)?);
+            doc_freqs.set_item(key, n)?;
+        }
+        Ok((num_docs, field_tokens, doc_freqs))
+    }
+
+    /// The best `k` documents for `plan`, scored with the table's statistics when `stats` is given
+    /// as (documents, {field: tokens}, {(field, term key): document frequency}), else the
+    /// split's own. Returns (segment ordinals as u32 bytes, doc ids as u32 bytes, scores as f32
+    /// bytes, the u64 fast field `row_field` of each hit as u64 bytes, or None), best first.
+    #[pyo3(signature = (plan, k, stats=None, row_field=None))]
+    fn top_k<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &str,
+        k: usize,
+        stats: Option<(u64, HashMap<String, u64>, Bound<'py, PyDict>)>,
+        row_field: Option<&str>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+        let query = self.query(plan)?;
+        let searcher = self.reader.searcher();
+        let k = k.max(1);
+        let stats = match stats {
+            None => None,
+            Some((num_docs, field_tokens, freqs)) => {
+                let mut doc_freqs = HashMap::with_capacity(freqs.len());
+                for (key, n) in freqs.iter() {
+                    let (field, value): (String, Bound<'py, PyAny>) = key.extract()?;
+                    doc_freqs.insert((field, Key::from_py(&value)?), n.extract::<u64>()?);
+                }
+                Some((num_docs, field_tokens, doc_freqs))
+            }
+        };
+        let found = py.detach(|| -> tantivy::Result<(Vec<(Score, DocAddress)>, Option<Vec<u64>>)> {
+            let collector = TopDocs::with_limit(k).order_by_score();
+            let hits = match stats {
+                Some((num_docs, field_tokens, doc_freqs)) => {
+                    let provider = TableStats { num_docs, field_tokens, doc_freqs, searcher: &searcher };
+                    searcher.search_with_statistics_provider(query.as_ref(), &collector, &provider)?
+                }
+                None => searcher.search(query.as_ref(), &collector)?,
+            };
+            let rows = match row_field {
+                None => None,
+                Some(name) => {
+                    let mut columns = Vec::with_capacity(searcher.segment_readers().len());
+                    for reader in searcher.segment_readers() {
+                        columns.push(reader.fast_fields().u64(name)?);
+                    }
+                    Some(hits.iter().map(|(_, a)| columns[a.segment_ord as usize].first(a.doc_id).unwrap_or(u64::MAX)).collect())
+                }
+            };
+            Ok((hits, rows))
+        }).map_err(value_error)?;
+        let (hits, rows) = found;
+        let mut ords = Vec::with_capacity(hits.len() * 4);
+        let mut docs = Vec::with_capacity(hits.len() * 4);
+        let mut scores = Vec::with_capacity(hits.len() * 4);
+        for (score, address) in &hits {
+            ords.extend_from_slice(&address.segment_ord.to_le_bytes());
+            docs.extend_from_slice(&address.doc_id.to_le_bytes());
+            scores.extend_from_slice(&score.to_le_bytes());
+        }
+        let rows = rows.map(|r| {
+            let bytes: Vec<u8> = r.iter().flat_map(|v| v.to_le_bytes()).collect();
+            PyBytes::new(py, &bytes)
+        });
+        Ok((PyBytes::new(py, &ords), PyBytes::new(py, &docs), PyBytes::new(py, &scores), rows))
+    }
+}
+
+#[pymodule]
+fn indextables_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TANTIVY_VERSION", "0.27.0")?;
+    m.add_class::<Split>()?;
+    Ok(())
+}
