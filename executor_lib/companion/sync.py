@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,6 +303,7 @@ def changed_sources(
     (``SOURCE_FOOTER_CRCS_TAG``: a rewrite that kept the size and restored the time). Splits built before
     a pin was recorded are compared by nothing for it; a file whose footer does not read is changed."""
     changed = set()
+    footers: dict[str, tuple[int, int]] = {}  # path -> (size, recorded CRC32): read once each, in parallel
     for add in existing:
         crcs = _recorded(add, SOURCE_FOOTER_CRCS_TAG)
         for path, pin in _recorded(add, SOURCE_IDENTITIES_TAG).items():
@@ -312,11 +314,18 @@ def changed_sources(
             if now.size != size or (now.modified_ms is not None and now.modified_ms != modified):
                 changed.add(path)
             elif footer_crc is not None and isinstance(crcs.get(path), int):
-                try:
-                    if footer_crc(path, now.size) != crcs[path]:
-                        changed.add(path)
-                except CompanionSourceError:
-                    changed.add(path)
+                footers[path] = (now.size, crcs[path])
+
+    def differs(item: tuple[str, tuple[int, int]]) -> bool:
+        path, (size, recorded) = item
+        try:
+            return footer_crc is not None and footer_crc(path, size) != recorded
+        except CompanionSourceError:
+            return True
+
+    if footers:
+        with ThreadPoolExecutor(max_workers=min(16, len(footers))) as pool:  # a GET or two each on object stores
+            changed.update(p for p, bad in zip(footers, pool.map(differs, footers.items()), strict=True) if bad)
     return changed
 
 
