@@ -321,3 +321,19 @@ def test_low_a_negative_size_or_record_count_is_a_corrupt_log(tmp_path: Any) -> 
             decode_manifest_chunk(data, store.uri_of(key))
         assert store.exists(sidecar_key(key))  # a sidecar holding it is not used: the Avro's error is raised
         assert decode_sidecar(store.read(sidecar_key(key)), hashlib.sha256(data).hexdigest(), key) is None
+
+
+def test_med_the_wildcard_bound_leaves_phrases_and_escaped_characters_alone() -> None:
+    """The bound on wildcard words (``check_wildcard_sizes``) refuses only words Tantivy would build an
+    automaton for: a long quoted URL with ``?`` in it, or escaped ``\\?``, is a phrase or a term."""
+    import pytest
+
+    from executor_lib.splits.query.check import WILDCARD_CHARS, check_wildcard_sizes
+    from indextables_contract.errors import QueryError
+
+    url = '"https://example.com/' + "a" * 300 + '?x=1"'
+    for fine in (url, f"msg:{url}", "ab\\?" * 100, "a*" * (WILDCARD_CHARS // 2), "word " * 1000):
+        check_wildcard_sizes(fine)
+    for text in ("a*" * 200, "msg:(" + "a?" * 200 + ")", url + " " + "*b" * 200):
+        with pytest.raises(QueryError, match=r"the wildcard at position \d+ is \d+ characters long"):
+            check_wildcard_sizes(text)

@@ -51,14 +51,19 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
 WILDCARD_CHARS = 255
 _WORD = re.compile(r"\S+")
 _FIELD_PREFIX = re.compile(r"^[(+\-]*[\w.]+:")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')  # a phrase: its * and ? are literal characters
+_ESCAPED = re.compile(r"\\.")
 
 
 def check_wildcard_sizes(text: str) -> None:
-    """QueryError if a wildcard word of ``text`` (one with ``*`` or ``?``, after its ``field:``) is longer
-    than ``WILDCARD_CHARS``: bounded before its automaton is built (its length is what the check costs)."""
-    for word in _WORD.finditer(text):
+    """QueryError if a wildcard word of ``text`` (one with an unescaped ``*`` or ``?`` outside a quoted
+    phrase, after its ``field:``) is longer than ``WILDCARD_CHARS``: bounded before its automaton is built
+    (its length is what the check costs)."""
+    unquoted = _QUOTED.sub(lambda m: " " * len(m.group()), text)  # positions kept
+    for word in _WORD.finditer(unquoted):
         token = word.group()
-        if "*" not in token and "?" not in token:
+        bare = _ESCAPED.sub("", token)
+        if "*" not in bare and "?" not in bare:
             continue
         pattern = _FIELD_PREFIX.sub("", token)
         if len(pattern) > WILDCARD_CHARS:
