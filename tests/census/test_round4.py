@@ -310,8 +310,13 @@ def test_low_a_negative_size_or_record_count_is_a_corrupt_log(tmp_path: Any) -> 
             with pytest.raises(CorruptLogError, match=rf"00000000000000000002\.json.*add\.{field} -5 is negative"):
                 run()
     store = log.store
-    for attribute, field in (("size", "size"), ("num_records", "numRecords")):
-        bad = dataclasses.replace(good, path=f"splits/negative-{field}.split", **{attribute: -7})
+    for field in ("size", "numRecords"):
+        path = f"splits/negative-{field}.split"
+        bad = (
+            dataclasses.replace(good, path=path, size=-7)
+            if field == "size"
+            else dataclasses.replace(good, path=path, num_records=-7)
+        )
         with pytest.MonkeyPatch.context() as patch:  # a writer refuses it too: write it as a hostile one would
             patch.setattr(file_table, "check_counts", lambda columns: None)
             info = write_manifest(store, [(good, 1, 0), (bad, 1, 0)], LogConfig())
