@@ -38,12 +38,13 @@ impl Deref for Mapped {
 // SAFETY: the mapping's address never moves while the value lives (it is never remapped).
 unsafe impl stable_deref_trait::StableDeref for Mapped {}
 
-/// The members of one split, each a slice of its bytes.
+/// The members of one split, each a slice of its bytes: of the one split file, or each a file of
+/// its own (a split fetched by the piece: members laid out as sparse files of their full length,
+/// whose absent ranges nothing reads).
 #[derive(Clone)]
 pub struct BundleDirectory {
     name: Arc<str>,
-    data: FileSlice,
-    files: Arc<HashMap<PathBuf, Range<usize>>>,
+    files: Arc<HashMap<PathBuf, FileSlice>>,
 }
 
 impl std::fmt::Debug for BundleDirectory {
@@ -73,8 +74,26 @@ impl BundleDirectory {
 
     /// The members of the split whose bytes are `bytes`.
     pub fn over(name: Arc<str>, bytes: OwnedBytes) -> io::Result<BundleDirectory> {
-        let files = parse_footer(&name, bytes.as_slice())?;
-        Ok(BundleDirectory { name, data: FileSlice::new(Arc::new(bytes)), files: Arc::new(files) })
+        let ranges = parse_footer(&name, bytes.as_slice())?;
+        let data = FileSlice::new(Arc::new(bytes));
+        let files = ranges.into_iter().map(|(member, range)| (member, data.slice(range))).collect();
+        Ok(BundleDirectory { name, files: Arc::new(files) })
+    }
+
+    /// The members `(member name, local file)` of the split `name`, each file memory-mapped.
+    pub fn of_files(name: &str, members: &[(String, PathBuf)]) -> io::Result<BundleDirectory> {
+        let mut files = HashMap::with_capacity(members.len());
+        for (member, path) in members {
+            let file = File::open(path).map_err(|e| corrupt(name, format!("{}: {e}", path.display())))?;
+            let bytes = if file.metadata()?.len() == 0 {
+                OwnedBytes::empty()
+            } else {
+                // SAFETY: as `open`; ranges fetched later are written in place and read through the map
+                OwnedBytes::new(Mapped(unsafe { memmap2::Mmap::map(&file)? }))
+            };
+            files.insert(PathBuf::from(member), FileSlice::new(Arc::new(bytes)));
+        }
+        Ok(BundleDirectory { name: Arc::from(name), files: Arc::new(files) })
     }
 }
 
@@ -118,11 +137,11 @@ fn parse_footer(name: &str, bytes: &[u8]) -> io::Result<HashMap<PathBuf, Range<u
 
 impl Directory for BundleDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        let range = self
+        let slice = self
             .files
             .get(path)
             .ok_or_else(|| OpenReadError::FileDoesNotExist(path.to_path_buf()))?;
-        Ok(Arc::new(self.data.slice(range.clone())))
+        Ok(Arc::new(slice.clone()))
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {

@@ -180,6 +180,17 @@ struct Split {
 }
 
 impl Split {
+    fn over(directory: BundleDirectory, name: &str) -> PyResult<Split> {
+        let index = Index::open(directory).map_err(|e| value_error(format!("{name}: the split's index does not open ({e})")))?;
+        register_analyzers(&index);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| value_error(format!("{name}: the split's index does not open ({e})")))?;
+        Ok(Split { index, reader })
+    }
+
     fn query(&self, plan: &str) -> PyResult<Box<dyn Query>> {
         let node: Value = serde_json::from_str(plan).map_err(|e| value_error(format!("query plan: {e}")))?;
         Compiler::new(&self.index).compile(&node).map_err(PyValueError::new_err)
@@ -201,14 +212,18 @@ impl Split {
     fn open(py: Python<'_>, path: &str) -> PyResult<Split> {
         py.detach(|| {
             let directory = BundleDirectory::open(Path::new(path)).map_err(|e| PyOSError::new_err(e.to_string()))?;
-            let index = Index::open(directory).map_err(|e| value_error(format!("{path}: the split's index does not open ({e})")))?;
-            register_analyzers(&index);
-            let reader = index
-                .reader_builder()
-                .reload_policy(ReloadPolicy::Manual)
-                .try_into()
-                .map_err(|e| value_error(format!("{path}: the split's index does not open ({e})")))?;
-            Ok(Split { index, reader })
+            Self::over(directory, path)
+        })
+    }
+
+    /// Opens a split laid out as files: `members` lists (member name, local file) of its Tantivy
+    /// index (`meta.json`, each segment's files); each file is memory-mapped.
+    #[staticmethod]
+    fn open_files(py: Python<'_>, name: &str, members: Vec<(String, String)>) -> PyResult<Split> {
+        let members: Vec<(String, std::path::PathBuf)> = members.into_iter().map(|(m, p)| (m, p.into())).collect();
+        py.detach(|| {
+            let directory = BundleDirectory::of_files(name, &members).map_err(|e| PyOSError::new_err(e.to_string()))?;
+            Self::over(directory, name)
         })
     }
 

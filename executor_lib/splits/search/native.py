@@ -1,11 +1,11 @@
 """The native engine (``native/``, the ``indextables_native`` extension) for one split: opened in
 place, it scores a query's best k with the table's BM25 statistics at Tantivy's own speed.
 
-What it does today (issue 69): ranked search (``_score``) on a split whose bytes are a local file
-(a local table's split, or the split cache's whole copy of a remote one): ``stats`` gives the
-split's share of the table's statistics and ``top_k`` its best hits scored with the table's, so
-no hit comes back to Python to be rescored. A split read by the piece is still scored by
-``scoring`` (the ``tantivy`` package's hits rescored with numpy).
+What it does today (issue 69): ranked search (``_score``): ``stats`` gives a split's share of the
+table's statistics and ``top_k`` its best hits scored with the table's, so no hit comes back to
+Python to be rescored. A split is opened from its local file (a local table's split, the split
+cache's whole copy of a remote one) or from its files as the cache lays out a split fetched by the
+piece (``open_files``, after the query's sections are fetched).
 
     >>> split = NativeSplit.open(Path("t/splits/part-0.split"))
     >>> stats = split.stats(plan)                       # ScoreStats, summed over the table's splits
@@ -44,6 +44,11 @@ class NativeSplit:
     def open(cls, path: Path) -> NativeSplit:
         """The split file at ``path``, memory-mapped (OSError, ValueError for a split that does not open)."""
         return cls(_module().Split.open(str(path)), str(path))
+
+    @classmethod
+    def open_files(cls, name: str, members: list[tuple[str, Path]]) -> NativeSplit:
+        """The split ``name`` laid out as files: (member, local file) of each of its Tantivy files."""
+        return cls(_module().Split.open_files(name, [(m, str(p)) for m, p in members]), name)
 
     @property
     def num_docs(self) -> int:

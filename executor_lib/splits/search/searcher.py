@@ -160,7 +160,8 @@ class SplitSearcher:
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)
         self._files: SplitFiles | None = None  # what scoring reads of the index files (_split_files)
-        self._native: NativeSplit | None = None  # the split opened in place, for ranked search (_native_split)
+        self._native: NativeSplit | None = None  # the split as the native engine opens it (_native_split)
+        self._no_native = False  # the native engine cannot read this split's layout
         self.row_offsets: dict[str, int] | None = None  # merged splits: segment id -> first row of its source
         self._offsets_by_ordinal: list[int] | None = None
         if segments is not None:
@@ -235,10 +236,7 @@ class SplitSearcher:
         ``scoring``: only the query strings of a filter tree score (comparisons score 0)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
-        if not isinstance(query, str):
-            compiled = self._compile(query, scoring)
-        else:
-            compiled = compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
+        compiled = self._compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
         if self.source.complete and not self._fields_to_build:
             return compiled  # every index section present, every dictionary built: nothing to make ready
         fields, positions = query_needs(compiled, self._field_names)
@@ -246,6 +244,12 @@ class SplitSearcher:
         if self._ensure_terms(fields) or fetched:
             self._open_index()
         return compiled
+
+    def _query_text(self, query: str) -> Any:
+        """The ``tantivy`` query of a query string (None for every row)."""
+        if query.strip() in ("", "*"):
+            return None
+        return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields)
 
     def _ensure_terms(self, fields: set[int] | None) -> bool:
         """Build the FST term dictionaries of ``fields`` (None: all) that the open index lacks, under
@@ -436,17 +440,25 @@ class SplitSearcher:
         return self.source.split_files(self._field_names)
 
     def _native_split(self) -> NativeSplit | None:
-        """The split opened in place by the native engine, where its bytes are a local file (None: a
-        split read by the piece, scored by ``scoring``)."""
-        if self._native is None and self.source.bundle is not None:
+        """The split opened by the native engine (``SplitSource.native_split``: in place, or as a split
+        fetched by the piece is laid out); None for the layout it cannot read (FST term dictionaries of
+        an earlier version of this project), scored by ``scoring``."""
+        if self._native is None and not self._no_native:
             try:
-                self._native = NativeSplit.open(self.source.bundle)
+                self._native = self.source.native_split()
             except (OSError, ValueError) as e:
                 raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
+            self._no_native = self._native is None
         return self._native
 
     def _plan(self, query: str | filters.Filter) -> Any:
-        """``query`` as a plan for the native engine, scoring as ``_query(query, scoring=True)``."""
+        """``query`` as a plan for the native engine, scoring as ``_query(query, scoring=True)``; on a
+        split fetched by the piece, the index sections it reads fetched first (as ``_query`` does,
+        but no FST term dictionary built: the native engine reads the SSTables)."""
+        if not self.source.complete:
+            compiled = self._compile(query, True) if not isinstance(query, str) else self._query_text(query)
+            if compiled is not None:
+                self.source.ensure_fields(*query_needs(compiled, self._field_names))
         if isinstance(query, str):
             if query.strip() in ("", "*"):
                 return PLAN.all_query()

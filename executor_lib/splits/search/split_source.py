@@ -41,9 +41,12 @@ from executor_lib.format.quickwit.bundle import (
     LOCAL_STORE_SUFFIX,
     ROWS_IN_STORE_MEMBER,
     STORE_SUFFIX,
+    TERM_SUFFIX,
     BundleFooter,
     check_member_crcs,
     extract_bundle,
+    is_segment_file,
+    member_name,
     read_footer,
     read_member,
 )
@@ -52,10 +55,13 @@ from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
 from executor_lib.splits.rows.doc_store_rows import Fetch, KeptCopy, Sink
 from executor_lib.splits.rows.foreign_values import needs_conversion, stored_value
+from executor_lib.splits.search.native import NativeSplit
 from executor_lib.splits.search.scoring import SplitFiles, split_files
 from executor_lib.splits.write.companion import transcode_jvm_companion
 from executor_lib.splits.write.writer import DOC_MAPPING_MEMBER, columns_members, open_columns, write_split
 from indextables_contract.errors import CorruptSplitError
+
+_TANTIVY_MEMBERS = frozenset({"meta.json", ".managed.json"})  # besides the segment files
 
 
 class SplitSource(abc.ABC):
@@ -76,6 +82,10 @@ class SplitSource(abc.ABC):
     pieces: SplitPieces | None = None
     bundle: Path | None = None
     jvm_companion: bool = False  # a companion split in tantivy4java's layout only (transcoded here)
+
+    @abc.abstractmethod
+    def native_split(self) -> NativeSplit | None:
+        """The split opened in place by the native engine (None: a layout it cannot read)."""
 
     @abc.abstractmethod
     def member_bytes(self, name: str) -> bytes | None:
@@ -132,6 +142,17 @@ class PieceSplit(SplitSource):
         self.footer = pieces.footer
         self.index_dir = pieces.directory
         self.lock_dir = pieces.entry
+
+    def native_split(self) -> NativeSplit | None:
+        """The split's Tantivy files as laid out in the cache entry, each memory-mapped (ranges fetched
+        later are written in place: the maps see them); None for a split of an earlier version of this
+        project holding FST term dictionaries (``LOCAL_TERM_SUFFIX``: its SSTables are not laid out)."""
+        files = self.footer.files  # under their local names (bundle.local_files)
+        if any(name.endswith(TERM_SUFFIX) for name in files):  # an FST member laid out as <segment>.term
+            return None
+        members = [(member_name(n), self.index_dir / n) for n in files]
+        members = [(m, path) for m, path in members if m in _TANTIVY_MEMBERS or is_segment_file(m)]
+        return NativeSplit.open_files(self.name, members)
 
     def member_bytes(self, name: str) -> bytes | None:
         assert self.pieces is not None
@@ -195,6 +216,10 @@ class LocalSplit(SplitSource):
                 record_checksums(work_dir, extracted)
                 record_checksums(index_dir, {p.name: p for p in index_dir.glob("*.term")})  # (built_damaged)
         self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
+
+    def native_split(self) -> NativeSplit | None:
+        assert self.bundle is not None
+        return NativeSplit.open(self.bundle)
 
     def member_bytes(self, name: str) -> bytes | None:
         assert self.bundle is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from executor_lib.log.tables import open_log
 from executor_lib.splits.search.native import NativeSplit
 from executor_lib.splits.search.scoring import ScoreStats
 from executor_lib.splits.search.split_opening import open_searcher
+from executor_lib.splits.search.table_search import search_table
 from indextables_contract import filters
 from indextables_contract.errors import QueryError
 from tests.conftest import COMPAT_ROOT, requires_compat
@@ -186,3 +188,21 @@ def test_indextables4spark_splits_open_in_place() -> None:
             assert split.num_docs == add.num_records, add.path
             opened += 1
     assert opened > 20
+
+
+def test_splits_read_by_the_piece_score_natively_as_local_ones(tmp_path: Path, moto_server: Any) -> None:
+    from tests.conftest import BUCKET, s3_options
+
+    data = _rows(3000, seed=13)
+    local = _table(str(tmp_path / "t"), data, 3)
+    remote = _table(f"s3://{BUCKET}/tables/native-{uuid.uuid4().hex}", data, 3, {**OPTIONS, **s3_options(moto_server)})
+    cache = SplitCache(tmp_path / "cache")
+    searchers = _searchers(remote, cache)
+    assert all(s.source.pieces is not None and s._native_split() is not None for s in searchers)
+    for query in ["error timeout", '"connection reset"', QUERIES[8], NATIVE_ONLY[0]]:
+        want = _all_scores(local, SplitCache(tmp_path / "local-cache"), query)
+        _same_scores(want, _all_scores(remote, cache, query))
+        if isinstance(query, str):  # (search_table takes query text)
+            top = search_table(remote.store, remote.snapshot(), query, cache, ["id"], limit=10, scored=True)
+            best = sorted(want.values(), reverse=True)[:10]
+            np.testing.assert_allclose(top["_score"].to_numpy(), best, atol=1e-4)
