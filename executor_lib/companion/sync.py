@@ -18,12 +18,19 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
 from executor_lib.companion.sources import SourceFile, SourceListing
 from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.companion_tags import (  # noqa: F401  (merged_pin_tags: re-exported)
+    SOURCE_FOOTER_CRCS_TAG,
+    SOURCE_IDENTITIES_TAG,
+    merged_pin_tags,
+)
+from executor_lib.protocol.companion_tags import (
+    recorded_pins as _recorded,
+)
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping, default_field_type, mapping_for
 from indextables_contract import settings as S
 from indextables_contract.errors import CompanionSourceError, ConfigError
@@ -256,10 +263,6 @@ def plan_sync(
     return SyncPlan(plan_groups(wanted, target_bytes), invalidated)
 
 
-SOURCE_IDENTITIES_TAG = "indextables.companion.sourceIdentities"  # add tag: {path: [size, modified ms]}
-SOURCE_FOOTER_CRCS_TAG = "indextables.companion.sourceFooterCrcs"  # add tag: {path: Parquet footer CRC32}
-
-
 def source_identities_tag(identities: Mapping[str, tuple[int, int]]) -> dict[str, str]:
     """The add action's tag recording each source file's size and modification time as BUILD read it."""
     return {SOURCE_IDENTITIES_TAG: json.dumps({p: list(i) for p, i in sorted(identities.items())})}
@@ -268,28 +271,6 @@ def source_identities_tag(identities: Mapping[str, tuple[int, int]]) -> dict[str
 def source_footer_crcs_tag(footer_crcs: Mapping[str, int]) -> dict[str, str]:
     """The add action's tag recording each source file's Parquet footer CRC32 as BUILD read it."""
     return {SOURCE_FOOTER_CRCS_TAG: json.dumps(dict(sorted(footer_crcs.items())))}
-
-
-def merged_pin_tags(sources: Sequence[AddAction]) -> dict[str, str]:
-    """The pin tags (``SOURCE_IDENTITIES_TAG``, ``SOURCE_FOOTER_CRCS_TAG``) of a split merged from
-    ``sources``: each file's pins as its source split recorded them (a merged split without them would
-    be compared by nothing at the next sync, and a rewrite it reads would never be re-indexed)."""
-    tags = {}
-    for tag in (SOURCE_IDENTITIES_TAG, SOURCE_FOOTER_CRCS_TAG):
-        pins: dict[str, Any] = {}
-        for add in sources:
-            pins.update(_recorded(add, tag))
-        if pins:
-            tags[tag] = json.dumps(dict(sorted(pins.items())))
-    return tags
-
-
-def _recorded(add: AddAction, tag: str) -> dict[str, Any]:
-    try:
-        recorded = json.loads((add.tags or {}).get(tag) or "{}")
-    except ValueError:
-        return {}
-    return recorded if isinstance(recorded, dict) else {}
 
 
 def changed_sources(

@@ -105,7 +105,7 @@ def _merge_companion(
     """Companion splits merged (``companion.merge_companion``); the add carries the companion fields as
     IndexTables4Spark's ``MergeSplitsCommand`` sets them: the sources' files (distinct, in order), the
     highest source version, the first fast field mode."""
-    from executor_lib.companion.sync import merged_pin_tags
+    from executor_lib.protocol.companion_tags import merged_pin_tags
     from executor_lib.splits.write.companion import merge_companion
 
     if any(a.companion_source_files is None for a in sources):
