@@ -66,11 +66,17 @@ def _partition_columns(writer: Any) -> list[str] | None:
     return list(found) if found else getattr(writer, "_indextables_partition_by", None)
 
 
+def _for_indextables(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a ``save``/``load`` call (its ``format`` argument, else the writer's or reader's) is one
+    of the indextables formats."""
+    source = kwargs.get("format") or (args[1] if len(args) > 1 else None) or _source(self)
+    return str(source or "").lower() in _formats()
+
+
 def _wrap_save(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def save(self: Any, *args: Any, **kwargs: Any) -> Any:
-        source = kwargs.get("format") or (args[1] if len(args) > 1 else None) or _source(self)
-        if str(source or "").lower() not in _formats():
+        if not _for_indextables(self, args, kwargs):
             return original(self, *args, **kwargs)
         try:
             with project_error_first(_option_names(self, kwargs)):
@@ -89,8 +95,7 @@ def _wrap_save(original: Callable[..., Any]) -> Callable[..., Any]:
 def _wrap_load(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def load(self: Any, *args: Any, **kwargs: Any) -> Any:
-        source = kwargs.get("format") or (args[1] if len(args) > 1 else None) or _source(self)
-        if str(source or "").lower() not in _formats():
+        if not _for_indextables(self, args, kwargs):
             return original(self, *args, **kwargs)
         with project_error_first(_option_names(self, kwargs)):
             return original(self, *args, **kwargs)
