@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLING = "installing IndexTables into .venv (about 2 minutes the first time)...\n"
+BUILDING = "building IndexTables' native engine (native/, cargo; about 6 minutes the first time)...\n"
 
 
 def test_installed_project_is_visible_to_spark_static_registration(tmp_path: Path) -> None:
@@ -33,6 +34,7 @@ def _checkout_with_pip_recorder(root: Path) -> Path:
     (root / "scripts").mkdir()
     shutil.copy(REPO / "scripts" / "_venv.sh", root / "scripts" / "_venv.sh")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    shutil.copytree(REPO / "native", root / "native", ignore=shutil.ignore_patterns("target"))
     python = root / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text(
@@ -59,9 +61,9 @@ def test_venv_script_installs_once_per_pyproject_and_says_so(tmp_path: Path) -> 
     calls = _checkout_with_pip_recorder(tmp_path)
 
     first = _source_venv(tmp_path, "test,dev")
-    assert (first.stdout, first.stderr) == (INSTALLING, "")
+    assert (first.stdout, first.stderr) == (BUILDING + INSTALLING, "")
     installs = calls.read_text().splitlines()
-    assert installs[-1] == "-m pip install --quiet -e .[test,dev]"
+    assert "-m pip install --quiet ./native" in installs and installs[-1] == "-m pip install --quiet -e .[test,dev]"
     assert not any("editable_mode" in line for line in installs)  # compat mode prints a 14-line banner
 
     again = _source_venv(tmp_path, "test,dev")
@@ -79,6 +81,12 @@ def test_venv_script_installs_once_per_pyproject_and_says_so(tmp_path: Path) -> 
     assert (
         changed.stdout == INSTALLING and calls.read_text().splitlines()[-1] == "-m pip install --quiet -e .[test,dev]"
     )
+    assert _source_venv(tmp_path, "test,dev").stdout == ""
+
+    with (tmp_path / "native" / "src" / "lib.rs").open("a") as f:
+        f.write("// a changed engine\n")
+    rebuilt = _source_venv(tmp_path, "test,dev")  # the engine alone is rebuilt
+    assert rebuilt.stdout == BUILDING and calls.read_text().splitlines()[-1] == "-m pip install --quiet ./native"
     assert _source_venv(tmp_path, "test,dev").stdout == ""
 
 
