@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def table_command(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("table", help="table path or URI (local path, file://, s3://bucket/prefix)")
+        p.add_argument("table", help="table path or URI (local path, file://, s3://bucket/prefix, gs://bucket/prefix)")
         p.add_argument(
             "-o",
             "--option",

@@ -297,6 +297,7 @@ def _kept(key: str, default: str, note: str, *, scopes: Iterable[str] = (), jvm:
 # Families of keys: what a key of each starts with.
 INDEXING_PREFIX = PREFIX + "indexing."
 AZURE_PREFIX = PREFIX + "azure."
+GCS_PREFIX = PREFIX + "gcs."
 ICEBERG_PREFIX = PREFIX + "iceberg."
 
 # -- the keys the code reads: one entry each ---------------------------------------------------------------
@@ -695,6 +696,30 @@ AZURE_ENDPOINT = _kept(
     "https://<account>.blob.<suffix of the URI's host>",
     "Azure Blob endpoint URL (emulators, sovereign clouds, private links); a SAS may be its query",
     scopes=_RW,
+)
+GCS_ENDPOINT = _kept(
+    "gcs.endpoint",
+    "STORAGE_EMULATOR_HOST, else https://storage.googleapis.com",
+    "Google Cloud Storage JSON API endpoint URL (emulators such as fake-gcs-server, private endpoints)",
+    scopes=_RW,
+    jvm=False,
+)
+GCS_PROJECT_ID = _kept(
+    "gcs.projectId",
+    "the credentials' project or GOOGLE_CLOUD_PROJECT",
+    "Google Cloud project of the GCS client (gs:// objects are reached by bucket name: most tables need none)",
+    scopes=_RW,
+    jvm=False,
+)
+GCS_CREDENTIALS_FILE = _kept(
+    "gcs.credentialsFile",
+    "GOOGLE_APPLICATION_CREDENTIALS, else Application Default Credentials",
+    "path of a Google credentials JSON file (a service account's key) on every node, for gs:// tables",
+    scopes=_RW,
+    jvm=False,
+)
+GCS_ACCESS_TOKEN = _kept(
+    "gcs.accessToken", "none", "an OAuth2 access token for Google Cloud Storage (gs:// tables)", scopes=_RW, jvm=False
 )
 # companion indexes
 _ICEBERG = "BUILD COMPANION FOR ICEBERG: "

@@ -55,7 +55,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--table",
         default=os.environ.get("INDEXTABLES_DEMO_TABLE"),
-        help="table path or s3:// URI; overwritten (default: a new temporary directory)",
+        help="table path, s3:// or gs:// URI; overwritten (default: a new temporary directory)",
     )
     p.add_argument("--parquet", default=None, help="where the Parquet baseline goes (default: temporary directory)")
     p.add_argument("--no-baseline", action="store_true", help="skip the Parquet baseline and the comparisons")
@@ -81,8 +81,8 @@ def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             p.error(f"--{flag} must be at least 1, not {getattr(args, flag)}")
     if args.remote and not args.remote.startswith("sc://"):
         p.error(f"--remote must be a Spark Connect URL like sc://host:15002, not {args.remote!r}")
-    if args.table and "://" in args.table and not re.match(r"(file|s3a?)://", args.table):
-        p.error(f"--table must be a local path, file://, s3:// or s3a:// URI, not {args.table!r}")
+    if args.table and "://" in args.table and not re.match(r"(file|s3a?|gs)://", args.table):
+        p.error(f"--table must be a local path, file://, s3://, s3a:// or gs:// URI, not {args.table!r}")
     if args.parquet and args.no_baseline:
         p.error("--parquet and --no-baseline exclude each other")
     args.options = {}

@@ -1,6 +1,7 @@
-"""Shared fixtures: one lock-patched moto S3 server per test process, Azurite (Azure Blob Storage)
-started on first use, and a table URI fixture parametrized over the local filesystem and S3 (and
-Azure where a directory's conftest adds it: tests/storage, tests/log) so each test body runs on each."""
+"""Shared fixtures: one lock-patched moto S3 server per test process, Azurite (Azure Blob Storage) and
+fake-gcs-server (Google Cloud Storage) started on first use, and a table URI fixture parametrized over
+the local filesystem and S3 (and Azure and GCS where a directory's conftest adds them: tests/storage,
+tests/log) so each test body runs on each."""
 
 from __future__ import annotations
 
@@ -169,6 +170,42 @@ def azure_uri(path: str) -> str:
     return f"abfss://{AZURE_CONTAINER}@{ACCOUNT}.dfs.core.windows.net/{path}"
 
 
+GCS_BUCKET = "indextables-test"
+
+
+class SharedFakeGcs:
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[SharedFakeGcs]:
+    """fake-gcs-server on 127.0.0.1 (one per test process, started at first use, in memory, plain HTTP,
+    stopped by pid at the end), with the test bucket. Built with ``go install`` into
+    ~/.cache/indextables/fake-gcs-server the first time (scripts/fake-gcs-server.sh does it before the
+    tests); without Go the GCS tests skip, except in CI (``CI`` set), where they fail."""
+    from harness.fake_gcs import FakeGcsProcess, FakeGcsUnavailable, create_bucket
+
+    try:
+        server = FakeGcsProcess().start()
+    except FakeGcsUnavailable as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"GCS tests in CI: {e}")
+        pytest.skip(f"GCS backend: {e}")
+    try:
+        create_bucket(server.endpoint, GCS_BUCKET)
+        yield SharedFakeGcs(server.endpoint)
+    finally:
+        server.stop()
+
+
+def gcs_options(server: Any) -> dict[str, Any]:
+    """Storage options of a table on the test fake-gcs-server."""
+    from harness.fake_gcs import options
+
+    return options(server.endpoint)
+
+
 @pytest.fixture(params=["local", "s3"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -182,6 +219,9 @@ def table(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple
     if backend == "azure":
         azurite = request.getfixturevalue("azurite_server")
         return azure_uri(f"tables/{uuid.uuid4().hex}"), azure_options(azurite)
+    if backend == "gcs":
+        gcs = request.getfixturevalue("gcs_server")
+        return f"gs://{GCS_BUCKET}/tables/{uuid.uuid4().hex}", gcs_options(gcs)
     server = request.getfixturevalue("moto_server")
     return f"s3://{BUCKET}/tables/{uuid.uuid4().hex}", s3_options(server)
 

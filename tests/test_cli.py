@@ -71,7 +71,7 @@ def test_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest.Cap
     code, _, err = run(capsys, "describe", str(tmp_path / "nothing-here"))
     assert code == 2
     assert "nothing-here" in err and "not an IndexTables table" in err and "Traceback" not in err
-    code, _, err = run(capsys, "describe", "gs://bucket/t")
+    code, _, err = run(capsys, "describe", "hdfs://bucket/t")
     assert code == 2 and "unsupported storage scheme" in err
 
 

@@ -69,7 +69,7 @@ def test_demo_job_without_baseline(connect_spark: Any, tmp_path: Path) -> None:
     [
         (["--rows", "0"], "--rows must be at least 1"),
         (["--remote", "http://x:1"], "--remote must be a Spark Connect URL"),
-        (["--table", "gs://b/t"], "--table must be a local path"),
+        (["--table", "hdfs://b/t"], "--table must be a local path"),
         (["-o", "endpoint_url"], "-o/--option 'endpoint_url' must look like key=value"),
         (["--parquet", "/x", "--no-baseline"], "--parquet and --no-baseline"),
     ],

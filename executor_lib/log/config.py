@@ -129,4 +129,4 @@ def split_options(options: Mapping[str, Any]) -> tuple[LogConfig, dict[str, Any]
 
 
 def _is_storage_option(name: str) -> bool:
-    return name.startswith((_PREFIX + "aws.", _PREFIX + "s3.", S.AZURE_PREFIX))
+    return name.startswith((_PREFIX + "aws.", _PREFIX + "s3.", S.AZURE_PREFIX, S.GCS_PREFIX))

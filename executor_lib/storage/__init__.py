@@ -1,12 +1,14 @@
-"""Object storage: one small interface (``ObjectStore``) over the local filesystem, S3 and Azure.
+"""Object storage: one small interface (``ObjectStore``) over the local filesystem, S3, Azure and Google
+Cloud Storage.
 
 ``open_store(uri, **options)`` picks the backend from the URI scheme. Options use
 Python names (``endpoint_url``, ``region``, ``access_key_id``, ``secret_access_key``,
 ``session_token``, ``path_style``; ``azure_account_name``, ``azure_account_key``, ``azure_endpoint`` ...)
 or the IndexTables4Spark option names (``spark.indextables.s3.endpoint``,
-``spark.indextables.aws.accessKey``, ``spark.indextables.azure.accountKey``, ...). A store takes the
-options of its kind and the shared ones (timeouts, attempts, part sizes) and ignores the other
-kind's, so one session may hold settings for S3 and Azure.
+``spark.indextables.aws.accessKey``, ``spark.indextables.azure.accountKey``,
+``spark.indextables.gcs.endpoint``, ...). A store takes the options of its kind and the shared ones
+(timeouts, attempts, part sizes) and ignores the other kinds', so one session may hold settings for
+S3, Azure and GCS.
 """
 
 from __future__ import annotations
@@ -66,15 +68,26 @@ _AZURE_OPTION_ALIASES = {
     # an azure-core TokenCredential object (e.g. azure.identity's): from Python only, no Spark key
     "azure_credential": "credential",
 }
+# IndexTables' GCS keys and our Python names -> GcsOptions field names (IndexTables4Spark has no GCS keys).
+_GCS_KEYS = {
+    S.GCS_ENDPOINT.key: "endpoint",
+    S.GCS_PROJECT_ID.key: "project_id",
+    S.GCS_CREDENTIALS_FILE.key: "credentials_file",
+    S.GCS_ACCESS_TOKEN.key: "access_token",
+}
+_GCS_OPTION_ALIASES = {**_GCS_KEYS, **{f"gcs_{v}": v for v in _GCS_KEYS.values()}}
 # Fields whose values are credentials (never echoed) and those that are endpoints (no userinfo).
 SECRET_FIELDS = frozenset(
     {"access_key_id", "secret_access_key", "session_token", "account_key", "connection_string", "bearer_token"}
-    | {"client_secret"}
+    | {"client_secret", "access_token"}
 )
 _ENDPOINT_FIELDS = frozenset({"endpoint_url", "endpoint"})
 _TEXT_FIELDS = SECRET_FIELDS | _ENDPOINT_FIELDS | {"account_name", "tenant_id", "client_id", "region"}
+_TEXT_FIELDS |= {"project_id", "credentials_file"}
 # Every name a storage option may be given by (the fields and their IndexTables4Spark/boto3 aliases).
-STORAGE_OPTION_NAMES = frozenset(_S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES))
+STORAGE_OPTION_NAMES = frozenset(
+    _S3_FIELDS | set(_S3_OPTION_ALIASES) | set(_AZURE_OPTION_ALIASES) | set(_GCS_OPTION_ALIASES)
+)
 # Those a Spark option may carry: all but the credential object, which only Python code can pass.
 SPARK_STORAGE_OPTION_NAMES = STORAGE_OPTION_NAMES - {"azure_credential"}
 
@@ -87,15 +100,24 @@ def normalize_uri(uri: str) -> str:
 def _s3_options(options: dict[str, Any]) -> Any:
     from executor_lib.storage.s3 import S3Options
 
-    return S3Options(**_fields(options, _S3_OPTION_ALIASES, _S3_FIELDS, _AZURE_OPTION_ALIASES))
+    others = {**_AZURE_OPTION_ALIASES, **_GCS_OPTION_ALIASES}
+    return S3Options(**_fields(options, _S3_OPTION_ALIASES, _S3_FIELDS, others))
 
 
 def _azure_options(options: dict[str, Any]) -> Any:
     from executor_lib.storage.azure import AzureOptions
 
     own = _SHARED_FIELDS | set(_AZURE_KEYS.values()) | {"credential"}
-    s3_only = {**_S3_OPTION_ALIASES, **{f: f for f in _S3_FIELDS - _SHARED_FIELDS}}
-    return AzureOptions(**_fields(options, _AZURE_OPTION_ALIASES, own, s3_only))
+    others = {**_S3_OPTION_ALIASES, **{f: f for f in _S3_FIELDS - _SHARED_FIELDS}, **_GCS_OPTION_ALIASES}
+    return AzureOptions(**_fields(options, _AZURE_OPTION_ALIASES, own, others))
+
+
+def _gcs_options(options: dict[str, Any]) -> Any:
+    from executor_lib.storage.gcs import GcsOptions
+
+    own = _SHARED_FIELDS | set(_GCS_KEYS.values())
+    others = {**_S3_OPTION_ALIASES, **{f: f for f in _S3_FIELDS - _SHARED_FIELDS}, **_AZURE_OPTION_ALIASES}
+    return GcsOptions(**_fields(options, _GCS_OPTION_ALIASES, own, others))
 
 
 def _fields(
@@ -154,8 +176,8 @@ def _convert(field: str, value: Any) -> Any:
 
 
 def open_store(uri: str, **options: Any) -> ObjectStore:
-    """The store rooted at ``uri`` (a local path, ``file://...``, ``s3://bucket/prefix`` or an Azure URI:
-    ``abfss://container@account.dfs.core.windows.net/prefix``, ``abfs://``, ``wasbs://``, ``wasb://``,
+    """The store rooted at ``uri`` (a local path, ``file://...``, ``s3://bucket/prefix``, ``gs://bucket/prefix``
+    or an Azure URI: ``abfss://container@account.dfs.core.windows.net/prefix``, ``abfs://``, ``wasbs://``, ``wasb://``,
     ``azure://container/prefix``, ``abfss://container/prefix`` with ``spark.indextables.azure.accountName``).
 
     ``shared_client``: an S3 store uses the process's client for its options (what queries use:
@@ -169,7 +191,7 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
         raise ConfigError(
             f"{redact_uri(uri)}: credentials in a URI are not accepted (they would reach logs and errors); "
             "give them as options (access_key_id/secret_access_key, spark.indextables.aws.* or "
-            "spark.indextables.azure.*)"
+            "spark.indextables.azure.*, spark.indextables.gcs.*)"
         )
     if uri.startswith("s3://"):
         from executor_lib.storage.s3 import S3Store
@@ -179,10 +201,14 @@ def open_store(uri: str, **options: Any) -> ObjectStore:
         from executor_lib.storage.azure import AzureStore
 
         return AzureStore(uri, _azure_options(options), shared_client=shared_client)
+    if uri.lower().startswith("gs://"):
+        from executor_lib.storage.gcs import GcsStore
+
+        return GcsStore(uri, _gcs_options(options), shared_client=shared_client)
     if "://" in uri and not uri.startswith("file://"):
         raise ConfigError(
             f"unsupported storage scheme in {redact_uri(uri)!r} "
-            "(supported: local paths, file://, s3://, abfss://, abfs://, wasbs://, wasb://, azure://)"
+            "(supported: local paths, file://, s3://, gs://, abfss://, abfs://, wasbs://, wasb://, azure://)"
         )
     path = uri[len("file://") :] if uri.startswith("file://") else uri
     return LocalStore(path)

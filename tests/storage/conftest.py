@@ -1,10 +1,11 @@
-"""This directory's table bodies run on the local filesystem, S3 (moto) and Azure (Azurite)."""
+"""This directory's table bodies run on the local filesystem, S3 (moto), Azure (Azurite) and GCS
+(fake-gcs-server)."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.fixture(params=["local", "s3", "azure"])
+@pytest.fixture(params=["local", "s3", "azure", "gcs"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
