@@ -8,6 +8,12 @@ source "$(dirname "$0")/_venv.sh" "test,dev"
 # ~/.cache/indextables/azurite; without Node.js/npm the Azure tests skip (and fail in CI).
 .venv/bin/python -m harness.azurite --install >/dev/null ||
     echo "Azurite not installed (needs Node.js and npm): the Azure tests will skip" >&2
+# fake-gcs-server (Google Cloud Storage API server, Go) for the GCS tests, built once with go install into
+# ~/.cache/indextables/fake-gcs-server (scripts/fake-gcs-server.sh); its exit 3 means no Go: the GCS tests
+# skip (and fail in CI).
+_rc=0
+bash scripts/fake-gcs-server.sh >/dev/null || _rc=$?
+[ "$_rc" = 0 ] || [ "$_rc" = 3 ] || { echo "scripts/fake-gcs-server.sh failed (exit $_rc)" >&2; exit "$_rc"; }
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
