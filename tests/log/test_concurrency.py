@@ -20,7 +20,7 @@ from executor_lib.storage import open_store
 from harness.log_checker import check_log, live_files_from_version_files, lost_commits
 from harness.moto_server import MotoServerProcess
 from indextables_contract.errors import CommitConflictError
-from tests.conftest import BUCKET, azure_options, azure_uri, s3_options
+from tests.conftest import BUCKET, GCS_BUCKET, azure_options, azure_uri, gcs_options, s3_options
 from tests.log.helpers import add, make_table
 
 WRITERS = 8
@@ -104,17 +104,24 @@ def widened_moto() -> Iterator[MotoServerProcess]:
         yield server
 
 
+def _gcs_table(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """A fresh table on the run's fake-gcs-server (Google Cloud Storage)."""
+    return f"gs://{GCS_BUCKET}/race/{uuid.uuid4().hex}", gcs_options(request.getfixturevalue("gcs_server"))
+
+
 def _azure_table(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     """A fresh table on the run's Azurite (Azure Blob Storage)."""
     return azure_uri(f"race/{uuid.uuid4().hex}"), azure_options(request.getfixturevalue("azurite_server"))
 
 
-@pytest.mark.parametrize("backend", ["local", "s3", "azure"])
+@pytest.mark.parametrize("backend", ["local", "s3", "azure", "gcs"])
 def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if backend == "local":
         uri, options = str(tmp_path / "table"), {}
     elif backend == "azure":
         uri, options = _azure_table(request)
+    elif backend == "gcs":
+        uri, options = _gcs_table(request)
     else:
         uri, options = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
     make_table(uri, options)
@@ -137,7 +144,7 @@ def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, reques
     assert snapshot.num_records == 10 * total
 
 
-@pytest.mark.parametrize("backend", ["local", "s3", "azure"])
+@pytest.mark.parametrize("backend", ["local", "s3", "azure", "gcs"])
 def test_parallel_appends_with_cleanup_after_every_checkpoint(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -151,6 +158,8 @@ def test_parallel_appends_with_cleanup_after_every_checkpoint(
         uri, storage = str(tmp_path / "table"), {}
     elif backend == "azure":
         uri, storage = _azure_table(request)
+    elif backend == "gcs":
+        uri, storage = _gcs_table(request)
     else:
         uri, storage = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
     retention = {
