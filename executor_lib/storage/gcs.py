@@ -339,8 +339,8 @@ class GcsStore(ObjectStore):
             return False
         try:
             exists = bool(self.bucket.exists(timeout=self._timeout, retry=None))
-        except Exception:  # no permission to read the bucket's metadata, or no answer: not known missing
-            return False
+        except Exception:  # no permission to read the bucket's metadata (objectAdmin), or no answer: not
+            exists = True  # known missing, and not asked again
         self._bucket_seen = exists
         return not exists
 
@@ -378,7 +378,11 @@ class GcsStore(ObjectStore):
         a last failure into an AmbiguousWriteError."""
         from google.api_core.exceptions import GoogleAPICallError
         from google.auth.exceptions import GoogleAuthError
-        from google.resumable_media.common import DataCorruption, InvalidResponse
+
+        try:
+            from google.cloud.storage.exceptions import DataCorruption, InvalidResponse
+        except ImportError:  # google-cloud-storage 2.x: google-resumable-media's
+            from google.resumable_media.common import DataCorruption, InvalidResponse
 
         handled = (GoogleAPICallError, GoogleAuthError, InvalidResponse, DataCorruption, _requests_error())
         attempts = _Attempts()
@@ -389,7 +393,7 @@ class GcsStore(ObjectStore):
                 status = _status(e)
                 if isinstance(e, InvalidResponse):  # resumable-media's: its response's status
                     status = int(getattr(e.response, "status_code", 0) or 0)
-                    e.code = status  # type: ignore[attr-defined]  # read by _fail
+                    e.code = status  # read by _fail
                 transport = _is_transport(e) or isinstance(e, DataCorruption)
                 retry = (status in _RETRY_STATUS or transport) and attempt < self._options.max_attempts
                 if conditional:

@@ -3,7 +3,9 @@
 writers committing to one table released at a barrier (nothing lost or duplicated, conflicts
 detected), the endpoint from ``STORAGE_EMULATOR_HOST``, credentials from the options or
 ``GOOGLE_APPLICATION_CREDENTIALS`` and never in a message, the errors of a bad option, bucket name or
-a missing bucket, and retries against an endpoint that does not answer. The contract itself runs on
+a missing bucket, retries against an endpoint that does not answer, and faults injected by a proxy in
+front of the server (503s; an upload applied whose answer is lost: ambiguous, and a commit through it
+lands once). The contract itself runs on
 GCS in test_storage.py (the ``gcs`` param of ``backend``)."""
 
 from __future__ import annotations
@@ -237,3 +239,122 @@ def test_large_objects_go_in_parts_and_ranges_read_across_them(gcs_server: Any, 
     assert store.read_range("a.split", len(data), 10) == b""
     listed = list(store.list(""))
     assert [(o.key, o.size) for o in listed] == [("a.split", len(data))] and listed[0].modified_ms > 0
+
+
+class FaultProxy:
+    """An HTTP proxy on 127.0.0.1 in front of the real fake-gcs-server that, for the next requests matching
+    a rule, answers 503 without forwarding, or forwards and then drops the connection unanswered (the
+    request applied, its answer lost). Every other request passes through unchanged."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.client
+        import http.server
+        from urllib.parse import urlsplit
+
+        self.rules: list[tuple[str, str, str]] = []  # (method, path fragment, "503" | "drop"), each used once
+        self.seen: list[str] = []
+        host, port = urlsplit(upstream).hostname, urlsplit(upstream).port
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                action = None
+                for rule in proxy.rules:
+                    if rule[0] == self.command and rule[1] in self.path:
+                        proxy.rules.remove(rule)
+                        action = rule[2]
+                        break
+                proxy.seen.append(f"{self.command} {self.path.split('?')[0]} {action or ''}".strip())
+                if action == "503":
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                conn = http.client.HTTPConnection(host, port, timeout=30)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                conn.close()
+                if action == "drop":
+                    self.close_connection = True
+                    return
+                self.send_response(response.status)
+                for k, v in response.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def faulty(gcs_server: Any) -> Any:
+    proxy = FaultProxy(gcs_server.endpoint)
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def _through(proxy: FaultProxy, path: str) -> tuple[str, dict[str, Any]]:
+    return f"gs://{GCS_BUCKET}/{path}/{uuid.uuid4().hex}", {"gcs_endpoint": proxy.endpoint, "gcs_project_id": "test"}
+
+
+def test_a_lost_answer_to_a_conditional_write_is_ambiguous_not_already_exists(faulty: FaultProxy) -> None:
+    """The upload landed but its answer was lost: the retry's 412 may be this write's own, so the store
+    says ambiguous (never 'already exists', which would tell the log another commit won)."""
+    uri, options = _through(faulty, "lost-answer")
+    store = open_store(uri, **options)
+    faulty.rules.append(("POST", "/upload/", "drop"))
+    with pytest.raises(AmbiguousWriteError, match="maybe this write"):
+        store.put_if_absent("_transaction_log/00000000000000000001.json", b"mine")
+    assert store.read("_transaction_log/00000000000000000001.json") == b"mine"
+    upload = f"POST /upload/storage/v1/b/{GCS_BUCKET}/o"
+    assert [s for s in faulty.seen if s.startswith("POST")] == [f"{upload} drop", upload]
+
+
+def test_a_commit_whose_answer_was_lost_lands_once(faulty: FaultProxy) -> None:
+    """Through the transaction log: the commit's upload applied, its answer dropped; the log reads the
+    version back, finds its own bytes and acknowledges it once."""
+    uri, options = _through(faulty, "lost-commit")
+    log = make_table(uri, options)
+    faulty.rules.append(("POST", "/upload/", "drop"))
+    a = add()
+    assert log.commit([a]) == 1
+    assert not faulty.rules, "the commit's upload was dropped"
+    assert log.commit([add()]) == 2
+    report = check_log(uri, **options)
+    assert report.versions == [0, 1, 2] and not report.duplicate_txn_ids and report.added_paths[a.path] == 1
+
+
+def test_throttling_is_retried_for_reads_writes_and_listings(faulty: FaultProxy) -> None:
+    uri, options = _through(faulty, "throttled")
+    store = open_store(uri, **options)
+    faulty.rules += [("POST", "/upload/", "503"), ("POST", "/upload/", "503")]
+    store.put_if_absent("k", b"v")  # 503 is not applied: tried again, created once
+    faulty.rules += [("GET", "/o/", "503"), ("GET", "/o", "503")]
+    assert store.read("k") == b"v"
+    assert [o.key for o in store.list("")] == ["k"]
+    faulty.rules += [("GET", "/o/", "503")] * 5
+    with pytest.raises(StorageError, match=r"throttled or unavailable \(503\)") as err:
+        open_store(uri, **options, max_attempts=3).read("k")
+    assert err.value.retryable
+    faulty.rules.clear()
