@@ -469,7 +469,12 @@ class GcsStore(ObjectStore):
             with open(local_path, "wb") as f:
                 blob.download_to_file(f, raw_download=True, timeout=self._timeout, retry=None)
 
-        self._call(key, "read", download)
+        try:
+            self._call(key, "read", download)
+        except StorageError:
+            with contextlib.suppress(OSError):  # no partial or empty file left behind
+                os.remove(local_path)
+            raise
         return os.path.getsize(local_path)
 
     def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:

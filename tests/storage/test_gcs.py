@@ -358,3 +358,23 @@ def test_throttling_is_retried_for_reads_writes_and_listings(faulty: FaultProxy)
         open_store(uri, **options, max_attempts=3).read("k")
     assert err.value.retryable
     faulty.rules.clear()
+
+
+def test_the_cli_describes_a_gcs_table_and_names_a_missing_bucket(
+    gcs_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from executor_lib.cli import main as cli_main
+
+    uri, options = f"gs://{GCS_BUCKET}/cli/{uuid.uuid4().hex}", gcs_options(gcs_server)
+    make_table(uri, options).commit([add()])
+    flags = [f"-o{k}={v}" for k, v in options.items()]
+    assert cli_main(["describe", uri, "--json", *flags]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 1
+    assert cli_main(["describe", "gs://no-such-bucket-cli/t", *flags]) == 2
+    assert "bucket 'no-such-bucket-cli' does not exist" in capsys.readouterr().err
+    store = open_store(uri, **options)
+    with pytest.raises(ObjectNotFoundError):
+        store.get_file("splits/missing.split", str(tmp_path / "missing"))
+    assert not (tmp_path / "missing").exists()
