@@ -1,5 +1,6 @@
-"""Storage benchmark: a table on object storage (moto's S3 server on 127.0.0.1) against the same rows
-as one Parquet file read with pyarrow, and against the same table on local disk, in one run.
+"""Storage benchmark: a table on object storage (moto's S3 server on 127.0.0.1, and fake-gcs-server's
+GCS API where Go can build it) against the same rows as one Parquet file read with pyarrow, and against
+the same table on local disk, in one run.
 
     .venv/bin/python -m bench.storage_benchmark [--rows 300000] [--out bench-storage.json]
 
@@ -16,7 +17,10 @@ and a rare word planted in about 18 rows of 300K). Measured:
   bytes of each kind of split member the query fetched (splits are fetched by the piece,
   ``cache/split_pieces.py``; ``INDEXTABLES_CACHE_FETCH=whole`` measures whole-split fetching);
 * warm: the rare-word search with the split cache warm, on S3 and on local disk (best of
-  ``3 x --repeat`` runs taken in turns): the goal is S3 within 0.05 s of local disk.
+  ``3 x --repeat`` runs taken in turns): the goal is S3 within 0.05 s of local disk;
+* GCS: the same table on Google Cloud Storage (fake-gcs-server on 127.0.0.1, when Go can build it:
+  ``harness.fake_gcs``), each query's cold time (checked to count the same rows) and the warm
+  rare-word search in the same turns as S3 and local disk (no bytes: the server counts none).
 
 "Cold" means the split cache is empty (a fresh cache directory per query); the driver's snapshot of
 the table may be warm (the log is a few KB here). Nothing is asserted: timings on a shared machine
@@ -91,13 +95,26 @@ def run(rows: int = 300_000, repeat: int = 5, workdir: str | None = None) -> dic
     """Every measurement, as the JSON document ``main`` writes: a moto server with traffic counting
     and a local[2] classic session of its own."""
     from bench.spark_benchmark import local_session
+    from harness.fake_gcs import FakeGcsProcess, FakeGcsUnavailable, create_bucket
     from harness.moto_server import MotoServerProcess
 
-    with (
-        MotoServerProcess(patched=True, count_traffic=True) as server,
-        local_session(workdir, "indextables-storage-") as (spark, work),
-    ):
-        return _measure(spark, server.endpoint_url, rows, repeat, work)
+    gcs: FakeGcsProcess | None
+    try:
+        gcs = FakeGcsProcess().start()
+    except FakeGcsUnavailable as e:
+        print(f"storage: no GCS column ({e})")
+        gcs = None
+    try:
+        if gcs is not None:
+            create_bucket(gcs.endpoint, BUCKET)
+        with (
+            MotoServerProcess(patched=True, count_traffic=True) as server,
+            local_session(workdir, "indextables-storage-") as (spark, work),
+        ):
+            return _measure(spark, server.endpoint_url, rows, repeat, work, gcs.endpoint if gcs else None)
+    finally:
+        if gcs is not None:
+            gcs.stop()
 
 
 def _s3_options(endpoint_url: str) -> dict[str, Any]:
@@ -110,7 +127,9 @@ def _s3_options(endpoint_url: str) -> dict[str, Any]:
     }
 
 
-def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) -> dict[str, Any]:
+def _measure(
+    spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path, gcs_endpoint: str | None = None
+) -> dict[str, Any]:
     import boto3
     import pyarrow.parquet as pq
 
@@ -136,6 +155,10 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
     local, remote = str(work / "indextables"), f"s3://{BUCKET}/indextables-{uuid.uuid4().hex[:8]}"
     connect_plugin.write(frame, local, mode="overwrite", options=OPTIONS)
     connect_plugin.write(frame, remote, mode="overwrite", options={**OPTIONS, **s3})
+    gcs = {"spark.indextables.gcs.endpoint": gcs_endpoint} if gcs_endpoint else {}
+    on_gcs = f"gs://{BUCKET}/indextables-{uuid.uuid4().hex[:8]}"
+    if gcs:
+        connect_plugin.write(frame, on_gcs, mode="overwrite", options={**OPTIONS, **gcs})
     results: dict[str, Any] = {"rows": rows, "searches": searches}
     results["bytes"] = _bytes(local, remote, s3, parquet_file.stat().st_size)
 
@@ -168,16 +191,32 @@ def _measure(spark: Any, endpoint_url: str, rows: int, repeat: int, work: Path) 
             "parquet_requests": parquet_moved["requests"],
             "members": _fetched_members(Path(cache_dir)),
         }
+        if gcs:
+            cache = {"spark.indextables.cache.directoryPath": tempfile.mkdtemp(prefix="cold-gcs-", dir=work)}
+            start = time.perf_counter()
+            got = query(on_gcs, {**gcs, **cache})
+            cold[name]["gcs_seconds"] = time.perf_counter() - start
+            if got != expected:
+                raise SystemExit(
+                    f"storage benchmark, {name}: indextables on GCS found {got}, the Parquet scan {expected}"
+                )
     results["cold"] = cold
 
     rare = queries["rare-word search"]
     rare(remote, s3), rare(local, {})  # warm the split cache (and each process's snapshot)
-    timed = _best_interleaved(3 * repeat, {"s3": lambda: rare(remote, s3), "local": lambda: rare(local, {})})
+    turns = {"s3": lambda: rare(remote, s3), "local": lambda: rare(local, {})}
+    if gcs:
+        rare(on_gcs, gcs)
+        turns["gcs"] = lambda: rare(on_gcs, gcs)
+    timed = _best_interleaved(3 * repeat, turns)
     results["warm"] = {
         "s3_s": timed["s3"][0],
         "local_s": timed["local"][0],
         "s3_over_local_s": timed["s3"][0] - timed["local"][0],
     }
+    if gcs:
+        results["warm"]["gcs_s"] = timed["gcs"][0]
+        results["warm"]["gcs_over_local_s"] = timed["gcs"][0] - timed["local"][0]
     return results
 
 
@@ -297,10 +336,13 @@ def print_results(r: dict[str, Any]) -> None:
         )
         fetched = ", ".join(f"{name} {size:,}" for name, size in c.get("members", {}).items())
         print(f"    fetched by member: {fetched or '(none)'}")
+        if "gcs_seconds" in c:
+            print(f"    on GCS (fake-gcs-server): {c['gcs_seconds']:.3f}s cold")
     w = r["warm"]
     print(
         f"  warm rare-word search: S3 {w['s3_s']:.3f} s, local disk {w['local_s']:.3f} s "
         f"({w['s3_over_local_s']:+.3f} s)"
+        + (f", GCS {w['gcs_s']:.3f} s ({w['gcs_over_local_s']:+.3f} s)" if "gcs_s" in w else "")
     )
 
 
