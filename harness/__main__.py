@@ -1,7 +1,8 @@
 """``python -m harness up|down|status|images [--run-dir DIR] [--workers N] [--backend process|docker]
-[--storage s3|azure]``.
+[--storage s3|azure|gcs]``.
 
-``up`` starts S3 (or, with ``--storage azure``, Azure Blob Storage: Azurite), a Spark master, N
+``up`` starts S3 (or, with ``--storage azure``, Azure Blob Storage: Azurite; with ``--storage gcs``, Google
+Cloud Storage: fake-gcs-server, process backend only), a Spark master, N
 workers and a Spark Connect server (processes on 127.0.0.1, or containers with ``--backend docker``)
 and prints their endpoints; ``status`` prints what runs and exits 0 when everything recorded is up, 1
 when part of it is down, and 3 when nothing is running (nothing was started in the run directory, or
@@ -38,7 +39,13 @@ def _cluster(args: argparse.Namespace, attach: bool) -> Any:
 def _print_endpoints(info: Any) -> None:
     print(f"Spark Connect : {info.connect_url}")
     print(f"Spark master  : {info.master_url}  (UI {info.master_ui})")
-    if getattr(info, "storage", "s3") == "azure":
+    if getattr(info, "storage", "s3") == "gcs":
+        print(
+            f"GCS endpoint  : {info.gcs_endpoint}  bucket {info.bucket}  (fake-gcs-server; every node has "
+            "STORAGE_EMULATOR_HOST)"
+        )
+        print(f"tables        : gs://{info.bucket}/<path>")
+    elif getattr(info, "storage", "s3") == "azure":
         from harness.azurite import ACCOUNT
 
         print(
@@ -76,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--storage",
-        choices=["s3", "azure"],
+        choices=["s3", "azure", "gcs"],
         default="s3",
-        help="for up and images: moto (S3) or Azurite (Azure Blob Storage)",
+        help="for up and images: moto (S3), Azurite (Azure Blob Storage) or fake-gcs-server (GCS; process backend)",
     )
     parser.add_argument("--json", action="store_true", help="status as one JSON object")
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
-"""A multi-node Spark cluster on 127.0.0.1, started and stopped by pid: S3 (moto) or Azure
-(Azurite), master, workers, Connect.
+"""A multi-node Spark cluster on 127.0.0.1, started and stopped by pid: S3 (moto), Azure
+(Azurite) or Google Cloud Storage (fake-gcs-server), master, workers, Connect.
 
 ``ProcessCluster(run_dir, workers=2).up()`` starts, each as its own OS process:
 
@@ -7,7 +7,9 @@
   ``indextables`` — reachable at ``s3_endpoint``; or, with ``storage="azure"``, Azure Blob Storage
   — Azurite (``harness.azurite``) with the container ``indextables`` — at ``azure_endpoint``, the
   account's connection string given to every node as ``AZURE_STORAGE_CONNECTION_STRING``
-  (tables: ``abfss://indextables@devstoreaccount1.dfs.core.windows.net/<path>``);
+  (tables: ``abfss://indextables@devstoreaccount1.dfs.core.windows.net/<path>``); or, with
+  ``storage="gcs"``, fake-gcs-server (``harness.fake_gcs``) with the bucket ``indextables`` at
+  ``gcs_endpoint``, given to every node as ``STORAGE_EMULATOR_HOST`` (tables: ``gs://indextables/<path>``);
 * a Spark standalone master and ``workers`` workers (``spark-daemon.sh``: the PySpark pip
   package has no ``start-master.sh``), each worker with its own split-cache directory
   (``INDEXTABLES_CACHE_DIR``) and local dir standing in for its NVMe disk;
@@ -78,6 +80,7 @@ class ClusterInfo:
     bucket: str = BUCKET
     storage: str = "s3"  # or "azure": Azurite instead of moto
     azure_endpoint: str = ""  # the blob endpoint of Azurite's development account
+    gcs_endpoint: str = ""  # fake-gcs-server's JSON API endpoint (storage "gcs")
     master_url: str = ""
     master_ui: str = ""
     connect_url: str = ""
@@ -103,10 +106,10 @@ def cluster_identity(run_dir: str | Path, storage: str) -> tuple[Path, str]:
     ``indextables-<10 hex digits of the directory's hash>``: what both backends start from.
 
     Raises:
-        ClusterError: ``storage`` is neither ``s3`` nor ``azure``.
+        ClusterError: ``storage`` is not ``s3``, ``azure`` or ``gcs``.
     """
-    if storage not in ("s3", "azure"):
-        raise ClusterError(f"unknown storage {storage!r} (s3 or azure)")
+    if storage not in ("s3", "azure", "gcs"):
+        raise ClusterError(f"unknown storage {storage!r} (s3, azure or gcs)")
     resolved = Path(run_dir).resolve()
     return resolved, "indextables-" + hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
 
@@ -139,7 +142,9 @@ class ProcessCluster:
 
     def storage_env(self) -> dict[str, str]:
         """What every node (and a client) needs to reach the cluster's store: the S3 endpoint and test
-        credentials, or Azurite's connection string."""
+        credentials, Azurite's connection string, or fake-gcs-server's endpoint."""
+        if self.info.storage == "gcs":
+            return {"STORAGE_EMULATOR_HOST": self.info.gcs_endpoint}
         if self.info.storage == "azure":
             from harness.azurite import connection_string
 
@@ -180,8 +185,11 @@ class ProcessCluster:
         self.state_file.write_text(json.dumps(asdict(self.info), indent=2))
 
     def start_storage(self, timeout_s: float) -> None:
-        """Start the object store: moto (S3) or Azurite (Azure), with the bucket or container."""
-        if self.info.storage == "azure":
+        """Start the object store: moto (S3), Azurite (Azure) or fake-gcs-server (GCS), with the bucket or
+        container."""
+        if self.info.storage == "gcs":
+            self._start_gcs(timeout_s)
+        elif self.info.storage == "azure":
             self._start_azure(timeout_s)
         else:
             self._start_s3(timeout_s)
@@ -199,6 +207,18 @@ class ProcessCluster:
         self.info.azure_endpoint = f"http://127.0.0.1:{port}/{ACCOUNT}"
         self._save()
         create_container(self.info.azure_endpoint, BUCKET)
+
+    def _start_gcs(self, timeout_s: float) -> None:
+        from harness.fake_gcs import FakeGcsUnavailable, create_bucket, ensure_installed
+
+        try:
+            ensure_installed()
+        except FakeGcsUnavailable as e:
+            raise ClusterError(str(e)) from e
+        port = self._start_server("gcs", "harness.fake_gcs", "fake-gcs-server", timeout_s)
+        self.info.gcs_endpoint = f"http://127.0.0.1:{port}"
+        self._save()
+        create_bucket(self.info.gcs_endpoint, BUCKET)
 
     def _start_s3(self, timeout_s: float) -> None:
         port = self._start_server("s3", "harness.moto_server", "S3 server", timeout_s)

@@ -72,6 +72,10 @@ class DockerCluster:
         storage: str = "s3",
     ) -> None:
         self.run_dir, self.id = cluster_identity(run_dir, storage)
+        if storage == "gcs":
+            raise ClusterError(
+                "the docker backend has no GCS image yet: python -m harness up --storage gcs (processes)"
+            )
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.info = ClusterInfo(

@@ -12,7 +12,9 @@ fake-gcs-server applies generation preconditions under its backend's lock: of ra
 put-if-absent needs; tests/storage/test_gcs.py checks it).
 
 Run: ``python -m harness.fake_gcs --install`` only installs and prints the binary's path (what
-``scripts/fake-gcs-server.sh`` runs); ``python -m harness.fake_gcs [--port 0]`` serves until Ctrl-C.
+``scripts/fake-gcs-server.sh`` runs); ``python -m harness.fake_gcs [--port P] [--detached]`` serves,
+prints ``READY <port>`` and stops fake-gcs-server on SIGTERM/SIGINT or (unless ``--detached``) when the
+process that started it exits (how ``python -m harness up --storage gcs`` runs it).
 Standard library only at import time.
 """
 
@@ -22,8 +24,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -94,11 +98,12 @@ class FakeGcsProcess:
         """The JSON API endpoint: ``http://127.0.0.1:<port>`` (a client's ``api_endpoint``)."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> FakeGcsProcess:
-        """Install if needed, start on a free port (another on a clash) and wait until it answers."""
+    def start(self, timeout: float = 30.0, port: int = 0) -> FakeGcsProcess:
+        """Install if needed, start on ``port`` (0: a free one, another on a clash) and wait until it answers."""
         binary = ensure_installed()
-        for _ in range(3):
-            port = _free_port()
+        wanted = port
+        for _ in range(1 if wanted else 3):
+            port = wanted or _free_port()
             url = f"http://127.0.0.1:{port}"
             cmd = [str(binary), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-port", str(port)]
             cmd += ["-external-url", url, "-public-host", f"127.0.0.1:{port}", "-log-level", "error"]
@@ -121,7 +126,7 @@ class FakeGcsProcess:
         self.proc = None
 
     def __enter__(self) -> FakeGcsProcess:
-        return self.start()
+        return self if self.proc is not None else self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
@@ -159,6 +164,8 @@ def options(endpoint: str) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--install", action="store_true", help="only install fake-gcs-server (go) and print its path")
+    parser.add_argument("--port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--detached", action="store_true", help="keep running after the parent exits (stop by pid)")
     args = parser.parse_args(argv)
     if args.install:
         try:
@@ -166,13 +173,15 @@ def main(argv: list[str] | None = None) -> None:
         except FakeGcsUnavailable as e:
             raise SystemExit(f"fake-gcs-server: {e}") from None
         return
-    with FakeGcsProcess() as server:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    parent = os.getppid()
+    with FakeGcsProcess().start(port=args.port) as server:
         print(f"READY {server.port} {server.endpoint}", flush=True)
-        try:
-            while server.proc is not None and server.proc.poll() is None:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
+        while not stop.wait(1.0) and server.proc is not None and server.proc.poll() is None:
+            if not args.detached and os.getppid() != parent:  # the process that started us is gone
+                break
 
 
 if __name__ == "__main__":
