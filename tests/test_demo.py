@@ -83,6 +83,10 @@ def test_demo_flags_are_checked(argv: list[str], message: str, capsys: pytest.Ca
 def test_demo_options_parse() -> None:
     args = parse_args(["--table", "s3://bucket/logs", "-o", "endpoint_url=http://127.0.0.1:9000", "-o", "a=b=c"])
     assert args.options == {"endpoint_url": "http://127.0.0.1:9000", "a": "b=c"}
+    args = parse_args(["--table", "gs://bucket/logs", "-o", "spark.indextables.gcs.endpoint=http://127.0.0.1:4443"])
+    assert args.table == "gs://bucket/logs" and args.options == {
+        "spark.indextables.gcs.endpoint": "http://127.0.0.1:4443"
+    }
 
 
 def test_report_end_lines_are_pasteable_and_explain_only_what_applies(tmp_path: Path) -> None:
