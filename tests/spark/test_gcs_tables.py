@@ -1,11 +1,12 @@
 """A table on Google Cloud Storage (the run's fake-gcs-server, ``gs://``) through ``format("indextables")``:
 a write and a search, the endpoint given as an option (Spark hands Python data sources no session
 settings); MERGE SPLITS in SQL with the endpoint as a session setting; and a write to a missing
-bucket failing with the bucket named."""
+bucket failing with the bucket named; a stream written exactly once across a replayed batch."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,3 +59,30 @@ def test_merge_splits_on_gcs_with_the_endpoint_as_a_session_setting(spark: Any, 
 def test_a_write_to_a_missing_bucket_names_it(spark: Any, gcs_server: Any) -> None:
     with pytest.raises(Exception, match="bucket 'no-such-bucket-gcs' does not exist"):
         _save(spark, "gs://no-such-bucket-gcs/t", gcs_options(gcs_server))
+
+
+def test_a_stream_into_a_gcs_table_commits_each_batch_once(classic_spark: Any, gcs_server: Any, tmp_path: Path) -> None:
+    """writeStream into a gs:// table (its checkpoint on local disk): one version per micro-batch, and a
+    batch replayed after a driver died between the table commit and Spark's is skipped."""
+    from tests.spark.test_streaming import INPUT_SCHEMA, expected_ids, forget_batch_commit, put_file
+
+    uri, storage = f"gs://{GCS_BUCKET}/stream/{uuid.uuid4().hex}", gcs_options(gcs_server)
+    source, checkpoint = tmp_path / "in", tmp_path / "ck"
+    for i in range(2):
+        put_file(source, i)
+
+    def run() -> None:
+        df = classic_spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(str(source))
+        options = {"spark.indextables.indexing.typemap.msg": "text", **storage}
+        connect_plugin.write_stream(
+            df, uri, checkpoint_location=str(checkpoint), trigger={"availableNow": True}, options=options
+        ).awaitTermination()
+
+    run()
+    log = executor_lib.open_log(uri, **storage)
+    assert log.latest_version() == 2
+    ids = sorted(r["id"] for r in connect_plugin.read(classic_spark, uri, columns=["id"], options=storage).collect())
+    assert ids == expected_ids(range(2))
+    forget_batch_commit(checkpoint, 1)
+    run()
+    assert log.latest_version() == 2 and (checkpoint / "commits" / "1").exists()
