@@ -270,6 +270,38 @@ class IndexTable:
         Example: ``t.truncate_time_travel(dry_run=True).show()``"""
         return _run_once(self._command(C.TruncateTimeTravel(dry_run=dry_run)))
 
+    def delete(self, where: Where) -> DataFrame:
+        """DELETE the rows ``where`` matches (a filter tree or SQL predicate text, as a read's WHERE:
+        ``indexquery``, filters on any column), at once, in one commit that rewrites only the splits
+        holding a match; returns one row (``ChangeResult``: rows deleted, splits removed and added,
+        the version; a null version when nothing matched). See ``connect_plugin.row_changes``.
+
+        Raises:
+            ConfigError: an unknown column, a companion index, a table with index-only columns.
+            CommitConflictError: a MERGE SPLITS, PURGE or row change removed one of its splits first.
+
+        Example: ``IndexTable.for_path(spark, "/t").delete("user_id = 42 OR msg indexquery 'ssn'").show()``
+        """
+        from connect_plugin.row_changes import delete
+
+        return delete(self, where)
+
+    def update(self, where: Where | None = None, set: Mapping[str, Any] | None = None) -> DataFrame:
+        """UPDATE: on the rows ``where`` matches (None: every row), set each column of ``set`` to its
+        value, Spark SQL expression text over the row or a Column (``{"level": "upper(level)"}``),
+        cast to the column's type; at once, in one commit rewriting only the splits holding a match.
+        Returns one row as ``delete`` does.
+
+        Raises:
+            ConfigError: an unknown column or a value whose type does not fit (before anything is
+                written), or as ``delete``.
+
+        Example: ``t.update("id = 7", set={"level": "'WARN'", "latency": "latency * 2"}).show()``
+        """
+        from connect_plugin.row_changes import update
+
+        return update(self, where, dict(set or {}))
+
     def drop_partitions(self, where: Where) -> DataFrame:
         """Remove every file of the partitions matching ``where`` in one commit, at once (the files stay
         for time travel until PURGE). There is no dry run: ``t.to_df(where=...).count()`` shows the rows

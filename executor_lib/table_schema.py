@@ -66,6 +66,9 @@ def column_name_problem(name: str) -> str | None:
     return None
 
 
+# Names IndexTables itself gives columns while it works (a row change's match column,
+# ``indextables_contract.row_changes.MATCH_COLUMN``): no table may have one.
+RESERVED_PREFIX = "_indextables_"
 # Names a read adds to the table's columns (``executor_lib.splits.search.scoring.SCORE_COLUMN``).
 VIRTUAL_COLUMNS = ("_score",)
 
@@ -76,6 +79,8 @@ def virtual_column_problem(name: str) -> str | None:
         return (
             f"{name!r} is the name of the BM25 score a read with an index query can select (_score); rename the column"
         )
+    if isinstance(name, str) and name.lower().startswith(RESERVED_PREFIX):
+        return f"{name!r}: names starting with {RESERVED_PREFIX!r} are the columns IndexTables adds while it works"
     return None
 
 

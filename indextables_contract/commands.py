@@ -187,6 +187,29 @@ class MergeResult(Command):
 
 
 @dataclass(frozen=True)
+class MatchCounts(Command):
+    """The live splits holding rows ``filter`` matches (a filter tree as JSON, any column), each with how
+    many, at the table's latest version (``version``, the same on every row): what a DELETE, UPDATE or
+    MERGE INTO rewrites (``indextables_contract.row_changes``). Splits without a match are left out."""
+
+    NAME: ClassVar[str] = "match_counts"
+    RESULT: ClassVar[str] = "path string, matches long, numRecords long, version long"
+    filter: str
+
+
+@dataclass(frozen=True)
+class ChangeResult(Command):
+    """What the DELETE, UPDATE or MERGE INTO with this ``change_id`` committed (no row: nothing yet)."""
+
+    NAME: ClassVar[str] = "change_result"
+    RESULT: ClassVar[str] = (
+        "version long, operation string, numRemovedSplits long, numAddedSplits long, "
+        "numDeletedRows long, numUpdatedRows long, numInsertedRows long"
+    )
+    change_id: str
+
+
+@dataclass(frozen=True)
 class Prewarm(Command):
     """Copy the splits matching ``filter`` (partition columns) into the executors' split caches."""
 
@@ -433,6 +456,8 @@ COMMANDS: dict[str, type[Command]] = {
         MergePlan,
         Merge,
         MergeResult,
+        MatchCounts,
+        ChangeResult,
         Prewarm,
         Aggregate,
         GroupAggregate,

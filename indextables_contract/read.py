@@ -42,7 +42,21 @@ SCORE_COLUMN = "_score"
 SNIPPET_PREFIX = "_snippet_"
 SNIPPET_TAGS = "snippetTags"
 SNIPPET_MAX_CHARS = "snippetMaxChars"
-KEYS = (COLUMNS, REQUIRED_COLUMNS, FILTER, LIMIT, MATCH_COLUMNS, TOP_K, TOP_K_ORDER, SNIPPET_TAGS, SNIPPET_MAX_CHARS)
+# A read of some splits only (a JSON list of their paths as the log names them, all live at the read's
+# version): DELETE, UPDATE and MERGE INTO read the splits they rewrite (``indextables_contract.row_changes``).
+SPLITS = "splits"
+KEYS = (
+    COLUMNS,
+    REQUIRED_COLUMNS,
+    FILTER,
+    LIMIT,
+    MATCH_COLUMNS,
+    TOP_K,
+    TOP_K_ORDER,
+    SNIPPET_TAGS,
+    SNIPPET_MAX_CHARS,
+    SPLITS,
+)
 # A setting beside the plan, sent with every read and command: how many tasks the cluster runs at
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
@@ -58,7 +72,8 @@ class ReadPlan:
     ``top_k``: each task returns at most this many rows, its best by ``_score`` (``ORDER BY _score
     DESC LIMIT k``: the caller sorts and cuts the tasks' rows; scores use the whole read's statistics);
     ``top_k_order``: (column, descending, nulls first) — then ``top_k`` is each task's best rows by that
-    column, in Spark's order (``ORDER BY column [ASC|DESC] LIMIT k``), not by ``_score``.
+    column, in Spark's order (``ORDER BY column [ASC|DESC] LIMIT k``), not by ``_score``;
+    ``splits``: only these splits are read (paths as the log names them, each live at the read's version).
     A bare limit (``one_task``) is read in one task: at most ``limit`` rows in all.
 
     This is the one decoder of these options: the client builds a plan and sends ``to_options()``,
@@ -77,6 +92,7 @@ class ReadPlan:
     match_columns: tuple[tuple[str, F.Filter], ...] = ()
     top_k: int | None = None
     top_k_order: tuple[str, bool, bool] | None = None
+    splits: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.top_k_order is not None and self.top_k is None:
@@ -127,6 +143,8 @@ class ReadPlan:
         if self.top_k_order is not None:
             column, descending, nulls_first = self.top_k_order
             out[TOP_K_ORDER] = f"{column} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if nulls_first else 'LAST'}"
+        if self.splits is not None:
+            out[SPLITS] = json.dumps(list(self.splits))
         return out
 
     @classmethod
@@ -151,6 +169,7 @@ class ReadPlan:
             match_columns=_match_columns(options[MATCH_COLUMNS]) if MATCH_COLUMNS in options else (),
             top_k=_limit(options[TOP_K], TOP_K) if TOP_K in options else None,
             top_k_order=_order(options[TOP_K_ORDER]) if TOP_K_ORDER in options else None,
+            splits=_splits(options[SPLITS]) if SPLITS in options else None,
         )
 
 
@@ -169,6 +188,16 @@ def _names(value: Any) -> tuple[str, ...]:
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"read option {REQUIRED_COLUMNS}={str(value)[:200]!r}: expected a JSON list of names")
     return tuple(names)
+
+
+def _splits(value: Any) -> tuple[str, ...]:
+    try:
+        paths = json.loads(str(value))
+    except ValueError as e:
+        raise ConfigError(f"read option {SPLITS}={str(value)[:200]!r}: not JSON ({e})") from e
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise ConfigError(f"read option {SPLITS}={str(value)[:200]!r}: expected a JSON list of split paths")
+    return tuple(paths)
 
 
 def _limit(value: Any, key: str = LIMIT) -> int:

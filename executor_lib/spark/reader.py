@@ -92,6 +92,7 @@ class IndexTablesReader(DataSourceReader):
         unknown = [c for c in self.columns if c not in table_arrow.names and c not in self.match and c not in added]
         if unknown:
             raise ConfigError(f"read {path}: columns {unknown} are not in the table (columns: {table_arrow.names})")
+        self.only_splits: tuple[str, ...] | None = plan.splits  # a rewrite's read of the splits it replaces
         self.limit: int | None = plan.limit  # 0: no rows (each task stops before its first split)
         # ORDER BY <column> [ASC|DESC] LIMIT k: each task sends its best k rows by the column
         self.ordered: tuple[tuple[str, bool, bool], int] | None = self._ordered(plan, table_arrow)
@@ -234,12 +235,29 @@ class IndexTablesReader(DataSourceReader):
                 profiler.record("plan_prune", t0)
         if directory is not None:
             node_counters.add(directory / DATA_SKIPPING_FILE, counts)
+        if self.only_splits is not None:
+            splits = self._only_splits(snapshot, splits)
         if self.one_task and not self.pushed and splits:  # in order until the limit (ReadPlan.one_task)
             refs = [sorted(splits, key=scan_order())]
         else:
             refs = plan_tasks(splits, self.partition_bytes, self.splits_per_partition, self.parallelism, self._light())
         stats = self._score_stats([r for g in refs for r in g]) if self.score else None
         return [IndexTablesPartition(g, stats) for g in refs]
+
+    def _only_splits(self, snapshot: Snapshot, splits: list[SplitRef]) -> list[SplitRef]:
+        """``splits`` restricted to the read option ``splits`` (``only_splits``), each of which must be
+        live at the read's version (a rewrite that read another version would remove the wrong files)."""
+        wanted = set(self.only_splits or ())
+        kept = [s for s in splits if s.path in wanted]
+        missing = wanted - {s.path for s in kept}
+        if missing:  # pruned by the read's filters, or not live: only the second is an error
+            gone = sorted(missing - set(snapshot.file_columns(["path"]).column("path").to_pylist()))
+            if gone:
+                raise ConfigError(
+                    f"read {self.path}: option {R.SPLITS} names {len(gone)} splits that are not live at version "
+                    f"{self.version} (first: {gone[0]!r})"
+                )
+        return kept
 
     def _score_stats(self, splits: Sequence[SplitRef]) -> str | None:
         """The BM25 statistics of the read's index query summed over ``splits`` (every split the read

@@ -31,6 +31,8 @@ from executor_lib.spark.common import delete_quietly, delete_uncommitted, open_t
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
+from indextables_contract.row_changes import OPTION as ROW_CHANGE_OPTION
+from indextables_contract.row_changes import RowChange
 
 if TYPE_CHECKING:
     from executor_lib.log.snapshot import Snapshot
@@ -68,6 +70,10 @@ class IndexTablesWriter(DataSourceArrowWriter):
             if problem is not None:
                 raise ConfigError(f"write {self.path}: column {name!r}: {problem}; nothing was written")
         self.options = O.canonical_options(raw_options, O.WRITE_KEYS, O.WRITE_COLUMN_PREFIXES, names, "write")
+        # a DELETE, UPDATE or MERGE INTO: its commit replaces the splits it read (row_changes.commit_row_change)
+        self.row_change: RowChange | None = RowChange.from_options(self.options)
+        if self.row_change is not None and overwrite:
+            raise ConfigError(f"write {self.path}: option {ROW_CHANGE_OPTION} is a row change's, written as an append")
         requested = parsed_option(self.options, "partitionBy", lambda k, v: O.parse_columns(k, v, names), None)
         existing = self._existing_table()
         # The version this job read (-1: no table): a version after it may name this job's uploads, so a
@@ -210,6 +216,10 @@ class IndexTablesWriter(DataSourceArrowWriter):
         after_commit(self.path, self.options, version)
 
     def _commit_write(self, txlog: Any, adds: list[AddAction]) -> int | None:
+        if self.row_change is not None:
+            from executor_lib.spark.commands.row_changes import commit_row_change
+
+            return commit_row_change(txlog, self.row_change, adds)
         if self.overwrite:
             snapshot = txlog.snapshot()
             removes = removes_of(snapshot.files, data_change=True)

@@ -24,6 +24,7 @@ from executor_lib.spark.commands import (  # noqa: F401
     maintenance,
     merge,
     profiler,
+    row_changes,
 )
 from executor_lib.spark.commands.aggregate import LogCounts, SplitScan, split_request
 from executor_lib.spark.commands.base import (

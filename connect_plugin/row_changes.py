@@ -1,0 +1,176 @@
+"""DELETE and UPDATE of a table's rows, as Spark work (``indextables_contract.row_changes`` says how):
+find the splits holding a matching row (``match_counts``), read exactly those at that version with
+the matching rows marked, drop or change the marked rows in Spark, and write what comes out as a
+row change, whose commit replaces the splits read with the splits written in one version.
+
+Only splits that hold a match are rewritten; the others are not read. An earlier version still
+shows the old rows (time travel), and PURGE reclaims the replaced splits after its retention.
+
+    t = IndexTable.for_path(spark, "/t")
+    delete(t, "level = 'DEBUG' AND msg indexquery 'heartbeat'").show()
+    update(t, "id = 7", {"level": "'WARN'", "latency": "latency * 2"}).show()
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from connect_plugin.failures import project_error_first
+from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
+from connect_plugin.settings import _options
+from connect_plugin.where import Where
+from connect_plugin.where import to_filter as _where
+from indextables_contract import FORMAT
+from indextables_contract import commands as C
+from indextables_contract import filters as F
+from indextables_contract import row_changes as RC
+from indextables_contract.errors import ConfigError
+from indextables_contract.read import ReadPlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+class Table(Protocol):
+    """What a row change needs of a table (``connect_plugin.table.IndexTable`` has it)."""
+
+    spark: SparkSession
+    path: str
+    options: dict[str, Any]
+
+
+def delete(table: Table, where: Where) -> DataFrame:
+    """Delete the rows ``where`` matches (a filter tree or SQL predicate text, as a read's WHERE:
+    ``indexquery``, filters on any column, partition columns); returns one row of what was done
+    (``ChangeResult``'s columns; ``version`` null when no row matched and nothing was committed).
+
+    Raises:
+        FilterError / IndexTablesSQLError: a malformed condition (here, before anything runs).
+        ConfigError: a column the table lacks, a companion index, a table with index-only columns.
+        CommitConflictError: a MERGE SPLITS, PURGE or row change removed one of the splits first.
+
+    Example: ``delete(IndexTable.for_path(spark, "/t"), "user_id = 42").show()``
+    """
+    condition = _where(where)
+    with project_error_first():
+        return _change(table, "DELETE", condition, _unmatched)
+
+
+def update(table: Table, where: Where | None, assignments: Mapping[str, str | Column]) -> DataFrame:
+    """Set the columns of ``assignments`` (column -> Spark SQL expression text over the row, or a
+    Column) on the rows ``where`` matches (None: every row); returns one row of what was done.
+    Each value is cast to its column's type; a type that cannot be assigned is refused.
+
+    Raises:
+        ConfigError: an unknown column, an expression whose type does not fit its column (both before
+            anything is written), or as ``delete``.
+
+    Example: ``update(t, "level = 'warn'", {"level": "upper(level)"}).show()``
+    """
+    if not assignments:
+        raise ConfigError(f"update of {table.path}: SET needs at least one column")
+    condition = _everything(table) if where is None else _where(where)
+    with project_error_first():
+        return _change(table, "UPDATE", condition, lambda rows: _assigned(table.path, rows, assignments))
+
+
+def _everything(table: Table) -> F.Filter:
+    """A condition every row meets (an UPDATE without WHERE): a value in the first column, or none."""
+    first = TableRead(table.path, ReadPlan(), options_tuple(dict(table.options))).dataframe(table.spark).columns[0]
+    return F.Or((F.Exists(first), F.Not(F.Exists(first))))
+
+
+def _unmatched(rows: DataFrame) -> DataFrame:
+    """The rows the statement's predicate does not match (what a DELETE writes back)."""
+    return rows.where(~_functions(rows).col(f"`{RC.MATCH_COLUMN}`"))
+
+
+def _functions(rows: DataFrame) -> Any:
+    """PySpark's functions for the session of ``rows``: Spark Connect's own for a remote session (the
+    classic module builds JVM columns when a process also has a classic session)."""
+    if type(rows).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions as classic_functions
+
+    return classic_functions
+
+
+def _change(table: Table, operation: str, condition: F.Filter, transform: Any) -> DataFrame:
+    """Run one row change: the splits ``condition`` matches in, read with the matches marked, turned by
+    ``transform`` into the rows written in their place."""
+    spark = table.spark
+    opts = _options(spark, table.options)
+    counts = command_frame(spark, C.MatchCounts(filter=F.to_text(condition)), table.options, table.path).collect()
+    schema = _result_schema()
+    if not counts:
+        return local_frame(spark, [(None, operation, 0, 0, 0, 0, 0)], schema)
+    version = int(counts[0]["version"])
+    replaced = tuple(str(r["path"]) for r in counts)
+    matched = sum(int(r["matches"]) for r in counts)
+    metric = {"DELETE": "numDeletedRows", "UPDATE": "numUpdatedRows"}[operation]
+    change = RC.RowChange(operation, uuid.uuid4().hex, version, replaced, ((metric, matched),))
+    plan = ReadPlan(splits=replaced, match_columns=((RC.MATCH_COLUMN, condition),))
+    extra = {**table.options, "versionAsOf": str(version)}
+    rows = TableRead(table.path, plan, options_tuple(extra)).dataframe(spark)
+    written = transform(rows).drop(RC.MATCH_COLUMN)
+    written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(table.path)
+    result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, table.path).collect()
+    return local_frame(spark, [tuple(r) for r in result], schema)
+
+
+def _result_schema() -> Any:
+    from pyspark.sql.types import StructType
+
+    return StructType.fromDDL(C.ChangeResult.RESULT)
+
+
+def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column]) -> DataFrame:
+    """``rows`` with each assigned column replaced, on the marked rows, by its expression cast to the
+    column's type; ConfigError for an unknown column or a type that cannot be assigned."""
+    sf = _functions(rows)
+    fields = {f.name.lower(): f for f in rows.schema.fields if f.name != RC.MATCH_COLUMN}
+    values: dict[str, Column] = {}
+    for name, value in assignments.items():
+        field = fields.get(str(name).lower())
+        if field is None:
+            raise ConfigError(
+                f"update of {path}: SET {name}: no such column (columns: {[f.name for f in fields.values()]})"
+            )
+        expression = sf.expr(value) if isinstance(value, str) else value
+        found = rows.select(expression.alias("v")).schema.fields[0].dataType  # analysed here, before any write
+        problem = _assignment_problem(found, field.dataType)
+        if problem is not None:
+            raise ConfigError(f"update of {path}: SET {field.name} = {value}: {problem}")
+        values[field.name] = expression.cast(field.dataType)
+    marked = sf.col(f"`{RC.MATCH_COLUMN}`")
+    return rows.select(
+        *(
+            sf.when(marked, values[f.name]).otherwise(sf.col(f"`{f.name}`")).alias(f.name)
+            if f.name in values
+            else sf.col(f"`{f.name}`")
+            for f in rows.schema.fields
+        )
+    )
+
+
+def _assignment_problem(found: Any, wanted: Any) -> str | None:
+    """Why a value of type ``found`` may not be stored in a column of type ``wanted`` (None: it may), by
+    Spark's ANSI store assignment: the same type, a number into a number, a date or timestamp into
+    either, anything into a string, a null anywhere."""
+    from pyspark.sql import types as T
+
+    numbers = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
+    times = (T.DateType, T.TimestampType, T.TimestampNTZType)
+    if (
+        isinstance(found, T.NullType)
+        or found == wanted
+        or (isinstance(found, numbers) and isinstance(wanted, numbers))
+        or (isinstance(found, times) and isinstance(wanted, times))
+        or (isinstance(wanted, T.StringType) and not isinstance(found, (T.StructType, T.ArrayType, T.MapType)))
+    ):
+        return None
+    return f"a {found.simpleString()} value cannot be stored in a {wanted.simpleString()} column"
