@@ -13,6 +13,7 @@ import bisect
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -131,12 +132,37 @@ def _chain(*iterables: Iterable[Any]) -> Iterator[Any]:
         yield from it
 
 
+# Re-reads of a version file that is empty or cannot be decoded, and the pause before each (seconds):
+# IndexTables4Spark writes a version file in place on a Hadoop filesystem (``HadoopCloudStorageProvider
+# .writeFileIfNotExists``: ``fs.create``, then the bytes), so a concurrent reader on the local filesystem
+# can list it empty or half written; a file still not readable after these is corrupt.
+IN_PROGRESS_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
+
+
 def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
     """The actions of one version file. A protocol this code cannot read is reported before
-    anything else in the file (a newer protocol may well bring action types unknown here)."""
+    anything else in the file (a newer protocol may well bring action types unknown here).
+
+    A file that is empty or does not decode (invalid JSON, truncated gzip) may be one another writer is
+    still writing in place (IN_PROGRESS_RETRIES): it is read again after a pause, a few times, before the
+    CorruptLogError is raised. An unknown action type is raised at once."""
     key = f"{LOG_DIR}/{version_file(version)}"
     source = store.uri_of(key)
-    text = decode_log_bytes(store.read(key), source)
+    for pause in (*IN_PROGRESS_RETRIES, None):
+        try:
+            return _parse_version_file(store.read(key), source)
+        except UnknownActionError:
+            raise
+        except CorruptLogError:
+            if pause is None:
+                raise
+            log.debug("%s: not readable yet (being written?), read again in %.2f s", source, pause)
+            time.sleep(pause)
+    raise AssertionError("unreachable")
+
+
+def _parse_version_file(data: bytes, source: str) -> list[Action]:
+    text = decode_log_bytes(data, source)
     try:
         actions = actions_from_ndjson(text, source)
     except UnknownActionError:

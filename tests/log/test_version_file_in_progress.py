@@ -1,0 +1,61 @@
+"""A version file another writer is still writing in place (IndexTables4Spark on a Hadoop filesystem creates
+the file, then writes its bytes: ``HadoopCloudStorageProvider.writeFileIfNotExists``) is read again, not
+taken for a corrupt log: found by tests/jvm/test_two_writers.py, where appends of ours failed with
+``CorruptLogError: ... file is empty`` while 0.5.3 committed beside them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from executor_lib.log import snapshot
+from executor_lib.log.tables import open_log
+from executor_lib.protocol.actions import actions_to_ndjson
+from indextables_contract.errors import CorruptLogError
+from tests.log.helpers import add, make_table
+
+
+def _write_in_place(target: Path, data: bytes, after_s: float) -> threading.Thread:
+    """As Hadoop's local filesystem does: the file exists (empty) at once, its bytes come later."""
+    target.write_bytes(b"")
+
+    def finish() -> None:
+        time.sleep(after_s)
+        with open(target, "r+b") as f:
+            f.write(data[: len(data) // 2])
+            f.flush()
+            time.sleep(after_s)
+            f.write(data[len(data) // 2 :])
+
+    thread = threading.Thread(target=finish)
+    thread.start()
+    return thread
+
+
+def test_a_commit_beside_a_version_file_being_written_waits_for_it(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {}, partitioned=False)
+    theirs = add(None)
+    body = actions_to_ndjson([theirs])
+    writer = _write_in_place(tmp_path / "t" / "_transaction_log" / "00000000000000000001.json", body, 0.15)
+    try:
+        ours = add(None)
+        version = open_log(uri).commit([ours])  # lists version 1 empty, then half written
+    finally:
+        writer.join()
+    assert version == 2
+    files = {f.path for f in log.snapshot().files}
+    assert {theirs.path, ours.path} <= files
+
+
+def test_a_version_file_that_stays_empty_is_still_corrupt(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    make_table(uri, {}, partitioned=False)
+    (tmp_path / "t" / "_transaction_log" / "00000000000000000001.json").write_bytes(b"")
+    started = time.monotonic()
+    with pytest.raises(CorruptLogError, match="file is empty"):
+        open_log(uri).snapshot()
+    assert time.monotonic() - started < sum(snapshot.IN_PROGRESS_RETRIES) + 5
