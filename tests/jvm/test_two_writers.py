@@ -15,6 +15,7 @@ merge add rows ours already merged (a known difference of 0.5.3's, PROTOCOL.md ย
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -28,7 +29,11 @@ import pytest
 
 import connect_plugin
 import executor_lib
+from executor_lib.protocol.actions import removes_of
+from executor_lib.spark.commands.merge import merge_group
+from executor_lib.spark.common import node_split_cache
 from harness import child, jvm_peer
+from indextables_contract.errors import CommitConflictError
 from tests.jvm import two_writers_child as kid
 from tests.jvm.conftest import PeerPool, record
 
@@ -255,3 +260,76 @@ def test_one_table_two_writers(
         f"version {snap.version} after {jvm_commits + our_commits} commits"
     )
     assert sum(f.num_records or 0 for f in snap.files) == len(expected)
+
+
+# 0.5.3's merge commit: removes and the merged split, retried with the same actions, never checked against
+# what committed meanwhile (PROTOCOL.md ยง18)
+BLIND_MERGE = (
+    "IndexTables4Spark 0.5.3 commits MERGE SPLITS without checking that the splits it removes are still live: "
+    "sql/MergeSplitsCommand.scala:1154 -> transaction/TransactionLog.scala:809 writeActionsWithRetry (same "
+    "actions on every retry), so after a merge of the same splits by another writer its merged split's rows "
+    "are in the table twice"
+)
+
+
+def _entries(directory: Path) -> set[str]:
+    return {str(Path(d) / n) for d, dirs, files in os.walk(directory) for n in (*dirs, *files)}
+
+
+@pytest.mark.xfail(strict=True, reason=BLIND_MERGE)
+@pytest.mark.parametrize("version", jvm_peer.VERSIONS)
+def test_two_merges_of_the_same_splits(
+    jvm_peers: PeerPool, tmp_path: Path, request: pytest.FixtureRequest, version: str
+) -> None:
+    """Ours merges the JVM's splits and commits while 0.5.3's MERGE SPLITS of the same splits is under way
+    (its merge has begun: its merge directory has new entries), so ours commits first: 0.5.3's commit then
+    adds rows that are already in our merged split. The other order is safe on our side: ours would raise
+    CommitConflictError (``test_one_table_two_writers`` keeps each side's merges to its own partition)."""
+    peer = jvm_peers.get(version)
+    path = str(tmp_path / "t")
+    for k in range(5):  # big enough that 0.5.3's merge takes a second or two
+        peer.write(kid.batch_rows("jvm", 0, k, 20_000), path, mode="append", options=JVM_OPTIONS)
+    log = executor_lib.open_log(path)
+    snap = log.snapshot()
+    sources = list(snap.files)
+    merged = merge_group(log.store, snap, sources, None, 0, node_split_cache({}))  # uploaded, not committed
+    merge_dir = peer.work_dir / "it-merge"
+    before = _entries(merge_dir)
+    outcome: list[BaseException | None] = []
+
+    def jvm_merge() -> None:
+        try:
+            peer.sql(f"MERGE SPLITS '{path}'")
+            outcome.append(None)
+        except BaseException as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=jvm_merge, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not (_entries(merge_dir) - before) and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    try:
+        ours = log.commit(
+            [*removes_of(sources, data_change=False), *merged], read_version=snap.version, operation="MERGE SPLITS"
+        )
+    except CommitConflictError:
+        thread.join(120)
+        pytest.skip("0.5.3's merge committed first this time (ours raised CommitConflictError, as it must)")
+    thread.join(120)
+    final = executor_lib.open_log(path).snapshot()
+    jvm_error = str(outcome[0]).splitlines()[1][:200] if outcome and outcome[0] else None
+    print(
+        f"two merges: 0.5.3's MERGE SPLITS: {jvm_error or 'returned'}; live splits {[f.num_records for f in final.files]}"
+    )
+    spark = request.getfixturevalue("classic_spark")
+    ours_ids = [int(r["id"]) for r in spark.read.format("indextables").load(path).select("id").collect()]
+    jvm_ids = [int(i) for i in peer.read(path, select=["id"]).column("id").to_pylist()]
+    print(
+        f"two merges: ours at version {ours}, 0.5.3's at {final.version}; rows {len(ours_ids)} here, {len(jvm_ids)} "
+        f"by 0.5.3, {5 * 20_000} written"
+    )
+    assert len(jvm_ids) == len(set(jvm_ids)) == 5 * 20_000, "0.5.3 reads every row once"
+    assert len(ours_ids) == len(set(ours_ids)) == 5 * 20_000, "this project reads every row once"
+    assert final.version > ours, "0.5.3 committed its merge after ours"
+    assert outcome == [None], outcome
