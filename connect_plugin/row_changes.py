@@ -58,10 +58,13 @@ def delete(table: Table, where: Where) -> DataFrame:
         return _change(table, "DELETE", condition, _unmatched)
 
 
-def update(table: Table, where: Where | None, assignments: Mapping[str, str | Column]) -> DataFrame:
+def update(
+    table: Table, where: Where | None, assignments: Mapping[str, str | Column], alias: str | None = None
+) -> DataFrame:
     """Set the columns of ``assignments`` (column -> Spark SQL expression text over the row, or a
     Column) on the rows ``where`` matches (None: every row); returns one row of what was done.
-    Each value is cast to its column's type; a type that cannot be assigned is refused.
+    Each value is cast to its column's type; a type that cannot be assigned is refused. ``alias``:
+    a name the expressions may qualify the table's columns with (``t.latency * 2``).
 
     Raises:
         ConfigError: an unknown column, an expression whose type does not fit its column (both before
@@ -73,7 +76,7 @@ def update(table: Table, where: Where | None, assignments: Mapping[str, str | Co
         raise ConfigError(f"update of {table.path}: SET needs at least one column")
     condition = _everything(table) if where is None else _where(where)
     with project_error_first():
-        return _change(table, "UPDATE", condition, lambda rows: _assigned(table.path, rows, assignments))
+        return _change(table, "UPDATE", condition, lambda rows: _assigned(table.path, rows, assignments, alias))
 
 
 def _everything(table: Table) -> F.Filter:
@@ -123,15 +126,21 @@ def _change(table: Table, operation: str, condition: F.Filter, transform: Any) -
 
 
 def _result_schema() -> Any:
-    from pyspark.sql.types import StructType
+    """``ChangeResult``'s schema, built here (``StructType.fromDDL`` needs a classic session's JVM)."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    return StructType.fromDDL(C.ChangeResult.RESULT)
+    types = {"long": LongType(), "string": StringType()}
+    pairs = [column.split() for column in C.ChangeResult.RESULT.split(",")]
+    return StructType([StructField(name, types[kind]) for name, kind in pairs])
 
 
-def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column]) -> DataFrame:
+def _assigned(
+    path: str, rows: DataFrame, assignments: Mapping[str, str | Column], alias: str | None = None
+) -> DataFrame:
     """``rows`` with each assigned column replaced, on the marked rows, by its expression cast to the
     column's type; ConfigError for an unknown column or a type that cannot be assigned."""
     sf = _functions(rows)
+    rows = rows.alias(alias) if alias else rows
     fields = {f.name.lower(): f for f in rows.schema.fields if f.name != RC.MATCH_COLUMN}
     values: dict[str, Column] = {}
     for name, value in assignments.items():

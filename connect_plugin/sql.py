@@ -43,6 +43,7 @@ from connect_plugin.grammar import (
 )
 from connect_plugin.lexer import lex, line_and_column, unclosed, unquote
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
+from connect_plugin.row_change_sql import row_change_statement
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from connect_plugin.statements import OnSession, OnTable, build_statement
 from indextables_contract import commands as C
@@ -134,6 +135,9 @@ def plan_statement(
     if starts_ours:
         tree = parse_with(STATEMENT_PARSER, parse_text)
         return lambda: _run(spark, tree, parse_text, options)
+    change = row_change_statement(spark, parse_text, code, options)  # DELETE FROM / UPDATE of an IndexTables table
+    if change is not None:
+        return change
     refs = find_table_refs(spark, parse_text, code)
     if refs:
         _check_operator_spelling(text, code)

@@ -131,3 +131,25 @@ def test_row_changes_agree_with_the_rows_spark_computes(classic_spark: Any, tmp_
     t.update("level IS NULL", set={"level": "'NONE'"}).collect()
     assert all(r[1] is not None for r in _rows(t).values())
     assert sum(1 for r in _rows(t).values() if r[1] == "NONE") == sum(1 for r in expected if r[1] is None)
+
+
+def test_sql_delete_and_update(spark: Any, tmp_path: Path) -> None:
+    from connect_plugin.sql import sql
+
+    table = tmp_path / "sql"
+    small_appends(spark, table, 2, per=10)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+    ref = f"indextables.`{table}`"
+    row = sql(spark, f"DELETE FROM {ref} t WHERE t.msg indexquery 'timeout' AND id > 4").collect()[0]
+    gone = {i for i in before if i % 5 == 0 and i > 4}
+    assert row["numDeletedRows"] == len(gone) and set(_rows(t)) == set(before) - gone
+    # a string literal holding the keywords counts as a value, not as SQL
+    done = sql(spark, f"UPDATE {ref} AS t SET msg = 'where set = 1, x', score = t.score + 1 WHERE t.id IN (1, 2)").collect()
+    assert done[0]["numUpdatedRows"] == 2
+    after = _rows(t)
+    assert after[1][2] == "where set = 1, x" and after[2][3] == before[2][3] + 1 and after[3] == before[3]
+    with pytest.raises(IndexTablesSQLError, match="needs a WHERE"):
+        sql(spark, f"DELETE FROM {ref}")
+    with pytest.raises(IndexTablesSQLError, match="expected <column> = <expression>"):
+        sql(spark, f"UPDATE {ref} SET msg WHERE id = 1")
