@@ -147,6 +147,7 @@ RUN_IN = {
         "docs/table-api-and-sql.md",
         "# Client plugin: table API and SQL (Spark Connect or classic)",
     ): "tests/connect_plugin/test_table.py",
+    ("docs/row-changes.md", "## The statements"): "tests/connect_plugin/test_row_changes.py",
 }
 
 

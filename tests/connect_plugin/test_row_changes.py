@@ -145,7 +145,9 @@ def test_sql_delete_and_update(spark: Any, tmp_path: Path) -> None:
     gone = {i for i in before if i % 5 == 0 and i > 4}
     assert row["numDeletedRows"] == len(gone) and set(_rows(t)) == set(before) - gone
     # a string literal holding the keywords counts as a value, not as SQL
-    done = sql(spark, f"UPDATE {ref} AS t SET msg = 'where set = 1, x', score = t.score + 1 WHERE t.id IN (1, 2)").collect()
+    done = sql(
+        spark, f"UPDATE {ref} AS t SET msg = 'where set = 1, x', score = t.score + 1 WHERE t.id IN (1, 2)"
+    ).collect()
     assert done[0]["numUpdatedRows"] == 2
     after = _rows(t)
     assert after[1][2] == "where set = 1, x" and after[2][3] == before[2][3] + 1 and after[3] == before[3]
@@ -153,3 +155,27 @@ def test_sql_delete_and_update(spark: Any, tmp_path: Path) -> None:
         sql(spark, f"DELETE FROM {ref}")
     with pytest.raises(IndexTablesSQLError, match="expected <column> = <expression>"):
         sql(spark, f"UPDATE {ref} SET msg WHERE id = 1")
+
+
+def test_the_docs_statements_run_as_written(spark: Any, tmp_path: Path) -> None:
+    """docs/row-changes.md's block, on a local table with the columns it names (only the path swapped)."""
+    import connect_plugin
+    from tests.test_readme import runnable_blocks
+
+    (block,) = runnable_blocks("docs/row-changes.md", "## The statements")
+    path = str(tmp_path / "logs")
+    rows = [
+        (i, i % 50, ["debug ssn 123", "ok", "debug heartbeat"][i % 3], ["warn", "info"][i % 2], i * 10, "web-1", day)
+        for i, day in zip(range(120), ["2024-05-01", "2024-05-02"] * 60, strict=True)
+    ]
+    schema = "id long, user_id long, msg string, level string, latency long, host string, day string"
+    options = {"spark.indextables.indexing.typemap.msg": "text"}
+    connect_plugin.write(spark.createDataFrame(rows, schema), path, partition_by=["day"], options=options)
+    exec(compile(block.replace("s3://bucket/logs", path), "docs/row-changes.md", "exec"), {"spark": spark})
+    after = {r["id"]: r for r in IndexTable.for_path(spark, path).to_df().collect()}
+    expected = {
+        r[0] for r in rows if not (r[1] == 42 or "ssn" in r[2]) and not (r[6] == "2024-05-01" and "debug" in r[2])
+    }
+    assert set(after) == expected
+    assert all(r["level"] in ("WARN", "info") for r in after.values())
+    assert (after[7]["latency"], after[7]["host"]) == (140, "web-2")
