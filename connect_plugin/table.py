@@ -44,6 +44,8 @@ from indextables_contract.errors import ConfigError, IndexTablesSQLError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from connect_plugin.merge_into import MergeBuilder
+
 
 class IndexTable:
     """One table: its reads (pushed to the executors), pushed aggregates and maintenance commands.
@@ -301,6 +303,17 @@ class IndexTable:
         from connect_plugin.row_changes import update
 
         return update(self, where, dict(set or {}))
+
+    def merge(self, source: DataFrame, on: str) -> MergeBuilder:
+        """MERGE INTO this table from ``source`` (called ``s``; the table ``t``) on ``on``, a conjunction
+        of ``t.col = s.col``; add WHEN clauses, then ``execute()`` (one row as ``delete`` returns). See
+        ``connect_plugin.merge_into``.
+
+        Example: ``t.merge(df, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()``
+        """
+        from connect_plugin.merge_into import merge
+
+        return merge(self, source, on)
 
     def drop_partitions(self, where: Where) -> DataFrame:
         """Remove every file of the partitions matching ``where`` in one commit, at once (the files stay

@@ -1,0 +1,447 @@
+"""MERGE INTO a table's rows, as Spark work on the row-change machinery (``connect_plugin.row_changes``,
+``indextables_contract.row_changes``): the splits holding a key of the source are found
+(``MatchCounts``), read at that version, full-outer-joined with the source on the keys, turned by the
+WHEN clauses into the rows written in their place, and written as one row change (operation MERGE)
+whose commit replaces the splits read. With no split matching, only the inserted rows are written.
+
+    t = IndexTable.for_path(spark, "/t")
+    (t.merge(updates, on="t.id = s.id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()).show()
+
+The target is called ``t`` and the source ``s`` in ``on``, conditions and expressions. Clauses apply
+in order, the first whose condition holds wins, as in Delta. This first part takes an ON condition
+that is a conjunction of equalities between target and source columns (``t.a = s.a AND t.b = s.b``).
+
+The SQL form (``merge_into_statement``)::
+
+    MERGE INTO indextables.`/t` [AS] t USING <view or table> [AS] s ON t.id = s.id
+    WHEN MATCHED [AND <cond>] THEN UPDATE SET a = <expr>, ... | UPDATE SET * | DELETE
+    WHEN NOT MATCHED [AND <cond>] THEN INSERT (a, ...) VALUES (<expr>, ...) | INSERT *
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from connect_plugin.failures import project_error_first
+from connect_plugin.grammar import split_commas
+from connect_plugin.lexer import lex, unquote
+from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
+from connect_plugin.row_change_sql import _assignments, _error, _target
+from connect_plugin.row_changes import Table, _assignment_problem, _functions, _result_schema
+from connect_plugin.settings import _options
+from indextables_contract import FORMAT
+from indextables_contract import commands as C
+from indextables_contract import filters as F
+from indextables_contract import row_changes as RC
+from indextables_contract.errors import ConfigError, IndexTablesSQLError
+from indextables_contract.read import ReadPlan
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+_NAME = r"(?:`(?:[^`]|``)*`|[A-Za-z_]\w*)"
+_EQUALITY = re.compile(rf"^\s*({_NAME})\s*\.\s*({_NAME})\s*=(?!=)\s*({_NAME})\s*\.\s*({_NAME})\s*$", re.DOTALL)
+_AND = re.compile(r"\band\b", re.IGNORECASE)
+# marker columns of the joined rows (writes refuse names starting with "_indextables_")
+_IN_TARGET = "_indextables_merge_target"
+_IN_SOURCE = "_indextables_merge_source"
+_ACTION = "_indextables_merge_action"
+_UNCHANGED, _DROPPED = -1, -2  # actions besides a clause's index: unchanged, not written
+_INSERTS = 1000  # an insert clause's action: this plus its index
+
+
+@dataclass(frozen=True)
+class _Clause:
+    kind: str  # "update", "delete" or "insert"
+    condition: str | Column | None = None
+    values: Mapping[str, str | Column] | None = None  # None: every column from the source's (update/insert all)
+
+
+@dataclass
+class MergeBuilder:
+    """A MERGE INTO of ``source`` into ``table`` on ``on``; add clauses, then ``execute()``.
+
+    Example: ``t.merge(df, "t.id = s.id").when_matched_update(set={"n": "t.n + s.n"}).execute()``
+    """
+
+    table: Table
+    source: DataFrame
+    on: str
+    target_alias: str = "t"
+    source_alias: str = "s"
+    matched: list[_Clause] = field(default_factory=list)
+    not_matched: list[_Clause] = field(default_factory=list)
+
+    def when_matched_update(
+        self, set: Mapping[str, str | Column], condition: str | Column | None = None
+    ) -> MergeBuilder:
+        """Matched pairs (meeting ``condition``): set each column of ``set`` to its expression (Spark SQL
+        text over ``t`` and ``s``, or a Column), cast to the column's type."""
+        if not set:
+            raise ConfigError(f"merge into {self.table.path}: when_matched_update needs at least one column")
+        self.matched.append(_Clause("update", condition, dict(set)))
+        return self
+
+    def when_matched_update_all(self, condition: str | Column | None = None) -> MergeBuilder:
+        """Matched pairs (meeting ``condition``): every column set to the source's column of that name."""
+        self.matched.append(_Clause("update", condition, None))
+        return self
+
+    def when_matched_delete(self, condition: str | Column | None = None) -> MergeBuilder:
+        """Matched pairs (meeting ``condition``): the target row deleted."""
+        self.matched.append(_Clause("delete", condition))
+        return self
+
+    def when_not_matched_insert(
+        self, values: Mapping[str, str | Column], condition: str | Column | None = None
+    ) -> MergeBuilder:
+        """Source rows matching no target row (meeting ``condition``): a row inserted, each column of the
+        table given by ``values`` (every column is required)."""
+        self.not_matched.append(_Clause("insert", condition, dict(values)))
+        return self
+
+    def when_not_matched_insert_all(self, condition: str | Column | None = None) -> MergeBuilder:
+        """Source rows matching no target row (meeting ``condition``): inserted as they are (the source
+        must have every column of the table)."""
+        self.not_matched.append(_Clause("insert", condition, None))
+        return self
+
+    def execute(self) -> DataFrame:
+        """Run the MERGE: one row of what was done (``ChangeResult``'s columns; ``version`` null when
+        nothing changed and nothing was committed).
+
+        Raises:
+            ConfigError: an ON condition that is not a conjunction of target = source column equalities,
+                an unknown column, an insert missing a column, a value whose type does not fit, a source
+                row matching two or more target rows (all before anything is written).
+            CommitConflictError: a MERGE SPLITS, PURGE or row change removed one of the splits first.
+        """
+        with project_error_first():
+            return _merge(self)
+
+
+def merge(table: Table, source: DataFrame, on: str) -> MergeBuilder:
+    """A MERGE INTO builder of ``source`` (called ``s``) into ``table`` (called ``t``) on ``on``."""
+    return MergeBuilder(table, source, on)
+
+
+def _keys(b: MergeBuilder) -> list[tuple[str, str]]:
+    """(target column, source column) of each equality of the ON condition."""
+    problem = ConfigError(
+        f"merge into {b.table.path}: ON {b.on!r}: expected a conjunction of equalities between target and "
+        f"source columns ({b.target_alias}.a = {b.source_alias}.a AND ...)"
+    )
+    _, code = lex(b.on)
+    cuts = [0, *(p for m in _AND.finditer(code) for p in (m.start(), m.end())), len(code)]
+    keys = []
+    for start, end in zip(cuts[::2], cuts[1::2], strict=True):
+        m = _EQUALITY.match(code[start:end])
+        if m is None:
+            raise problem
+        part = b.on[start:end]
+        names = [unquote(part[m.start(i) : m.end(i)]) for i in range(1, 5)]
+        sides = {names[0].lower(): names[1], names[2].lower(): names[3]}
+        if set(sides) != {b.target_alias.lower(), b.source_alias.lower()}:
+            raise problem
+        keys.append((sides[b.target_alias.lower()], sides[b.source_alias.lower()]))
+    return keys
+
+
+def _analysed(b: MergeBuilder, frame: DataFrame, value: str | Column, what: str) -> tuple[Column, Any]:
+    """``value`` as a Column over ``frame`` and its type, analysed here (ConfigError naming ``what``)."""
+    sf = _functions(frame)
+    column = sf.expr(value) if isinstance(value, str) else value
+    try:
+        return column, frame.select(column.alias("v")).schema.fields[0].dataType
+    except Exception as e:  # AnalysisException, classic or Connect
+        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+        raise ConfigError(f"merge into {b.table.path}: {what}: {first}") from None
+
+
+def _merge(b: MergeBuilder) -> DataFrame:
+    table, spark = b.table, b.table.spark
+    path, ta, sa = table.path, b.target_alias, b.source_alias
+    if not b.matched and not b.not_matched:
+        raise ConfigError(f"merge into {path}: add a WHEN MATCHED or WHEN NOT MATCHED clause")
+    keys = _keys(b)
+    latest = TableRead(path, ReadPlan(), options_tuple(dict(table.options))).dataframe(spark)
+    fields = {f.name.lower(): f for f in latest.schema.fields}
+    source_columns = {c.lower(): c for c in b.source.columns}
+    for target_key, source_key in keys:
+        if target_key.lower() not in fields or source_key.lower() not in source_columns:
+            raise ConfigError(
+                f"merge into {path}: ON {b.on!r}: no column "
+                f"{target_key if target_key.lower() not in fields else source_key!r}"
+                f" (target columns: {[f.name for f in fields.values()]}, source columns: {b.source.columns})"
+            )
+    target_keys = [fields[k.lower()].name for k, _ in keys]
+    source_keys = [source_columns[s.lower()] for _, s in keys]
+    sf = _functions(b.source)
+
+    def joined_of(target: DataFrame) -> DataFrame:
+        t = target.withColumn(_IN_TARGET, sf.lit(True)).alias(ta)
+        s = b.source.withColumn(_IN_SOURCE, sf.lit(True)).alias(sa)
+        on = None
+        for tk, sk in zip(target_keys, source_keys, strict=True):
+            eq = sf.col(f"{ta}.`{tk}`") == sf.col(f"{sa}.`{sk}`")
+            on = eq if on is None else on & eq
+        return t.join(s, on=on, how="full_outer")
+
+    # Everything checked against the plan of a join with the latest schema, before anything runs
+    action, values = _plan_actions(b, joined_of(latest.where(sf.lit(False))), fields, source_columns)
+
+    # The target splits holding a source key
+    distinct = [tuple(r) for r in b.source.select(*source_keys).distinct().collect()]
+    distinct = [k for k in distinct if all(v is not None for v in k)]  # a null key matches nothing
+    counts = []
+    if distinct:
+        if len(target_keys) == 1:
+            condition: F.Filter = F.TermIn(target_keys[0], tuple(k[0] for k in distinct))
+        else:
+            condition = F.Or(
+                tuple(F.And(tuple(F.Term(c, v) for c, v in zip(target_keys, k, strict=True))) for k in distinct)
+            )
+        counts = command_frame(spark, C.MatchCounts(filter=F.to_text(condition)), table.options, path).collect()
+    if counts:
+        version = int(counts[0]["version"])
+        replaced = tuple(str(r["path"]) for r in counts)
+        extra = {**table.options, "versionAsOf": str(version)}
+        target = TableRead(path, ReadPlan(splits=replaced), options_tuple(extra)).dataframe(spark)
+    else:
+        version = int(command_frame(spark, C.History(limit=1), table.options, path).collect()[0]["version"])
+        replaced = ()
+        target = latest.where(sf.lit(False))
+    joined = joined_of(target)
+
+    # A source row matching two or more target rows: refused (as Delta)
+    duplicates = (
+        b.source.groupBy(*source_keys)
+        .count()
+        .where(sf.col("count") > 1)
+        .alias("d")
+        .join(
+            target.select(*target_keys).distinct().alias("k"),
+            on=[sf.col(f"d.`{sk}`") == sf.col(f"k.`{tk}`") for tk, sk in zip(target_keys, source_keys, strict=True)],
+            how="left_semi",
+        )
+        .limit(1)
+        .collect()
+    )
+    if duplicates:
+        shown = ", ".join(f"{k}={duplicates[0][s]!r}" for k, s in zip(target_keys, source_keys, strict=True))
+        raise ConfigError(
+            f"merge into {path}: multiple source rows matched the same target row ({shown}): "
+            "a MERGE may change a target row once only; make the source's keys unique; nothing was written"
+        )
+
+    acted = joined.withColumn(_ACTION, action)
+    counted = {int(r[_ACTION]): int(r["count"]) for r in acted.groupBy(_ACTION).count().collect()}
+    kinds = {i: c.kind for i, c in enumerate(b.matched)} | {_INSERTS + j: "insert" for j in range(len(b.not_matched))}
+    metrics = {"numUpdatedRows": 0, "numDeletedRows": 0, "numInsertedRows": 0}
+    for code, rows in counted.items():
+        kind = kinds.get(code)
+        if kind is not None:
+            metrics[{"update": "numUpdatedRows", "delete": "numDeletedRows", "insert": "numInsertedRows"}[kind]] += rows
+    schema = _result_schema()
+    if not any(metrics.values()):
+        return local_frame(spark, [(None, "MERGE", 0, 0, 0, 0, 0)], schema)
+    change = RC.RowChange("MERGE", uuid.uuid4().hex, version, replaced, tuple(sorted(metrics.items())))
+    dropped = [_DROPPED, *(i for i, c in enumerate(b.matched) if c.kind == "delete")]
+    marker = sf.col(f"`{_ACTION}`")
+    written = acted.where(~marker.isin(dropped)).select(
+        *(_value_of(sf, ta, f, values.get(f.name, []), marker) for f in latest.schema.fields)
+    )
+    opts = _options(spark, table.options)
+    written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(path)
+    result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, path).collect()
+    return local_frame(spark, [tuple(r) for r in result], schema)
+
+
+def _value_of(sf: Any, ta: str, f: Any, cases: list[tuple[int, Column]], marker: Column) -> Column:
+    """Column ``f`` of a written row: the value of the clause that acted on it, else the target's."""
+    value = None
+    for code, expression in cases:
+        value = sf.when(marker == code, expression) if value is None else value.when(marker == code, expression)
+    kept: Column = sf.col(f"{ta}.`{f.name}`")
+    out: Column = kept if value is None else value.otherwise(kept)
+    return out.alias(f.name)
+
+
+def _plan_actions(
+    b: MergeBuilder, joined: DataFrame, fields: Mapping[str, Any], source_columns: Mapping[str, str]
+) -> tuple[Column, dict[str, list[tuple[int, Column]]]]:
+    """The action of each joined row (a clause's code, ``_UNCHANGED`` or ``_DROPPED``) and, for each
+    column, the (action, value cast to its type) pairs that set it; ConfigError for an unknown column,
+    an insert missing one, a value that does not fit, a condition that is not a boolean."""
+    sf = _functions(joined)
+    path, ta, sa = b.table.path, b.target_alias, b.source_alias
+    values: dict[str, list[tuple[int, Column]]] = {}
+
+    def condition_of(clause: _Clause, what: str) -> Column:
+        if clause.condition is None:
+            always: Column = sf.lit(True)
+            return always
+        column, kind = _analysed(b, joined, clause.condition, f"{what} condition {clause.condition}")
+        if kind.typeName() not in ("boolean", "null"):
+            raise ConfigError(f"merge into {path}: {what} condition {clause.condition}: not a boolean")
+        return column
+
+    def assign(code: int, clause: _Clause, what: str) -> None:
+        given = clause.values
+        if given is None:
+            missing = [f.name for f in fields.values() if f.name.lower() not in source_columns]
+            if missing:
+                raise ConfigError(
+                    f"merge into {path}: {what} * needs the source to have every column of the table; "
+                    f"it lacks {missing} (source columns: {list(source_columns.values())})"
+                )
+            given = {f.name: f"{sa}.`{source_columns[f.name.lower()]}`" for f in fields.values()}
+        seen = set()
+        for name, value in given.items():
+            bare = str(name)
+            if bare.lower().startswith(ta.lower() + "."):
+                bare = bare[len(ta) + 1 :]
+            bare = unquote(bare) if bare.startswith("`") else bare
+            target_field = fields.get(bare.lower())
+            if target_field is None:
+                raise ConfigError(
+                    f"merge into {path}: {what} {name}: no such column (columns: {[f.name for f in fields.values()]})"
+                )
+            column, found = _analysed(b, joined, value, f"{what} {target_field.name} = {value}")
+            problem = _assignment_problem(found, target_field.dataType)
+            if problem is not None:
+                raise ConfigError(f"merge into {path}: {what} {target_field.name} = {value}: {problem}")
+            values.setdefault(target_field.name, []).append((code, column.cast(target_field.dataType)))
+            seen.add(target_field.name)
+        if clause.kind == "insert":
+            missing = [f.name for f in fields.values() if f.name not in seen]
+            if missing:
+                raise ConfigError(f"merge into {path}: {what} gives no value for columns {missing}; give every column")
+
+    matched_action: Column | None = None
+    for i, clause in enumerate(b.matched):
+        what = f"WHEN MATCHED {'UPDATE SET' if clause.kind == 'update' else 'DELETE'}"
+        cond = condition_of(clause, what)
+        if clause.kind == "update":
+            assign(i, clause, what)
+        matched_action = sf.when(cond, i) if matched_action is None else matched_action.when(cond, i)
+    insert_action: Column | None = None
+    for j, clause in enumerate(b.not_matched):
+        what = "WHEN NOT MATCHED INSERT"
+        cond = condition_of(clause, what)
+        assign(_INSERTS + j, clause, what)
+        code = _INSERTS + j
+        insert_action = sf.when(cond, code) if insert_action is None else insert_action.when(cond, code)
+    in_target, in_source = sf.col(f"`{_IN_TARGET}`").isNotNull(), sf.col(f"`{_IN_SOURCE}`").isNotNull()
+    on_matched = sf.lit(_UNCHANGED) if matched_action is None else matched_action.otherwise(_UNCHANGED)
+    on_source = sf.lit(_DROPPED) if insert_action is None else insert_action.otherwise(_DROPPED)
+    action = sf.when(in_target & in_source, on_matched).when(in_source, on_source).otherwise(_UNCHANGED)
+    return action, values
+
+
+# ---- SQL ------------------------------------------------------------------------------------------
+
+_HEAD = re.compile(r"^\s*merge\s+into\s+", re.IGNORECASE)
+_USING = re.compile(r"\s*using\s+(`(?:[^`]|``)*`|[A-Za-z_][\w.]*)(?:\s+(?:as\s+)?([A-Za-z_]\w*))?\s+on\b", re.I)
+_WHEN = re.compile(r"\bwhen\s+(not\s+matched(?:\s+by\s+target)?|matched)\b", re.IGNORECASE)
+_THEN = re.compile(r"\bthen\s+(update\s+set|delete|insert)\b", re.IGNORECASE)
+_INSERT_LIST = re.compile(r"^\s*\((.*)\)\s*values\s*\((.*)\)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def merge_into_statement(spark: SparkSession, text: str, options: Mapping[str, Any]) -> DataFrame | None:
+    """Run ``text`` if it is a MERGE INTO an IndexTables table (``indextables.`<path>```, a quoted path
+    or a registered name) and return its one result row; None if it is not (Spark's own statement).
+
+    Raises:
+        IndexTablesSQLError: a MERGE INTO an IndexTables table that does not parse (line and column).
+        ConfigError: as ``MergeBuilder.execute``.
+
+    Example: ``merge_into_statement(spark, "MERGE INTO indextables.`/t` t USING u s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *", {})``
+    """
+    parse_text, code = lex(text)
+    head = _HEAD.match(code)
+    if head is None:
+        return None
+    found = _target(spark, parse_text, code, head.end())
+    if found is None:
+        return None
+    path, alias, rest = found
+    if alias is not None and alias.lower() == "using":  # no alias: _target took the keyword for one
+        alias, rest = None, rest - len("using")
+    using = _USING.match(code, rest)
+    if using is None:
+        raise _error(text, rest, "expected USING <view or table> [AS] <alias> ON <condition>")
+    source_name = parse_text[using.start(1) : using.end(1)]
+    source_name = unquote(source_name) if source_name.startswith("`") else source_name
+    source_alias = using.group(2) if using.group(2) and using.group(2).lower() != "on" else source_name.split(".")[-1]
+    whens = list(_WHEN.finditer(code, using.end()))
+    if not whens:
+        raise _error(text, using.end(), "expected ON <condition> WHEN [NOT] MATCHED ...")
+    on = parse_text[using.end() : whens[0].start()].strip()
+    if not on:
+        raise _error(text, using.end(), "ON needs a condition")
+    builder = MergeBuilder(
+        _SqlTable(spark, path, dict(options)), spark.table(source_name), on, alias or "t", source_alias
+    )
+    ends = [w.start() for w in whens[1:]] + [len(code.rstrip().rstrip(";").rstrip())]
+    for when, end in zip(whens, ends, strict=True):
+        _clause(builder, parse_text, code, when, end)
+    return builder.execute()
+
+
+@dataclass
+class _SqlTable:
+    spark: Any
+    path: str
+    options: dict[str, Any]
+
+
+def _clause(b: MergeBuilder, text: str, code: str, when: re.Match[str], end: int) -> None:
+    """Add the WHEN clause ``when`` (it goes on to ``end``) to ``b``."""
+    then = _THEN.search(code, when.end(), end)
+    if then is None:
+        raise _error(text, when.end(), "expected THEN UPDATE SET ... | DELETE | INSERT ...")
+    matched = not when.group(1).lower().startswith("not")
+    between = text[when.end() : then.start()].strip()
+    condition = None
+    if between:
+        m = re.match(r"and\b(.*)$", between, re.IGNORECASE | re.DOTALL)
+        if m is None or not m.group(1).strip():
+            raise _error(text, when.end(), f"expected AND <condition> or THEN, not {between[:60]!r}")
+        condition = m.group(1).strip()
+    verb = " ".join(then.group(1).lower().split())
+    body, body_code = text[then.end() : end], code[then.end() : end]
+    if matched and verb == "update set":
+        if body_code.strip() == "*":
+            b.when_matched_update_all(condition)
+        else:
+            b.when_matched_update(_assignments(text, code, then.end(), end), condition)
+    elif matched and verb == "delete" and not body_code.strip():
+        b.when_matched_delete(condition)
+    elif not matched and verb == "insert":
+        if body_code.strip() == "*":
+            b.when_not_matched_insert_all(condition)
+            return
+        m = _INSERT_LIST.match(body_code)
+        if m is None:
+            raise _error(text, then.end(), "expected INSERT * or INSERT (<columns>) VALUES (<expressions>)")
+        cols = [c.strip() for c in split_commas(body[m.start(1) : m.end(1)], m.group(1))]
+        exprs = [e.strip() for e in split_commas(body[m.start(2) : m.end(2)], m.group(2))]
+        if len(cols) != len(exprs) or not all(cols) or not all(exprs):
+            raise _error(text, then.end(), f"INSERT names {len(cols)} columns and gives {len(exprs)} values")
+        b.when_not_matched_insert(
+            {unquote(c) if c.startswith("`") else c: e for c, e in zip(cols, exprs, strict=True)}, condition
+        )
+    else:
+        raise IndexTablesSQLError(
+            f"MERGE INTO: WHEN {when.group(1).upper()} THEN {then.group(1).upper()} is not supported "
+            "(WHEN MATCHED: UPDATE SET or DELETE; WHEN NOT MATCHED: INSERT)"
+        )
