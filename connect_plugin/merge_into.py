@@ -146,12 +146,17 @@ def _keys(b: MergeBuilder) -> list[tuple[str, str]]:
         if m is None:
             raise problem
         part = b.on[start:end]
-        names = [unquote(part[m.start(i) : m.end(i)]) for i in range(1, 5)]
+        names = [_bare(part[m.start(i) : m.end(i)]) for i in range(1, 5)]
         sides = {names[0].lower(): names[1], names[2].lower(): names[3]}
         if set(sides) != {b.target_alias.lower(), b.source_alias.lower()}:
             raise problem
         keys.append((sides[b.target_alias.lower()], sides[b.source_alias.lower()]))
     return keys
+
+
+def _bare(name: str) -> str:
+    """A column or alias name as written, back-quotes taken off."""
+    return unquote(name) if name.startswith("`") else name
 
 
 def _analysed(b: MergeBuilder, frame: DataFrame, value: str | Column, what: str) -> tuple[Column, Any]:
@@ -308,7 +313,7 @@ def _plan_actions(
             bare = str(name)
             if bare.lower().startswith(ta.lower() + "."):
                 bare = bare[len(ta) + 1 :]
-            bare = unquote(bare) if bare.startswith("`") else bare
+            bare = _bare(bare)
             target_field = fields.get(bare.lower())
             if target_field is None:
                 raise ConfigError(
@@ -380,7 +385,7 @@ def merge_into_statement(spark: SparkSession, text: str, options: Mapping[str, A
     if using is None:
         raise _error(text, rest, "expected USING <view or table> [AS] <alias> ON <condition>")
     source_name = parse_text[using.start(1) : using.end(1)]
-    source_name = unquote(source_name) if source_name.startswith("`") else source_name
+    source_name = _bare(source_name)
     source_alias = using.group(2) if using.group(2) and using.group(2).lower() != "on" else source_name.split(".")[-1]
     whens = list(_WHEN.finditer(code, using.end()))
     if not whens:

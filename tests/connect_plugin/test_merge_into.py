@@ -1,0 +1,171 @@
+"""MERGE INTO (``connect_plugin.merge_into``) in classic and Spark Connect sessions: the final rows are
+exactly those computed here in Python, clauses apply in order, only inserts are written when no split
+holds a key, a source row matching two target rows and bad columns are refused before anything is
+written, and the SQL form runs through the same builder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connect_plugin.merge_into import merge_into_statement
+from connect_plugin.table import IndexTable
+from indextables_contract.errors import ConfigError, IndexTablesSQLError
+from tests.connect_plugin.test_table import small_appends
+from tests.spark.test_datasource import SCHEMA, log_rows
+
+
+def _rows(t: IndexTable, version: int | None = None) -> dict[int, tuple[Any, ...]]:
+    return {r["id"]: tuple(r) for r in t.to_df(version_as_of=version).collect()}
+
+
+def _version(t: IndexTable) -> int:
+    return int(t.history(1).collect()[0]["version"])
+
+
+def _source(spark: Any, ids: range, level: str = "NEW") -> Any:
+    rows = [(i, level, f"merged {i}", float(i) * 10, ts, day) for i, _, _, _, ts, day in log_rows(len(ids), ids.start)]
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def test_upsert_half_matching_half_new(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "up"
+    small_appends(spark, table, 2, per=10)  # ids 0..19 in 6 splits
+    t = IndexTable.for_path(spark, str(table))
+    before, version = _rows(t), _version(t)
+    source = _source(spark, range(10, 30))  # 10..19 match, 20..29 are new
+    incoming = {r["id"]: tuple(r) for r in source.collect()}
+    row = t.merge(source, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute().collect()
+    assert len(row) == 1
+    r = row[0]
+    assert (r["operation"], r["numUpdatedRows"], r["numInsertedRows"], r["numDeletedRows"]) == ("MERGE", 10, 10, 0)
+    assert r["version"] == version + 1 and r["numRemovedSplits"] >= 1
+    assert _rows(t) == {**before, **incoming}
+    assert _rows(t, version) == before  # time travel still shows the old rows
+    assert t.count("msg:merged") == 20  # the rewritten splits' index knows the new values
+
+
+def test_conditional_update_and_delete_clauses_first_match_wins(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "cond"
+    small_appends(spark, table, 2, per=10)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+    source = _source(spark, range(0, 16), level="DEL").union(_source(spark, range(16, 26), level="KEEP"))
+    incoming = {r["id"]: tuple(r) for r in source.collect()}
+    result = (
+        t.merge(source, "s.id = t.id")
+        .when_matched_delete("s.level = 'DEL' AND t.id % 2 = 0")  # first: even DEL ids deleted
+        .when_matched_update({"level": "'UPD'", "score": "t.score + s.score"}, condition="t.id > 5")
+        .when_not_matched_insert(
+            {"id": "s.id", "level": "s.level", "msg": "s.msg", "score": "1", "ts": "s.ts", "day": "s.day"},
+            condition="s.id < 24",
+        )
+        .execute()
+        .collect()[0]
+    )
+    expected = dict(before)
+    deleted = updated = inserted = 0
+    for i, src in incoming.items():
+        if i in before:
+            if src[1] == "DEL" and i % 2 == 0:
+                del expected[i]
+                deleted += 1
+            elif i > 5:
+                old = before[i]
+                expected[i] = (i, "UPD", old[2], old[3] + src[3], old[4], old[5])
+                updated += 1
+        elif i < 24:
+            expected[i] = (i, src[1], src[2], 1.0, src[4], src[5])
+            inserted += 1
+    assert (result["numDeletedRows"], result["numUpdatedRows"], result["numInsertedRows"]) == (
+        deleted,
+        updated,
+        inserted,
+    )
+    assert _rows(t) == expected
+
+
+def test_insert_only_when_no_split_matches(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "ins"
+    small_appends(spark, table, 1, per=6)
+    t = IndexTable.for_path(spark, str(table))
+    before, version = _rows(t), _version(t)
+    source = _source(spark, range(100, 105))
+    r = t.merge(source, "t.id = s.id").when_matched_delete().when_not_matched_insert_all().execute().collect()[0]
+    assert (r["numInsertedRows"], r["numRemovedSplits"], r["numDeletedRows"], r["version"]) == (5, 0, 0, version + 1)
+    assert _rows(t) == {**before, **{x["id"]: tuple(x) for x in source.collect()}}
+    # nothing to do at all: nothing committed
+    none = t.merge(source, "t.id = s.id").when_not_matched_insert_all().execute().collect()[0]
+    assert none["version"] is None and _version(t) == version + 1
+
+
+def test_a_source_row_matching_two_target_rows_and_bad_columns_write_nothing(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "bad"
+    small_appends(spark, table, 1, per=6)
+    t = IndexTable.for_path(spark, str(table))
+    before, version = _rows(t), _version(t)
+    twice = _source(spark, range(2, 4)).union(_source(spark, range(3, 4)))
+    with pytest.raises(ConfigError, match=r"multiple source rows matched the same target row \(id=3\)"):
+        t.merge(twice, "t.id = s.id").when_matched_update_all().execute()
+    source = _source(spark, range(4, 8))
+    with pytest.raises(ConfigError, match="UPDATE SET nosuch: no such column"):
+        t.merge(source, "t.id = s.id").when_matched_update({"nosuch": "1"}).execute()
+    with pytest.raises(ConfigError, match=r"condition s\.nosuch > 1"):
+        t.merge(source, "t.id = s.id").when_matched_delete("s.nosuch > 1").execute()
+    with pytest.raises(ConfigError, match=r"gives no value for columns \['level', 'msg', 'score', 'ts', 'day'\]"):
+        t.merge(source, "t.id = s.id").when_not_matched_insert({"id": "s.id"}).execute()
+    with pytest.raises(ConfigError, match=r"INSERT \* needs the source to have every column.*\['msg'\]"):
+        t.merge(source.drop("msg"), "t.id = s.id").when_not_matched_insert_all().execute()
+    with pytest.raises(ConfigError, match=r"SET id = 'abc'.*cannot be stored in a bigint column"):
+        t.merge(source, "t.id = s.id").when_matched_update({"id": "'abc'"}).execute()
+    with pytest.raises(ConfigError, match=r"ON 't.id > s.id': expected a conjunction of equalities"):
+        t.merge(source, "t.id > s.id").when_matched_delete().execute()
+    with pytest.raises(ConfigError, match=r"ON 't.id = s.id OR t.msg = s.msg'"):
+        t.merge(source, "t.id = s.id OR t.msg = s.msg").when_matched_delete().execute()
+    assert _version(t) == version and _rows(t) == before
+
+
+def test_two_key_columns(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "two"
+    small_appends(spark, table, 1, per=9)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+    source = _source(spark, range(0, 6))  # same id and day as the target's ids 0..5
+    r = (
+        t.merge(source, "t.id = s.id AND t.day = s.day")
+        .when_matched_update({"msg": "concat(t.msg, ' / ', s.msg)"})
+        .execute()
+        .collect()[0]
+    )
+    assert r["numUpdatedRows"] == 6
+    after = _rows(t)
+    assert after == {i: (*row[:2], f"{row[2]} / merged {i}", *row[3:]) if i < 6 else row for i, row in before.items()}
+
+
+def test_sql_merge_into(spark: Any, tmp_path: Path) -> None:
+    table = tmp_path / "sql"
+    small_appends(spark, table, 1, per=10)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+    _source(spark, range(5, 15)).createOrReplaceTempView("merge_updates")
+    text = f"""MERGE INTO indextables.`{table}` AS tgt USING merge_updates src ON tgt.id = src.id
+        WHEN MATCHED AND src.id = 5 THEN DELETE
+        WHEN MATCHED THEN UPDATE SET msg = 'when matched then delete, x', score = tgt.score + 1
+        WHEN NOT MATCHED AND src.id < 12 THEN INSERT (id, level, msg, score, ts, day)
+            VALUES (src.id, 'I', concat('new ', src.msg), 0, src.ts, src.day)
+        WHEN NOT MATCHED THEN INSERT *"""
+    r = merge_into_statement(spark, text, {})
+    assert r is not None
+    row = r.collect()[0]
+    assert (row["numDeletedRows"], row["numUpdatedRows"], row["numInsertedRows"]) == (1, 4, 5)
+    after = _rows(t)
+    assert 5 not in after and after[6][2] == "when matched then delete, x" and after[6][3] == before[6][3] + 1
+    assert after[11][1:4] == ("I", "new merged 11", 0.0) and after[13][1:4] == ("NEW", "merged 13", 130.0)
+    assert all(after[i] == before[i] for i in range(5))
+    assert merge_into_statement(spark, "MERGE INTO some_delta_table t USING u s ON t.id = s.id", {}) is None
+    with pytest.raises(IndexTablesSQLError, match="expected THEN"):
+        merge_into_statement(
+            spark, f"MERGE INTO indextables.`{table}` t USING merge_updates s ON t.id = s.id WHEN MATCHED DELETE", {}
+        )
