@@ -165,6 +165,13 @@ def test_sql_merge_into(spark: Any, tmp_path: Path) -> None:
     assert after[11][1:4] == ("I", "new merged 11", 0.0) and after[13][1:4] == ("NEW", "merged 13", 130.0)
     assert all(after[i] == before[i] for i in range(5))
     assert merge_into_statement(spark, "MERGE INTO some_delta_table t USING u s ON t.id = s.id", {}) is None
+    # no aliases: the target is t, the source its view's name; a condition that is not an equality is named
+    with pytest.raises(ConfigError, match=r"ON 't\.id > merge_updates\.id': expected a conjunction"):
+        merge_into_statement(
+            spark,
+            f"MERGE INTO indextables.`{table}` USING merge_updates ON t.id > merge_updates.id WHEN MATCHED THEN DELETE",
+            {},
+        )
     with pytest.raises(IndexTablesSQLError, match="expected THEN"):
         merge_into_statement(
             spark, f"MERGE INTO indextables.`{table}` t USING merge_updates s ON t.id = s.id WHEN MATCHED DELETE", {}
