@@ -257,12 +257,15 @@ def _merge(b: MergeBuilder) -> DataFrame:
     schema = _result_schema()
     if not any(metrics.values()):
         return local_frame(spark, [(None, "MERGE", 0, 0, 0, 0, 0)], schema)
-    change = RC.RowChange("MERGE", uuid.uuid4().hex, version, replaced, tuple(sorted(metrics.items())))
-    dropped = [_DROPPED, *(i for i, c in enumerate(b.matched) if c.kind == "delete")]
     marker = sf.col(f"`{_ACTION}`")
-    written = acted.where(~marker.isin(dropped)).select(
-        *(_value_of(sf, ta, f, values.get(f.name, []), marker) for f in latest.schema.fields)
-    )
+    if b.matched:
+        dropped = [_DROPPED, *(i for i, c in enumerate(b.matched) if c.kind == "delete")]
+        kept = acted.where(~marker.isin(dropped))
+    else:  # inserts only: the splits read are left as they are, only the new rows written
+        replaced = ()
+        kept = acted.where(marker >= _INSERTS)
+    change = RC.RowChange("MERGE", uuid.uuid4().hex, version, replaced, tuple(sorted(metrics.items())))
+    written = kept.select(*(_value_of(sf, ta, f, values.get(f.name, []), marker) for f in latest.schema.fields))
     opts = _options(spark, table.options)
     written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(path)
     result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, path).collect()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import executor_lib
 from connect_plugin.merge_into import merge_into_statement
 from connect_plugin.table import IndexTable
 from indextables_contract.errors import ConfigError, IndexTablesSQLError
@@ -96,6 +97,15 @@ def test_insert_only_when_no_split_matches(spark: Any, tmp_path: Path) -> None:
     r = t.merge(source, "t.id = s.id").when_matched_delete().when_not_matched_insert_all().execute().collect()[0]
     assert (r["numInsertedRows"], r["numRemovedSplits"], r["numDeletedRows"], r["version"]) == (5, 0, 0, version + 1)
     assert _rows(t) == {**before, **{x["id"]: tuple(x) for x in source.collect()}}
+    # inserts only, some keys present: those rows are left, the splits holding them not rewritten
+    splits = {a.path for a in executor_lib.open_log(str(table)).snapshot().files}
+    more = _source(spark, range(3, 9))
+    r = t.merge(more, "t.id = s.id").when_not_matched_insert_all().execute().collect()[0]
+    assert (r["numInsertedRows"], r["numRemovedSplits"], r["numUpdatedRows"]) == (3, 0, 0)
+    assert splits <= {a.path for a in executor_lib.open_log(str(table)).snapshot().files}
+    new = {x["id"]: tuple(x) for x in more.collect() if x["id"] >= 6}
+    assert _rows(t) == {**before, **{x["id"]: tuple(x) for x in source.collect()}, **new}
+    version += 1
     # nothing to do at all: nothing committed
     none = t.merge(source, "t.id = s.id").when_not_matched_insert_all().execute().collect()[0]
     assert none["version"] is None and _version(t) == version + 1
