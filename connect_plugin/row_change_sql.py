@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from connect_plugin.grammar import index_filter, split_commas
+from connect_plugin.grammar import parse_predicate, split_commas
 from connect_plugin.lexer import line_and_column, unquote
 from connect_plugin.row_changes import delete, update
-from indextables_contract import filters as F
 from indextables_contract.errors import IndexTablesSQLError
 
 if TYPE_CHECKING:
@@ -66,8 +65,8 @@ def row_change_statement(
                 "DELETE FROM <table> without WHERE would delete every row: overwrite the table with an empty "
                 "DataFrame (mode('overwrite')) or DROP INDEXTABLES PARTITIONS; a DELETE needs a WHERE"
             )
-        where = _unqualified(_where_clause(text, code, rest, required=True), alias)
-        return lambda: delete(table, where)
+        where = _where_clause(text, code, rest, required=True)
+        return lambda: delete(table, where, alias)
     keyword = _KEYWORD.search(body_code)
     if keyword is None or keyword.group(1).lower() != "set":
         raise _error(text, rest, "expected SET <column> = <expression>, ...")
@@ -77,16 +76,8 @@ def row_change_statement(
         where_at = _KEYWORD.search(code, where_at.end())
     end = where_at.start() if where_at is not None else len(text)
     assignments = _assignments(text, code, start, end)
-    where = None if where_at is None else _unqualified(_where_clause(text, code, where_at.start(), True), alias)
+    where = None if where_at is None else _where_clause(text, code, where_at.start(), True)
     return lambda: update(table, where, assignments, alias)
-
-
-def _unqualified(where: F.Filter, alias: str | None) -> F.Filter:
-    """``where`` with its columns' table qualifier (``t.id``: the alias, or the table's name) taken off."""
-    if alias is None:
-        return where
-    prefix = alias.lower() + "."
-    return F.map_columns(where, lambda c: c[len(prefix) :] if c.lower().startswith(prefix) else c)
 
 
 def _target(spark: SparkSession, text: str, code: str, at: int) -> tuple[str, str | None, int] | None:
@@ -126,7 +117,8 @@ def _where_clause(text: str, code: str, at: int, required: bool) -> Any:
     predicate = text[m.end() :].strip().rstrip(";")
     if not predicate:
         raise _error(text, m.end(), "WHERE needs a predicate")
-    return index_filter(predicate)
+    parse_predicate(predicate)  # a syntax error is named here, before anything runs
+    return predicate
 
 
 def _assignments(text: str, code: str, start: int, end: int) -> dict[str, str]:

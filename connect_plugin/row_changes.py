@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connect_plugin.failures import project_error_first
+from connect_plugin.grammar import parse_predicate, split_spark_part
 from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
 from connect_plugin.settings import _options
 from connect_plugin.where import Where
@@ -41,10 +42,12 @@ class Table(Protocol):
     options: dict[str, Any]
 
 
-def delete(table: Table, where: Where) -> DataFrame:
+def delete(table: Table, where: Where, alias: str | None = None) -> DataFrame:
     """Delete the rows ``where`` matches (a filter tree or SQL predicate text, as a read's WHERE:
-    ``indexquery``, filters on any column, partition columns); returns one row of what was done
-    (``ChangeResult``'s columns; ``version`` null when no row matched and nothing was committed).
+    ``indexquery``, filters on any column, partition columns, and parts Spark evaluates: function
+    calls, arithmetic); returns one row of what was done (``ChangeResult``'s columns; ``version``
+    null when no row matched and nothing was committed). ``alias``: a name the Spark parts may
+    qualify the table's columns with.
 
     Raises:
         FilterError / IndexTablesSQLError: a malformed condition (here, before anything runs).
@@ -53,9 +56,9 @@ def delete(table: Table, where: Where) -> DataFrame:
 
     Example: ``delete(IndexTable.for_path(spark, "/t"), "user_id = 42").show()``
     """
-    condition = _where(where)
+    condition, spark_part = _condition(table, where, alias)
     with project_error_first():
-        return _change(table, "DELETE", condition, _unmatched)
+        return _change(table, "DELETE", (condition, spark_part), _unmatched, alias)
 
 
 def update(
@@ -74,9 +77,32 @@ def update(
     """
     if not assignments:
         raise ConfigError(f"update of {table.path}: SET needs at least one column")
-    condition = _everything(table) if where is None else _where(where)
+    condition, spark_part = _condition(table, where, alias)
     with project_error_first():
-        return _change(table, "UPDATE", condition, lambda rows: _assigned(table.path, rows, assignments, alias))
+        assign = lambda rows: _assigned(table.path, rows, assignments)  # noqa: E731
+        return _change(table, "UPDATE", (condition, spark_part), assign, alias)
+
+
+def _condition(table: Table, where: Where | None, alias: str | None) -> tuple[F.Filter, str | None]:
+    """(the filter tree that finds the splits and marks the rows, the SQL condition Spark applies to
+    the marked rows, if any) of a statement's ``where``: SQL text's parts over function calls or
+    arithmetic go to Spark (``grammar.split_spark_part``), the rest to the index."""
+    if where is None:
+        return _everything(table), None
+    if not isinstance(where, str):
+        return _where(where), None
+    index_part, spark_part = split_spark_part(parse_predicate(where))
+    if index_part is None:
+        return _everything(table), spark_part
+    return _unqualified(index_part, alias), spark_part
+
+
+def _unqualified(where: F.Filter, alias: str | None) -> F.Filter:
+    """``where`` with its columns' table qualifier (``t.id``: the alias, or the table's name) taken off."""
+    if alias is None:
+        return where
+    prefix = alias.lower() + "."
+    return F.map_columns(where, lambda c: c[len(prefix) :] if c.lower().startswith(prefix) else c)
 
 
 def _everything(table: Table) -> F.Filter:
@@ -102,9 +128,13 @@ def _functions(rows: DataFrame) -> Any:
     return classic_functions
 
 
-def _change(table: Table, operation: str, condition: F.Filter, transform: Any) -> DataFrame:
-    """Run one row change: the splits ``condition`` matches in, read with the matches marked, turned by
-    ``transform`` into the rows written in their place."""
+def _change(
+    table: Table, operation: str, where: tuple[F.Filter, str | None], transform: Any, alias: str | None
+) -> DataFrame:
+    """Run one row change: the splits ``where``'s filter tree matches in, read with the matches marked
+    (and, with a Spark condition, the marks narrowed to the rows it holds on: counted first), turned
+    by ``transform`` into the rows written in their place."""
+    condition, spark_part = where
     spark = table.spark
     opts = _options(spark, table.options)
     counts = command_frame(spark, C.MatchCounts(filter=F.to_text(condition)), table.options, table.path).collect()
@@ -114,15 +144,32 @@ def _change(table: Table, operation: str, condition: F.Filter, transform: Any) -
     version = int(counts[0]["version"])
     replaced = tuple(str(r["path"]) for r in counts)
     matched = sum(int(r["matches"]) for r in counts)
-    metric = {"DELETE": "numDeletedRows", "UPDATE": "numUpdatedRows"}[operation]
-    change = RC.RowChange(operation, uuid.uuid4().hex, version, replaced, ((metric, matched),))
     plan = ReadPlan(splits=replaced, match_columns=((RC.MATCH_COLUMN, condition),))
     extra = {**table.options, "versionAsOf": str(version)}
-    rows = TableRead(table.path, plan, options_tuple(extra)).dataframe(spark)
+
+    def marked_rows() -> DataFrame:  # a fresh read for each action (Spark 4.3 reuses a DataFrame's pushdown)
+        rows = TableRead(table.path, plan, options_tuple(extra)).dataframe(spark)
+        rows = rows.alias(alias) if alias else rows
+        return rows if spark_part is None else _narrowed(rows, spark_part)
+
+    if spark_part is not None:
+        matched = int(marked_rows().where(f"`{RC.MATCH_COLUMN}`").count())
+        if not matched:
+            return local_frame(spark, [(None, operation, 0, 0, 0, 0, 0)], schema)
+    rows = marked_rows()
+    metric = {"DELETE": "numDeletedRows", "UPDATE": "numUpdatedRows"}[operation]
+    change = RC.RowChange(operation, uuid.uuid4().hex, version, replaced, ((metric, matched),))
     written = transform(rows).drop(RC.MATCH_COLUMN)
     written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(table.path)
     result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, table.path).collect()
     return local_frame(spark, [tuple(r) for r in result], schema)
+
+
+def _narrowed(rows: DataFrame, spark_part: str) -> DataFrame:
+    """``rows`` with their marks kept only where the SQL condition ``spark_part`` holds (a null: not)."""
+    sf = _functions(rows)
+    marked = sf.col(f"`{RC.MATCH_COLUMN}`") & sf.coalesce(sf.expr(spark_part), sf.lit(False))
+    return rows.withColumn(RC.MATCH_COLUMN, marked)
 
 
 def _result_schema() -> Any:
@@ -134,13 +181,10 @@ def _result_schema() -> Any:
     return StructType([StructField(name, types[kind]) for name, kind in pairs])
 
 
-def _assigned(
-    path: str, rows: DataFrame, assignments: Mapping[str, str | Column], alias: str | None = None
-) -> DataFrame:
+def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column]) -> DataFrame:
     """``rows`` with each assigned column replaced, on the marked rows, by its expression cast to the
     column's type; ConfigError for an unknown column or a type that cannot be assigned."""
     sf = _functions(rows)
-    rows = rows.alias(alias) if alias else rows
     fields = {f.name.lower(): f for f in rows.schema.fields if f.name != RC.MATCH_COLUMN}
     values: dict[str, Column] = {}
     for name, value in assignments.items():

@@ -179,3 +179,24 @@ def test_the_docs_statements_run_as_written(spark: Any, tmp_path: Path) -> None:
     assert set(after) == expected
     assert all(r["level"] in ("WARN", "info") for r in after.values())
     assert (after[7]["latency"], after[7]["host"]) == (140, "web-2")
+
+
+def test_predicates_spark_evaluates_narrow_the_index_part(spark: Any, tmp_path: Path) -> None:
+    """Top-level AND parts over function calls or arithmetic are applied by Spark to the rows the index
+    part marks: only their rows change, and a statement none of them holds on commits nothing."""
+    from connect_plugin.sql import sql
+
+    table = tmp_path / "f"
+    small_appends(spark, table, 2, per=15)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+    gone = {i for i in before if i % 5 == 0 and i % 2 == 0}  # "timeout" rows are the multiples of 5
+    row = t.delete("msg indexquery 'timeout' AND id % 2 = 0").collect()[0]
+    assert row["numDeletedRows"] == len(gone) and set(_rows(t)) == set(before) - gone
+    version = t.history(1).collect()[0]["version"]
+    assert t.delete("id % 2 = 0 AND upper(level) = 'NOPE'").collect()[0]["version"] is None
+    assert t.history(1).collect()[0]["version"] == version
+    done = sql(spark, f"UPDATE indextables.`{table}` t SET level = lower(t.level) WHERE t.id * 2 > 50").collect()
+    assert done[0]["numUpdatedRows"] == sum(1 for i in set(before) - gone if i * 2 > 50)
+    after = _rows(t)
+    assert all(r[1] == (before[i][1].lower() if before[i][1] and i > 25 else before[i][1]) for i, r in after.items())
