@@ -42,7 +42,9 @@ from connect_plugin.grammar import (
     unsupported_reason,
 )
 from connect_plugin.lexer import lex, line_and_column, unclosed, unquote
+from connect_plugin.merge_into import merge_into_statement
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
+from connect_plugin.row_change_sql import _target as row_change_target
 from connect_plugin.row_change_sql import row_change_statement
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from connect_plugin.statements import OnSession, OnTable, build_statement
@@ -138,6 +140,9 @@ def plan_statement(
     change = row_change_statement(spark, parse_text, code, options)  # DELETE FROM / UPDATE of an IndexTables table
     if change is not None:
         return change
+    merge_into = _MERGE_INTO.match(code)  # MERGE INTO an IndexTables table (connect_plugin.merge_into)
+    if merge_into is not None and row_change_target(spark, parse_text, code, merge_into.end()) is not None:
+        return lambda: _merged(merge_into_statement(spark, text, options))
     refs = find_table_refs(spark, parse_text, code)
     if refs:
         _check_operator_spelling(text, code)
@@ -161,6 +166,14 @@ def plan_statement(
             "works in SELECT <function>, <measures> FROM <one IndexTables table> [WHERE ...] GROUP BY <function>"
         )
     return plan_general(spark, parse_text, code, refs, options)
+
+
+_MERGE_INTO = re.compile(r"^\s*merge\s+into\s+", re.IGNORECASE)
+
+
+def _merged(result: DataFrame | None) -> DataFrame:
+    assert result is not None  # its target was checked to be an IndexTables table
+    return result
 
 
 def _names_indextables(spark: SparkSession, text: str, code: str) -> bool:

@@ -186,3 +186,22 @@ def test_sql_merge_into(spark: Any, tmp_path: Path) -> None:
         merge_into_statement(
             spark, f"MERGE INTO indextables.`{table}` t USING merge_updates s ON t.id = s.id WHEN MATCHED DELETE", {}
         )
+
+
+def test_sql_routes_merge_into_an_indextables_table(classic_spark: Any, tmp_path: Path) -> None:
+    """``connect_plugin.sql`` runs MERGE INTO an IndexTables table through the builder (and leaves a
+    MERGE INTO any other table to Spark)."""
+    from connect_plugin.sql import plan_statement, sql
+
+    table = tmp_path / "routed"
+    small_appends(classic_spark, table, 1, per=6)
+    t = IndexTable.for_path(classic_spark, str(table))
+    _source(classic_spark, range(4, 8)).createOrReplaceTempView("routed_updates")
+    row = sql(
+        classic_spark,
+        f"MERGE INTO indextables.`{table}` t USING routed_updates s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    ).collect()[0]
+    assert (row["operation"], row["numUpdatedRows"], row["numInsertedRows"]) == ("MERGE", 2, 2)
+    assert sorted(_rows(t)) == list(range(8))
+    assert plan_statement(classic_spark, "MERGE INTO some_delta_table t USING u s ON t.id = s.id") is None
