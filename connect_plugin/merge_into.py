@@ -218,12 +218,19 @@ def _merge(b: MergeBuilder) -> DataFrame:
         version = int(counts[0]["version"])
         replaced = tuple(str(r["path"]) for r in counts)
         extra = {**table.options, "versionAsOf": str(version)}
-        target = TableRead(path, ReadPlan(splits=replaced), options_tuple(extra)).dataframe(spark)
     else:
         version = int(command_frame(spark, C.History(limit=1), table.options, path).collect()[0]["version"])
         replaced = ()
-        target = latest.where(sf.lit(False))
-    joined = joined_of(target)
+
+    def target_rows() -> DataFrame:
+        """A fresh read of the target's rows for each action: Spark 4.3 plans every query of one
+        DataFrame with the reader of its first, filters pushed then included (a semi join's inferred
+        ``IS NOT NULL`` on the key would drop the rows with a null key from the rewrite)."""
+        if not counts:
+            return latest.where(sf.lit(False))
+        return TableRead(path, ReadPlan(splits=replaced), options_tuple(extra)).dataframe(spark)
+
+    target = target_rows()
 
     # A source row matching two or more target rows: refused (as Delta)
     duplicates = (
@@ -246,8 +253,9 @@ def _merge(b: MergeBuilder) -> DataFrame:
             "a MERGE may change a target row once only; make the source's keys unique; nothing was written"
         )
 
-    acted = joined.withColumn(_ACTION, action)
-    counted = {int(r[_ACTION]): int(r["count"]) for r in acted.groupBy(_ACTION).count().collect()}
+    counted_rows = joined_of(target_rows()).withColumn(_ACTION, action)
+    counted = {int(r[_ACTION]): int(r["count"]) for r in counted_rows.groupBy(_ACTION).count().collect()}
+    acted = joined_of(target_rows()).withColumn(_ACTION, action)
     kinds = {i: c.kind for i, c in enumerate(b.matched)} | {_INSERTS + j: "insert" for j in range(len(b.not_matched))}
     metrics = {"numUpdatedRows": 0, "numDeletedRows": 0, "numInsertedRows": 0}
     for code, rows in counted.items():

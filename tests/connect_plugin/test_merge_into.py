@@ -205,3 +205,21 @@ def test_sql_routes_merge_into_an_indextables_table(classic_spark: Any, tmp_path
     assert (row["operation"], row["numUpdatedRows"], row["numInsertedRows"]) == ("MERGE", 2, 2)
     assert sorted(_rows(t)) == list(range(8))
     assert plan_statement(classic_spark, "MERGE INTO some_delta_table t USING u s ON t.id = s.id") is None
+
+
+def test_target_rows_with_a_null_key_in_a_rewritten_split_are_kept(classic_spark: Any, tmp_path: Path) -> None:
+    """A split the MERGE rewrites may hold rows whose key is null: they match no source row and stay
+    (its duplicate check's semi join must not leave its inferred ``id IS NOT NULL`` in the rewrite)."""
+    import connect_plugin
+    from tests.spark.test_datasource import TEXT_OPTS
+
+    spark = classic_spark
+    table = str(tmp_path / "nulls")
+    rows = [r if r[0] % 3 else (None, *r[1:]) for r in log_rows(9)]  # ids 0, 3, 6 null
+    connect_plugin.write(spark.createDataFrame(rows, SCHEMA).coalesce(1), table, options=TEXT_OPTS)
+    t = IndexTable.for_path(spark, table)
+    r = t.merge(_source(spark, range(4, 6)), "t.id = s.id").when_matched_update_all().execute().collect()[0]
+    assert r["numUpdatedRows"] == 2 and r["numRemovedSplits"] >= 1
+    after = t.to_df().collect()
+    assert len(after) == 9 and sum(1 for x in after if x["id"] is None) == 3
+    assert {x["id"]: x["msg"] for x in after if x["id"] in (4, 5)} == {4: "merged 4", 5: "merged 5"}
