@@ -333,7 +333,7 @@ def test_med_the_wildcard_bound_leaves_phrases_and_escaped_characters_alone() ->
     automaton for: a long quoted URL with ``?`` in it, or escaped ``\\?``, is a phrase or a term."""
     import pytest
 
-    from executor_lib.splits.query.check import WILDCARD_CHARS, check_wildcard_sizes
+    from executor_lib.splits.query.syntax import WILDCARD_CHARS, check_wildcard_sizes
     from indextables_contract.errors import QueryError
 
     url = '"https://example.com/' + "a" * 300 + '?x=1"'
@@ -342,3 +342,27 @@ def test_med_the_wildcard_bound_leaves_phrases_and_escaped_characters_alone() ->
     for text in ("a*" * 200, "msg:(" + "a?" * 200 + ")", url + " " + "*b" * 200):
         with pytest.raises(QueryError, match=r"the wildcard at position \d+ is \d+ characters long"):
             check_wildcard_sizes(text)
+
+
+def test_med_the_wildcard_bound_holds_on_every_path_to_a_search() -> None:
+    """``compile_query`` itself refuses a wildcard word past the bound (every search compiles through
+    it, also those no driver-side ``check_query`` saw first), before Tantivy builds an automaton."""
+    import pyarrow as pa
+    import pytest
+    import tantivy
+
+    import executor_lib
+    from executor_lib.splits.query.compile import compile_query
+    from executor_lib.splits.tokenizers import register
+    from executor_lib.splits.write.writer import tantivy_schema
+    from indextables_contract import filters
+    from indextables_contract.errors import QueryError
+
+    mapping = executor_lib.mapping_for(
+        pa.schema([("msg", pa.string())]), {"spark.indextables.indexing.typemap.msg": "text"}
+    )
+    index = register(tantivy.Index(tantivy_schema(mapping)), mapping.fields)
+    compile_query(index, mapping, filters.QueryString("conn*", "msg"), [])
+    for plan in (False, True):
+        with pytest.raises(QueryError, match=r"the wildcard at position 0 is 400 characters long"):
+            compile_query(index, mapping, filters.QueryString("a*" * 200, "msg"), [], plan=plan)

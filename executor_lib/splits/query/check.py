@@ -5,14 +5,13 @@ hashes of their strings (``hashed_columns``, tantivy4java's ``exact_only`` mode)
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 import tantivy
 
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.compile import compile_query
+from executor_lib.splits.query.syntax import check_wildcard_sizes
 from executor_lib.splits.tokenizers import register as register_analyzers
 from executor_lib.splits.write.writer import tantivy_schema
 from indextables_contract import filters
@@ -43,35 +42,6 @@ def check_query(query: filters.QueryString, mapping: DocMapping, schema: pa.Sche
         compile_query(index, mapping, query, mapping.default_query_fields(), list_columns(schema))
     except ValueError as e:  # Tantivy refused a part (a regex past its size limit): typed, as a search gives it
         raise QueryError(f"query {_shown(query.query)!r} cannot be built: {e}") from e
-
-
-# Tantivy builds a wildcard's automaton with at most 1000 states; a longer word seldom fits, and one
-# near the limit takes seconds to build ("a" + "*" * 999 + "b" * 990: 54 s before Tantivy refused it),
-# so a wildcard word longer than this is refused before any automaton is built (255: 1.5 s at most).
-WILDCARD_CHARS = 255
-_WORD = re.compile(r"\S+")
-_FIELD_PREFIX = re.compile(r"^[(+\-]*[\w.]+:")
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')  # a phrase: its * and ? are literal characters
-_ESCAPED = re.compile(r"\\.")
-
-
-def check_wildcard_sizes(text: str) -> None:
-    """QueryError if a wildcard word of ``text`` (one with an unescaped ``*`` or ``?`` outside a quoted
-    phrase, after its ``field:``) is longer than ``WILDCARD_CHARS``: bounded before its automaton is built
-    (its length is what the check costs)."""
-    unquoted = _QUOTED.sub(lambda m: " " * len(m.group()), text)  # positions kept
-    for word in _WORD.finditer(unquoted):
-        token = word.group()
-        bare = _ESCAPED.sub("", token)
-        if "*" not in bare and "?" not in bare:
-            continue
-        pattern = _FIELD_PREFIX.sub("", token)
-        if len(pattern) > WILDCARD_CHARS:
-            raise QueryError(
-                f"query {_shown(text)!r}: the wildcard at position {word.start()} is {len(pattern)} characters "
-                f"long, longer than the {WILDCARD_CHARS} a query may give (a wildcard or a regex: Tantivy's automaton "
-                "for it would pass its 1000 states, or take seconds to build); give a shorter wildcard"
-            )
 
 
 def _shown(text: str) -> str:

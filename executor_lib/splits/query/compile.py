@@ -37,6 +37,7 @@ from executor_lib.splits.query.syntax import (
     Clause,
     Leaf,
     Node,
+    check_wildcard_sizes,
     parse,
     wildcard_parts,
     with_default_field,
@@ -81,6 +82,7 @@ def compile_query(
     key = (mapping, query.query, query.column, fields, columns, query.fuzzy, query.transpositions, plan)
     compiled = _COMPILED.get(key)
     if compiled is None:
+        check_wildcard_sizes(query.query)  # before any automaton is built, on every path to a search
         compiled = _compile(index, mapping, query, default_fields, list_columns, PLAN if plan else TANTIVY)
         _COMPILED[key] = compiled
         if len(_COMPILED) > _COMPILED_MAX:

@@ -22,9 +22,10 @@ No tantivy here: this reads text only. ``QuerySyntaxError`` carries the position
 from __future__ import annotations
 
 import gc
+import re
 from dataclasses import dataclass, replace
 
-from indextables_contract.errors import QuerySyntaxError
+from indextables_contract.errors import QueryError, QuerySyntaxError
 
 MUST, SHOULD, MUST_NOT = "must", "should", "must_not"
 
@@ -524,3 +525,36 @@ def parse(text: str) -> Node:
     finally:
         if collecting:
             gc.enable()
+
+
+# Tantivy builds a wildcard's automaton with at most 1000 states; a longer word seldom fits, and one
+# near the limit takes seconds to build ("a" + "*" * 999 + "b" * 990: 54 s before Tantivy refused it),
+# so a wildcard word longer than this is refused before any automaton is built (255: 1.5 s at most).
+WILDCARD_CHARS = 255
+_WORD = re.compile(r"\S+")
+_FIELD_PREFIX = re.compile(r"^[(+\-]*[\w.]+:")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')  # a phrase: its * and ? are literal characters
+_ESCAPED = re.compile(r"\\.")
+
+
+def check_wildcard_sizes(text: str) -> None:
+    """QueryError if a wildcard word of ``text`` (one with an unescaped ``*`` or ``?`` outside a quoted
+    phrase, after its ``field:``) is longer than ``WILDCARD_CHARS``: bounded before its automaton is built
+    (its length is what the check costs)."""
+    unquoted = _QUOTED.sub(lambda m: " " * len(m.group()), text)  # positions kept
+    for word in _WORD.finditer(unquoted):
+        token = word.group()
+        bare = _ESCAPED.sub("", token)
+        if "*" not in bare and "?" not in bare:
+            continue
+        pattern = _FIELD_PREFIX.sub("", token)
+        if len(pattern) > WILDCARD_CHARS:
+            raise QueryError(
+                f"query {_shown_query(text)!r}: the wildcard at position {word.start()} is {len(pattern)} characters "
+                f"long, longer than the {WILDCARD_CHARS} a query may give (a wildcard or a regex: Tantivy's automaton "
+                "for it would pass its 1000 states, or take seconds to build); give a shorter wildcard"
+            )
+
+
+def _shown_query(text: str) -> str:
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
