@@ -120,3 +120,30 @@ def test_a_merge_racing_a_delete_never_loses_a_change(classic_spark: Any, tmp_pa
     deleted = "DELETE" in operations
     assert deleted or errors  # the delete committed, or its conflict was reported
     assert _ids(t) == (list(range(35)) if deleted else list(range(40)))
+
+
+def test_appends_racing_a_merge_into_both_commit_and_a_merge_splits_first_conflicts(
+    classic_spark: Any, tmp_path: Path
+) -> None:
+    """MERGE INTO commits like DELETE: appends released with it at a barrier commute (every row of both
+    lands); a MERGE SPLITS released with it either lands first and makes it a reported conflict, or not."""
+    spark = classic_spark
+    table = str(tmp_path / "mi")
+    for i in range(3):
+        connect_plugin.write(make_df(spark, 10, start=i * 10), table, options=TEXT_OPTS)
+    t = IndexTable.for_path(spark, table)
+    source = make_df(spark, 10, start=25).cache()  # 25..29 update, 30..34 insert
+    source.count()
+
+    def upsert() -> None:
+        t.merge(source, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute().collect()
+
+    def appends() -> None:
+        for i in range(2):
+            connect_plugin.write(make_df(spark, 5, start=100 + 5 * i), table)
+
+    assert _race(spark, [upsert, appends]) == []
+    assert _ids(t) == sorted([*range(35), *range(100, 110)])
+    errors = _race(spark, [upsert, lambda: t.merge_splits(target_size="1G").collect()])
+    assert all(_is_conflict(e) for e in errors), errors
+    assert _ids(t) == sorted([*range(35), *range(100, 110)])  # the upsert again changes no id set
