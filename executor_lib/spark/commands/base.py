@@ -201,6 +201,17 @@ class CommandReader(DataSourceReader):
         return None if at_analysis is None else at_analysis(self)
 
 
+def commit_with(txlog: Any, parameter: str, value: str, depth: int = 200) -> tuple[int, Any] | None:
+    """(version, commitInfo) of the newest of the last ``depth`` versions whose commitInfo records
+    ``parameter`` = ``value`` (a MERGE SPLITS' merge id, a row change's change id), else None."""
+    latest = txlog.latest_version()
+    for v in range(latest, max(-1, latest - depth), -1):
+        info = txlog.commit_info(v)
+        if info is not None and (info.operation_parameters or {}).get(parameter) == value:
+            return v, info
+    return None
+
+
 def worker() -> str:
     return f"{socket.gethostname()} (pid {os.getpid()})"
 

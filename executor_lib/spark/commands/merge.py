@@ -30,6 +30,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.commands.base import (
     CommandReader,
     command_options,
+    commit_with,
     decode,
     partition_keep,
     register,
@@ -223,19 +224,16 @@ def _partition_groups(
 
 
 def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
-    merge_id = cmd.merge_id
     txlog = r._log()
-    latest = txlog.latest_version()
-    for v in range(latest, max(-1, latest - 200), -1):
-        info = txlog.commit_info(v)
-        if info is None or (info.operation_parameters or {}).get(MERGE_ID_PARAMETER) != merge_id:
-            continue
-        actions = txlog.version_actions(v)
-        removed = sum(1 for a in actions if isinstance(a, RemoveAction))
-        for a in actions:
-            if isinstance(a, AddAction):
-                yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
+    found = commit_with(txlog, MERGE_ID_PARAMETER, cmd.merge_id)
+    if found is None:
         return
+    v = found[0]
+    actions = txlog.version_actions(v)
+    removed = sum(1 for a in actions if isinstance(a, RemoveAction))
+    for a in actions:
+        if isinstance(a, AddAction):
+            yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
 
 
 SORT_KEY_SETTING = S.MERGE_SORT_KEY.key

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, removes_of
 from executor_lib.spark import options as O
-from executor_lib.spark.commands.base import CommandReader, register
+from executor_lib.spark.commands.base import CommandReader, commit_with, register
 from executor_lib.spark.common import node_split_cache, parsed_option, partition_constants, typed_filter
 from executor_lib.spark.read_planning import plan_tasks
 from executor_lib.spark.reader import check_filter, doc_mappings, prunable
@@ -111,16 +111,12 @@ def run_match_counts(r: CommandReader, cmd: C.MatchCounts, task: CountTask) -> I
 
 def run_change_result(r: CommandReader, cmd: C.ChangeResult, _: Any) -> Iterator[tuple[Any, ...]]:
     """The version the change ``cmd.change_id`` committed, found among the last 200 versions."""
-    txlog = r._log()
-    latest = txlog.latest_version()
-    for v in range(latest, max(-1, latest - 200), -1):
-        info = txlog.commit_info(v)
-        params = (info.operation_parameters or {}) if info is not None else {}
-        if params.get(RC.CHANGE_ID_PARAMETER) != cmd.change_id:
-            continue
-        counts = [int(params.get(k, 0)) for k in ("numRemovedSplits", "numAddedSplits", *RC.METRICS)]
-        yield (v, info.operation if info is not None else "", *counts)
+    found = commit_with(r._log(), RC.CHANGE_ID_PARAMETER, cmd.change_id)
+    if found is None:
         return
+    v, info = found
+    params = info.operation_parameters or {}
+    yield (v, info.operation, *(int(params.get(k, 0)) for k in ("numRemovedSplits", "numAddedSplits", *RC.METRICS)))
 
 
 def live_actions(snapshot: Snapshot, paths: Sequence[str]) -> list[AddAction]:
