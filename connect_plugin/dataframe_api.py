@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from connect_plugin.failures import project_error_first
+from connect_plugin.query_warnings import warn_for_options
 from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError, IndexTablesError
 
@@ -97,8 +98,11 @@ def _wrap_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _for_indextables(self, args, kwargs):
             return original(self, *args, **kwargs)
-        with project_error_first(_option_names(self, kwargs)):
-            return original(self, *args, **kwargs)
+        names = _option_names(self, kwargs)
+        with project_error_first(names):
+            df = original(self, *args, **kwargs)
+        warn_for_options(names, df)  # an indexquery word against an exact-string column
+        return df
 
     setattr(load, _HOOKED, True)
     return load

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from connect_plugin.query_warnings import warn_for_read
 from indextables_contract import FORMAT
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure, finalize, merge_json
@@ -54,12 +55,18 @@ class TableRead:
         return {**_session_options(spark, dict(self.options)), **self.plan.to_options()}
 
     def dataframe(self, spark: SparkSession) -> DataFrame:
-        """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``)."""
-        df = spark.read.format(FORMAT).options(**self.read_options(spark)).load(self.path)
+        """A fresh DataFrame of this read (a new plan per call: see ``connect_plugin.read``); an
+        ``indexquery`` that cannot find what it says warns (``connect_plugin.query_warnings``)."""
+        df = self.load(spark)
+        warn_for_read(spark, self.path, self.plan.filter, lambda: df)
         if self.plan.limit is None:
             return df
         # a bare LIMIT is one task of at most `limit` rows: Spark reads it to its end under `limit + 1`
         return df.limit(self.plan.limit + 1 if self.plan.one_task(dict(self.options)) else self.plan.limit)
+
+    def load(self, spark: SparkSession) -> DataFrame:
+        """The read's DataFrame as Spark gives it (no limit, no warnings)."""
+        return spark.read.format(FORMAT).options(**self.read_options(spark)).load(self.path)
 
     def describe(self) -> str:
         plan, required = self.plan, self.plan.required_columns
@@ -83,6 +90,13 @@ class TableRead:
         elif plan.top_k is not None:
             lines.append(f"  best rows by _score per task: {plan.top_k} (table-wide BM25 statistics)")
         return "\n".join(lines)
+
+
+def warn_for_filter(
+    spark: SparkSession, path: str, tree: F.Filter | None, options: tuple[tuple[str, str], ...]
+) -> None:
+    """The query warnings of a command filtered by ``tree`` (an aggregate): a read with that filter says them."""
+    warn_for_read(spark, path, tree, lambda: TableRead(path, ReadPlan(filter=tree), options).load(spark))
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,7 @@ class AggregateRead:
     def run(self, spark: SparkSession) -> DataFrame | None:
         """The aggregate's result as a small DataFrame; None if a measure's type is one this path does
         not type as Spark does (decimals, sums of non-numbers): the caller lets Spark aggregate then."""
+        warn_for_filter(spark, self.path, None if not self.plan.filter else F.from_text(self.plan.filter), self.options)
         rows, at_analysis = self._result_rows(spark)
         table = _struct(rows[0]["tableSchema"])
         schema = self._schema(table)
@@ -260,6 +275,7 @@ class BucketRead:
         from connect_plugin.aggregate import bucket_request, bucket_rows, merge_results
         from indextables_contract.commands import Aggregate
 
+        warn_for_filter(spark, self.path, self.filter, self.options)
         table = TableRead(self.path, ReadPlan(), self.options).dataframe(spark).schema
         schema = self._schema(table)
         resolved = {f.name.lower(): f.name for f in table.fields}

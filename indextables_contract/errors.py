@@ -331,3 +331,9 @@ def error_in(text: str) -> IndexTablesError | None:
         error = cls.__new__(cls)
         IndexTablesError.__init__(error, message)
         return error
+
+
+class QueryWarning(UserWarning):
+    """A query that runs but cannot find what its text says: an ``indexquery`` word, phrase or wildcard
+    against an exact-string column, which matches whole values only (``warnings.warn`` on the client; the
+    read option ``spark.indextables.read.strictQueries=true`` makes it a ``QueryError``)."""

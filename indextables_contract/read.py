@@ -61,6 +61,9 @@ KEYS = (
 # once (Spark's default parallelism). Reads whose cost is opening splits (an index query, a LIMIT,
 # a pushed aggregate) run as one wave of this many tasks; see ``executor_lib.spark.reader.plan_tasks``.
 PARALLELISM = S.READ_PARALLELISM.key  # spark.indextables.read.parallelism
+# A read's schema field metadata key: the warnings about its queries on that column (a JSON list of
+# texts, ``executor_lib.splits.query.exact_words``), which the client shows as ``QueryWarning``s.
+QUERY_WARNINGS_METADATA = "indextables.queryWarnings"
 
 
 @dataclass(frozen=True)

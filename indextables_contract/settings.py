@@ -625,6 +625,15 @@ QUERY_FUZZY_TRANSPOSITIONS = _mine(
     boolean,
     scopes={READ, SESSION},
 )
+READ_STRICT_QUERIES = _mine(
+    "read.strictQueries",
+    "false",
+    "an indexquery word, phrase or wildcard against an exact-string column (which matches whole values "
+    "only) is an error naming the column and spark.indextables.indexing.typemap.<column>=text; false: a "
+    "warning, the query runs as IndexTables4Spark runs it",
+    boolean,
+    scopes={READ, SESSION},
+)
 READ_PARALLELISM = _mine(
     "read.parallelism",
     "the cluster's task slots",

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
 )
-from pyspark.sql.types import BooleanType, FloatType, StringType, StructType
+from pyspark.sql.types import BooleanType, FloatType, StringType, StructField, StructType
 
 from executor_lib.spark import options as O
 from executor_lib.spark.common import pinned_snapshot, require_path
@@ -33,7 +33,7 @@ from executor_lib.spark.reader import IndexTablesReader, doc_mappings, option_fi
 from executor_lib.spark.writer import IndexTablesWriter
 from indextables_contract import FORMAT
 from indextables_contract.errors import IndexTablesError
-from indextables_contract.read import SCORE_COLUMN
+from indextables_contract.read import QUERY_WARNINGS_METADATA, SCORE_COLUMN
 
 NAME = FORMAT
 # IndexTables4Spark's documented format names: the same data source under each (registered statically
@@ -124,7 +124,10 @@ class IndexTablesDataSource(DataSource):
         for name in match:
             schema = schema.add(name, BooleanType(), nullable=False)
         if match or plan.filter is not None or O.query_filters(opts):  # a bad query fails at analysis, before any job
-            option_filters(path, opts, snapshot.arrow_schema(), lambda: doc_mappings(snapshot), match, plan.filter)
+            warnings: list[str] = []
+            table_arrow = snapshot.arrow_schema()
+            option_filters(path, opts, table_arrow, lambda: doc_mappings(snapshot), match, plan.filter, warnings)
+            schema = _with_warnings(schema, warnings)
         return schema
 
     @leads_with_the_error
@@ -184,3 +187,13 @@ DATA_SOURCES: tuple[type[IndexTablesDataSource], ...] = (
     IndexTablesProvider,
     IndexTables4SparkTableProvider,
 )
+
+
+def _with_warnings(schema: StructType, warnings: list[str]) -> StructType:
+    """``schema`` with a read's query warnings in its first field's metadata (``QUERY_WARNINGS_METADATA``,
+    a JSON list): the client shows them (``connect_plugin.query_warnings``). Unchanged without any."""
+    if not warnings or not schema.fields:
+        return schema
+    first, *rest = schema.fields
+    metadata = {**(first.metadata or {}), QUERY_WARNINGS_METADATA: json.dumps(warnings)}
+    return StructType([StructField(first.name, first.dataType, first.nullable, metadata), *rest])

@@ -43,7 +43,7 @@ from executor_lib.table_schema import nested_path
 from indextables_contract import filters as F
 from indextables_contract import read as R
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError
+from indextables_contract.errors import ConfigError, QueryError
 
 if TYPE_CHECKING:
     from executor_lib.cache.split_cache import SplitCache
@@ -571,10 +571,12 @@ def option_filters(
     mappings: Callable[[], list[Any]],
     match: Mapping[str, F.Filter],
     where: F.Filter | None,
+    warnings: list[str] | None = None,
 ) -> list[F.Filter]:
     """The filter trees a read carries (its ``indexquery.<col>`` and ``indexqueryall`` options, and
     ``where``: its plan's ``filter``), each checked with ``check_filter`` (as are the ``match`` columns'
     trees): run by the data source's ``schema`` (Spark's analysis, before any job) and by the reader.
+    ``warnings`` (if given) gets the text of each query that cannot find what it says (``check_filter``).
 
     Raises:
         ConfigError / QueryError / FilterError: as ``check_filter``.
@@ -584,32 +586,50 @@ def option_filters(
     found = O.query_filters(options)
     if where is not None:
         found.append(typed_filter(where, table_arrow, options.get("sessionTimeZone")))
+    strict = S.READ_STRICT_QUERIES.get(options)
     for f in [*found, *match.values()]:
-        check_filter(f, f"read {path}", table_arrow, mappings)
+        said = check_filter(f, f"read {path}", table_arrow, mappings, strict=strict)
+        if warnings is not None:
+            warnings.extend(w for w in said if w not in warnings)
     return found
 
 
-def check_filter(f: F.Filter, what: str, table_arrow: pa.Schema, mappings: Callable[[], list[Any]]) -> None:
+def check_filter(
+    f: F.Filter, what: str, table_arrow: pa.Schema, mappings: Callable[[], list[Any]], strict: bool = False
+) -> list[str]:
     """Refuse, on the driver before any task, a filter tree naming a column the table lacks (every
     column listed, the closest suggested) or holding a query string that does not parse with the
     field's tokenizer in some split's doc mapping (``mappings``, called only if there is a query).
 
+    Returns the warnings about its queries that run but cannot find what they say (an ``indexquery``
+    word against an exact-string column: ``splits.query.exact_words``), one per query; ``strict``
+    (``spark.indextables.read.strictQueries``) makes the first a QueryError.
+
     Raises:
         ConfigError: an unknown column, or a query kind the field cannot answer.
-        QueryError: a query string that does not parse (position and reason named).
+        QueryError: a query string that does not parse (position and reason named); with ``strict``, a
+            word search of an exact-string column.
 
     Example: ``check_filter(F.QueryString("(error", "message"), "read /t", schema, lambda: doc_mappings(snap))``
     """
     from executor_lib.splits.query.check import check_query
+    from executor_lib.splits.query.exact_words import exact_word_warning
 
     unknown = sorted(c for c in F.columns_of(f) if nested_path(c, table_arrow) is None)
     if unknown:
         raise ConfigError(f"{what}: {unknown_columns_text(unknown, table_arrow.names)}")
     queries = query_strings(f)
+    warned: dict[F.QueryString, str] = {}
     for mapping in mappings() if queries else []:
         for query in queries:
             _check_query_kind(query, mapping)
             check_query(query, mapping, table_arrow)
+            warning = None if query in warned else exact_word_warning(query, mapping, table_arrow, strict)
+            if warning is not None and strict:
+                raise QueryError(f"{what}: {warning}")
+            if warning is not None:
+                warned[query] = warning
+    return list(warned.values())
 
 
 def unknown_columns_text(unknown: Sequence[str], columns: Sequence[str]) -> str:

@@ -75,7 +75,13 @@ def plan_aggregate(r: CommandReader, cmd: C.Aggregate) -> list[Any]:
     if cmd.filter is not None:
         where = F.from_text(cmd.filter, "option filter")
         schema = snapshot.arrow_schema()
-        check_filter(where, f"aggregate over {r.path}", schema, lambda: doc_mappings(snapshot))
+        check_filter(
+            where,
+            f"aggregate over {r.path}",
+            schema,
+            lambda: doc_mappings(snapshot),
+            strict=S.READ_STRICT_QUERIES.get(r.options),
+        )
     return [[(f, snapshot.doc_mapping(f))] for f in sorted(snapshot.files, key=lambda a: a.path)]
 
 
@@ -136,7 +142,9 @@ def plan_group_aggregate(r: CommandReader, cmd: C.GroupAggregate) -> list[LogCou
     if unknown:
         raise ConfigError(f"read {r.path}: {unknown_columns_text(unknown, schema.names)}")
     if where is not None:  # a query that does not parse fails here, before any task
-        check_filter(where, f"read {r.path}", schema, lambda: doc_mappings(snapshot))
+        check_filter(
+            where, f"read {r.path}", schema, lambda: doc_mappings(snapshot), strict=S.READ_STRICT_QUERIES.get(r.options)
+        )
     r.table_schema = snapshot.metadata.schema_string
     r.companion_root = parquet_table_root(snapshot.metadata.configuration, r.options)
     partition_columns = r.partition_columns = list(snapshot.partition_columns)

@@ -43,7 +43,13 @@ def plan_match_counts(r: CommandReader, cmd: C.MatchCounts) -> list[CountTask]:
     check_rewritable(snapshot, r.path)
     schema = snapshot.arrow_schema()
     where = typed_filter(F.from_text(cmd.filter, "option filter"), schema, r.time_zone)
-    check_filter(where, f"row change of {r.path}", schema, lambda: doc_mappings(snapshot))
+    check_filter(
+        where,
+        f"row change of {r.path}",
+        schema,
+        lambda: doc_mappings(snapshot),
+        strict=S.READ_STRICT_QUERIES.get(r.options),
+    )
     files = candidate_splits(snapshot, where)
     groups = plan_tasks(
         files,
