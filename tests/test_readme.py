@@ -100,16 +100,37 @@ def test_readme_log_and_search_examples_run(tmp_path: Path, moto_server: Any) ->
     assert env["s3"].snapshot().version == 0
 
 
-def test_readme_first_python_example_builds_a_session_that_works() -> None:
-    """The first Python a reader meets shows how to get a ``spark`` (``local_session()``, or Spark Connect
-    and ``install``); tests/connect_plugin/test_local_session.py runs that local session as a newcomer would."""
+FIRST_STEPS = "## First steps: write a text column, then search it"
+
+
+def test_readme_opens_with_write_then_search() -> None:
+    """The README's first section and first Python (issue 76): get a ``spark`` (``local_session()``), write a
+    text column, search it with ``indexquery``; tests/connect_plugin/test_local_session.py runs that local
+    session as a newcomer would. The Spark Connect alternative is a block of its own (run top to bottom,
+    one block with both made a second session: SESSION_ALREADY_EXIST)."""
     text = (REPO_ROOT / "README.md").read_text()
+    assert re.findall(r"^## .*$", text, flags=re.MULTILINE)[0] == FIRST_STEPS
     first = re.search(r"```python\n(.*?)```", text, flags=re.DOTALL)
     assert first is not None
     block = first.group(1)
-    assert "spark = connect_plugin.local_session()" in block
-    assert ".remote(" in block and "connect_plugin.install(spark)" in block
+    assert "spark = connect_plugin.local_session()" in block and ".remote(" not in block
+    assert "typemap.message" in block and "indexquery" in block and "connect_plugin.write(" in block
     ast.parse(block)
+    for term in ("**split**", "**transaction log**", "**doc mapping**", "**fast\nfield**", "**state**"):
+        assert term.replace("\n", " ") in text.replace("\n", " "), term  # each term in a few words
+
+
+def test_the_readme_first_steps_block_runs(classic_spark: Any, tmp_path: Path) -> None:
+    """The first-steps block as written (its path swapped), its ``.show()`` results as its comments say."""
+    (block,) = runnable_blocks("README.md", FIRST_STEPS)
+    code = swap(
+        block,
+        {'"/tmp/first-logs"': repr(str(tmp_path / "first-logs")), "/tmp/first-logs": str(tmp_path / "first-logs")},
+    )
+    code = code.replace(").show()", ")")  # the DataFrames themselves, to collect
+    found, counted = collect_all(run_block(code, {}, "README: first steps"))
+    assert [r["id"] for r in found] == [1, 3] and found[0]["message"] == "connection timeout after 30 s"
+    assert [r["n"] for r in counted] == [1]
 
 
 def test_readme_command_line_section_says_where_the_command_is() -> None:
@@ -137,6 +158,7 @@ class Block:
 NOT_RUN = re.compile(r"<!-- not run: (.*?) -->")
 
 RUN_IN = {
+    ("README.md", "## First steps: write a text column, then search it"): "tests/test_readme.py",
     ("README.md", "## A Spark session of your own"): "tests/test_readme.py",
     ("docs/log-and-splits.md", "## Using the transaction log"): "tests/test_readme.py",
     ("docs/log-and-splits.md", "## Splits and search"): "tests/test_readme.py",
@@ -255,18 +277,23 @@ def test_the_relevance_block_runs(classic_spark: Any, demo_table: tuple[Any, str
     assert 0 < len(top) <= 20 and scores == sorted(scores, reverse=True)
 
 
-def test_the_readme_session_block_runs(classic_spark: Any, connect_spark: Any, tmp_path: Path) -> None:
-    """README's first Python: ``local_session()`` (here it finds the test's classic local session), then the
-    Spark Connect lines on the test's Connect session (the only swap: no server at sc://127.0.0.1:15002)."""
-    (block,) = runnable_blocks("README.md", "## A Spark session of your own")
-    path = str(tmp_path / "first-table")
-    code = swap(
-        block,
-        {
-            'SparkSession.builder.remote("sc://127.0.0.1:15002").getOrCreate()': "connect_spark",
-            '"/tmp/first-table"': repr(path),
-        },
-    )
-    env: dict[str, Any] = {"connect_spark": connect_spark}
-    run_block(code, env, "README: session")
-    assert sorted(r["id"] for r in classic_spark.read.format("indextables").load(path).collect()) == [0, 1, 2]
+def test_the_readme_session_blocks_run(classic_spark: Any, connect_spark: Any, tmp_path: Path) -> None:
+    """README's session blocks: ``local_session()`` (here it finds the test's classic local session), then,
+    on its own, the Spark Connect one on the test's Connect session (the only swap: no server at
+    sc://127.0.0.1:15002)."""
+    local, remote = runnable_blocks("README.md", "## A Spark session of your own")
+    for name, block in (("local", local), ("connect", remote)):
+        path = str(tmp_path / name / "first-table")
+        code = swap(
+            block,
+            {
+                'SparkSession.builder.remote("sc://127.0.0.1:15002").getOrCreate()': "connect_spark",
+                '"/tmp/first-table"': repr(path),
+            }
+            if name == "connect"
+            else {'"/tmp/first-table"': repr(path)},
+        )
+        env: dict[str, Any] = {"connect_spark": connect_spark}
+        run_block(code, env, f"README: {name} session")
+        assert env["spark"] is (connect_spark if name == "connect" else classic_spark)
+        assert sorted(r["id"] for r in classic_spark.read.format("indextables").load(path).collect()) == [0, 1, 2]
