@@ -14,6 +14,12 @@ source "$(dirname "$0")/_venv.sh" "test,dev"
 _rc=0
 bash scripts/fake-gcs-server.sh >/dev/null || _rc=$?
 [ "$_rc" = 0 ] || [ "$_rc" = 3 ] || { echo "scripts/fake-gcs-server.sh failed (exit $_rc)" >&2; exit "$_rc"; }
+# versitygw (a real S3 server, posix backend, Go), the second S3 backend beside moto, built once with go
+# install into ~/.cache/indextables/versitygw (scripts/versitygw.sh); exit 3 means no Go: its tests skip
+# (and fail in CI).
+_rc=0
+bash scripts/versitygw.sh >/dev/null || _rc=$?
+[ "$_rc" = 0 ] || [ "$_rc" = 3 ] || { echo "scripts/versitygw.sh failed (exit $_rc)" >&2; exit "$_rc"; }
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
