@@ -1,7 +1,7 @@
-"""Shared fixtures: one lock-patched moto S3 server per test process, Azurite (Azure Blob Storage) and
-fake-gcs-server (Google Cloud Storage) started on first use, and a table URI fixture parametrized over
-the local filesystem and S3 (and Azure and GCS where a directory's conftest adds them: tests/storage,
-tests/log) so each test body runs on each."""
+"""Shared fixtures: one lock-patched moto S3 server per test process, versitygw (a real S3 server, no
+patch), Azurite (Azure Blob Storage) and fake-gcs-server (Google Cloud Storage) started on first use, and
+a table URI fixture parametrized over the local filesystem and S3 (and versitygw, Azure and GCS where a
+directory's conftest adds them: tests/storage, tests/log) so each test body runs on each."""
 
 from __future__ import annotations
 
@@ -119,13 +119,43 @@ _STRESS_LINES: list[str] = []
 
 
 def s3_options(server: Any) -> dict[str, Any]:
+    """Storage options of a table on ``server`` (moto, any key; versitygw, the keys it was started with)."""
     return {
         "endpoint_url": server.endpoint_url,
         "region": "us-east-1",
-        "access_key_id": "testing",
-        "secret_access_key": "testing",
+        "access_key_id": getattr(server, "access_key_id", "testing"),
+        "secret_access_key": getattr(server, "secret_access_key", "testing"),
         "path_style": True,
     }
+
+
+class SharedVersityGw:
+    def __init__(self, endpoint_url: str) -> None:
+        from harness.versitygw import ACCESS_KEY, SECRET_KEY
+
+        self.endpoint_url = endpoint_url
+        self.access_key_id, self.secret_access_key = ACCESS_KEY, SECRET_KEY
+
+
+@pytest.fixture(scope="session")
+def versitygw_server() -> Iterator[SharedVersityGw]:
+    """versitygw on 127.0.0.1 (a real S3 server: posix backend in a temporary directory, its own
+    conditional writes, signatures checked; no lock patch), one per test process, started at first use,
+    stopped by pid at the end, with the test bucket. Built with ``go install`` into
+    ~/.cache/indextables/versitygw the first time (scripts/versitygw.sh does it before the tests);
+    without Go the versitygw tests skip, except in CI (``CI`` set), where they fail."""
+    from harness.versitygw import VersityGwProcess, VersityGwUnavailable
+
+    try:
+        server = VersityGwProcess(bucket=BUCKET).start()
+    except VersityGwUnavailable as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"versitygw tests in CI: {e}")
+        pytest.skip(f"versitygw backend: {e}")
+    try:
+        yield SharedVersityGw(server.endpoint_url)
+    finally:
+        server.stop()
 
 
 AZURE_CONTAINER = "indextables-test"
@@ -206,6 +236,12 @@ def gcs_options(server: Any) -> dict[str, Any]:
     return options(server.endpoint)
 
 
+@pytest.fixture(params=["moto", "versitygw"])
+def s3_server(request: pytest.FixtureRequest) -> Any:
+    """Each S3 server in turn: the run's lock-patched moto, then versitygw (unpatched)."""
+    return request.getfixturevalue("versitygw_server" if request.param == "versitygw" else "moto_server")
+
+
 @pytest.fixture(params=["local", "s3"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -222,7 +258,7 @@ def table(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple
     if backend == "gcs":
         gcs = request.getfixturevalue("gcs_server")
         return f"gs://{GCS_BUCKET}/tables/{uuid.uuid4().hex}", gcs_options(gcs)
-    server = request.getfixturevalue("moto_server")
+    server = request.getfixturevalue("versitygw_server" if backend == "versitygw" else "moto_server")
     return f"s3://{BUCKET}/tables/{uuid.uuid4().hex}", s3_options(server)
 
 

@@ -3,6 +3,7 @@ land exactly once: no duplicate version for a retried write, no commit reported 
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -46,29 +47,29 @@ def s3_log(uri: str, server: Any, max_attempts: int = 5) -> TransactionLog:
 
 
 @pytest.mark.parametrize("sdk_retries", [5, 1], ids=["sdk-retry-sees-412", "no-sdk-retry"])
-def test_s3_write_landed_response_lost(moto_server: Any, sdk_retries: int) -> None:
-    uri = f"s3://{BUCKET}/ambiguous/{sdk_retries}"
-    log = s3_log(uri, moto_server, sdk_retries)
+def test_s3_write_landed_response_lost(s3_server: Any, sdk_retries: int) -> None:
+    uri = f"s3://{BUCKET}/ambiguous/{uuid.uuid4().hex}"
+    log = s3_log(uri, s3_server, sdk_retries)
     fault = S3Fault(VERSION_1, "land-then-lose")
     log.store.client.meta.events.register("before-send.s3.PutObject", fault)  # type: ignore[attr-defined]
     a = add()
     assert log.commit([a]) == 1
     assert fault.remaining == 0
-    report = check_log(uri, **s3_options(moto_server))
+    report = check_log(uri, **s3_options(s3_server))
     assert report.versions == [0, 1]
     assert report.added_paths == {a.path: 1}
     assert not report.duplicate_txn_ids
     assert log.commit([add()]) == 2
 
 
-def test_s3_failure_before_send_is_retried(moto_server: Any) -> None:
-    uri = f"s3://{BUCKET}/ambiguous/before-send"
-    log = s3_log(uri, moto_server, max_attempts=1)
+def test_s3_failure_before_send_is_retried(s3_server: Any) -> None:
+    uri = f"s3://{BUCKET}/ambiguous/{uuid.uuid4().hex}"
+    log = s3_log(uri, s3_server, max_attempts=1)
     fault = S3Fault(VERSION_1, "fail-before-send", times=2)
     log.store.client.meta.events.register("before-send.s3.PutObject", fault)  # type: ignore[attr-defined]
     a = add()
     assert log.commit([a]) == 1
-    report = check_log(uri, **s3_options(moto_server))
+    report = check_log(uri, **s3_options(s3_server))
     assert report.versions == [0, 1] and report.added_paths == {a.path: 1}
 
 

@@ -114,21 +114,30 @@ def _azure_table(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     return azure_uri(f"race/{uuid.uuid4().hex}"), azure_options(request.getfixturevalue("azurite_server"))
 
 
-@pytest.mark.parametrize("backend", ["local", "s3", "azure", "gcs"])
-def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def _race_table(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """A fresh table on ``backend``: S3 is the widened lock-patched moto (``s3``) or versitygw, unpatched."""
     if backend == "local":
-        uri, options = str(tmp_path / "table"), {}
-    elif backend == "azure":
-        uri, options = _azure_table(request)
-    elif backend == "gcs":
-        uri, options = _gcs_table(request)
-    else:
-        uri, options = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
+        return str(tmp_path / "table"), {}
+    if backend == "azure":
+        return _azure_table(request)
+    if backend == "gcs":
+        return _gcs_table(request)
+    server = request.getfixturevalue("versitygw_server" if backend == "versitygw" else "widened_moto")
+    return f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(server)
+
+
+BACKENDS = ["local", "s3", "versitygw", "azure", "gcs"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    uri, options = _race_table(backend, tmp_path, request)
     make_table(uri, options)
     # Azure: fewer appends each. Azurite (one Node process) answers 8 racing writers in ~100 ms a
     # request on 2 cores, and Azure lists without StartAfter (every version file, every commit):
     # 8 x 25 took 170 s, 8 x 8 takes about 55 s
-    appends = 8 if backend == "azure" else APPENDS
+    # versitygw: as many racing writers, fewer appends each (8 x 25 added 70 s to the suite on a loaded machine)
+    appends = 8 if backend in ("azure", "versitygw") else APPENDS
     acknowledged = run_writers(uri, options, WRITERS, appends, tmp_path)
     total = WRITERS * appends
     assert sorted(v for v, _ in acknowledged) == list(range(1, total + 1)), "each writer got a distinct version"
@@ -144,7 +153,7 @@ def test_parallel_appends_land_exactly_once(backend: str, tmp_path: Path, reques
     assert snapshot.num_records == 10 * total
 
 
-@pytest.mark.parametrize("backend", ["local", "s3", "azure", "gcs"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_parallel_appends_with_cleanup_after_every_checkpoint(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -154,14 +163,7 @@ def test_parallel_appends_with_cleanup_after_every_checkpoint(
     (and run again here), but no version is acknowledged twice and no acknowledged file is ever
     missing from the latest snapshot. (With no minimum age at all, a writer that listed the log
     just before a cleanup could write a deleted version number again: this test caught that.)"""
-    if backend == "local":
-        uri, storage = str(tmp_path / "table"), {}
-    elif backend == "azure":
-        uri, storage = _azure_table(request)
-    elif backend == "gcs":
-        uri, storage = _gcs_table(request)
-    else:
-        uri, storage = f"s3://{BUCKET}/race/{uuid.uuid4().hex}", s3_options(request.getfixturevalue("widened_moto"))
+    uri, storage = _race_table(backend, tmp_path, request)
     retention = {
         "spark.indextables.checkpoint.interval": "3",
         "spark.indextables.state.retention.versions": "1",

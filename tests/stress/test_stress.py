@@ -1,4 +1,5 @@
-"""Concurrent commits on S3 under faults, across pytest-xdist workers (``harness.stress``), and one run on Azure.
+"""Concurrent commits on S3 under faults, across pytest-xdist workers (``harness.stress``), and one run on
+Azure and one on versitygw (a real S3 server, unpatched).
 
 Every ``test_concurrent_commits_with_faults`` shard appends to ONE table shared by all shards
 of the run (whatever xdist worker runs it), alongside its own merger, checkpointer, reader,
@@ -75,24 +76,35 @@ def test_concurrent_commits_with_faults(
     assert sum(result.faults.values()) > 0 or FAULT_RATE == 0, "no fault was injected: the run proves nothing"
 
 
-@pytest.mark.azure
 @pytest.mark.timeout(900)
-def test_concurrent_commits_with_faults_on_azure(azurite_server: Any, tmp_path: Path, record_property: Any) -> None:
-    """The same workload and checks on Azure Blob Storage (Azurite): writers, a merger, a
-    checkpointer and a reader race on table A, an overwriter, an appender and a killed writer on B,
-    with busy answers, resets, timeouts and put-if-absent calls whose answers are lost."""
+@pytest.mark.parametrize(
+    "store", [pytest.param("azure", marks=pytest.mark.azure), pytest.param("versitygw", marks=pytest.mark.s3)]
+)
+def test_concurrent_commits_with_faults_beside_moto(
+    store: str, tmp_path: Path, record_property: Any, request: pytest.FixtureRequest
+) -> None:
+    """The same workload and checks on Azure Blob Storage (Azurite) and on versitygw (a real S3 server,
+    no lock patch: its own If-None-Match decides who wins): writers, a merger, a checkpointer and a
+    reader race on table A, an overwriter, an appender and a killed writer on B, with busy answers,
+    resets, timeouts and put-if-absent calls whose answers are lost."""
     run = uuid.uuid4().hex
+    if store == "azure":
+        table_a, table_b = azure_uri(f"stress/{run}/shared"), azure_uri(f"stress/{run}/private")
+        storage = azure_options(request.getfixturevalue("azurite_server"))
+    else:
+        table_a, table_b = f"s3://{BUCKET}/stress/{run}/shared", f"s3://{BUCKET}/stress/{run}/private"
+        storage = s3_options(request.getfixturevalue("versitygw_server"))
     cfg = StressConfig(
-        table_a=azure_uri(f"stress/{run}/shared"),
-        table_b=azure_uri(f"stress/{run}/private"),
-        storage=azure_options(azurite_server),
+        table_a=table_a,
+        table_b=table_b,
+        storage=storage,
         writers=WRITERS,
         commits_per_writer=COMMITS,
         fault_rate=FAULT_RATE,
         seed=11,
     )
     result = run_stress(cfg, tmp_path)
-    _record(result, record_property, "stress azure")
+    _record(result, record_property, f"stress {store}")
     _assert_clean(result)
     assert sum(result.faults.values()) > 0 or FAULT_RATE == 0, "no fault was injected: the run proves nothing"
 
