@@ -48,6 +48,7 @@ from connect_plugin.row_change_sql import _target as row_change_target
 from connect_plugin.row_change_sql import row_change_statement
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from connect_plugin.statements import OnSession, OnTable, build_statement
+from connect_plugin.time_travel import time_travel
 from indextables_contract import commands as C
 from indextables_contract import filters as F
 from indextables_contract.aggregate import AggregatePlan, Measure
@@ -123,7 +124,13 @@ def plan_statement(
     """A ``StatementPlan`` for a SELECT over IndexTables tables, a callable running an IndexTables
     command, or None (a statement that names no IndexTables table: Spark's own)."""
     parse_text, code = lex(text)
-    options = options or {}
+    given: dict[str, Any] = options or {}
+    return _plan(spark, text, parse_text, code, given)
+
+
+def _plan(
+    spark: SparkSession, text: str, parse_text: str, code: str, options: dict[str, Any]
+) -> StatementPlan | Callable[[], DataFrame] | None:
     open_at = unclosed(text)
     if open_at is not None and _names_indextables(spark, parse_text, code[: open_at[0]]):
         raise IndexTablesSQLError(_unclosed_message(text, *open_at))
@@ -143,6 +150,7 @@ def plan_statement(
     merge_into = _MERGE_INTO.match(code)  # MERGE INTO an IndexTables table (connect_plugin.merge_into)
     if merge_into is not None and row_change_target(spark, parse_text, code, merge_into.end()) is not None:
         return lambda: _merged(merge_into_statement(spark, text, options))
+    parse_text, code, options = time_travel(spark, parse_text, code, options)  # VERSION / TIMESTAMP AS OF
     refs = find_table_refs(spark, parse_text, code)
     if refs:
         _check_operator_spelling(text, code)

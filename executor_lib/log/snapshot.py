@@ -597,10 +597,19 @@ class SnapshotLoader:
         i = bisect.bisect_right(times, timestamp_ms)
         if i == 0:
             raise VersionNotFoundError(
-                f"{self.store.root_uri}: timestamp {timestamp_ms} is before the earliest retained version "
-                f"{versions[0]} (committed at {times[0]})"
+                f"{self.store.root_uri}: timestamp {utc_text(timestamp_ms)} is before the earliest retained "
+                f"version {versions[0]} (committed at {utc_text(times[0])})"
             )
         return versions[i - 1]
+
+
+def utc_text(ms: int) -> str:
+    """Epoch milliseconds as a reader writes a time: ``2024-05-01 12:00:00.250 UTC`` (no fraction when 0)."""
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    shown = moment.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{shown}.{ms % 1000:03d} UTC" if ms % 1000 else f"{shown} UTC"
 
 
 def list_log_versions(store: ObjectStore) -> list[int]:

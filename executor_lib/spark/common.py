@@ -20,7 +20,7 @@ from executor_lib.spark import options as O
 from executor_lib.table_schema import resolve_column
 from indextables_contract import filters as F
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError, StorageError
+from indextables_contract.errors import ConfigError, StorageError, VersionNotFoundError
 
 if TYPE_CHECKING:
     from executor_lib.storage.base import ObjectStore
@@ -58,7 +58,13 @@ def pinned_snapshot(path: str, raw_options: Mapping[str, str]) -> Any:
     storage = {known.get(k.lower(), k): v for k, v in opts.items()}
     from executor_lib.log.tables import read_snapshot
 
-    return read_snapshot(path, version, timestamp, **O.storage_and_log_options(storage))
+    try:
+        return read_snapshot(path, version, timestamp, **O.storage_and_log_options(storage))
+    except VersionNotFoundError as e:
+        if timestamp is None:
+            raise
+        said = e.message  # in the user's words first: the text they gave
+        raise VersionNotFoundError(f"timestampAsOf {str(lower['timestampasof']).strip()!r}: {said}") from None
 
 
 def typed_filter(f: F.Filter, schema: pa.Schema, time_zone: str | None = None) -> F.Filter:
