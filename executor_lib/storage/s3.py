@@ -203,12 +203,16 @@ class S3Store(ObjectStore):
                 return StorageError(f"{uri}: bucket {self._bucket!r} does not exist", uri, retryable=False)
             if code in _PERMANENT_ERRORS or status == 403:
                 return StorageError(f"{uri}: {op} failed: {code or status}", uri, retryable=False)
-            if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+            if code in ("NoSuchKey", "404", "NotFound") or (status == 404 and not code):
                 return ObjectNotFoundError(f"{uri}: no such object", uri)
+            if status == 404:  # another 404 is no missing object: versitygw's XAdminUserNotFound (a wrong key)
+                return StorageError(f"{uri}: {op} failed: {code}", uri, retryable=False)
             if code in ("PreconditionFailed", "412") or status == 412:
                 return ObjectAlreadyExistsError(f"{uri}: already exists", uri)
-            if code == "ConditionalRequestConflict" or status == 409:
+            if code == "ConditionalRequestConflict" or (status == 409 and not code):
                 return AmbiguousWriteError(f"{uri}: {op} conflicted with a concurrent write", uri)
+            if status == 409:  # no race: versitygw's ObjectParentIsFile/ExistingObjectIsDirectory (a file/dir clash)
+                return StorageError(f"{uri}: {op} failed: {code}", uri, retryable=code == "OperationAborted")
             return StorageError(f"{uri}: {op} failed: {code or status}", uri)
         return StorageError(f"{uri}: {op} failed: {type(e).__name__}", uri)
 
