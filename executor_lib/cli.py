@@ -22,6 +22,7 @@ from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
 from indextables_contract import settings as S
 from indextables_contract.errors import IndexTablesError
+from indextables_contract.version import VERSION
 
 if TYPE_CHECKING:
     from executor_lib.cache.split_cache import SplitCache
@@ -237,6 +238,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="indextables", description="Inspect and maintain IndexTables tables.")
+    parser.add_argument("--version", action="version", version=f"indextables {VERSION}", help="print the version")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def table_command(name: str, help_text: str) -> argparse.ArgumentParser:

@@ -140,3 +140,12 @@ def test_a_jvm_only_option_is_accepted_with_one_warning(tmp_path: Path, caplog: 
         for _ in range(2):
             assert cli_main(["describe", str(table), "-o", "spark.indextables.cache.disk.enabled=true"]) == 0
     assert [r.getMessage().split()[0] for r in caplog.records] == ["spark.indextables.cache.disk.enabled"]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``indextables --version`` prints the one version (pyproject.toml's) and exits 0 (issue 76)."""
+    from indextables_contract.version import VERSION
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"indextables {VERSION}"
