@@ -10,6 +10,9 @@ the project's error first (``connect_plugin.install`` hooks them in): ``DataFram
   or clustering columns do not match the existing table's", on a new path too), is a ``ConfigError``
   naming what does it: the ``partitionBy`` option, or ``connect_plugin.write(partition_by=...)``.
 
+``spark.sql(text)`` is hooked too: a statement Spark refuses that only ``connect_plugin.sql`` understands
+(``indexquery``..., an IndexTables command) is an ``IndexTablesSQLError`` pointing at ``connect_plugin.sql``.
+
 Other formats and other errors are left as they are, and so are the errors of a DataFrame's actions
 (``collect``, ``show``...): their text holds the ``[INDEXTABLES_*]`` line (docs/log-and-splits.md).
 """
@@ -23,7 +26,7 @@ from typing import Any
 from connect_plugin.failures import project_error_first
 from connect_plugin.query_warnings import warn_for_options
 from indextables_contract import FORMAT
-from indextables_contract.errors import ConfigError, IndexTablesError
+from indextables_contract.errors import ConfigError, IndexTablesError, IndexTablesSQLError
 
 # Spark's check of DataFrameWriter.partitionBy against a V2 table's partitioning (a Python data source
 # reports none): DataFrameWriter.checkPartitioningMatchesV2Table.
@@ -101,7 +104,7 @@ def _wrap_load(original: Callable[..., Any]) -> Callable[..., Any]:
         names = _option_names(self, kwargs)
         with project_error_first(names):
             df = original(self, *args, **kwargs)
-        warn_for_options(names, df)  # an indexquery word against an exact-string column
+            warn_for_options(names, df)  # an indexquery word against an exact-string column (its analysis)
         return df
 
     setattr(load, _HOOKED, True)
@@ -155,6 +158,33 @@ def _wrap_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
     return partitionBy
 
 
+def _wrap_sql(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``spark.sql(text)`` that Spark refuses, for a statement only ``connect_plugin.sql`` understands (an
+    index operator such as ``indexquery``, an IndexTables command): an ``IndexTablesSQLError`` saying so
+    (issue 76). Statements Spark runs, and Spark's other errors, are left as they are."""
+
+    @functools.wraps(original)
+    def sql(self: Any, sqlQuery: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(self, sqlQuery, *args, **kwargs)
+        except Exception as e:
+            from connect_plugin.sql import is_indextables_statement
+
+            if isinstance(e, IndexTablesError) or not isinstance(sqlQuery, str):
+                raise
+            if not is_indextables_statement(sqlQuery):
+                raise
+            spark_said = str(e).strip().split("\n")[0][:200]
+            raise IndexTablesSQLError(
+                "spark.sql does not know IndexTables' SQL (indexquery, textsearch, fieldmatch, fuzzyquery, "
+                "indexqueryall, MERGE SPLITS, DESCRIBE INDEXTABLES ...): run it with connect_plugin.sql(spark, "
+                f"text), which hands every other statement to spark.sql; Spark said: {spark_said}"
+            ) from None
+
+    setattr(sql, _HOOKED, True)
+    return sql
+
+
 def hook_writers(formats: Iterable[str] = ()) -> None:
     """Wrap ``DataFrameWriter.save`` and ``DataFrameReader.load`` (and ``format``, ``option``, ``options``
     and a writer's ``partitionBy``: a classic one keeps their values only in the JVM) of both session
@@ -162,6 +192,14 @@ def hook_writers(formats: Iterable[str] = ()) -> None:
     import importlib
 
     _FORMATS.update(f.lower() for f in formats)
+
+    for module in ("pyspark.sql.session", "pyspark.sql.connect.session"):
+        try:
+            session = importlib.import_module(module).SparkSession
+        except ImportError:  # Spark Connect's client dependencies (grpc, ...) not installed
+            continue
+        if not getattr(session.sql, _HOOKED, False):
+            session.sql = _wrap_sql(session.sql)
 
     for module in ("pyspark.sql.readwriter", "pyspark.sql.connect.readwriter"):
         try:

@@ -72,7 +72,10 @@ def warn_for_read(spark: SparkSession, path: str, tree: F.Filter | None, read: C
     now = time.monotonic()
     seen = _said.get(key)
     if seen is None or now - seen[0] > CACHE_TTL_S:
-        seen = _said[key] = (now, tuple(warnings_in(read().schema)))
+        schema = _schema_or_none(read)
+        if schema is None:
+            return
+        seen = _said[key] = (now, tuple(warnings_in(schema)))
         if len(_said) > 1000:
             _said.pop(next(iter(_said)))
     show(seen[1], stacklevel=4)
@@ -82,4 +85,14 @@ def warn_for_options(option_names: Iterable[str], df: DataFrame) -> None:
     """The query warnings of a ``spark.read.format("indextables")...load()`` with ``indexquery.<col>``
     options (``connect_plugin.install`` hooks ``load``): its schema says them (a Connect session asks)."""
     if any(str(name).lower().startswith("indexquery.") for name in option_names):
-        show(warnings_in(df.schema), stacklevel=4)
+        schema = _schema_or_none(lambda: df)
+        show(warnings_in(schema), stacklevel=4)
+
+
+def _schema_or_none(read: Callable[[], DataFrame]) -> Any:
+    """The read's schema, or None where its analysis fails: the check for warnings never moves an error,
+    which the read reports where it always did (a Spark Connect DataFrame at its first action)."""
+    try:
+        return read().schema
+    except Exception:
+        return None
