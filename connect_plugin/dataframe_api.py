@@ -168,11 +168,13 @@ def _wrap_sql(original: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return original(self, sqlQuery, *args, **kwargs)
         except Exception as e:
-            from connect_plugin.sql import is_indextables_statement
+            from connect_plugin.grammar import COMMAND_START, INDEX_OPERATOR_USE  # as connect_plugin.sql tells
+            from connect_plugin.lexer import lex
 
             if isinstance(e, IndexTablesError) or not isinstance(sqlQuery, str):
                 raise
-            if not is_indextables_statement(sqlQuery):
+            code = lex(sqlQuery)[1]  # outside string literals, comments and back-quoted names
+            if not (COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code)):
                 raise
             spark_said = str(e).strip().split("\n")[0][:200]
             raise IndexTablesSQLError(
