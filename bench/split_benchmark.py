@@ -36,10 +36,11 @@ import executor_lib
 from bench.spark_benchmark import _best_interleaved
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.splits.doc_mapping import mapping_for
+from executor_lib.splits.query.check import tantivy_schema
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.table_search import search_table
 from executor_lib.splits.write.publish import write_and_upload
-from executor_lib.splits.write.writer import tantivy_schema, write_split
+from executor_lib.splits.write.writer import write_split
 from executor_lib.storage import open_store
 
 OPTIONS = {"spark.indextables.indexing.typemap.message": "text"}

@@ -9,7 +9,7 @@ the rules a table's columns must follow to be indexable (``check_indexable``): c
 * **Types.** A column becomes a Tantivy field: scalars map directly; nested values are indexed as
   JSON fields, as IndexTables4Spark indexes them: a struct as an object, a map as an object with
   its keys as text, a list of structs as objects, a list of scalars as ``{"_values": [...]}``
-  (``splits.write.writer.json_value``). A column of type null (it holds no value) cannot be written.
+  (``native/src/writer.rs``). A column of type null (it holds no value) cannot be written.
 """
 
 from __future__ import annotations

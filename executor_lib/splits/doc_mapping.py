@@ -6,7 +6,7 @@ the schema registry), e.g. ``[{"name":"id","type":"i64","fast":true,"indexed":tr
 Defaults from the Arrow type: integers -> ``i64`` (unsigned -> ``u64``), floats -> ``f64``,
 bool -> ``bool``, string -> ``text`` with the ``raw`` tokenizer (exact match, what
 IndexTables calls a string field), date/timestamp -> ``datetime``, binary -> ``bytes``
-(stored only), struct/map/list -> ``json`` (indexed as ``splits.write.writer.json_value`` builds it).
+(stored only), struct/map/list -> ``json`` (indexed as ``native/src/writer.rs`` builds it).
 Options (``spark.indextables.indexing.*``):
 
 * ``typemap.<col>`` = ``string`` | ``text`` | ``json`` | ``ip``: ``text`` tokenizes (default

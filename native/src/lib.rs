@@ -4,9 +4,11 @@
 //! SSTable term dictionaries read as they are), queries arrive as plans (`plan`), and ranked
 //! search is Tantivy's own top-k with table-wide BM25 statistics handed in (`Split.top_k`), so no
 //! hit comes back to Python to be rescored. The GIL is released while a split is searched.
+//! Splits are written from Arrow record batches (`writer::IndexWriter`, issue 72).
 
 mod bundle;
 mod plan;
+mod writer;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -52,7 +54,7 @@ fn analyzer(name: &str) -> Option<TextAnalyzer> {
     })
 }
 
-fn register_analyzers(index: &Index) {
+pub(crate) fn register_analyzers(index: &Index) {
     let schema = index.schema();
     let mut names = BTreeSet::new();
     for (_, entry) in schema.fields() {
@@ -70,7 +72,8 @@ fn register_analyzers(index: &Index) {
     }
     for name in names {
         if let Some(a) = analyzer(&name) {
-            index.tokenizers().register(&name, a);
+            index.tokenizers().register(&name, a.clone());
+            index.fast_field_tokenizer().register(&name, a); // a fast text field's normaliser
         }
     }
 }
@@ -333,5 +336,6 @@ impl Split {
 fn indextables_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TANTIVY_VERSION", "0.27.0")?;
     m.add_class::<Split>()?;
+    m.add_class::<writer::IndexWriter>()?;
     Ok(())
 }

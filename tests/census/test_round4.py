@@ -352,9 +352,9 @@ def test_med_the_wildcard_bound_holds_on_every_path_to_a_search() -> None:
     import tantivy
 
     import executor_lib
+    from executor_lib.splits.query.check import tantivy_schema
     from executor_lib.splits.query.compile import compile_query
     from executor_lib.splits.tokenizers import register
-    from executor_lib.splits.write.writer import tantivy_schema
     from indextables_contract import filters
     from indextables_contract.errors import QueryError
 

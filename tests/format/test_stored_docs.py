@@ -22,7 +22,8 @@ from executor_lib.format.quickwit.bundle import read_member
 from executor_lib.format.store import blocks as doc_store
 from executor_lib.format.store.documents import StoredColumn, decodable, decode_blocks, decode_docs
 from executor_lib.splits.doc_mapping import mapping_for
-from executor_lib.splits.write.writer import WrittenSplit, tantivy_schema, write_split
+from executor_lib.splits.query.check import tantivy_schema
+from executor_lib.splits.write.writer import WrittenSplit, write_split
 from indextables_contract.errors import CorruptSplitError, SplitSchemaError
 
 SOURCE = "test.split:store"
@@ -171,7 +172,7 @@ def test_blocks_as_memoryviews_and_one_by_one(dict_split: tuple[pa.Table, Writte
 def test_float64_round_trips_though_json_numbers_would_not(tmp_path: Path) -> None:
     """f64 read as float64 is what Tantivy stored (its own ``doc()`` agrees). Handed as JSON numbers
     (serde_json without ``float_roundtrip``) some values land a unit or two in the last place off;
-    the writer hands them as strings to coerced fields (``writer._coerce_floats``): exact."""
+    the native writer hands Tantivy the Arrow values themselves: exact."""
     values = np.random.default_rng(3).standard_normal(2_000) * 10.0 ** np.arange(-10, 10).repeat(100)
     table = pa.table({"x": pa.array(values), "y": pa.array(values.astype(np.float32))})
     mapping = mapping_for(table.schema, {})

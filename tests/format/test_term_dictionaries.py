@@ -291,7 +291,7 @@ def _tantivy_term_file(tmp_path: Path, rows: pa.Table, options: dict[str, str]) 
     indexed by the ``tantivy`` package with the schema a split of these rows gets."""
     import tantivy
 
-    from executor_lib.splits.write.writer import tantivy_schema
+    from executor_lib.splits.query.check import tantivy_schema
 
     mapping = mapping_for(rows.schema, options)
     index_dir = tmp_path / "tantivy-index"

@@ -128,10 +128,8 @@ def decodable(tantivy_type: str, arrow_type: pa.DataType) -> bool:
     part of one) and date32, date64; ``bytes`` -> binary, large_binary. Lists, structs, maps,
     decimals, json and ip: False (those columns stay in another row copy).
 
-    ``f64`` -> float64 is exact because the writer hands Tantivy float values as JSON strings to
-    fields marked ``coerce`` (``writer._coerce_floats``), which Rust's exact ``f64::from_str``
-    parses: as JSON numbers, serde_json (without ``float_roundtrip``) left about one float64 in
-    five one unit in the last place off. A float32's shortest decimal rounds back to the float32.
+    ``f64`` -> float64 is exact because the native writer hands Tantivy the Arrow values themselves
+    (a float32 widened, which narrows back to itself).
 
     Example: ``decodable("datetime", pa.timestamp("us", "UTC"))`` is True, ``decodable("ip",
     pa.string())`` False.

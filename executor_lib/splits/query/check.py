@@ -5,6 +5,8 @@ hashes of their strings (``hashed_columns``, tantivy4java's ``exact_only`` mode)
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 import tantivy
 
@@ -12,18 +14,62 @@ from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.compile import compile_query
 from executor_lib.splits.query.syntax import check_wildcard_sizes
+from executor_lib.splits.tokenizers import analyzer_name
 from executor_lib.splits.tokenizers import register as register_analyzers
-from executor_lib.splits.write.writer import tantivy_schema
+from executor_lib.splits.write.index_schema import ROW_FIELD, in_index
 from indextables_contract import filters
 from indextables_contract.errors import QueryError
 
 
 def list_columns(schema: pa.Schema | None) -> frozenset[str]:
-    """The columns holding lists of scalars (indexed as ``{"_values": [...]}``, see ``writer.json_value``)."""
+    """The columns holding lists of scalars (indexed as ``{"_values": [...]}`` by ``native/src/writer.rs``)."""
     if schema is None:
         return frozenset()
     lists = (f for f in schema if pa.types.is_list(f.type) or pa.types.is_large_list(f.type))
     return frozenset(f.name for f in lists if not pa.types.is_struct(f.type.value_type))
+
+
+@guarded(lambda mapping, *a, **k: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
+def tantivy_schema(mapping: DocMapping, row_field: bool = True) -> Any:
+    """The ``tantivy`` package's schema of a doc mapping (the one ``write.index_schema`` gives the native
+    writer), plus (``row_field``) the hidden row-number fast field: queries are checked against it."""
+    sb = tantivy.SchemaBuilder()
+    for f in mapping.fields:
+        if not in_index(f):
+            continue
+        if f.type == "text":
+            sb.add_text_field(
+                f.name,
+                stored=f.stored,
+                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record,
+                fast=f.fast,
+            )
+        elif f.type == "json":
+            sb.add_json_field(
+                f.name,
+                stored=f.stored,
+                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
+                index_option=f.record,
+                fast=f.fast,
+            )
+        elif f.type == "i64":
+            sb.add_integer_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "u64":
+            sb.add_unsigned_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "f64":
+            sb.add_float_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "bool":
+            sb.add_boolean_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "datetime":
+            sb.add_date_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "bytes":
+            sb.add_bytes_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+        elif f.type == "ip":
+            sb.add_ip_addr_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
+    if row_field:
+        sb.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
+    return sb.build()
 
 
 @guarded(lambda query, mapping, schema=None: f"query {query.query!r}")

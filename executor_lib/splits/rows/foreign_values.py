@@ -20,7 +20,7 @@ def needs_conversion(t: pa.DataType) -> bool:
 
 
 def stored_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
-    """A value as a split's doc store holds it (IndexTables4Spark's, as ``writer.json_value`` builds
+    """A value as a split's doc store holds it (IndexTables4Spark's, as ``native/src/writer.rs`` builds
     it) as a Python value of Arrow type ``t``: a decimal (indexed as f64) from its float, rounded to
     the type's scale; a list from ``{"_values": [...]}`` at the top of a JSON field; a map from its
     object (keys back to the key type); a struct from its object, field by field.

@@ -19,19 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from executor_lib.splits.native_module import native_module
 from executor_lib.splits.query.plan import Plan, plan_json
 from executor_lib.splits.search.scoring import ScoreStats
-from indextables_contract.errors import IndexEngineError, QueryError
-
-INSTALL_HINT = "build it with the README's set-up (source scripts/_venv.sh 'test,dev'), or pip install ./native"
-
-
-def _module() -> Any:
-    try:
-        import indextables_native
-    except ImportError as e:
-        raise IndexEngineError(f"the native engine (indextables_native) is not installed: {INSTALL_HINT} ({e})") from e
-    return indextables_native
+from indextables_contract.errors import QueryError
 
 
 class NativeSplit:
@@ -43,12 +34,12 @@ class NativeSplit:
     @classmethod
     def open(cls, path: Path) -> NativeSplit:
         """The split file at ``path``, memory-mapped (OSError, ValueError for a split that does not open)."""
-        return cls(_module().Split.open(str(path)), str(path))
+        return cls(native_module().Split.open(str(path)), str(path))
 
     @classmethod
     def open_files(cls, name: str, members: list[tuple[str, Path]]) -> NativeSplit:
         """The split ``name`` laid out as files: (member, local file) of each of its Tantivy files."""
-        return cls(_module().Split.open_files(name, [(m, str(p)) for m, p in members]), name)
+        return cls(native_module().Split.open_files(name, [(m, str(p)) for m, p in members]), name)
 
     @property
     def num_docs(self) -> int:

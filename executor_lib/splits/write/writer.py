@@ -29,29 +29,28 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import tantivy
 
 from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, BundleFooter, write_bundle
+from executor_lib.format.store import blocks as store_blocks
 from executor_lib.format.store.blocks import to_zstd
 from executor_lib.format.store.documents import decodable
 from executor_lib.format.termdict.convert import with_sstable_terms
 from executor_lib.log.pruning import timestamp_key
-from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping  # ARRAY_KEY: also re-exported
+from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
+from executor_lib.splits.native_module import native_module
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.rows.columnar import ColumnarCopy, ColumnarCopyWriter, PartedCopy
-from executor_lib.splits.tokenizers import analyzer_name
-from executor_lib.splits.tokenizers import register as register_analyzers
+from executor_lib.splits.write.index_schema import ROW_FIELD, in_index, schema_json  # ROW_FIELD, in_index: re-exported
 from executor_lib.table_schema import column_name_problem
 from indextables_contract.errors import ConfigError, CorruptSplitError, InvalidDataError
 
-ROW_FIELD = "__row"
 COLUMNS_MEMBER = "indextables.columns.arrow"
 DOC_MAPPING_MEMBER = "indextables.docmapping.json"
 SEGMENTS_MEMBER = "indextables.segments.json"  # merged splits: row offset of each segment (see splits.write.merge)
@@ -76,12 +75,6 @@ class WrittenSplit:
     doc_mapping_json: str
 
 
-def in_index(f: FieldMapping) -> bool:
-    """Whether the field is in the Tantivy index. Store-only text and json fields are not: Tantivy cannot
-    store them without indexing them, and this project reads stored values from the columnar copy."""
-    return f.indexed or f.fast or f.type not in ("text", "json")
-
-
 def in_columnar_copy(f: FieldMapping) -> bool:
     """Whether the field's values are in the columnar copy: index-only fields' are not."""
     return f.stored
@@ -104,197 +97,31 @@ def rows_schema_member(schema: pa.Schema) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-@guarded(lambda mapping, *a, **k: f"Tantivy schema of doc mapping {[f.name for f in mapping.fields]}")
-def tantivy_schema(mapping: DocMapping, row_field: bool = True) -> Any:
-    """The Tantivy schema of a doc mapping, plus (``row_field``) the hidden row-number fast field."""
-    sb = tantivy.SchemaBuilder()
-    for f in mapping.fields:
-        if not in_index(f):
-            continue
-        if f.type == "text":
-            sb.add_text_field(
-                f.name,
-                stored=f.stored,
-                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
-                index_option=f.record,
-                fast=f.fast,
-            )
-        elif f.type == "json":
-            sb.add_json_field(
-                f.name,
-                stored=f.stored,
-                tokenizer_name=analyzer_name(f.tokenizer or "default", f.max_token_length),
-                index_option=f.record,
-                fast=f.fast,
-            )
-        elif f.type == "i64":
-            sb.add_integer_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "u64":
-            sb.add_unsigned_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "f64":
-            sb.add_float_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "bool":
-            sb.add_boolean_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "datetime":
-            sb.add_date_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "bytes":
-            sb.add_bytes_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-        elif f.type == "ip":
-            sb.add_ip_addr_field(f.name, stored=f.stored, indexed=f.indexed, fast=f.fast)
-    if row_field:
-        sb.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
-    return sb.build()
+def native_index_writer(
+    index_dir: Path, schema: str, heap_bytes: int, threads: int, block_bytes: int, row_field: str | None
+) -> Any:
+    """A native index writer creating its index in the empty ``index_dir`` (``indextables_native.IndexWriter``)."""
+    try:
+        return native_module().IndexWriter(str(index_dir), schema, heap_bytes, threads, block_bytes, row_field)
+    except ValueError as e:  # a schema Tantivy refuses: a doc mapping built by hand
+        raise ConfigError(f"split writer: the index of doc mapping {schema} cannot be created: {e}") from e
 
 
-def _coerce_floats(index_dir: Path) -> None:
-    """Set ``coerce`` on the f64 fields of a new index's ``meta.json``, so that Tantivy parses their
-    JSON values from strings, with Rust's exact ``f64::from_str``. The ``tantivy`` package parses
-    JSON numbers with serde_json's fast path (``significand / 10^k``), which is one ulp off for about
-    one float64 value in nine (tested): such values were indexed, stored and aggregated wrong, and
-    an equality query on them found nothing. ``coerce`` changes nothing for readers."""
+def _settings_as_before(index_dir: Path) -> None:
+    """Write the index settings of the committed ``meta.json`` as splits written through the
+    ``tantivy`` package said them (lz4, 16 KB blocks): the doc stores are re-compressed with zstd
+    (``to_zstd``), and the ``tantivy`` package, which opens a split's index on the read side, is
+    built without zstd and refuses a ``meta.json`` naming it. Readers take the compressor of a doc
+    store from its own footer."""
     meta_path = index_dir / "meta.json"
     meta = json.loads(meta_path.read_text())
-    for field in meta["schema"]:
-        if field.get("type") == "f64":
-            field.setdefault("options", {})["coerce"] = True
-    meta_path.write_text(json.dumps(meta))
-
-
-def _doc_store_compression(index_dir: Path, compression: str) -> str:
-    """Set the ``docstore_compression`` of the index's ``meta.json``; the one it replaces. A split is
-    built with ``"none"``: ``to_zstd`` re-compresses every doc store block anyway, so Tantivy's lz4
-    (compressing each 16 KB block while indexing, then decompressed by ``to_zstd``) was work thrown
-    away. The block boundaries do not change, so the zstd doc store is the same bytes; the setting
-    is put back before the bundle is written, so its ``meta.json`` says what it said before."""
-    meta_path = index_dir / "meta.json"
-    meta = json.loads(meta_path.read_text())
-    settings = meta.setdefault("index_settings", {})
-    previous = str(settings.get("docstore_compression", "lz4"))
-    settings["docstore_compression"] = compression
+    meta["index_settings"] = {"docstore_compression": "lz4", "docstore_blocksize": 16384}
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")  # as Tantivy writes it (serde_json's pretty form)
-    return previous
 
 
 def writer_heap(heap_bytes: int | None, threads: int) -> int:
     """Tantivy's indexing heap for ``threads`` threads: the setting (default 256 MB), at least 15 MB a thread."""
     return max(heap_bytes or _WRITER_HEAP, MIN_HEAP_PER_THREAD * threads)
-
-
-def _index_ready(table: pa.Table | pa.RecordBatch) -> pa.Table:
-    """Columns as tantivy's Python API takes them (dates as datetimes)."""
-    columns = []
-    for col in table.columns:
-        if pa.types.is_date(col.type):
-            col = col.cast(pa.timestamp("us"))
-        columns.append(col)
-    return pa.table(columns, names=table.column_names)
-
-
-# --- JSON documents built column-wise ---------------------------------------------------------
-
-
-def _value_bytes(col: pa.Array) -> np.ndarray:
-    """The bytes of a string array's values (of null slots too), as a numpy view (no copy)."""
-    if len(col) == 0 or col.buffers()[2] is None:
-        return np.zeros(0, np.uint8)
-    offsets = np.frombuffer(col.buffers()[1], np.int32, len(col) + 1, col.offset * 4)
-    return np.frombuffer(col.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-
-
-def _needs_escape(col: pa.Array) -> bool:
-    """Whether a value of the string array holds a backslash, a double quote or a control
-    character: three vectorized passes over its bytes (about 10x Arrow's regex match)."""
-    data = _value_bytes(col)
-    return bool(len(data)) and (bool(data.min() < 0x20) or bool((data == 0x22).any()) or bool((data == 0x5C).any()))
-
-
-def _escaped(col: pa.Array) -> pa.Array:
-    """String values as the inside of JSON string literals: ``col`` itself when no value holds a
-    character to escape (one scan; log text rarely does), else escaped by three more passes."""
-    if not _needs_escape(col):
-        return col
-    col = pc.replace_substring(col, "\\", "\\\\")
-    col = pc.replace_substring(col, '"', '\\"')
-    if pc.any(pc.match_substring_regex(col, "[\x00-\x1f]")).as_py():
-        for code in range(32):
-            col = pc.replace_substring(col, chr(code), f"\\u{code:04x}")
-    return col
-
-
-def _json_fragment(name: str, col: pa.Array) -> pa.Array | None:
-    """``"name":value`` per row (null where the value is null), or None if JSON cannot carry this column."""
-    t = col.type
-    key = json.dumps(name) + ":"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):  # a batch's strings: well under 2 GB
-        return pc.binary_join_element_wise(key + '"', _escaped(col.cast(pa.string())), '"', "")
-    if pa.types.is_timestamp(t) or pa.types.is_date(t):
-        plain = col.cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))  # UTC wall time
-        text = pc.replace_substring(plain.cast(pa.string()), " ", "T", max_replacements=1)
-        return pc.binary_join_element_wise(key + '"', text, 'Z"', "")
-    if pa.types.is_floating(t):
-        if not pc.all(pc.is_finite(col)).as_py():
-            return None  # NaN and infinities have no JSON form
-        # a string (shortest round-trip digits), which a coerced f64 field parses exactly (_coerce_floats)
-        return pc.binary_join_element_wise(key + '"', col.cast(pa.string()), '"', "")
-    if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return pc.binary_join_element_wise(key, col.cast(pa.string()), "")
-    return None
-
-
-def json_documents(batch: pa.RecordBatch, first_row: int | None) -> pa.Array | None:
-    """One JSON object per row of ``batch`` (nulls left out, ``__row`` numbered from ``first_row``;
-    None: no ``__row``), built by Arrow compute; None if a column needs the ``Document.from_dict`` path."""
-    fragments = []
-    for name, col in zip(batch.schema.names, batch.columns, strict=True):
-        fragment = _json_fragment(name, col)
-        if fragment is None:
-            return None
-        fragments.append(fragment)
-    if first_row is not None:
-        rows = pa.array(range(first_row, first_row + batch.num_rows), pa.int64()).cast(pa.string())
-        fragments.append(pc.binary_join_element_wise(f'"{ROW_FIELD}":', rows, ""))
-    body = pc.binary_join_element_wise(*fragments, ",", null_handling="skip")
-    return pc.binary_join_element_wise("{", body, "}", "")
-
-
-RAW_KEY = "_raw"  # a JSON-string value that is not JSON: {"_raw": text} (IndexTables4Spark's fallback)
-
-
-def _needs_json_conversion(t: pa.DataType) -> bool:
-    """Whether values of type ``t`` in a JSON field need ``json_value`` (maps, lists, JSON text)."""
-    if pa.types.is_struct(t):
-        return any(_needs_json_conversion(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return not pa.types.is_struct(t.value_type) or _needs_json_conversion(t.value_type)
-    return pa.types.is_map(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def json_value(value: Any, t: pa.DataType, top: bool = True) -> Any:
-    """A column value (as ``to_pylist`` gives it) as the object a Tantivy JSON field indexes, as
-    IndexTables4Spark builds it: a map becomes an object with its keys as text, a list of scalars at
-    the top ``{"_values": [...]}`` (a list of structs stays a list of objects: Tantivy indexes each),
-    and a string (a column with ``typemap.<col>=json``) is parsed: an object as itself, any other
-    JSON value as ``{"_values": ...}``, text that is not JSON as ``{"_raw": text}``.
-
-    Example: ``json_value([("color", "red")], pa.map_(pa.string(), pa.string()))`` is ``{"color": "red"}``.
-    """
-    if value is None:
-        return None
-    if pa.types.is_map(t):
-        return {str(k): json_value(v, t.item_type, False) for k, v in value}
-    if pa.types.is_struct(t):
-        fields = [t.field(i) for i in range(t.num_fields)]
-        return {f.name: json_value(value.get(f.name), f.type, False) for f in fields}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        items = [json_value(v, t.value_type, False) for v in value]
-        return {ARRAY_KEY: items} if top and not pa.types.is_struct(t.value_type) else items
-    if top and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return {RAW_KEY: value}
-        return parsed if isinstance(parsed, dict) else {ARRAY_KEY: parsed if isinstance(parsed, list) else [parsed]}
-    return value
 
 
 def column_part_member(index: int) -> str:
@@ -361,8 +188,6 @@ class SplitBuilder:
         self.copied_columns = (
             list(copy_columns) if copy_columns is not None else [f.name for f in mapping.fields if in_columnar_copy(f)]
         )
-        self.json_fields = {f.name: f.type == "json" and in_index(f) for f in mapping.fields}
-        self.has_json_strings = False  # set from the first rows: a string column indexed as JSON
         self._extremes: list[pa.Table] = []
         self.out_dir = out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -370,9 +195,7 @@ class SplitBuilder:
         self.index_dir = self.work / "index"
         self.index_dir.mkdir()
         self.heap_bytes, self.threads = heap_bytes, max(1, threads)
-        self._doc_store_compression = "lz4"  # the new index's setting, put back in its meta.json (finish)
-        self.schema: Any = None  # the Tantivy schema, and its writer, made with the first rows (_start)
-        self.writer: Any = None
+        self.writer: Any = None  # the native index writer, made with the first rows (_start)
         self.columns_path = self.work / COLUMNS_MEMBER
         self.copy_given = copy_columns is not None or bool(columnar_copy)
         self._copy: ColumnarCopyWriter | None = None
@@ -390,10 +213,6 @@ class SplitBuilder:
                 self._rows_schema = copied
             self._copy = ColumnarCopyWriter(self.columns_path, copied)
             self._start()
-            self.has_json_strings = any(
-                self.json_fields.get(f.name) and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
-                for f in data.schema
-            )
         copy = self._copy
         batches = data.to_batches(FEED_BATCH_ROWS) if isinstance(data, pa.Table) else [data]
         for batch in batches:
@@ -401,58 +220,31 @@ class SplitBuilder:
                 self._add_batch(batch.slice(start, FEED_BATCH_ROWS), copy)
 
     def _start(self) -> None:
-        """The Tantivy index and its writer: with the hidden ``__row`` field only when the rows go to
-        a columnar copy (rows kept in the doc stores are document ordinals, ``store_rows``)."""
-        self.schema = tantivy_schema(self.mapping, row_field=self._rows_schema is None)
-        tantivy.Index(self.schema, path=str(self.index_dir))
-        _coerce_floats(self.index_dir)
-        self._doc_store_compression = _doc_store_compression(self.index_dir, "none")
-        index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
-        self.writer = index.writer(writer_heap(self.heap_bytes, self.threads), self.threads)
+        """The native index writer: with the hidden ``__row`` field only when the rows go to a
+        columnar copy (rows kept in the doc stores are document ordinals, ``store_rows``)."""
+        row_field = self._rows_schema is None
+        self.writer = native_index_writer(
+            self.index_dir,
+            schema_json(self.mapping, row_field=row_field),
+            writer_heap(self.heap_bytes, self.threads),
+            self.threads,
+            store_blocks.ZSTD_BLOCK_BYTES,  # read now: a test sets it smaller
+            ROW_FIELD if row_field else None,
+        )
 
     def _add_batch(self, batch: pa.RecordBatch, copy: ColumnarCopyWriter) -> None:
         if batch.num_rows == 0:
             return
-        indexed = batch.select(self.indexed_columns)
         first_row = self.num_rows if self._rows_schema is None else None  # no __row: rows in the doc stores
-        documents = None if self.has_json_strings else json_documents(indexed, first_row)
-        if documents is None:
-            self._add_dicts(indexed)
-        else:
-            self._add_json(documents.to_pylist())
-        # Tantivy indexes the batch meanwhile, on its own threads
+        try:  # the GIL is released while Rust indexes the batch
+            self.writer.add(batch.select(self.indexed_columns), first_row)
+        except ValueError as e:  # e.g. "row 3 of the batch cannot be indexed: column ip: "x" is not an IP address"
+            raise InvalidDataError(str(e)) from e
         if self._rows_schema is None:
             copy.write(batch.select(self.copied_columns))
         self._extremes.append(_extremes(batch, self.mapping))
         self.num_rows += batch.num_rows
         self.nbytes += batch.nbytes
-
-    def _add_json(self, documents: list[str]) -> None:
-        add = self.writer.add_json
-        row = self.num_rows
-        try:
-            for row, document in enumerate(documents, self.num_rows):  # noqa: B007 (row names a failure)
-                add(document)
-        except ValueError as e:  # e.g. "The field '"ip"' could not be parsed: ..."
-            raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
-
-    def _add_dicts(self, batch: pa.RecordBatch) -> None:
-        has_nulls = any(c.null_count for c in batch.columns)
-        converted = {
-            f.name: f.type for f in batch.schema if self.json_fields.get(f.name) and _needs_json_conversion(f.type)
-        }
-        for row, doc in enumerate(_index_ready(batch).to_pylist(), self.num_rows):  # row dicts built by Arrow
-            if has_nulls:
-                doc = {k: v for k, v in doc.items() if v is not None}
-            for name, arrow_type in converted.items():
-                if name in doc:
-                    doc[name] = json_value(doc[name], arrow_type)
-            if self._rows_schema is None:
-                doc[ROW_FIELD] = row
-            try:
-                self.writer.add_document(tantivy.Document.from_dict(doc, self.schema))
-            except ValueError as e:  # e.g. "Expected IpAddr type for field ip, got 'x'"
-                raise InvalidDataError(f"row {row} of the batch cannot be indexed: {e}") from e
 
     @guarded("finishing a split (Tantivy commit)")
     def finish(
@@ -469,17 +261,14 @@ class SplitBuilder:
                 raise InvalidDataError("split builder: finish() before any rows were added (not even an empty table)")
             self._copy.close()
             self.writer.commit()
-            self.writer.wait_merging_threads()
-            _doc_store_compression(self.index_dir, self._doc_store_compression)
+            _settings_as_before(self.index_dir)
             index_files: dict[str, bytes | Path] = {
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
             path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
-            for member, store in list(index_files.items()):  # zstd doc stores: the JVM reads them
-                if member.endswith(".store") and isinstance(store, Path):
-                    zstd_store = index_files[member] = self.work / f"{member}.zstd"
-                    to_zstd(store, zstd_store)
-            # SSTable .term for the JVM; read here through FSTs built from it (term_convert)
+            stores = {m: p for m, p in index_files.items() if m.endswith(".store") and isinstance(p, Path)}
+            index_files.update(self._zstd_stores(stores))
+            # SSTable .term as the native writer wrote them (FSTs, in splits of earlier versions, converted)
             files = with_sstable_terms(index_files, str(path))
             if self._rows_schema is None:
                 files[COLUMNS_MEMBER] = self.columns_path
@@ -502,6 +291,14 @@ class SplitBuilder:
             max_values=maxs,
             doc_mapping_json=self.mapping.to_json(),
         )
+
+    def _zstd_stores(self, stores: dict[str, Path]) -> dict[str, Path]:
+        """Each segment's doc store re-compressed with zstd and frame checksums (``to_zstd``), on
+        the builder's threads (zstd leaves the GIL while it compresses a block)."""
+        out = {member: self.work / f"{member}.zstd" for member in stores}
+        with ThreadPoolExecutor(max(1, min(self.threads, len(stores)))) as pool:
+            list(pool.map(lambda m: to_zstd(stores[m], out[m]), stores))
+        return out
 
     def close(self) -> None:
         """Drop the work files (after ``finish``, or to abandon the split)."""
