@@ -1,12 +1,14 @@
 """Server child processes the tests and the harness start: run a ``python -m harness.<server>``
 command that prints ``READY <port>`` once it listens, and stop it by its pid. Used by the moto S3
-server and Azurite (``moto_server.py``, ``azurite.py``)."""
+server and Azurite (``moto_server.py``, ``azurite.py``); ``stop`` also stops fake-gcs-server and
+versitygw (``fake_gcs.py``, ``versitygw.py``)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
+from typing import Any
 
 
 def start_announcing(cmd: list[str], timeout: float) -> tuple[subprocess.Popen[str], int] | None:
@@ -25,7 +27,7 @@ def start_announcing(cmd: list[str], timeout: float) -> tuple[subprocess.Popen[s
     return None
 
 
-def stop(proc: subprocess.Popen[str] | None, wait_s: float) -> None:
+def stop(proc: subprocess.Popen[Any] | None, wait_s: float) -> None:
     """Terminate a child (by its pid), kill it after ``wait_s`` seconds, and reap it."""
     if proc is not None and proc.poll() is None:
         proc.terminate()

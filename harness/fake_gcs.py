@@ -34,6 +34,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from harness import child
+
 VERSION = "v1.56.1"
 MODULE = "github.com/fsouza/fake-gcs-server"
 
@@ -117,12 +119,12 @@ class FakeGcsProcess:
                             return self
                 except OSError:
                     time.sleep(0.05)
-            _stop(proc)
+            child.stop(proc, 10)
         raise FakeGcsUnavailable("fake-gcs-server did not start")
 
     def stop(self) -> None:
         """Stop the child (by its pid) and wait for it."""
-        _stop(self.proc)
+        child.stop(self.proc, 10)
         self.proc = None
 
     def __enter__(self) -> FakeGcsProcess:
@@ -130,16 +132,6 @@ class FakeGcsProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def create_bucket(endpoint: str, name: str) -> None:

@@ -35,6 +35,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from harness import child
+
 VERSION = "v1.8.0"
 MODULE = "github.com/versity/versitygw"
 PACKAGE = f"{MODULE}/cmd/versitygw"  # the module's root holds no main package
@@ -143,7 +145,7 @@ class VersityGwProcess:
                             raise
                     return self
                 time.sleep(0.05)
-            _stop(proc)
+            child.stop(proc, 10)
             log.seek(0)
             err = log.read().decode(errors="replace")
             log.close()
@@ -152,7 +154,7 @@ class VersityGwProcess:
 
     def stop(self) -> None:
         """Stop the child (by its pid), wait for it and remove its directory."""
-        _stop(self.proc)
+        child.stop(self.proc, 10)
         self.proc = None
         if self._log is not None:
             self._log.close()
@@ -166,16 +168,6 @@ class VersityGwProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is not None and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def options(endpoint_url: str) -> dict[str, Any]:
