@@ -8,6 +8,7 @@
 
 mod bundle;
 mod plan;
+mod store;
 mod writer;
 
 use std::collections::{BTreeSet, HashMap};

@@ -6,8 +6,8 @@
 //!
 //! Term dictionaries are written as SSTables (the tantivy crate's `quickwit` feature: the form a
 //! split carries, read by Quickwit and IndexTables4Spark). Doc stores are written uncompressed in
-//! blocks of `docstore_blocksize`; the Python side re-compresses each block with zstd and a frame
-//! checksum (`format/store/blocks.py` `to_zstd`), which Tantivy's own zstd compressor leaves out.
+//! blocks of `docstore_blocksize`, and `commit` compresses each block with zstd and a frame
+//! checksum (`store.rs`), which Tantivy's own zstd compressor leaves out.
 //!
 //! How a column becomes field values (as `splits/write/writer.py` did through the `tantivy`
 //! package): text and exact strings as text; every integer as i64/u64 (a u64 field refuses a
@@ -19,7 +19,7 @@
 //! `{"_raw": text}` (IndexTables4Spark's forms). Null values are left out.
 
 use std::net::{IpAddr, Ipv6Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow_array::array::{
     Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Decimal128Array, FixedSizeBinaryArray,
@@ -39,9 +39,11 @@ use pyo3::types::PyCapsule;
 use serde_json::Value;
 use tantivy::schema::{Field, FieldType, OwnedValue, Schema};
 use tantivy::store::Compressor;
+use tantivy::index::SegmentComponent;
 use tantivy::{DateTime, Index, IndexSettings, TantivyDocument};
 
 use crate::register_analyzers;
+use crate::store::zstd_store;
 
 const ARRAY_KEY: &str = "_values";
 const RAW_KEY: &str = "_raw";
@@ -399,6 +401,8 @@ pub struct IndexWriter {
     writer: Option<tantivy::IndexWriter<TantivyDocument>>,
     schema: Schema,
     row_field: Option<Field>,
+    path: PathBuf,
+    threads: usize,
 }
 
 #[pymethods]
@@ -430,7 +434,7 @@ impl IndexWriter {
             .map_err(|e| PyOSError::new_err(format!("{path}: the index cannot be created ({e})")))?;
         register_analyzers(&index);
         let writer = index.writer_with_num_threads(threads.max(1), heap_bytes).map_err(value_error)?;
-        Ok(IndexWriter { writer: Some(writer), schema, row_field })
+        Ok(IndexWriter { writer: Some(writer), schema, row_field, path: PathBuf::from(path), threads: threads.max(1) })
     }
 
     /// Indexes the record batch `batch` (anything with `__arrow_c_array__`, e.g. a
@@ -462,14 +466,22 @@ impl IndexWriter {
         })
     }
 
-    /// Commits what was added and waits for Tantivy's merges; the writer is closed.
-    fn commit(&mut self, py: Python<'_>) -> PyResult<()> {
+    /// Commits what was added, waits for Tantivy's merges and compresses each segment's doc store
+    /// with zstd (`level`) and frame checksums on the writer's threads; the writer is closed.
+    #[pyo3(signature = (zstd_level=3))]
+    fn commit(&mut self, py: Python<'_>, zstd_level: i32) -> PyResult<()> {
         let mut writer = self.writer.take().ok_or_else(|| value_error("the index writer is closed"))?;
-        py.detach(|| -> tantivy::Result<()> {
-            writer.commit()?;
-            writer.wait_merging_threads()
+        let (path, threads) = (&self.path, self.threads);
+        py.detach(|| -> PyResult<()> {
+            let index = writer.index().clone();
+            writer.commit().map_err(value_error)?;
+            writer.wait_merging_threads().map_err(value_error)?;
+            for segment in index.searchable_segment_metas().map_err(value_error)? {
+                let store = path.join(segment.relative_path(SegmentComponent::Store));
+                zstd_store(&store, zstd_level, threads).map_err(|e| PyOSError::new_err(e.to_string()))?;
+            }
+            Ok(())
         })
-        .map_err(value_error)
     }
 }
 

@@ -1,5 +1,6 @@
 """The doc store container (``format/store/blocks.py``): the skip index as Tantivy writes it (checked
-byte for byte against stores the ``tantivy`` package and IndexTables4Spark wrote), zstd re-writing,
+byte for byte against stores the ``tantivy`` package, the native writer and IndexTables4Spark
+wrote), the native writer's zstd blocks,
 and the empty stand-in the ``tantivy`` package opens (``format.quickwit.bundle.empty_doc_store``)."""
 
 from __future__ import annotations
@@ -90,19 +91,35 @@ def test_the_skip_indexes_of_indextables4spark_splits_are_written_the_same() -> 
             assert doc_store.skip_index(_checkpoints(store)) == _skip_index(data), f"{split}: {name}"
 
 
-def test_zstd_rewriting_keeps_every_document_in_fewer_bytes(tmp_path: Path) -> None:
-    data = _lz4_store(tmp_path, 20_000)
-    (tmp_path / "a.store").write_bytes(data)
-    doc_store.to_zstd(tmp_path / "a.store", tmp_path / "b.store", block_bytes=64 << 10)
-    rewritten = (tmp_path / "b.store").read_bytes()
-    before, after = doc_store.parse_store(data, "a"), doc_store.parse_store(rewritten, "b")
-    assert after.compressor == doc_store.COMPRESSOR_ZSTD and after.version == before.version
-    assert _documents(after) == _documents(before)
-    assert len(rewritten) < 0.8 * len(data)
-    assert len(after.start) < len(before.start) / 3  # 16 KB blocks joined into ~64 KB ones
-    file = split_footer(rewritten, "b")
-    assert file.crc_matches() and file.version == split_footer(data, "a").version
-    assert doc_store.skip_index(_checkpoints(after)) == _skip_index(rewritten)
+def test_the_native_writer_stores_documents_in_checksummed_zstd_blocks(tmp_path: Path) -> None:
+    """Over 64 blocks (three skip layers): every document in a zstd block of about
+    ``ZSTD_BLOCK_BYTES`` whose frame carries a checksum, the skip index and file footer as Tantivy
+    writes them (byte for byte), and a flipped byte in a block an error, never a wrong row."""
+    rng = np.random.default_rng(3)
+    words = np.array([f"w{i}" for i in range(3000)])
+    body = [" ".join(rng.choice(words, 30)) for _ in range(40_000)]
+    rows = pa.table({"id": pa.array(range(40_000), pa.int64()), "body": body})
+    mapping = mapping_for(rows.schema, {"spark.indextables.indexing.typemap.body": "text"})
+    written = write_split(rows, mapping, tmp_path, threads=1)  # one segment, one store
+    docs = 0
+    for name in [n for n in written.footer.files if n.endswith(".store")]:
+        data = read_member(written.path, written.footer, name)
+        assert data is not None
+        store = doc_store.parse_store(data, name)
+        assert store.compressor == doc_store.COMPRESSOR_ZSTD and store.version == doc_store.DOC_STORE_VERSION
+        assert split_footer(data, name).crc_matches()
+        assert doc_store.skip_index(_checkpoints(store)) == _skip_index(data)
+        blocks = [store.block(i, name) for i in range(len(store.start))]
+        assert len(blocks) > 64 and all(len(b) > 0.95 * doc_store.ZSTD_BLOCK_BYTES for b in blocks[:-1])
+        for start in store.start.tolist():  # the zstd frame after the u32 length: magic, then its descriptor
+            frame = store.blocks[start + 4 :]
+            assert bytes(frame[:4]) == b"\x28\xb5\x2f\xfd" and frame[4] & 0b100, "content checksum flag"
+        docs += sum(struct.unpack_from("<I", b, len(b) - 4)[0] for b in blocks)
+        flipped = bytearray(data)
+        flipped[int(store.start[1]) + 40] ^= 0x10
+        with pytest.raises(CorruptSplitError, match="does not decompress"):
+            doc_store.parse_store(bytes(flipped), name).block(1, name)
+    assert docs == 40_000
 
 
 def test_a_written_split_stores_zstd_blocks_and_searches_through_a_stand_in(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Tantivy's doc store (``<segment>.store``) as a container of blocks: parsing its skip index,
-decompressing its blocks, re-compressing it with zstd, and the empty store the ``tantivy`` package
-opens in its place. No tantivy here; the documents inside a block are ``stored_docs.py``'s.
+decompressing its blocks, and the empty store the ``tantivy`` package opens in its place. No
+tantivy here; the documents inside a block are ``stored_docs.py``'s.
 
 The layout, as the fork IndexTables4Spark reads with writes it (GitHub ``indextables/tantivy``,
 ``src/store/``: ``writer.rs``, ``store_compressor.rs``, ``footer.rs``, ``index/block.rs``,
@@ -21,26 +21,25 @@ holds the body's CRC32.
 Why this module exists: the ``tantivy`` package writes lz4 doc stores in 16 KB blocks and cannot
 read any other (it is built without ``zstd-compression`` and panics on a zstd store). The JVM's
 Tantivy reads zstd stores (``tantivy4java``'s ``native/Cargo.toml`` enables ``zstd-compression``).
-So a split written here stores rows in zstd blocks of about ``ZSTD_BLOCK_BYTES`` (``to_zstd``:
-a third fewer bytes than lz4 on log rows), and the directory the ``tantivy`` package opens holds
+So a split written here stores rows in zstd blocks of about ``ZSTD_BLOCK_BYTES`` with frame
+checksums (a third fewer bytes than lz4 on log rows; the native writer compresses them,
+``native/src/store.rs``, with the same layout as here), and the directory the ``tantivy`` package opens holds
 ``format.quickwit.bundle.empty_doc_store`` in place of each ``.store`` (the real one beside it as
 ``<segment>.docstore``): this project never reads rows through the ``tantivy`` package.
 """
 
 from __future__ import annotations
 
-import mmap
 import struct
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import cramjam
 import numpy as np
 
 from executor_lib.format._zstd import zstd
-from executor_lib.format.directory import decode_vint, encode_vint, file_footer, split_footer
+from executor_lib.format.directory import decode_vint, encode_vint, split_footer
 from executor_lib.format.quickwit.bundle import DOC_STORE_FOOTER
 from executor_lib.format.store.arrow_columns import u32_view
 from indextables_contract.errors import CorruptSplitError
@@ -238,73 +237,6 @@ def decompress_block(
     if len(out) != length:
         raise CorruptSplitError(f"{source}: a doc store block decompresses to {len(out)} bytes, not {length}")
     return out
-
-
-def _merged_block(blocks: list[bytes]) -> bytes:
-    """Decompressed blocks as one: their documents, then every document's offset, then the count."""
-    if len(blocks) == 1:
-        return blocks[0]
-    docs, offsets = [], []
-    shift = 0
-    for block in blocks:
-        (count,) = _U32.unpack_from(block, len(block) - 4)
-        table = len(block) - 4 - 4 * count
-        offsets.append(np.frombuffer(block, "<u4", count, table) + np.uint32(shift))
-        docs.append(block[:table])
-        shift += table
-    return b"".join(docs) + np.concatenate(offsets).astype("<u4").tobytes() + _U32.pack(sum(map(len, offsets)))
-
-
-def to_zstd(src: Path, dst: Path, block_bytes: int | None = None, level: int = ZSTD_LEVEL) -> None:
-    """Write to ``dst`` the ``.store`` file ``src`` with zstd blocks of about ``block_bytes``
-    (default ``ZSTD_BLOCK_BYTES``) uncompressed (the original blocks joined in order; no block is
-    split): the same documents, the same footer version. Streams: one block group at a time.
-
-    Raises:
-        CorruptSplitError: ``src`` does not parse (``parse_store``).
-    """
-    block_bytes = ZSTD_BLOCK_BYTES if block_bytes is None else block_bytes
-    with open(src, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped, open(dst, "wb") as out:
-        store = parse_store(memoryview(mapped), str(src))
-        writer = _BlockWriter(out)
-        group: list[bytes] = []
-        first = 0
-        for i in range(len(store.start)):
-            if not group:
-                first = int(store.first_doc[i])
-            group.append(store.block(i, str(src)))
-            if sum(map(len, group)) >= block_bytes or i == len(store.start) - 1:
-                writer.write(first, int(store.end_doc[i]), _merged_block(group), level)
-                group = []
-        writer.finish(store.version, dict(store.tantivy_version))
-        del store  # its memoryviews of the mapping
-
-
-class _BlockWriter:
-    """Writes a doc store's zstd blocks, then its skip index and footers, keeping the CRC."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.offset = 0
-        self.crc = 0
-        self.checkpoints: list[tuple[int, int, int, int]] = []
-
-    def _put(self, data: bytes) -> None:
-        self.out.write(data)
-        self.crc = zlib.crc32(data, self.crc)
-        self.offset += len(data)
-
-    def write(self, first_doc: int, end_doc: int, raw: bytes, level: int) -> None:
-        """One block of documents ``first_doc`` to ``end_doc`` (exclusive), ``raw`` as ``_merged_block`` gives it."""
-        start = self.offset
-        options = {zstd.CompressionParameter.compression_level: level, zstd.CompressionParameter.checksum_flag: 1}
-        self._put(_U32.pack(len(raw)) + zstd.compress(raw, options=options))
-        self.checkpoints.append((first_doc, end_doc, start, self.offset))
-
-    def finish(self, version: int, tantivy_version: dict[str, Any]) -> None:
-        blocks_end = self.offset
-        self._put(skip_index(self.checkpoints) + DOC_STORE_FOOTER.pack(version, blocks_end, COMPRESSOR_ZSTD))
-        self.out.write(file_footer(tantivy_version, self.crc))
 
 
 def skip_index(checkpoints: list[tuple[int, int, int, int]]) -> bytes:

@@ -5,19 +5,18 @@ Where the rows are kept, once (PROTOCOL.md §15):
 * **in the doc stores** (``indextables.docstore-rows.arrow`` names the stored columns' Arrow
   types), when every stored column's values come back exactly from Tantivy's stored values
   (``stored_docs.decodable``: strings, integers, floats, booleans, timestamps, dates, bytes). The
-  doc stores are re-written with zstd (``doc_store.to_zstd``), which the JVM reads too; rows are
-  read from them by ``store_rows.DocStoreRows``, row ``n`` being the ``n``-th document;
+  doc stores are zstd blocks with frame checksums, which the JVM reads too; rows are read from
+  them by ``store_rows.DocStoreRows``, row ``n`` being the ``n``-th document;
 * **in a columnar copy** otherwise (``indextables.columns.arrow``, zstd-compressed Arrow IPC, see
   ``columnar_copy``), and for companion splits' locators: every document carries its row number
   in a fast field (``__row``), and a search maps hits to rows through it.
 
-``SplitBuilder`` takes the rows batch by batch: each batch becomes one JSON document per row,
-built column-wise by Arrow compute (no per-row Python dicts), handed to Tantivy's
-``add_json``, and is appended to the columnar copy on disk, so a builder holds one batch
-in Python plus Tantivy's indexing heap, never the whole split. Tantivy indexes on its own
-threads while Python builds the next batch. Columns the JSON form cannot carry (binary,
-nested, decimal; non-finite floats) take the slower ``Document.from_dict`` path, for that
-batch only.
+``SplitBuilder`` takes the rows batch by batch and hands each Arrow batch to the native index
+writer (``indextables_native.IndexWriter``, ``native/src/writer.rs``), which indexes it in Rust on
+Tantivy's threads with the GIL released: no Python object per row. Its commit writes the term
+dictionaries as SSTables and compresses the doc stores (``native/src/store.rs``); the columnar
+copy is appended on disk batch by batch, so a builder holds one batch in Python plus Tantivy's
+indexing heap, never the whole split.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,6 @@ import pyarrow.compute as pc
 
 from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, BundleFooter, write_bundle
 from executor_lib.format.store import blocks as store_blocks
-from executor_lib.format.store.blocks import to_zstd
 from executor_lib.format.store.documents import decodable
 from executor_lib.format.termdict.convert import with_sstable_terms
 from executor_lib.log.pruning import timestamp_key
@@ -109,8 +106,8 @@ def native_index_writer(
 
 def _settings_as_before(index_dir: Path) -> None:
     """Write the index settings of the committed ``meta.json`` as splits written through the
-    ``tantivy`` package said them (lz4, 16 KB blocks): the doc stores are re-compressed with zstd
-    (``to_zstd``), and the ``tantivy`` package, which opens a split's index on the read side, is
+    ``tantivy`` package said them (lz4, 16 KB blocks): the doc stores are zstd blocks (the native
+    writer's commit), and the ``tantivy`` package, which opens a split's index on the read side, is
     built without zstd and refuses a ``meta.json`` naming it. Readers take the compressor of a doc
     store from its own footer."""
     meta_path = index_dir / "meta.json"
@@ -260,14 +257,12 @@ class SplitBuilder:
             if self._copy is None:
                 raise InvalidDataError("split builder: finish() before any rows were added (not even an empty table)")
             self._copy.close()
-            self.writer.commit()
+            self.writer.commit(store_blocks.ZSTD_LEVEL)  # doc stores in zstd blocks with frame checksums
             _settings_as_before(self.index_dir)
             index_files: dict[str, bytes | Path] = {
                 p.name: p for p in sorted(self.index_dir.iterdir()) if p.is_file() and not p.name.endswith(".lock")
             }
             path = self.out_dir / (name or f"split-{uuid.uuid4()}.split")
-            stores = {m: p for m, p in index_files.items() if m.endswith(".store") and isinstance(p, Path)}
-            index_files.update(self._zstd_stores(stores))
             # SSTable .term as the native writer wrote them (FSTs, in splits of earlier versions, converted)
             files = with_sstable_terms(index_files, str(path))
             if self._rows_schema is None:
@@ -291,14 +286,6 @@ class SplitBuilder:
             max_values=maxs,
             doc_mapping_json=self.mapping.to_json(),
         )
-
-    def _zstd_stores(self, stores: dict[str, Path]) -> dict[str, Path]:
-        """Each segment's doc store re-compressed with zstd and frame checksums (``to_zstd``), on
-        the builder's threads (zstd leaves the GIL while it compresses a block)."""
-        out = {member: self.work / f"{member}.zstd" for member in stores}
-        with ThreadPoolExecutor(max(1, min(self.threads, len(stores)))) as pool:
-            list(pool.map(lambda m: to_zstd(stores[m], out[m]), stores))
-        return out
 
     def close(self) -> None:
         """Drop the work files (after ``finish``, or to abandon the split)."""
