@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from executor_lib.log.describe import describe_json
 from executor_lib.storage.base import redact_uri
 from indextables_contract import settings as S
-from indextables_contract.errors import IndexTablesError
+from indextables_contract.errors import IndexTablesError, QueryError
 from indextables_contract.version import VERSION
 
 if TYPE_CHECKING:
     from executor_lib.cache.split_cache import SplitCache
     from executor_lib.log.snapshot import Snapshot
+    from executor_lib.protocol.actions import AddAction
     from executor_lib.storage.base import ObjectStore
 
 
@@ -151,8 +152,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     log = open_log(args.table, **_options(args.option))
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     snapshot, cache = log.snapshot(), _cache(args)
-    scored = args.query.strip() not in ("", "*")  # a query's matches come best first, with _score
-    rows = search_table(log.store, snapshot, args.query, cache, columns, args.limit, scored=scored)
+    query, files = _partition_parts(snapshot, args.query)
+    scored = query is not None and query.strip() not in ("", "*")  # a query's matches come best first, with _score
+    rows = search_table(log.store, snapshot, query, cache, columns, args.limit, scored=scored, files=files)
     if args.json:
         for row in rows.to_pylist():
             print(json.dumps(row, default=str))
@@ -160,14 +162,40 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("\t".join(rows.column_names))
         for row in rows.to_pylist():
             print("\t".join("" if v is None else str(v) for v in row.values()))
-        total = _count_hits(log.store, snapshot, args.query, cache)
+        total = _count_hits(log.store, snapshot, query, cache, files)
         print(f"({rows.num_rows} rows shown of {total} hits)")
     return 0
 
 
-def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache: SplitCache) -> int:
-    """Every live split's hit count for ``query`` (Tantivy counts; no documents are read), through the
-    searchers the search just kept open."""
+def _partition_parts(snapshot: Snapshot, query: str) -> tuple[str | None, list[AddAction]]:
+    """The query the splits' indexes answer and the live splits to search: parts of ``query`` on
+    partition columns choose the splits by their partition values (``splits.search.partition_query``);
+    a field that is no column of the table is a QueryError naming it."""
+    from executor_lib.splits.search.partition_query import partition_files, query_fields, split_query
+
+    schema = snapshot.arrow_schema()
+    # a column, or a path into one (a struct's field, a JSON field's key)
+    unknown = sorted(f for f in query_fields(query) if f not in schema.names and f.split(".")[0] not in schema.names)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], schema.names, n=1)
+        hint = f"did you mean {close[0]!r}?; " if close else ""
+        raise QueryError(
+            f"query {query!r}: field {unknown[0]!r} is not a column of the table ({hint}its columns: "
+            f"{', '.join(schema.names)})"
+        )
+    parts = split_query(query, snapshot.partition_columns)
+    return parts.query, partition_files(snapshot, parts.filters)
+
+
+def _count_hits(
+    store: ObjectStore,
+    snapshot: Snapshot,
+    query: str | None,
+    cache: SplitCache,
+    files: Sequence[AddAction] | None = None,
+) -> int:
+    """Every live split's (or ``files``') hit count for ``query`` (Tantivy counts; no documents are
+    read), through the searchers the search just kept open."""
     from executor_lib.protocol.actions import parquet_table_root
     from executor_lib.splits.search.split_opening import open_searcher
 
@@ -176,7 +204,7 @@ def _count_hits(store: ObjectStore, snapshot: Snapshot, query: str | None, cache
         open_searcher(
             cache, store, add.path, schema, snapshot.doc_mapping(add), add.size, add.footer_start_offset, root
         ).count(query)
-        for add in snapshot.files
+        for add in (snapshot.files if files is None else files)
     )
 
 

@@ -149,3 +149,46 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"indextables {VERSION}"
+
+
+def test_search_filters_on_partition_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Partition columns are no fields of a split's index: a query part on them chooses the splits by their
+    partition values (issue 76), alone, beside index fields, excluded, as a range or a set; the hits are
+    the demo data's (computed here with Arrow). A field no column has is an error naming it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from executor_lib.cli import demo_rows
+
+    table, cache = str(tmp_path / "events"), str(tmp_path / "cache")
+    run(capsys, "demo", "--path", table, "--cache-dir", cache)
+    days = ("2024-01-01", "2024-01-02", "2024-01-03")
+    data = pa.concat_tables(demo_rows(i).append_column("date", pa.array([d] * 1000)) for i, d in enumerate(days))
+    timeout, error = pc.match_substring(data["message"], "timeout"), pc.equal(data["level"], "ERROR")
+    day = data["date"]
+    cases = {
+        "date:2024-01-02": pc.equal(day, "2024-01-02"),
+        "message:timeout AND date:2024-01-01": pc.and_(timeout, pc.equal(day, "2024-01-01")),
+        "level:ERROR AND NOT date:2024-01-02": pc.and_(error, pc.not_equal(day, "2024-01-02")),
+        "date:[2024-01-02 TO *] AND level:ERROR": pc.and_(error, pc.greater_equal(day, "2024-01-02")),
+        "date:IN [2024-01-01 2024-01-03] AND message:timeout": pc.and_(timeout, pc.not_equal(day, "2024-01-02")),
+        "+date:2024-01-03 message:timeout": pc.equal(day, "2024-01-03"),  # an optional part beside a required one
+        "(date:2024-01-01 OR date:2024-01-03) AND -level:ERROR": pc.and_(
+            pc.invert(error), pc.not_equal(day, "2024-01-02")
+        ),
+    }
+    for query, wanted in cases.items():
+        code, out, err = run(capsys, "search", table, query, "--json", "--cache-dir", cache)
+        rows = [json.loads(line) for line in out.splitlines()]
+        expected = data.filter(wanted)
+        assert code == 0 and expected.num_rows > 0, (query, err)
+        assert sorted((r["id"], r["date"]) for r in rows) == sorted(
+            zip(expected["id"].to_pylist(), expected["date"].to_pylist(), strict=True)
+        ), query
+        code, out, _ = run(capsys, "search", table, query, "--limit", "1", "--cache-dir", cache)
+        assert out.rstrip().endswith(f"(1 rows shown of {expected.num_rows} hits)"), (query, out[-200:])
+
+    code, _, err = run(capsys, "search", table, "date:2024-01-01 OR message:timeout", "--cache-dir", cache)
+    assert code == 2 and "'date' is a partition column" in err and "required or excluded" in err
+    code, _, err = run(capsys, "search", table, "mesage:timeout", "--cache-dir", cache)
+    assert code == 2 and "field 'mesage' is not a column of the table (did you mean 'message'?" in err

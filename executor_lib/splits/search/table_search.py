@@ -46,8 +46,10 @@ def search_table(
     columns: Sequence[str] | None = None,
     limit: int | None = None,
     scored: bool = False,
+    files: Sequence[AddAction] | None = None,
 ) -> pa.Table:
-    """Rows of every live split matching ``query`` (Tantivy syntax), up to ``limit`` in total.
+    """Rows of every live split (or of ``files``, live splits of ``snapshot``) matching ``query``
+    (Tantivy syntax), up to ``limit`` in total.
     ``scored``: the best ``limit`` rows by BM25 score with table-wide statistics, best first, with
     their score as a last column ``_score`` (float32); needs a query. The cache's counters are
     written once per search (``SplitCache.counted_once``), not once per split.
@@ -55,7 +57,7 @@ def search_table(
     Example: ``search_table(log.store, log.snapshot(), 'message:"disk full"', cache, ["id"])``
     """
     with cache.counted_once():
-        return _search_table(store, snapshot, query, cache, columns, limit, scored)
+        return _search_table(store, snapshot, query, cache, columns, limit, scored, files)
 
 
 def _search_table(
@@ -66,6 +68,7 @@ def _search_table(
     columns: Sequence[str] | None,
     limit: int | None,
     scored: bool,
+    files: Sequence[AddAction] | None = None,
 ) -> pa.Table:
     if limit is not None and limit < 0:
         raise QueryError(f"search {snapshot.table_uri}: limit {limit} is negative (give 0 or more, or no limit)")
@@ -78,7 +81,7 @@ def _search_table(
     if scored and (query is None or query.strip() in ("", "*")):
         raise QueryError(f"search {snapshot.table_uri}: {SCORE_COLUMN} needs a query (a score ranks a query's matches)")
     data_columns = [c for c in wanted if c not in partition_columns]
-    adds = sorted(snapshot.files, key=lambda a: a.path)
+    adds = sorted(snapshot.files if files is None else files, key=lambda a: a.path)
 
     def searcher_of(add: AddAction) -> SplitSearcher:  # kept open, its cached files checked at each use
         return open_searcher(
