@@ -31,14 +31,19 @@ if TYPE_CHECKING:
     from executor_lib.storage.base import ObjectStore
 
 
+def option_names() -> frozenset[str]:
+    """The keys ``-o key=value`` takes: the log's settings and the storage options."""
+    from executor_lib.log.config import OPTION_NAMES
+    from executor_lib.storage import STORAGE_OPTION_NAMES
+
+    return frozenset({S.PREFIX + name for name in OPTION_NAMES} | set(STORAGE_OPTION_NAMES))
+
+
 def _options(pairs: Sequence[str]) -> dict[str, str]:
     """``-o key=value`` pairs. A key no log or storage setting has is an error naming the closest one
     (the library ignores unknown ``spark.indextables.*`` keys, as Spark sessions pass every setting to
     every operation, but a key typed on a command line is meant for this command)."""
-    from executor_lib.log.config import OPTION_NAMES
-    from executor_lib.storage import STORAGE_OPTION_NAMES
-
-    known = {S.PREFIX + name for name in OPTION_NAMES} | set(STORAGE_OPTION_NAMES)
+    known = option_names()
     out: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")

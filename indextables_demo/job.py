@@ -21,7 +21,7 @@ import connect_plugin
 from connect_plugin.sql import sql
 from connect_plugin.table import IndexTable
 from indextables_demo import corpus
-from indextables_demo.report import QueryResult, Report, purge_reason
+from indextables_demo.report import QueryResult, Report, cli_options, purge_reason
 
 Out = Callable[[str], Any]
 
@@ -89,6 +89,7 @@ def run(
     connect_plugin.install(spark)
     opts = dict(options or {})
     report = Report(table=table, rows=rows, parquet=parquet)
+    report.cli_options, report.hidden_options = cli_options(opts)
     source = _generate(spark, rows, days, parquet, report, out)
     _ingest(spark, source, table, days, opts, report, out)
     report.splits_before_merge = int(_state(spark, table, opts)["numFiles"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ class Report:
     purge_candidates: int = 0
     table_kept: bool = True
     spark_ui: str | None = None
+    # the job's -o options the indextables command takes, credentials left out (their keys in hidden_options)
+    cli_options: dict[str, str] = field(default_factory=dict)
+    hidden_options: list[str] = field(default_factory=list)
 
     @property
     def overall_speedup(self) -> float | None:
@@ -107,9 +111,12 @@ class Report:
         reason = purge_reason(self)
         lines.append(f"purge      {self.purge_candidates} files to delete (dry run{': ' + reason if reason else ''})")
         if self.table_kept:
-            storage = " -o ..." if "://" in self.table else ""  # the same storage options as the job's
+            storage = "".join(f" -o {shlex.quote(f'{k}={v}')}" for k, v in self.cli_options.items())
             lines.append(f"table at   {self.table}")
             lines.append(f"           inspect it with: {cli_command()} describe {shlex.quote(self.table)}{storage}")
+            if self.hidden_options:
+                given = " ".join(f"-o {k}=..." for k in self.hidden_options)
+                lines.append(f"           (credentials are not printed: add {given}, or set them in the environment)")
         else:
             lines.append(f"table at   {self.table} (a temporary directory, removed at exit: --keep keeps it)")
         return lines
@@ -118,6 +125,18 @@ class Report:
         from dataclasses import asdict
 
         return json.dumps(asdict(self), indent=2, default=str)
+
+
+def cli_options(options: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The job's ``options`` the ``indextables`` command takes (``-o``: storage and log options; the
+    indexing and read options it would refuse are left out), and apart the keys of those holding
+    credentials, which are never printed."""
+    from executor_lib.cli import option_names
+    from executor_lib.storage import is_secret_option
+
+    taken = option_names()
+    shown = {k: v for k, v in options.items() if k in taken and not is_secret_option(k)}
+    return shown, [k for k in options if k in taken and is_secret_option(k)]
 
 
 def purge_reason(report: Report) -> str:

@@ -159,3 +159,39 @@ def test_report_sizes_use_the_units_they_name() -> None:
 
     assert _bytes(357_731_571) == "357.7 MB"
     assert (_bytes(999), _bytes(1_500), _bytes(2_500_000_000)) == ("999 B", "1.5 kB", "2.5 GB")
+
+
+def test_the_inspect_hint_of_an_s3_table_runs_as_printed(moto_server: Any) -> None:
+    """The report's ``inspect it with:`` line carries the job's storage options (it printed a literal
+    ``-o ...``), leaves out those the command does not take and the credentials (named on the next
+    line; here they come from the environment, as the AWS variables the tests set), and runs as is."""
+    import shlex
+    import subprocess
+    import sys
+    import uuid
+
+    from executor_lib.cli import build_parser
+    from indextables_demo.report import Report, cli_options
+    from tests.conftest import BUCKET, s3_options
+
+    table = f"s3://{BUCKET}/demo-hint-{uuid.uuid4().hex[:8]}/logs"
+    storage = s3_options(moto_server)
+    executor_lib.create_table(table, pa.schema([("id", pa.int64())]), **storage)
+    job_options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()}
+    job_options["spark.indextables.indexing.typemap.message"] = "text"  # a write option: not the command's
+    report = Report(table=table, rows=10)
+    report.cli_options, report.hidden_options = cli_options(job_options)
+    lines = report.format().splitlines()
+    at = next(i for i, line in enumerate(lines) if "inspect it with:" in line)
+    argv = shlex.split(lines[at].split("inspect it with: ")[1])
+    assert "..." not in argv and "testing" not in " ".join(argv)
+    args = build_parser().parse_args(argv[1:])
+    assert (args.command, args.table) == ("describe", table)
+    assert sorted(args.option) == sorted(
+        f"{k}={v}" for k, v in job_options.items() if k in ("endpoint_url", "region", "path_style")
+    )
+    assert "-o access_key_id=... -o secret_access_key=..." in lines[at + 1]
+    if argv[0] == "indextables":  # no script beside this interpreter: run the same entry point
+        argv = [sys.executable, "-m", "executor_lib.cli", *argv[1:]]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and "version" in done.stdout, done.stderr

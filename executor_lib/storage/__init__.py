@@ -92,6 +92,12 @@ STORAGE_OPTION_NAMES = frozenset(
 SPARK_STORAGE_OPTION_NAMES = STORAGE_OPTION_NAMES - {"azure_credential"}
 
 
+def is_secret_option(name: str) -> bool:
+    """Whether storage option ``name`` (any of its spellings) holds a credential, never to be printed."""
+    field = {**_S3_OPTION_ALIASES, **_AZURE_OPTION_ALIASES, **_GCS_OPTION_ALIASES}.get(name, name)
+    return field in SECRET_FIELDS
+
+
 def normalize_uri(uri: str) -> str:
     """Strip trailing slashes and map ``s3a://``/``s3n://`` to ``s3://``."""
     return canonical_uri(str(uri))
