@@ -3,7 +3,9 @@ for the test's), use only public names, and give the results the pages show.
 
 Every block runs here or in the test file ``RUN_IN`` names (docs/table-api-and-sql.md's IndexTable block in
 tests/connect_plugin/test_table.py, docs/spark.md's streaming pipeline in tests/spark/test_readme_streaming.py),
-or is marked ``<!-- not run: why -->``. The Spark blocks here share one classic local session and one table of
+or is marked ``<!-- not run: why -->``; so does every block in another language (``bash``, ``sql``): the
+command lines are read by the parsers of the commands they run, the SQL by IndexTables' grammar. A block
+without a language is output a page shows. The Spark blocks here share one classic local session and one table of
 the demo's rows (the README's session block also starts the test's Spark Connect server).
 """
 
@@ -153,6 +155,7 @@ class Block:
     line: int
     code: str
     not_run: str | None  # the reason given in ``<!-- not run: reason -->``, or None: it runs
+    language: str = "python"
 
 
 NOT_RUN = re.compile(r"<!-- not run: (.*?) -->")
@@ -170,11 +173,28 @@ RUN_IN = {
         "# Client plugin: table API and SQL (Spark Connect or classic)",
     ): "tests/connect_plugin/test_table.py",
     ("docs/row-changes.md", "## The statements"): "tests/connect_plugin/test_row_changes.py",
+    # blocks in other languages
+    ("docs/cli.md", "## Command line"): "tests/test_readme.py",
+    (
+        "README.md",
+        "## Quick start (fresh machine: Python 3.10+ with `venv`, Java 17 for Spark, Rust's `cargo`)",
+    ): "tests/test_readme.py",
+    (
+        "docs/table-api-and-sql.md",
+        "## Companion indexes: search a Delta, Iceberg or Parquet table without copying its rows",
+    ): "tests/test_readme.py",
 }
 
 
-def doc_blocks() -> list[Block]:
-    """Every ```python block of the README and docs/*.md, with its page, nearest heading and marker."""
+# Pages whose blocks in other languages are not yet run nor marked, and why.
+UNCHECKED_PAGES = {
+    "docs/benchmarks.md": "the benchmark commands take minutes each; the page is rewritten with the benchmarks",
+}
+
+
+def doc_blocks(languages: tuple[str, ...] | None = ("python",)) -> list[Block]:
+    """Every ```python block (or every block in one of ``languages``; None: in any language) of the
+    README and docs/*.md, with its page, nearest heading and marker."""
     out = []
     for page in DOCS:
         lines = (REPO_ROOT / page).read_text().split("\n")
@@ -183,11 +203,11 @@ def doc_blocks() -> list[Block]:
             if fence is None and line.startswith("```"):
                 fence, start = line[3:].strip(), i
             elif fence is not None and line.startswith("```"):
-                if fence == "python":
+                if fence and (languages is None or fence in languages):
                     before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
                     marker = NOT_RUN.fullmatch(before.strip())
                     code = "\n".join(lines[start + 1 : i]) + "\n"
-                    out.append(Block(page, heading, start + 1, code, marker.group(1) if marker else None))
+                    out.append(Block(page, heading, start + 1, code, marker.group(1) if marker else None, fence))
                 fence = None
             elif fence is None and re.match(r"#{1,6} ", line):
                 heading = line
@@ -211,9 +231,87 @@ def test_every_python_block_in_the_readme_and_docs_runs_or_says_why_not() -> Non
             f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
         )
         assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
-    for page in DOCS:  # a marker (a line of its own) stands right before a python block
+    every = doc_blocks(None)
+    for page in DOCS:  # a marker (a line of its own) stands right before a block
         markers = [line for line in (REPO_ROOT / page).read_text().split("\n") if NOT_RUN.fullmatch(line.strip())]
-        assert len(markers) == sum(b.not_run is not None for b in blocks if b.page == page), page
+        assert len(markers) == sum(b.not_run is not None for b in every if b.page == page), page
+
+
+def test_every_block_in_another_language_runs_or_says_why_not() -> None:
+    """Every ```bash or ```sql block (any language but Python) is read by what it runs (in the test that
+    ``RUN_IN`` names for its page and heading), or says why not."""
+    blocks = [b for b in doc_blocks(None) if b.language != "python" and b.page not in UNCHECKED_PAGES]
+    assert {b.language for b in blocks} >= {"bash", "sql"}
+    for b in blocks:
+        where = f"{b.page}:{b.line} ({b.language}, under {b.heading!r})"
+        if b.not_run is not None:
+            assert len(b.not_run.split()) >= 3, f"{where}: say why the block does not run, not just {b.not_run!r}"
+            continue
+        test = RUN_IN.get((b.page, b.heading))
+        assert test is not None, (
+            f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
+        )
+        assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
+
+
+def other_blocks(page: str, heading: str, language: str) -> list[str]:
+    return [b.code for b in doc_blocks((language,)) if (b.page, b.heading) == (page, heading) and b.not_run is None]
+
+
+def test_the_command_line_synopsis_names_the_commands_and_flags_there_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/cli.md's ``## Command line`` block: each line's command is one of ``indextables``' and each
+    ``--flag`` it shows is one that command takes (its ``--help``); ``--version`` runs."""
+    from executor_lib.cli import build_parser, main
+
+    (block,) = other_blocks("docs/cli.md", "## Command line", "bash")
+    parser = build_parser()
+    for line in block.strip().splitlines():
+        words = line.split("#")[0].split()
+        assert words[0] == "indextables", line
+        if words[1] == "--version":
+            with pytest.raises(SystemExit) as done:
+                main(["--version"])
+            assert done.value.code == 0 and capsys.readouterr().out.startswith("indextables ")
+            continue
+        command = words[1].split("|")[0]
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, "--help"])
+        usage = capsys.readouterr().out
+        flags = re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", " ".join(words[2:]))
+        assert all(f in usage for f in flags), (line, flags)
+        for action in (a for a in words[2:] if "|" in a and len(a) > 1 and not a.startswith("[")):
+            assert all(choice in usage for choice in action.split("|")), (line, action)
+
+
+def test_the_demo_flags_block_parses() -> None:
+    """README ``## Quick start``'s flags block: every ``bash scripts/demo.sh ...`` line's arguments are
+    ones ``python -m indextables_demo`` (which the script runs with them) accepts."""
+    import shlex
+
+    from indextables_demo.__main__ import parse_args
+
+    heading = "## Quick start (fresh machine: Python 3.10+ with `venv`, Java 17 for Spark, Rust's `cargo`)"
+    (block,) = other_blocks("README.md", heading, "bash")
+    commands = [shlex.split(line) for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) >= 4
+    for argv in commands:
+        assert argv[:2] == ["bash", "scripts/demo.sh"], argv
+        args = parse_args(argv[2:])
+        assert args.rows >= 1 and all("=" in o for o in args.option), argv
+
+
+def test_the_sql_blocks_are_indextables_statements() -> None:
+    """docs/table-api-and-sql.md's companion block: every statement is one IndexTables' grammar reads (the
+    one ``connect_plugin.sql`` parses it with)."""
+    from connect_plugin.grammar import parse_statement
+
+    (block,) = other_blocks(
+        "docs/table-api-and-sql.md",
+        "## Companion indexes: search a Delta, Iceberg or Parquet table without copying its rows",
+        "sql",
+    )
+    statements = [s.split("--")[0].strip() for s in block.split(";\n") if s.split("--")[0].strip()]
+    assert [parse_statement(s.rstrip(";")).data for s in statements] == ["build_companion", "select", "build_companion"]
 
 
 def run_block(code: str, env: dict[str, Any], name: str) -> list[Any]:
