@@ -9,6 +9,8 @@ doc-mapping keys, partition sums) is read column-wise.
 
 from __future__ import annotations
 
+import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib.log.arrow_arrays import int64s, map_values, strings
+from executor_lib.log.chunk_encoding import logical_column
 from executor_lib.log.file_table import COLUMN_TYPES, FileChunk, chunk_columns, matching_paths
 from executor_lib.log.partition_index import partition_mask, partition_totals, present_values
 from executor_lib.protocol.actions import AddAction
@@ -24,6 +27,8 @@ from executor_lib.protocol.actions import AddAction
 _STRING = pa.string()
 _MAP = pa.map_(pa.string(), pa.string())
 REJECTS_MIN_ROWS = 2_000  # a chunk's accepted rows from which ``LiveFiles.select`` asks its ``rejects``
+# A path that may not be its own store key: a URI, a '\\', an empty, '.' or '..' segment, a leading '/'.
+NOT_PLAIN = re.compile(r"://|\\|//|^/|/$|^$|(?:^|/)\.\.?(?:/|$)")
 # what judges a chunk's rows column-wise (``LiveFiles.select``): (kind, rows it certainly rejects) pairs
 RowRejects = Callable[["FileChunk"], list[tuple[str, np.ndarray]]]
 
@@ -335,3 +340,41 @@ def partition_strings(partition_values: pa.ChunkedArray | pa.Array, columns: Seq
     if chunked.num_chunks == 0:
         chunked = pa.chunked_array([pa.array([], _MAP)])
     return {c: map_values(chunked, c) for c in columns}
+
+
+_UNPLAIN: weakref.WeakKeyDictionary[FileChunk, list[str]] = weakref.WeakKeyDictionary()  # chunks never change
+
+
+def unplain_paths(chunk: FileChunk) -> list[str]:
+    """The chunk's paths that are not plain relative keys (``NOT_PLAIN``: a full URI, a ``..``
+    segment...), found on the compact path form (``chunk_encoding``: a prefix holding the directory,
+    a middle, a suffix): each distinct prefix and suffix is tested once, and of the rows only those
+    whose middle is short enough to make a ``.``/``..`` name or holds a ``\\`` are looked at whole;
+    no full path is built per row (a million paths: about 0.15 s, once per chunk). Usually there is none."""
+    found = _UNPLAIN.get(chunk)
+    if found is None:
+        found = _UNPLAIN[chunk] = _unplain_paths(chunk)
+    return found
+
+
+def _unplain_paths(chunk: FileChunk) -> list[str]:
+    column = chunk.table.column("path")
+    if not pa.types.is_struct(column.type):
+        return [p for p in chunk.paths.to_pylist() if NOT_PLAIN.search(p)]
+    out: list[str] = []
+    for part in column.chunks:
+        prefix, suffix, middle = part.field("prefix"), part.field("suffix"), part.field("middle")
+        odd_prefixes = [i for i, p in enumerate(prefix.dictionary.to_pylist()) if NOT_PLAIN.search(p + "x")]
+        odd_suffixes = [i for i, e in enumerate(suffix.dictionary.to_pylist()) if "\\" in e]
+        rows = pc.or_(
+            pc.or_(
+                pc.is_in(prefix.indices, value_set=pa.array(odd_prefixes, prefix.indices.type)),
+                pc.is_in(suffix.indices, value_set=pa.array(odd_suffixes, suffix.indices.type)),
+            ),
+            pc.or_(pc.less_equal(pc.utf8_length(middle), 2), pc.match_substring(middle, "\\")),
+        )
+        hits = pc.indices_nonzero(pc.fill_null(rows, True))
+        if len(hits):
+            candidates = logical_column("path", pa.chunked_array([part.take(hits)]), pa.string()).to_pylist()
+            out += [p for p in candidates if NOT_PLAIN.search(p)]
+    return out

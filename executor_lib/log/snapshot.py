@@ -25,7 +25,7 @@ from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_check
 from executor_lib.log.config import LogConfig
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.log.partition_index import present_values
-from executor_lib.log.state import EMPTY_STATE, TableState, replay
+from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
 from executor_lib.protocol.actions import (
     Action,
     AddAction,
@@ -36,6 +36,7 @@ from executor_lib.protocol.actions import (
 )
 from executor_lib.protocol.files import (
     LOG_DIR,
+    checkpoint_file,
     decode_log_bytes,
     parse_checkpoint_file,
     parse_state_dir,
@@ -147,7 +148,7 @@ def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
     still writing in place (IN_PROGRESS_RETRIES): it is read again after a pause, a few times, before the
     CorruptLogError is raised. An unknown action type is raised at once."""
     key = f"{LOG_DIR}/{version_file(version)}"
-    source = store.uri_of(key)
+    source = version_source(store, version)
     for pause in (*IN_PROGRESS_RETRIES, None):
         try:
             return _parse_version_file(store.read(key), source)
@@ -159,6 +160,11 @@ def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
             log.debug("%s: not readable yet (being written?), read again in %.2f s", source, pause)
             time.sleep(pause)
     raise AssertionError("unreachable")
+
+
+def version_source(store: ObjectStore, version: int) -> str:
+    """The URI of a version file, as errors about its lines name it."""
+    return store.uri_of(f"{LOG_DIR}/{version_file(version)}")
 
 
 def _parse_version_file(data: bytes, source: str) -> list[Action]:
@@ -469,7 +475,8 @@ class SnapshotLoader:
                 f"{self.store.uri_of(LOG_DIR)}: version file {version_file(missing[0])} is missing and no "
                 f"checkpoint or state covers version {missing[0]} (cannot build version {target})"
             )
-        state = replay(base_state, ((v, read_version_actions(self.store, v)) for v in range(start, target + 1)))
+        versions = ((v, read_version_actions(self.store, v)) for v in range(start, target + 1))
+        state = replay(base_state, versions, self.store.root_uri, lambda v: version_source(self.store, v))
         check_readable(state.protocol, self.store.root_uri)
         snap = Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target), manifest)
         snap.pruned = bool(predicates) and manifest is not None
@@ -490,7 +497,8 @@ class SnapshotLoader:
             try:  # a damaged checkpoint or state manifest: an older base, where that is exact
                 if kind == "checkpoint":
                     actions = read_checkpoint_actions(self.store, v)
-                    return replay(EMPTY_STATE, [(v, actions)]), f"checkpoint {v}", None
+                    state = replay(EMPTY_STATE, [(v, actions)], self.store.root_uri, self._checkpoint_source)
+                    return state, f"checkpoint {v}", None
                 manifest = avro_state.read_state_manifest(self.store, v)
             except CorruptLogError as e:
                 log.warning("%s; reading from an older state and the version files after it", e)
@@ -505,6 +513,9 @@ class SnapshotLoader:
         if damaged is not None and not _all_retained(listing, 0, target):
             raise damaged
         return EMPTY_STATE, "log", None
+
+    def _checkpoint_source(self, version: int) -> str:
+        return self.store.uri_of(f"{LOG_DIR}/{checkpoint_file(version)}")
 
     def _state_from_avro(
         self, manifest: avro_state.StateManifest, listing: LogListing, predicates: Sequence[Any] = ()
@@ -536,12 +547,14 @@ class SnapshotLoader:
         )
         registry = dict(registry_from_configuration(metadata.configuration))
         registry.update(manifest.schema_registry)
+        files = LiveFiles(chunks, manifest.tombstones)
         return TableState(
             version=manifest.state_version,
             protocol=protocol,
             metadata=metadata,
-            files=LiveFiles(chunks, manifest.tombstones),
+            files=files,
             schema_registry=MappingProxyType(registry),
+            spellings=MappingProxyType(state_spellings(files, self.store.root_uri, manifest.source)),
         )
 
     def _protocol_and_metadata_before(self, version: int) -> tuple[ProtocolAction | None, MetadataAction | None]:

@@ -52,6 +52,7 @@ from executor_lib.log.snapshot import (
     check_writable,
     list_log,
     read_version_actions,
+    version_source,
 )
 from executor_lib.log.state import replay
 from executor_lib.log.state_commit import write_state
@@ -213,7 +214,7 @@ class TransactionLog:
                 except ObjectNotFoundError:  # log retention got there first: load from its checkpoint
                     versions = []
                 if versions and snapshot_cache.same_table(cached, versions):
-                    state = replay(cached.state, versions)
+                    state = replay(cached.state, versions, self.uri, lambda v: version_source(self.store, v))
                     check_readable(state.protocol, self.uri)
                     base = f"cached version {cached.version} + version files {new[0]}..{new[-1]}"
                     self._snapshot = Snapshot(self.uri, state, base, listing.versions.get(latest))
@@ -487,7 +488,7 @@ class TransactionLog:
             )
             return built, protocol
         snap = self.snapshot(head.version)
-        state = replay(snap.state, [(version, final)])
+        state = replay(snap.state, [(version, final)], self.uri, lambda v: version_source(self.store, v))
         registry = {**snap.schema_registry, **registry}
         files = state.files.values()
         return build_compacted_state(self.store, version, files, metadata, registry, self.config, txns), protocol

@@ -366,3 +366,78 @@ def test_med_the_wildcard_bound_holds_on_every_path_to_a_search() -> None:
     for plan in (False, True):
         with pytest.raises(QueryError, match=r"the wildcard at position 0 is 400 characters long"):
             compile_query(index, mapping, filters.QueryString("a*" * 200, "msg"), [], plan=plan)
+
+
+def test_n2_a_reader_refuses_a_log_adding_a_live_split_again_or_a_file_outside_the_table(
+    table: Any, tmp_path: Any
+) -> None:
+    """Before: a version file (or checkpoint, or Avro state) adding a live split again under another
+    spelling (the table root's full URI joined with its path) was replayed as a second file: every row
+    of the split was read twice; a ``..`` path or another location's URI reached the store. Now each is a
+    CorruptLogError naming the version file (checkpoint, state manifest) and the path; the same spelling
+    again is still a replacement (Delta's rule), read once."""
+    import json
+
+    import pyarrow as pa
+    import pytest
+
+    import executor_lib
+    from executor_lib.cache.split_cache import SplitCache
+    from executor_lib.log.config import LogConfig
+    from executor_lib.log.state_writer import build_compacted_state, put_state
+    from executor_lib.protocol.actions import AddAction
+    from executor_lib.protocol.files import decode_log_bytes
+    from executor_lib.splits.search.table_search import search_table
+    from indextables_contract.errors import CorruptLogError
+
+    uri, options = table
+    schema = pa.schema([("id", pa.int64()), ("msg", pa.string())])
+    rows = pa.table({"id": [1, 2], "msg": ["a", "b"]})
+    for n, (spelling, where) in enumerate(
+        (s, w)
+        for s in ("full URI", "dot-dot", "outside", "another table's URI", "same")
+        for w in ("version", "checkpoint", "state")
+        if (s, w) != ("same", "state")  # one path twice in one state: not a question of spellings
+    ):
+        root = f"{uri}/{n}"
+        log = executor_lib.create_table(root, schema, **options)
+        store = log.store
+        good = executor_lib.write_and_upload(store, rows, executor_lib.mapping_for(schema, {}))
+        log.commit([good])
+        lines = [decode_log_bytes(store.read(f"_transaction_log/{v:020d}.json"), "v").splitlines() for v in (0, 1)]
+        add = json.loads(lines[1][-1])["add"]
+        path = {
+            "full URI": f"{log.uri}/{add['path']}",
+            "dot-dot": f"x/../{add['path']}",
+            "outside": f"../other/{add['path']}",
+            "another table's URI": f"{log.uri}-other/{add['path']}",
+            "same": add["path"],
+        }[spelling]
+        again = json.dumps({"add": {**add, "path": path}})
+        if where == "version":
+            source = "_transaction_log/00000000000000000002.json"
+            store.put(source, (again + "\n").encode())
+        elif where == "checkpoint":
+            source = "_transaction_log/00000000000000000002.checkpoint.json"
+            store.put(source, ("\n".join([*lines[0], lines[1][-1], again]) + "\n").encode())
+        else:
+            snap = log.snapshot()
+            hostile = AddAction.from_json_dict(json.loads(again)["add"])
+            manifest = build_compacted_state(
+                store, 2, [*snap.files, hostile], snap.metadata, dict(snap.schema_registry), LogConfig()
+            )
+            put_state(store, manifest, snap.protocol, LogConfig())
+            source = f"_transaction_log/state-v{2:020d}"
+        read = executor_lib.open_log(root, **options)
+        if spelling == "same":
+            snapshot = read.snapshot()
+            assert [a.path for a in snapshot.files] == [add["path"]], where
+            found = search_table(store, snapshot, None, SplitCache(tmp_path / "cache"))
+            assert sorted(found.column("id").to_pylist()) == [1, 2], where
+            continue
+        with pytest.raises(CorruptLogError) as raised:
+            read.snapshot()
+        message = str(raised.value)
+        assert source in message and repr(path) in message, (spelling, where, message)
+        if spelling == "full URI":
+            assert "already live" in message, message
