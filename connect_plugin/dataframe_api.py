@@ -25,6 +25,7 @@ from typing import Any
 
 from connect_plugin.failures import project_error_first
 from connect_plugin.query_warnings import warn_for_options
+from connect_plugin.write_warnings import warn_for_write
 from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError, IndexTablesError, IndexTablesSQLError
 
@@ -82,6 +83,7 @@ def _wrap_save(original: Callable[..., Any]) -> Callable[..., Any]:
     def save(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not _for_indextables(self, args, kwargs):
             return original(self, *args, **kwargs)
+        warn_for_write(_option_values(self, kwargs))  # a tokenizer IndexTables4Spark does not know (de_stem ...)
         try:
             with project_error_first(_option_names(self, kwargs)):
                 return original(self, *args, **kwargs)
@@ -121,10 +123,18 @@ def _option_names(obj: Any, kwargs: dict[str, Any]) -> list[str]:
     return [*names, *getattr(obj, "_indextables_options", ()), *kwargs]
 
 
+def _option_values(obj: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The options with their values, as ``_option_names`` finds them (a classic writer's as remembered)."""
+    plan = getattr(obj, "_write", None)
+    kept = getattr(plan, "options", None) if plan is not None else None
+    return {**(kept if isinstance(kept, dict) else {}), **getattr(obj, "_indextables_values", {}), **kwargs}
+
+
 def _wrap_option(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def option(self: Any, key: str, value: Any) -> Any:
         self._indextables_options = [*getattr(self, "_indextables_options", ()), str(key)]
+        self._indextables_values = {**getattr(self, "_indextables_values", {}), str(key): value}
         return original(self, key, value)
 
     return option
@@ -134,6 +144,7 @@ def _wrap_options(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def options(self: Any, **given: Any) -> Any:
         self._indextables_options = [*getattr(self, "_indextables_options", ()), *given]
+        self._indextables_values = {**getattr(self, "_indextables_values", {}), **given}
         return original(self, **given)
 
     return options

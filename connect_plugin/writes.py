@@ -11,6 +11,7 @@ from connect_plugin.failures import project_error_first
 from connect_plugin.merge_on_write import StreamMerger, merge_on_write_settings
 from connect_plugin.settings import _options
 from connect_plugin.table import IndexTable
+from connect_plugin.write_warnings import warn_for_write, warned
 from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError
 from indextables_contract.write_settings import optimize_write_target, purge_on_write_settings
@@ -66,7 +67,8 @@ def write(
     merge_on_write_settings(path, opts)  # checked here, before anything is written
     purge_on_write_settings(path, opts)
     optimize_write_target(path, opts)
-    with project_error_first(spelling=opts):
+    warn_for_write(opts)  # a tokenizer IndexTables4Spark does not know (de_stem ...)
+    with warned(), project_error_first(spelling=opts):
         df.write.format(FORMAT).mode(mode).options(**opts).save(path)
 
 
@@ -100,6 +102,7 @@ def write_stream(
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     merge = merge_on_write_settings(path, opts)
+    warn_for_write(opts)  # a tokenizer IndexTables4Spark does not know (de_stem ...)
     writer = df.writeStream.format(FORMAT).outputMode("append").options(**opts)
     writer = writer.option("checkpointLocation", checkpoint_location)
     if trigger:

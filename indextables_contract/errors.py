@@ -337,3 +337,9 @@ class QueryWarning(UserWarning):
     """A query that runs but cannot find what its text says: an ``indexquery`` word, phrase or wildcard
     against an exact-string column, which matches whole values only (``warnings.warn`` on the client; the
     read option ``spark.indextables.read.strictQueries=true`` makes it a ``QueryError``)."""
+
+
+class CompatibilityWarning(UserWarning):
+    """A table written here that IndexTables4Spark cannot read as written: a column indexed with a tokenizer
+    the JVM does not know (a stemmer other than ``en_stem``, ``settings.jvm_tokenizer_warnings``), said once
+    per write on the client (``warnings.warn``)."""

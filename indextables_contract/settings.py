@@ -334,12 +334,66 @@ INDEXING_TYPEMAP = _kept(
     "string (exact), text (tokenized), json or ip; or the list form typemap.<type> = col1,col2",
     scopes={WRITE},
 )
+# Tantivy's Snowball stemmers, each a tokenizer as ``en_stem`` is (simple tokenizer, long tokens dropped,
+# lowercase, stem): tokenizer name -> the language of ``tantivy::tokenizer::Language`` and of the tantivy
+# package's ``Filter.stemmer`` (both know exactly these 18 in 0.27). Recorded in the doc mapping as named.
+STEMMERS = {
+    "ar_stem": "arabic",
+    "da_stem": "danish",
+    "nl_stem": "dutch",
+    "en_stem": "english",
+    "fi_stem": "finnish",
+    "fr_stem": "french",
+    "de_stem": "german",
+    "el_stem": "greek",
+    "hu_stem": "hungarian",
+    "it_stem": "italian",
+    "no_stem": "norwegian",
+    "pt_stem": "portuguese",
+    "ro_stem": "romanian",
+    "ru_stem": "russian",
+    "es_stem": "spanish",
+    "sv_stem": "swedish",
+    "ta_stem": "tamil",
+    "tr_stem": "turkish",
+}
+TOKENIZERS = ("default", "whitespace", "raw", *STEMMERS)  # the values of indexing.tokenizer.<col>
+JVM_TOKENIZERS = ("default", "whitespace", "raw", "en_stem")  # the tokenizers IndexTables4Spark knows
 INDEXING_TOKENIZER = _kept(
     "indexing.tokenizer." + COLUMN,
     "default",
-    "default, whitespace, raw or en_stem; or tokenizer.<name> = col1,col2",
+    "default, whitespace, raw or en_stem; or a stemmer of another language (IndexTables4Spark does not know "
+    "them): " + ", ".join(n for n in STEMMERS if n != "en_stem") + "; or tokenizer.<name> = col1,col2",
     scopes={WRITE},
 )
+
+
+def jvm_tokenizer_warnings(options: Mapping[str, Any]) -> list[str]:
+    """One text per column whose ``indexing.tokenizer`` option (``tokenizer.<col>=<name>`` or the list form
+    ``tokenizer.<name>=col1,col2``, key in any case) names a tokenizer IndexTables4Spark does not know.
+
+    Example: ``{"spark.indextables.indexing.tokenizer.body": "de_stem"}`` gives one text naming ``body``
+    and ``de_stem``."""
+    prefix = INDEXING_TOKENIZER.prefix.lower()
+    found: dict[str, str] = {}
+    for key, value in options.items():
+        if not str(key).lower().startswith(prefix):
+            continue
+        rest, name = str(key)[len(prefix) :], str(value).strip()
+        if rest.lower() in TOKENIZERS and name.lower() not in TOKENIZERS:  # the list form
+            for column in (c.strip() for c in name.split(",") if c.strip()):
+                found.setdefault(column, rest.lower())
+        else:
+            found.setdefault(rest, name)
+    return [
+        f"IndexTables4Spark does not know tokenizer {name} of column {column}: the JVM will not search "
+        f"{column} correctly (it has no {STEMMERS[name]} stemmer for its queries: they may find nothing or "
+        "fail); IndexTables for Python does"
+        for column, name in found.items()
+        if name in STEMMERS and name not in JVM_TOKENIZERS
+    ]
+
+
 INDEXING_INDEX_RECORD_OPTION = _kept(
     "indexing.indexrecordoption." + COLUMN,
     "position",

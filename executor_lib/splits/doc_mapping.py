@@ -12,7 +12,10 @@ Options (``spark.indextables.indexing.*``):
 * ``typemap.<col>`` = ``string`` | ``text`` | ``json`` | ``ip``: ``text`` tokenizes (default
   tokenizer); ``ip`` indexes a string column of IPv4/IPv6 addresses as Tantivy ``ip`` (term and
   range queries compare addresses: ``ip:[10.0.0.0 TO 10.255.255.255]``; rows keep the strings);
-* ``tokenizer.<col>`` = ``default`` | ``whitespace`` | ``raw`` | ``en_stem``;
+* ``tokenizer.<col>`` = ``default`` | ``whitespace`` | ``raw`` | ``en_stem``, or the stemmer of another
+  language Tantivy ships (``S.STEMMERS``: ``de_stem``, ``fr_stem``, ``es_stem``, ``ru_stem`` ... 18 in
+  all, each built as ``en_stem``; IndexTables4Spark knows only ``en_stem``). The name is recorded in the
+  doc mapping as is;
 * ``indexrecordoption.<col>`` = ``position`` (default) | ``freq`` | ``basic``: what the index of a
   text or json column records per term (``basic``: documents only — smaller, but no phrase
   queries and no relevance by frequency; ``freq``: plus frequencies, still no phrases).
@@ -53,9 +56,10 @@ from executor_lib.table_schema import check_indexable, column_name_problem
 from indextables_contract import settings as S
 from indextables_contract.errors import ConfigError
 
-TOKENIZERS = ("default", "whitespace", "raw", "en_stem")
+TOKENIZERS = S.TOKENIZERS  # default, whitespace, raw and the stemmers (ar_stem ... en_stem ... tr_stem)
+STEMMERS = S.STEMMERS  # tokenizer name -> Snowball language
 JSON_MODES = ("full", "minimal")  # json.mode: JSON fields fast (range queries, aggregates) or not
-LIMITED_TOKENIZERS = ("default", "en_stem", "whitespace")  # the tokenizers that drop long tokens
+LIMITED_TOKENIZERS = ("default", *STEMMERS, "whitespace")  # the tokenizers that drop long tokens
 DEFAULT_MAX_TOKEN_LENGTH = 255
 # The JVM's named values of spark.indextables.indexing.text.maxTokenLength.
 NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min": 1}
@@ -67,7 +71,7 @@ ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar cop
 # wraps it so, and queries (query.compile) and reads (rows.foreign_values) unwrap it.
 ARRAY_KEY = "_values"
 # tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
-_LIMIT_NAME = re.compile(r"(default|en_stem|whitespace|raw)_limit_(\d+)")
+_LIMIT_NAME = re.compile(rf"({'|'.join(TOKENIZERS)})_limit_(\d+)")
 
 
 @dataclass(frozen=True)

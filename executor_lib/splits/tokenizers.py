@@ -15,6 +15,10 @@ both are registered, and ``doc_mapping`` reads that name as the tokenizer and it
 Splits written before this change were tokenized with Tantivy's 40-byte limit: their tokens of
 40..254 bytes are not in their index, so a query for one finds it only in newer splits (MERGE
 SPLITS does not re-tokenize).
+
+The stemmers of other languages (``de_stem``, ``fr_stem`` ... ``doc_mapping.STEMMERS``) are built as
+``en_stem`` is, with the language's Snowball stemmer; ``native/src/lib.rs`` (``analyzer``) builds the
+same for the native writer and search.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ from typing import Any
 
 import tantivy
 
-from executor_lib.splits.doc_mapping import DEFAULT_MAX_TOKEN_LENGTH, LIMITED_TOKENIZERS
+from executor_lib.splits.doc_mapping import DEFAULT_MAX_TOKEN_LENGTH, LIMITED_TOKENIZERS, STEMMERS
+
+ALWAYS_REGISTERED = ("default", "en_stem", "whitespace")  # on every index, named by a field or not
 
 _ALNUM_RUN = re.compile(r"[^\W_]+")  # a run of letters and digits: a token of the simple tokenizer
 
@@ -53,15 +59,18 @@ def analyzer(tokenizer: str, max_token_length: int | None = None) -> Any:
         .filter(tantivy.Filter.remove_long(limit))
         .filter(tantivy.Filter.lowercase())
     )
-    if tokenizer == "en_stem":
-        builder = builder.filter(tantivy.Filter.stemmer("english"))
+    if tokenizer in STEMMERS:  # en_stem, de_stem, ...: Tantivy's Snowball stemmer of the language
+        builder = builder.filter(tantivy.Filter.stemmer(STEMMERS[tokenizer]))
     return builder.build()
 
 
 def register(index: Any, fields: Iterable[Any] = ()) -> Any:
-    """Register on ``index`` the analyzers of this project (255-byte limit) and those ``fields``
-    (FieldMappings) name with other limits; returns ``index``."""
-    for tokenizer in LIMITED_TOKENIZERS:
+    """Register on ``index`` the analyzers of this project (255-byte limit): ``default``, ``en_stem``,
+    ``whitespace``, the stemmer of another language where ``fields`` (FieldMappings) name it, and the
+    analyzers ``fields`` name with other limits; returns ``index``."""
+    fields = list(fields)
+    named = {f.tokenizer for f in fields if f.tokenizer in LIMITED_TOKENIZERS}
+    for tokenizer in (*ALWAYS_REGISTERED, *sorted(named - set(ALWAYS_REGISTERED))):
         index.register_tokenizer(tokenizer, analyzer(tokenizer))
     for f in fields:
         name = analyzer_name(f.tokenizer or "default", f.max_token_length)
@@ -76,12 +85,12 @@ def register(index: Any, fields: Iterable[Any] = ()) -> Any:
 
 def lowercases(tokenizer: str) -> bool:
     """Whether the tokenizer lowercases (Quickwit's normalizer of a wildcard's text: ``lowercase``)."""
-    return tokenizer in ("default", "en_stem")
+    return tokenizer == "default" or tokenizer in STEMMERS
 
 
 def splits_text(tokenizer: str, text: str) -> bool:
     """Whether ``text`` would become more than one token (or none): a wildcard over it cannot match
-    one term. ``default``/``en_stem`` keep runs of letters and digits, ``whitespace`` splits on spaces."""
+    one term. ``default`` and the stemmers keep runs of letters and digits, ``whitespace`` splits on spaces."""
     if tokenizer == "raw":
         return False
     if tokenizer == "whitespace":

@@ -31,9 +31,36 @@ use crate::plan::Compiler;
 
 const DEFAULT_MAX_TOKEN_LENGTH: usize = 255;
 
+/// The Snowball language of a stemmer's tokenizer name (`indextables_contract.settings.STEMMERS`):
+/// `en_stem`, `de_stem`, `fr_stem` ... every language of `tantivy::tokenizer::Language`.
+fn stemmer_language(name: &str) -> Option<Language> {
+    Some(match name {
+        "ar_stem" => Language::Arabic,
+        "da_stem" => Language::Danish,
+        "nl_stem" => Language::Dutch,
+        "en_stem" => Language::English,
+        "fi_stem" => Language::Finnish,
+        "fr_stem" => Language::French,
+        "de_stem" => Language::German,
+        "el_stem" => Language::Greek,
+        "hu_stem" => Language::Hungarian,
+        "it_stem" => Language::Italian,
+        "no_stem" => Language::Norwegian,
+        "pt_stem" => Language::Portuguese,
+        "ro_stem" => Language::Romanian,
+        "ru_stem" => Language::Russian,
+        "es_stem" => Language::Spanish,
+        "sv_stem" => Language::Swedish,
+        "ta_stem" => Language::Tamil,
+        "tr_stem" => Language::Turkish,
+        _ => return None,
+    })
+}
+
 /// The analyzer a schema names, as `executor_lib/splits/tokenizers.py` builds it: `default`,
-/// `en_stem`, `whitespace` (tokens of 255 bytes or more dropped), `raw`, and `<name>_max<N>` /
-/// tantivy4java's `<name>_limit_<N>` with another limit.
+/// `whitespace` (tokens of 255 bytes or more dropped), `raw`, a stemmer (`en_stem`, `de_stem` ...:
+/// `default` then the language's stemmer), and `<name>_max<N>` / tantivy4java's `<name>_limit_<N>`
+/// with another limit.
 fn analyzer(name: &str) -> Option<TextAnalyzer> {
     let (base, limit) = match name.rsplit_once("_max").or_else(|| name.rsplit_once("_limit_")) {
         Some((base, n)) => (base, n.parse().ok()?),
@@ -46,12 +73,11 @@ fn analyzer(name: &str) -> Option<TextAnalyzer> {
             .filter(RemoveLongFilter::limit(limit))
             .filter(LowerCaser)
             .build(),
-        "en_stem" => TextAnalyzer::builder(SimpleTokenizer::default())
+        stem => TextAnalyzer::builder(SimpleTokenizer::default())
             .filter(RemoveLongFilter::limit(limit))
             .filter(LowerCaser)
-            .filter(Stemmer::new(Language::English))
+            .filter(Stemmer::new(stemmer_language(stem)?))
             .build(),
-        _ => return None,
     })
 }
 
