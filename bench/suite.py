@@ -143,7 +143,9 @@ def _spark_run(sizes: Sizes) -> dict[str, Any]:
 def _ingest_run(sizes: Sizes) -> dict[str, Any]:
     from bench import ingest_benchmark
 
-    return ingest_benchmark.run(sizes.ingest_rows, sizes.ingest_splits, sizes.ingest_repeat)
+    results = ingest_benchmark.run(sizes.ingest_rows, sizes.ingest_splits, sizes.ingest_repeat)
+    ingest_benchmark.print_results(results)  # the JVM peer's rate and the merge's peak memory, beyond the ratios
+    return results
 
 
 def _analytics_run(sizes: Sizes) -> dict[str, Any]:

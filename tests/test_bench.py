@@ -211,6 +211,8 @@ def test_bench_ingest_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -
     kinds = {"parquet", "indextables", "indextables_narrow_fast", "raw_tantivy", "in_process", "lance"}
     assert set(r["rows_per_s"]) == kinds | {"in_process_message_only"} and r["rows_per_s"]["in_process"] > 0
     assert r["rows_per_s"]["in_process_message_only"] > 0
+    merged = r["merge_in_process"]  # the executor's merge in a process of its own: its time and peak memory
+    assert merged["rows"] == r["rows"] and merged["splits"] == r["splits"] and merged["peak_rss_bytes"] > 2**20
     assert {row["goal"] for row in rows} >= {">= 2", ">= 0.3", ">= 3"}
     assert r["rows_per_s"]["lance"] > 0 if r["lance_skipped"] is None else "pylance" in r["lance_skipped"]
     jvm = r["jvm_peer"]  # IndexTables4Spark's rate beside ours, or why it did not run
