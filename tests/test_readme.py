@@ -186,10 +186,6 @@ RUN_IN = {
 }
 
 
-# Pages whose blocks in other languages are not yet run nor marked, and why.
-UNCHECKED_PAGES: dict[str, str] = {}
-
-
 def doc_blocks(languages: tuple[str, ...] | None = ("python",)) -> list[Block]:
     """Every ```python block (or every block in one of ``languages``; None: in any language) of the
     README and docs/*.md, with its page, nearest heading and marker."""
@@ -220,15 +216,7 @@ def test_every_python_block_in_the_readme_and_docs_runs_or_says_why_not() -> Non
     blocks = doc_blocks()
     assert len(blocks) >= 12 and {b.page for b in blocks} >= {"README.md", "docs/spark.md", "docs/relevance.md"}
     for b in blocks:
-        where = f"{b.page}:{b.line} (under {b.heading!r})"
-        if b.not_run is not None:
-            assert len(b.not_run.split()) >= 3, f"{where}: say why the block does not run, not just {b.not_run!r}"
-            continue
-        test = RUN_IN.get((b.page, b.heading))
-        assert test is not None, (
-            f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
-        )
-        assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
+        _assert_run_or_marked(b, f"{b.page}:{b.line} (under {b.heading!r})")
     every = doc_blocks(None)
     for page in DOCS:  # a marker (a line of its own) stands right before a block
         markers = [line for line in (REPO_ROOT / page).read_text().split("\n") if NOT_RUN.fullmatch(line.strip())]
@@ -238,18 +226,20 @@ def test_every_python_block_in_the_readme_and_docs_runs_or_says_why_not() -> Non
 def test_every_block_in_another_language_runs_or_says_why_not() -> None:
     """Every ```bash or ```sql block (any language but Python) is read by what it runs (in the test that
     ``RUN_IN`` names for its page and heading), or says why not."""
-    blocks = [b for b in doc_blocks(None) if b.language != "python" and b.page not in UNCHECKED_PAGES]
+    blocks = [b for b in doc_blocks(None) if b.language != "python"]
     assert {b.language for b in blocks} >= {"bash", "sql"}
     for b in blocks:
-        where = f"{b.page}:{b.line} ({b.language}, under {b.heading!r})"
-        if b.not_run is not None:
-            assert len(b.not_run.split()) >= 3, f"{where}: say why the block does not run, not just {b.not_run!r}"
-            continue
-        test = RUN_IN.get((b.page, b.heading))
-        assert test is not None, (
-            f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
-        )
-        assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
+        _assert_run_or_marked(b, f"{b.page}:{b.line} ({b.language}, under {b.heading!r})")
+
+
+def _assert_run_or_marked(b: Block, where: str) -> None:
+    """The block says why it does not run, or ``RUN_IN`` names the test (naming its heading) that runs it."""
+    if b.not_run is not None:
+        assert len(b.not_run.split()) >= 3, f"{where}: say why the block does not run, not just {b.not_run!r}"
+        return
+    test = RUN_IN.get((b.page, b.heading))
+    assert test is not None, f"{where}: run this block in a test and add it to RUN_IN, or mark it <!-- not run: why -->"
+    assert b.heading.lstrip("# ") in (REPO_ROOT / test).read_text(), f"{test} does not name {b.heading!r}"
 
 
 def other_blocks(page: str, heading: str, language: str) -> list[str]:
