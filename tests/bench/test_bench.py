@@ -15,7 +15,7 @@ import pytest
 
 from bench.__main__ import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _bench(argv: list[str]) -> str:
