@@ -140,6 +140,7 @@ def test_a_fixed_target_is_labelled_a_goal_not_a_baseline() -> None:
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_analytics_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The analytics suite runs every statement both ways (it stops if any result differs from
@@ -151,6 +152,7 @@ def test_bench_analytics_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_spark_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The Spark suite checks that the index and Parquet count the same rows (it stops otherwise) and
@@ -162,6 +164,7 @@ def test_bench_spark_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) ->
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_limits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The first-look suite checks every answer (row counts, filtered rows matching their filter; it stops
@@ -174,6 +177,7 @@ def test_bench_limits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_hits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The hits suite checks its answers (SELECT id and SELECT * find the phrase's rows Parquet finds;
@@ -189,6 +193,7 @@ def test_bench_hits_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> 
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_compaction_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The compaction suite writes a small day of micro-batches twice, merges one table sorted by ts
@@ -201,6 +206,7 @@ def test_bench_compaction_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_ingest_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The ingest suite writes the same rows as Parquet, as IndexTables (default and narrowed fast
@@ -222,6 +228,7 @@ def test_bench_ingest_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -
 
 
 @pytest.mark.xdist_group("bench-spark-suites")  # one worker runs them all: no worker waits on the lock
+@pytest.mark.slow  # the shared run of the Spark suites: about 6.5 minutes of a CI run (-m slow runs it)
 @pytest.mark.timeout(SPARK_SUITES_TIMEOUT)
 def test_bench_storage_at_a_tiny_size(spark_suites: tuple[dict[str, Any], str]) -> None:
     """The storage suite starts its own counting S3 server, checks that the index and the Parquet scan
