@@ -82,6 +82,7 @@ def _suite(run: tuple[dict[str, Any], str], name: str) -> tuple[dict[str, Any], 
     return doc["results"][name], [r for r in doc["ratios"] if r["suite"] == name], printed
 
 
+@pytest.mark.slow  # about 100 s of a CI run (-m slow runs it)
 def test_bench_state_at_tiny_sizes(tmp_path: Path) -> None:
     out, png = tmp_path / "bench.json", tmp_path / "png"
     argv = ["--quick", "--only", "state", "--state-sizes", "100", "300", "--out", str(out), "--png", str(png)]

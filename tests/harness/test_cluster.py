@@ -1,8 +1,8 @@
 """The multi-node cluster from ``python -m harness``: up, status, a client with only the Spark
 Connect client writing and reading through it, executors killed during a write and a read,
 and down stopping exactly what up started (the ``cluster`` fixture). The same body runs on the
-process backend and on the docker backend (``-m docker``: containers, run by CI after the main
-suite). One test uses it, so one cluster per backend and run (a cluster is 5 JVMs)."""
+process backend (``-m slow``) and on the docker backend (``-m docker``: containers, run by CI after
+the main suite). One test uses it, so one cluster per backend and run (a cluster is 5 JVMs)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,11 @@ def _call(job: Any) -> tuple[Any, BaseException | None]:
         return None, e
 
 
-@pytest.fixture(params=["process", pytest.param("docker", marks=pytest.mark.docker)])
+# The process backend under -m slow (about 4 minutes of a CI run's main suite); CI runs the same body on
+# the docker backend (scripts/test-docker.sh).
+@pytest.fixture(
+    params=[pytest.param("process", marks=pytest.mark.slow), pytest.param("docker", marks=pytest.mark.docker)]
+)
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A 2-worker cluster of either backend brought up and down with ``python -m harness`` (the
     same code users run); teardown checks that ``down`` left nothing running (for docker: no
