@@ -229,7 +229,6 @@ pub fn zstd_store(path: &Path, level: i32, threads: usize) -> io::Result<()> {
     file.write_all(&json)?;
     file.write_all(&(json.len() as u32).to_le_bytes())?;
     file.write_all(&FOOTER_MAGIC.to_le_bytes())?;
-    file.sync_all()?;
     fs::rename(&tmp, path)
 }
 
