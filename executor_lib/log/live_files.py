@@ -378,3 +378,136 @@ def _unplain_paths(chunk: FileChunk) -> list[str]:
             candidates = logical_column("path", pa.chunked_array([part.take(hits)]), pa.string()).to_pylist()
             out += [p for p in candidates if NOT_PLAIN.search(p)]
     return out
+
+
+# chunk -> a uint64 hash of each row's file name (or None: not found so), made once per chunk (they never change)
+_NAME_HASHES: weakref.WeakKeyDictionary[FileChunk, tuple[tuple[str, str] | None, np.ndarray | None]] = (
+    weakref.WeakKeyDictionary()
+)
+# the chunks of the last few states -> (weak references to them, their ``last_entries``)
+_LAST_ENTRIES: dict[tuple[int, ...], tuple[list[weakref.ref[FileChunk]], tuple[FileChunk, ...]]] = {}
+_MULTIPLIERS = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5], np.uint64)
+
+
+def last_entries(chunks: Sequence[FileChunk]) -> list[FileChunk]:
+    """``chunks`` (a state's manifests, in order) with every entry of a path but the last dropped
+    (PROTOCOL §9: the entry read last wins, within a manifest too): without it a path listed twice was
+    a live file twice and its rows were read twice. The common case, no path twice, is found on a hash
+    of each row's file name (from the compact path form, ``chunk_encoding``), cached per chunk, and one
+    sort of all of them (the result cached for the chunks); only the rows whose hash repeats are compared whole."""
+    chunks = [c for c in chunks if len(c)]
+    if not chunks:
+        return chunks
+    key = tuple(id(c) for c in chunks)
+    held = _LAST_ENTRIES.get(key)
+    if held is not None and all(r() is c for r, c in zip(held[0], chunks, strict=True)):
+        return list(held[1])
+    out = _last_entries(chunks)
+    if len(_LAST_ENTRIES) >= 16:
+        _LAST_ENTRIES.pop(next(iter(_LAST_ENTRIES)))
+    _LAST_ENTRIES[key] = ([weakref.ref(c) for c in chunks], tuple(out))
+    return out
+
+
+def _last_entries(chunks: list[FileChunk]) -> list[FileChunk]:
+    found = [_name_hashes(c) for c in chunks]  # (the names' shared start and end, the middles' hashes)
+    hashed: list[np.ndarray | None] = [h for _, h in found]
+    if len({shape for shape, _ in found}) > 1:  # middles of different shapes: the names' hashes
+        hashed = [_hash_names(c, joined=True)[1] for c in chunks]
+    if all(h is not None for h in hashed):
+        hashes = np.concatenate([h for h in hashed if h is not None])
+        ordered = np.sort(hashes)  # (a sort and a comparison: 1M hashes in about 15 ms; a hash count costs more)
+        again = ordered[1:] == ordered[:-1]
+        if not again.any():
+            return chunks  # no file name twice: no path twice
+        candidate = np.isin(hashes, ordered[1:][again])
+    else:  # names of several shapes (or plain path columns): every row is a candidate
+        candidate = np.ones(sum(len(c) for c in chunks), np.bool_)
+    rows = np.flatnonzero(candidate)
+    bounds = np.cumsum([0, *(len(c) for c in chunks)])
+    paths = pa.chunked_array(
+        [
+            c.paths.take(int64s(rows[(rows >= lo) & (rows < hi)] - lo))
+            for c, lo, hi in zip(chunks, bounds[:-1], bounds[1:], strict=True)
+        ],
+        _STRING,
+    )
+    keyed = pa.table({"path": paths, "row": int64s(rows)})
+    last = keyed.group_by("path").aggregate([("row", "max"), ("row", "count")])
+    repeated = pc.greater(last.column("row_count"), 1)
+    if not pc.any(repeated).as_py():
+        return chunks
+    repeated_paths = pc.filter(last.column("path"), repeated)
+    kept_rows = pc.filter(last.column("row_max"), repeated).to_numpy()
+    dropped = np.flatnonzero(pc.is_in(keyed.column("path"), value_set=repeated_paths).to_numpy(zero_copy_only=False))
+    dropped_rows = np.setdiff1d(rows[dropped], kept_rows)
+    out = []
+    for c, lo, hi in zip(chunks, bounds[:-1], bounds[1:], strict=True):
+        mine = dropped_rows[(dropped_rows >= lo) & (dropped_rows < hi)] - lo
+        out.append(c if not len(mine) else _without_rows(c, mine))
+    return [c for c in out if len(c)]
+
+
+def _without_rows(chunk: FileChunk, rows: np.ndarray) -> FileChunk:
+    keep = np.ones(len(chunk), np.bool_)
+    keep[rows] = False
+    objects = None if chunk.objects is None else tuple(a for a, k in zip(chunk.objects, keep, strict=True) if k)
+    return FileChunk(chunk.full_table().filter(pa.array(keep)), objects)
+
+
+def _name_hashes(chunk: FileChunk) -> tuple[tuple[str, str] | None, np.ndarray | None]:
+    found = _NAME_HASHES.get(chunk)
+    if found is None:
+        found = _NAME_HASHES[chunk] = _hash_names(chunk, joined=False)
+    return found
+
+
+def _hash_names(chunk: FileChunk, joined: bool) -> tuple[tuple[str, str] | None, np.ndarray | None]:
+    """The shared start and end of the chunk's file names (the part after the last ``/``; the compact
+    form's, ``chunk_encoding``) and a hash of each row's middle (``joined``: of its whole name); (None,
+    None) when the path column is plain, its parts differ in start or end, or the lengths differ (then
+    every row is compared whole)."""
+    column = chunk.table.column("path")
+    if not pa.types.is_struct(column.type):
+        return None, None
+    shapes, hashes = set(), []
+    for part in column.chunks:
+        prefix, suffix, middle = part.field("prefix"), part.field("suffix"), part.field("middle")
+        starts = {p.rsplit("/", 1)[-1] for p in prefix.dictionary.to_pylist()}
+        ends = suffix.dictionary.to_pylist()
+        if len(starts) != 1 or len(ends) != 1 or middle.null_count:
+            return None, None
+        shape = (starts.pop(), ends[0])
+        shapes.add(shape)
+        names = middle.cast(_STRING)
+        if joined and (shape[0] or shape[1]):
+            names = pc.binary_join_element_wise(pa.scalar(shape[0]), names, pa.scalar(shape[1]), "")
+        found = _hash_fixed(names)
+        if found is None or (len(shapes) > 1 and not joined):
+            return None, None
+        hashes.append(found)
+    return (shapes.pop() if len(shapes) == 1 else None), (np.concatenate(hashes) if hashes else np.zeros(0, np.uint64))
+
+
+def _hash_fixed(strings_: pa.Array) -> np.ndarray | None:
+    """A uint64 hash of each string of an array whose strings all have one length (None otherwise)."""
+    n = len(strings_)
+    offsets = np.frombuffer(strings_.buffers()[1], np.int32, n + 1, strings_.offset * 4)
+    width = int(offsets[1] - offsets[0]) if n else 0
+    if n and (offsets[-1] - offsets[0] != width * n or np.any(np.diff(offsets) != width)):
+        return None
+    if n == 0 or width == 0:
+        return np.zeros(n, np.uint64)
+    buffer, start = strings_.buffers()[2], int(offsets[0])
+    if width < 8:
+        data = np.frombuffer(buffer, np.uint8)[start : start + width * n].reshape(n, width)
+        words = [np.concatenate([data, np.zeros((n, 8 - width), np.uint8)], axis=1).view(np.uint64)[:, 0]]
+    else:  # 8-byte words read in place at each row's stride (the last one overlapping), no copy
+        at = [*range(0, width - 7, 8), *([width - 8] if width % 8 else [])]
+        words = [np.ndarray((n,), np.uint64, buffer, start + a, (width,)) for a in at]
+    out = np.full(n, np.uint64(width), np.uint64)
+    with np.errstate(over="ignore"):
+        for j, word in enumerate(words):
+            out = (out ^ word) * _MULTIPLIERS[j % len(_MULTIPLIERS)]
+            out ^= out >> np.uint64(29)
+    return out

@@ -23,7 +23,7 @@ from typing import Any
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
-from executor_lib.log.live_files import LiveFiles
+from executor_lib.log.live_files import LiveFiles, last_entries
 from executor_lib.log.partition_index import present_values
 from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
 from executor_lib.protocol.actions import (
@@ -547,7 +547,7 @@ class SnapshotLoader:
         )
         registry = dict(registry_from_configuration(metadata.configuration))
         registry.update(manifest.schema_registry)
-        files = LiveFiles(chunks, manifest.tombstones)
+        files = LiveFiles(last_entries(chunks), manifest.tombstones)  # a path listed twice: its last entry
         return TableState(
             version=manifest.state_version,
             protocol=protocol,
