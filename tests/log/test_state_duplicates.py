@@ -69,3 +69,20 @@ def test_no_path_twice_leaves_the_chunks_as_they_are(table: tuple[str, dict[str,
     chunks = avro_state.read_state_chunks(log.store, manifest, 1)
     kept = last_entries(chunks)
     assert len(kept) == len(chunks) and all(a is b for a, b in zip(kept, chunks, strict=True))
+
+
+def test_last_entries_keeps_each_paths_last_entry_in_any_column_form() -> None:
+    """Chunks made from actions (plain or compact path columns), names of different shapes per chunk."""
+    from executor_lib.log.file_table import FileChunk
+    from executor_lib.protocol.actions import AddAction
+
+    def add(path: str, size: int) -> AddAction:
+        return AddAction(path=path, partition_values={}, size=size, modification_time=0, data_change=True)
+
+    one = FileChunk.from_actions([add("d/a.split", 1), add("d/b.split", 2), add("d/a.split", 3)])
+    two = FileChunk.from_actions([add("part-a.split", 4), add("d/b.split", 5)])
+    three = FileChunk.from_actions([add("e/c.split", 6)])
+    kept = last_entries([one, two, three])
+    got = sorted((a.path, a.size) for c in kept for a in c.actions())
+    assert got == [("d/a.split", 3), ("d/b.split", 5), ("e/c.split", 6), ("part-a.split", 4)]
+    assert kept[-1] is three  # a chunk without a dropped row is kept as it is
