@@ -82,7 +82,7 @@ def split_footer(data: bytes, source: str) -> TantivyFile:
         raise CorruptSplitError(f"{source}: no Tantivy file footer (magic {magic}, length {length})")
     raw = data[len(data) - 8 - length : len(data) - 8]
     try:
-        footer = json.loads(raw)
+        footer = json.loads(bytes(raw))  # (a memoryview of a mapped file too)
         version, crc = footer["version"], int(footer["crc"])
     except (ValueError, KeyError, TypeError) as e:
         raise CorruptSplitError(f"{source}: Tantivy file footer does not parse ({e})") from e

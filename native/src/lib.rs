@@ -7,6 +7,7 @@
 //! Splits are written from Arrow record batches (`writer::IndexWriter`, issue 72).
 
 mod bundle;
+mod hits;
 mod plan;
 mod store;
 mod writer;
@@ -18,15 +19,18 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
 use serde_json::Value;
-use tantivy::collector::TopDocs;
+use tantivy::aggregation::agg_req::Aggregations;
+use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
+use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{Bm25StatisticsProvider, Query};
 use tantivy::schema::{Field, FieldType, Type};
 use tantivy::tokenizer::{
     Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, WhitespaceTokenizer,
 };
-use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Score, Searcher, Term};
+use tantivy::{DocAddress, Index, IndexReader, Order, ReloadPolicy, Score, Searcher, Term};
 
 use crate::bundle::BundleDirectory;
+use crate::hits::Matches;
 use crate::plan::Compiler;
 
 const DEFAULT_MAX_TOKEN_LENGTH: usize = 255;
@@ -357,6 +361,92 @@ impl Split {
         });
         Ok((PyBytes::new(py, &ords), PyBytes::new(py, &docs), PyBytes::new(py, &scores), rows))
     }
+
+    /// How many documents match `plan`.
+    fn count(&self, py: Python<'_>, plan: &str) -> PyResult<usize> {
+        let query = self.query(plan)?;
+        let searcher = self.reader.searcher();
+        py.detach(|| searcher.search(query.as_ref(), &Count)).map_err(value_error)
+    }
+
+    /// The documents matching `plan` in document order (segment ordinal, then doc id), at most
+    /// `limit` (the first ones): (segment ordinals as u32 bytes, doc ids as u32 bytes). No score
+    /// is computed.
+    #[pyo3(signature = (plan, limit=None))]
+    fn matches<'py>(&self, py: Python<'py>, plan: &str, limit: Option<usize>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let query = self.query(plan)?;
+        let searcher = self.reader.searcher();
+        let collector = Matches { limit: limit.unwrap_or(usize::MAX) };
+        let (ords, docs) = py.detach(|| searcher.search(query.as_ref(), &collector)).map_err(value_error)?;
+        Ok((PyBytes::new(py, &u32_bytes(&ords)), PyBytes::new(py, &u32_bytes(&docs))))
+    }
+
+    /// The `limit` documents matching `plan` whose u64 fast field `row_field` is lowest, in that
+    /// order: (segment ordinals as u32 bytes, doc ids as u32 bytes, the field's values as u64 bytes;
+    /// a document without one sorts last, as u64::MAX).
+    fn first_by<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &str,
+        limit: usize,
+        row_field: &str,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let query = self.query(plan)?;
+        let searcher = self.reader.searcher();
+        let collector = TopDocs::with_limit(limit.max(1)).order_by_u64_field(row_field, Order::Asc);
+        let hits = py.detach(|| searcher.search(query.as_ref(), &collector)).map_err(value_error)?;
+        let (mut ords, mut docs, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        for (row, address) in hits.iter().take(limit) {
+            ords.extend_from_slice(&address.segment_ord.to_le_bytes());
+            docs.extend_from_slice(&address.doc_id.to_le_bytes());
+            rows.extend_from_slice(&row.unwrap_or(u64::MAX).to_le_bytes());
+        }
+        Ok((PyBytes::new(py, &ords), PyBytes::new(py, &docs), PyBytes::new(py, &rows)))
+    }
+
+    /// Elasticsearch-style aggregations (`request`: their JSON, as Tantivy's `Aggregations` reads
+    /// it) over the documents matching `plan`: the results as JSON (Tantivy's `AggregationResults`).
+    fn aggregate(&self, py: Python<'_>, plan: &str, request: &str) -> PyResult<String> {
+        let query = self.query(plan)?;
+        let aggregations: Aggregations =
+            serde_json::from_str(request).map_err(|e| value_error(format!("aggregation request: {e}")))?;
+        let context = AggContextParams::new(AggregationLimitsGuard::default(), self.index.tokenizers().clone());
+        let collector = AggregationCollector::from_aggs(aggregations, context);
+        let searcher = self.reader.searcher();
+        let results = py.detach(|| searcher.search(query.as_ref(), &collector)).map_err(value_error)?;
+        serde_json::to_string(&results).map_err(value_error)
+    }
+
+    /// The fast field `field` of the documents (`ords`, `docs`: u32 arrays, e.g. from `matches`)
+    /// read as `kind` ("i64", "u64", "f64", "bool"): (little-endian values, a bool as one byte; one
+    /// byte per document, 1 where it has a value, or None when every one has).
+    fn fast_values<'py>(
+        &self,
+        py: Python<'py>,
+        field: &str,
+        kind: &str,
+        ords: &[u8],
+        docs: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
+        let (ords, docs) = (from_u32_bytes(ords)?, from_u32_bytes(docs)?);
+        if ords.len() != docs.len() {
+            return Err(PyValueError::new_err("fast_values: as many segment ordinals as doc ids are needed"));
+        }
+        let searcher = self.reader.searcher();
+        let found = py.detach(|| hits::fast_values(&searcher, field, kind, &ords, &docs)).map_err(value_error)?;
+        Ok((PyBytes::new(py, &found.values), found.present.map(|p| PyBytes::new(py, &p))))
+    }
+}
+
+fn u32_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn from_u32_bytes(bytes: &[u8]) -> PyResult<Vec<u32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(PyValueError::new_err("an array of u32 is a multiple of 4 bytes"));
+    }
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 #[pymodule]

@@ -8,11 +8,13 @@
 //! ["parse", text, [default field, ...]]
 //! ```
 //!
-//! `occur` is "must", "should" or "must_not"; a value is a JSON string, number or boolean, or
-//! `{"date_us": microseconds}`; `field` may be `json_field.path`. `parse` hands its text to
-//! Tantivy's query parser over the default fields (regexes allowed), as `Index.parse_query` of the
-//! `tantivy` package does.
+//! `occur` is "must", "should" or "must_not"; a value is a JSON string, number or boolean,
+//! `{"date_us": microseconds}`, `{"bytes_hex": "00ff..."}` or `{"f64": "NaN" | "inf" | "-inf"}`;
+//! `field` may be `json_field.path`.
+//! `parse` hands its text to Tantivy's query parser over the default fields (regexes allowed), as
+//! `Index.parse_query` of the `tantivy` package does.
 
+use std::net::IpAddr;
 use std::ops::Bound;
 
 use serde_json::Value;
@@ -48,6 +50,26 @@ fn float(node: &Value, i: usize) -> PlanResult<f32> {
 
 fn flag(node: &Value, i: usize) -> PlanResult<bool> {
     item(node, i)?.as_bool().ok_or_else(|| bad(node, &format!("item {i} is not a boolean")))
+}
+
+/// A float of the plan: a JSON number, or `{"f64": "NaN" | "inf" | "-inf"}` (JSON has neither).
+fn float_value(value: &Value) -> Option<f64> {
+    if let Some(f) = value.as_f64() {
+        return Some(f);
+    }
+    match value.get("f64")?.as_str()? {
+        "NaN" => Some(f64::NAN),
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+fn unhex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// Compiles plans for one index (its schema and analyzers).
@@ -150,12 +172,35 @@ impl<'a> Compiler<'a> {
             FieldType::Str(_) => Term::from_field_text(field, value.as_str().ok_or_else(|| wrong("a string"))?),
             FieldType::JsonObject(options) => {
                 let mut term = Term::from_field_json_path(field, path, options.is_expand_dots_enabled());
-                term.append_type_and_str(value.as_str().ok_or_else(|| wrong("a string"))?);
+                match value {
+                    Value::String(s) => term.append_type_and_str(s),
+                    Value::Bool(b) => term.append_type_and_fast_value(*b),
+                    Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                        (Some(i), _, _) => term.append_type_and_fast_value(i),
+                        (None, Some(u), _) => term.append_type_and_fast_value(u),
+                        (None, None, Some(f)) => term.append_type_and_fast_value(f),
+                        _ => return Err(wrong("a number")),
+                    },
+                    _ => return Err(wrong("a string, number or boolean")),
+                }
                 term
+            }
+            FieldType::Bytes(_) => {
+                let hex = value.get("bytes_hex").and_then(Value::as_str).ok_or_else(|| wrong("bytes"))?;
+                Term::from_field_bytes(field, &unhex(hex).ok_or_else(|| wrong("bytes"))?)
+            }
+            FieldType::IpAddr(_) => {
+                let text = value.as_str().ok_or_else(|| wrong("an IP address"))?;
+                let ip: IpAddr = text.parse().map_err(|_| wrong("an IP address"))?;
+                let ip = match ip {
+                    IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+                    IpAddr::V6(v6) => v6,
+                };
+                Term::from_field_ip_addr(field, ip)
             }
             FieldType::I64(_) => Term::from_field_i64(field, value.as_i64().ok_or_else(|| wrong("a 64-bit integer"))?),
             FieldType::U64(_) => Term::from_field_u64(field, value.as_u64().ok_or_else(|| wrong("an unsigned integer"))?),
-            FieldType::F64(_) => Term::from_field_f64(field, value.as_f64().ok_or_else(|| wrong("a number"))?),
+            FieldType::F64(_) => Term::from_field_f64(field, float_value(value).ok_or_else(|| wrong("a number"))?),
             FieldType::Bool(_) => Term::from_field_bool(field, value.as_bool().ok_or_else(|| wrong("a boolean"))?),
             FieldType::Date(_) => {
                 let micros = value.get("date_us").and_then(Value::as_i64).ok_or_else(|| wrong("a date"))?;

@@ -19,23 +19,24 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from indextables_contract.errors import QueryError
-
 Plan = list[Any]
 _EPOCH = datetime.datetime(1970, 1, 1)
 
 
 def _value(value: Any) -> Any:
     """A term's value as the plan carries it: dates as ``{"date_us": microseconds since the epoch}``
-    (naive datetimes are UTC, as the ``tantivy`` package reads them)."""
+    (naive datetimes are UTC, as the ``tantivy`` package reads them), bytes as ``{"bytes_hex": ...}``,
+    a NaN or infinite float as ``{"f64": "NaN" | "inf" | "-inf"}``."""
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         return {"date_us": (value - _EPOCH) // datetime.timedelta(microseconds=1)}
     if isinstance(value, datetime.date):
         return _value(datetime.datetime(value.year, value.month, value.day))
-    if isinstance(value, float) and not math.isfinite(value):
-        raise QueryError(f"query value {value!r}: not a finite number")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes_hex": bytes(value).hex()}
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no NaN nor infinity
+        return {"f64": "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
     return value
 
 

@@ -3,26 +3,57 @@ place, it scores a query's best k with the table's BM25 statistics at Tantivy's 
 
 What it does today (issue 69): ranked search (``_score``): ``stats`` gives a split's share of the
 table's statistics and ``top_k`` its best hits scored with the table's, so no hit comes back to
-Python to be rescored. A split is opened from its local file (a local table's split, the split
-cache's whole copy of a remote one) or from its files as the cache lays out a split fetched by the
-piece (``open_files``, after the query's sections are fetched).
+Python to be rescored; filters: ``count``, the matching documents as arrays (``matches``, or the
+first by a fast field, ``first_by``) and the values of a numeric fast field for them
+(``fast_values``), with no Python object per hit; aggregations (``aggregate``: Tantivy's, their
+request and results as JSON). A split is opened from its local file (a local
+table's split, the split cache's whole copy of a remote one) or from its files as the cache lays
+out a split fetched by the piece (``open_files``, after the query's sections are fetched).
 
     >>> split = NativeSplit.open(Path("t/splits/part-0.split"))
     >>> stats = split.stats(plan)                       # ScoreStats, summed over the table's splits
     >>> ords, docs, scores, rows = split.top_k(plan, 10, stats, "__row")
+    >>> hits = split.matches(plan, None)                # every match, in document order
+    >>> split.fast_values("id", "i64", hits)            # an Arrow array, nulls where a doc has none
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from executor_lib.splits.native_module import native_module
 from executor_lib.splits.query.plan import Plan, plan_json
 from executor_lib.splits.search.scoring import ScoreStats
 from indextables_contract.errors import QueryError
+
+
+def _bits(flags: bytes) -> pa.Buffer:
+    """One byte a value (0 or 1) as Arrow's bitmap."""
+    return pa.py_buffer(np.packbits(np.frombuffer(flags, np.bool_), bitorder="little"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Hits:
+    """Documents of a split: segment ordinals and doc ids (uint32), one each a hit."""
+
+    ords: np.ndarray
+    docs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def take(self, order: np.ndarray) -> Hits:
+        return Hits(self.ords[order], self.docs[order])
+
+
+_FAST_KINDS = {"i64": pa.int64(), "u64": pa.uint64(), "f64": pa.float64(), "bool": pa.bool_()}
 
 
 class NativeSplit:
@@ -70,6 +101,54 @@ class NativeSplit:
             np.frombuffer(scores, np.float32),
             None if rows is None else np.frombuffer(rows, np.uint64),
         )
+
+    def count(self, plan: Plan, query: Any) -> int:
+        """How many documents match ``plan``."""
+        try:
+            return int(self._split.count(self._text(plan, query)))
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on split {self.name}: {e}") from e
+
+    def matches(self, plan: Plan, query: Any, limit: int | None) -> Hits:
+        """The documents matching ``plan`` in document order, at most ``limit`` (the first ones)."""
+        try:
+            ords, docs = self._split.matches(self._text(plan, query), limit)
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on split {self.name}: {e}") from e
+        return Hits(np.frombuffer(ords, np.uint32), np.frombuffer(docs, np.uint32))
+
+    def first_by(self, plan: Plan, query: Any, limit: int, field: str) -> tuple[Hits, np.ndarray]:
+        """The ``limit`` documents matching ``plan`` lowest by the u64 fast field ``field``, with its values."""
+        try:
+            ords, docs, values = self._split.first_by(self._text(plan, query), limit, field)
+        except ValueError as e:
+            raise QueryError(f"query {query!r} cannot run on split {self.name}: {e}") from e
+        return Hits(np.frombuffer(ords, np.uint32), np.frombuffer(docs, np.uint32)), np.frombuffer(values, np.uint64)
+
+    def aggregate(self, plan: Plan, query: Any, aggregations: Mapping[str, Any]) -> dict[str, Any]:
+        """Elasticsearch-style ``aggregations`` (Tantivy's) over the documents matching ``plan``."""
+        try:
+            request = json.dumps(aggregations, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise QueryError(f"aggregation {aggregations!r} is not JSON: {e}") from e
+        try:
+            return dict(json.loads(self._split.aggregate(self._text(plan, query), request)))
+        except ValueError as e:
+            raise QueryError(f"aggregation {request} failed on split {self.name}: {e}") from e
+
+    def fast_values(self, field: str, kind: str, hits: Hits) -> pa.Array:
+        """The fast field ``field`` ("i64", "u64", "f64" or "bool" ``kind``) of ``hits``, nulls where a
+        document has none."""
+        try:
+            ords, docs = hits.ords.astype(np.uint32).tobytes(), hits.docs.astype(np.uint32).tobytes()
+            values, present = self._split.fast_values(field, kind, ords, docs)
+        except ValueError as e:
+            raise QueryError(f"fast field {field!r} of split {self.name}: {e}") from e
+        n = len(hits)
+        mask = None if present is None else _bits(present)
+        data = _bits(values) if kind == "bool" else pa.py_buffer(values)
+        nulls = 0 if present is None else n - int(np.count_nonzero(np.frombuffer(present, np.uint8)))
+        return pa.Array.from_buffers(_FAST_KINDS[kind], n, [mask, data], null_count=nulls)
 
     @staticmethod
     def _text(plan: Plan, query: Any) -> str:

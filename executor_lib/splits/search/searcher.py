@@ -46,7 +46,7 @@ from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
 from executor_lib.splits.rows.take import rows_schema, take_rows
-from executor_lib.splits.search.native import NativeSplit
+from executor_lib.splits.search.native import Hits, NativeSplit
 from executor_lib.splits.search.scoring import (
     ScoreStats,
     SplitFiles,
@@ -357,6 +357,11 @@ class SplitSearcher:
 
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
+        if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
+            return self.num_docs
+        native = self._native_split()
+        if native is not None:
+            return native.count(self._plan(query, scoring=False), query)
         try:
             compiled = self._query(query)  # first: it may open the index again
             return int(self.searcher.search(compiled, 1, count=True).count)
@@ -368,6 +373,10 @@ class SplitSearcher:
         """Elasticsearch-style aggregations (count/sum/avg/min/max/stats, terms, histogram,
         date_histogram, range) over the rows matching ``query``, computed on fast fields."""
         self._check_aggregation_fields(aggregations, "")
+        native = self._native_split()
+        if native is not None:
+            plan = PLAN.all_query() if query is None else self._plan(query, scoring=False)
+            return native.aggregate(plan, query, aggregations)
         try:
             compiled = self._query(query)  # first: it may open the index again
             return dict(self.searcher.aggregate(compiled, dict(aggregations)))
@@ -404,6 +413,10 @@ class SplitSearcher:
             return pa.array(range(n), type=pa.uint64())
         if n <= 0:
             return pa.array([], type=pa.uint64())
+        native = self._native_split()
+        if native is not None:
+            rows, _ = self._native_row_hits(native, query, n)
+            return pa.array(np.sort(rows)[:n], pa.uint64())
         if self._segment_starts is not None:  # rows are document ordinals (no __row): any n matches, sorted
             try:
                 compiled = self._query(query)  # first: it may open the index again
@@ -451,19 +464,45 @@ class SplitSearcher:
             self._no_native = self._native is None
         return self._native
 
-    def _plan(self, query: str | filters.Filter) -> Any:
-        """``query`` as a plan for the native engine, scoring as ``_query(query, scoring=True)``; on a
+    def _plan(self, query: str | filters.Filter, scoring: bool = True) -> Any:
+        """``query`` as a plan for the native engine, as ``_query(query, scoring)`` compiles it; on a
         split fetched by the piece, the index sections it reads fetched first (as ``_query`` does,
         but no FST term dictionary built: the native engine reads the SSTables)."""
         if not self.source.complete:
-            compiled = self._compile(query, True) if not isinstance(query, str) else self._query_text(query)
+            compiled = self._compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
             if compiled is not None:
                 self.source.ensure_fields(*query_needs(compiled, self._field_names))
         if isinstance(query, str):
             if query.strip() in ("", "*"):
                 return PLAN.all_query()
             return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields, plan=True)
-        return self._compile(query, True, PLAN)
+        return self._compile(query, scoring, PLAN)
+
+    def _native_row_hits(self, native: NativeSplit, query: str | filters.Filter, n: int) -> tuple[np.ndarray, Hits]:
+        """Documents matching ``query`` through the native engine, among them the ``n`` of lowest row
+        (all when rows do not follow ``__row``): (their rows as uint64, in the order of the hits; the hits)."""
+        plan = self._plan(query, scoring=False)
+        if self._segment_starts is not None:  # rows are document ordinals: the first n in document order
+            hits = native.matches(plan, query, n)
+            return (self._segment_starts[hits.ords] + hits.docs).astype(np.uint64), hits
+        if self._offsets_by_ordinal is None and n < self.num_docs:  # the n lowest by __row, in Tantivy
+            hits, rows = native.first_by(plan, query, n, ROW_FIELD)
+            return rows, hits
+        hits = native.matches(plan, query, None)
+        rows = native.fast_values(ROW_FIELD, "u64", hits).to_numpy(zero_copy_only=False).astype(np.uint64)
+        if self._offsets_by_ordinal is not None:
+            rows = rows + np.asarray(self._offsets_by_ordinal, np.uint64)[hits.ords]
+        return rows, hits
+
+    def _native_rows(self, native: NativeSplit, hits: Hits) -> pa.Array:
+        """Row numbers (into ``rows``) of ``hits``, as ``_rows_of`` gives them."""
+        if self._segment_starts is not None:
+            return pa.array((self._segment_starts[hits.ords] + hits.docs).astype(np.uint64))
+        rows = native.fast_values(ROW_FIELD, "u64", hits)
+        if self._offsets_by_ordinal is None:
+            return rows
+        offsets = np.asarray(self._offsets_by_ordinal, np.uint64)[hits.ords]
+        return pa.array(rows.to_numpy(zero_copy_only=False).astype(np.uint64) + offsets)
 
     @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
     def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
@@ -578,12 +617,17 @@ class SplitSearcher:
             return self.rows.schema.empty_table().select(
                 list(columns) if columns is not None else self.rows.column_names
             )
+        wanted = list(columns) if columns is not None else self.rows.column_names
+        native = self._native_split()
+        if native is not None:  # best first by the split's own scores, as Tantivy's search gives them
+            plan = PLAN.all_query() if query is None else self._plan(query, scoring=False)
+            ords, docs, _, _ = native.top_k(plan, query, n, None, None)
+            return self._hit_rows(Hits(ords, docs), wanted)
         try:
             compiled = self._query(query)  # first: it may open the index again
             hits = self.searcher.search(compiled, n, count=False).hits
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
-        wanted = list(columns) if columns is not None else self.rows.column_names
         return self._hit_rows([address for _, address in hits], wanted)
 
     def fast_columns(self, columns: Sequence[str]) -> list[str]:
@@ -607,13 +651,21 @@ class SplitSearcher:
         return found
 
     @guarded(lambda self, query=None, *a, **k: f"query {query!r} on split {self.split}")
-    def row_hits(self, query: str | filters.Filter, limit: int | None = None) -> tuple[pa.Array, list[Any], np.ndarray]:
-        """``row_ids(query, limit)`` with the hits' document addresses: (the row ids, ascending; the
-        addresses, in the order the search returned them; the positions in the addresses of each
-        row id), for reading fast fields (``fast_values``)."""
+    def row_hits(
+        self, query: str | filters.Filter, limit: int | None = None
+    ) -> tuple[pa.Array, list[Any] | Hits, np.ndarray]:
+        """``row_ids(query, limit)`` with the hits' documents: (the row ids, ascending; the documents
+        (``Hits`` of the native engine, else the ``tantivy`` package's addresses), in the order the
+        search returned them; the positions in them of each row id), for reading fast fields
+        (``fast_values``)."""
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if n <= 0:
             return pa.array([], type=pa.uint64()), [], np.zeros(0, np.int64)
+        native = self._native_split()
+        if native is not None:
+            rows, hits = self._native_row_hits(native, query, n)
+            order = np.argsort(rows, kind="stable")[:n]
+            return pa.array(rows[order], pa.uint64()), hits, order
         try:
             compiled = self._query(query)  # first: it may open the index again
             if self._segment_starts is not None:  # rows are document ordinals: any n matches
@@ -631,26 +683,41 @@ class SplitSearcher:
         order = np.argsort(rows.to_numpy(zero_copy_only=False), kind="stable")[:n]
         return rows.take(pa.array(order)), addresses, order
 
-    def fast_values(self, columns: Sequence[str], addresses: list[Any], order: np.ndarray) -> dict[str, pa.Array]:
+    def fast_values(
+        self, columns: Sequence[str], addresses: list[Any] | Hits, order: np.ndarray
+    ) -> dict[str, pa.Array]:
         """The values of the fast-field ``columns`` (``fast_columns``) of the documents at
-        ``addresses[order]``, each in the rows' type (nulls where a document has none)."""
+        ``addresses[order]`` (``row_hits``'s), each in the rows' type (nulls where a document has none)."""
         out = {}
         for name in columns:
             field = self.mapping.field(name)
             assert field is not None
+            if isinstance(addresses, Hits):
+                native = self._native_split()
+                assert native is not None
+                values = native.fast_values(name, field.type, addresses.take(order))
+                out[name] = values.cast(self.rows.schema.field(name).type)
+                continue
             values = pa.array(self.searcher.fast_field_values(name, addresses), _FAST_VALUE_TYPES[field.type])
             out[name] = values.take(pa.array(order)).cast(self.rows.schema.field(name).type)
         return out
 
-    def _hit_rows(self, addresses: list[Any], columns: list[str]) -> pa.Table:
+    def _hit_rows(self, addresses: list[Any] | Hits, columns: list[str]) -> pa.Table:
         """The rows of the documents at ``addresses``, in that order: fast-field columns
         (``fast_columns``) from the fast fields, the others from the rows."""
         fast = self.fast_columns(columns)
         if not fast:
-            return take_rows(self.rows, self._rows_of(addresses)).select(columns)
+            return take_rows(self.rows, self._hit_ids(addresses)).select(columns)
         values = self.fast_values(fast, addresses, np.arange(len(addresses)))
-        ids = self._rows_of(addresses) if len(fast) < len(columns) else pa.array(np.zeros(len(addresses), np.uint64))
+        ids = self._hit_ids(addresses) if len(fast) < len(columns) else pa.array(np.zeros(len(addresses), np.uint64))
         return self.rows_with(ids, columns, values)
+
+    def _hit_ids(self, addresses: list[Any] | Hits) -> pa.Array:
+        if isinstance(addresses, Hits):
+            native = self._native_split()
+            assert native is not None
+            return self._native_rows(native, addresses)
+        return self._rows_of(addresses)
 
     def rows_with(self, ids: pa.Array, columns: Sequence[str], values: Mapping[str, pa.Array]) -> pa.Table:
         """The rows ``ids`` as ``columns``: those in ``values`` as given (one value a row), index-only

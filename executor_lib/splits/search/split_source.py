@@ -27,7 +27,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +51,7 @@ from executor_lib.format.quickwit.bundle import (
     read_member,
 )
 from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER
+from executor_lib.format.termdict.convert import holds_fst
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import PartedCopy, RowCopy, fetch_member, ranged_copy
 from executor_lib.splits.rows.doc_store_rows import Fetch, KeptCopy, Sink
@@ -218,7 +219,15 @@ class LocalSplit(SplitSource):
         self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
 
     def native_split(self) -> NativeSplit | None:
+        """The split file opened in place; None for a split of an earlier version of this project
+        whose ``.term`` members hold FST dictionaries (the native engine reads SSTables only)."""
         assert self.bundle is not None
+        mapped = _mapped(self.bundle)
+        for name, (start, end) in self.footer.files.items():
+            unpaired = name.endswith(TERM_SUFFIX) and name + ".fst" not in self.footer.files
+            member = cast(bytes, mapped[start:end])  # (read in place: its footers only)
+            if unpaired and holds_fst(member, f"{self.name}: {name}"):
+                return None
         return NativeSplit.open(self.bundle)
 
     def member_bytes(self, name: str) -> bytes | None:
