@@ -24,6 +24,7 @@ use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLi
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{Bm25StatisticsProvider, Query};
 use tantivy::schema::{Field, FieldType, Type};
+use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{
     Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, WhitespaceTokenizer,
 };
@@ -417,6 +418,30 @@ impl Split {
         serde_json::to_string(&results).map_err(value_error)
     }
 
+    /// For each of `texts` (values of the text field `field`), the fragment of at most `max_chars`
+    /// around the terms of `plan` on that field, each match between `tags`, as Tantivy's
+    /// `SnippetGenerator` picks it (the text as it is, not HTML-escaped; no match: the text's
+    /// start, unmarked). None stays None.
+    fn snippets(
+        &self,
+        py: Python<'_>,
+        plan: &str,
+        field: &str,
+        texts: Vec<Option<String>>,
+        tags: (String, String),
+        max_chars: usize,
+    ) -> PyResult<Vec<Option<String>>> {
+        let query = self.query(plan)?;
+        let field = self.index.schema().get_field(field).map_err(value_error)?;
+        let searcher = self.reader.searcher();
+        py.detach(|| -> tantivy::Result<Vec<Option<String>>> {
+            let mut generator = SnippetGenerator::create(&searcher, query.as_ref(), field)?;
+            generator.set_max_num_chars(max_chars);
+            Ok(texts.iter().map(|text| text.as_deref().map(|t| marked(&generator.snippet(t), &tags))).collect())
+        })
+        .map_err(value_error)
+    }
+
     /// The fast field `field` of the documents (`ords`, `docs`: u32 arrays, e.g. from `matches`)
     /// read as `kind` ("i64", "u64", "f64", "bool"): (little-endian values, a bool as one byte; one
     /// byte per document, 1 where it has a value, or None when every one has).
@@ -436,6 +461,22 @@ impl Split {
         let found = py.detach(|| hits::fast_values(&searcher, field, kind, &ords, &docs)).map_err(value_error)?;
         Ok((PyBytes::new(py, &found.values), found.present.map(|p| PyBytes::new(py, &p))))
     }
+}
+
+/// A snippet's fragment with each highlighted range between the tags.
+fn marked(snippet: &Snippet, (start, end): &(String, String)) -> String {
+    let fragment = snippet.fragment();
+    let mut out = String::with_capacity(fragment.len() + snippet.highlighted().len() * (start.len() + end.len()));
+    let mut pos = 0;
+    for range in snippet.highlighted() {
+        out.push_str(&fragment[pos..range.start]);
+        out.push_str(start);
+        out.push_str(&fragment[range.clone()]);
+        out.push_str(end);
+        pos = range.end;
+    }
+    out.push_str(&fragment[pos..]);
+    out
 }
 
 fn u32_bytes(values: &[u32]) -> Vec<u8> {

@@ -6,9 +6,10 @@ table's statistics and ``top_k`` its best hits scored with the table's, so no hi
 Python to be rescored; filters: ``count``, the matching documents as arrays (``matches``, or the
 first by a fast field, ``first_by``) and the values of a numeric fast field for them
 (``fast_values``), with no Python object per hit; aggregations (``aggregate``: Tantivy's, their
-request and results as JSON). A split is opened from its local file (a local
-table's split, the split cache's whole copy of a remote one) or from its files as the cache lays
-out a split fetched by the piece (``open_files``, after the query's sections are fetched).
+request and results as JSON); snippets (``snippets``: Tantivy's ``SnippetGenerator``, marked in
+Rust). A split is opened from its local file (a local table's split, the split cache's whole copy of
+a remote one) or from its files as the cache lays out a split fetched by the piece (``open_files``,
+after the query's sections are fetched).
 
     >>> split = NativeSplit.open(Path("t/splits/part-0.split"))
     >>> stats = split.stats(plan)                       # ScoreStats, summed over the table's splits
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,17 @@ class NativeSplit:
             return dict(json.loads(self._split.aggregate(self._text(plan, query), request)))
         except ValueError as e:
             raise QueryError(f"aggregation {request} failed on split {self.name}: {e}") from e
+
+    def snippets(
+        self, plan: Plan, query: Any, column: str, texts: Sequence[str | None], tags: tuple[str, str], max_chars: int
+    ) -> list[str | None]:
+        """Each of ``texts`` as Tantivy's snippet of the text column ``column`` for ``plan``, each
+        match between ``tags`` (``SplitSearcher.snippets``)."""
+        try:
+            return list(self._split.snippets(self._text(plan, query), column, list(texts), tags, max_chars))
+        except ValueError as e:
+            what = f"_snippet_{column}: query {query!r}"
+            raise QueryError(f"{what} cannot make snippets on split {self.name}: {e}") from e
 
     def fast_values(self, field: str, kind: str, hits: Hits) -> pa.Array:
         """The fast field ``field`` ("i64", "u64", "f64" or "bool" ``kind``) of ``hits``, nulls where a

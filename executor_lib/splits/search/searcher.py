@@ -595,6 +595,9 @@ class SplitSearcher:
         field = self.mapping.field(column)
         if field is None or field.type != "text":
             raise QueryError(f"_snippet_{column}: column {column!r} is not a text or string field of the split")
+        native = self._native_split()
+        if native is not None:
+            return pa.array(native.snippets(self._plan(query), query, column, texts, tags, max_chars), pa.string())
         try:
             compiled = self._query(query, scoring=True)
             generator = tantivy.SnippetGenerator.create(self.searcher, compiled, self.index.schema, column)

@@ -109,3 +109,17 @@ def test_fast_values_keep_nulls_of_every_numeric_type(split: tuple[Path, pa.Sche
     assert values.null_count == expected.null_count > 0
     assert values.equals(expected)
     assert np.array_equal(np.sort(order), np.arange(len(order)))
+
+
+@pytest.mark.parametrize("query", ["beta", '"alpha beta"', "message:gamma AND NOT delta", "omeg*"])
+def test_native_snippets_are_the_tantivy_package_ones(
+    split: tuple[Path, pa.Schema], tmp_path: Path, query: str
+) -> None:
+    native, package = _searchers(split, tmp_path)
+    texts = [*native.search(query, ["message"], 40).column("message").to_pylist(), None, "  beta  ", "no match"]
+    for tags, chars in ((("<b>", "</b>"), 150), (("[", "]"), 12)):
+        ours = native.snippets(query, "message", texts, tags, chars).to_pylist()
+        assert ours == package.snippets(query, "message", texts, tags, chars).to_pylist()
+        assert ours[len(texts) - 3] is None
+        if "*" not in query:  # (a wildcard's terms are not the query's: nothing is marked, as in the package)
+            assert any(tags[0] in s for s in ours if s)
