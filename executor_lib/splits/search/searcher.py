@@ -482,17 +482,12 @@ class SplitSearcher:
         """Documents matching ``query`` through the native engine, among them the ``n`` of lowest row
         (all when rows do not follow ``__row``): (their rows as uint64, in the order of the hits; the hits)."""
         plan = self._plan(query, scoring=False)
-        if self._segment_starts is not None:  # rows are document ordinals: the first n in document order
-            hits = native.matches(plan, query, n)
-            return (self._segment_starts[hits.ords] + hits.docs).astype(np.uint64), hits
-        if self._offsets_by_ordinal is None and n < self.num_docs:  # the n lowest by __row, in Tantivy
-            hits, rows = native.first_by(plan, query, n, ROW_FIELD)
+        if self._segment_starts is None and self._offsets_by_ordinal is None and n < self.num_docs:
+            hits, rows = native.first_by(plan, query, n, ROW_FIELD)  # the n lowest by __row, in Tantivy
             return rows, hits
-        hits = native.matches(plan, query, None)
-        rows = native.fast_values(ROW_FIELD, "u64", hits).to_numpy(zero_copy_only=False).astype(np.uint64)
-        if self._offsets_by_ordinal is not None:
-            rows = rows + np.asarray(self._offsets_by_ordinal, np.uint64)[hits.ords]
-        return rows, hits
+        # rows are document ordinals (the first n in document order are the lowest), else every match
+        hits = native.matches(plan, query, n if self._segment_starts is not None else None)
+        return self._native_rows(native, hits).to_numpy(zero_copy_only=False).astype(np.uint64), hits
 
     def _native_rows(self, native: NativeSplit, hits: Hits) -> pa.Array:
         """Row numbers (into ``rows``) of ``hits``, as ``_rows_of`` gives them."""

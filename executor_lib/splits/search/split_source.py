@@ -224,9 +224,9 @@ class LocalSplit(SplitSource):
         assert self.bundle is not None
         mapped = _mapped(self.bundle)
         for name, (start, end) in self.footer.files.items():
-            unpaired = name.endswith(TERM_SUFFIX) and name + ".fst" not in self.footer.files
-            member = cast(bytes, mapped[start:end])  # (read in place: its footers only)
-            if unpaired and holds_fst(member, f"{self.name}: {name}"):
+            if not name.endswith(TERM_SUFFIX) or name + ".fst" in self.footer.files:
+                continue  # not a term dictionary, or one whose FST version is its own member
+            if holds_fst(cast(bytes, mapped[start:end]), f"{self.name}: {name}"):  # (its footers read in place)
                 return None
         return NativeSplit.open(self.bundle)
 
