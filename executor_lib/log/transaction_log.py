@@ -26,6 +26,7 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import random
 import time
@@ -111,6 +112,8 @@ class CommitOutcome(str, enum.Enum):
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
 MAX_LOST_RACES = 10_000
+# How often a blind append re-reads a head that cleanup deleted under it before giving up.
+MAX_HEAD_CLEANUPS = 20
 
 
 @dataclass(frozen=True)
@@ -293,19 +296,9 @@ class TransactionLog:
         check_writable(head.protocol, self.uri)
         if streaming_txn is not None:
             self._check_new_batch(streaming_txn, head)
-        if read_version is None:
-            read_version = head.version
-        elif read_version > head.version:
+        if read_version is not None and read_version > head.version:
             raise VersionNotFoundError(f"{self.uri}: read version {read_version} is newer than {head.version}")
-        metadata_at_read = self._metadata_at(read_version, head)
-        validate_against_table(
-            actions,
-            metadata_at_read,
-            self.uri,
-            read_version,
-            lambda: self.snapshot(read_version).state.files,
-            new_files,
-        )
+        read_version, head, metadata_at_read = self._validated_read(actions, read_version, head, new_files)
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
@@ -504,6 +497,41 @@ class TransactionLog:
             return False
         info = state.commit_info() if state is not None else None
         return info is not None and info.txn_id == attempt.txn_id
+
+    def _validated_read(
+        self, actions: list[Action], read_version: int | None, head: _Head, new_files: bool
+    ) -> tuple[int, _Head, MetadataAction | None]:
+        """Check ``actions`` against the table at the version they read; returns that version, the
+        head and the metadata there.
+
+        A blind append (``read_version`` None) reads the head. A cleanup racing it may delete the
+        state of that head before its live files are read (retentions of 0): the append then reads
+        the new head instead, as it would have had it started a moment later. A transaction that
+        read a version of its own cannot be checked once that version is gone: CommitConflictError.
+        """
+        for _ in range(MAX_HEAD_CLEANUPS):
+            at = head.version if read_version is None else read_version
+            try:
+                metadata = self._metadata_at(at, head)
+                validate_against_table(
+                    actions, metadata, self.uri, at, functools.partial(self._live_paths, at), new_files
+                )
+                return at, head, metadata
+            except VersionNotFoundError as e:
+                if read_version is not None:
+                    raise CommitConflictError(
+                        f"{self.uri}: this transaction read version {read_version}, which log retention "
+                        "deleted before the commit could check against it; re-read the table and retry"
+                    ) from e
+                head = self._refresh_head()
+        raise CommitFailedError(
+            f"{self.uri}: the table's head was cleaned up {MAX_HEAD_CLEANUPS} times before this append "
+            "could read its live files; cleanup retentions of 0 race every writer"
+        )
+
+    def _live_paths(self, version: int) -> Iterable[str]:
+        """The paths of the files live at ``version`` (what a commit's adds are checked against)."""
+        return self.snapshot(version).state.files
 
     def _read_winner(self, version: int, read_version: int, failures: int) -> list[Action]:
         """The actions of a version committed after ``read_version``, to check conflicts against.

@@ -12,7 +12,7 @@ import pytest
 import executor_lib
 from executor_lib.protocol.actions import RemoveAction
 from executor_lib.storage import open_store
-from indextables_contract.errors import VersionNotFoundError
+from indextables_contract.errors import CommitConflictError, VersionNotFoundError
 from tests.log.helpers import add, make_table
 
 Table = tuple[str, dict[str, Any]]
@@ -160,3 +160,33 @@ def test_a_json_checkpoint_deletes_the_expired_version_files_it_covers(table: Ta
     snap = executor_lib.open_log(uri, **options).snapshot()
     assert snap.base == "checkpoint 4"
     assert {f.path for f in snap.files} == {f.path for f in files}
+
+
+def test_an_append_whose_head_is_cleaned_up_under_it_commits_after_the_new_head(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cleanup by another writer can delete the state of the head a blind append just read, before
+    the append reads its live files (retentions of 0, as in tests/log/test_concurrency.py, where Azurite
+    once hit this): the append reads the new head instead and lands after it. A commit that named its
+    own read version cannot be checked once that version is gone: a conflict, to re-read and retry."""
+    uri, options = table
+    commit_slowly(make_table(uri, options, **EXPIRE_NOW), [add() for _ in range(3)])
+    appender = executor_lib.open_log(uri, **options, **EXPIRE_NOW)
+    read_head = appender._refresh_head
+    raced: list[int] = []
+
+    def head_then_cleanup() -> Any:
+        head = read_head()
+        if not raced:  # once: another writer commits past two checkpoints, each cleaning up
+            raced.append(head.version)
+            commit_slowly(executor_lib.open_log(uri, **options, **EXPIRE_NOW), [add() for _ in range(7)])
+        return head
+
+    monkeypatch.setattr(appender, "_refresh_head", head_then_cleanup)
+    mine = add()
+    assert appender.commit([mine]) == 11
+    assert raced == [3] and 3 not in state_versions(uri, options) and 3 not in version_files(uri, options)
+    snap = executor_lib.open_log(uri, **options).snapshot()
+    assert snap.version == 11 and mine.path in {f.path for f in snap.files} and len(snap.files) == 11
+    with pytest.raises(CommitConflictError, match="read version 3, which log retention deleted"):
+        executor_lib.open_log(uri, **options).commit([add()], read_version=3)
