@@ -4,8 +4,10 @@ cluster side, and the table stays correct (rows, counts, time travel) around it.
 from __future__ import annotations
 
 import datetime
+import json
 import threading
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +66,11 @@ def test_merge_keeps_every_row_then_purge_frees_the_sources(spark: Any, tmp_path
     before = sorted(tuple(r) for r in t.to_df().collect())
     log = executor_lib.open_log(str(table))
     files_before = len(log.snapshot().files)
+    per_partition = Counter(json.dumps(a.partition_values, sort_keys=True) for a in log.snapshot().files)
     merged = t.merge_splits(target_size="1G").collect()
-    assert merged and all(r["numSourceSplits"] >= 2 for r in merged)
+    # each row counts its own merged split's sources (the commit's 12 are 4 per day partition)
+    assert {r["partitionValues"]: r["numSourceSplits"] for r in merged} == per_partition
+    assert len(merged) == 3 and sum(per_partition.values()) == files_before
     snap = log.snapshot()
     assert len(snap.files) < files_before and len(snap.files) == 3  # one split per day partition
     assert sorted(tuple(r) for r in t.to_df().collect()) == before

@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 # The commitInfo operation parameter that records a merge's id: the Merge command's option name.
 MERGE_ID_PARAMETER = C.option_key("merge_id")
+# The commitInfo operation parameter that records how many source splits went into each merged split
+# (JSON: merged split path -> count), so each MERGE SPLITS result row says its own; a version without
+# it (IndexTables4Spark's, or older) shows the commit-wide numSourceSplits on every row.
+SOURCES_PARAMETER = "sourceSplitsPerMergedSplit"
 # Spark types a merge sort key may have: those split statistics (min/max) are kept for (not byte and
 # short: IndexTables4Spark compares their statistics as text, so none are written; writer._has_stats).
 SORTABLE_TYPES = frozenset({"integer", "long", "float", "double", "string", "date", "timestamp", "timestamp_ntz"})
@@ -228,12 +232,26 @@ def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[t
     found = commit_with(txlog, MERGE_ID_PARAMETER, cmd.merge_id)
     if found is None:
         return
-    v = found[0]
+    v, info = found
     actions = txlog.version_actions(v)
     removed = sum(1 for a in actions if isinstance(a, RemoveAction))
+    sources = _sources_per_merged_split(info.operation_parameters or {})
     for a in actions:
         if isinstance(a, AddAction):
-            yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, removed
+            n = sources.get(a.path, removed)
+            yield v, a.path, json.dumps(a.partition_values, sort_keys=True), a.num_records, a.size, n
+
+
+def _sources_per_merged_split(parameters: Mapping[str, str]) -> dict[str, int]:
+    """How many source splits each merged split of a MERGE SPLITS version came from (its commitInfo's
+    ``sourceSplitsPerMergedSplit``); empty for a version that does not record it."""
+    try:
+        recorded = json.loads(parameters.get(SOURCES_PARAMETER) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(recorded, dict):
+        return {}
+    return {str(p): n for p, n in recorded.items() if isinstance(n, int)}
 
 
 SORT_KEY_SETTING = S.MERGE_SORT_KEY.key
@@ -309,9 +327,12 @@ def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: i
     cache = node_split_cache(options)
     removed: list[AddAction] = []
     added: list[AddAction] = []
+    sources: dict[str, int] = {}
     try:
         for group in groups:
-            added += merge_group(txlog.store, snapshot, list(group.sources), group.sort_key, target, cache)
+            merged = merge_group(txlog.store, snapshot, list(group.sources), group.sort_key, target, cache)
+            sources.update((a.path, len(group.sources)) for a in merged)
+            added += merged
             removed += group.sources
         txlog.commit(
             [*removes_of(removed, data_change=False), *added],
@@ -321,6 +342,7 @@ def merge_now(txlog: Any, options: Mapping[str, str], target: int, min_splits: i
                 MERGE_ID_PARAMETER: uuid.uuid4().hex,
                 "numSourceSplits": str(len(removed)),
                 "numMergedSplits": str(len(added)),
+                SOURCES_PARAMETER: json.dumps(sources, sort_keys=True),
             },
         )
     except BaseException:
@@ -413,6 +435,9 @@ class MergeWriter(DataSourceArrowWriter):
                     MERGE_ID_PARAMETER: self.merge_id,
                     "numSourceSplits": str(len(removes)),
                     "numMergedSplits": str(len(adds)),
+                    SOURCES_PARAMETER: json.dumps(
+                        {a.path: len(m.removed) for m in merged for a in m.added}, sort_keys=True
+                    ),
                 },
             )
         except Exception:
