@@ -22,7 +22,7 @@ use serde_json::Value;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{Bm25StatisticsProvider, Query};
+use tantivy::query::{Bm25StatisticsProvider, Query, QueryParser};
 use tantivy::schema::{Field, FieldType, Type};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{
@@ -265,6 +265,23 @@ impl Split {
     #[getter]
     fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+
+    /// Parses `text` with Tantivy's query parser over the default `fields`, regexes allowed, as a
+    /// plan's `parse` node will: a ValueError with the parser's message (the `tantivy` package's
+    /// `Index.parse_query` gives the same) when it does not parse.
+    fn check_query(&self, text: &str, fields: Vec<String>) -> PyResult<()> {
+        let schema = self.index.schema();
+        let mut defaults = Vec::with_capacity(fields.len());
+        for name in &fields {
+            let field = schema
+                .get_field(name)
+                .map_err(|_| value_error(format!("Field `{name}` is not defined in the schema.")))?;
+            defaults.push(field);
+        }
+        let mut parser = QueryParser::for_index(&self.index, defaults);
+        parser.allow_regexes();
+        parser.parse_query(text).map(|_| ()).map_err(value_error)
     }
 
     /// This split's BM25 statistics for `plan`: (documents, {field: tokens}, {(field, term key):

@@ -77,6 +77,11 @@ class NativeSplit:
     def num_docs(self) -> int:
         return int(self._split.num_docs)
 
+    def check_query(self, text: str, fields: Sequence[str]) -> None:
+        """Tantivy's query parser over ``text`` with the default ``fields``, regexes allowed: a
+        ValueError with the parser's message (the ``tantivy`` package's) when it does not parse."""
+        self._split.check_query(text, list(fields))
+
     def stats(self, plan: Plan, query: Any) -> ScoreStats:
         """This split's BM25 statistics for ``plan`` (keys as ``ScoreStats``'s: the field and the
         term's text or number; other terms as "\\x00" and their value's hex)."""
@@ -168,3 +173,20 @@ class NativeSplit:
             return plan_json(plan)
         except ValueError as e:
             raise QueryError(f"query {query!r}: {e}") from e
+
+
+class NativeParser:
+    """What the query compiler (``query.compile``) asks of an index while it builds a plan for the
+    native engine: Tantivy's parser as a syntax check (``parse_query``, as ``tantivy.Index`` has it)
+    and no schema (plans name their fields). No ``tantivy`` package index is opened for it.
+
+    Example: ``compile_query(NativeParser(split), mapping, QueryString("a AND b"), ["m"], plan=True)``
+    """
+
+    schema = None
+
+    def __init__(self, split: NativeSplit) -> None:
+        self._split = split
+
+    def parse_query(self, text: str, fields: Sequence[str], allow_regexes: bool = True) -> None:
+        self._split.check_query(text, fields)

@@ -46,7 +46,7 @@ from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
 from executor_lib.splits.rows.take import rows_schema, take_rows
-from executor_lib.splits.search.native import Hits, NativeSplit
+from executor_lib.splits.search.native import Hits, NativeParser, NativeSplit
 from executor_lib.splits.search.scoring import (
     ScoreStats,
     SplitFiles,
@@ -115,7 +115,6 @@ class SplitSearcher:
         self.split = source.origin
         split = source.name
         self.pieces, self.bundle = source.pieces, source.bundle  # (reused by the searcher cache and merges)
-        self.index_dir = source.index_dir
         footer = source.footer
         mapping_json = source.member_bytes(DOC_MAPPING_MEMBER)
         segments = source.member_bytes(SEGMENTS_MEMBER)
@@ -123,6 +122,7 @@ class SplitSearcher:
         rows_member = source.member_bytes(ROWS_IN_STORE_MEMBER)
         if (members is None and rows_member is None) or mapping_json is None:
             raise CorruptSplitError(f"{split}: split lacks its columnar copy or doc mapping")
+        self._read_meta(source.member_bytes("meta.json"))
         try:
             self.mapping = DocMapping.from_json(mapping_json.decode())
         except (ConfigError, ValueError) as e:  # the split's own member: damage, not the user's configuration
@@ -156,7 +156,7 @@ class SplitSearcher:
                 for name, info in manifest.get("companion_hash_fields", {}).items():
                     self.pattern_fields[str(info["original_field_name"])] = (name, str(info["regex_pattern"]))
         self.index_only = [] if self.companion else [f.name for f in self.mapping.fields if not f.stored]
-        self._open_index()
+        self._index: Any = None  # the tantivy package's index, opened for the jobs left on it (_open_index)
         self.text_fields = self.mapping.default_query_fields()
         self.list_columns = list_columns(arrow_schema)
         self._files: SplitFiles | None = None  # what scoring reads of the index files (_split_files)
@@ -167,33 +167,65 @@ class SplitSearcher:
         if segments is not None:
             self._load_row_offsets(segments)
 
+    def _read_meta(self, raw: bytes | None) -> None:
+        """The index's ``meta.json`` (the split's member): Tantivy's field ids are positions in its
+        schema, segment ordinals positions in its segment list."""
+        try:
+            if raw is None:
+                raise ValueError("no meta.json member")
+            meta = json.loads(raw)
+            self._field_names = [str(f["name"]) for f in meta["schema"]]
+            self._segment_ids = [str(seg["segment_id"]) for seg in meta["segments"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
+        self._meta_json = raw
+
+    @property
+    def index_dir(self) -> Path:
+        """The directory the ``tantivy`` package opens (a local split's index is extracted into it
+        the first time a job left on that package asks)."""
+        return self.source.index_dir
+
+    @property
+    def index(self) -> Any:
+        """The ``tantivy`` package's index of the split, opened the first time a job left on it asks
+        (a split whose layout the native engine cannot read; scoring on a split read by the piece)."""
+        if self._index is None:
+            self._open_index()
+        return self._index
+
+    @property
+    def searcher(self) -> Any:
+        """The ``tantivy`` package's searcher (``index``)."""
+        if self._index is None:
+            self._open_index()
+        return self._searcher
+
     def _open_index(self) -> None:
         check_stand_ins(self.index_dir, str(self.split))  # the files built in the cache entry: no member's CRC
         try:
-            self.index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
+            index = register_analyzers(tantivy.Index.open(str(self.index_dir)), self.mapping.fields)
         except (OSError, ValueError) as e:
             raise CorruptSplitError(f"{self.split}: the split's index does not open ({e})") from e
-        self.searcher = self.index.searcher()
-        try:  # Tantivy field ids are positions in meta.json's schema
-            schema = json.loads((self.index_dir / "meta.json").read_text())["schema"]
-            self._field_names = [str(f["name"]) for f in schema]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise CorruptSplitError(f"{self.split}: the split's meta.json does not parse ({e})") from e
+        self._index, self._searcher = index, index.searcher()
         # the fields whose FST term dictionaries the index just opened lacks (built as queries need them)
-        self._fields_to_build = fields_to_build(self.index_dir)
+        self._to_build = fields_to_build(self.index_dir)
+
+    @property
+    def _fields_to_build(self) -> set[int]:
+        """The fields whose FST term dictionaries the ``tantivy`` package's index lacks (it opens first)."""
+        if self._index is None:
+            self._open_index()
+        return self._to_build
 
     def _store_rows(self, rows_member: bytes) -> DocStoreRows:
         """The rows of a split that keeps them in its doc stores, each read in place, memory-mapped:
         a local split's in the split file itself, a split read by the piece's as laid out in
         ``index_dir`` (``<segment>.docstore``, ``bundle.local_files``), fetching the blocks a take
         needs first."""
-        try:
-            meta_json = (self.index_dir / "meta.json").read_bytes()
-        except OSError as e:
-            raise CorruptSplitError(f"{self.split}: the split's meta.json does not read ({e})") from e
         types = {f.name: f.type for f in self.mapping.fields}
         return open_doc_store_rows(
-            rows_member, meta_json, types, self._segment_store, str(self.split), self.source.unpacked_store
+            rows_member, self._meta_json, types, self._segment_store, str(self.split), self.source.unpacked_store
         )
 
     def _segment_store(self, stem: str) -> tuple[memoryview, Fetch | None]:
@@ -203,12 +235,9 @@ class SplitSearcher:
         """Row offsets of a merged split, by segment ordinal (the order of the index's ``meta.json``)."""
         try:
             offsets = {str(k): int(v) for k, v in json.loads(member)["row_offsets"].items()}
-            order = [seg["segment_id"] for seg in json.loads((self.index_dir / "meta.json").read_text())["segments"]]
-            self._offsets_by_ordinal = [offsets[segment_id] for segment_id in order]
-        except (ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+            self._offsets_by_ordinal = [offsets[segment_id] for segment_id in self._segment_ids]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise CorruptSplitError(f"{self.split}: the split's segment row offsets do not parse ({e})") from e
-        if len(order) != self.searcher.num_segments:
-            raise CorruptSplitError(f"{self.split}: segment row offsets list {len(order)} segments, the index has more")
         self.row_offsets = offsets
 
     def _rows_of(self, addresses: Sequence[Any]) -> pa.Array:
@@ -227,7 +256,8 @@ class SplitSearcher:
 
     @property
     def num_docs(self) -> int:
-        return int(self.searcher.num_docs)
+        native = self._native_split()
+        return native.num_docs if native is not None else int(self.searcher.num_docs)
 
     def _query(self, query: str | filters.Filter | None, scoring: bool = False) -> Any:
         """``query`` compiled, with what it reads made ready first (and the index opened again over
@@ -268,7 +298,7 @@ class SplitSearcher:
         """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
         ``exact_only`` column, the term of the text's hash; on a ``text_*_exactonly`` column whose pattern
         the text matches, the term of the first match's hash in ``<column>__uuids``; else None."""
-        schema = self.index.schema
+        schema = self._index_for(q).schema
         if column in self.hashed:
             return q.term_query(schema, column, hash_string_value(text), "freq")
         if column in self.pattern_fields:
@@ -277,6 +307,12 @@ class SplitSearcher:
             if found is not None:
                 return q.term_query(schema, name, hash_string_value(found.group(0)), "freq")
         return None
+
+    def _index_for(self, q: Any) -> Any:
+        """What the query compiler asks of an index: for a plan (``q`` is ``PLAN``), the native engine's
+        parser, so no ``tantivy`` package index is opened; else that package's index."""
+        native = self._native_split() if q is PLAN else None
+        return NativeParser(native) if native is not None else self.index
 
     def _field(self, column: str, what: str) -> Any:
         field = self.mapping.field(column)
@@ -300,14 +336,14 @@ class SplitSearcher:
             return q.boolean_query([(occur, self._compile(c, True, q)) for c in children])
         if scoring and not isinstance(f, filters.QueryString):
             return q.const_score_query(self._compile(f, False, q), 0.0)
-        schema = self.index.schema
+        schema = self._index_for(q).schema
         if isinstance(f, filters.QueryString):
             if f.column is not None:
                 self._field(f.column, f"query {f.query!r}")
                 hashed = self._hashed_query(f.column, f.query, q)
                 if hashed is not None:
                     return hashed
-            return compile_query(self.index, self.mapping, f, self.text_fields, self.list_columns, q is PLAN)
+            return compile_query(self._index_for(q), self.mapping, f, self.text_fields, self.list_columns, q is PLAN)
         if isinstance(f, (filters.And, filters.Or)):
             children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
             occur = q.Must if isinstance(f, filters.And) else q.Should
@@ -475,7 +511,8 @@ class SplitSearcher:
         if isinstance(query, str):
             if query.strip() in ("", "*"):
                 return PLAN.all_query()
-            return compile_query(self.index, self.mapping, filters.QueryString(query), self.text_fields, plan=True)
+            index = self._index_for(PLAN)
+            return compile_query(index, self.mapping, filters.QueryString(query), self.text_fields, plan=True)
         return self._compile(query, scoring, PLAN)
 
     def _native_row_hits(self, native: NativeSplit, query: str | filters.Filter, n: int) -> tuple[np.ndarray, Hits]:

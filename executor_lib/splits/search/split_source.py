@@ -5,9 +5,10 @@ directory Tantivy opens its index from, a member's bytes, its columnar copy, a s
 (with what fetches its missing blocks), and the index sections a query needs made present. Two
 kinds exist:
 
-* ``LocalSplit``: a split file on this node (the split cache's whole copy, or a file a test wrote);
-  its index is extracted (or, for a split written elsewhere without stored rows, transcoded) into a
-  work directory once, under that directory's lock, and its rows read in place, memory-mapped;
+* ``LocalSplit``: a split file on this node (the split cache's whole copy, or a file a test wrote),
+  read in place, memory-mapped, by the native engine and for its rows (a split written elsewhere
+  without stored rows is transcoded into a work directory first, once); its index is extracted into
+  the work directory only for the jobs left on the ``tantivy`` package, under that directory's lock;
 * ``PieceSplit``: a split fetched by the piece (``cache.split_pieces``): members laid out in the
   cache entry, ranges fetched as they are read.
 
@@ -185,16 +186,20 @@ class PieceSplit(SplitSource):
 
 
 class LocalSplit(SplitSource):
-    """A split file on this node, its index extracted (or transcoded) into ``work_dir`` once: several
-    Python workers of a node may open the same split at once; one extracts under the entry's lock and
-    the others reuse its result."""
+    """A split file on this node, read in place: the native engine opens the file itself, and its rows
+    are read memory-mapped. Its members' CRC32s are checked once per work directory (Tantivy reads
+    unchecked). Only a job left on the ``tantivy`` package (a layout the native engine cannot read)
+    has its index extracted into ``work_dir`` (``index_dir``), once. Several Python workers of a node
+    may open the same split at once; one checks (and extracts) under the entry's lock and the others
+    reuse its result."""
 
     def __init__(
         self, split: Path, work_dir: Path, arrow_schema: pa.Schema, doc_mapping: str | None, companion_root: str | None
     ) -> None:
         self.name, self.origin, self.lock_dir = str(split), split, work_dir
         footer = read_footer(split)
-        index_dir = self.index_dir = work_dir / "index"
+        self._index_dir = work_dir / "index"
+        self._extracted = False
         work_dir.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(entry_lock(work_dir)):
             self.jvm_companion = columns_members(footer) is None and MANIFEST_MEMBER in footer.files
@@ -205,18 +210,40 @@ class LocalSplit(SplitSource):
                         f"{split}: the split holds neither a columnar copy nor {ROWS_IN_STORE_MEMBER} (damaged)"
                     )
                 split, footer = _transcode(split, footer, work_dir, arrow_schema, doc_mapping, companion_root)
+            marker, seen = work_dir / MEMBERS_CHECKED, _identity(split)
+            if _read_text(marker) != seen:
+                check_member_crcs(split, footer, str(split))  # once per work directory: Tantivy reads unchecked
+                marker.write_text(seen)
+        self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
+
+    @property
+    def index_dir(self) -> Path:  # type: ignore[override]
+        """The split's index extracted for the ``tantivy`` package, the first time it is asked for."""
+        if not self._extracted:
+            self._extract()
+        return self._index_dir
+
+    def _extract(self) -> None:
+        assert self.bundle is not None
+        index_dir = self._index_dir
+        with exclusive_lock(entry_lock(self.lock_dir)):
             if not (index_dir / "meta.json").exists():
                 shutil.rmtree(index_dir, ignore_errors=True)  # a partial extraction from a killed process
-                check_member_crcs(split, footer, str(split))  # once per extraction: Tantivy reads unchecked
-                tmp = Path(tempfile.mkdtemp(dir=work_dir, prefix="index.tmp-"))
-                extract_bundle(split, footer, tmp, copy_stores=False)  # rows are read from the split file
+                tmp = Path(tempfile.mkdtemp(dir=self.lock_dir, prefix="index.tmp-"))
+                extract_bundle(self.bundle, self.footer, tmp, copy_stores=False)  # rows are read from the split file
                 tmp.rename(index_dir)
                 # checked with the split at the next open (SplitCache.get's verify); not the FST .term files
                 # built here as queries need them (ensure_fst_terms replaces them)
                 extracted = {f"index/{p.name}": p for p in index_dir.iterdir() if p.is_file() and p.suffix != ".term"}
-                record_checksums(work_dir, extracted)
+                record_checksums(self.lock_dir, extracted)
                 record_checksums(index_dir, {p.name: p for p in index_dir.glob("*.term")})  # (built_damaged)
-        self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
+        self._extracted = True
+
+    def built_damaged(self) -> list[str]:
+        """As ``SplitSource.built_damaged``; nothing while no process of the node extracted the index."""
+        if not self._extracted and not self._index_dir.exists():
+            return []
+        return damaged_files(self._index_dir, required=None)
 
     def native_split(self) -> NativeSplit | None:
         """The split file opened in place; None for a split of an earlier version of this project
@@ -245,6 +272,22 @@ class LocalSplit(SplitSource):
 
     def split_files(self, field_names: Sequence[str]) -> SplitFiles:
         return split_files(self.index_dir, None, field_names)
+
+
+MEMBERS_CHECKED = "members-checked"  # a work directory's record: its split's members' CRCs were checked
+
+
+def _identity(path: Path) -> str:
+    """What says a file is the one checked before: its size and modification time."""
+    st = path.stat()
+    return f"{st.st_size} {st.st_mtime_ns}"
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 UNPACKED_DIR = "unpacked"  # a cache entry's unpacked doc stores, with their own checksums.json
