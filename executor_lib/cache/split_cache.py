@@ -1,7 +1,8 @@
 """The node-local split cache ("NVMe cache"): L1 in memory for footers, L2 on local disk for splits.
 
 * **L2, disk.** One directory per split (keyed by the split's URI) holding ``data.split`` and
-  whatever searchers derive from it (extracted or transcoded index). A download goes to a
+  whatever searchers make of it (the record of its checked CRCs; a transcoded copy, an index
+  extracted for the ``tantivy`` package where a job needs one). A download goes to a
   temporary file then is renamed, under an exclusive ``flock`` on the entry, so when several
   Python worker processes of one node ask for the same split at once it is fetched once and
   the others wait and then hit. LRU by last use (file mtime) within ``max_bytes``.

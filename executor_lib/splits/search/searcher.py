@@ -77,8 +77,8 @@ _RANGE_TYPES = {
 
 
 class SplitSearcher:
-    """Search one split, whose bytes a ``SplitSource`` gives (a local split file extracted into a work
-    directory, or a split fetched by the piece): the searcher never asks which."""
+    """Search one split, whose bytes a ``SplitSource`` gives (a local split file read in place, or a
+    split fetched by the piece): the searcher never asks which."""
 
     @guarded(lambda self, split, *a, **k: f"opening split {split}")
     def __init__(
@@ -90,7 +90,8 @@ class SplitSearcher:
         pieces: SplitPieces | None = None,
         companion_root: str | None = None,
     ) -> None:
-        """Open the local split ``split`` (its index extracted, or transcoded, into ``work_dir``),
+        """Open the local split ``split`` (read in place; ``work_dir`` keeps what is made of it: the
+        record of its checked CRCs, a transcoded copy, an index extracted for the ``tantivy`` package),
         or, with ``pieces``, a split fetched by the piece (``split`` then only names it): its
         members are laid out in ``pieces.directory`` and its rows read by range. ``companion_root``:
         the source root of a companion table (``companion.sync.parquet_table_root``), needed to read
