@@ -18,6 +18,7 @@ kinds exist:
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import json
 import mmap
@@ -213,7 +214,8 @@ class LocalSplit(SplitSource):
             marker, seen = work_dir / MEMBERS_CHECKED, _identity(split)
             if _read_text(marker) != seen:
                 check_member_crcs(split, footer, str(split))  # once per work directory: Tantivy reads unchecked
-                marker.write_text(seen)
+                with contextlib.suppress(OSError):  # a full or read-only cache: checked again at the next open
+                    marker.write_text(seen)
         self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
 
     @property
