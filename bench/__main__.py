@@ -1,9 +1,9 @@
 """``python -m bench``: the state, split, Spark, ingest, analytics, compaction, storage, first-look
 (limits) and hits benchmarks in one run, one table of ratios.
 
-    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction,storage,limits,hits]
+    python -m bench [--quick] [--only state,split,spark,ingest,analytics,compaction,storage,limits,hits,lance]
                     [--ingest-rows N] [--analytics-rows N] [--compaction-rows N] [--storage-rows N]
-                    [--limits-rows N] [--hits-rows N] [--out bench-results.json] [--png DIR]
+                    [--limits-rows N] [--hits-rows N] [--lance-rows N] [--out bench-results.json] [--png DIR]
 
 Each benchmark measures its baseline in the same run (JSON checkpoint, raw tantivy, Parquet
 with ``contains``/``rlike``; for ingest, Parquet and raw tantivy-py writes and indexing the
@@ -57,12 +57,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--storage-rows", type=int, default=None, help="rows of the storage (S3 vs Parquet) benchmark")
     p.add_argument("--limits-rows", type=int, default=None, help="rows of the first-look (LIMIT, show) benchmark")
     p.add_argument("--hits-rows", type=int, default=None, help="rows of the hits (rows out of the index) benchmark")
+    p.add_argument("--lance-rows", type=int, default=None, help="rows of the beside-Lance (search) benchmark")
     args = p.parse_args(argv)
     args.suites = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown or not args.suites:
         p.error(f"--only: unknown benchmark {unknown or args.only!r} (choose from {','.join(SUITES)})")
-    sized = ("split", "spark", "ingest", "analytics", "compaction", "storage", "limits", "hits")
+    sized = ("split", "spark", "ingest", "analytics", "compaction", "storage", "limits", "hits", "lance")
     for flag in (f"{name}_rows" for name in sized):
         if getattr(args, flag) is not None and getattr(args, flag) < 10:
             p.error(f"--{flag.replace('_', '-')} must be at least 10")
@@ -95,6 +96,8 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
         overrides["limits_rows"] = args.limits_rows
     if args.hits_rows:
         overrides["hits_rows"] = args.hits_rows
+    if args.lance_rows:
+        overrides["lance_rows"] = args.lance_rows
     return dataclasses.replace(sizes, **overrides)
 
 

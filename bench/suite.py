@@ -1,4 +1,4 @@
-"""The nine benchmarks (state, split, spark, ingest, analytics, compaction, storage, limits, hits) with their
+"""The ten benchmarks (state, split, spark, ingest, analytics, compaction, storage, limits, hits, lance) with their
 sizes, and their results as rows of ratios against baselines.
 
 Each ``Ratio`` row compares a measurement with a baseline measured in the same run (or, where
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage", "limits", "hits")
+SUITES = ("state", "split", "spark", "ingest", "analytics", "compaction", "storage", "limits", "hits", "lance")
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class Sizes:
     limits_repeat: int = 5
     hits_rows: int = 5_000_000
     hits_repeat: int = 3
+    lance_rows: int = 5_000_000
+    lance_repeat: int = 7
 
 
 DEFAULT = Sizes((10_000, 100_000), 3, 10_000, 1_000_000, 200_000, 5_000_000, 3)
@@ -65,6 +67,8 @@ QUICK = Sizes(
     limits_repeat=2,
     hits_rows=100_000,
     hits_repeat=1,
+    lance_rows=100_000,
+    lance_repeat=2,
 )
 
 
@@ -116,6 +120,7 @@ def run_suite(name: str, sizes: Sizes) -> tuple[dict[str, Any], float]:
         "storage": lambda: _storage_run(sizes),
         "limits": lambda: _limits_run(sizes),
         "hits": lambda: _hits_run(sizes),
+        "lance": lambda: _lance_run(sizes),
     }
     start = time.perf_counter()
     results = runners[name]()
@@ -184,6 +189,14 @@ def _hits_run(sizes: Sizes) -> dict[str, Any]:
     return results
 
 
+def _lance_run(sizes: Sizes) -> dict[str, Any]:
+    from bench import lance_benchmark
+
+    results = lance_benchmark.run(sizes.lance_rows, max(1, sizes.lance_rows // 5), sizes.lance_repeat)
+    lance_benchmark.print_results(results)
+    return results
+
+
 def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
     runners = {
         "state": state_ratios,
@@ -195,6 +208,7 @@ def ratios(name: str, results: dict[str, Any]) -> list[Ratio]:
         "storage": storage_ratios,
         "limits": limits_ratios,
         "hits": hits_ratios,
+        "lance": lance_ratios,
     }
     return runners[name](results)
 
@@ -861,3 +875,47 @@ def hits_ratios(r: dict[str, Any]) -> list[Ratio]:
                 )
             )
     return rows
+
+
+def lance_ratios(r: dict[str, Any]) -> list[Ratio]:
+    """Issue 69, beside Lance (``lance_benchmark``): top 10 by BM25 no slower than Lance and within 1.5x of
+    Tantivy's own top 10; the first query after a process start at most 2x Lance's; the ids of the 10%
+    word's hits >= 5M rows/s. Rows against Lance only when pylance was installed."""
+    out: list[Ratio] = []
+    for name, q in r["top10"].items():
+        label = f"top 10 by BM25, {name} ({q['hits']:,} hits of {r['rows']:,} rows)"
+        if "lance_s" in q:
+            out.append(
+                _ratio(
+                    "lance", f"{label} vs Lance", q["ours_s"], q["lance_s"], "s", q["lance_s"] / q["ours_s"], (">=", 1)
+                )
+            )
+        out.append(
+            _ratio(
+                "lance",
+                f"{label}: Tantivy's own top 10 over ours (split statistics)",
+                q["ours_s"],
+                q["tantivy_s"],
+                "s",
+                q["tantivy_s"] / q["ours_s"],
+                (">=", 1 / 1.5),
+            )
+        )
+    f = r["first_query"]
+    for variant, label in (("bare", "as it is"), ("pandas", "pandas imported first")):
+        if f"lance_{variant}_s" in f:
+            ours, lance = f[f"ours_{variant}_s"], f[f"lance_{variant}_s"]
+            out.append(
+                _ratio(
+                    "lance",
+                    f"first query after a process start ({label}) vs Lance",
+                    ours,
+                    lance,
+                    "s",
+                    lance / ours,
+                    (">=", 0.5),
+                )
+            )
+    p = r["projection"]
+    out += _rate_goals("lance", f"ids of {p['hits']:,} hits, in-process: {{}}", p, (("ours", "ours_rows_per_s", 5e6),))
+    return out

@@ -52,7 +52,7 @@ def test_the_block_quotes_every_figure_of_a_recorded_run(tmp_path: Path) -> None
     assert "8.6K rows/s" in block and "68.7K rows/s" in block and "0.00M" not in block  # throughput keeps its digits
     assert re.search(r"0\.177 s +0\.103 s +\+0\.074 s +<= 0\.1 +yes", block)  # a difference in seconds, labelled so
     assert "a difference, not a ratio" in block
-    assert f"runs nine benchmarks in one process: {', '.join(SUITES)}." in block and len(SUITES) == 9
+    assert f"runs ten benchmarks in one process: {', '.join(SUITES)}." in block and len(SUITES) == 10
     doc["ratios"][0]["measured"] = 0.884
     assert readme.render(doc) != block
     assert [Ratio(**r) for r in json.loads(json.dumps(doc))["ratios"]][2].ratio_unit == "s"

@@ -299,3 +299,19 @@ def test_each_size_of_a_million_files_and_more_is_checked_against_its_own_target
     assert "MERGE SPLITS planning, 1,000,000 files, vs 5 s target" in ratios
     assert not any("Spark" in name and "10,000,000" in name for name in ratios)  # issue 54 sets none at 10M
     assert not any("1,000 files, vs" in name for name in ratios)  # below a million: only the largest size
+
+
+def test_bench_lance_at_a_tiny_size() -> None:
+    """The beside-Lance suite: every timing of this project's side is there and its top 10 has rows; the
+    Lance side and its ratios exactly when pylance is installed (the ``bench`` extra)."""
+    from bench.lance_benchmark import run
+    from bench.suite import lance_ratios
+
+    r = run(rows=20_000, split_rows=10_000, repeat=1, first_runs=1)
+    has_lance = importlib.util.find_spec("lance") is not None
+    assert r["splits"] == 2 and (r["lance"] is None) == has_lance
+    for q in r["top10"].values():
+        assert q["hits"] > 0 and q["ours_s"] > 0 and q["tantivy_s"] > 0 and ("lance_s" in q) == has_lance
+    assert r["first_query"]["ours_bare_s"] > 0 and r["projection"]["ours_rows_per_s"] > 0
+    names = [x.name for x in lance_ratios(r)]
+    assert len(names) == (7 if has_lance else 3) and all(x.ratio > 0 for x in lance_ratios(r))
