@@ -29,8 +29,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +61,6 @@ print(json.dumps([time.perf_counter() - t0, rows.num_rows]))
 """
 
 
-def _best(repeat: int, run: Callable[[], Any]) -> float:
-    run()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def _first(script: str, args: list[str], runs: int = 3) -> float:
     """The best of ``runs`` new processes' seconds from open to answer (``script`` prints them)."""
     times = []
@@ -103,7 +91,7 @@ def _lance(data: Any, path: Path) -> Any:
 def run(rows: int = 5_000_000, split_rows: int = 1_000_000, repeat: int = 7, first_runs: int = 3) -> dict[str, Any]:
     """Every measurement (module docstring) as a JSON document; ``first_runs`` new processes per first query."""
     import executor_lib
-    from bench.ranking_benchmark import _ten_percent_word
+    from bench.ranking_benchmark import _best, _ten_percent_word
     from bench.storage_benchmark import generate
     from executor_lib.cache.split_cache import SplitCache
     from executor_lib.splits.search.split_opening import open_searcher
@@ -215,9 +203,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--split-rows", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=7, help="best of how many warm runs")
+    parser.add_argument("--first-runs", type=int, default=3, help="new processes per first query")
     args = parser.parse_args()
-    print_results(run(args.rows, args.split_rows, args.repeat))
+    print_results(run(args.rows, args.split_rows, args.repeat, args.first_runs))
 
 
 if __name__ == "__main__":
