@@ -78,7 +78,18 @@ def record_written(entry: Path, name: str, size: int, crc: int) -> None:
 
     Example: ``record_written(entry / "unpacked", "5f2d....unpacked", 35450293, 1886932297)``
     """
-    if list(_record(entry, {name: (size, crc)})) == [name]:
+    _record(entry, {name: (size, crc)})
+    remember_as_written(entry, name)
+
+
+def remember_as_written(entry: Path, name: str) -> None:
+    """Remember ``entry``'s file ``name`` as found as written now, when it is the only file the entry
+    records and its size and CRC32 were just computed from it (``record_checksums`` of a download,
+    ``record_written``): the open that follows need not read it again. The caller holds the entry's lock.
+
+    Example: ``remember_as_written(entry, "data.split")`` after the download's rename
+    """
+    if list(_read_checksums(entry) or {}) == [name]:
         stats = _stats(entry, [CHECKSUMS, name])
         if stats:
             _remember(entry, stats, time.time())

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib import profiler
-from executor_lib.cache.entry_checksums import DATA_FILE, damaged_files, record_checksums
+from executor_lib.cache.entry_checksums import DATA_FILE, damaged_files, record_checksums, remember_as_written
 from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -141,6 +141,7 @@ class SplitCache:
                     )
                 record_checksums(entry, {DATA_FILE: Path(tmp)})  # before the split appears: readers verify it
                 os.replace(tmp, split)
+                remember_as_written(entry, DATA_FILE)  # its CRC was just read from it: the open checks it no more
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
