@@ -22,7 +22,7 @@ use serde_json::Value;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{Bm25StatisticsProvider, Query, QueryParser};
+use tantivy::query::{Bm25StatisticsProvider, Query};
 use tantivy::schema::{Field, FieldType, Type};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{
@@ -32,7 +32,7 @@ use tantivy::{DocAddress, Index, IndexReader, Order, ReloadPolicy, Score, Search
 
 use crate::bundle::BundleDirectory;
 use crate::hits::Matches;
-use crate::plan::Compiler;
+use crate::plan::{query_parser, Compiler};
 
 const DEFAULT_MAX_TOKEN_LENGTH: usize = 255;
 
@@ -271,16 +271,9 @@ impl Split {
     /// plan's `parse` node will: a ValueError with the parser's message (the `tantivy` package's
     /// `Index.parse_query` gives the same) when it does not parse.
     fn check_query(&self, text: &str, fields: Vec<String>) -> PyResult<()> {
-        let schema = self.index.schema();
-        let mut defaults = Vec::with_capacity(fields.len());
-        for name in &fields {
-            let field = schema
-                .get_field(name)
-                .map_err(|_| value_error(format!("Field `{name}` is not defined in the schema.")))?;
-            defaults.push(field);
-        }
-        let mut parser = QueryParser::for_index(&self.index, defaults);
-        parser.allow_regexes();
+        let names: Vec<&str> = fields.iter().map(String::as_str).collect();
+        let parser = query_parser(&self.index, &names)
+            .map_err(|name| value_error(format!("Field `{name}` is not defined in the schema.")))?;
         parser.parse_query(text).map(|_| ()).map_err(value_error)
     }
 

@@ -27,6 +27,19 @@ use tantivy::{DateTime, Index, Term};
 
 pub type PlanResult<T> = Result<T, String>;
 
+/// Tantivy's query parser over the default fields `names`, regexes allowed: what a plan's `parse`
+/// node runs, and `Split.check_query`. The error is the name of a field the schema lacks.
+pub(crate) fn query_parser(index: &Index, names: &[&str]) -> Result<QueryParser, String> {
+    let schema = index.schema();
+    let fields = names
+        .iter()
+        .map(|name| schema.get_field(name).map_err(|_| name.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut parser = QueryParser::for_index(index, fields);
+    parser.allow_regexes();
+    Ok(parser)
+}
+
 fn bad(node: &Value, what: &str) -> String {
     let mut shown = node.to_string();
     if shown.len() > 200 {
@@ -143,13 +156,11 @@ impl<'a> Compiler<'a> {
             }
             "parse" => {
                 let names = item(node, 2)?.as_array().ok_or_else(|| bad(node, "item 2 is not a list"))?;
-                let mut fields = Vec::with_capacity(names.len());
-                for name in names {
-                    let name = name.as_str().ok_or_else(|| bad(node, "a default field is not a string"))?;
-                    fields.push(self.schema.get_field(name).map_err(|_| bad(node, &format!("no field {name:?}")))?);
-                }
-                let mut parser = QueryParser::for_index(self.index, fields);
-                parser.allow_regexes();
+                let names = names
+                    .iter()
+                    .map(|name| name.as_str().ok_or_else(|| bad(node, "a default field is not a string")))
+                    .collect::<PlanResult<Vec<&str>>>()?;
+                let parser = query_parser(self.index, &names).map_err(|name| bad(node, &format!("no field {name:?}")))?;
                 parser.parse_query(text(node, 1)?).map_err(|e| bad(node, &e.to_string()))?
             }
             other => return Err(bad(node, &format!("unknown node {other:?}"))),

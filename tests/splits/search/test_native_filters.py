@@ -123,3 +123,20 @@ def test_native_snippets_are_the_tantivy_package_ones(
         assert ours[len(texts) - 3] is None
         if "*" not in query:  # (a wildcard's terms are not the query's: nothing is marked, as in the package)
             assert any(tags[0] in s for s in ours if s)
+
+
+def test_the_native_syntax_check_gives_the_tantivy_packages_messages(
+    split: tuple[Path, pa.Schema], tmp_path: Path
+) -> None:
+    """``NativeSplit.check_query`` (Tantivy's parser in Rust, what a plan's ``parse`` node runs) answers
+    bad text and an unknown default field with the messages the ``tantivy`` package's parser gives."""
+    native, package = _searchers(split, tmp_path)
+    engine = native._native_split()
+    assert engine is not None
+    engine.check_query("message:[a TO c]", ["message"])
+    for text, fields in (("message:[a TO", ["message"]), ("nosuch:a", ["message"]), ("a", ["nosuch"])):
+        with pytest.raises(ValueError) as ours:
+            engine.check_query(text, fields)
+        with pytest.raises(ValueError) as theirs:
+            package.index.parse_query(text, fields, allow_regexes=True)
+        assert str(ours.value) == str(theirs.value)
