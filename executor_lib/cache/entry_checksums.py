@@ -78,8 +78,8 @@ def record_written(entry: Path, name: str, size: int, crc: int) -> None:
 
     Example: ``record_written(entry / "unpacked", "5f2d....unpacked", 35450293, 1886932297)``
     """
-    _record(entry, {name: (size, crc)})
-    remember_as_written(entry, name)
+    if list(_record(entry, {name: (size, crc)})) == [name]:
+        _remember_now(entry, name)
 
 
 def remember_as_written(entry: Path, name: str) -> None:
@@ -90,9 +90,13 @@ def remember_as_written(entry: Path, name: str) -> None:
     Example: ``remember_as_written(entry, "data.split")`` after the download's rename
     """
     if list(_read_checksums(entry) or {}) == [name]:
-        stats = _stats(entry, [CHECKSUMS, name])
-        if stats:
-            _remember(entry, stats, time.time())
+        _remember_now(entry, name)
+
+
+def _remember_now(entry: Path, name: str) -> None:
+    stats = _stats(entry, [CHECKSUMS, name])
+    if stats:
+        _remember(entry, stats, time.time())
 
 
 def damaged_files(entry: Path, required: str | None = DATA_FILE) -> list[str]:
