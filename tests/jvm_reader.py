@@ -10,6 +10,8 @@ Nothing here uses this project's log code: only its storage layer to fetch bytes
 * ``Jvm05Committer``: commits the way 0.5.x does — version N is the put-if-absent of
   ``state-v<N>/_manifest.avro`` (no version file), N one past the newest state it sees — for
   tests that race it against this project's writer.
+* ``Jvm053Log``: 0.5.3 in version-file mode: appends by version file, and its CHECKPOINT, which
+  writes its state past the log when a state of the newest version exists already.
 """
 
 from __future__ import annotations
@@ -188,6 +190,61 @@ class Jvm05Committer:
                 self.lost_races += 1
             except ObjectNotFoundError:  # pragma: no cover - a state listed, then gone
                 self.lost_races += 1
+
+
+@dataclass
+class Jvm053Log:
+    """IndexTables4Spark 0.5.3's log in version-file mode (``transaction/TransactionLog.scala``), as far
+    as these tests need it. ``append`` commits by a version file, one past the newest version file
+    (it looks at version files only). ``checkpoint`` is its CHECKPOINT: the live files as ``jvm_read``
+    sees them, written as a compacted state at the newest version file's number, every entry added
+    at that number; if a state of that number exists, at the next number without a state manifest,
+    as ``StateWriter.writeStateWithRetry`` / ``findNextAvailableVersion`` do."""
+
+    uri: str
+    options: dict[str, Any]
+
+    def append(self, path: str, records: int = 5) -> int:
+        store = open_store(self.uri, **self.options)
+        add = {"add": {"path": path, "partitionValues": {}, "size": 100, "modificationTime": 0, "dataChange": True,
+                       "numRecords": records}}  # fmt: skip
+        while True:
+            version = _newest_version_file(store) + 1
+            try:
+                store.put_if_absent(f"{LOG}/{version:020d}.json", (json.dumps(add) + "\n").encode())
+                return version
+            except ObjectAlreadyExistsError:
+                continue
+
+    def checkpoint(self, missing: tuple[str, ...] = ()) -> int:
+        """``missing``: files its listing lost (0.5.3's ``listFiles`` reads ``_last_checkpoint`` twice, for
+        the state and for the version to replay from, and misses what landed between the two reads)."""
+        store = open_store(self.uri, **self.options)
+        current = _newest_version_file(store)
+        files = {p: f for p, f in jvm_read(self.uri, **self.options).files.items() if p not in missing}
+        version = current
+        while store.exists(f"{LOG}/state-v{version:020d}/_manifest.avro"):
+            version += 1
+        now = int(time.time() * 1000)
+        entries = [_file_entry(p, int(f.get("numRecords") or 0), current, now) for p, f in sorted(files.items())]
+        manifest = f"manifests/manifest-{uuid.uuid4().hex[:8]}.avro"
+        buf = io.BytesIO()
+        fastavro.writer(buf, fastavro.parse_schema(jvm_file_entry_schema()), entries, codec="zstandard")
+        store.put(f"{LOG}/{manifest}", buf.getvalue())
+        info = {"path": manifest, "numEntries": len(entries), "minAddedAtVersion": current,
+                "maxAddedAtVersion": current, "partitionBounds": None, "tombstoneCount": 0,
+                "liveEntryCount": -1}  # fmt: skip
+        state = {"formatVersion": 1, "stateVersion": version, "createdAt": now, "numFiles": len(entries),
+                 "totalBytes": 100 * len(entries), "manifests": [info], "tombstones": [], "schemaRegistry": {},
+                 "protocolVersion": 4, "metadata": None}  # fmt: skip
+        buf = io.BytesIO()
+        fastavro.writer(buf, fastavro.parse_schema(jvm_state_schema()), [state], codec="zstandard")
+        store.put_if_absent(f"{LOG}/state-v{version:020d}/_manifest.avro", buf.getvalue())
+        return version
+
+
+def _newest_version_file(store: ObjectStore) -> int:
+    return max(int(m.group(1)) for o in store.list(f"{LOG}/0", recursive=False) if (m := _VERSION.match(o.key)))
 
 
 def _file_entry(path: str, records: int, version: int, now: int) -> dict[str, Any]:

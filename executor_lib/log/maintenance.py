@@ -11,17 +11,19 @@ commit); otherwise a JSON checkpoint. Every checkpoint ends with the cleanup of 
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.config import LogConfig
+from executor_lib.log.foreign_states import has_version_file, is_checkpoint_past_the_log, stale_beside
 from executor_lib.log.interfaces import MaintainedLog
-from executor_lib.log.snapshot import Snapshot, check_writable
+from executor_lib.log.snapshot import Snapshot, check_writable, read_version_actions
 from executor_lib.protocol.actions import ProtocolAction
 from executor_lib.protocol.files import state_dir
-from indextables_contract.errors import IndexTablesError, InvalidActionError
+from indextables_contract.errors import IndexTablesError, InvalidActionError, ObjectNotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,32 @@ def checkpoint(txlog: MaintainedLog, version: int | None = None) -> checkpoints.
         txlog.commit([v4_protocol(snap.protocol)], operation="UPGRADE PROTOCOL", read_version=snap.version)
         return _last_state_info(txlog)
     existing = read_state_manifest(txlog.store, snap.version)
+    has_file = functools.partial(has_version_file, txlog.store)
+    if existing is not None and (is_checkpoint_past_the_log(existing, has_file) or _stale(txlog, existing)):
+        # Another implementation's checkpoint holds the state name of this version, and its file list
+        # need not be the table's (foreign_states): the checkpoint goes to a version that changes
+        # nothing, with a state of ours.
+        if version is not None:
+            raise InvalidActionError(
+                f"{txlog.uri}: the state of version {version} is another implementation's checkpoint that does "
+                "not hold that version; checkpoint the latest version instead"
+            )
+        txlog.commit([snap.metadata], operation="CHECKPOINT", read_version=snap.version)
+        snap = txlog.snapshot()
+        existing = read_state_manifest(txlog.store, snap.version)
     manifest = existing or txlog.write_state(snap.version, force_compaction=True)
     info = state_checkpoint_info(manifest)
     checkpoints.write_last_checkpoint_if_newer(txlog.store, info)
     expire_after_checkpoint_quietly(txlog, snap.version)
     return info
+
+
+def _stale(txlog: MaintainedLog, manifest: StateManifest) -> bool:
+    actions_of = functools.partial(read_version_actions, txlog.store)
+    try:
+        return stale_beside(txlog.store, manifest, actions_of, txlog.config.state_read_parallelism)
+    except ObjectNotFoundError:  # no version file of its number: the state is that version
+        return False
 
 
 def write_json_checkpoint(txlog: MaintainedLog, snap: Snapshot) -> checkpoints.LastCheckpoint:

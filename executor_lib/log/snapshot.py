@@ -23,6 +23,7 @@ from typing import Any
 from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
+from executor_lib.log.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
 from executor_lib.log.live_files import LiveFiles, last_entries
 from executor_lib.log.partition_index import present_values
 from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
@@ -74,6 +75,16 @@ SUPPORTED_READER_FEATURES = frozenset(
 SUPPORTED_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {"checkpoint"}
 
 log = logging.getLogger(__name__)
+
+
+def _can_read_past(listing: LogListing, older: Sequence[tuple[int, str]], version: int, passed: set[int]) -> bool:
+    """Whether the table at ``version`` can be read without its state: from the next ``older`` base
+    (or from nothing) and the version files up to it. A partial listing with no older base says yes:
+    the full listing it then needs decides."""
+    if not older and not listing.complete:
+        return True
+    first = older[0][0] + 1 if older else 0
+    return all(v in listing.versions or v in passed for v in range(first, version))
 
 
 def _all_retained(listing: LogListing, first: int, last: int) -> bool:
@@ -457,9 +468,9 @@ class SnapshotLoader:
         return any(self.store.exists(prefix + name) for name in avro_state.STATE_MANIFEST_NAMES)
 
     def _load_from(self, listing: LogListing, target: int, predicates: Sequence[Any] = ()) -> Snapshot:
-        base_state, base_desc, manifest = self._load_base(listing, target, predicates)
+        base_state, base_desc, manifest, passed = self._load_base(listing, target, predicates)
         start = base_state.version + 1
-        missing = [v for v in range(start, target + 1) if v not in listing.versions]
+        missing = [v for v in range(start, target + 1) if v not in listing.versions and v not in passed]
         if missing:
             if not listing.complete:
                 raise _NeedFullListing()
@@ -475,7 +486,10 @@ class SnapshotLoader:
                 f"{self.store.uri_of(LOG_DIR)}: version file {version_file(missing[0])} is missing and no "
                 f"checkpoint or state covers version {missing[0]} (cannot build version {target})"
             )
-        versions = ((v, read_version_actions(self.store, v)) for v in range(start, target + 1))
+        # a version passed over exists as a checkpoint only (no version file): it changed nothing
+        versions = (
+            (v, read_version_actions(self.store, v) if v in listing.versions else []) for v in range(start, target + 1)
+        )
         state = replay(base_state, versions, self.store.root_uri, lambda v: version_source(self.store, v))
         check_readable(state.protocol, self.store.root_uri)
         snap = Snapshot(self.store.root_uri, state, base_desc, listing.versions.get(target), manifest)
@@ -484,21 +498,25 @@ class SnapshotLoader:
 
     def _load_base(
         self, listing: LogListing, target: int, predicates: Sequence[Any] = ()
-    ) -> tuple[TableState, str, avro_state.StateManifest | None]:
+    ) -> tuple[TableState, str, avro_state.StateManifest | None, frozenset[int]]:
+        """The base of a snapshot at ``target``: (its state, what it is, its state manifest if any, the
+        versions passed over). Another implementation's checkpoint (``foreign_states``) is passed over,
+        where the version files allow: its file list need not be the table's."""
+        passed: set[int] = set()
         candidates = sorted(
             [(v, "state") for v in listing.states if v <= target]
             + [(v, "checkpoint") for v in listing.checkpoints if v <= target],
             reverse=True,
         )
         damaged: CorruptLogError | None = None  # the newest state that failed its checks
-        for v, kind in candidates:
+        for i, (v, kind) in enumerate(candidates):
             if damaged is not None and not _all_retained(listing, v + 1, target):
                 raise damaged  # an older base would need version files that are gone: not exact
             try:  # a damaged checkpoint or state manifest: an older base, where that is exact
                 if kind == "checkpoint":
                     actions = read_checkpoint_actions(self.store, v)
                     state = replay(EMPTY_STATE, [(v, actions)], self.store.root_uri, self._checkpoint_source)
-                    return state, f"checkpoint {v}", None
+                    return state, f"checkpoint {v}", None, frozenset(passed)
                 manifest = avro_state.read_state_manifest(self.store, v)
             except CorruptLogError as e:
                 log.warning("%s; reading from an older state and the version files after it", e)
@@ -506,13 +524,44 @@ class SnapshotLoader:
                 continue
             if manifest is None:
                 continue  # state directory without a manifest: an unfinished write, not a commit
+            if self._past_the_log(manifest, listing) and _can_read_past(listing, candidates[i + 1 :], v, passed):
+                passed.add(v)
+                continue
             state = self._state_from_avro(manifest, listing, predicates)
-            return state, f"state-v{version_name(v)}", manifest
+            if v in listing.versions and self._stale(manifest, state, predicates):
+                continue
+            return state, f"state-v{version_name(v)}", manifest, frozenset(passed)
         if not listing.complete:
             raise _NeedFullListing()
         if damaged is not None and not _all_retained(listing, 0, target):
             raise damaged
-        return EMPTY_STATE, "log", None
+        return EMPTY_STATE, "log", None, frozenset(passed)
+
+    def _past_the_log(self, manifest: avro_state.StateManifest, listing: LogListing) -> bool:
+        """``foreign_states.is_checkpoint_past_the_log``, asking the store about a version file the
+        listing did not cover."""
+
+        def has_file(v: int) -> bool:
+            if v in listing.versions:
+                return True
+            return not listing.complete and has_version_file(self.store, v)
+
+        return is_checkpoint_past_the_log(manifest, has_file)
+
+    def _stale(self, manifest: avro_state.StateManifest, state: TableState, predicates: Sequence[Any]) -> bool:
+        """Whether another implementation's state beside the version file of its number does not hold
+        that file (``foreign_states``): then it is no base, and an older one and the version files are
+        read. A head-only load (``files=False``) does not ask."""
+        if manifest.written_here or predicates is _NO_FILES:
+            return False
+        actions = read_version_actions(self.store, manifest.state_version)
+        if predicates:  # a pruned state holds the matching partitions' files only: read it whole
+            held = holds_version(self.store, manifest, actions, self.config.state_read_parallelism)
+        else:
+            held = holds(state.files, actions)
+        if not held:
+            log.info("%s: does not hold its version's file (another implementation's checkpoint)", manifest.source)
+        return not held
 
     def _checkpoint_source(self, version: int) -> str:
         return self.store.uri_of(f"{LOG_DIR}/{checkpoint_file(version)}")

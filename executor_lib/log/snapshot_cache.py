@@ -82,10 +82,13 @@ def still_current(cached: Snapshot, listing: LogListing) -> bool:
     """Whether a listing past ``cached``'s version (``list_log(store, cached.version)``) still shows
     ``cached``'s version as the same commit: listed, and its version file (when both have one) with
     the modification time the snapshot recorded. A table deleted and created again at the same place
-    has new version files, so a snapshot of the old table is never extended with the new one's."""
+    has new version files, so a snapshot of the old table is never extended with the new one's. A
+    snapshot built from a state alone is not current once a version file of its number appears: the
+    state was another implementation's checkpoint, and the version file is the commit
+    (``foreign_states``)."""
     v = cached.version
     if v in listing.versions:
-        return cached.timestamp_ms is None or listing.versions[v] == cached.timestamp_ms
+        return cached.timestamp_ms is not None and listing.versions[v] == cached.timestamp_ms
     return v in listing.states or v in listing.checkpoints
 
 

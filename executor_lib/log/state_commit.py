@@ -38,7 +38,7 @@ def write_state(
     and whether this call wrote the state manifest (False: one existed). ``known_actions`` are
     version files the caller holds, not read again."""
     known = known_actions or {}
-    base = newest_state_before(store, list_states, version)
+    base = newest_state_before(store, list_states, version, config.state_read_parallelism)
     versions: list[tuple[int, list[Action]]] | None = None
     if base is not None:
         try:

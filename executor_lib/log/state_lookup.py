@@ -6,11 +6,13 @@ a run of version files leaves on such a state (``latest_protocol_and_metadata``)
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.foreign_states import has_version_file, is_checkpoint_past_the_log, stale_beside
 from executor_lib.log.snapshot import read_version_actions
 from executor_lib.log.streaming_txns import TxnRecord, advance
 from executor_lib.protocol.actions import Action, MetadataAction, ProtocolAction
@@ -47,19 +49,40 @@ def newest_own_state(store: ObjectStore, list_states: Callable[[int], Any], vers
     return None
 
 
-def newest_state_before(store: ObjectStore, list_states: Callable[[int], Any], version: int) -> StateManifest | None:
-    """The newest state below ``version``: usually ``version - 1`` (every commit writes one), so
-    probe the last few directly before listing (a listing of all states grows with history)."""
+def newest_state_before(
+    store: ObjectStore, list_states: Callable[[int], Any], version: int, parallelism: int = 4
+) -> StateManifest | None:
+    """The newest state below ``version`` that can be built on: usually ``version - 1`` (every
+    commit writes one), so probe the last few directly before listing (a listing of all states grows
+    with history). Another implementation's state that does not hold the version file of its
+    number is passed over (``foreign_states.stale_beside``)."""
     for v in range(version - 1, max(version - 4, 0), -1):
-        manifest = verified_state(store, v)
+        manifest = _base_at(store, v, parallelism)
         if manifest is not None:
             return manifest
     listing = list_states(version - 1)
     for v in sorted((s for s in listing.states if s < version - 3), reverse=True)[:3]:
-        manifest = verified_state(store, v)
+        manifest = _base_at(store, v, parallelism)
         if manifest is not None:
             return manifest
     return None
+
+
+def _base_at(store: ObjectStore, version: int, parallelism: int) -> StateManifest | None:
+    manifest = verified_state(store, version)
+    has_file = functools.partial(has_version_file, store)
+    if manifest is None or is_checkpoint_past_the_log(manifest, has_file):  # its file list need not be the table's
+        return None
+    try:
+        stale = stale_beside(store, manifest, functools.partial(read_version_actions, store), parallelism)
+    except ObjectNotFoundError:  # no version file of its number: the state is that version
+        return manifest
+    if stale:
+        log.info(
+            "%s: does not hold its version's file (another implementation's checkpoint); not built on", manifest.source
+        )
+        return None
+    return manifest
 
 
 def latest_protocol_and_metadata(

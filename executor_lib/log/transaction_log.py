@@ -25,6 +25,7 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import logging
@@ -38,11 +39,17 @@ from typing import Any
 from executor_lib import failpoints
 from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log import maintenance, snapshot_cache
-from executor_lib.log.avro_state import StateManifest, read_state_chunks, read_state_manifest
+from executor_lib.log.avro_state import StateManifest, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport
 from executor_lib.log.commit_checks import validate_against_table, validate_static
 from executor_lib.log.config import LogConfig
 from executor_lib.log.conflicts import CommitIntent, check_conflicts
+from executor_lib.log.foreign_states import (
+    has_version_file,
+    holds_version,
+    is_checkpoint_ahead,
+    is_checkpoint_past_the_log,
+)
 from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.maintenance import state_checkpoint_info, uses_avro_state
 from executor_lib.log.pruning import FileListing, file_listing
@@ -124,6 +131,9 @@ class _Head:
     protocol: ProtocolAction | None
     metadata: MetadataAction | None
     state_only: bool = False  # the version exists as a state without a version file (0.5.x style)
+    # the version is a state another implementation's checkpoint wrote past the log (foreign_states):
+    # no commit, and open until a version file claims it
+    checkpoint_ahead: bool = False
 
 
 @dataclass(frozen=True)
@@ -298,6 +308,8 @@ class TransactionLog:
             self._check_new_batch(streaming_txn, head)
         if read_version is not None and read_version > head.version:
             raise VersionNotFoundError(f"{self.uri}: read version {read_version} is newer than {head.version}")
+        if head.checkpoint_ahead:
+            head, read_version = self._close_checkpoint_ahead(head, read_version)
         read_version, head, metadata_at_read = self._validated_read(actions, read_version, head, new_files)
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
@@ -413,7 +425,7 @@ class TransactionLog:
             return manifest, False
         try:
             existing = read_state_manifest(self.store, version)
-            ghost = existing is not None and not self._state_holds(existing, final)
+            ghost = existing is not None and self._is_ghost_beside(existing, final)
         except IndexTablesError as e:
             log.warning("%s: cannot check the state of version %d: %s", self.uri, version, e)
             return manifest, False
@@ -430,20 +442,17 @@ class TransactionLog:
             self.store.delete(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES['json']}")
         return None, True
 
-    def _state_holds(self, state: StateManifest, final: list[Action]) -> bool:
-        """Whether ``state`` is the state of a commit of ``final`` (derived from our version file)
-        rather than of another commit of the same version number."""
-        if state.engine is not None:
-            return True  # written by this project: derived from the version file
-        added = {a.path for a in final if isinstance(a, AddAction)}
-        removed = {a.path for a in final if isinstance(a, RemoveAction)}
-        if not added and not removed:
+    def _is_ghost_beside(self, state: StateManifest, final: list[Action]) -> bool:
+        """Whether our version file of ``final`` is a ghost beside ``state``, the state of its number:
+        another implementation committed the same version as a state. Not when we wrote the state
+        (derived from the version file), when it holds our commit, or when it is another
+        implementation's checkpoint (``foreign_states``): 0.5.3's checkpoint written at this number is
+        no commit, so our version file stands and the state, stale beside it, is never built on."""
+        if state.written_here or is_checkpoint_past_the_log(state, functools.partial(has_version_file, self.store)):
             return False
-        listed: set[str] = set()
-        for chunk in read_state_chunks(self.store, state, self.config.state_read_parallelism):
-            listed.update(chunk.paths.to_pylist())
-        live = listed - state.tombstones
-        return added <= live and not (removed & live)
+        if not any(isinstance(a, (AddAction, RemoveAction)) for a in final):
+            return True
+        return not holds_version(self.store, state, final, self.config.state_read_parallelism)
 
     def _try_state_commit(
         self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
@@ -497,6 +506,43 @@ class TransactionLog:
             return False
         info = state.commit_info() if state is not None else None
         return info is not None and info.txn_id == attempt.txn_id
+
+    def _close_checkpoint_ahead(self, head: _Head, read_version: int | None) -> tuple[_Head, int | None]:
+        """Claim the version of a checkpoint another implementation wrote past the log
+        (``foreign_states``) with a version file that changes nothing, before committing after it:
+        0.5.3's next append can then no longer take that number and hide behind the state. If an
+        append took it first, it is a commit like any other, and a transaction that read the state
+        (``read_version`` at it) read the version before it: the append is checked as a winner."""
+        v = head.version
+        info = CommitInfoAction(
+            txn_id=uuid.uuid4().hex,
+            timestamp=int(time.time() * 1000),
+            operation="CHECKPOINT",
+            engine=ENGINE,
+            read_version=v - 1,
+            operation_parameters={"closes": f"{state_dir(v)}, a checkpoint another implementation wrote past the log"},
+        )
+        if head.metadata is None:
+            raise CorruptLogError(f"{self.uri}: no metaData action at version {v}")
+        # The table's metaData again, unchanged: a line every reader knows (0.5.3 refuses commitInfo
+        # lines), which no conflict check counts as a change (conflicts.is_real_metadata_change).
+        lines: list[Action] = [info, head.metadata] if self.config.commit_info_enabled else [head.metadata]
+        body = encode_log_bytes(actions_to_ndjson(lines), self.config.compression_enabled, self.config.gzip_level)
+        outcome, error = self._try_write(v, body, info.txn_id)
+        if outcome is CommitOutcome.NOT_WRITTEN:
+            raise CommitFailedError(
+                f"{self.uri}: version {v} exists only as another implementation's checkpoint, and closing it "
+                f"with a version file failed ({error}); nothing was committed"
+            ) from error
+        if outcome is CommitOutcome.COMMITTED:
+            log.info("%s: closed version %d, a checkpoint another implementation wrote past the log", self.uri, v)
+            actions = lines
+        else:
+            actions = read_version_actions(self.store, v)
+            if read_version == v:
+                read_version = v - 1
+        self._head = _head_after(dataclasses.replace(head, version=v - 1, checkpoint_ahead=False), [actions])
+        return self._head, read_version
 
     def _validated_read(
         self, actions: list[Action], read_version: int | None, head: _Head, new_files: bool
@@ -625,16 +671,29 @@ class TransactionLog:
                     pass
         cached = self._snapshot
         snap = self._refresh_snapshot() if cached is not None else self._loader.load(files=False)
-        self._head = _Head(snap.version, snap.protocol, snap.state.metadata, self._committed_by_state(snap))
+        self._head = self._head_of(snap)
         return self._head
 
-    def _committed_by_state(self, snap: Snapshot) -> bool:
-        """Whether the snapshot's version was committed as a state only: no version file, and its
-        state is a commit point (not a state derived from a version file that retention deleted)."""
+    def _head_of(self, snap: Snapshot) -> _Head:
+        """The head at ``snap``: whether its version was committed as a state only (no version file,
+        and its state is a commit point, not one derived from a version file that retention deleted),
+        or is a checkpoint another implementation wrote past the log (no commit at all)."""
+        head = _Head(snap.version, snap.protocol, snap.state.metadata)
         manifest = snap.state_manifest
-        if snap.version == 0 or manifest is None or manifest.state_version != snap.version:
-            return False
-        return manifest.commit_point and not self.store.exists(f"{LOG_DIR}/{version_file(snap.version)}")
+        if manifest is not None and manifest.state_version != snap.version:
+            manifest = None  # built on an older state and the version files
+        if snap.version == 0 or (manifest is not None and not manifest.commit_point):
+            return head
+        has_file = functools.cache(functools.partial(has_version_file, self.store))
+        if has_file(snap.version):
+            return head
+        # the snapshot may have passed over the state of its version (another implementation's checkpoint)
+        manifest = manifest or read_state_manifest(self.store, snap.version)
+        if manifest is None or not manifest.commit_point:
+            return head
+        if is_checkpoint_ahead(manifest, has_file):
+            return dataclasses.replace(head, checkpoint_ahead=True)
+        return dataclasses.replace(head, state_only=True)
 
     def _metadata_at(self, version: int, head: _Head) -> MetadataAction | None:
         if version == head.version:
