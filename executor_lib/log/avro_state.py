@@ -11,6 +11,7 @@ here (see PROTOCOL.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -23,6 +24,7 @@ from executor_lib.arrow_pool import give_back_unused
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.file_table import FileChunk, deferring
+from executor_lib.log.in_place import read_settled
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, RELEASE_AFTER_ENTRIES, manifest_cache_key
 from executor_lib.log.manifest_columns import read_sidecar
 from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
@@ -209,23 +211,28 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
     """The state manifest of ``state-v<version>``, or None if the directory has none (incomplete write)."""
     for name in STATE_MANIFEST_NAMES:
         key = f"{LOG_DIR}/{state_dir(version)}/{name}"
-        try:
-            data = store.read(key)
+        source = store.uri_of(key)
+        try:  # another implementation's manifest may still be being written in place (in_place)
+            return read_settled(functools.partial(_read_state_manifest_file, store, key, source), source)
         except ObjectNotFoundError:
             continue
-        source = store.uri_of(key)
-        verify_log_file(store, key, data, source)
-        check_state_seal(data, name.endswith(".avro"), source)
-        if name.endswith(".avro"):
-            records, writer = _read_avro_records(data, source)
-            if len(records) != 1:
-                raise CorruptLogError(f"{source}: expected one state manifest record, found {len(records)}")
-            return _state_manifest_from_dict(records[0], source, writer)
-        try:
-            return _state_manifest_from_dict(json.loads(data.decode("utf-8")), source)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            raise CorruptLogError(f"{source}: invalid JSON: {e}") from e
     return None
+
+
+def _read_state_manifest_file(store: ObjectStore, key: str, source: str) -> StateManifest:
+    data = store.read(key)
+    verify_log_file(store, key, data, source)
+    avro = key.endswith(".avro")
+    check_state_seal(data, avro, source)
+    if avro:
+        records, writer = _read_avro_records(data, source)
+        if len(records) != 1:
+            raise CorruptLogError(f"{source}: expected one state manifest record, found {len(records)}")
+        return _state_manifest_from_dict(records[0], source, writer)
+    try:
+        return _state_manifest_from_dict(json.loads(data.decode("utf-8")), source)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CorruptLogError(f"{source}: invalid JSON: {e}") from e
 
 
 def resolve_manifest_path(path: str, version: int) -> str:

@@ -13,7 +13,6 @@ import bisect
 import contextlib
 import gc
 import logging
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from executor_lib.log import avro_state
 from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
 from executor_lib.log.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
+from executor_lib.log.in_place import read_settled
 from executor_lib.log.live_files import LiveFiles, last_entries
 from executor_lib.log.partition_index import present_values
 from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
@@ -144,33 +144,16 @@ def _chain(*iterables: Iterable[Any]) -> Iterator[Any]:
         yield from it
 
 
-# Re-reads of a version file that is empty or cannot be decoded, and the pause before each (seconds):
-# IndexTables4Spark writes a version file in place on a Hadoop filesystem (``HadoopCloudStorageProvider
-# .writeFileIfNotExists``: ``fs.create``, then the bytes), so a concurrent reader on the local filesystem
-# can list it empty or half written; a file still not readable after these is corrupt.
-IN_PROGRESS_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
-
-
 def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
     """The actions of one version file. A protocol this code cannot read is reported before
     anything else in the file (a newer protocol may well bring action types unknown here).
 
     A file that is empty or does not decode (invalid JSON, truncated gzip) may be one another writer is
-    still writing in place (IN_PROGRESS_RETRIES): it is read again after a pause, a few times, before the
-    CorruptLogError is raised. An unknown action type is raised at once."""
+    still writing in place (``in_place.read_settled``): it is read again after a pause, a few times,
+    before the CorruptLogError is raised. An unknown action type is raised at once."""
     key = f"{LOG_DIR}/{version_file(version)}"
     source = version_source(store, version)
-    for pause in (*IN_PROGRESS_RETRIES, None):
-        try:
-            return _parse_version_file(store.read(key), source)
-        except UnknownActionError:
-            raise
-        except CorruptLogError:
-            if pause is None:
-                raise
-            log.debug("%s: not readable yet (being written?), read again in %.2f s", source, pause)
-            time.sleep(pause)
-    raise AssertionError("unreachable")
+    return read_settled(lambda: _parse_version_file(store.read(key), source), source)
 
 
 def version_source(store: ObjectStore, version: int) -> str:

@@ -29,6 +29,7 @@ import pytest
 
 import connect_plugin
 import executor_lib
+from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.protocol.actions import removes_of
 from executor_lib.spark.commands.merge import merge_group
 from executor_lib.spark.common import node_split_cache
@@ -128,6 +129,25 @@ def collect(proc: subprocess.Popen[str], side: Side, timeout: float) -> dict[str
         else:
             stats = message["stats"]
     return stats
+
+
+def log_layout(path: str) -> str:
+    """What a lost commit needs to be traced: the versions without a version file, and the states
+    another implementation wrote (version, entries, newest entry's version)."""
+    log_dir = Path(path) / "_transaction_log"
+    names = {p.name for p in log_dir.iterdir()}
+    versions = {int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit() and len(n) == 25}
+    states = sorted(int(n[7:]) for n in names if n.startswith("state-v"))
+    foreign = []
+    for v in states:
+        manifest = read_state_manifest(executor_lib.open_log(path).store, v)
+        if manifest is not None and not manifest.written_here:
+            newest = max((m.max_added_at_version for m in manifest.manifests), default=-1)
+            foreign.append((v, manifest.num_files, newest))
+    no_file = [v for v in states if v not in versions]
+    return (
+        f"versions without a version file {no_file}; other implementation's states (version, files, newest) {foreign}"
+    )
 
 
 @pytest.mark.parametrize("version", jvm_peer.VERSIONS)
@@ -249,7 +269,7 @@ def test_one_table_two_writers(
 
     assert lost == 0, (
         f"acknowledged commits lost: ours miss {sorted(expected - set(ours_ids))[:10]}, "
-        f"the JVM misses {sorted(expected - set(jvm_ids))[:10]}"
+        f"the JVM misses {sorted(expected - set(jvm_ids))[:10]}; {log_layout(path)}"
     )
     assert duplicated == 0, "rows read twice"
     assert sorted(ours_ids) == sorted(jvm_ids), "both implementations read the same final table"

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from executor_lib.log import snapshot
+from executor_lib.log import in_place
+from executor_lib.log.avro_state import read_state_manifest
 from executor_lib.log.tables import open_log
 from executor_lib.protocol.actions import actions_to_ndjson
+from executor_lib.storage import open_store
 from indextables_contract.errors import CorruptLogError
+from tests.jvm_reader import Jvm053Log
 from tests.log.helpers import add, make_table
 
 
@@ -58,4 +61,20 @@ def test_a_version_file_that_stays_empty_is_still_corrupt(tmp_path: Path) -> Non
     started = time.monotonic()
     with pytest.raises(CorruptLogError, match="file is empty"):
         open_log(uri).snapshot()
-    assert time.monotonic() - started < sum(snapshot.IN_PROGRESS_RETRIES) + 5
+    assert time.monotonic() - started < sum(in_place.IN_PROGRESS_RETRIES) + 5
+
+
+def test_a_state_manifest_written_in_place_is_read_once_it_is_whole(tmp_path: Path) -> None:
+    """0.5.3's checkpoint state is created, then written, and its ``.crc`` after it (found by
+    test_two_writers: our CHECKPOINT read one half written and failed)."""
+    uri = str(tmp_path / "t")
+    log = make_table(uri, {}, partitioned=False)
+    log.commit([add(None)])
+    at = Jvm053Log(uri, {}).checkpoint()
+    target = tmp_path / "t" / "_transaction_log" / f"state-v{at:020d}" / "_manifest.avro"
+    writer = _write_in_place(target, target.read_bytes(), 0.15)
+    try:
+        manifest = read_state_manifest(open_store(uri), at)
+    finally:
+        writer.join()
+    assert manifest is not None and manifest.state_version == at and manifest.num_files == 1

@@ -1,0 +1,44 @@
+"""Files another writer writes in place. IndexTables4Spark on a Hadoop filesystem creates a file and
+then writes its bytes, and its ``.crc`` sidecar beside it (``HadoopCloudStorageProvider
+.writeFileIfNotExists``), so a concurrent reader on the local filesystem can find a version file or a
+state manifest empty, half written, or with its sidecar not yet written. Such a read is repeated after a
+pause, a few times (``IN_PROGRESS_RETRIES``, about 2.5 s), before the file counts as corrupt. This
+project's own writes are never seen partial (a complete temporary file linked into place, or one
+conditional put)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from indextables_contract.errors import CorruptLogError, UnknownActionError
+
+log = logging.getLogger(__name__)
+
+# Re-reads of a file that is empty or does not decode, and the pause before each (seconds).
+IN_PROGRESS_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
+
+T = TypeVar("T")
+
+
+def read_settled(read: Callable[[], T], source: str) -> T:
+    """``read()``, again after a pause while it raises CorruptLogError (the file may still be being
+    written in place); the last error is raised. An unknown action type is raised at once: a complete
+    file written by a newer writer, not one in progress.
+
+    >>> read_settled(lambda: 42, "s3://b/t/_transaction_log/00000000000000000007.json")
+    42
+    """
+    for pause in (*IN_PROGRESS_RETRIES, None):
+        try:
+            return read()
+        except UnknownActionError:
+            raise
+        except CorruptLogError:
+            if pause is None:
+                raise
+            log.debug("%s: not readable yet (being written?), read again in %.2f s", source, pause)
+            time.sleep(pause)
+    raise AssertionError("unreachable")
