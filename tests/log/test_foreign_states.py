@@ -21,16 +21,19 @@ Table = tuple[str, dict[str, Any]]
 LOG = "_transaction_log"
 
 
-def ours_then_checkpoint(uri: str, options: dict[str, Any]) -> tuple[Any, list[str], int]:
-    """A table of ours with three appends (version files and a state each), then 0.5.3's CHECKPOINT:
-    (our log, our paths, the version it wrote its state at)."""
+def ours_then_checkpoint(
+    uri: str, options: dict[str, Any], missing: tuple[int, ...] = ()
+) -> tuple[Any, list[str], int]:
+    """A table of ours with three appends (version files and a state each), then 0.5.3's CHECKPOINT,
+    whose listing lost our appends numbered ``missing``: (our log, our paths, the version it wrote its
+    state at)."""
     log = make_table(uri, options, partitioned=False)
     paths = []
     for _ in range(3):
         a = add(None)
         log.commit([a])
         paths.append(a.path)
-    at = Jvm053Log(uri, options).checkpoint()
+    at = Jvm053Log(uri, options).checkpoint(missing=tuple(paths[i] for i in missing))
     assert at == 4, "state-v3 is ours: 0.5.3 writes its checkpoint at the next version, past the log"
     return log, paths, at
 
@@ -119,13 +122,7 @@ def test_our_checkpoint_beside_a_stale_checkpoint_of_the_latest_version_goes_to_
 
 def test_a_checkpoint_past_the_log_that_lost_files_loses_none(table: Table) -> None:
     uri, options = table
-    log = make_table(uri, options, partitioned=False)
-    paths = []
-    for _ in range(3):
-        a = add(None)
-        log.commit([a])
-        paths.append(a.path)
-    at = Jvm053Log(uri, options).checkpoint(missing=(paths[1],))  # its listing raced a hint update
+    log, paths, at = ours_then_checkpoint(uri, options, missing=(1,))  # its listing raced a hint update
     assert live(uri, options) == set(paths), "a checkpoint's file list is not taken for the table's"
     mine = add(None)
     assert log.commit([mine]) == at + 1
