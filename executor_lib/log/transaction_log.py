@@ -311,6 +311,8 @@ class TransactionLog:
         if head.checkpoint_ahead:
             head, read_version = self._close_checkpoint_ahead(head, read_version)
         read_version, head, metadata_at_read = self._validated_read(actions, read_version, head, new_files)
+        if head.checkpoint_ahead:  # a head read again after a cleanup race
+            head, _ = self._close_checkpoint_ahead(head, read_version)
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
@@ -362,6 +364,8 @@ class TransactionLog:
                 last_error = error
                 self._backoff(failures)
             head = self._refresh_head()
+            if head.checkpoint_ahead:  # landed while this commit retried: closed before it commits after
+                head, _ = self._close_checkpoint_ahead(head, read_version)
         reason = f"last error: {last_error}" if last_error else f"lost {lost_races} races to concurrent writers"
         raise CommitFailedError(
             f"{self.uri}: commit not written after {failures} failed writes and {lost_races} lost races ({reason})"

@@ -127,3 +127,32 @@ def test_a_checkpoint_past_the_log_that_lost_files_loses_none(table: Table) -> N
     mine = add(None)
     assert log.commit([mine]) == at + 1
     assert live(uri, options) == set(jvm_read(uri, **options).files) == {*paths, mine.path}
+
+
+class _CheckpointWhileWeRetry(LocalStore):
+    """While our writer puts ``N.json``: another writer of ours commits N first (a lost race), and
+    0.5.3's CHECKPOINT then finds state N taken and writes its state at N+1, past the log."""
+
+    def __init__(self, root: Path, version: int) -> None:
+        super().__init__(root)
+        self.uri, self.key, self.fired_at = str(root), f"{LOG}/{version:020d}.json", -1
+        self.winner = add(None)
+
+    def put_if_absent(self, key: str, data: bytes, metadata: dict[str, str] | None = None) -> None:
+        if key == self.key and self.fired_at < 0:
+            executor_lib.open_log(self.uri).commit([self.winner])
+            self.fired_at = Jvm053Log(self.uri, {}).checkpoint()
+        super().put_if_absent(key, data, metadata)
+
+
+def test_a_checkpoint_past_the_log_that_lands_while_a_commit_retries_is_closed(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    first = add(None)
+    make_table(uri, {}, partitioned=False).commit([first])  # version 1
+    store = _CheckpointWhileWeRetry(Path(uri), 2)
+    mine = add(None)
+    assert TransactionLog(store, LogConfig()).commit([mine]) == 4, "2 lost to ours, 3 closed, then 4"
+    assert store.fired_at == 3 and store.exists(f"{LOG}/{3:020d}.json")
+    theirs = "part-jvm-after-the-retry.split"
+    assert Jvm053Log(uri, {}).append(theirs) == 5
+    assert live(uri, {}) == {first.path, store.winner.path, mine.path, theirs}
