@@ -5,8 +5,10 @@ taken for a corrupt log: found by tests/jvm/test_two_writers.py, where appends o
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -72,9 +74,38 @@ def test_a_state_manifest_written_in_place_is_read_once_it_is_whole(tmp_path: Pa
     log.commit([add(None)])
     at = Jvm053Log(uri, {}).checkpoint()
     target = tmp_path / "t" / "_transaction_log" / f"state-v{at:020d}" / "_manifest.avro"
-    writer = _write_in_place(target, target.read_bytes(), 0.15)
+    data = target.read_bytes()
+    sidecar = target.with_name(f".{target.name}.crc")
+    sidecar.write_bytes(b"")  # Hadoop creates both at once, and closes the checksums last
+    writer = _write_in_place(target, data, 0.15)
+
+    def close_checksums() -> None:
+        writer.join()
+        time.sleep(0.1)
+        sidecar.write_bytes(_hadoop_crc(data))
+
+    closer = threading.Thread(target=close_checksums)
+    closer.start()
     try:
         manifest = read_state_manifest(open_store(uri), at)
     finally:
-        writer.join()
+        closer.join()
     assert manifest is not None and manifest.state_version == at and manifest.num_files == 1
+
+
+def _hadoop_crc(data: bytes, chunk: int = 512) -> bytes:
+    sums = [zlib.crc32(data[i : i + chunk]) for i in range(0, len(data), chunk)]
+    return b"crc\x00" + struct.pack(f">i{len(sums)}I", chunk, *sums)
+
+
+def test_a_damaged_state_manifest_without_a_checksum_file_is_reported_at_once(tmp_path: Path) -> None:
+    uri = str(tmp_path / "t")
+    make_table(uri, {}, partitioned=False).commit([add(None)])
+    target = tmp_path / "t" / "_transaction_log" / f"state-v{1:020d}" / "_manifest.avro"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 1
+    target.write_bytes(bytes(data))
+    started = time.monotonic()
+    with pytest.raises(CorruptLogError):
+        read_state_manifest(open_store(uri), 1)
+    assert time.monotonic() - started < sum(in_place.IN_PROGRESS_RETRIES) / 2, "written whole: not waited for"
