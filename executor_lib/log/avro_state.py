@@ -11,10 +11,10 @@ here (see PROTOCOL.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +24,7 @@ from executor_lib.arrow_pool import give_back_unused
 from executor_lib.log import streaming_txns as txn_map
 from executor_lib.log.avro_records import AvroRecords, default_decoder
 from executor_lib.log.file_table import FileChunk, deferring
-from executor_lib.log.in_place import IN_PROGRESS_RETRIES, written_so_far
+from executor_lib.log.in_place import read_settled, written_so_far
 from executor_lib.log.manifest_cache import MANIFEST_CACHE, RELEASE_AFTER_ENTRIES, manifest_cache_key
 from executor_lib.log.manifest_columns import read_sidecar
 from executor_lib.log.manifest_integrity import check_state_seal, verify_log_file
@@ -212,18 +212,15 @@ def read_state_manifest(store: ObjectStore, version: int) -> StateManifest | Non
     for name in STATE_MANIFEST_NAMES:
         key = f"{LOG_DIR}/{state_dir(version)}/{name}"
         source = store.uri_of(key)
-        for pause in (*IN_PROGRESS_RETRIES, None):
-            try:
-                data = store.read(key)
-            except ObjectNotFoundError:
-                break
-            try:
-                return _state_manifest_of(store, key, data, source)
-            except CorruptLogError:
-                # another implementation's manifest may still be being written in place (in_place)
-                if pause is None or not written_so_far(store, key, data):
-                    raise
-                time.sleep(pause)
+        try:  # another implementation's manifest may still be being written in place (in_place)
+            return read_settled(
+                functools.partial(store.read, key),
+                functools.partial(_state_manifest_of, store, key, source=source),
+                source,
+                functools.partial(written_so_far, store, key),
+            )
+        except ObjectNotFoundError:
+            continue
     return None
 
 

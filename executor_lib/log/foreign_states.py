@@ -34,6 +34,7 @@ from executor_lib.log.avro_state import StateManifest, read_state_chunks
 from executor_lib.protocol.actions import Action, AddAction, RemoveAction
 from executor_lib.protocol.files import LOG_DIR, version_file
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import ObjectNotFoundError
 
 
 def has_version_file(store: ObjectStore, version: int) -> bool:
@@ -97,10 +98,14 @@ def stale_beside(
     """Whether another implementation's state does not hold the version file of its own number
     (read with ``version_actions`` only for a state this project did not write): then it is not that
     version's state (a checkpoint 0.5.3 wrote past the log, whose number an append took afterwards)
-    and must not be built on.
+    and must not be built on. Without a version file of its number the state is that version.
 
     >>> # stale_beside(store, manifest, lambda v: read_version_actions(store, v), 4)
     """
     if manifest.written_here:
         return False
-    return not holds_version(store, manifest, version_actions(manifest.state_version), parallelism)
+    try:
+        actions = version_actions(manifest.state_version)
+    except ObjectNotFoundError:
+        return False
+    return not holds_version(store, manifest, actions, parallelism)

@@ -27,21 +27,27 @@ IN_PROGRESS_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
 T = TypeVar("T")
 
 
-def read_settled(read: Callable[[], T], source: str) -> T:
-    """``read()``, again after a pause while it raises CorruptLogError (the file may still be being
-    written in place); the last error is raised. An unknown action type is raised at once: a complete
-    file written by a newer writer, not one in progress.
+def read_settled(
+    read: Callable[[], bytes],
+    decode: Callable[[bytes], T],
+    source: str,
+    unfinished: Callable[[bytes], bool] = lambda data: True,
+) -> T:
+    """``decode(read())``, read again after a pause while decoding raises CorruptLogError and
+    ``unfinished(data)`` says the file may still be being written in place; the last error is raised.
+    An unknown action type is raised at once: a complete file written by a newer writer.
 
-    >>> read_settled(lambda: 42, "s3://b/t/_transaction_log/00000000000000000007.json")
+    >>> read_settled(lambda: b"42", int, "s3://b/t/_transaction_log/00000000000000000007.json")
     42
     """
     for pause in (*IN_PROGRESS_RETRIES, None):
+        data = read()
         try:
-            return read()
+            return decode(data)
         except UnknownActionError:
             raise
         except CorruptLogError:
-            if pause is None:
+            if pause is None or not unfinished(data):
                 raise
             log.debug("%s: not readable yet (being written?), read again in %.2f s", source, pause)
             time.sleep(pause)

@@ -23,7 +23,7 @@ from executor_lib.log.interfaces import MaintainedLog
 from executor_lib.log.snapshot import Snapshot, check_writable, read_version_actions
 from executor_lib.protocol.actions import ProtocolAction
 from executor_lib.protocol.files import state_dir
-from indextables_contract.errors import IndexTablesError, InvalidActionError, ObjectNotFoundError
+from indextables_contract.errors import IndexTablesError, InvalidActionError
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,7 @@ def checkpoint(txlog: MaintainedLog, version: int | None = None) -> checkpoints.
 
 def _stale(txlog: MaintainedLog, manifest: StateManifest) -> bool:
     actions_of = functools.partial(read_version_actions, txlog.store)
-    try:
-        return stale_beside(txlog.store, manifest, actions_of, txlog.config.state_read_parallelism)
-    except ObjectNotFoundError:  # no version file of its number: the state is that version
-        return False
+    return stale_beside(txlog.store, manifest, actions_of, txlog.config.state_read_parallelism)
 
 
 def write_json_checkpoint(txlog: MaintainedLog, snap: Snapshot) -> checkpoints.LastCheckpoint:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -153,7 +154,9 @@ def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
     before the CorruptLogError is raised. An unknown action type is raised at once."""
     key = f"{LOG_DIR}/{version_file(version)}"
     source = version_source(store, version)
-    return read_settled(lambda: _parse_version_file(store.read(key), source), source)
+    return read_settled(
+        functools.partial(store.read, key), functools.partial(_parse_version_file, source=source), source
+    )
 
 
 def version_source(store: ObjectStore, version: int) -> str:

@@ -73,11 +73,7 @@ def _base_at(store: ObjectStore, version: int, parallelism: int) -> StateManifes
     has_file = functools.partial(has_version_file, store)
     if manifest is None or is_checkpoint_past_the_log(manifest, has_file):  # its file list need not be the table's
         return None
-    try:
-        stale = stale_beside(store, manifest, functools.partial(read_version_actions, store), parallelism)
-    except ObjectNotFoundError:  # no version file of its number: the state is that version
-        return manifest
-    if stale:
+    if stale_beside(store, manifest, functools.partial(read_version_actions, store), parallelism):
         log.info(
             "%s: does not hold its version's file (another implementation's checkpoint); not built on", manifest.source
         )
