@@ -6,6 +6,7 @@ directory's conftest adds them: tests/storage, tests/log) so each test body runs
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -95,6 +96,23 @@ def docker_engine() -> None:
 def moto_server() -> SharedS3:
     """The run's lock-patched moto server on 127.0.0.1, with the test bucket."""
     return SharedS3(os.environ[SHARED_S3_ENV])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` an xdist worker's items marked ``xdist_group`` carry their group in
+    their node id (``...@group``); without it the group's tests spread over the workers and a session
+    fixture meant to run once (tests/spark/test_commit_crashes.py: 3 minutes) runs on each."""
+    if not getattr(config.option, "loadgroup", False):  # set on each xdist worker of a loadgroup run
+        return
+    lost = [item.nodeid for item in items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        message = (
+            f"--dist loadgroup did not group {len(lost)} xdist_group tests (e.g. {lost[0]}): "
+            "this pytest-xdist does not work with this pytest (see pyproject.toml's pin)"
+        )
+        print(message, file=sys.__stderr__)  # the controller reports a worker's UsageError without it
+        raise pytest.UsageError(message)
 
 
 # --- stress summaries: each stress run records one line; the controller prints them at the end.
