@@ -9,11 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import executor_lib
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.storage import open_store
 from executor_lib.storage.local import LocalStore
+from indextables_contract.errors import InvalidActionError
 from tests.jvm_reader import Jvm053Log, jvm_read
 from tests.log.helpers import add, make_table
 
@@ -118,6 +121,16 @@ def test_our_checkpoint_beside_a_stale_checkpoint_of_the_latest_version_goes_to_
     info = executor_lib.open_log(uri, **options).checkpoint()
     assert info.version == at + 1, "state 4 cannot be ours: a version that changes nothing takes the checkpoint"
     assert set(jvm_read(uri, **options).files) == live(uri, options) == {*paths, theirs}
+
+
+def test_a_checkpoint_asked_for_at_the_version_of_a_stale_foreign_checkpoint_is_refused(table: Table) -> None:
+    uri, options = table
+    ours_then_checkpoint(uri, options)
+    at = Jvm053Log(uri, options).append("part-jvm-before-our-checkpoint.split")  # its file beside the stale state
+    before = sorted(o.key for o in open_store(uri, **options).list(LOG))
+    with pytest.raises(InvalidActionError, match=rf"state of version {at} is another implementation's checkpoint"):
+        executor_lib.open_log(uri, **options).checkpoint(version=at)
+    assert sorted(o.key for o in open_store(uri, **options).list(LOG)) == before, "refused before anything is written"
 
 
 def test_a_checkpoint_past_the_log_that_lost_files_loses_none(table: Table) -> None:
