@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import int64s, map_values, strings
+from executor_lib.log.arrow_arrays import bools, int64s, integers, map_values, strings
 from executor_lib.log.chunk_encoding import logical_column
 from executor_lib.log.file_table import COLUMN_TYPES, FileChunk, chunk_columns, matching_paths
 from executor_lib.log.partition_index import partition_mask, partition_totals, present_values
@@ -357,6 +357,11 @@ def unplain_paths(chunk: FileChunk) -> list[str]:
     return found
 
 
+# Arrow scalars for the kernels below: a Python 2 or True there is converted by pa.scalar, which imports
+# pandas on first use (0.3-1 s of a new process's first query)
+_TWO, _TRUE = integers([2], pa.int32())[0], bools(np.array([True]))[0]
+
+
 def _unplain_paths(chunk: FileChunk) -> list[str]:
     column = chunk.table.column("path")
     if not pa.types.is_struct(column.type):
@@ -368,12 +373,12 @@ def _unplain_paths(chunk: FileChunk) -> list[str]:
         odd_suffixes = [i for i, e in enumerate(suffix.dictionary.to_pylist()) if "\\" in e]
         rows = pc.or_(
             pc.or_(
-                pc.is_in(prefix.indices, value_set=pa.array(odd_prefixes, prefix.indices.type)),
-                pc.is_in(suffix.indices, value_set=pa.array(odd_suffixes, suffix.indices.type)),
+                pc.is_in(prefix.indices, value_set=integers(odd_prefixes, prefix.indices.type)),
+                pc.is_in(suffix.indices, value_set=integers(odd_suffixes, suffix.indices.type)),
             ),
-            pc.or_(pc.less_equal(pc.utf8_length(middle), 2), pc.match_substring(middle, "\\")),
+            pc.or_(pc.less_equal(pc.utf8_length(middle), _TWO), pc.match_substring(middle, "\\")),
         )
-        hits = pc.indices_nonzero(pc.fill_null(rows, True))
+        hits = pc.indices_nonzero(pc.fill_null(rows, _TRUE))
         if len(hits):
             candidates = logical_column("path", pa.chunked_array([part.take(hits)]), pa.string()).to_pylist()
             out += [p for p in candidates if NOT_PLAIN.search(p)]
