@@ -714,6 +714,16 @@ CACHE_FETCH = _mine(
     scopes=_RW,
     value=None,  # executor_lib.cache.split_cache.fetch_by_piece: the environment, else pieces
 )
+CACHE_LOCAL_SPLITS = _mine(
+    "cache.localSplits",
+    "in-place (INDEXTABLES_CACHE_LOCAL_SPLITS)",
+    "how a local table's splits are read: in-place (where they are, no copy; their members' CRCs checked "
+    "at the first open and every 600 s) or copy (into the split cache, as a download: a table on a network "
+    "filesystem read from the node's disk)",
+    optional(text),
+    scopes=_RW,
+    value=None,  # executor_lib.cache.split_cache.read_in_place: the environment, else in-place
+)
 CACHE_UNPACKED_STORES = _mine(
     "cache.unpackedStores",
     "true (INDEXTABLES_CACHE_UNPACKED)",

@@ -2,7 +2,8 @@
 
 * **L2, disk.** One directory per split (keyed by the split's URI) holding ``data.split`` and
   whatever searchers make of it (the record of its checked CRCs; a transcoded copy, an index
-  extracted for the ``tantivy`` package where a job needs one). A download goes to a
+  extracted for the ``tantivy`` package where a job needs one). A local table's split is not
+  copied: it is read where it is, and its entry holds only what searchers make of it. A download goes to a
   temporary file then is renamed, under an exclusive ``flock`` on the entry, so when several
   Python worker processes of one node ask for the same split at once it is fetched once and
   the others wait and then hit. LRU by last use (file mtime) within ``max_bytes``.
@@ -41,7 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from executor_lib import profiler
-from executor_lib.cache.entry_checksums import DATA_FILE, damaged_files, record_checksums, remember_as_written
+from executor_lib.cache.entry_checksums import (
+    CHECKSUMS,
+    DATA_FILE,
+    damaged_files,
+    record_checksums,
+    remember_as_written,
+)
 from executor_lib.cache.split_pieces import PIECES_DIR, SplitPieces, member_kind
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -82,9 +89,12 @@ class SplitCache:
         l1_max_bytes: int = 64 << 20,
         by_piece: bool = True,
         keep_unpacked: bool = True,
+        in_place: bool | None = None,
     ) -> None:
         self.directory = directory
         self.by_piece = by_piece  # splits on object storage fetched by the piece (``pieces``), not whole
+        # a local table's splits read where they are (``get``), not copied (``read_in_place``)
+        self.in_place = read_in_place() if in_place is None else in_place
         # doc stores kept decompressed in an entry for reads of many rows (``split_source.UnpackedCopy``)
         self.keep_unpacked = keep_unpacked
         self.max_bytes = max_bytes
@@ -106,7 +116,8 @@ class SplitCache:
     def get(
         self, store: ObjectStore, key: str, size: int | None = None, verify: bool = False, count: bool = True
     ) -> CacheEntry:
-        """The split at ``key`` on local disk, downloading it at most once per node.
+        """The split at ``key`` on local disk, downloading it at most once per node (a local table's
+        split: the table's own file, read in place, ``_in_place``).
 
         ``size`` is the add action's: a cached copy of another size (the split was replaced
         since, or the copy is damaged) is dropped and fetched again, and a download of another
@@ -117,6 +128,9 @@ class SplitCache:
         """
         uri = store.uri_of(key)
         entry = self._entry_dir(uri)
+        in_place = self._in_place(store, key, entry, size, verify, count)
+        if in_place is not None:
+            return in_place
         split = entry / DATA_FILE
         if _has_size(split, size) and (not verify or not damaged_files(entry)):
             self._touch(entry)
@@ -149,6 +163,36 @@ class SplitCache:
         self._count(misses=1, bytes_downloaded=downloaded)
         self.evict(keep=entry, added=_tree_size(entry))
         return CacheEntry(entry, split)
+
+    def reads_in_place(self, store: ObjectStore, key: str) -> bool:
+        """Whether the split at ``key`` is read where it is (a local table's, ``in_place``), not copied."""
+        return self.in_place and store.local_path(key) is not None
+
+    def _in_place(
+        self, store: ObjectStore, key: str, entry: Path, size: int | None, verify: bool, count: bool
+    ) -> CacheEntry | None:
+        """A local table's split, read where it is (``in_place``): no copy is made (it cost a first query
+        as much as reading the split twice); its entry holds only what searchers make of it, and its
+        bytes are checked by the searcher's open (``split_source.LocalSplit``: its members' CRC32s, again
+        once ``REVERIFY_SECONDS`` have passed). None: the split is copied (a store that is not local, a
+        split missing or of another size than ``size``: the copy path names what is wrong)."""
+        local = store.local_path(key) if self.in_place else None
+        if local is None or not _has_size(Path(local), size):
+            return None
+        if not entry.is_dir():
+            entry.mkdir(parents=True, exist_ok=True)
+        elif (entry / DATA_FILE).exists():  # a copy made before splits were read in place
+            with exclusive_lock(entry_lock(entry)):
+                shutil.rmtree(entry, ignore_errors=True)
+                entry.mkdir(parents=True, exist_ok=True)
+        if (
+            verify and (entry / CHECKSUMS).exists() and damaged_files(entry, required=None)
+        ):  # an index extracted beside it, changed
+            self.discard(store, key)
+            entry.mkdir(parents=True, exist_ok=True)
+        self._touch(entry)
+        self._count(hits=int(count))
+        return CacheEntry(entry, Path(local))
 
     def pieces(
         self,
@@ -520,6 +564,23 @@ def fetch_by_piece(setting: str | None = None) -> bool:
             f"spark.indextables.cache.fetch (or INDEXTABLES_CACHE_FETCH) is {value!r}: give pieces or whole"
         )
     return value == "pieces"
+
+
+def read_in_place(setting: str | None = None) -> bool:
+    """Whether a local table's splits are read where they are: ``setting``
+    (``spark.indextables.cache.localSplits``), else ``INDEXTABLES_CACHE_LOCAL_SPLITS``: ``in-place`` (the
+    default) or ``copy`` (into the cache like a download: a table on a network filesystem mounted on
+    every node, read from the node's disk); ConfigError for anything else.
+
+    Example: ``read_in_place("copy")`` -> ``False``
+    """
+    value = (setting or os.environ.get("INDEXTABLES_CACHE_LOCAL_SPLITS") or "in-place").strip().lower()
+    if value not in ("in-place", "copy"):
+        raise ConfigError(
+            "spark.indextables.cache.localSplits (or INDEXTABLES_CACHE_LOCAL_SPLITS) is "
+            f"{value!r}: give in-place or copy"
+        )
+    return value == "in-place"
 
 
 def keep_unpacked(setting: bool | None = None) -> bool:

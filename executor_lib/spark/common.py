@@ -262,18 +262,25 @@ def partition_constants(
 
 
 def node_split_cache(options: Mapping[str, str]) -> Any:
-    from executor_lib.cache.split_cache import SplitCache, default_cache, fetch_by_piece, keep_unpacked
+    from executor_lib.cache.split_cache import (
+        SplitCache,
+        default_cache,
+        fetch_by_piece,
+        keep_unpacked,
+        read_in_place,
+    )
 
     by_piece = fetch_by_piece(S.CACHE_FETCH.get(options))
     unpacked = keep_unpacked(S.CACHE_UNPACKED_STORES.get(options))
+    in_place = read_in_place(S.CACHE_LOCAL_SPLITS.get(options))
     directory = S.CACHE_DIRECTORY_PATH.get(options)
     if not directory:
         cache = default_cache()
-        cache.by_piece, cache.keep_unpacked = by_piece, unpacked
+        cache.by_piece, cache.keep_unpacked, cache.in_place = by_piece, unpacked, in_place
         return cache
     size = S.CACHE_MAX_SIZE.raw(options)
     max_bytes = S.CACHE_MAX_SIZE.parse_value(size) if size else S.CACHE_MAX_SIZE.value
-    return SplitCache(Path(directory), max_bytes, by_piece=by_piece, keep_unpacked=unpacked)
+    return SplitCache(Path(directory), max_bytes, by_piece=by_piece, keep_unpacked=unpacked, in_place=in_place)
 
 
 def delete_uncommitted(path: str, options: Mapping[str, str], keys: list[str], after_version: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""The node-local split cache: warm reads touch no storage, one download per node, LRU budget."""
+"""The node-local split cache: warm reads touch no storage, one download per node, LRU budget (a
+local table's splits copied, as a download is)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ from executor_lib.splits.write.publish import write_and_upload
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptSplitError
+
+
+@pytest.fixture(autouse=True)
+def _local_splits_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local table stands in here for a store splits are downloaded from: its splits are copied
+    into the cache (``INDEXTABLES_CACHE_LOCAL_SPLITS=copy``; spawned processes inherit it).
+    tests/cache/test_in_place.py reads them in place, the default."""
+    monkeypatch.setenv("INDEXTABLES_CACHE_LOCAL_SPLITS", "copy")
+
 
 DATA = pa.table({"id": pa.array(range(50), pa.int64()), "tag": [f"t{i % 5}" for i in range(50)]})
 

@@ -170,7 +170,7 @@ def sweep_cache(args: dict[str, Any], rng: random.Random, skip: int) -> Iterator
     split fetched by the piece, its stand-ins and ``pieces.json`` (table on S3). Each flip's read must
     be right or fail loudly, and the read after it right (the cache healed)."""
     logs = [_open(args, uri) for uri in args["tables"]]
-    cache = SplitCache(Path(args["work"]) / "cache")
+    cache = SplitCache(Path(args["work"]) / "cache", in_place=False)  # a local table's split copied whole
     cache.flush()
     expected = [answers(log, cache) for log in logs]
     paths = [[a.path for a in log.snapshot().files] for log in logs]

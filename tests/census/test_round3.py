@@ -122,7 +122,7 @@ def _entry(cache: SplitCache, log: executor_lib.TransactionLog, add_path: str) -
 def test_hole2_damage_in_a_cached_whole_split_heals(tmp_path: Path) -> None:
     log = _table(tmp_path / "t")
     (add,) = log.snapshot().files
-    cache = SplitCache(tmp_path / "cache")
+    cache = SplitCache(tmp_path / "cache", in_place=False)  # a local split copied whole, as a download is
     expected = search_table(log.store, log.snapshot(), "*", cache)
     entry = _entry(cache, log, add.path)
     cached = [p for p in entry.rglob("*") if p.is_file() and (p.name == "data.split" or p.parent.name == "index")]
@@ -213,7 +213,7 @@ def test_hole2_a_split_damaged_at_its_source_and_in_the_cache_fails_loudly(tmp_p
     log = _table(tmp_path / "t")
     (add,) = log.snapshot().files
     split = tmp_path / "t" / add.path
-    cache = SplitCache(tmp_path / "cache")
+    cache = SplitCache(tmp_path / "cache", in_place=False)  # a local split copied whole, as a download is
     search_table(log.store, log.snapshot(), "*", cache)
     start, _ = _member(split, ".store")
     _flip(split, start + 20)

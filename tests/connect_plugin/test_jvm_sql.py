@@ -412,8 +412,13 @@ def test_prewarm_forms(spark: Any, events: str) -> None:
 def test_describe_and_flush_caches(spark: Any, events: str, tmp_path: Path) -> None:
     # a split cache of its own: the test processes of ``pytest -n`` share the default one, so another's
     # reads could fill it between the FLUSH and the DESCRIBE below
-    with own_node_directory(spark, tmp_path / "cache"):
-        _describe_and_flush_caches(spark, events)
+    # and the local table's splits copied into it, as downloads are (read in place, they fetch nothing)
+    spark.conf.set("spark.indextables.cache.localSplits", "copy")
+    try:
+        with own_node_directory(spark, tmp_path / "cache"):
+            _describe_and_flush_caches(spark, events)
+    finally:
+        spark.conf.unset("spark.indextables.cache.localSplits")
 
 
 def _describe_and_flush_caches(spark: Any, events: str) -> None:

@@ -271,10 +271,10 @@ def _opened(cache: SplitCache, store: ObjectStore, path: str, make: Callable[[],
         cache.discard(store, path)
         if isinstance(e, CorruptSplitError):  # found damaged: named as the table's split
             raise CorruptSplitError(
-                f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped"
+                f"{cache.named_as_source(store, path, e.message)}{_dropped(cache, store, path)}"
             ) from e
         raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}); its cached copy was dropped"
+            f"{store.uri_of(path)}: the split cannot be read ({type(e).__name__}: {e}){_dropped(cache, store, path)}"
         ) from e
 
 
@@ -290,12 +290,18 @@ def damage_of_split(cache: SplitCache, store: ObjectStore, path: str) -> Iterato
         yield
     except CorruptSplitError as e:  # found damaged while read (a doc store block that does not decode)
         cache.discard(store, path)
-        raise CorruptSplitError(f"{cache.named_as_source(store, path, e.message)}; its cached copy was dropped") from e
+        raise CorruptSplitError(f"{cache.named_as_source(store, path, e.message)}{_dropped(cache, store, path)}") from e
     except (pa.ArrowException, OSError, IndexError, IndexEngineError) as e:
         cache.discard(store, path)
+        dropped = _dropped(cache, store, path)
         raise CorruptSplitError(
-            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}); its cached copy was dropped"
+            f"{store.uri_of(path)}: the split cannot be searched ({type(e).__name__}: {e}){dropped}"
         ) from e
+
+
+def _dropped(cache: SplitCache, store: ObjectStore, path: str) -> str:
+    """What an error adds about the split's cached copy: none was made of a split read in place."""
+    return "" if cache.reads_in_place(store, path) else "; its cached copy was dropped"
 
 
 def close_kept_searchers() -> int:

@@ -25,6 +25,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
@@ -35,7 +36,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
-from executor_lib.cache.entry_checksums import damaged_files, record_checksums, record_written, recorded
+from executor_lib.cache.entry_checksums import (
+    REVERIFY_SECONDS,
+    damaged_files,
+    record_checksums,
+    record_written,
+    recorded,
+)
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.file_lock import entry_lock, exclusive_lock
 from executor_lib.format.quickwit.bundle import (
@@ -85,6 +92,7 @@ class SplitSource(abc.ABC):
     pieces: SplitPieces | None = None
     bundle: Path | None = None
     jvm_companion: bool = False  # a companion split in tantivy4java's layout only (transcoded here)
+    in_place: bool = False  # a local table's own split file read where it is (``LocalSplit``)
 
     @abc.abstractmethod
     def native_split(self) -> NativeSplit | None:
@@ -211,11 +219,9 @@ class LocalSplit(SplitSource):
                         f"{split}: the split holds neither a columnar copy nor {ROWS_IN_STORE_MEMBER} (damaged)"
                     )
                 split, footer = _transcode(split, footer, work_dir, arrow_schema, doc_mapping, companion_root)
-            marker, seen = work_dir / MEMBERS_CHECKED, _identity(split)
-            if _read_text(marker) != seen:
-                check_member_crcs(split, footer, str(split))  # once per work directory: Tantivy reads unchecked
-                with contextlib.suppress(OSError):  # a full or read-only cache: checked again at the next open
-                    marker.write_text(seen)
+            # a local table's own file (SplitCache reads it in place), not a copy the cache checks itself
+            self.in_place = not split.is_relative_to(work_dir)
+            _check_members(split, footer, work_dir, self.in_place)
         self.bundle, self.footer = split, footer  # the local split read: this one, or its transcoded version
 
     @property
@@ -242,7 +248,15 @@ class LocalSplit(SplitSource):
         self._extracted = True
 
     def built_damaged(self) -> list[str]:
-        """As ``SplitSource.built_damaged``; nothing while no process of the node extracted the index."""
+        """As ``SplitSource.built_damaged``; nothing while no process of the node extracted the index.
+        A split read in place has its members' CRC32s checked again here once the last check is
+        ``REVERIFY_SECONDS`` old (a searcher kept open finds rot at rest as a new open would): a
+        damaged one names the split."""
+        if self.in_place and self.bundle is not None:
+            try:
+                _check_members(self.bundle, self.footer, self.lock_dir, in_place=True)
+            except CorruptSplitError:
+                return [str(self.bundle)]
         if not self._extracted and not self._index_dir.exists():
             return []
         return damaged_files(self._index_dir, required=None)
@@ -277,6 +291,27 @@ class LocalSplit(SplitSource):
 
 
 MEMBERS_CHECKED = "members-checked"  # a work directory's record: its split's members' CRCs were checked
+
+
+def _check_members(split: Path, footer: BundleFooter, work_dir: Path, in_place: bool) -> None:
+    """Check the split's members' CRC32s (``check_member_crcs``: Tantivy reads them unchecked) unless
+    ``work_dir``'s ``MEMBERS_CHECKED`` record says this file was checked: a cached copy (checked by
+    the cache as a whole too) once, a split read in place (``in_place``) again once the record is
+    ``REVERIFY_SECONDS`` old, so rot at rest, which changes no ``stat``, is found as in a cached copy.
+    Raises CorruptSplitError naming the split."""
+    marker, seen = work_dir / MEMBERS_CHECKED, _identity(split)
+    if _read_text(marker) == seen and (not in_place or _younger_than(marker, REVERIFY_SECONDS)):
+        return
+    check_member_crcs(split, footer, str(split))
+    with contextlib.suppress(OSError):  # a full or read-only cache: checked again at the next open
+        marker.write_text(seen)
+
+
+def _younger_than(path: Path, seconds: float) -> bool:
+    try:
+        return 0 <= time.time() - path.stat().st_mtime < seconds
+    except OSError:
+        return False
 
 
 def _identity(path: Path) -> str:

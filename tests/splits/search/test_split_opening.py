@@ -47,7 +47,7 @@ def searched(table: tuple[str, dict[str, Any]], tmp_path: Path) -> tuple[Any, Sp
     log = executor_lib.create_table(uri, rows.schema, configuration=OPTIONS, **options)
     log.commit([write_and_upload(open_store(uri, **options), rows, mapping_for(rows.schema, OPTIONS))])
     split_opening.close_kept_searchers()
-    cache = SplitCache(tmp_path / "cache")
+    cache = SplitCache(tmp_path / "cache", in_place=False)  # a local split copied whole, as a download is
     return log, cache, _answers(log, cache)
 
 

@@ -82,7 +82,7 @@ def test_a_split_damaged_in_the_cache_is_fetched_again_by_its_thread(
     """A bit flipped in every cached split's extracted index files in turn: each threaded search
     still answers as the undamaged table does."""
     monkeypatch.setattr(table_search, "SEARCH_THREADS", 3)
-    cache = SplitCache(tmp_path / "cache")
+    cache = SplitCache(tmp_path / "cache", in_place=False)  # a local split copied whole, as a download is
     expected = _answers(many_splits, cache)
     rng = random.Random(3)
     entries = [p for p in (tmp_path / "cache" / "splits").iterdir() if p.is_dir()]
