@@ -121,7 +121,6 @@ def engine_search(log: Any, snapshot: Any, cache: Any, query: str, count_only: b
     from concurrent.futures import ThreadPoolExecutor
 
     from executor_lib.protocol.actions import parquet_table_root
-    from executor_lib.splits.query.compile import compile_query
     from executor_lib.splits.search.split_opening import open_searcher
     from executor_lib.splits.search.table_search import SEARCH_THREADS
     from indextables_contract import filters
@@ -133,7 +132,10 @@ def engine_search(log: Any, snapshot: Any, cache: Any, query: str, count_only: b
         for a in snapshot.files
     ]
     parsed = filters.QueryString(query)
-    compiled = [(s.searcher, compile_query(s.index, s.mapping, parsed, s.text_fields), s.num_docs) for s in searchers]
+    compiled = []
+    for s in searchers:  # the query made ready first (its FST term dictionaries built), then the searcher reopened
+        ready = s._query(parsed)
+        compiled.append((s.searcher, ready, s.num_docs))
 
     def hits(searcher: Any, compiled_query: Any, num_docs: int) -> int:
         if count_only:
