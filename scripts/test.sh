@@ -57,6 +57,6 @@ rm -rf "$_logs"
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest -n 2 --dist loadgroup -m "not slow and not docker" "$@"
 fi
-.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 -m "not slow and not docker and not jvm"
+.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=60 -m "not slow and not docker and not jvm"
 # the jvm tests in one process: one JVM peer per release for the whole run
 exec .venv/bin/python -m pytest -n 0 -m jvm tests/jvm
