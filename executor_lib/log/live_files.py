@@ -360,6 +360,7 @@ def unplain_paths(chunk: FileChunk) -> list[str]:
 # Arrow scalars for the kernels below: a Python 2 or True there is converted by pa.scalar, which imports
 # pandas on first use (0.3-1 s of a new process's first query)
 _TWO, _TRUE = integers([2], pa.int32())[0], bools(np.array([True]))[0]
+_NO_SEPARATOR = strings([""])[0]
 
 
 def _unplain_paths(chunk: FileChunk) -> list[str]:
@@ -486,7 +487,8 @@ def _hash_names(chunk: FileChunk, joined: bool) -> tuple[tuple[str, str] | None,
         shapes.add(shape)
         names = middle.cast(_STRING)
         if joined and (shape[0] or shape[1]):
-            names = pc.binary_join_element_wise(pa.scalar(shape[0]), names, pa.scalar(shape[1]), "")
+            start, end = strings(list(shape))  # Arrow scalars: pa.scalar of a str imports pandas
+            names = pc.binary_join_element_wise(start, names, end, _NO_SEPARATOR)
         found = _hash_fixed(names)
         if found is None or (len(shapes) > 1 and not joined):
             return None, None
