@@ -115,15 +115,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(message)
 
 
-# --- stress summaries: each stress run records one line; the controller prints them at the end.
+# --- end-of-run summaries, printed by the controller: each stress run's line, and the seconds each
+# test file took (setup, call and teardown summed over its tests, every worker's), where CI's time goes.
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call":
         _STRESS_LINES.extend(str(v) for k, v in report.user_properties if k == "stress_summary")
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+    if report.when == "call":
+        _FILE_TESTS[path] = _FILE_TESTS.get(path, 0) + 1
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if terminalreporter.config.getoption("durations", None) and _FILE_SECONDS:
+        _print_file_seconds(terminalreporter)
     if _STRESS_LINES:
         from harness.stress import StressResult
 
@@ -134,6 +141,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 _STRESS_LINES: list[str] = []
+_FILE_SECONDS: dict[str, float] = {}
+_FILE_TESTS: dict[str, int] = {}
+
+
+def _print_file_seconds(terminalreporter: Any, shown: int = 40) -> None:
+    """The ``shown`` test files that took longest (with ``--durations``, as scripts/test.sh runs)."""
+    total = sum(_FILE_SECONDS.values())
+    terminalreporter.section(f"slowest {shown} test files (of {len(_FILE_SECONDS)}: {total:.0f} s of test time in all)")
+    for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:shown]:
+        tests = _FILE_TESTS.get(path, 0)
+        terminalreporter.write_line(f"{seconds:8.1f} s {100 * seconds / total:5.1f}% {tests:4d} tests  {path}")
 
 
 def s3_options(server: Any) -> dict[str, Any]:
