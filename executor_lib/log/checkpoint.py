@@ -98,11 +98,17 @@ def read_last_checkpoint(store: ObjectStore) -> LastCheckpoint | None:
         return None
 
 
-def write_last_checkpoint_if_newer(store: ObjectStore, info: LastCheckpoint) -> None:
+def write_last_checkpoint_if_newer(store: ObjectStore, info: LastCheckpoint, replace_equal: bool = True) -> bool:
+    """Write the hint ``info`` unless the hint there is newer (or, without ``replace_equal``, as new);
+    returns whether it was written. Read, then overwritten: a racing writer's newer hint can be written
+    over (``maintenance.write_state_hint`` repairs that)."""
     current = read_last_checkpoint(store)
-    if current is not None and current.version > info.version:
-        return
+    if current is not None and (
+        current.version > info.version or (current.version == info.version and not replace_equal)
+    ):
+        return False
     store.put(f"{LOG_DIR}/{LAST_CHECKPOINT}", info.to_json())
+    return True
 
 
 # --- reading -------------------------------------------------------------------------------

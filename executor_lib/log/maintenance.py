@@ -15,15 +15,16 @@ import functools
 import logging
 
 from executor_lib.log import checkpoint as checkpoints
-from executor_lib.log.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.avro_state import STATE_MANIFEST_NAMES, StateManifest, read_state_manifest
 from executor_lib.log.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.config import LogConfig
 from executor_lib.log.foreign_states import has_version_file, is_checkpoint_past_the_log, stale_beside
 from executor_lib.log.interfaces import MaintainedLog
 from executor_lib.log.snapshot import Snapshot, check_writable, read_version_actions
 from executor_lib.protocol.actions import ProtocolAction
-from executor_lib.protocol.files import state_dir
-from indextables_contract.errors import IndexTablesError, InvalidActionError
+from executor_lib.protocol.files import LOG_DIR, state_dir
+from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import CorruptLogError, IndexTablesError, InvalidActionError
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,7 @@ def checkpoint(txlog: MaintainedLog, version: int | None = None) -> checkpoints.
         snap = txlog.snapshot()
         existing = read_state_manifest(txlog.store, snap.version)
     manifest = existing or txlog.write_state(snap.version, force_compaction=True)
-    info = state_checkpoint_info(manifest)
-    checkpoints.write_last_checkpoint_if_newer(txlog.store, info)
+    info = write_state_hint(txlog.store, manifest)
     expire_after_checkpoint_quietly(txlog, snap.version)
     return info
 
@@ -123,6 +123,45 @@ def v4_protocol(current: ProtocolAction | None) -> ProtocolAction:
         reader_features=frozenset(reader | {"avroState"}),
         writer_features=frozenset(writer | {"avroState"}),
     )
+
+
+# How far past its own state a writer follows newer ones when it repairs the hint (each step one probe).
+HINT_REPAIR_STEPS = 8
+
+
+def write_state_hint(store: ObjectStore, manifest: StateManifest) -> checkpoints.LastCheckpoint:
+    """Move ``_last_checkpoint`` forward to ``manifest``'s state, then repair it if that moved it back;
+    returns the hint left.
+
+    The hint is read, then overwritten (no store here overwrites conditionally), so of two writers that
+    read it at once the one with the older state can write last and move it back. Readers here only
+    start their listing there, but IndexTables4Spark 0.5.3 builds its automatic checkpoint from the hint
+    (read twice): a hint moved back between its reads makes it a checkpoint that misses versions. So
+    after its write a writer probes the next states (``state-v<N+1>/_manifest.avro``, ...) and moves the
+    hint to the newest it finds: a hint moved back stays so for one probe, not until the next commit.
+    A probe costs one HEAD per commit (there is usually no newer state).
+
+    Example: ``write_state_hint(txlog.store, txlog.write_state(7))`` -> ``LastCheckpoint(version=7, ...)``
+    """
+    info = state_checkpoint_info(manifest)
+    if not checkpoints.write_last_checkpoint_if_newer(store, info):
+        return checkpoints.read_last_checkpoint(store) or info  # a newer hint is there: nothing moved back
+    newest = manifest
+    for version in range(manifest.state_version + 1, manifest.state_version + 1 + HINT_REPAIR_STEPS):
+        if not store.exists(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES[0]}"):
+            break
+        try:
+            found = read_state_manifest(store, version)
+        except CorruptLogError:
+            break  # not a state to point at (the readers report it)
+        if found is None:
+            break
+        newest = found
+    if newest is not manifest:
+        info = state_checkpoint_info(newest)
+        log.info("%s: _last_checkpoint moved back: moving it to state %s", store.uri_of(LOG_DIR), info.version)
+        checkpoints.write_last_checkpoint_if_newer(store, info, replace_equal=False)
+    return info
 
 
 def state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoint:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from executor_lib.log import checkpoint as checkpoints
 from executor_lib.log.avro_state import StateManifest
 from executor_lib.log.config import LogConfig
-from executor_lib.log.maintenance import state_checkpoint_info
+from executor_lib.log.maintenance import write_state_hint
 from executor_lib.log.snapshot import Snapshot, read_version_actions
 from executor_lib.log.state_lookup import latest_protocol_and_metadata, newest_state_before, txns_through
 from executor_lib.log.state_writer import build_compacted_state, build_incremental_state, put_state
@@ -66,5 +65,5 @@ def write_state(
         won = put_state(store, manifest, protocol, config, commit_info=commit_info)
     except AmbiguousWriteError:
         won = False
-    checkpoints.write_last_checkpoint_if_newer(store, state_checkpoint_info(manifest))
+    write_state_hint(store, manifest)
     return manifest, won

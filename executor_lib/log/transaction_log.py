@@ -51,7 +51,7 @@ from executor_lib.log.foreign_states import (
     is_checkpoint_past_the_log,
 )
 from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
-from executor_lib.log.maintenance import state_checkpoint_info, uses_avro_state
+from executor_lib.log.maintenance import uses_avro_state, write_state_hint
 from executor_lib.log.pruning import FileListing, file_listing
 from executor_lib.log.snapshot import (
     Snapshot,
@@ -716,7 +716,7 @@ class TransactionLog:
             config = self.config
             at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
             if state is not None:
-                checkpoints.write_last_checkpoint_if_newer(self.store, state_checkpoint_info(state))
+                write_state_hint(self.store, state)
             if self._uses_avro_state(protocol):
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
                     maintenance.expire_after_checkpoint_quietly(self, version)
