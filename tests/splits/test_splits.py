@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -575,6 +576,11 @@ def test_merge_combines_segments_and_maps_rows_through_offsets(tmp_path: Path, c
     merged = merge([first, second], "m12")  # offsets of merged sources compose
     ids = merged.rows.read_all().column("id").to_pylist()
     assert (sorted(ids) if in_store else ids) == list(range(10_000))  # doc-store rows: in document order
+    # a scored search's best rows (rows_at): fast fields read by segment and doc where rows are document
+    # ordinals, across the merged segments' boundaries, the same values as the rows'
+    picked = pa.array(sorted({*random.Random(3).sample(range(10_000), 300), 0, 2_499, 2_500, 9_999}), pa.uint64())
+    assert merged.fast_columns(["id", "title"]) == ["id"]
+    assert merged.rows_at(picked, ["id", "title"]).equals(merged.rows.take(picked).select(["id", "title"]))
     for query in ["title:red", "tag:t1", f.Between("id", 4_990, 5_010), f.TermIn("tag", ("t0", "t3")), None]:
         expected = [i for i in range(10_000) if _matches(big.slice(i, 1).to_pylist()[0], query)]
         found = merged.search(query, ["id"]).column("id").to_pylist()

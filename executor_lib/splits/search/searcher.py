@@ -755,6 +755,26 @@ class SplitSearcher:
             return self._native_rows(native, addresses)
         return self._rows_of(addresses)
 
+    def rows_at(self, ids: pa.Array, columns: Sequence[str]) -> pa.Table:
+        """The rows ``ids`` (uint64, ascending) as ``columns``: the fast-field ones (``fast_columns``)
+        from Tantivy's fast fields when the native engine reads the split and its rows are document
+        ordinals (a row's segment and doc follow from ``segment_starts``), the others from the rows. A
+        scored search's best rows of a split: 10 ids cost 1 ms from the doc store's blocks, a few
+        microseconds from the fast fields.
+
+        Example: ``searcher.rows_at(pa.array([3, 70], pa.uint64()), ["id", "message"])``
+        """
+        native = self._native_split() if self._segment_starts is not None and len(ids) else None
+        fast = self.fast_columns(columns) if native is not None else []
+        if not fast:
+            return take_rows(self.rows.select(list(columns)), ids)
+        assert self._segment_starts is not None
+        rows = ids.to_numpy(zero_copy_only=False).astype(np.int64)
+        starts = np.asarray(self._segment_starts, np.int64)
+        ords = np.searchsorted(starts, rows, side="right") - 1  # an empty segment shares the next one's start
+        hits = Hits(ords.astype(np.uint32), (rows - starts[ords]).astype(np.uint32))
+        return self.rows_with(ids, columns, self.fast_values(fast, hits, np.arange(len(hits))))
+
     def rows_with(self, ids: pa.Array, columns: Sequence[str], values: Mapping[str, pa.Array]) -> pa.Table:
         """The rows ``ids`` as ``columns``: those in ``values`` as given (one value a row), index-only
         ones as nulls, the others taken from the rows (nothing is read when there are none)."""

@@ -194,7 +194,7 @@ def take_scored(
     order = np.argsort(ids, kind="stable")
     id_array = pa.array(ids[order], pa.uint64())
     data_columns = [c for c in columns if c not in constants]
-    rows = take_rows(searcher.rows.select(data_columns), id_array).append_column(ROW_ID_COLUMN, id_array)
+    rows = searcher.rows_at(id_array, data_columns).append_column(ROW_ID_COLUMN, id_array)
     rows = rows.append_column(SCORE_FIELD, pa.array(scores[order], pa.float32()))
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
@@ -445,7 +445,7 @@ def scan_split_scored(
     id_array = pa.array(sorted_ids, pa.uint64())
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is None:
-        rows = take_rows(searcher.rows.select(data_columns), id_array).append_column(ROW_ID_COLUMN, id_array)
+        rows = searcher.rows_at(id_array, data_columns).append_column(ROW_ID_COLUMN, id_array)
         kept_scores = sorted_scores
     else:
         rows = _with_constants(take_rows(searcher.rows, id_array), constants).append_column(ROW_ID_COLUMN, id_array)
