@@ -146,6 +146,19 @@ def write_state_hint(store: ObjectStore, manifest: StateManifest) -> checkpoints
     info = state_checkpoint_info(manifest)
     if not checkpoints.write_last_checkpoint_if_newer(store, info):
         return checkpoints.read_last_checkpoint(store) or info  # a newer hint is there: nothing moved back
+    try:
+        newest = _newest_state_after(store, manifest)
+        if newest is not manifest:
+            info = state_checkpoint_info(newest)
+            log.info("%s: _last_checkpoint moved back: moving it to state %s", store.uri_of(LOG_DIR), info.version)
+            checkpoints.write_last_checkpoint_if_newer(store, info, replace_equal=False)
+    except Exception as e:  # a hint: its repair never fails the commit that wrote it
+        log.warning("%s: _last_checkpoint not checked after state %s: %s", store.uri_of(LOG_DIR), info.version, e)
+    return info
+
+
+def _newest_state_after(store: ObjectStore, manifest: StateManifest) -> StateManifest:
+    """The newest of the states right after ``manifest``'s (probed one by one), or ``manifest``."""
     newest = manifest
     for version in range(manifest.state_version + 1, manifest.state_version + 1 + HINT_REPAIR_STEPS):
         if not store.exists(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES[0]}"):
@@ -157,11 +170,7 @@ def write_state_hint(store: ObjectStore, manifest: StateManifest) -> checkpoints
         if found is None:
             break
         newest = found
-    if newest is not manifest:
-        info = state_checkpoint_info(newest)
-        log.info("%s: _last_checkpoint moved back: moving it to state %s", store.uri_of(LOG_DIR), info.version)
-        checkpoints.write_last_checkpoint_if_newer(store, info, replace_equal=False)
-    return info
+    return newest
 
 
 def state_checkpoint_info(manifest: StateManifest) -> checkpoints.LastCheckpoint:

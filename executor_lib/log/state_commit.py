@@ -6,6 +6,7 @@ snapshot; then the ``_last_checkpoint`` hint. ``TransactionLog`` calls it after 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +21,8 @@ from executor_lib.protocol.actions import Action, CommitInfoAction
 from executor_lib.protocol.schema_registry import registry_from_configuration
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import AmbiguousWriteError, ObjectNotFoundError
+
+log = logging.getLogger("executor_lib.log.transaction_log")
 
 
 def write_state(
@@ -65,5 +68,8 @@ def write_state(
         won = put_state(store, manifest, protocol, config, commit_info=commit_info)
     except AmbiguousWriteError:
         won = False
-    write_state_hint(store, manifest)
+    try:
+        write_state_hint(store, manifest)
+    except Exception as e:  # the state is written (or was there): a hint not moved only costs a longer listing
+        log.warning("%s: _last_checkpoint not moved to state %d: %s", store.root_uri, manifest.state_version, e)
     return manifest, won

@@ -7,7 +7,10 @@ that misses versions (issue 68)."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
+
+import pytest
 
 import executor_lib
 from executor_lib.log.avro_state import read_state_manifest
@@ -15,6 +18,7 @@ from executor_lib.log.maintenance import write_state_hint
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
+from indextables_contract.errors import StorageError
 from tests.log.helpers import add, make_table
 
 Table = tuple[str, dict[str, Any]]
@@ -84,3 +88,29 @@ def test_a_writer_that_finds_a_newer_hint_writes_none(table: Table) -> None:
     assert HINT not in writes, "a hint newer than the writer's own state was there: nothing to write or repair"
     assert left.version == 2
     assert hint_version(uri, options) == 2
+
+
+def test_a_failed_probe_fails_no_commit(table: Table, caplog: pytest.LogCaptureFixture) -> None:
+    """The probe after the hint is a repair of a hint: a store error there is logged, and neither the
+    commit nor its state counts as failed (a state commit raising after it landed would be retried)."""
+    uri, options = table
+    make_table(uri, options).commit([add()])
+    store = open_store(uri, **options)
+
+    class ProbeFails:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        def exists(self, key: str) -> bool:
+            if "/state-v" in key:
+                raise StorageError(f"{key}: injected failure of the probe")
+            return store.exists(key)
+
+    log = TransactionLog(ProbeFails(), executor_lib.open_log(uri, **options).config)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        assert log.commit([add()]) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("_last_checkpoint not checked after state 2" in w for w in warnings), warnings
+    assert not any("state at version 2 failed" in w for w in warnings), warnings
+    assert hint_version(uri, options) == 2, "the hint was written before the probe failed"
+    assert len(executor_lib.open_log(uri, **options).snapshot().files) == 2
