@@ -120,6 +120,29 @@ def test_concurrent_processes_download_once(tmp_path: Path) -> None:
     assert (stats["misses"], stats["hits"], stats["bytes_downloaded"]) == (1, 3, add.size)
 
 
+def _count(cache_dir: str, barrier: Any, times: int) -> None:
+    cache = SplitCache(Path(cache_dir))
+    barrier.wait(timeout=60)
+    for _ in range(times):
+        cache._write_counts({"hits": 1, "misses": 2})
+
+
+def test_counters_written_by_racing_processes_add_up(tmp_path: Path) -> None:
+    """stats.json is rewritten in place under its lock: no count of 4 racing processes is lost."""
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_count, args=(str(tmp_path / "cache"), barrier, 300)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0] * 4
+    stats = SplitCache(tmp_path / "cache").describe()
+    assert (stats["hits"], stats["misses"]) == (1200, 2400)
+    SplitCache(tmp_path / "cache").flush()
+    assert SplitCache(tmp_path / "cache").describe()["hits"] == 0, "a flush resets the counters"
+
+
 def _search(cache_dir: str, uri: str, barrier: Any, out: str) -> None:
     barrier.wait(timeout=60)
     snapshot = executor_lib.open_log(uri).snapshot()
