@@ -100,6 +100,19 @@ def test_footer_with_one_ranged_read_and_footer_only_prewarm(table: tuple[str, d
     assert footer == read_footer(local.split)
 
 
+def _race(target: Any, args: list[tuple[Any, ...]], timeout: float = 60) -> None:
+    """One spawned process per ``args`` entry running ``target(*entry, barrier)``, released at a
+    barrier; each must exit 0."""
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(len(args))
+    procs = [ctx.Process(target=target, args=(*a, barrier)) for a in args]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=timeout)
+    assert [p.exitcode for p in procs] == [0] * len(args)
+
+
 def _get(cache_dir: str, uri: str, key: str, barrier: Any) -> None:
     barrier.wait(timeout=60)
     SplitCache(Path(cache_dir)).get(open_store(uri), key)
@@ -108,19 +121,12 @@ def _get(cache_dir: str, uri: str, key: str, barrier: Any) -> None:
 def test_concurrent_processes_download_once(tmp_path: Path) -> None:
     uri = str(tmp_path / "t")
     (add,) = make(uri, {}, splits=1)
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(4)
-    procs = [ctx.Process(target=_get, args=(str(tmp_path / "cache"), uri, add.path, barrier)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0] * 4
+    _race(_get, [(str(tmp_path / "cache"), uri, add.path)] * 4)
     stats = SplitCache(tmp_path / "cache").describe()
     assert (stats["misses"], stats["hits"], stats["bytes_downloaded"]) == (1, 3, add.size)
 
 
-def _count(cache_dir: str, barrier: Any, times: int) -> None:
+def _count(cache_dir: str, times: int, barrier: Any) -> None:
     cache = SplitCache(Path(cache_dir))
     barrier.wait(timeout=60)
     for _ in range(times):
@@ -129,21 +135,14 @@ def _count(cache_dir: str, barrier: Any, times: int) -> None:
 
 def test_counters_written_by_racing_processes_add_up(tmp_path: Path) -> None:
     """stats.json is rewritten in place under its lock: no count of 4 racing processes is lost."""
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(4)
-    procs = [ctx.Process(target=_count, args=(str(tmp_path / "cache"), barrier, 300)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    assert [p.exitcode for p in procs] == [0] * 4
+    _race(_count, [(str(tmp_path / "cache"), 300)] * 4)
     stats = SplitCache(tmp_path / "cache").describe()
     assert (stats["hits"], stats["misses"]) == (1200, 2400)
     SplitCache(tmp_path / "cache").flush()
     assert SplitCache(tmp_path / "cache").describe()["hits"] == 0, "a flush resets the counters"
 
 
-def _search(cache_dir: str, uri: str, barrier: Any, out: str) -> None:
+def _search(cache_dir: str, uri: str, out: str, barrier: Any) -> None:
     barrier.wait(timeout=60)
     snapshot = executor_lib.open_log(uri).snapshot()
     rows = search_table(open_store(uri), snapshot, None, SplitCache(Path(cache_dir)))
@@ -160,16 +159,9 @@ def test_concurrent_processes_open_one_split_once(tmp_path: Path) -> None:
         .column("id")
         .to_pylist()
     )
-    ctx = mp.get_context("spawn")
     workers = 4
-    barrier = ctx.Barrier(workers)
     outs = [tmp_path / f"out-{i}.json" for i in range(workers)]
-    procs = [ctx.Process(target=_search, args=(str(tmp_path / "cache"), uri, barrier, str(o))) for o in outs]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=120)
-    assert [p.exitcode for p in procs] == [0] * workers
+    _race(_search, [(str(tmp_path / "cache"), uri, str(o)) for o in outs], timeout=120)
     assert [json.loads(o.read_text()) for o in outs] == [expected] * workers
     assert SplitCache(tmp_path / "cache").describe()["misses"] == 1
     assert not list((tmp_path / "cache").rglob("index.tmp*")), "a temporary extraction was left behind"
