@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import int64s, strings
+from executor_lib.arrow_arrays import int64s, strings
 
 _STRING, _INT, _INT32 = pa.string(), pa.int64(), pa.int32()
 _MAP = pa.map_(pa.string(), pa.string())

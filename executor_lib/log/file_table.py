@@ -28,8 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.arrow_arrays import bools, int64s, strings
 from executor_lib.arrow_pool import use_system_pool
-from executor_lib.log.arrow_arrays import bools, int64s, strings
 from executor_lib.log.chunk_encoding import compact_table, is_physical_form, logical_column
 from executor_lib.log.partition_index import (
     PartitionIndex,

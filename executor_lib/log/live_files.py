@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import bools, int64s, integers, map_values, strings
+from executor_lib.arrow_arrays import bools, empty_table, int64s, map_values, numbers, strings
 from executor_lib.log.chunk_encoding import logical_column
 from executor_lib.log.file_table import COLUMN_TYPES, FileChunk, chunk_columns, matching_paths
 from executor_lib.log.partition_index import partition_mask, partition_totals, present_values
@@ -154,7 +154,7 @@ class LiveFiles(Mapping[str, AddAction]):
                 mask = chosen if mask is None else pc.and_(mask, chosen)
             parts.append(chunk_columns(chunk, attributes, mask))
         schema = pa.schema([(a, COLUMN_TYPES[a]) for a in attributes])
-        return pa.concat_tables(parts) if parts else schema.empty_table()
+        return pa.concat_tables(parts) if parts else empty_table(schema)
 
     def total(self, attribute: str) -> int:
         """The sum of an integer attribute (``size``, ``num_records``) over the live files (None as 0)."""
@@ -359,7 +359,7 @@ def unplain_paths(chunk: FileChunk) -> list[str]:
 
 # Arrow scalars for the kernels below: a Python 2 or True there is converted by pa.scalar, which imports
 # pandas on first use (0.3-1 s of a new process's first query)
-_TWO, _TRUE = integers([2], pa.int32())[0], bools(np.array([True]))[0]
+_TWO, _TRUE = numbers([2], pa.int32())[0], bools(np.array([True]))[0]
 _NO_SEPARATOR = strings([""])[0]
 
 
@@ -374,8 +374,8 @@ def _unplain_paths(chunk: FileChunk) -> list[str]:
         odd_suffixes = [i for i, e in enumerate(suffix.dictionary.to_pylist()) if "\\" in e]
         rows = pc.or_(
             pc.or_(
-                pc.is_in(prefix.indices, value_set=integers(odd_prefixes, prefix.indices.type)),
-                pc.is_in(suffix.indices, value_set=integers(odd_suffixes, suffix.indices.type)),
+                pc.is_in(prefix.indices, value_set=numbers(odd_prefixes, prefix.indices.type)),
+                pc.is_in(suffix.indices, value_set=numbers(odd_suffixes, suffix.indices.type)),
             ),
             pc.or_(pc.less_equal(pc.utf8_length(middle), _TWO), pc.match_substring(middle, "\\")),
         )

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import bools, int64s, map_values, numpy_view
+from executor_lib.arrow_arrays import bools, int64s, map_values, numpy_view
 
 
 class FileChunk(Protocol):

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.arrow_arrays import map_values
+from executor_lib.arrow_arrays import map_values
 from executor_lib.log.live_files import LiveFiles
 from executor_lib.protocol.actions import AddAction
 from indextables_contract import filters

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.arrow_arrays import bools, numbers
 from indextables_contract.errors import CorruptSplitError
 
 _HIGHEST_BIT = np.uint64(1 << 63)
@@ -73,17 +74,17 @@ def _fixed(
             byte[mask] = 0
         if (byte > 1).any():
             raise CorruptSplitError(f"{where}: a stored bool is {int(byte.max())}, not 0 or 1")
-        return pa.array(byte.view(np.bool_), type=pa.bool_(), mask=mask)
+        return bools(byte.view(np.bool_), valid)
     raw = u64_view(data)[at]
     if tantivy_type == "u64":
-        return pa.array(_narrowed(raw, arrow_type, valid, where), type=arrow_type, mask=mask)
+        return numbers(_narrowed(raw, arrow_type, valid, where), arrow_type, valid)
     if tantivy_type == "i64":
-        return pa.array(_narrowed(raw.view(np.int64), arrow_type, valid, where), type=arrow_type, mask=mask)
+        return numbers(_narrowed(raw.view(np.int64), arrow_type, valid, where), arrow_type, valid)
     if tantivy_type == "f64":  # common's u64_to_f64: flip the sign bit if set, else every bit
         raw ^= (((raw >> np.uint64(63)) - np.uint64(1)) >> np.uint64(1)) | _HIGHEST_BIT
-        return pa.array(_floats(raw.view(np.float64), arrow_type, valid, where), type=arrow_type, mask=mask)
+        return numbers(_floats(raw.view(np.float64), arrow_type, valid, where), arrow_type, valid)
     tick = 1000 if version == 1 else 1  # nanoseconds a stored unit
-    return pa.array(_temporal(raw.view(np.int64), tick, arrow_type, valid, where), type=arrow_type, mask=mask)
+    return numbers(_temporal(raw.view(np.int64), tick, arrow_type, valid, where), arrow_type, valid)
 
 
 def _floats(values: np.ndarray, arrow_type: pa.DataType, valid: np.ndarray, where: str) -> np.ndarray:
@@ -159,7 +160,7 @@ def _binary(
         spans = pa.Array.from_buffers(
             pa.large_binary() if large else pa.binary(), 2 * n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
         )
-        taken = pc.take(spans, pa.array(np.arange(1, 2 * n, 2, dtype=np.int64 if large else np.int32)))
+        taken = pc.take(spans, numbers(np.arange(1, 2 * n, 2), pa.int64() if large else pa.int32()))
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         try:
             taken = taken.cast(arrow_type)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from executor_lib.arrow_arrays import as_numpy, empty_table, numbers
 from executor_lib.format.quickwit.bundle import BundleFooter
 from executor_lib.splits.rows.decoded_cache import LeastRecentlyUsed
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows
@@ -192,7 +193,7 @@ class ColumnarCopy:
 
     def take(self, ids: pa.Array) -> pa.Table:
         """The rows numbered ``ids`` (uint64), in that order; IndexError names a row out of range."""
-        wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        wanted = as_numpy(ids).astype(np.int64, copy=False)
         n = len(wanted)
         if n and (wanted.min() < 0 or wanted.max() >= self.num_rows):
             bad = int(wanted[(wanted < 0) | (wanted >= self.num_rows)][0])
@@ -210,13 +211,13 @@ class ColumnarCopy:
             if bool(np.all(np.diff(in_batch) == 1)):  # a run of rows: a zero-copy slice
                 parts.append(batch.slice(int(in_batch[0]), len(in_batch)))
             else:
-                parts.append(batch.take(pa.array(in_batch)))
+                parts.append(batch.take(numbers(in_batch, pa.int64())))
         table = self._assemble(parts, n)
         if order is None:
             return table
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n)
-        return table.take(pa.array(inverse))
+        return table.take(numbers(inverse, pa.int64()))
 
     def _projection(self) -> tuple[str, ...]:
         """The stored columns ``schema`` names, in the copy's order (as IPC reads them)."""
@@ -241,7 +242,7 @@ class ColumnarCopy:
     def _assemble(self, parts: list[pa.RecordBatch], rows: int) -> pa.Table:
         """``parts`` (batches of the projected stored columns) as a table of ``schema``."""
         stored = pa.schema([self._stored.field(c) for c in self._projection()])
-        table = pa.Table.from_batches(parts, schema=stored) if parts else stored.empty_table()
+        table = pa.Table.from_batches(parts, schema=stored) if parts else empty_table(stored)
         columns = [
             table.column(f.name) if f.name in stored.names else pa.chunked_array([pa.nulls(rows, f.type)])
             for f in self.schema
@@ -286,7 +287,7 @@ class PartedCopy:
 
     def take(self, ids: pa.Array) -> pa.Table:
         """The rows numbered ``ids`` (uint64), in that order; IndexError names a row out of range."""
-        wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        wanted = as_numpy(ids).astype(np.int64, copy=False)
         if len(wanted) and (wanted.min() < 0 or wanted.max() >= self.num_rows):
             bad = int(wanted[(wanted < 0) | (wanted >= self.num_rows)][0])
             raise IndexError(f"{self.source}: row {bad} is out of range (the copy has {self.num_rows} rows)")
@@ -295,18 +296,18 @@ class PartedCopy:
         used = np.flatnonzero(np.bincount(part_of, minlength=len(self._parts))) if len(wanted) else np.zeros(1, int)
         if len(used) == 1:  # the common case (ascending hits of one segment): no reordering
             only = int(used[0])
-            return self._parts[only].take(pa.array(wanted - self._starts[only], pa.uint64()))
+            return self._parts[only].take(numbers(wanted - self._starts[only], pa.uint64()))
         order = np.argsort(part_of, kind="stable")  # grouped by part, each group in the given order
         tables = []
         for part in used.tolist():
             rows = wanted[part_of == part] - self._starts[part]
-            tables.append(self._parts[part].take(pa.array(rows, pa.uint64())))
+            tables.append(self._parts[part].take(numbers(rows, pa.uint64())))
         grouped = pa.concat_tables(tables)
         if bool(np.all(order[1:] > order[:-1])):
             return grouped
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[order] = np.arange(len(order))
-        return grouped.take(pa.array(inverse))
+        return grouped.take(numbers(inverse, pa.int64()))
 
 
 RowCopy = ColumnarCopy | PartedCopy | DocStoreRows  # a split's rows: its columnar copy, or its doc stores

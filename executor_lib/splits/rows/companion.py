@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from executor_lib.arrow_arrays import as_numpy, empty_table, numbers
 from executor_lib.format.tantivy4java.parquet_manifest import FILE_HASH_FIELD, ROW_IN_FILE_FIELD
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.rows.columnar import RowCopy
@@ -319,17 +320,17 @@ class CompanionRows:
         return CompanionRows(self.locators, self.info, schema, self.sources)
 
     def read_all(self) -> pa.Table:
-        return self.take(pa.array(np.arange(self.num_rows, dtype=np.uint64)))
+        return self.take(numbers(np.arange(self.num_rows), pa.uint64()))
 
     def take(self, ids: pa.Array) -> pa.Table:
         """The rows numbered ``ids`` (in that order), read from the source files."""
         n = len(ids)
         loc = self.locators.take(ids)
-        files = loc.column(FILE_COLUMN).to_numpy().astype(np.int64, copy=False)
-        rows = loc.column(ROW_COLUMN).to_numpy().astype(np.int64, copy=False)
+        files = as_numpy(loc.column(FILE_COLUMN)).astype(np.int64, copy=False)
+        rows = as_numpy(loc.column(ROW_COLUMN)).astype(np.int64, copy=False)
         columns = list(self.schema.names)
         if n == 0:
-            return self.schema.empty_table()
+            return empty_table(self.schema)
         order = np.lexsort((rows, files))
         sorted_files, sorted_rows = files[order], rows[order]
         parts: list[pa.Table] = []
@@ -345,7 +346,7 @@ class CompanionRows:
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n)
-        return table.take(pa.array(inverse))
+        return table.take(numbers(inverse, pa.int64()))
 
 
 def _runs(values: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -377,7 +378,7 @@ def _take_from_file(
                 ) from e
         else:
             table = pa.table({"_": pa.nulls(int(meta.row_group(g).num_rows))})
-        taken = table.take(pa.array(rows[start:stop] - starts[g]))
+        taken = table.take(numbers(rows[start:stop] - starts[g], pa.int64()))
         out.append(conformed(taken, schema, stop - start))
     return out
 

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
+from executor_lib.arrow_arrays import as_numpy, empty_table, numbers
 from executor_lib.format.store.arrow_columns import u32_view
 from executor_lib.format.store.blocks import ZSTD_BLOCK_BYTES, DocStore, check_block, parse_store
 from executor_lib.format.store.documents import StoredColumn, decode_blocks
@@ -340,7 +341,7 @@ class DocStoreRows:
 
     def take(self, ids: pa.Array) -> pa.Table:
         """The rows numbered ``ids`` (uint64), in that order; IndexError names a row out of range."""
-        wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        wanted = as_numpy(ids).astype(np.int64, copy=False)
         n = len(wanted)
         if n and (wanted.min() < 0 or wanted.max() >= self.num_rows):
             bad = int(wanted[(wanted < 0) | (wanted >= self.num_rows)][0])
@@ -358,12 +359,12 @@ class DocStoreRows:
             return table
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n)
-        return table.take(pa.array(inverse))
+        return table.take(numbers(inverse, pa.int64()))
 
     def _assemble(self, parts: list[pa.Table], columns: list[StoredColumn], rows: int) -> pa.Table:
         """Decoded ``parts`` (tables of ``columns``) as one table of ``schema``."""
         stored = pa.schema([pa.field(c.name, c.arrow_type) for c in columns])
-        table = pa.concat_tables(parts) if parts else stored.empty_table()
+        table = pa.concat_tables(parts) if parts else empty_table(stored)
         out = [
             table.column(f.name) if f.name in stored.names else pa.chunked_array([pa.nulls(rows, f.type)], f.type)
             for f in self.schema

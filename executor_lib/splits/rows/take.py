@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from executor_lib.arrow_arrays import as_numpy, numbers
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import CompanionRows
@@ -27,7 +28,7 @@ def take_rows(rows: pa.Table | RowCopy | CompanionRows, ids: pa.Array) -> pa.Tab
     n = len(ids)
     if n == 0:
         return rows.slice(0, 0)
-    wanted = ids.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    wanted = as_numpy(ids).astype(np.int64, copy=False)
     if n > 1 and not bool(np.all(wanted[1:] > wanted[:-1])):
         return rows.take(ids)
     if wanted[0] < 0 or wanted[-1] >= rows.num_rows:
@@ -40,7 +41,7 @@ def take_rows(rows: pa.Table | RowCopy | CompanionRows, ids: pa.Array) -> pa.Tab
     starts = np.cumsum([0] + [b.num_rows for b in batches[:-1]])
     bounds = np.searchsorted(wanted, np.append(starts, rows.num_rows))  # ids of batch c: bounds[c]:bounds[c+1]
     parts = [
-        batches[c].take(pa.array(wanted[bounds[c] : bounds[c + 1]] - starts[c]))
+        batches[c].take(numbers(wanted[bounds[c] : bounds[c + 1]] - starts[c], pa.int64()))
         for c in range(len(batches))
         if bounds[c + 1] > bounds[c]
     ]

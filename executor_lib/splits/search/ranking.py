@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from executor_lib.arrow_arrays import as_numpy
+
 
 def best_of(
     found: Mapping[Any, tuple[np.ndarray, np.ndarray]], k: int | None
@@ -46,14 +48,14 @@ def order_positions(
     Example: ``order_positions(pa.array([3, None, 1]), False, True)`` is ``[1, 2, 0]``.
     """
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+        values = values.combine_chunks() if values.num_chunks else pa.nulls(0, values.type)
     t = values.type
-    null = values.is_null().to_numpy(zero_copy_only=False)
+    null = as_numpy(values.is_null())
     if pa.types.is_date32(t):
         values = values.cast(pa.int32())
     elif pa.types.is_temporal(t):
         values = values.cast(pa.int64())
-    v = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    v = as_numpy(pc.fill_null(values, 0))
     nan = np.isnan(v) if pa.types.is_floating(t) else np.zeros(len(v), bool)
     if nan.any():
         v = np.where(nan, 0, v)

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import tantivy
 
+from executor_lib.arrow_arrays import as_numpy, empty_table, numbers
 from executor_lib.cache.entry_checksums import record_checksums
 from executor_lib.cache.split_pieces import SplitPieces, query_needs
 from executor_lib.file_lock import entry_lock, exclusive_lock
@@ -247,7 +248,7 @@ class SplitSearcher:
         if self._segment_starts is not None:
             docs = np.fromiter((a.doc for a in addresses), np.int64, len(addresses))
             ordinals = np.fromiter((a.segment_ord for a in addresses), np.int64, len(addresses))
-            return pa.array(self._segment_starts[ordinals] + docs, pa.uint64())
+            return numbers(self._segment_starts[ordinals] + docs, pa.uint64())
         rows = pa.array(self.searcher.fast_field_values(ROW_FIELD, list(addresses)), pa.uint64())
         if self._offsets_by_ordinal is None:
             return rows
@@ -447,13 +448,13 @@ class SplitSearcher:
         """Row numbers (into ``rows``, ascending) of the documents matching ``query``, up to ``limit``."""
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if query is None:
-            return pa.array(range(n), type=pa.uint64())
+            return numbers(np.arange(n), pa.uint64())
         if n <= 0:
-            return pa.array([], type=pa.uint64())
+            return numbers([], pa.uint64())
         native = self._native_split()
         if native is not None:
             rows, _ = self._native_row_hits(native, query, n)
-            return pa.array(np.sort(rows)[:n], pa.uint64())
+            return numbers(np.sort(rows)[:n], pa.uint64())
         if self._segment_starts is not None:  # rows are document ordinals (no __row): any n matches, sorted
             try:
                 compiled = self._query(query)  # first: it may open the index again
@@ -525,17 +526,17 @@ class SplitSearcher:
             return rows, hits
         # rows are document ordinals (the first n in document order are the lowest), else every match
         hits = native.matches(plan, query, n if self._segment_starts is not None else None)
-        return self._native_rows(native, hits).to_numpy(zero_copy_only=False).astype(np.uint64), hits
+        return as_numpy(self._native_rows(native, hits)).astype(np.uint64), hits
 
     def _native_rows(self, native: NativeSplit, hits: Hits) -> pa.Array:
         """Row numbers (into ``rows``) of ``hits``, as ``_rows_of`` gives them."""
         if self._segment_starts is not None:
-            return pa.array((self._segment_starts[hits.ords] + hits.docs).astype(np.uint64))
+            return numbers(self._segment_starts[hits.ords] + hits.docs, pa.uint64())
         rows = native.fast_values(ROW_FIELD, "u64", hits)
         if self._offsets_by_ordinal is None:
             return rows
         offsets = np.asarray(self._offsets_by_ordinal, np.uint64)[hits.ords]
-        return pa.array(rows.to_numpy(zero_copy_only=False).astype(np.uint64) + offsets)
+        return numbers(as_numpy(rows).astype(np.uint64) + offsets, pa.uint64())
 
     @guarded(lambda self, query=None, *a, **k: f"score statistics of query {query!r} on split {self.split}")
     def score_stats(self, query: str | filters.Filter) -> ScoreStats | None:
@@ -579,7 +580,7 @@ class SplitSearcher:
         """``scored`` through ``scoring``: every hit of the ``tantivy`` package rescored with ``stats``."""
         n = self.num_docs if limit is None or stats is not None else min(limit, self.num_docs)
         if n <= 0:
-            return pa.array([], pa.uint64()), np.zeros(0, np.float32)
+            return numbers([], pa.uint64()), np.zeros(0, np.float32)
         try:
             compiled = self._query(query, scoring=True)  # first: it may open the index again
             hits = self.searcher.search(compiled, n, count=False).hits
@@ -592,7 +593,7 @@ class SplitSearcher:
             )
             if rescored is not None:
                 scores = rescored
-        rows = self._rows_of([address for _, address in hits]).to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = as_numpy(self._rows_of([address for _, address in hits])).astype(np.int64)
         return _best_first(rows, scores, limit)
 
     def _native_scored(
@@ -600,7 +601,7 @@ class SplitSearcher:
     ) -> tuple[pa.Array, np.ndarray]:
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if n <= 0:
-            return pa.array([], pa.uint64()), np.zeros(0, np.float32)
+            return numbers([], pa.uint64()), np.zeros(0, np.float32)
         row_field = None if self._segment_starts is not None else ROW_FIELD
         ords, docs, scores, fast_rows = native.top_k(self._plan(query), query, n, stats, row_field)
         if self._segment_starts is not None:
@@ -650,7 +651,7 @@ class SplitSearcher:
                 raise QueryError(f"columns {unknown} are not in the split (columns: {self.rows.column_names})")
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if n <= 0:
-            return self.rows.schema.empty_table().select(
+            return empty_table(self.rows.schema).select(
                 list(columns) if columns is not None else self.rows.column_names
             )
         wanted = list(columns) if columns is not None else self.rows.column_names
@@ -696,12 +697,12 @@ class SplitSearcher:
         (``fast_values``)."""
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if n <= 0:
-            return pa.array([], type=pa.uint64()), [], np.zeros(0, np.int64)
+            return numbers([], pa.uint64()), [], np.zeros(0, np.int64)
         native = self._native_split()
         if native is not None:
             rows, hits = self._native_row_hits(native, query, n)
             order = np.argsort(rows, kind="stable")[:n]
-            return pa.array(rows[order], pa.uint64()), hits, order
+            return numbers(rows[order], pa.uint64()), hits, order
         try:
             compiled = self._query(query)  # first: it may open the index again
             if self._segment_starts is not None:  # rows are document ordinals: any n matches
@@ -716,8 +717,8 @@ class SplitSearcher:
             raise QueryError(f"query {query!r} cannot run on this split: {e}") from e
         addresses = [address for _, address in hits]
         rows = self._rows_of(addresses)
-        order = np.argsort(rows.to_numpy(zero_copy_only=False), kind="stable")[:n]
-        return rows.take(pa.array(order)), addresses, order
+        order = np.argsort(as_numpy(rows), kind="stable")[:n]
+        return rows.take(numbers(order, pa.int64())), addresses, order
 
     def fast_values(
         self, columns: Sequence[str], addresses: list[Any] | Hits, order: np.ndarray
@@ -735,7 +736,7 @@ class SplitSearcher:
                 out[name] = values.cast(self.rows.schema.field(name).type)
                 continue
             values = pa.array(self.searcher.fast_field_values(name, addresses), _FAST_VALUE_TYPES[field.type])
-            out[name] = values.take(pa.array(order)).cast(self.rows.schema.field(name).type)
+            out[name] = values.take(numbers(order, pa.int64())).cast(self.rows.schema.field(name).type)
         return out
 
     def _hit_rows(self, addresses: list[Any] | Hits, columns: list[str]) -> pa.Table:
@@ -745,7 +746,7 @@ class SplitSearcher:
         if not fast:
             return take_rows(self.rows, self._hit_ids(addresses)).select(columns)
         values = self.fast_values(fast, addresses, np.arange(len(addresses)))
-        ids = self._hit_ids(addresses) if len(fast) < len(columns) else pa.array(np.zeros(len(addresses), np.uint64))
+        ids = self._hit_ids(addresses) if len(fast) < len(columns) else numbers(np.zeros(len(addresses)), pa.uint64())
         return self.rows_with(ids, columns, values)
 
     def _hit_ids(self, addresses: list[Any] | Hits) -> pa.Array:
@@ -769,7 +770,7 @@ class SplitSearcher:
         if not fast:
             return take_rows(self.rows.select(list(columns)), ids)
         assert self._segment_starts is not None
-        rows = ids.to_numpy(zero_copy_only=False).astype(np.int64)
+        rows = as_numpy(ids).astype(np.int64)
         starts = np.asarray(self._segment_starts, np.int64)
         ords = np.searchsorted(starts, rows, side="right") - 1  # an empty segment shares the next one's start
         hits = Hits(ords.astype(np.uint32), (rows - starts[ords]).astype(np.uint32))
@@ -799,7 +800,7 @@ def _best_first(rows: np.ndarray, scores: np.ndarray, limit: int | None) -> tupl
     order = np.lexsort((rows, -scores.astype(np.float64)))
     if limit is not None:
         order = order[:limit]
-    return pa.array(rows[order], pa.uint64()), scores[order]
+    return numbers(rows[order], pa.uint64()), scores[order]
 
 
 _FAST_VALUE_TYPES = {"i64": pa.int64(), "u64": pa.uint64(), "f64": pa.float64(), "bool": pa.bool_()}

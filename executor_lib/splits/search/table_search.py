@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from executor_lib import profiler
+from executor_lib.arrow_arrays import as_numpy, bools, empty_table, numbers, partition_value
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
@@ -105,7 +106,7 @@ def _search_table(
         for i, add in enumerate(adds):
             with damage_of_split(cache, store, add.path):
                 ids, scores = opened[i].scored(query, limit, stats)
-            found[i] = (ids.to_numpy().astype(np.int64), scores)
+            found[i] = (as_numpy(ids).astype(np.int64), scores)
         winners = best_of(found, limit)  # rows are read for the best ``limit`` of the table only
 
     def rows_of(i: int, add: AddAction, remaining: int | None) -> pa.Table:
@@ -126,8 +127,8 @@ def _search_table(
                     raise
         for column in partition_columns:
             if column in wanted:
-                value = pa.scalar(add.partition_values.get(column)).cast(schema.field(column).type)
-                rows = rows.append_column(schema.field(column), pa.array([value.as_py()] * rows.num_rows, value.type))
+                value = partition_value(add.partition_values.get(column), schema.field(column).type)
+                rows = rows.append_column(schema.field(column), pa.repeat(value, rows.num_rows))
         return rows.select([*wanted, SCORE_COLUMN] if scored else wanted)
 
     if limit is None and not scored and len(adds) > 1 and SEARCH_THREADS > 1:
@@ -144,11 +145,11 @@ def _search_table(
             parts.append(rows)
             if remaining is not None and not scored:
                 remaining -= rows.num_rows
-    out_schema = schema.empty_table().select(wanted).schema
+    out_schema = pa.schema([schema.field(c) for c in wanted], metadata=schema.metadata)
     if scored:
         out_schema = out_schema.append(SCORE_FIELD)
     if not parts:
-        return out_schema.empty_table()
+        return empty_table(out_schema)
     table = pa.concat_tables(parts)
     if scored:
         table = table.sort_by([(SCORE_COLUMN, "descending")])
@@ -192,10 +193,10 @@ def take_scored(
     (``columns`` may name ``constants``: partition columns); ``row_ids``: ``ROW_ID_COLUMN`` last."""
     constants = dict(constants or {})
     order = np.argsort(ids, kind="stable")
-    id_array = pa.array(ids[order], pa.uint64())
+    id_array = numbers(ids[order], pa.uint64())
     data_columns = [c for c in columns if c not in constants]
     rows = searcher.rows_at(id_array, data_columns).append_column(ROW_ID_COLUMN, id_array)
-    rows = rows.append_column(SCORE_FIELD, pa.array(scores[order], pa.float32()))
+    rows = rows.append_column(SCORE_FIELD, numbers(scores[order], pa.float32()))
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
 
@@ -388,7 +389,7 @@ def _hits_in_pieces(
     search, only if the first piece is taken and there are more)."""
     n = searcher.num_docs if limit is None else min(limit, searcher.num_docs)
     if index is None:
-        yield pa.array(np.arange(n, dtype=np.uint64)), {}
+        yield numbers(np.arange(n), pa.uint64()), {}
         return
     if limit is not None or first is None or n <= first:
         yield _searched(searcher, index, limit, fast)
@@ -398,8 +399,7 @@ def _hits_in_pieces(
     if len(probe) < first:
         return  # every hit
     every, values = _searched(searcher, index, None, fast)
-    rest = every.to_numpy(zero_copy_only=False)
-    keep = pa.array(~np.isin(rest, probe.to_numpy(zero_copy_only=False), assume_unique=True))
+    keep = bools(~np.isin(as_numpy(every), as_numpy(probe), assume_unique=True))
     yield every.filter(keep), {c: v.filter(keep) for c, v in values.items()}
 
 
@@ -439,10 +439,11 @@ def scan_split_scored(
     ids, scores = searcher.scored(filter_plan.index, k, stats)
     if t0:
         profiler.record("query_search", t0)
-    order = np.argsort(ids.to_numpy(), kind="stable")  # rows are taken in row order
-    sorted_ids = ids.to_numpy()[order]
+    found_ids = as_numpy(ids)
+    order = np.argsort(found_ids, kind="stable")  # rows are taken in row order
+    sorted_ids = found_ids[order]
     sorted_scores = scores[order]
-    id_array = pa.array(sorted_ids, pa.uint64())
+    id_array = numbers(sorted_ids, pa.uint64())
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is None:
         rows = searcher.rows_at(id_array, data_columns).append_column(ROW_ID_COLUMN, id_array)
@@ -451,12 +452,12 @@ def scan_split_scored(
         rows = _with_constants(take_rows(searcher.rows, id_array), constants).append_column(ROW_ID_COLUMN, id_array)
         rows = filter_rows(rows, filter_plan.residual, lambda q: searcher.row_ids(q))
         rows = rows.select([*data_columns, ROW_ID_COLUMN])
-        kept_ids = rows[ROW_ID_COLUMN].to_numpy()
+        kept_ids = as_numpy(rows[ROW_ID_COLUMN])
         kept_scores = sorted_scores[np.searchsorted(sorted_ids, kept_ids)]
-    rows = rows.append_column(SCORE_FIELD, pa.array(kept_scores, pa.float32()))
+    rows = rows.append_column(SCORE_FIELD, numbers(kept_scores, pa.float32()))
     if top_k is not None and rows.num_rows > top_k:
         best = np.sort(np.argsort(-kept_scores.astype(np.float64), kind="stable")[:top_k])
-        rows = rows.take(pa.array(best))
+        rows = rows.take(numbers(best, pa.int64()))
     out = _with_constants(rows, {c: constants[c] for c in columns if c in constants})
     return out.select([*columns, SCORE_COLUMN, ROW_ID_COLUMN] if row_ids else [*columns, SCORE_COLUMN])
 
@@ -480,7 +481,7 @@ def scan_split_ordered(
     data_columns = [c for c in columns if c not in constants]
     if filter_plan.residual is not None or column in constants:
         rows = scan_split(searcher, filter_plan, columns, constants)
-        return rows.take(pa.array(order_positions(rows[column], descending, nulls_first, k), pa.int64()))
+        return rows.take(numbers(order_positions(rows[column], descending, nulls_first, k), pa.int64()))
     t0 = time.perf_counter_ns() if profiler.ENABLED else 0
     index = filter_plan.index
     fast = [] if index is None else searcher.fast_columns([column])
@@ -494,7 +495,7 @@ def scan_split_ordered(
         profiler.record("query_search", t0)
         t0 = time.perf_counter_ns()
     best = np.sort(order_positions(values, descending, nulls_first, k))  # ascending row ids: take_rows' fast case
-    chosen = ids.take(pa.array(best, pa.int64()))
+    chosen = ids.take(numbers(best, pa.int64()))
     rows = take_rows(searcher.rows.select(data_columns), chosen)
     if t0:
         profiler.record("doc_batch_retrieval", t0)

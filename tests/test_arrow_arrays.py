@@ -1,4 +1,4 @@
-"""The log's Arrow helpers (``executor_lib.log.arrow_arrays``) build arrays from their buffers, so
+"""The log's Arrow helpers (``executor_lib.arrow_arrays``) build arrays from their buffers, so
 reading a table's files in a new process never imports pandas: ``pa.array``, ``pa.scalar`` and a
 kernel given a Python value import it on first use (0.3-1 s), which a partition listing, the CLI or
 the first query of the Python API would pay."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from executor_lib.log.arrow_arrays import integers
+from executor_lib.arrow_arrays import numbers
 from tests.conftest import REPO_ROOT
 from tests.log.helpers import add, make_table
 
@@ -38,8 +38,10 @@ def test_reading_a_tables_files_in_a_new_process_imports_no_pandas(tmp_path: Pat
     assert not pandas_imported, "reading the table's files imported pandas (a pa.array/pa.scalar on the path)"
 
 
-@pytest.mark.parametrize("arrow_type", [pa.int8(), pa.int32(), pa.uint32(), pa.int64(), pa.uint64()])
-def test_integers_are_the_values_as_the_given_type(arrow_type: pa.DataType) -> None:
-    got = integers([0, 3, 7], arrow_type)
+@pytest.mark.parametrize(
+    "arrow_type", [pa.int8(), pa.int32(), pa.uint32(), pa.int64(), pa.uint64(), pa.float32(), pa.float64()]
+)
+def test_numbers_are_the_values_as_the_given_type(arrow_type: pa.DataType) -> None:
+    got = numbers([0, 3, 7], arrow_type)
     assert got.type == arrow_type and got.to_pylist() == [0, 3, 7]
-    assert integers([], arrow_type).to_pylist() == []
+    assert numbers([], arrow_type).to_pylist() == []
