@@ -89,6 +89,16 @@ _SEGMENT_MEMBER = re.compile(r"^[0-9a-f]{32}\.(.+)$")
 Ranges = list[tuple[int, int]]
 
 
+def chunk_checked(member: str) -> bool:
+    """Whether a member's fetched ranges are checked chunk by chunk against ``CHECKSUMS_MEMBER``: every
+    member but segment files, and the composite index files (postings, positions, term dictionaries,
+    field norms) where the split lists them. A ``.fast`` file is fetched whole and checked against its
+    Tantivy footer; a doc store's blocks carry their own checksums (``format/store/blocks.py``)."""
+    if is_checksummed(member):
+        return True
+    return is_segment_file(member) and member.rsplit(".", 1)[-1] in COMPOSITE_EXTENSIONS
+
+
 def member_kind(name: str) -> str:
     """How a member is fetched: ``copy`` (by range), ``store`` (open ranges only), ``composite``
     (footers, then per field) or ``whole``."""
@@ -459,18 +469,20 @@ class SplitPieces:
         return fetched
 
     def _chunked(self, name: str, ranges: Iterable[tuple[int, int]]) -> Ranges:
-        """``ranges`` of member ``name`` widened to whole ``CHECKSUM_CHUNK``s where its chunks are checked."""
-        if not is_checksummed(member_name(name)):
+        """``ranges`` of member ``name`` widened to whole ``CHECKSUM_CHUNK``s where its chunks may be checked
+        (``chunk_checked``)."""
+        if not chunk_checked(member_name(name)):
             return list(ranges)
         length = self._length(name)
-        return [
+        return _union(  # two ranges in one chunk widen to the same bytes: fetched (and summed) once
             (start // CHECKSUM_CHUNK * CHECKSUM_CHUNK, min(length, -(-stop // CHECKSUM_CHUNK) * CHECKSUM_CHUNK))
             for start, stop in ranges
-        ]
+        )
 
     def _verify(self, fetched: Iterable[tuple[str, int, int]]) -> None:
         """Check the chunks that ranges just ``fetched`` (member, start, stop) lie in against the split's
-        ``CHECKSUMS_MEMBER`` (none for a split written before it, or for segment files: their Tantivy CRC32s).
+        ``CHECKSUMS_MEMBER`` (none for a split written before it; segment files only where it lists them:
+        their Tantivy footers' CRC32s are of the whole file, which a split read by the piece never has).
 
         Raises:
             CorruptSplitError: a chunk differs, or ``CHECKSUMS_MEMBER`` does not parse (names split and member).
@@ -486,7 +498,7 @@ class SplitPieces:
             self._checksums = parse_checksums(data, files, source)
             fetched = [(n, 0, self._length(n)) for n, rs in self._present.items() if rs]  # all present so far
         for name, start, stop in fetched:
-            crcs = self._checksums.get(member_name(name))
+            crcs = self._checksums.get(member_name(name)) if chunk_checked(member_name(name)) else None
             if crcs is None or stop <= start:
                 continue
             length = self._length(name)
@@ -512,13 +524,7 @@ class SplitPieces:
         return data
 
     def _add(self, name: str, start: int, stop: int) -> None:
-        merged: Ranges = []
-        for s, e in sorted([*self._present.get(name, []), (start, stop)]):
-            if merged and s <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
-            else:
-                merged.append((s, e))
-        self._present[name] = merged
+        self._present[name] = _union([*self._present.get(name, []), (start, stop)])
 
     def read(self, name: str, start: int, stop: int) -> bytes:
         """Bytes ``start..stop`` of member ``name``, fetched first if absent."""
@@ -595,6 +601,17 @@ class SplitPieces:
     def member_file(self, name: str) -> RangedMember:
         """A read-only file object over member ``name`` that fetches what it reads, in ``FETCH_ALIGN`` blocks."""
         return RangedMember(self, name, self._length(name))
+
+
+def _union(ranges: Iterable[tuple[int, int]]) -> Ranges:
+    """``ranges`` sorted, the overlapping and touching ones merged."""
+    merged: Ranges = []
+    for start, stop in sorted(ranges):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(stop, merged[-1][1]))
+        else:
+            merged.append((start, stop))
+    return merged
 
 
 def _sums_of(state: Mapping[str, Any]) -> dict[str, list[tuple[int, int, int]]]:

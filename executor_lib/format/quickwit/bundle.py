@@ -57,9 +57,12 @@ DOC_STORE_FOOTER = struct.Struct("<IQB15x")
 # A split that keeps its rows in its doc stores (no columnar copy) names their Arrow schema here
 # (splits/write/writer.py, splits/rows/doc_store_rows.py).
 ROWS_IN_STORE_MEMBER = "indextables.docstore-rows.arrow"
-# The CRC32 of every CHECKSUM_CHUNK bytes of each member that is not a Tantivy segment file (those end in
-# a footer with the CRC32 of their body): {"chunk": 16384, "crc32": {member: [crc of chunk 0, ...]}}.
-# Written last of the members by ``write_bundle``; a split without it (written before) is not checked.
+# The CRC32 of every CHECKSUM_CHUNK bytes of each member: {"chunk": 16384, "crc32": {member: [crc of
+# chunk 0, ...]}, "segments": {segment file: [...]}}. "crc32" lists every member that is not a Tantivy
+# segment file; "segments" (added later: splits written before have none, and older readers ignore it)
+# lists the segment files, whose own footers hold only the CRC32 of their whole body, which a split
+# fetched by the piece cannot check. Written last of the members by ``write_bundle``; a split without it
+# (written before) is not checked.
 CHECKSUMS_MEMBER = "indextables.checksums.json"
 CHECKSUM_CHUNK = 16 << 10
 
@@ -127,7 +130,11 @@ def write_bundle(files: Mapping[str, bytes | Path | FileRange], out: Path, check
             if data is None:  # last: the CRC32s of the members written before
                 reader = _member_reader(f.fileno(), offsets)
                 crcs = {n: chunk_crcs(functools.partial(reader, n), e - s) for n, (s, e) in offsets.items()}
-                sums = {"chunk": CHECKSUM_CHUNK, "crc32": {n: c for n, c in crcs.items() if is_checksummed(n)}}
+                sums = {
+                    "chunk": CHECKSUM_CHUNK,
+                    "crc32": {n: c for n, c in crcs.items() if is_checksummed(n)},
+                    "segments": {n: c for n, c in crcs.items() if is_segment_file(n)},
+                }
                 data = json.dumps(sums, separators=(",", ":")).encode()
             if isinstance(data, bytes):
                 _write_all(f.fileno(), data)
@@ -319,7 +326,8 @@ def chunk_crcs(read: Callable[[int, int], bytes], length: int) -> list[int]:
 
 def parse_checksums(data: bytes, files: Mapping[str, tuple[int, int]], source: str) -> dict[str, list[int]]:
     """The chunk CRC32s of ``CHECKSUMS_MEMBER`` (member -> one per chunk), checked against the split's
-    members ``files`` (bundle names): every member it must list is listed, with one CRC per chunk.
+    members ``files`` (bundle names): every member it must list is listed, with one CRC per chunk. Segment
+    files are in it when the split was written with their chunks (``"segments"``), all of them.
 
     Raises:
         CorruptSplitError: it does not parse or does not fit the members (names ``source``).
@@ -327,19 +335,23 @@ def parse_checksums(data: bytes, files: Mapping[str, tuple[int, int]], source: s
     try:
         table = json.loads(data)
         crcs = {str(n): [int(c) for c in cs] for n, cs in table["crc32"].items()}
+        segments = {str(n): [int(c) for c in cs] for n, cs in table.get("segments", {}).items()}
         if table["chunk"] != CHECKSUM_CHUNK:
             raise ValueError(f"chunk size {table['chunk']!r}, not {CHECKSUM_CHUNK}")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CorruptSplitError(f"{source}: member {CHECKSUMS_MEMBER} does not parse ({type(e).__name__}: {e})") from e
-    for name, (start, end) in files.items():
-        if is_checksummed(name) and len(crcs.get(name, ())) != math.ceil((end - start) / CHECKSUM_CHUNK):
-            raise CorruptSplitError(
-                f"{source}: member {CHECKSUMS_MEMBER} does not list the {end - start}-byte member {name} (damaged)"
-            )
-    unknown = sorted(set(crcs) - {n for n in files if is_checksummed(n)})
-    if unknown:
-        raise CorruptSplitError(f"{source}: member {CHECKSUMS_MEMBER} lists {unknown[0]!r}, not a member (damaged)")
-    return crcs
+    for listed, kind, of_kind in ((crcs, "crc32", is_checksummed), (segments, "segments", is_segment_file)):
+        if kind == "segments" and "segments" not in table:
+            continue  # written before segment files had chunks
+        for name, (start, end) in files.items():
+            if of_kind(name) and len(listed.get(name, ())) != math.ceil((end - start) / CHECKSUM_CHUNK):
+                raise CorruptSplitError(
+                    f"{source}: member {CHECKSUMS_MEMBER} does not list the {end - start}-byte member {name} (damaged)"
+                )
+        unknown = sorted(set(listed) - {n for n in files if of_kind(n)})
+        if unknown:
+            raise CorruptSplitError(f"{source}: member {CHECKSUMS_MEMBER} lists {unknown[0]!r}, not a member (damaged)")
+    return crcs | segments
 
 
 def check_checksums(view: memoryview, footer: BundleFooter, source: str) -> str | None:
@@ -354,6 +366,8 @@ def check_checksums(view: memoryview, footer: BundleFooter, source: str) -> str 
     start, end = footer.files[CHECKSUMS_MEMBER]
     crcs = parse_checksums(bytes(view[start:end]), footer.files, source)
     for name, expected in crcs.items():
+        if not is_checksummed(name):
+            continue  # a segment file: a whole one is checked against its own footer (check_member_crcs)
         base, stop = footer.files[name]
         for k, crc in enumerate(expected):
             chunk_start = base + k * CHECKSUM_CHUNK
