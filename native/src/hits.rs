@@ -1,10 +1,14 @@
 //! A query's hits as arrays: which documents match (`Matches`: every match, or the first `limit`
 //! in document order, with no score computed), and the values of a fast field for given documents
-//! (`fast_values`). What `SplitSearcher.row_ids` / `row_hits` / `fast_values` read, with no Python
+//! (`fast_values`), and the best `k` by score across a split's segments (`best_k`). What `SplitSearcher.row_ids` / `row_hits` / `fast_values` read, with no Python
 //! object per hit.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
 use tantivy::collector::{Collector, SegmentCollector};
-use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
+use tantivy::query::Weight;
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
 /// Collects the matching documents of each segment in document order, at most `limit` of the
 /// whole split (the first ones: lowest segment ordinal, then lowest document id).
@@ -105,4 +109,60 @@ pub fn fast_values(searcher: &Searcher, name: &str, kind: &str, ords: &[u32], do
         other => return Err(tantivy::TantivyError::InvalidArgument(format!("fast values of kind {other:?}"))),
     }
     Ok(FastValues { values, present: missing.then_some(present) })
+}
+
+/// A heap entry of `best_k`: greater is better — a higher score, then the lower address (the order
+/// Tantivy's own top-k keeps).
+struct Ranked {
+    score: Score,
+    address: DocAddress,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score.partial_cmp(&other.score).unwrap_or(Ordering::Equal).then_with(|| other.address.cmp(&self.address))
+    }
+}
+
+/// The `k` best documents of `weight` scoring above `floor`, best first: Tantivy's Block-WAND top-k
+/// (`Weight::for_each_pruning`), with one heap over all the split's segments, so a segment searched
+/// after another starts from the threshold that one reached (Tantivy's `TopDocs` starts each segment
+/// from nothing), and the first from `floor` (the table's k-th best so far). Deleted documents are
+/// skipped.
+pub fn best_k(searcher: &Searcher, weight: &dyn Weight, k: usize, floor: Score) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+    let mut heap: BinaryHeap<Reverse<Ranked>> = BinaryHeap::with_capacity(k + 1);
+    let mut threshold = floor;
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let alive = reader.alive_bitset();
+        weight.for_each_pruning(threshold, reader, &mut |doc, score| {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                return threshold;
+            }
+            heap.push(Reverse(Ranked { score, address: DocAddress::new(ord as SegmentOrdinal, doc) }));
+            if heap.len() > k {
+                heap.pop();
+            }
+            if heap.len() == k {
+                threshold = threshold.max(heap.peek().map_or(floor, |r| r.0.score));
+            }
+            threshold
+        })?;
+    }
+    let mut best: Vec<(Score, DocAddress)> = heap.into_iter().map(|Reverse(r)| (r.score, r.address)).collect();
+    best.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(Ordering::Equal).then_with(|| a.1.cmp(&b.1)));
+    Ok(best)
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tantivy::aggregation::agg_req::Aggregations;
 use tantivy::aggregation::{AggContextParams, AggregationCollector, AggregationLimitsGuard};
 use tantivy::collector::{Count, TopDocs};
-use tantivy::query::{Bm25StatisticsProvider, Query};
+use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query};
 use tantivy::schema::{Field, FieldType, Type};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{
@@ -313,7 +313,10 @@ impl Split {
     /// as (documents, {field: tokens}, {(field, term key): document frequency}), else the
     /// split's own. Returns (segment ordinals as u32 bytes, doc ids as u32 bytes, scores as f32
     /// bytes, the u64 fast field `row_field` of each hit as u64 bytes, or None), best first.
-    #[pyo3(signature = (plan, k, stats=None, row_field=None))]
+    /// `floor`: only documents scoring above it are wanted (the k-th best score of the table's splits
+    /// searched before, so that Block-WAND skips from the first block what could not make the table's
+    /// top k; a document scoring exactly `floor` loses the tie to the earlier split's).
+    #[pyo3(signature = (plan, k, stats=None, row_field=None, floor=None))]
     fn top_k<'py>(
         &self,
         py: Python<'py>,
@@ -321,6 +324,7 @@ impl Split {
         k: usize,
         stats: Option<(u64, HashMap<String, u64>, Bound<'py, PyDict>)>,
         row_field: Option<&str>,
+        floor: Option<Score>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>)> {
         let query = self.query(plan)?;
         let searcher = self.reader.searcher();
@@ -337,13 +341,14 @@ impl Split {
             }
         };
         let found = py.detach(|| -> tantivy::Result<(Vec<(Score, DocAddress)>, Option<Vec<u64>>)> {
-            let collector = TopDocs::with_limit(k).order_by_score();
+            let floor = floor.unwrap_or(Score::MIN);
             let hits = match stats {
                 Some((num_docs, field_tokens, doc_freqs)) => {
                     let provider = TableStats { num_docs, field_tokens, doc_freqs, searcher: &searcher };
-                    searcher.search_with_statistics_provider(query.as_ref(), &collector, &provider)?
+                    let scoring = EnableScoring::enabled_from_statistics_provider(&provider, &searcher);
+                    hits::best_k(&searcher, query.weight(scoring)?.as_ref(), k, floor)?
                 }
-                None => searcher.search(query.as_ref(), &collector)?,
+                None => hits::best_k(&searcher, query.weight(EnableScoring::enabled_from_searcher(&searcher))?.as_ref(), k, floor)?,
             };
             let rows = match row_field {
                 None => None,

@@ -92,13 +92,20 @@ class NativeSplit:
         return ScoreStats(int(num_docs), dict(tokens), dict(freqs))
 
     def top_k(
-        self, plan: Plan, query: Any, k: int, stats: ScoreStats | None, row_field: str | None
+        self,
+        plan: Plan,
+        query: Any,
+        k: int,
+        stats: ScoreStats | None,
+        row_field: str | None,
+        floor: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """The best ``k`` hits of ``plan``, best first: (segment ordinals, doc ids, scores as float32,
-        the u64 fast field ``row_field`` of each or None), scored with ``stats`` (None: the split's own)."""
+        """The best ``k`` hits of ``plan`` scoring above ``floor``, best first: (segment ordinals, doc ids,
+        scores as float32, the u64 fast field ``row_field`` of each or None), scored with ``stats``
+        (None: the split's own)."""
         table = None if stats is None else (stats.num_docs, stats.field_tokens, stats.doc_freqs)
         try:
-            ords, docs, scores, rows = self._split.top_k(self._text(plan, query), k, table, row_field)
+            ords, docs, scores, rows = self._split.top_k(self._text(plan, query), k, table, row_field, floor)
         except ValueError as e:
             raise QueryError(f"query {query!r} cannot run on split {self.name}: {e}") from e
         return (

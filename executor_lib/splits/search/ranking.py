@@ -33,6 +33,22 @@ def best_of(
     return out
 
 
+def kth_best(found: Mapping[Any, tuple[np.ndarray, np.ndarray]], k: int | None) -> float | None:
+    """The ``k``-th best score of the splits' (row ids, scores) ``found`` so far, or None (fewer than ``k``,
+    or no ``k``): a split searched next needs no hit scoring at or below it (``best_of`` keeps the
+    earlier split's on a tie).
+
+    Example: ``kth_best({0: (ids, np.array([3.0, 2.0], np.float32))}, 2)`` is ``2.0``.
+    """
+    if k is None or k <= 0:
+        return None
+    scores = [s for _, s in found.values() if len(s)]
+    if sum(len(s) for s in scores) < k:
+        return None
+    every = np.concatenate(scores)
+    return float(np.partition(every, len(every) - k)[len(every) - k])
+
+
 def orderable(t: pa.DataType) -> bool:
     """Whether ``ORDER BY`` a column of type ``t`` may be pushed as a per-split top k (``scan_split_ordered``):
     integers, floats, dates and timestamps, whose order here is Spark's."""

@@ -561,17 +561,23 @@ class SplitSearcher:
 
     @guarded(lambda self, query=None, *a, **k: f"scored query {query!r} on split {self.split}")
     def scored(
-        self, query: str | filters.Filter, limit: int | None = None, stats: ScoreStats | None = None
+        self,
+        query: str | filters.Filter,
+        limit: int | None = None,
+        stats: ScoreStats | None = None,
+        floor: float | None = None,
     ) -> tuple[pa.Array, np.ndarray]:
         """Row numbers (into ``rows``) and BM25 scores (float32) of the documents matching ``query``,
         best first (ties by row), at most ``limit``. ``stats``: the table's statistics
         (``score_stats`` summed over the splits read): scores as one index over the table gives;
         None: this split's own. On a local split the native engine keeps only the best ``limit``
         (Tantivy's top-k with the table's statistics); on one read by the piece every hit is
-        rescored (``scoring.table_scores``)."""
+        rescored (``scoring.table_scores``). ``floor``: a score the caller needs no hit at or below
+        (the table's ``limit``-th best so far): the native engine skips them while it searches; other
+        splits may return them."""
         native = self._native_split()
         if native is not None:
-            return self._native_scored(native, query, limit, stats)
+            return self._native_scored(native, query, limit, stats, floor)
         return self._rescored(query, limit, stats)
 
     def _rescored(
@@ -597,13 +603,18 @@ class SplitSearcher:
         return _best_first(rows, scores, limit)
 
     def _native_scored(
-        self, native: NativeSplit, query: str | filters.Filter, limit: int | None, stats: ScoreStats | None
+        self,
+        native: NativeSplit,
+        query: str | filters.Filter,
+        limit: int | None,
+        stats: ScoreStats | None,
+        floor: float | None = None,
     ) -> tuple[pa.Array, np.ndarray]:
         n = self.num_docs if limit is None else min(limit, self.num_docs)
         if n <= 0:
             return numbers([], pa.uint64()), np.zeros(0, np.float32)
         row_field = None if self._segment_starts is not None else ROW_FIELD
-        ords, docs, scores, fast_rows = native.top_k(self._plan(query), query, n, stats, row_field)
+        ords, docs, scores, fast_rows = native.top_k(self._plan(query), query, n, stats, row_field, floor)
         if self._segment_starts is not None:
             rows = self._segment_starts[ords] + docs.astype(np.int64)
         else:

@@ -240,3 +240,24 @@ def test_a_table_column_named_score_is_refused_before_anything_is_written(tmp_pa
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").rglob("*"))
     with pytest.raises(ConfigError, match="rename the column"):
         executor_lib.mapping_for(schema, {})
+
+
+def test_a_limited_ranking_is_the_head_of_the_whole_ranking_ties_included(tmp_path: Path) -> None:
+    """The best k of a table equal the first k of its whole ranking, ties broken the same way (earlier
+    split, then row), though each split after the first is searched above the table's k-th best score
+    so far and a merged split's segments share one top k (``hits.rs`` ``best_k``). Many rows score the
+    same here: the same few messages repeat in every split."""
+    rng = random.Random(3)
+    messages = [" ".join(rng.choices(WORDS[:6], k=rng.randint(1, 4))) for _ in range(12)]
+    data = pa.table({"id": pa.array(range(2400), pa.int64()), "message": [messages[i % 12] for i in range(2400)]})
+    log = write_table(str(tmp_path / "t"), {}, data, 6)
+    cache = SplitCache(tmp_path / "cache")
+    for layout in ("six splits", "one merged split"):
+        if layout == "one merged split":
+            merge_all(log, cache)
+        snap = log.snapshot()
+        for query in ("timeout", "upstream error", "disk OR connection OR reset", "timeout upstream error disk"):
+            whole = search_table(log.store, snap, query, cache, ["id"], None, scored=True)
+            for k in (1, 7, 40, 333):
+                top = search_table(log.store, snap, query, cache, ["id"], k, scored=True)
+                assert top.equals(whole.slice(0, k)), (layout, query, k)
