@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from executor_lib.log.describe import describe_json
+from executor_lib.log.maintenance.describe import describe_json
 from executor_lib.storage.base import redact_uri
 from indextables_contract import settings as S
 from indextables_contract.errors import IndexTablesError, QueryError

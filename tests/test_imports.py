@@ -158,11 +158,13 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
 
 def test_the_graph_sees_function_level_relative_and_type_checking_imports() -> None:
     graph = import_graph()
-    assert "executor_lib.log.describe" in graph["executor_lib.spark.commands.log"]  # imported inside a method
-    assert "executor_lib.log.snapshot" in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
+    assert (
+        "executor_lib.log.maintenance.describe" in graph["executor_lib.spark.commands.log"]
+    )  # imported inside a method
+    assert "executor_lib.log.snapshot" in graph["executor_lib.log.maintenance.describe"]  # under TYPE_CHECKING
     assert import_graph(type_only=False)["executor_lib"] == set()  # the root imports its names lazily
     assert (
-        "indextables_contract.filters" in graph["executor_lib.log.pruning"]
+        "indextables_contract.filters" in graph["executor_lib.log.files.pruning"]
     )  # `from indextables_contract import filters`
 
 
@@ -178,10 +180,10 @@ def test_a_type_only_import_back_is_a_cycle() -> None:
 
 
 def test_no_import_cycles_between_modules() -> None:
-    """Counting type-only imports: ``log.maintenance`` works through ``log.interfaces.MaintainedLog``
+    """Counting type-only imports: ``log.maintenance.checkpointing`` works through ``log.maintenance.interfaces.MaintainedLog``
     and never imports ``log.transaction_log``, which calls it."""
     graph = import_graph()
-    assert "executor_lib.log.transaction_log" not in graph["executor_lib.log.maintenance"]
+    assert "executor_lib.log.transaction_log" not in graph["executor_lib.log.maintenance.checkpointing"]
     found = set(cycles(graph))
     new = [_describe(c, graph) for c in found - ALLOWED_CYCLES]
     assert not new, f"import cycles (move the shared piece down a layer): {new}"
@@ -341,7 +343,7 @@ def test_the_log_reads_without_cavro(tmp_path: Path) -> None:
         f"""
         import json
         import executor_lib
-        from executor_lib.log import avro_records
+        from executor_lib.log.state import avro_records
         snap = executor_lib.open_log({uri!r}).snapshot()
         assert "cavro" not in sys.modules
         print(json.dumps([avro_records.default_decoder(), snap.base, sorted((a.path, a.num_records) for a in snap.files)]))

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from executor_lib.log import avro_state
-from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
-from executor_lib.log.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
-from executor_lib.log.in_place import read_settled
-from executor_lib.log.live_files import LiveFiles, last_entries
-from executor_lib.log.partition_index import present_values
-from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
+from executor_lib.log.files.live_files import LiveFiles, last_entries
+from executor_lib.log.files.partition_index import present_values
+from executor_lib.log.state import avro_state
+from executor_lib.log.state.checkpoint import read_checkpoint_actions, read_last_checkpoint
+from executor_lib.log.state.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
+from executor_lib.log.state.in_place import read_settled
+from executor_lib.log.state.state import EMPTY_STATE, TableState, replay, state_spellings
 from executor_lib.protocol.actions import (
     Action,
     AddAction,
@@ -267,12 +267,12 @@ class Snapshot:
 
         Example: ``snapshot.file_columns(["path", "num_records"], [Term("day", "2024-01-01")])``
         """
-        from executor_lib.log.live_files import file_columns
+        from executor_lib.log.files.live_files import file_columns
 
         meta = self.metadata
         if not predicates or not meta.partition_columns:
             return file_columns(self._state.files, attributes)
-        from executor_lib.log.pruning import partition_judge
+        from executor_lib.log.files.pruning import partition_judge
 
         keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
         return file_columns(self._state.files, attributes, keep, meta.partition_columns)
@@ -300,13 +300,13 @@ class Snapshot:
         return sum(a.size for a in files.values())
 
     def list_files(self, predicates: Sequence[Any] = ()) -> list[AddAction]:
-        """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``).
+        """Live files that may hold rows matching all ``predicates`` (see ``log.files.pruning``).
 
         On an Avro state's columnar files, partition predicates are judged once per distinct
         combination of partition values, comparisons on numeric columns on the statistics' columns at
         scale (``pruning.prune_snapshot``), and only the files they keep become objects.
         """
-        from executor_lib.log.pruning import prune_snapshot
+        from executor_lib.log.files.pruning import prune_snapshot
 
         if not predicates:
             return self.files
@@ -314,7 +314,7 @@ class Snapshot:
 
     def list_partitions(self, predicates: Sequence[Any]) -> list[AddAction]:
         """The live files of the partitions ``predicates`` may match (their statistics not judged)."""
-        from executor_lib.log.pruning import partition_judge
+        from executor_lib.log.files.pruning import partition_judge
 
         meta = self.metadata
         files = self._state.files
@@ -573,7 +573,7 @@ class SnapshotLoader:
         if predicates is _NO_FILES:
             manifest_filter = lambda info: False  # noqa: E731
         elif predicates:
-            from executor_lib.log.pruning import bounds_may_match, column_types
+            from executor_lib.log.files.pruning import bounds_may_match, column_types
 
             types = column_types(metadata.schema_string)
             manifest_filter = lambda info: bounds_may_match(info.partition_bounds, predicates, types)  # noqa: E731

@@ -1,6 +1,6 @@
 """The transaction log of one table: snapshots and commits with optimistic concurrency.
 
-History is read by ``log.history``; checkpoints and cleanup live in ``log.maintenance``.
+History is read by ``log.maintenance.history``; checkpoints and cleanup live in ``log.maintenance``.
 
 Commit protocol (see PROTOCOL.md, "Commits"):
 
@@ -37,22 +37,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from executor_lib import failpoints
-from executor_lib.log import checkpoint as checkpoints
-from executor_lib.log import maintenance, snapshot_cache
-from executor_lib.log.avro_state import StateManifest, read_state_manifest
-from executor_lib.log.cleanup import CleanupReport
-from executor_lib.log.commit_checks import validate_against_table, validate_static
-from executor_lib.log.config import LogConfig
-from executor_lib.log.conflicts import CommitIntent, check_conflicts
-from executor_lib.log.foreign_states import (
-    has_version_file,
-    holds_version,
-    is_checkpoint_ahead,
-    is_checkpoint_past_the_log,
+from executor_lib.log import snapshot_cache
+from executor_lib.log.commit.commit_checks import validate_against_table, validate_static
+from executor_lib.log.commit.conflicts import CommitIntent, check_conflicts
+from executor_lib.log.commit.state_commit import write_state
+from executor_lib.log.commit.state_lookup import (
+    txns_through,
+    verified_state,
 )
-from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
-from executor_lib.log.maintenance import uses_avro_state, write_state_hint
-from executor_lib.log.pruning import FileListing, file_listing
+from executor_lib.log.config import LogConfig
+from executor_lib.log.files.pruning import FileListing, file_listing
+from executor_lib.log.maintenance import checkpointing
+from executor_lib.log.maintenance.checkpointing import uses_avro_state, write_state_hint
+from executor_lib.log.maintenance.cleanup import CleanupReport
+from executor_lib.log.maintenance.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.snapshot import (
     Snapshot,
     SnapshotLoader,
@@ -62,19 +60,22 @@ from executor_lib.log.snapshot import (
     read_version_actions,
     version_source,
 )
-from executor_lib.log.state import replay
-from executor_lib.log.state_commit import write_state
-from executor_lib.log.state_lookup import (
-    txns_through,
-    verified_state,
+from executor_lib.log.state import checkpoint as checkpoints
+from executor_lib.log.state.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.state.foreign_states import (
+    has_version_file,
+    holds_version,
+    is_checkpoint_ahead,
+    is_checkpoint_past_the_log,
 )
-from executor_lib.log.state_writer import (
+from executor_lib.log.state.state import replay
+from executor_lib.log.state.state_writer import (
     STATE_MANIFEST_NAMES,
     build_compacted_state,
     build_incremental_state,
     put_state,
 )
-from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, advance, check_winner_txn, tagged
+from executor_lib.log.state.streaming_txns import StreamingTxn, TxnRecord, advance, check_winner_txn, tagged
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -257,7 +258,7 @@ class TransactionLog:
         return read_history(self.store, limit)
 
     def commit_info(self, version: int, actions: Sequence[Action] | None = None) -> CommitInfoAction | None:
-        """The commitInfo of ``version`` (see ``log.history.commit_info_of``)."""
+        """The commitInfo of ``version`` (see ``log.maintenance.history.commit_info_of``)."""
         return commit_info_of(self.store, version, actions)
 
     def version_actions(self, version: int) -> list[Action]:
@@ -719,9 +720,9 @@ class TransactionLog:
                 write_state_hint(self.store, state)
             if self._uses_avro_state(protocol):
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
-                    maintenance.expire_after_checkpoint_quietly(self, version)
+                    checkpointing.expire_after_checkpoint_quietly(self, version)
             elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
-                maintenance.write_json_checkpoint(self, self.snapshot(version))
+                checkpointing.write_json_checkpoint(self, self.snapshot(version))
         except Exception as e:  # the commit landed; a missing checkpoint only costs read speed
             log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
 
@@ -729,12 +730,12 @@ class TransactionLog:
         return uses_avro_state(self.config, protocol)
 
     def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
-        """Consolidate the state at ``version`` (default: latest); see ``log.maintenance.checkpoint``."""
-        return maintenance.checkpoint(self, version)
+        """Consolidate the state at ``version`` (default: latest); see ``log.maintenance.checkpointing.checkpoint``."""
+        return checkpointing.checkpoint(self, version)
 
     def cleanup(self, dry_run: bool = False) -> CleanupReport:
-        """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
-        return maintenance.cleanup(self, dry_run)
+        """Delete states, manifests, version files and checkpoints past retention (see ``log.maintenance.cleanup``)."""
+        return checkpointing.cleanup(self, dry_run)
 
     def write_state(
         self,
