@@ -67,7 +67,7 @@ _PUBLIC = {
 _COMPAT = {
     "ObjectNotFoundError": "indextables_contract.errors",
     "split_options": "executor_lib.log.config",
-    "list_log": "executor_lib.log.snapshot",
+    "list_log": "executor_lib.log.state.version_files",
     "V3_TABLE_PROTOCOL": "executor_lib.log.tables",
     "V4_TABLE_PROTOCOL": "executor_lib.log.tables",
     "ENGINE": "executor_lib.protocol.actions",

@@ -13,10 +13,11 @@ from typing import Any
 from executor_lib.log.commit.state_lookup import latest_protocol_and_metadata, newest_state_before, txns_through
 from executor_lib.log.config import LogConfig
 from executor_lib.log.maintenance.checkpointing import write_state_hint
-from executor_lib.log.snapshot import Snapshot, read_version_actions
+from executor_lib.log.snapshot import Snapshot
 from executor_lib.log.state.avro_state import StateManifest
 from executor_lib.log.state.state_writer import build_compacted_state, build_incremental_state, put_state
 from executor_lib.log.state.streaming_txns import advance
+from executor_lib.log.state.version_files import read_version_actions
 from executor_lib.protocol.actions import Action, CommitInfoAction
 from executor_lib.protocol.schema_registry import registry_from_configuration
 from executor_lib.storage.base import ObjectStore

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from executor_lib.log.snapshot import read_version_actions
 from executor_lib.log.state.avro_state import StateManifest, read_state_manifest
 from executor_lib.log.state.foreign_states import has_version_file, is_checkpoint_past_the_log, stale_beside
 from executor_lib.log.state.streaming_txns import TxnRecord, advance
+from executor_lib.log.state.version_files import read_version_actions
 from executor_lib.protocol.actions import Action, MetadataAction, ProtocolAction
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptLogError, ObjectNotFoundError

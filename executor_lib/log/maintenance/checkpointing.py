@@ -17,10 +17,11 @@ import logging
 from executor_lib.log.config import LogConfig
 from executor_lib.log.maintenance.cleanup import CleanupReport, cleanup_log, expire_after_checkpoint
 from executor_lib.log.maintenance.interfaces import MaintainedLog
-from executor_lib.log.snapshot import Snapshot, check_writable, read_version_actions
+from executor_lib.log.snapshot import Snapshot
 from executor_lib.log.state import checkpoint as checkpoints
 from executor_lib.log.state.avro_state import STATE_MANIFEST_NAMES, StateManifest, read_state_manifest
 from executor_lib.log.state.foreign_states import has_version_file, is_checkpoint_past_the_log, stale_beside
+from executor_lib.log.state.version_files import check_writable, read_version_actions
 from executor_lib.protocol.actions import ProtocolAction
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.storage.base import ObjectStore

@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass, field
 
 from executor_lib.log.config import LogConfig
-from executor_lib.log.snapshot import list_log
 from executor_lib.log.state.avro_state import StateManifest, read_state_manifest, resolve_manifest_path
 from executor_lib.log.state.manifest_columns import owning_manifest
+from executor_lib.log.state.version_files import list_log
 from executor_lib.protocol.files import LOG_DIR, MANIFESTS_DIR, state_dir, version_name
 from executor_lib.storage.base import ObjectStore, table_key
 from indextables_contract.errors import InvalidPathError

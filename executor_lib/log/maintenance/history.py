@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from executor_lib.log.snapshot import list_log, read_version_actions
 from executor_lib.log.state.avro_state import read_state_manifest
+from executor_lib.log.state.version_files import list_log, read_version_actions
 from executor_lib.protocol.actions import (
     Action,
     AddAction,

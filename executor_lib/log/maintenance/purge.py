@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from executor_lib.log.maintenance.cleanup import CleanupReport, cleanup_log
-from executor_lib.log.snapshot import list_log, read_version_actions
+from executor_lib.log.state.version_files import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction
 from executor_lib.protocol.files import LOG_DIR, decode_log_bytes, version_file, version_name
 from executor_lib.storage.base import ObjectStore, plain_relative_paths, table_key
