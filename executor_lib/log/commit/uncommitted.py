@@ -12,14 +12,26 @@ job read is read, and a file any of them adds or removes is kept. The uploads' n
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Protocol
 
-from executor_lib.log.transaction_log import TransactionLog
-from executor_lib.protocol.actions import AddAction, RemoveAction
+from executor_lib.protocol.actions import Action, AddAction, RemoveAction
 from executor_lib.storage.base import table_key
 from indextables_contract.errors import InvalidPathError
 
 
-def committed_among(txlog: TransactionLog, keys: Collection[str], after_version: int) -> set[str]:
+class VersionedLog(Protocol):
+    """What ``committed_among`` reads of a log (a ``TransactionLog``, which this room never imports:
+    the log imports the commit code)."""
+
+    @property
+    def uri(self) -> str: ...
+
+    def latest_version(self) -> int: ...
+
+    def version_actions(self, version: int) -> list[Action]: ...
+
+
+def committed_among(txlog: VersionedLog, keys: Collection[str], after_version: int) -> set[str]:
     """The keys, of ``keys`` (store keys of files a job uploaded), that a version after
     ``after_version`` adds or removes, in any spelling of the path (relative or full URI).
 
