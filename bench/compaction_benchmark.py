@@ -99,7 +99,7 @@ def _merge_sorted(spark: Any, path: str) -> float:
 
 def _query(spark: Any, path: str, repeat: int) -> dict[str, Any]:
     """The one-hour query, best of ``repeat``; with the splits it needs of the table's total."""
-    from executor_lib.log.pruning import prune_files
+    from executor_lib.log.files.pruning import prune_files
     from executor_lib.log.tables import open_log
     from indextables_contract import filters as F
 

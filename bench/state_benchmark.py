@@ -146,7 +146,8 @@ import executor_lib
 from indextables_contract.filters import Term
 def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 base = rss()
-import executor_lib.log.avro_state, executor_lib.log.manifest_cache, executor_lib.log.pruning, executor_lib.log.tables
+import executor_lib.log.state.avro_state, executor_lib.log.state.manifest_cache
+import executor_lib.log.files.pruning, executor_lib.log.tables
 before = rss()  # the code a load runs is imported (about 90 MB): its memory is the process's, not the snapshot's
 t = time.perf_counter(); s = executor_lib.open_log(sys.argv[1]).snapshot(); load = time.perf_counter() - t
 files = s.state.files
@@ -155,7 +156,7 @@ for chunk in getattr(files, "chunks", ()):  # touch every page, so mapped bytes 
     for buffer in (b for column in chunk.table.columns for a in column.chunks for b in a.buffers() if b is not None):
         np.frombuffer(buffer, np.uint8)[::4096].sum()
 grown = (rss() - before) / 1024
-from executor_lib.log.manifest_cache import MANIFEST_CACHE
+from executor_lib.log.state.manifest_cache import MANIFEST_CACHE
 MANIFEST_CACHE.flush()  # written: the disk copies (with an empty cache, they take over the statistics)
 settled = (rss() - before) / 1024
 day = next(iter(files.values())).partition_values["day"]; del s, files

@@ -32,7 +32,7 @@ _PUBLIC = {
     "create_table": "executor_lib.log.tables",
     "open_log": "executor_lib.log.tables",
     "TransactionLog": "executor_lib.log.transaction_log",
-    "HistoryEntry": "executor_lib.log.history",
+    "HistoryEntry": "executor_lib.log.maintenance.history",
     "Snapshot": "executor_lib.log.snapshot",
     # log records
     "Action": "executor_lib.protocol.actions",
@@ -67,7 +67,7 @@ _PUBLIC = {
 _COMPAT = {
     "ObjectNotFoundError": "indextables_contract.errors",
     "split_options": "executor_lib.log.config",
-    "list_log": "executor_lib.log.snapshot",
+    "list_log": "executor_lib.log.state.version_files",
     "V3_TABLE_PROTOCOL": "executor_lib.log.tables",
     "V4_TABLE_PROTOCOL": "executor_lib.log.tables",
     "ENGINE": "executor_lib.protocol.actions",
@@ -113,7 +113,7 @@ __all__ = [
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on first use
     __version__: str
     from executor_lib.cache.split_cache import SplitCache, default_cache
-    from executor_lib.log.history import HistoryEntry
+    from executor_lib.log.maintenance.history import HistoryEntry
     from executor_lib.log.snapshot import Snapshot
     from executor_lib.log.tables import create_table, open_log
     from executor_lib.log.transaction_log import TransactionLog

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from executor_lib.log.describe import describe_json
+from executor_lib.log.maintenance.describe import describe_json
 from executor_lib.storage.base import redact_uri
 from indextables_contract import settings as S
 from indextables_contract.errors import IndexTablesError, QueryError
@@ -118,7 +118,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def _removed_records(log: Any, version: int) -> str:
     """Records of the files ``version`` removed, from the previous version's adds; '?' when that
     version can no longer be read (e.g. its log files were cleaned up)."""
-    from executor_lib.log.snapshot import read_version_actions
+    from executor_lib.log.state.version_files import read_version_actions
     from executor_lib.protocol.actions import RemoveAction
 
     try:

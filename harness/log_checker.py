@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from executor_lib.log.snapshot import list_log, read_version_actions
+from executor_lib.log.state.version_files import list_log, read_version_actions
 from executor_lib.protocol.actions import AddAction, CommitInfoAction, RemoveAction
 from executor_lib.storage import open_store
 

@@ -461,7 +461,7 @@ def _check_purge(cfg: StressConfig, orphans: list[str], deletable: set[str], res
     """Purge B with the clock moved past the retention: orphans go, the live table stays whole,
     and nothing is deleted beyond the orphans and ``deletable`` (abandoned uploads, removed files)."""
     import executor_lib
-    from executor_lib.log.purge import purge_table
+    from executor_lib.log.maintenance.purge import purge_table
 
     if not orphans:
         result.violations.append("the killed writer left no record of its uploaded splits")

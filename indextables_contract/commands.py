@@ -435,7 +435,7 @@ DATA_SKIPPING_ACTIONS = ("describe", "flush", "invalidate")
 @dataclass(frozen=True)
 class DataSkipping(Command):
     """The data-skipping counts of scan planning on the driver's node (files considered, pruned by
-    partition values, skipped by min/max statistics, scanned; see ``executor_lib.log.pruning.prune_scan``):
+    partition values, skipped by min/max statistics, scanned; see ``executor_lib.log.files.pruning.prune_scan``):
     ``describe`` reads them, ``flush`` and ``invalidate`` zero them (returning them as they were).
     One row, the counts as JSON."""
 

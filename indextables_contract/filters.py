@@ -5,7 +5,7 @@ sends their JSON form (``to_json``) as the ``filter`` read option or a command's
 argument; the executors decode it (``from_json``, which names the malformed part) and turn
 Spark's pushed filters into the same nodes. Standard library only.
 
-``log.pruning`` uses a filter tree to skip files and manifests by partition values and
+``log.files.pruning`` uses a filter tree to skip files and manifests by partition values and
 min/max statistics (anything it cannot judge keeps the file); ``splits.search.searcher`` compiles
 it into a Tantivy query. A filter a split's field type cannot answer exactly (a range on a
 tokenized text field, equality on tokenized text, ``exists`` on a field without a fast

@@ -1,4 +1,4 @@
-"""The log's Arrow helpers (``executor_lib.arrow_arrays``) build arrays from their buffers, so
+"""The Arrow helpers (``executor_lib.arrow_arrays``) build arrays from their buffers, so
 reading a table's files in a new process never imports pandas: ``pa.array``, ``pa.scalar`` and a
 kernel given a Python value import it on first use (0.3-1 s), which a partition listing, the CLI or
 the first query of the Python API would pay."""

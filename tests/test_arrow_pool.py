@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-SNIPPET = "import executor_lib.log.file_table, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+SNIPPET = "import executor_lib.log.files.file_table, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
 
 
 @pytest.mark.parametrize(("chosen", "expected"), [(None, "system"), ("mimalloc", "mimalloc"), ("jemalloc", "jemalloc")])

@@ -1,6 +1,7 @@
 """Import structure: no import cycles between modules, one-way imports between executor_lib's
-subpackages, the shipped code never imports test support, the protocol layer needs only the
-standard library, and the log reads without the optional ``cavro``.
+subpackages and between the rooms of ``executor_lib.log`` (the read path importing no write code), the
+shipped code never imports test support, the protocol layer needs only the standard library, and
+the log reads without the optional ``cavro``.
 
 The import graph is static: every ``import`` and ``from ... import`` in a module (function-level
 ones included, and those under ``if TYPE_CHECKING:``: a type-only import back into a module is
@@ -15,7 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -158,11 +159,13 @@ def test_the_cycle_finder_finds_a_cycle_and_only_cycles() -> None:
 
 def test_the_graph_sees_function_level_relative_and_type_checking_imports() -> None:
     graph = import_graph()
-    assert "executor_lib.log.describe" in graph["executor_lib.spark.commands.log"]  # imported inside a method
-    assert "executor_lib.log.snapshot" in graph["executor_lib.log.describe"]  # under TYPE_CHECKING
+    assert (
+        "executor_lib.log.maintenance.describe" in graph["executor_lib.spark.commands.log"]
+    )  # imported inside a method
+    assert "executor_lib.log.snapshot" in graph["executor_lib.log.maintenance.describe"]  # under TYPE_CHECKING
     assert import_graph(type_only=False)["executor_lib"] == set()  # the root imports its names lazily
     assert (
-        "indextables_contract.filters" in graph["executor_lib.log.pruning"]
+        "indextables_contract.filters" in graph["executor_lib.log.files.pruning"]
     )  # `from indextables_contract import filters`
 
 
@@ -178,10 +181,10 @@ def test_a_type_only_import_back_is_a_cycle() -> None:
 
 
 def test_no_import_cycles_between_modules() -> None:
-    """Counting type-only imports: ``log.maintenance`` works through ``log.interfaces.MaintainedLog``
+    """Counting type-only imports: ``log.maintenance.checkpointing`` works through ``log.maintenance.interfaces.MaintainedLog``
     and never imports ``log.transaction_log``, which calls it."""
     graph = import_graph()
-    assert "executor_lib.log.transaction_log" not in graph["executor_lib.log.maintenance"]
+    assert "executor_lib.log.transaction_log" not in graph["executor_lib.log.maintenance.checkpointing"]
     found = set(cycles(graph))
     new = [_describe(c, graph) for c in found - ALLOWED_CYCLES]
     assert not new, f"import cycles (move the shared piece down a layer): {new}"
@@ -209,6 +212,105 @@ def test_executor_lib_subpackages_import_one_way() -> None:
             )
     found = cycles(layers)
     assert not found, [_describe(c, layers) for c in found]
+
+
+# executor_lib.log's places, lowest first: its rooms (subpackages) and its top-level modules. A module
+# of the log imports the log's modules of its own place and of the places before it, never after.
+LOG_ORDER = (
+    "config",  # the log's settings: nothing of the log
+    "files",  # the live files as Arrow columns, pruning
+    "state",  # version files, checkpoints, the Avro state (read, and written by state_writer)
+    "snapshot",  # a table at one version, built on the state
+    "snapshot_cache",  # the newest snapshot of each table in the process
+    "maintenance",  # checkpoints, cleanup, PURGE, describe, history (through interfaces.MaintainedLog)
+    "commit",  # what a commit is checked against, its commit point, the state it leaves
+    "transaction_log",  # the commit loop, with reading and maintenance behind one object
+    "tables",  # open_log, create_table
+)
+# The state room's writing modules (only state_writer imports the other two).
+STATE_WRITING = tuple(f"executor_lib.log.state.{m}" for m in ("state_writer", "compaction_policy", "tombstone_counts"))
+# What writes a table: the read path imports none of it (modules, or packages and all below them).
+WRITE_CODE = (
+    *STATE_WRITING,
+    "executor_lib.log.commit",
+    "executor_lib.log.maintenance",
+    "executor_lib.log.transaction_log",
+    "executor_lib.log.tables",
+    "executor_lib.splits.write",
+)
+
+
+def _log_place(module: str) -> str | None:
+    """The room or top-level module of ``executor_lib.log`` that ``module`` is in (None: outside it,
+    or the package itself)."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["executor_lib", "log"] and len(parts) > 2 else None
+
+
+def _read_path(modules: Iterable[str]) -> list[str]:
+    """The log's modules a read of a table uses: the snapshot (and its cache), the files room, and the
+    state room but for its writing modules."""
+    return sorted(
+        m
+        for m in modules
+        if _log_place(m) in ("snapshot", "snapshot_cache", "files", "state") and m not in STATE_WRITING
+    )
+
+
+def _is_write_code(module: str) -> bool:
+    return any(module == w or module.startswith(f"{w}.") for w in WRITE_CODE)
+
+
+def test_every_log_module_has_a_place_in_the_order() -> None:
+    """A new room or top-level module of ``executor_lib.log`` is given its place in ``LOG_ORDER``."""
+    places = {_log_place(m) for m in _module_files()} - {None}
+    assert places == set(LOG_ORDER), sorted(places ^ set(LOG_ORDER))
+
+
+def test_the_log_rooms_import_one_way() -> None:
+    """config -> files -> state -> snapshot -> snapshot_cache -> maintenance -> commit -> transaction_log
+    -> tables: maintenance never imports the commit code or the log object that calls it, the state never
+    imports the snapshot built on it, the files room imports nothing else of the log (type-only imports
+    count)."""
+    rank = {place: i for i, place in enumerate(LOG_ORDER)}
+    upward = []
+    for module, targets in import_graph().items():
+        place = _log_place(module)
+        if place is None:
+            continue
+        upward += [
+            f"{module} -> {t}" for t in sorted(targets) if (p := _log_place(t)) is not None and rank[p] > rank[place]
+        ]
+    assert not upward, f"imports against LOG_ORDER (move the shared piece down): {upward}"
+
+
+def test_the_read_path_imports_no_write_code() -> None:
+    """Reading a table (``Snapshot``, the live files and pruning, the state read) loads none of the code
+    that writes one: not the Avro state writer, the commit or maintenance rooms, the log object, nor the
+    split writer (``executor_lib.splits.write``). Checked on each module's imports (type-only ones too)
+    and on everything they import in turn at run time."""
+    typed, run_time = import_graph(), import_graph(type_only=False)
+    readers = _read_path(typed)
+    assert "executor_lib.log.snapshot" in readers and "executor_lib.log.files.pruning" in readers
+    assert "executor_lib.log.state.avro_state" in readers and STATE_WRITING[0] not in readers
+    offenders = [f"{m} -> {t}" for m in readers for t in sorted(typed[m]) if _is_write_code(t)]
+    for root in readers:  # the chain of run-time imports that reaches write code, if one does
+        parents: dict[str, str | None] = {root: None}
+        todo = [root]
+        while todo:
+            module = todo.pop()
+            for target in sorted(run_time.get(module, ())):
+                if target in parents:
+                    continue
+                parents[target] = module
+                if _is_write_code(target):
+                    chain = [target]
+                    while (up := parents[chain[-1]]) is not None:
+                        chain.append(up)
+                    offenders.append(" -> ".join(reversed(chain)))
+                else:
+                    todo.append(target)
+    assert not offenders, f"the read path imports write code: {sorted(set(offenders))}"
 
 
 ENGINE = ("tantivy", "executor_lib.splits", "executor_lib.cache", "executor_lib.log", "executor_lib.spark")
@@ -341,7 +443,7 @@ def test_the_log_reads_without_cavro(tmp_path: Path) -> None:
         f"""
         import json
         import executor_lib
-        from executor_lib.log import avro_records
+        from executor_lib.log.state import avro_records
         snap = executor_lib.open_log({uri!r}).snapshot()
         assert "cavro" not in sys.modules
         print(json.dumps([avro_records.default_decoder(), snap.base, sorted((a.path, a.num_records) for a in snap.files)]))

@@ -163,7 +163,7 @@ def test_a_streamed_table_is_jvm_readable(
 ) -> None:
     """Streaming micro-batches (their identifiers in split tags and the state's file metadata, no new action
     line), a replayed batch, a merge and a checkpoint: the 0.5.x-style reader sees what ``describe`` says."""
-    from executor_lib.log.streaming_txns import StreamingTxn
+    from executor_lib.log.state.streaming_txns import StreamingTxn
 
     uri, options = table
     log = make_table(uri, options)

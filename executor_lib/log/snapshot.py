@@ -1,5 +1,5 @@
-"""Listing the log and building snapshots: newest checkpoint/state at or below the target version,
-plus the version files after it.
+"""Building snapshots: the newest checkpoint/state at or below the target version, plus the version
+files after it, found by a listing of the log (``log.state.version_files``).
 
 ``_last_checkpoint`` is only a hint: the listing always starts at it and goes on to the
 end, so versions, checkpoints and states written after it (a writer may crash between
@@ -11,38 +11,36 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import functools
 import gc
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from executor_lib.log import avro_state
-from executor_lib.log.checkpoint import read_checkpoint_actions, read_last_checkpoint
 from executor_lib.log.config import LogConfig
-from executor_lib.log.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
-from executor_lib.log.in_place import read_settled
-from executor_lib.log.live_files import LiveFiles, last_entries
-from executor_lib.log.partition_index import present_values
-from executor_lib.log.state import EMPTY_STATE, TableState, replay, state_spellings
+from executor_lib.log.files.live_files import LiveFiles, last_entries
+from executor_lib.log.files.partition_index import present_values
+from executor_lib.log.state import avro_state
+from executor_lib.log.state.checkpoint import read_checkpoint_actions, read_last_checkpoint
+from executor_lib.log.state.foreign_states import has_version_file, holds, holds_version, is_checkpoint_past_the_log
+from executor_lib.log.state.state import EMPTY_STATE, TableState, replay, state_spellings
+from executor_lib.log.state.version_files import (
+    LogListing,
+    check_readable,
+    list_log,
+    list_log_versions,
+    read_version_actions,
+    version_source,
+)
 from executor_lib.protocol.actions import (
-    Action,
     AddAction,
     CommitInfoAction,
     MetadataAction,
     ProtocolAction,
-    actions_from_ndjson,
 )
 from executor_lib.protocol.files import (
     LOG_DIR,
     checkpoint_file,
-    decode_log_bytes,
-    parse_checkpoint_file,
-    parse_state_dir,
-    parse_version_file,
     state_dir,
     version_file,
     version_name,
@@ -54,26 +52,8 @@ from indextables_contract.errors import (
     MissingLogFileError,
     ObjectNotFoundError,
     TableNotFoundError,
-    UnknownActionError,
-    UnsupportedProtocolError,
     VersionNotFoundError,
 )
-
-# What this code can read and write.
-READER_VERSION = 4
-WRITER_VERSION = 4
-SUPPORTED_READER_FEATURES = frozenset(
-    {
-        "avroState",
-        "multiPartCheckpoint",
-        "schemaDeduplication",
-        "skippedFiles",
-        "extendedMetadata",
-        "footerOffsets",
-    }
-)
-# Writers may also be asked for "checkpoint" (a writer-only feature of IndexTables4Spark).
-SUPPORTED_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {"checkpoint"}
 
 log = logging.getLogger(__name__)
 
@@ -91,124 +71,6 @@ def _can_read_past(listing: LogListing, older: Sequence[tuple[int, str]], versio
 def _all_retained(listing: LogListing, first: int, last: int) -> bool:
     """Whether the version files ``first``..``last`` are all listed (an exact replay is possible)."""
     return all(v in listing.versions for v in range(first, last + 1))
-
-
-@dataclass
-class LogListing:
-    """What one listing of ``_transaction_log/`` found (from ``start_after_version`` on)."""
-
-    versions: dict[int, int] = field(default_factory=dict)  # version file -> modified ms
-    checkpoints: set[int] = field(default_factory=set)
-    states: set[int] = field(default_factory=set)
-    complete: bool = True  # False when the listing started after a hint
-
-    @property
-    def latest(self) -> int:
-        return max([*self.versions, *self.checkpoints, *self.states], default=-1)
-
-
-def list_log(store: ObjectStore, start_after_version: int | None = None) -> LogListing:
-    """List version files, checkpoints and state directories (all of them, or past a version)."""
-    listing = LogListing(complete=start_after_version is None)
-    if start_after_version is None:
-        entries = store.list(f"{LOG_DIR}/", recursive=False)
-    else:
-        # Two listings (version files and checkpoints; state directories), sent at once: on an
-        # object store each is a round trip, and this is what every repeated query pays.
-        after = version_name(start_after_version)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            states = pool.submit(
-                lambda: list(store.list(f"{LOG_DIR}/state-v", start_after=f"{LOG_DIR}/state-v{after}", recursive=False))
-            )
-            files = list(store.list(f"{LOG_DIR}/0", start_after=f"{LOG_DIR}/{after}", recursive=False))
-            entries = _chain(files, states.result())
-    for entry in entries:
-        name = entry.name
-        if entry.is_dir:
-            v = parse_state_dir(name)
-            if v is not None:
-                listing.states.add(v)
-            continue
-        v = parse_version_file(name)
-        if v is not None:
-            listing.versions[v] = entry.modified_ms
-            continue
-        v = parse_checkpoint_file(name)
-        if v is not None:
-            listing.checkpoints.add(v)
-        # anything else (.crc files, checkpoint parts, _last_checkpoint) is not a version marker
-    return listing
-
-
-def _chain(*iterables: Iterable[Any]) -> Iterator[Any]:
-    for it in iterables:
-        yield from it
-
-
-def read_version_actions(store: ObjectStore, version: int) -> list[Action]:
-    """The actions of one version file. A protocol this code cannot read is reported before
-    anything else in the file (a newer protocol may well bring action types unknown here).
-
-    A file that is empty or does not decode (invalid JSON, truncated gzip) may be one another writer is
-    still writing in place (``in_place.read_settled``): it is read again after a pause, a few times,
-    before the CorruptLogError is raised. An unknown action type is raised at once."""
-    key = f"{LOG_DIR}/{version_file(version)}"
-    source = version_source(store, version)
-    return read_settled(
-        functools.partial(store.read, key), functools.partial(_parse_version_file, source=source), source
-    )
-
-
-def version_source(store: ObjectStore, version: int) -> str:
-    """The URI of a version file, as errors about its lines name it."""
-    return store.uri_of(f"{LOG_DIR}/{version_file(version)}")
-
-
-def _parse_version_file(data: bytes, source: str) -> list[Action]:
-    text = decode_log_bytes(data, source)
-    try:
-        actions = actions_from_ndjson(text, source)
-    except UnknownActionError:
-        for action in actions_from_ndjson(text, source, skip_unknown=True):
-            if isinstance(action, ProtocolAction):
-                check_readable(action, source)
-        raise
-    for action in actions:
-        if isinstance(action, ProtocolAction):
-            check_readable(action, source)
-    return actions
-
-
-def _check_protocol(
-    where: str, role: str, required: int, supported: int, features: Iterable[str], known: frozenset[str], note: str
-) -> None:
-    if required > supported:
-        raise UnsupportedProtocolError(
-            f"{where}: table requires {role} version {required}; this code supports {role} versions up to "
-            f"{supported}{note}"
-        )
-    unknown = set(features) - known
-    if unknown:
-        raise UnsupportedProtocolError(f"{where}: table requires unsupported {role} features {sorted(unknown)}")
-
-
-def check_readable(protocol: ProtocolAction | None, where: str) -> None:
-    """Raise UnsupportedProtocolError unless this code can read a table with ``protocol``."""
-    if protocol is not None:
-        features = protocol.reader_features or ()
-        _check_protocol(
-            where, "reader", protocol.min_reader_version, READER_VERSION, features, SUPPORTED_READER_FEATURES, ""
-        )
-
-
-def check_writable(protocol: ProtocolAction | None, where: str) -> None:
-    """Raise UnsupportedProtocolError unless this code can write to a table with ``protocol``."""
-    if protocol is not None:
-        features = protocol.writer_features or ()
-        note = ""
-        _check_protocol(
-            where, "writer", protocol.min_writer_version, WRITER_VERSION, features, SUPPORTED_WRITER_FEATURES, note
-        )
 
 
 class Snapshot:
@@ -267,12 +129,12 @@ class Snapshot:
 
         Example: ``snapshot.file_columns(["path", "num_records"], [Term("day", "2024-01-01")])``
         """
-        from executor_lib.log.live_files import file_columns
+        from executor_lib.log.files.live_files import file_columns
 
         meta = self.metadata
         if not predicates or not meta.partition_columns:
             return file_columns(self._state.files, attributes)
-        from executor_lib.log.pruning import partition_judge
+        from executor_lib.log.files.pruning import partition_judge
 
         keep = partition_judge(predicates, meta.schema_string, meta.partition_columns)
         return file_columns(self._state.files, attributes, keep, meta.partition_columns)
@@ -300,13 +162,13 @@ class Snapshot:
         return sum(a.size for a in files.values())
 
     def list_files(self, predicates: Sequence[Any] = ()) -> list[AddAction]:
-        """Live files that may hold rows matching all ``predicates`` (see ``log.pruning``).
+        """Live files that may hold rows matching all ``predicates`` (see ``log.files.pruning``).
 
         On an Avro state's columnar files, partition predicates are judged once per distinct
         combination of partition values, comparisons on numeric columns on the statistics' columns at
         scale (``pruning.prune_snapshot``), and only the files they keep become objects.
         """
-        from executor_lib.log.pruning import prune_snapshot
+        from executor_lib.log.files.pruning import prune_snapshot
 
         if not predicates:
             return self.files
@@ -314,7 +176,7 @@ class Snapshot:
 
     def list_partitions(self, predicates: Sequence[Any]) -> list[AddAction]:
         """The live files of the partitions ``predicates`` may match (their statistics not judged)."""
-        from executor_lib.log.pruning import partition_judge
+        from executor_lib.log.files.pruning import partition_judge
 
         meta = self.metadata
         files = self._state.files
@@ -573,7 +435,7 @@ class SnapshotLoader:
         if predicates is _NO_FILES:
             manifest_filter = lambda info: False  # noqa: E731
         elif predicates:
-            from executor_lib.log.pruning import bounds_may_match, column_types
+            from executor_lib.log.files.pruning import bounds_may_match, column_types
 
             types = column_types(metadata.schema_string)
             manifest_filter = lambda info: bounds_may_match(info.partition_bounds, predicates, types)  # noqa: E731
@@ -658,16 +520,6 @@ def utc_text(ms: int) -> str:
     moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
     shown = moment.strftime("%Y-%m-%d %H:%M:%S")
     return f"{shown}.{ms % 1000:03d} UTC" if ms % 1000 else f"{shown} UTC"
-
-
-def list_log_versions(store: ObjectStore) -> list[int]:
-    """All version-file numbers (a listing of ``_transaction_log/0*`` only)."""
-    out = []
-    for entry in store.list(f"{LOG_DIR}/0", recursive=False):
-        v = parse_version_file(entry.name)
-        if v is not None:
-            out.append(v)
-    return sorted(out)
 
 
 @contextlib.contextmanager

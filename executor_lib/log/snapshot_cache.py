@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 from executor_lib.protocol.actions import Action, MetadataAction
 
 if TYPE_CHECKING:
-    from executor_lib.log.snapshot import LogListing, Snapshot
+    from executor_lib.log.snapshot import Snapshot
+    from executor_lib.log.state.version_files import LogListing
 
 DEFAULT_TABLES = 32
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from executor_lib.log import snapshot_cache
 from executor_lib.log.config import split_options
-from executor_lib.log.snapshot import Snapshot, list_log
+from executor_lib.log.snapshot import Snapshot
+from executor_lib.log.state.version_files import list_log
 from executor_lib.log.transaction_log import TransactionLog
 from executor_lib.protocol.actions import (
     ENGINE,

@@ -1,6 +1,7 @@
 """The transaction log of one table: snapshots and commits with optimistic concurrency.
 
-History is read by ``log.history``; checkpoints and cleanup live in ``log.maintenance``.
+History is read by ``log.maintenance.history``; checkpoints and cleanup live in ``log.maintenance``; a
+version file put and recognised, and the head a writer tracks, in ``log.commit.commit_point``.
 
 Commit protocol (see PROTOCOL.md, "Commits"):
 
@@ -25,60 +26,61 @@ Commit protocol (see PROTOCOL.md, "Commits"):
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
 import logging
 import random
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from executor_lib import failpoints
-from executor_lib.log import checkpoint as checkpoints
-from executor_lib.log import maintenance, snapshot_cache
-from executor_lib.log.avro_state import StateManifest, read_state_manifest
-from executor_lib.log.cleanup import CleanupReport
-from executor_lib.log.commit_checks import validate_against_table, validate_static
-from executor_lib.log.config import LogConfig
-from executor_lib.log.conflicts import CommitIntent, check_conflicts
-from executor_lib.log.foreign_states import (
-    has_version_file,
-    holds_version,
-    is_checkpoint_ahead,
-    is_checkpoint_past_the_log,
+from executor_lib.log import snapshot_cache
+from executor_lib.log.commit.commit_checks import validate_against_table, validate_static
+from executor_lib.log.commit.commit_point import (
+    Attempt,
+    CommitOutcome,
+    Head,
+    attempt_landed,
+    close_checkpoint_ahead,
+    head_after,
+    head_of,
+    is_ghost_beside,
+    try_write,
 )
-from executor_lib.log.history import HistoryEntry, commit_info_of, read_history
-from executor_lib.log.maintenance import uses_avro_state, write_state_hint
-from executor_lib.log.pruning import FileListing, file_listing
-from executor_lib.log.snapshot import (
-    Snapshot,
-    SnapshotLoader,
+from executor_lib.log.commit.conflicts import CommitIntent, check_conflicts
+from executor_lib.log.commit.state_commit import write_state
+from executor_lib.log.commit.state_lookup import (
+    txns_through,
+    verified_state,
+)
+from executor_lib.log.config import LogConfig
+from executor_lib.log.files.pruning import FileListing, file_listing
+from executor_lib.log.maintenance import checkpointing
+from executor_lib.log.maintenance.checkpointing import uses_avro_state, write_state_hint
+from executor_lib.log.maintenance.cleanup import CleanupReport
+from executor_lib.log.maintenance.history import HistoryEntry, commit_info_of, read_history
+from executor_lib.log.snapshot import Snapshot, SnapshotLoader
+from executor_lib.log.state import checkpoint as checkpoints
+from executor_lib.log.state.avro_state import StateManifest, read_state_manifest
+from executor_lib.log.state.state import replay
+from executor_lib.log.state.state_writer import (
+    STATE_MANIFEST_NAMES,
+    build_compacted_state,
+    build_incremental_state,
+    put_state,
+)
+from executor_lib.log.state.streaming_txns import StreamingTxn, TxnRecord, advance, check_winner_txn, tagged
+from executor_lib.log.state.version_files import (
     check_readable,
     check_writable,
     list_log,
     read_version_actions,
     version_source,
 )
-from executor_lib.log.state import replay
-from executor_lib.log.state_commit import write_state
-from executor_lib.log.state_lookup import (
-    txns_through,
-    verified_state,
-)
-from executor_lib.log.state_writer import (
-    STATE_MANIFEST_NAMES,
-    build_compacted_state,
-    build_incremental_state,
-    put_state,
-)
-from executor_lib.log.streaming_txns import StreamingTxn, TxnRecord, advance, check_winner_txn, tagged
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
-    AddAction,
     CommitInfoAction,
     MetadataAction,
     ProtocolAction,
@@ -99,7 +101,6 @@ from indextables_contract.errors import (
     CorruptLogError,
     IndexTablesError,
     MissingLogFileError,
-    ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StorageError,
     VersionNotFoundError,
@@ -108,43 +109,11 @@ from indextables_contract.errors import (
 log = logging.getLogger(__name__)
 
 
-class CommitOutcome(str, enum.Enum):
-    """What one attempt to write a version's commit point came to."""
-
-    COMMITTED = "committed"  # this commit holds the version
-    LOST = "lost"  # another commit holds it: re-check conflicts, try the next version
-    NOT_WRITTEN = "not-written"  # a storage error left it unwritten: retry the same version
-
-
 # Lost races are progress (another commit landed), so they do not use up retry attempts;
 # this only bounds a pathological livelock.
 MAX_LOST_RACES = 10_000
 # How often a blind append re-reads a head that cleanup deleted under it before giving up.
 MAX_HEAD_CLEANUPS = 20
-
-
-@dataclass(frozen=True)
-class _Head:
-    """What a writer must know about the latest version (no file list)."""
-
-    version: int
-    protocol: ProtocolAction | None
-    metadata: MetadataAction | None
-    state_only: bool = False  # the version exists as a state without a version file (0.5.x style)
-    # the version is a state another implementation's checkpoint wrote past the log (foreign_states):
-    # no commit, and open until a version file claims it
-    checkpoint_ahead: bool = False
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    """One write of a commit, to recognise it later: its version-file bytes, or (committed by
-    state) its txn id; ``state``: the state written for it, if any."""
-
-    final: list[Action]
-    body: bytes | None = None
-    txn_id: str | None = None
-    state: StateManifest | None = None
 
 
 class TransactionLog:
@@ -164,7 +133,7 @@ class TransactionLog:
         self.config = config or LogConfig()
         self._shared = shared_snapshots
         self._loader = SnapshotLoader(store, self.config)
-        self._head: _Head | None = None
+        self._head: Head | None = None
         self._snapshot: Snapshot | None = None
         # Counters since this object was made: commits landed, races lost to other writers,
         # writes whose outcome was an error (each retried). Read by stress tests and benchmarks.
@@ -257,7 +226,7 @@ class TransactionLog:
         return read_history(self.store, limit)
 
     def commit_info(self, version: int, actions: Sequence[Action] | None = None) -> CommitInfoAction | None:
-        """The commitInfo of ``version`` (see ``log.history.commit_info_of``)."""
+        """The commitInfo of ``version`` (see ``log.maintenance.history.commit_info_of``)."""
         return commit_info_of(self.store, version, actions)
 
     def version_actions(self, version: int) -> list[Action]:
@@ -316,13 +285,15 @@ class TransactionLog:
         intent = CommitIntent.of(actions, metadata_at_read, fail_on_concurrent_add)
         txn_id = uuid.uuid4().hex
         winners: dict[int, list[Action]] = {}
-        attempts: dict[int, _Attempt] = {}  # versions an earlier attempt may have written after all
+        attempts: dict[int, Attempt] = {}  # versions an earlier attempt may have written after all
         failures = lost_races = 0
         last_error: StorageError | None = None
         while failures < self.config.retry_max_attempts and lost_races < MAX_LOST_RACES:
             for v in range(read_version + 1, head.version + 1):
                 attempt = attempts.pop(v, None)
-                if attempt is not None and self._attempt_landed(v, attempt):  # an earlier attempt landed after all
+                if attempt is not None and attempt_landed(
+                    self.store, v, attempt
+                ):  # an earlier attempt landed after all
                     self._after_commit(v, attempt.final, head, attempt.state, attempt.body is None)
                     self.commit_stats["committed"] += 1
                     return v
@@ -373,7 +344,7 @@ class TransactionLog:
 
     # --- the two commit points ---------------------------------------------------------------
 
-    def _commits_by_state(self, head: _Head) -> bool:
+    def _commits_by_state(self, head: Head) -> bool:
         """Follow the table's own commit style: a table whose latest version exists only as a state
         (IndexTables4Spark 0.5.x commits by put-if-absent of ``state-v<N>/_manifest.avro`` and writes no
         version file after version 0) is committed to the same way, so that both writers race on one name."""
@@ -388,22 +359,22 @@ class TransactionLog:
         return True
 
     def _try_version_file(
-        self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
-    ) -> tuple[CommitOutcome, StorageError | None, _Attempt]:
+        self, version: int, final: list[Action], head: Head, info: CommitInfoAction
+    ) -> tuple[CommitOutcome, StorageError | None, Attempt]:
         """Commit by put-if-absent of ``<version>.json`` (this project's and tantivy4java's commit point),
         then write the version's state. A state a 0.5.x writer committed for the same version meanwhile
         wins: our version file is withdrawn and the race counts as lost."""
         lines = [info, *final] if self.config.commit_info_enabled else final
         body = encode_log_bytes(actions_to_ndjson(lines), self.config.compression_enabled, self.config.gzip_level)
-        attempt = _Attempt(final, body=body)
-        outcome, error = self._try_write(version, body, info.txn_id)
+        attempt = Attempt(final, body=body)
+        outcome, error = try_write(self.store, version, body, info.txn_id)
         if outcome is not CommitOutcome.COMMITTED:
             return outcome, error, attempt
         if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)):
             state, ghost = self._state_of_version_file(version, final, info)
             if ghost:
                 return CommitOutcome.LOST, None, attempt
-            attempt = _Attempt(final, body=body, state=state)
+            attempt = Attempt(final, body=body, state=state)
         return CommitOutcome.COMMITTED, None, attempt
 
     def _state_of_version_file(
@@ -429,7 +400,9 @@ class TransactionLog:
             return manifest, False
         try:
             existing = read_state_manifest(self.store, version)
-            ghost = existing is not None and self._is_ghost_beside(existing, final)
+            ghost = existing is not None and is_ghost_beside(
+                self.store, existing, final, self.config.state_read_parallelism
+            )
         except IndexTablesError as e:
             log.warning("%s: cannot check the state of version %d: %s", self.uri, version, e)
             return manifest, False
@@ -446,40 +419,28 @@ class TransactionLog:
             self.store.delete(f"{LOG_DIR}/{state_dir(version)}/{STATE_MANIFEST_NAMES['json']}")
         return None, True
 
-    def _is_ghost_beside(self, state: StateManifest, final: list[Action]) -> bool:
-        """Whether our version file of ``final`` is a ghost beside ``state``, the state of its number:
-        another implementation committed the same version as a state. Not when we wrote the state
-        (derived from the version file), when it holds our commit, or when it is another
-        implementation's checkpoint (``foreign_states``): 0.5.3's checkpoint written at this number is
-        no commit, so our version file stands and the state, stale beside it, is never built on."""
-        if state.written_here or is_checkpoint_past_the_log(state, functools.partial(has_version_file, self.store)):
-            return False
-        if not any(isinstance(a, (AddAction, RemoveAction)) for a in final):
-            return True
-        return not holds_version(self.store, state, final, self.config.state_read_parallelism)
-
     def _try_state_commit(
-        self, version: int, final: list[Action], head: _Head, info: CommitInfoAction
-    ) -> tuple[CommitOutcome, StorageError | None, _Attempt]:
+        self, version: int, final: list[Action], head: Head, info: CommitInfoAction
+    ) -> tuple[CommitOutcome, StorageError | None, Attempt]:
         """Commit by put-if-absent of ``state-v<version>/_manifest.avro`` (IndexTables4Spark 0.5.x's commit
         point). The commitInfo travels in the state's file metadata; no version file is written."""
         manifest, protocol = self._build_state_commit(version, final, head)
-        attempt = _Attempt(final, txn_id=info.txn_id, state=manifest)
+        attempt = Attempt(final, txn_id=info.txn_id, state=manifest)
         try:
             won = put_state(self.store, manifest, protocol, self.config, commit_info=info, commit_point=True)
         except StorageError as e:
             if not e.retryable:
                 raise
             log.warning("commit of state version %d: outcome unknown (%s); checking", version, e)
-            landed = self._attempt_landed(version, attempt)
+            landed = attempt_landed(self.store, version, attempt)
             return (CommitOutcome.COMMITTED if landed else CommitOutcome.NOT_WRITTEN), e, attempt
         if won:
             return CommitOutcome.COMMITTED, None, attempt
-        landed = self._attempt_landed(version, attempt)
+        landed = attempt_landed(self.store, version, attempt)
         return (CommitOutcome.COMMITTED if landed else CommitOutcome.LOST), None, attempt
 
     def _build_state_commit(
-        self, version: int, final: list[Action], head: _Head
+        self, version: int, final: list[Action], head: Head
     ) -> tuple[StateManifest, ProtocolAction | None]:
         protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
@@ -499,58 +460,14 @@ class TransactionLog:
         files = state.files.values()
         return build_compacted_state(self.store, version, files, metadata, registry, self.config, txns), protocol
 
-    def _attempt_landed(self, version: int, attempt: _Attempt) -> bool:
-        """Whether an earlier attempt's write holds ``version``: the same version-file bytes (they
-        name the commit's new split files and timestamps), or a state carrying this commit's txn id."""
-        try:
-            if attempt.body is not None:
-                return self.store.read(f"{LOG_DIR}/{version_file(version)}") == attempt.body
-            state = read_state_manifest(self.store, version)
-        except ObjectNotFoundError:
-            return False
-        info = state.commit_info() if state is not None else None
-        return info is not None and info.txn_id == attempt.txn_id
-
-    def _close_checkpoint_ahead(self, head: _Head, read_version: int | None) -> tuple[_Head, int | None]:
-        """Claim the version of a checkpoint another implementation wrote past the log
-        (``foreign_states``) with a version file that changes nothing, before committing after it:
-        0.5.3's next append can then no longer take that number and hide behind the state. If an
-        append took it first, it is a commit like any other, and a transaction that read the state
-        (``read_version`` at it) read the version before it: the append is checked as a winner."""
-        v = head.version
-        info = CommitInfoAction(
-            txn_id=uuid.uuid4().hex,
-            timestamp=int(time.time() * 1000),
-            operation="CHECKPOINT",
-            engine=ENGINE,
-            read_version=v - 1,
-            operation_parameters={"closes": f"{state_dir(v)}, a checkpoint another implementation wrote past the log"},
-        )
-        if head.metadata is None:
-            raise CorruptLogError(f"{self.uri}: no metaData action at version {v}")
-        # The table's metaData again, unchanged: a line every reader knows (0.5.3 refuses commitInfo
-        # lines), which no conflict check counts as a change (conflicts.is_real_metadata_change).
-        lines: list[Action] = [info, head.metadata] if self.config.commit_info_enabled else [head.metadata]
-        body = encode_log_bytes(actions_to_ndjson(lines), self.config.compression_enabled, self.config.gzip_level)
-        outcome, error = self._try_write(v, body, info.txn_id)
-        if outcome is CommitOutcome.NOT_WRITTEN:
-            raise CommitFailedError(
-                f"{self.uri}: version {v} exists only as another implementation's checkpoint, and closing it "
-                f"with a version file failed ({error}); nothing was committed"
-            ) from error
-        if outcome is CommitOutcome.COMMITTED:
-            log.info("%s: closed version %d, a checkpoint another implementation wrote past the log", self.uri, v)
-            actions = lines
-        else:
-            actions = read_version_actions(self.store, v)
-            if read_version == v:
-                read_version = v - 1
-        self._head = _head_after(dataclasses.replace(head, version=v - 1, checkpoint_ahead=False), [actions])
+    def _close_checkpoint_ahead(self, head: Head, read_version: int | None) -> tuple[Head, int | None]:
+        """``commit_point.close_checkpoint_ahead``, the head it leaves kept."""
+        self._head, read_version = close_checkpoint_ahead(self.store, self.config, head, read_version)
         return self._head, read_version
 
     def _validated_read(
-        self, actions: list[Action], read_version: int | None, head: _Head, new_files: bool
-    ) -> tuple[int, _Head, MetadataAction | None]:
+        self, actions: list[Action], read_version: int | None, head: Head, new_files: bool
+    ) -> tuple[int, Head, MetadataAction | None]:
         """Check ``actions`` against the table at the version they read; returns that version, the
         head and the metadata there.
 
@@ -628,39 +545,11 @@ class TransactionLog:
         actions += [RemoveAction(path=p, deletion_timestamp=now, data_change=True) for p in gone]
         return actions
 
-    def _try_write(self, version: int, body: bytes, txn_id: str) -> tuple[CommitOutcome, StorageError | None]:
-        """Put-if-absent of a version file: (its ``CommitOutcome``, the storage error seen).
-
-        LOST: another commit holds the version. A storage error that cannot be transient
-        (access denied, missing bucket, bad credentials) is raised at once. After an ambiguous
-        outcome the file is read back: the same bytes are this commit's own write.
-        """
-        key = f"{LOG_DIR}/{version_file(version)}"
-        error: StorageError | None = None
-        try:
-            self.store.put_if_absent(key, body, metadata={"indextables-txn-id": txn_id})
-            return CommitOutcome.COMMITTED, None
-        except ObjectAlreadyExistsError:
-            pass  # maybe our own write, retried by the SDK after a lost response
-        except StorageError as e:  # ambiguous: the write may have landed
-            if not e.retryable:
-                raise
-            error = e
-            log.warning("commit of version %d: outcome unknown (%s); checking", version, e)
-        try:
-            written = self.store.read(key)
-        except ObjectNotFoundError:
-            return CommitOutcome.NOT_WRITTEN, error
-        except StorageError as e:
-            log.warning("commit of version %d: cannot read it back (%s)", version, e)
-            return CommitOutcome.NOT_WRITTEN, e
-        return (CommitOutcome.COMMITTED if written == body else CommitOutcome.LOST), None
-
     def _backoff(self, attempt: int) -> None:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
         time.sleep(random.uniform(cap / 4, cap) / 1000.0)
 
-    def _refresh_head(self) -> _Head:
+    def _refresh_head(self) -> Head:
         """Latest version, protocol and metadata, reading only version files newer than known."""
         head = self._head
         if head is not None:
@@ -669,49 +558,28 @@ class TransactionLog:
             new = [v for v in range(head.version + 1, latest + 1)]
             if all(v in listing.versions for v in new):
                 try:
-                    self._head = _head_after(head, [read_version_actions(self.store, v) for v in new])
+                    self._head = head_after(head, [read_version_actions(self.store, v) for v in new])
                     return self._head
                 except ObjectNotFoundError:  # log retention deleted one meanwhile: load from its checkpoint
                     pass
         cached = self._snapshot
         snap = self._refresh_snapshot() if cached is not None else self._loader.load(files=False)
-        self._head = self._head_of(snap)
+        self._head = head_of(self.store, snap)
         return self._head
 
-    def _head_of(self, snap: Snapshot) -> _Head:
-        """The head at ``snap``: whether its version was committed as a state only (no version file,
-        and its state is a commit point, not one derived from a version file that retention deleted),
-        or is a checkpoint another implementation wrote past the log (no commit at all)."""
-        head = _Head(snap.version, snap.protocol, snap.state.metadata)
-        manifest = snap.state_manifest
-        if manifest is not None and manifest.state_version != snap.version:
-            manifest = None  # built on an older state and the version files
-        if snap.version == 0 or (manifest is not None and not manifest.commit_point):
-            return head
-        has_file = functools.cache(functools.partial(has_version_file, self.store))
-        if has_file(snap.version):
-            return head
-        # the snapshot may have passed over the state of its version (another implementation's checkpoint)
-        manifest = manifest or read_state_manifest(self.store, snap.version)
-        if manifest is None or not manifest.commit_point:
-            return head
-        if is_checkpoint_ahead(manifest, has_file):
-            return dataclasses.replace(head, checkpoint_ahead=True)
-        return dataclasses.replace(head, state_only=True)
-
-    def _metadata_at(self, version: int, head: _Head) -> MetadataAction | None:
+    def _metadata_at(self, version: int, head: Head) -> MetadataAction | None:
         if version == head.version:
             return head.metadata
         return self.snapshot(version).state.metadata
 
     def _after_commit(
-        self, version: int, final: list[Action], head: _Head, state: StateManifest | None, by_state: bool
+        self, version: int, final: list[Action], head: Head, state: StateManifest | None, by_state: bool
     ) -> None:
         """Bookkeeping after ``version`` landed (its state, if any, is written): the head, the
         ``_last_checkpoint`` hint, and the checkpoint cadence. Failures are logged, not raised."""
         protocol = next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)
         metadata = next((a for a in final if isinstance(a, MetadataAction)), head.metadata)
-        self._head = _Head(version, protocol, metadata, by_state)
+        self._head = Head(version, protocol, metadata, by_state)
         try:
             config = self.config
             at_interval = config.checkpoint_enabled and version > 0 and version % config.checkpoint_interval == 0
@@ -719,9 +587,9 @@ class TransactionLog:
                 write_state_hint(self.store, state)
             if self._uses_avro_state(protocol):
                 if at_interval:  # every commit writes a state: the checkpoint cadence paces the cleanup
-                    maintenance.expire_after_checkpoint_quietly(self, version)
+                    checkpointing.expire_after_checkpoint_quietly(self, version)
             elif at_interval:  # a v1-v3 table (whatever state.format says: upgrading is checkpoint()'s job)
-                maintenance.write_json_checkpoint(self, self.snapshot(version))
+                checkpointing.write_json_checkpoint(self, self.snapshot(version))
         except Exception as e:  # the commit landed; a missing checkpoint only costs read speed
             log.warning("%s: checkpoint at version %d failed: %s", self.uri, version, e)
 
@@ -729,12 +597,12 @@ class TransactionLog:
         return uses_avro_state(self.config, protocol)
 
     def checkpoint(self, version: int | None = None) -> checkpoints.LastCheckpoint:
-        """Consolidate the state at ``version`` (default: latest); see ``log.maintenance.checkpoint``."""
-        return maintenance.checkpoint(self, version)
+        """Consolidate the state at ``version`` (default: latest); see ``log.maintenance.checkpointing.checkpoint``."""
+        return checkpointing.checkpoint(self, version)
 
     def cleanup(self, dry_run: bool = False) -> CleanupReport:
-        """Delete states, manifests, version files and checkpoints past retention (see ``log.cleanup``)."""
-        return maintenance.cleanup(self, dry_run)
+        """Delete states, manifests, version files and checkpoints past retention (see ``log.maintenance.cleanup``)."""
+        return checkpointing.cleanup(self, dry_run)
 
     def write_state(
         self,
@@ -791,24 +659,10 @@ class TransactionLog:
         target = self.latest_version() if version is None else version
         return txns_through(self.store, self._loader.listing, target, None)
 
-    def _check_new_batch(self, txn: StreamingTxn, head: _Head) -> None:
+    def _check_new_batch(self, txn: StreamingTxn, head: Head) -> None:
         known = txns_through(self.store, self._loader.listing, head.version, None).get(txn.app_id)
         if known is not None and known.batch_id >= txn.batch_id:
             raise BatchAlreadyCommittedError(
                 f"{self.uri}: streaming batch {txn.batch_id} of {txn.app_id!r} is already committed (version "
                 f"{known.version} holds batch {known.batch_id}); skipped"
             )
-
-
-def _head_after(head: _Head, versions: list[list[Action]]) -> _Head:
-    """``head`` moved past the actions of the version files that follow it (none: ``head`` itself)."""
-    if not versions:
-        return head
-    protocol, metadata = head.protocol, head.metadata
-    for actions in versions:
-        for a in actions:
-            if isinstance(a, ProtocolAction):
-                protocol = a
-            elif isinstance(a, MetadataAction):
-                metadata = a
-    return _Head(head.version + len(versions), protocol, metadata)

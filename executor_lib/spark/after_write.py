@@ -140,7 +140,7 @@ def after_commit(path: str, options: Mapping[str, str], version: int | None) -> 
             )
     if purge is not None and purge.due(done["merged"] > 0, version):
         try:
-            from executor_lib.log.purge import purge_table
+            from executor_lib.log.maintenance.purge import purge_table
 
             report = purge_table(txlog, purge.split_retention_hours, purge.tx_log_retention_hours)
             done["purged"] = len(report.rows())

@@ -316,7 +316,7 @@ def delete_uncommitted(path: str, options: Mapping[str, str], keys: list[str], a
 
 def delete_uncommitted_in(txlog: Any, keys: list[str], after_version: int) -> list[str]:
     """``delete_uncommitted`` on an open ``TransactionLog``."""
-    from executor_lib.log.uncommitted import committed_among
+    from executor_lib.log.commit.uncommitted import committed_among
     from indextables_contract.errors import IndexTablesError
 
     if not keys:

@@ -26,7 +26,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from executor_lib import failpoints
-from executor_lib.log.live_files import LiveFiles
+from executor_lib.log.files.live_files import LiveFiles
 from executor_lib.protocol.actions import AddAction, MetadataAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly, delete_uncommitted

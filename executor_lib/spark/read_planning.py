@@ -55,8 +55,8 @@ def shared_partition_values(column: Any, partition_columns: Sequence[str]) -> li
     """Each row's partition values (column -> value; a null one left out, as the log reads it) of a
     ``partition_values`` column, one dict per distinct combination shared by its rows (a million rows
     of a thousand partitions: a thousand dicts)."""
-    from executor_lib.log.live_files import partition_strings
-    from executor_lib.log.partition_index import combinations
+    from executor_lib.log.files.live_files import partition_strings
+    from executor_lib.log.files.partition_index import combinations
 
     strings = partition_strings(column, partition_columns)
     combos, inverse = combinations(list(strings.values()), len(column))

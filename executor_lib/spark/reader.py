@@ -210,7 +210,7 @@ class IndexTablesReader(DataSourceReader):
         import time
 
         from executor_lib import node_counters, profiler
-        from executor_lib.log.pruning import prune_snapshot
+        from executor_lib.log.files.pruning import prune_snapshot
 
         snapshot = (
             self._snapshot

@@ -99,7 +99,7 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
     # -- driver side --
 
     def commit(self, messages: list[Any], batchId: int) -> None:
-        from executor_lib.log.streaming_txns import StreamingTxn
+        from executor_lib.log.state.streaming_txns import StreamingTxn
 
         adds = [a for m in messages if isinstance(m, IndexTablesCommitMessage) for a in m.adds]
         app_id = self._app_id(messages)

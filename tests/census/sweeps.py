@@ -210,9 +210,9 @@ SIDECAR_GLOB = "*.columns-*.arrow"
 
 
 def sweep_sidecars(args: dict[str, Any], rng: random.Random, skip: int) -> Iterator[tuple[str, str, str]]:
-    """Flips in a table's manifest column sidecars (``log/manifest_columns.py``), each snapshot read
+    """Flips in a table's manifest column sidecars (``log/state/manifest_columns.py``), each snapshot read
     afresh (no manifest cache): its files must be those of the intact table, or the read a typed error."""
-    from executor_lib.log.manifest_cache import MANIFEST_CACHE
+    from executor_lib.log.state.manifest_cache import MANIFEST_CACHE
 
     root = Path(args["tables"][0])
     manifests = root / "_transaction_log" / "manifests"

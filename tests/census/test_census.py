@@ -27,7 +27,7 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.log.purge import purge_table
+from executor_lib.log.maintenance.purge import purge_table
 from executor_lib.protocol.files import LOG_DIR
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.table_search import search_table

@@ -35,7 +35,7 @@ import pytest
 import executor_lib
 from executor_lib.cache.split_cache import SplitCache
 from executor_lib.cli import main as cli_main
-from executor_lib.log.avro_state import read_state_manifest
+from executor_lib.log.state.avro_state import read_state_manifest
 from executor_lib.protocol.files import LOG_DIR, state_dir
 from executor_lib.splits.doc_mapping import mapping_for
 from executor_lib.splits.search.split_opening import damage_of_split
@@ -224,7 +224,7 @@ def test_hole3_a_path_in_another_spelling_is_refused_at_commit(tmp_path: Path, s
 def test_hole7_bad_bytes_and_corrupt_schemas_raise_typed_errors(tmp_path: Path) -> None:
     import dataclasses
 
-    from executor_lib.log.pruning import column_types
+    from executor_lib.log.files.pruning import column_types
 
     log = _table(tmp_path / "t", {}, commits=0)
     with pytest.raises(errors.InvalidPathError, match="NUL"):

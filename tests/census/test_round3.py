@@ -268,8 +268,8 @@ _SIDECAR_SWEEP = r"""
 import hashlib, json, random, sys
 from pathlib import Path
 import executor_lib
-from executor_lib.log.manifest_cache import MANIFEST_CACHE
-from executor_lib.log.manifest_columns import decode_sidecar
+from executor_lib.log.state.manifest_cache import MANIFEST_CACHE
+from executor_lib.log.state.manifest_columns import decode_sidecar
 
 root = Path(sys.argv[1])
 sidecar = sorted((root / "_transaction_log" / "manifests").glob("*.arrow"))[-1]
@@ -324,8 +324,8 @@ def test_hole3_no_bit_flip_of_a_sidecar_changes_a_snapshot_or_crashes(tmp_path: 
 
 
 def test_hole3_a_damaged_manifest_disk_cache_entry_is_a_miss(tmp_path: Path) -> None:
-    from executor_lib.log.file_table import FileChunk
-    from executor_lib.log.manifest_cache import DiskManifestCache
+    from executor_lib.log.files.file_table import FileChunk
+    from executor_lib.log.state.manifest_cache import DiskManifestCache
 
     cache = DiskManifestCache(tmp_path / "mc")
     (tmp_path / "mc").mkdir(mode=0o700)

@@ -1,6 +1,6 @@
 """The fourth census's cases (issue 70), each reproduced: what a crash, a hostile log line or a pasted
 credential did, and what the table does now. The crash cases (N1) run a real Spark job in
-``tests/spark/test_commit_crashes.py``; PURGE of a nested table (N3) in ``tests/log/test_purge_nested.py``."""
+``tests/spark/test_commit_crashes.py``; PURGE of a nested table (N3) in ``tests/log/maintenance/test_purge_nested.py``."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_med_a_log_line_nested_100000_deep_is_a_typed_error_everywhere(tmp_path:
 
     import executor_lib
     from executor_lib.cli import main as cli_main
-    from executor_lib.log.purge import purge_table
+    from executor_lib.log.maintenance.purge import purge_table
     from indextables_contract.errors import CorruptLogError
 
     root = str(tmp_path / "t")
@@ -116,7 +116,7 @@ def test_med_a_size_or_record_count_past_64_bits_is_a_typed_error(tmp_path: Any)
     import pytest
 
     import executor_lib
-    from executor_lib.log.purge import purge_table
+    from executor_lib.log.maintenance.purge import purge_table
     from executor_lib.protocol.files import decode_log_bytes
     from indextables_contract.errors import CorruptLogError
 
@@ -286,11 +286,11 @@ def test_low_a_negative_size_or_record_count_is_a_corrupt_log(tmp_path: Any) -> 
     import pytest
 
     import executor_lib
-    from executor_lib.log import file_table
-    from executor_lib.log.avro_state import decode_manifest_chunk
     from executor_lib.log.config import LogConfig
-    from executor_lib.log.manifest_columns import decode_sidecar, sidecar_key
-    from executor_lib.log.state_writer import write_manifest
+    from executor_lib.log.files import file_table
+    from executor_lib.log.state.avro_state import decode_manifest_chunk
+    from executor_lib.log.state.manifest_columns import decode_sidecar, sidecar_key
+    from executor_lib.log.state.state_writer import write_manifest
     from executor_lib.protocol.files import decode_log_bytes
     from indextables_contract.errors import CorruptLogError
 
@@ -384,7 +384,7 @@ def test_n2_a_reader_refuses_a_log_adding_a_live_split_again_or_a_file_outside_t
     import executor_lib
     from executor_lib.cache.split_cache import SplitCache
     from executor_lib.log.config import LogConfig
-    from executor_lib.log.state_writer import build_compacted_state, put_state
+    from executor_lib.log.state.state_writer import build_compacted_state, put_state
     from executor_lib.protocol.actions import AddAction
     from executor_lib.protocol.files import decode_log_bytes
     from executor_lib.splits.search.table_search import search_table

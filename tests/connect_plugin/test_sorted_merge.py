@@ -14,7 +14,7 @@ import pytest
 
 import connect_plugin
 from connect_plugin.table import IndexTable
-from executor_lib.log.pruning import prune_files
+from executor_lib.log.files.pruning import prune_files
 from executor_lib.log.tables import open_log
 from executor_lib.splits.write.merge_plan import SORT_KEY_TAG
 from indextables_contract import filters as F

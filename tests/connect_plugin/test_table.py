@@ -85,7 +85,7 @@ def test_merge_keeps_every_row_then_purge_frees_the_sources(spark: Any, tmp_path
     small_appends(spark, table, 2)
     import time
 
-    from executor_lib.log.purge import purge_table
+    from executor_lib.log.maintenance.purge import purge_table
 
     now_ms = int((time.time() + 8 * 24 * 3600) * 1000)
     report = purge_table(log, 168, tx_log_retention_hours=24, now_ms=now_ms)

@@ -2,8 +2,8 @@
 row is lost on either side. Its checkpoint finds the newest version's state taken (every commit here
 writes one) and writes the same files at the next version, past the log (``StateWriter
 .writeStateWithRetry``); its next append takes that number. Found by ``test_two_writers.py`` in CI (280
-acknowledged rows lost, on both sides); ``executor_lib.log.foreign_states`` has the rule, and
-``tests/log/test_foreign_states.py`` the same cases on every store with a 0.5.3 stand-in."""
+acknowledged rows lost, on both sides); ``executor_lib.log.state.foreign_states`` has the rule, and
+``tests/log/state/test_foreign_states.py`` the same cases on every store with a 0.5.3 stand-in."""
 
 from __future__ import annotations
 

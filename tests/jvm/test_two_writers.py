@@ -29,7 +29,7 @@ import pytest
 
 import connect_plugin
 import executor_lib
-from executor_lib.log.avro_state import read_state_manifest
+from executor_lib.log.state.avro_state import read_state_manifest
 from executor_lib.protocol.actions import removes_of
 from executor_lib.spark.commands.merge import merge_group
 from executor_lib.spark.common import node_split_cache

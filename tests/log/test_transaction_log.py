@@ -181,7 +181,7 @@ def test_schema_deduplication_on_commit(table: Table) -> None:
     assert snap.doc_mapping(snap.files[0]) == mapping
     history = log.history()
     store = open_store(uri, **options)
-    from executor_lib.log.snapshot import read_version_actions
+    from executor_lib.log.state.version_files import read_version_actions
 
     assert any(isinstance(a, MetadataAction) for a in read_version_actions(store, 1))
     assert not any(isinstance(a, MetadataAction) for a in read_version_actions(store, 2))

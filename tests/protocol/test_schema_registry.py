@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from executor_lib.log.avro_state import read_state_manifest
+from executor_lib.log.state.avro_state import read_state_manifest
 from executor_lib.protocol.files import parse_state_dir
 from executor_lib.protocol.schema_registry import (
     configuration_with_registry,

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from executor_lib import profiler
-from executor_lib.log.live_files import LiveFiles, partition_strings
-from executor_lib.log.pruning import prune_snapshot
+from executor_lib.log.files.live_files import LiveFiles, partition_strings
+from executor_lib.log.files.pruning import prune_snapshot
 from executor_lib.protocol.actions import (
     AddAction,
     parquet_table_root,

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition
 
-from executor_lib.log.live_files import LiveFiles, partition_strings
-from executor_lib.log.partition_index import present_values
+from executor_lib.log.files.live_files import LiveFiles, partition_strings
+from executor_lib.log.files.partition_index import present_values
 from executor_lib.protocol.actions import (
     AddAction,
 )

@@ -43,7 +43,7 @@ def run_history(r: CommandReader, cmd: C.History, _: Any) -> Iterator[tuple[Any,
 
 
 def run_describe_state(r: CommandReader, cmd: C.DescribeState, _: Any) -> Iterator[tuple[Any, ...]]:
-    from executor_lib.log.describe import describe_json
+    from executor_lib.log.maintenance.describe import describe_json
 
     doc = describe_json(r._log().snapshot(), files=False)
     for key, value in doc.items():
@@ -62,7 +62,7 @@ def run_checkpoint(r: CommandReader, cmd: C.Checkpoint, _: Any) -> Iterator[tupl
 
 
 def run_truncate_time_travel(r: CommandReader, cmd: C.TruncateTimeTravel, _: Any) -> Iterator[tuple[Any, ...]]:
-    from executor_lib.log.cleanup import cleanup_log
+    from executor_lib.log.maintenance.cleanup import cleanup_log
 
     dry = cmd.dry_run
     txlog = r._log()
@@ -82,7 +82,7 @@ def run_truncate_time_travel(r: CommandReader, cmd: C.TruncateTimeTravel, _: Any
 
 def run_describe_log(r: CommandReader, cmd: C.DescribeLog, _: Any) -> Iterator[tuple[Any, ...]]:
     """IndexTables4Spark's 47 columns per action (commitInfo lines are not actions there)."""
-    from executor_lib.log.checkpoint import read_last_checkpoint
+    from executor_lib.log.state.checkpoint import read_last_checkpoint
     from executor_lib.protocol.files import LOG_DIR, version_file
     from indextables_contract.errors import ObjectNotFoundError, VersionNotFoundError
 
@@ -143,7 +143,7 @@ def run_repair_log(r: CommandReader, cmd: C.RepairLog, _: Any) -> Iterator[tuple
 
 def run_invalidate_log_cache(r: CommandReader, cmd: C.InvalidateLogCache, _: Any) -> Iterator[tuple[Any, ...]]:
     from executor_lib.log import snapshot_cache
-    from executor_lib.log.manifest_cache import MANIFEST_CACHE
+    from executor_lib.log.state.manifest_cache import MANIFEST_CACHE
 
     hits, misses = MANIFEST_CACHE.hits + MANIFEST_CACHE.disk_hits, MANIFEST_CACHE.misses
     rate = f"{100.0 * hits / (hits + misses):.1f}%" if hits + misses else "N/A"

@@ -20,7 +20,7 @@ from indextables_contract.errors import ConfigError
 
 
 def run_purge(r: CommandReader, cmd: C.Purge, _: Any) -> Iterator[tuple[Any, ...]]:
-    from executor_lib.log.purge import purge_table
+    from executor_lib.log.maintenance.purge import purge_table
 
     dry = cmd.dry_run
     hours = cmd.retention_hours

@@ -18,9 +18,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from executor_lib import failpoints
-from executor_lib.log.live_files import LiveFiles
-from executor_lib.log.partition_index import present_values
-from executor_lib.log.pruning import column_types
+from executor_lib.log.files.live_files import LiveFiles
+from executor_lib.log.files.partition_index import present_values
+from executor_lib.log.files.pruning import column_types
 from executor_lib.protocol.actions import (
     AddAction,
     RemoveAction,
@@ -160,7 +160,7 @@ def _plan_columns(
     max_dest_splits: int | None,
     max_sources: int | None,
 ) -> list[Any]:
-    from executor_lib.log.live_files import file_columns
+    from executor_lib.log.files.live_files import file_columns
     from executor_lib.splits.write.merge_plan import plan_merges_columns
 
     attributes = ["path", "size", "partition_values", "doc_mapping_json", "doc_mapping_ref"]

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from executor_lib.log.live_files import LiveFiles
+from executor_lib.log.files.live_files import LiveFiles
 from executor_lib.protocol.actions import COMPANION_ENABLED, AddAction, removes_of
 from executor_lib.spark import options as O
 from executor_lib.spark.commands.base import CommandReader, commit_with, register
@@ -80,7 +80,7 @@ def check_rewritable(snapshot: Snapshot, path: str) -> None:
 def candidate_splits(snapshot: Snapshot, where: F.Filter) -> list[AddAction]:
     """The live files that may hold a row ``where`` matches: pruned by the conjuncts min/max statistics
     and partition values can judge (``reader.prunable``), as a read of ``where`` is."""
-    from executor_lib.log.pruning import prune_snapshot
+    from executor_lib.log.files.pruning import prune_snapshot
 
     schema = snapshot.arrow_schema()
     parts = where.children if isinstance(where, F.And) else (where,)

@@ -6,7 +6,7 @@ Partition columns are not fields of a split's index: their values are each split
 and are required (``AND``, ``+``) or excluded (``NOT``, ``-``), as contract filters (``Term``,
 ``TermIn``, ``Between``, ``Prefix``, ``Exists`` under ``And``/``Or``/``Not``); what is left is the
 query each split's index answers. ``partition_files`` chooses the splits: the log's partition
-pruning (``log.pruning.prune_snapshot``, what a Spark read of the table uses), then each remaining
+pruning (``log.files.pruning.prune_snapshot``, what a Spark read of the table uses), then each remaining
 split's partition values against the parts exactly (a null value matches no value, as a missing
 field in Tantivy: ``NOT date:x`` keeps it).
 
@@ -99,7 +99,7 @@ def query_fields(query: str | None) -> set[str]:
 def partition_files(snapshot: Snapshot, filters: Sequence[F.Filter]) -> list[AddAction]:
     """The live files whose partition values satisfy every one of ``filters`` (``split_query``'s):
     pruned as a read prunes (``prune_snapshot``), then judged exactly."""
-    from executor_lib.log.pruning import partition_judge, prune_snapshot
+    from executor_lib.log.files.pruning import partition_judge, prune_snapshot
 
     if not filters:
         return list(snapshot.files)

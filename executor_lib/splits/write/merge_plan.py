@@ -37,9 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from executor_lib.log.live_files import partition_strings
-from executor_lib.log.partition_index import combinations
-from executor_lib.log.pruning import stats_bounds
+from executor_lib.log.files.live_files import partition_strings
+from executor_lib.log.files.partition_index import combinations
+from executor_lib.log.files.pruning import stats_bounds
 from executor_lib.protocol.actions import AddAction
 from indextables_contract.commands import MERGE_TARGET_SIZE
 from indextables_contract.errors import ConfigError

@@ -39,7 +39,7 @@ from executor_lib.format.quickwit.bundle import ROWS_IN_STORE_MEMBER, BundleFoot
 from executor_lib.format.store import blocks as store_blocks
 from executor_lib.format.store.documents import decodable
 from executor_lib.format.termdict.convert import with_sstable_terms
-from executor_lib.log.pruning import timestamp_key
+from executor_lib.log.files.pruning import timestamp_key
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.native_module import native_module
 from executor_lib.splits.panics import guarded

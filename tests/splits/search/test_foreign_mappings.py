@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from executor_lib.log.split_schema import schema_differences
+from executor_lib.log.commit.split_schema import schema_differences
 from executor_lib.splits.doc_mapping import DocMapping, FieldMapping
 from executor_lib.splits.rows.foreign_values import stored_value
 from executor_lib.splits.tokenizers import analyzer_name

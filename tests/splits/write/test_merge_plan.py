@@ -107,8 +107,8 @@ def _random_files(rng: random.Random, n: int) -> list[AddAction]:
 def test_size_tiered_planning_on_columns_equals_planning_on_actions(seed: int) -> None:
     """The same groups, in the same order, from the files' Arrow columns as from their actions (equal
     sizes and paths decide ties; buckets of partition values and doc mappings; every limit)."""
-    from executor_lib.log.file_table import FileChunk
-    from executor_lib.log.live_files import LiveFiles
+    from executor_lib.log.files.file_table import FileChunk
+    from executor_lib.log.files.live_files import LiveFiles
     from executor_lib.splits.write.merge_plan import plan_merges, plan_merges_columns
 
     rng = random.Random(seed)
