@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -357,13 +358,67 @@ STEMMERS = {
     "ta_stem": "tamil",
     "tr_stem": "turkish",
 }
-TOKENIZERS = ("default", "whitespace", "raw", *STEMMERS)  # the values of indexing.tokenizer.<col>
+TOKENIZERS = ("default", "whitespace", "raw", *STEMMERS)  # the named values of indexing.tokenizer.<col>
 JVM_TOKENIZERS = ("default", "whitespace", "raw", "en_stem")  # the tokenizers IndexTables4Spark knows
+# N-gram tokenizers (search-as-you-type, issue 75): ``ngram_<min>_<max>`` indexes every n-gram of min..max
+# characters of each word (words as ``default`` makes them: runs of letters and digits, long ones dropped,
+# lowercased), ``edge_ngram_<min>_<max>`` each word's prefixes of min..max characters; 1 <= min <= max <=
+# NGRAM_MAX. Built by native/src/lib.rs (NgramFilter); recorded in the doc mapping as named.
+NGRAM_MAX = 32
+_NGRAM_NAME = re.compile(r"(edge_ngram|ngram)_(.*)")
+_NGRAM_BOUNDS = re.compile(r"([0-9]+)_([0-9]+)")
+
+
+@dataclass(frozen=True)
+class NgramSpec:
+    """An n-gram tokenizer's spec: grams of ``min``..``max`` characters of each word, prefixes only if ``edge``."""
+
+    edge: bool
+    min: int
+    max: int
+
+
+def ngram_problem(name: str) -> str | None:
+    """What is wrong with an n-gram tokenizer name (``ngram_...``, ``edge_ngram_...``); None if it is right or
+    names no n-gram tokenizer. Example: ``ngram_problem("edge_ngram_5_2")`` says max 2 is below min 5."""
+    m = _NGRAM_NAME.fullmatch(name)
+    if m is None:
+        return None
+    bounds = _NGRAM_BOUNDS.fullmatch(m.group(2))
+    if bounds is None:
+        return f"{m.group(2)!r} is not <min>_<max> (whole numbers: {m.group(1)}_2_10)"
+    lo, hi = int(bounds.group(1)), int(bounds.group(2))
+    if lo < 1:
+        return f"min {lo} is below 1"
+    if hi < lo:
+        return f"max {hi} is below min {lo}"
+    if hi > NGRAM_MAX:
+        return f"max {hi} is above {NGRAM_MAX}"
+    return None
+
+
+def ngram_spec(name: str | None) -> NgramSpec | None:
+    """The spec of a valid n-gram tokenizer name, else None. Example: ``ngram_spec("edge_ngram_2_10")`` is
+    ``NgramSpec(edge=True, min=2, max=10)``."""
+    m = _NGRAM_NAME.fullmatch(name) if isinstance(name, str) else None
+    bounds = _NGRAM_BOUNDS.fullmatch(m.group(2)) if m is not None else None
+    if m is None or bounds is None or ngram_problem(name or "") is not None:
+        return None
+    return NgramSpec(m.group(1) == "edge_ngram", int(bounds.group(1)), int(bounds.group(2)))
+
+
+def is_tokenizer(name: str) -> bool:
+    """Whether ``name`` is a value of ``indexing.tokenizer.<col>``: a named tokenizer or a valid n-gram one."""
+    return name in TOKENIZERS or ngram_spec(name) is not None
+
+
 INDEXING_TOKENIZER = _kept(
     "indexing.tokenizer." + COLUMN,
     "default",
     "default, whitespace, raw or en_stem; or a stemmer of another language (IndexTables4Spark does not know "
-    "them): " + ", ".join(n for n in STEMMERS if n != "en_stem") + "; or tokenizer.<name> = col1,col2",
+    "them): " + ", ".join(n for n in STEMMERS if n != "en_stem") + "; or ngram_<min>_<max> / "
+    f"edge_ngram_<min>_<max> (each word's n-grams or prefixes, 1 <= min <= max <= {NGRAM_MAX}; not known to "
+    "IndexTables4Spark either); or tokenizer.<name> = col1,col2",
     scopes={WRITE},
 )
 
@@ -380,18 +435,25 @@ def jvm_tokenizer_warnings(options: Mapping[str, Any]) -> list[str]:
         if not str(key).lower().startswith(prefix):
             continue
         rest, name = str(key)[len(prefix) :], str(value).strip()
-        if rest.lower() in TOKENIZERS and name.lower() not in TOKENIZERS:  # the list form
+        if is_tokenizer(rest.lower()) and not is_tokenizer(name.lower()):  # the list form
             for column in (c.strip() for c in name.split(",") if c.strip()):
                 found.setdefault(column, rest.lower())
         else:
             found.setdefault(rest, name)
     return [
         f"IndexTables4Spark does not know tokenizer {name} of column {column}: the JVM will not search "
-        f"{column} correctly (it has no {STEMMERS[name]} stemmer for its queries: they may find nothing or "
+        f"{column} correctly (it has no {_jvm_lacks(name)} for its queries: they may find nothing or "
         "fail); IndexTables for Python does"
         for column, name in found.items()
-        if name in STEMMERS and name not in JVM_TOKENIZERS
+        if (name in STEMMERS or ngram_spec(name) is not None) and name not in JVM_TOKENIZERS
     ]
+
+
+def _jvm_lacks(name: str) -> str:
+    spec = ngram_spec(name)
+    if spec is None:
+        return f"{STEMMERS[name]} stemmer"
+    return f"{'edge ' if spec.edge else ''}n-gram tokenizer of {spec.min}..{spec.max} characters"
 
 
 INDEXING_INDEX_RECORD_OPTION = _kept(

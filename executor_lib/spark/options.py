@@ -133,7 +133,11 @@ def canonical_options(
                 out[TOKEN_LENGTH_PREFIX + lower[len(prefix) :]] = value  # the JVM's list form: tokenLength.<N>=c1,c2
                 continue
             listed = [column_names.get(c.strip().lower()) for c in str(value).split(",") if c.strip()]
-            if column is None and lower[len(prefix) :] in _list_form_values(prefixes[prefix]) and all(listed):
+            named = lower[len(prefix) :]
+            list_form = named in _list_form_values(prefixes[prefix]) or (
+                prefixes[prefix] == S.INDEXING_TOKENIZER.prefix and S.ngram_spec(named) is not None
+            )  # tokenizer.edge_ngram_2_10 = "title,body" too
+            if column is None and list_form and all(listed):
                 for name in listed:  # the JVM's list form: typemap.text = "title,body"
                     out[prefixes[prefix] + str(name)] = lower[len(prefix) :]
                 continue

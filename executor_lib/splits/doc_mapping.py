@@ -59,7 +59,8 @@ from indextables_contract.errors import ConfigError
 TOKENIZERS = S.TOKENIZERS  # default, whitespace, raw and the stemmers (ar_stem ... en_stem ... tr_stem)
 STEMMERS = S.STEMMERS  # tokenizer name -> Snowball language
 JSON_MODES = ("full", "minimal")  # json.mode: JSON fields fast (range queries, aggregates) or not
-LIMITED_TOKENIZERS = ("default", *STEMMERS, "whitespace")  # the tokenizers that drop long tokens
+LIMITED_TOKENIZERS = ("default", *STEMMERS, "whitespace")  # the named tokenizers that drop long tokens
+ngram_spec = S.ngram_spec  # edge_ngram_2_10 -> NgramSpec(edge=True, min=2, max=10); None for another name
 DEFAULT_MAX_TOKEN_LENGTH = 255
 # The JVM's named values of spark.indextables.indexing.text.maxTokenLength.
 NAMED_TOKEN_LENGTHS = {"tantivy_max": 65530, "default": 255, "legacy": 40, "min": 1}
@@ -71,7 +72,13 @@ ROW_FIELD = "__row"  # the hidden row-number field of splits with a columnar cop
 # wraps it so, and queries (query.compile) and reads (rows.foreign_values) unwrap it.
 ARRAY_KEY = "_values"
 # tantivy4java's name of an analyzer keeping tokens shorter than N bytes: '<tokenizer>_limit_<N>'
-_LIMIT_NAME = re.compile(rf"({'|'.join(TOKENIZERS)})_limit_(\d+)")
+_LIMIT_NAME = re.compile(rf"({'|'.join(TOKENIZERS)}|(?:edge_)?ngram_\d+_\d+)_limit_(\d+)")
+
+
+def limits_tokens(tokenizer: str | None) -> bool:
+    """Whether ``tokenizer`` drops long tokens (words of 255 bytes or more, or the column's limit): ``default``,
+    the stemmers, ``whitespace`` and the n-gram tokenizers (their words, before they are cut into grams)."""
+    return tokenizer in LIMITED_TOKENIZERS or ngram_spec(tokenizer) is not None
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,7 @@ def _field_from_json(item: Mapping[str, Any]) -> FieldMapping:
     limited = _LIMIT_NAME.fullmatch(tokenizer) if isinstance(tokenizer, str) else None
     if limited is not None:  # tantivy4java's analyzer name of a token limit: '<tokenizer>_limit_<N>'
         tokenizer = limited.group(1)
-        if tokenizer in LIMITED_TOKENIZERS:  # raw keeps values of any length
+        if limits_tokens(tokenizer):  # raw keeps values of any length
             max_token_length = max_token_length or _stored_token_length(int(limited.group(2)))
     return FieldMapping(
         name=item["name"],
@@ -208,7 +215,7 @@ def _token_length(options: Mapping[str, Any], column: str, tokenizer: str | None
     length = token_length_option(key.rsplit(".", 1)[1] if key in listed else options[key], key)
     if key in listed:
         key = per_column
-    if tokenizer not in LIMITED_TOKENIZERS:
+    if not limits_tokens(tokenizer):
         if key == per_column:
             raise ConfigError(f"option {key}: column {column!r} is not tokenized (tokenizer {tokenizer})")
         return None
@@ -283,10 +290,17 @@ def mapping_for(schema: pa.Schema, options: Mapping[str, Any], partition_columns
                 kind, tokenizer = "ip", None
         explicit_tokenizer = options.get(S.INDEXING_TOKENIZER.prefix + f.name)
         if explicit_tokenizer is not None:
-            if kind not in ("text", "json") or str(explicit_tokenizer) not in TOKENIZERS:
+            problem = S.ngram_problem(str(explicit_tokenizer))
+            if problem is not None:
+                raise ConfigError(
+                    f"option {_PREFIX}tokenizer.{f.name}={explicit_tokenizer!r}: column {f.name!r}: n-gram "
+                    f"tokenizer {problem} (expected ngram_<min>_<max> or edge_ngram_<min>_<max>, "
+                    f"1 <= min <= max <= {S.NGRAM_MAX})"
+                )
+            if kind not in ("text", "json") or not S.is_tokenizer(str(explicit_tokenizer)):
                 raise ConfigError(
                     f"option {_PREFIX}tokenizer.{f.name}={explicit_tokenizer!r}: expected one of {list(TOKENIZERS)} "
-                    f"on a string column"
+                    "or ngram_<min>_<max> / edge_ngram_<min>_<max> on a string column"
                 )
             tokenizer = str(explicit_tokenizer)
         record = _record_option(options, f.name, kind)

@@ -19,6 +19,13 @@ SPLITS does not re-tokenize).
 The stemmers of other languages (``de_stem``, ``fr_stem`` ... ``doc_mapping.STEMMERS``) are built as
 ``en_stem`` is, with the language's Snowball stemmer; ``native/src/lib.rs`` (``analyzer``) builds the
 same for the native writer and search.
+
+The n-gram tokenizers (``ngram_<min>_<max>``, ``edge_ngram_<min>_<max>``, ``doc_mapping.ngram_spec``) index
+each word of ``default`` as its n-grams (or prefixes): ``native/src/lib.rs`` (``NgramFilter``) builds them for
+the native writer and search. The ``tantivy`` package cannot cut each word into grams (its ``Tokenizer.ngram``
+grams the whole text and it has no such filter), and it never indexes here: under an n-gram name ``analyzer``
+and ``register`` give the column's *query* analyzer, the words of ``default``. A query's words on such a column
+are never handed to Tantivy's parser: ``query.compile`` makes each word one gram (``query_gram``).
 """
 
 from __future__ import annotations
@@ -29,7 +36,12 @@ from typing import Any
 
 import tantivy
 
-from executor_lib.splits.doc_mapping import DEFAULT_MAX_TOKEN_LENGTH, LIMITED_TOKENIZERS, STEMMERS
+from executor_lib.splits.doc_mapping import (
+    DEFAULT_MAX_TOKEN_LENGTH,
+    STEMMERS,
+    limits_tokens,
+    ngram_spec,
+)
 
 ALWAYS_REGISTERED = ("default", "en_stem", "whitespace")  # on every index, named by a field or not
 
@@ -38,7 +50,7 @@ _ALNUM_RUN = re.compile(r"[^\W_]+")  # a run of letters and digits: a token of t
 
 def analyzer_name(tokenizer: str, max_token_length: int | None) -> str:
     """The analyzer name a field's Tantivy schema uses: the tokenizer's, or ``<tokenizer>_max<N>``."""
-    if tokenizer not in LIMITED_TOKENIZERS or max_token_length in (None, DEFAULT_MAX_TOKEN_LENGTH):
+    if not limits_tokens(tokenizer) or max_token_length in (None, DEFAULT_MAX_TOKEN_LENGTH):
         return tokenizer
     return f"{tokenizer}_max{max_token_length}"
 
@@ -46,7 +58,8 @@ def analyzer_name(tokenizer: str, max_token_length: int | None) -> str:
 def analyzer(tokenizer: str, max_token_length: int | None = None) -> Any:
     """The Tantivy analyzer of ``tokenizer`` keeping tokens shorter than ``max_token_length`` bytes (255).
 
-    Example: ``analyzer("default").analyze("Hello World")`` is ``["hello", "world"]``.
+    Example: ``analyzer("default").analyze("Hello World")`` is ``["hello", "world"]``. Under an n-gram name
+    (``edge_ngram_2_10``), the column's query analyzer: its words as ``default`` makes them, not their grams.
     """
     limit = DEFAULT_MAX_TOKEN_LENGTH if max_token_length is None else max_token_length
     if tokenizer == "raw":
@@ -69,12 +82,12 @@ def register(index: Any, fields: Iterable[Any] = ()) -> Any:
     ``whitespace``, the stemmer of another language where ``fields`` (FieldMappings) name it, and the
     analyzers ``fields`` name with other limits; returns ``index``."""
     fields = list(fields)
-    named = {f.tokenizer for f in fields if f.tokenizer in LIMITED_TOKENIZERS}
+    named = {f.tokenizer for f in fields if limits_tokens(f.tokenizer)}
     for tokenizer in (*ALWAYS_REGISTERED, *sorted(named - set(ALWAYS_REGISTERED))):
         index.register_tokenizer(tokenizer, analyzer(tokenizer))
     for f in fields:
         name = analyzer_name(f.tokenizer or "default", f.max_token_length)
-        if name not in LIMITED_TOKENIZERS and f.tokenizer in LIMITED_TOKENIZERS:
+        if name != f.tokenizer and limits_tokens(f.tokenizer):
             index.register_tokenizer(name, analyzer(f.tokenizer, f.max_token_length))
             # tantivy4java's name of the same analyzer, which the schema of a split it wrote uses
             index.register_tokenizer(
@@ -85,7 +98,7 @@ def register(index: Any, fields: Iterable[Any] = ()) -> Any:
 
 def lowercases(tokenizer: str) -> bool:
     """Whether the tokenizer lowercases (Quickwit's normalizer of a wildcard's text: ``lowercase``)."""
-    return tokenizer == "default" or tokenizer in STEMMERS
+    return tokenizer == "default" or tokenizer in STEMMERS or ngram_spec(tokenizer) is not None
 
 
 def splits_text(tokenizer: str, text: str) -> bool:
@@ -100,8 +113,25 @@ def splits_text(tokenizer: str, text: str) -> bool:
 
 def long_tokens(tokenizer: str, text: str, max_token_length: int | None) -> list[str]:
     """The tokens of ``text`` that ``tokenizer`` would drop for being too long (none for ``raw``)."""
-    if tokenizer not in LIMITED_TOKENIZERS:
+    if not limits_tokens(tokenizer):
         return []
     limit = DEFAULT_MAX_TOKEN_LENGTH if max_token_length is None else max_token_length
     words = text.split() if tokenizer == "whitespace" else _ALNUM_RUN.findall(text)
     return [w for w in words if len(w.encode()) >= limit]
+
+
+def query_gram(tokenizer: str, word: str) -> list[str]:
+    """The terms an n-gram column's query word (one word of its query analyzer) is searched as: the word
+    itself, one gram, if it has ``min``..``max`` characters; a longer word: its first ``max`` characters
+    on an ``edge_ngram`` column (a prefix of the indexed word), every ``max``-character gram of it on an
+    ``ngram`` column (all required: the words holding all of them); a shorter word: none (no gram of it
+    is indexed). Example: ``query_gram("edge_ngram_2_4", "errors")`` is ``["erro"]``."""
+    spec = ngram_spec(tokenizer)
+    assert spec is not None, tokenizer
+    if len(word) < spec.min:
+        return []
+    if len(word) <= spec.max:
+        return [word]
+    if spec.edge:
+        return [word[: spec.max]]
+    return list(dict.fromkeys(word[i : i + spec.max] for i in range(len(word) - spec.max + 1)))

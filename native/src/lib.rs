@@ -26,7 +26,8 @@ use tantivy::query::{Bm25StatisticsProvider, EnableScoring, Query};
 use tantivy::schema::{Field, FieldType, Type};
 use tantivy::snippet::{Snippet, SnippetGenerator};
 use tantivy::tokenizer::{
-    Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, WhitespaceTokenizer,
+    Language, LowerCaser, RawTokenizer, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, Token, TokenFilter,
+    TokenStream, Tokenizer, WhitespaceTokenizer,
 };
 use tantivy::{DocAddress, Index, IndexReader, Order, ReloadPolicy, Score, Searcher, Term};
 
@@ -62,9 +63,122 @@ fn stemmer_language(name: &str) -> Option<Language> {
     })
 }
 
+/// The longest gram an n-gram tokenizer may name (`indextables_contract.settings.NGRAM_MAX`).
+const NGRAM_MAX: usize = 32;
+
+/// `ngram_<min>_<max>` -> (false, min, max), `edge_ngram_<min>_<max>` -> (true, min, max), with
+/// 1 <= min <= max <= 32 (`indextables_contract.settings.ngram_spec`); None for another name.
+fn ngram_spec(name: &str) -> Option<(bool, usize, usize)> {
+    let (prefix_only, rest) = match name.strip_prefix("edge_ngram_") {
+        Some(rest) => (true, rest),
+        None => (false, name.strip_prefix("ngram_")?),
+    };
+    let (lo, hi) = rest.split_once('_')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(lo) || !digits(hi) {
+        return None;
+    }
+    let (min, max): (usize, usize) = (lo.parse().ok()?, hi.parse().ok()?);
+    (1 <= min && min <= max && max <= NGRAM_MAX).then_some((prefix_only, min, max))
+}
+
+/// A token filter making each token its n-grams of `min..=max` characters (`prefix_only`: its
+/// prefixes only, the edge n-grams), each at the token's position and with its offsets, shortest
+/// first from each start; a token shorter than `min` characters gives none. Tantivy's
+/// `NgramTokenizer` grams the whole text; this grams each word of the tokenizer before it.
+#[derive(Clone)]
+struct NgramFilter {
+    min: usize,
+    max: usize,
+    prefix_only: bool,
+}
+
+impl TokenFilter for NgramFilter {
+    type Tokenizer<T: Tokenizer> = NgramFilterTokenizer<T>;
+
+    fn transform<T: Tokenizer>(self, tokenizer: T) -> NgramFilterTokenizer<T> {
+        NgramFilterTokenizer { spec: self, inner: tokenizer }
+    }
+}
+
+#[derive(Clone)]
+struct NgramFilterTokenizer<T> {
+    spec: NgramFilter,
+    inner: T,
+}
+
+impl<T: Tokenizer> Tokenizer for NgramFilterTokenizer<T> {
+    type TokenStream<'a> = NgramTokenStream<T::TokenStream<'a>>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Self::TokenStream<'a> {
+        NgramTokenStream {
+            spec: self.spec.clone(),
+            tail: self.inner.token_stream(text),
+            word: String::new(),
+            grams: Vec::new(),
+            next: 0,
+            token: Token::default(),
+        }
+    }
+}
+
+struct NgramTokenStream<S> {
+    spec: NgramFilter,
+    tail: S,
+    word: String,               // the current word
+    grams: Vec<(usize, usize)>, // its grams' byte ranges
+    next: usize,                // the next of them
+    token: Token,
+}
+
+impl<S: TokenStream> NgramTokenStream<S> {
+    fn gram_word(&mut self) {
+        let word = self.tail.token();
+        self.word.clear();
+        self.word.push_str(&word.text);
+        self.token = word.clone();
+        let mut bounds: Vec<usize> = self.word.char_indices().map(|(i, _)| i).collect();
+        bounds.push(self.word.len());
+        let chars = bounds.len() - 1;
+        self.grams.clear();
+        self.next = 0;
+        let starts = if self.spec.prefix_only { chars.min(1) } else { chars };
+        for start in 0..starts {
+            for len in self.spec.min..=self.spec.max.min(chars - start) {
+                self.grams.push((bounds[start], bounds[start + len]));
+            }
+        }
+    }
+}
+
+impl<S: TokenStream> TokenStream for NgramTokenStream<S> {
+    fn advance(&mut self) -> bool {
+        while self.next >= self.grams.len() {
+            if !self.tail.advance() {
+                return false;
+            }
+            self.gram_word();
+        }
+        let (from, to) = self.grams[self.next];
+        self.next += 1;
+        self.token.text.clear();
+        self.token.text.push_str(&self.word[from..to]);
+        true
+    }
+
+    fn token(&self) -> &Token {
+        &self.token
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
 /// The analyzer a schema names, as `executor_lib/splits/tokenizers.py` builds it: `default`,
 /// `whitespace` (tokens of 255 bytes or more dropped), `raw`, a stemmer (`en_stem`, `de_stem` ...:
-/// `default` then the language's stemmer), and `<name>_max<N>` / tantivy4java's `<name>_limit_<N>`
+/// `default` then the language's stemmer), an n-gram tokenizer (`ngram_<min>_<max>`,
+/// `edge_ngram_<min>_<max>`: `default`, then each word's n-grams or prefixes, `NgramFilter`), and `<name>_max<N>` / tantivy4java's `<name>_limit_<N>`
 /// with another limit.
 fn analyzer(name: &str) -> Option<TextAnalyzer> {
     let (base, limit) = match name.rsplit_once("_max").or_else(|| name.rsplit_once("_limit_")) {
@@ -78,6 +192,14 @@ fn analyzer(name: &str) -> Option<TextAnalyzer> {
             .filter(RemoveLongFilter::limit(limit))
             .filter(LowerCaser)
             .build(),
+        grams if ngram_spec(grams).is_some() => {
+            let (prefix_only, min, max) = ngram_spec(grams)?;
+            TextAnalyzer::builder(SimpleTokenizer::default())
+                .filter(RemoveLongFilter::limit(limit))
+                .filter(LowerCaser)
+                .filter(NgramFilter { min, max, prefix_only })
+                .build()
+        }
         stem => TextAnalyzer::builder(SimpleTokenizer::default())
             .filter(RemoveLongFilter::limit(limit))
             .filter(LowerCaser)

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ["all"] ["empty"] ["bool", [[occur, node], ...]] ["boost", node, f] ["const", node, f]
-//! ["term", field, value] ["terms", field, [value, ...]] ["range", field, lo, hi, incl_lo, incl_hi]
+//! ["term", field, value] ["terms", field, [value, ...]] ["phrase", field, [text, ...], slop] ["range", field, lo, hi, incl_lo, incl_hi]
 //! ["regex", field, pattern] ["exists", field] ["fuzzy", field, text, distance, transpositions, prefix]
 //! ["parse", text, [default field, ...]]
 //! ```
@@ -19,8 +19,8 @@ use std::ops::Bound;
 
 use serde_json::Value;
 use tantivy::query::{
-    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, ExistsQuery, FuzzyTermQuery, Occur, Query,
-    QueryParser, RangeQuery, RegexQuery, TermQuery, TermSetQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery, ExistsQuery, FuzzyTermQuery, Occur, PhraseQuery,
+    Query, QueryParser, RangeQuery, RegexQuery, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{Field, FieldType, IndexRecordOption, Schema};
 use tantivy::{DateTime, Index, Term};
@@ -126,6 +126,18 @@ impl<'a> Compiler<'a> {
                 let values = item(node, 2)?.as_array().ok_or_else(|| bad(node, "item 2 is not a list"))?;
                 let terms = values.iter().map(|v| self.term(node, field, v)).collect::<PlanResult<Vec<_>>>()?;
                 Box::new(TermSetQuery::new(terms))
+            }
+            "phrase" => {
+                let field = text(node, 1)?;
+                let words = item(node, 2)?.as_array().ok_or_else(|| bad(node, "item 2 is not a list"))?;
+                let terms = words.iter().map(|v| self.term(node, field, v)).collect::<PlanResult<Vec<_>>>()?;
+                if terms.len() < 2 {
+                    return Err(bad(node, "a phrase needs two words or more"));
+                }
+                let slop = item(node, 3)?.as_u64().ok_or_else(|| bad(node, "item 3 is not a slop"))? as u32;
+                let mut phrase = PhraseQuery::new(terms);
+                phrase.set_slop(slop);
+                Box::new(phrase)
             }
             "range" => {
                 let field = text(node, 1)?;

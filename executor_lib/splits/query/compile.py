@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Collection
+from dataclasses import replace
 from typing import Any
 
 from executor_lib.splits.doc_mapping import ARRAY_KEY, DocMapping, FieldMapping
@@ -42,7 +43,7 @@ from executor_lib.splits.query.syntax import (
     wildcard_parts,
     with_default_field,
 )
-from executor_lib.splits.tokenizers import analyzer, long_tokens, lowercases, splits_text
+from executor_lib.splits.tokenizers import analyzer, long_tokens, lowercases, ngram_spec, query_gram, splits_text
 from indextables_contract import filters
 from indextables_contract.errors import QueryError, QuerySyntaxError
 
@@ -176,6 +177,9 @@ class _Compiler:
                     "(IndexTables4Spark reads it as words); use a wildcard (confi*) or a regex (field:/conf.g/)"
                 )
             self.check_token_lengths(leaf)
+            targets = self.targets(leaf)
+            if targets and any(ngram_spec(f.tokenizer) is not None for f, _ in targets):
+                return self.any_field(leaf, self.grams_or_parsed)
             if leaf.delimiter == "'":
                 return self.any_field(leaf, self.all_tokens)
         if leaf.kind == "regex":
@@ -297,6 +301,57 @@ class _Compiler:
         # queries read a field's positions (split_pieces.query_needs)
         terms = [(self.q.Must, self.q.term_query(self.schema, name, t, "freq")) for t in tokens]
         return terms[0][1] if len(terms) == 1 else self.q.boolean_query(terms)
+
+    def grams_or_parsed(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
+        """A word, phrase or quoted text on one field: as ``grams`` on an n-gram column, else as on any other
+        column (the leaf on this field alone)."""
+        if ngram_spec(field.tokenizer) is None:
+            name = f"{field.name}.{path}" if path else field.name
+            one = replace(leaf, field=name.replace(":", "\\:"))
+            return self.all_tokens(one, field, path) if leaf.delimiter == "'" else self.delegate(one)
+        return self.grams(leaf, field, path)
+
+    def grams(self, leaf: Leaf, field: FieldMapping, path: str) -> Any:
+        """A word, phrase or quoted text on an n-gram column (``edge_ngram_2_10``): its words as the column's
+        query analyzer makes them (``default``'s: runs of letters and digits, lowercased), each searched as
+        one gram (``tokenizers.query_gram``), never cut into grams itself (``erro`` would match every word
+        sharing a 2-gram). ``'a b'`` requires each word; a phrase (``"quick bro"``, or a word the analyzer
+        cuts in several, ``foo-bar``) is a phrase of the words' grams (each gram sits at its word's
+        position); a word shorter than the column's grams is refused (it could only match nothing)."""
+        tokenizer = field.tokenizer or ""
+        spec = ngram_spec(tokenizer)
+        assert spec is not None, tokenizer
+        if field.type == "json" and not path:
+            raise self.fail(f"{leaf.source!r} on JSON column {field.name!r} (tokenizer {tokenizer}): name a path")
+        words = analyzer(tokenizer, field.max_token_length).analyze(leaf.text)
+        if not words:
+            return self.q.empty_query()
+        grams = [query_gram(tokenizer, w) for w in words]
+        short = [w for w, g in zip(words, grams, strict=True) if not g]
+        if short:
+            raise self.fail(
+                f"word {short[0]!r} is shorter than the grams of column {field.name!r} (tokenizer {tokenizer}: "
+                f"{spec.min} characters or more; shorter ones are not indexed)"
+            )
+        name = f"{field.name}.{path}" if path else field.name
+        if leaf.delimiter == "'" or len(words) == 1:
+            terms = [(self.q.Must, self.q.term_query(self.schema, name, g, "freq")) for gs in grams for g in gs]
+            return terms[0][1] if len(terms) == 1 else self.q.boolean_query(terms)
+        if any(len(g) > 1 for g in grams) or leaf.prefix:
+            raise self.fail(
+                f"phrase {leaf.source!r} on column {field.name!r} (tokenizer {tokenizer}): "
+                + (
+                    'a phrase prefix ("..."*) is not supported there'
+                    if leaf.prefix
+                    else f"a word longer than its {spec.max}-character grams cannot be in a phrase"
+                )
+                + "; search the words as 'a b' (each required)"
+            )
+        if field.record != "position":
+            raise self.fail(
+                f"phrase {leaf.source!r}: column {field.name!r} records no positions (indexrecordoption {field.record})"
+            )
+        return self.q.phrase_query(self.schema, name, [g[0] for g in grams], leaf.slop)
 
     def check_token_lengths(self, leaf: Leaf) -> None:
         for field, _ in self.targets(leaf) or []:

@@ -70,6 +70,10 @@ class _PlanBuilder:
         return ["term", field, _value(value)]
 
     @staticmethod
+    def phrase_query(schema: Any, field: str, words: Sequence[str], slop: int = 0) -> Plan:
+        return ["phrase", field, list(words), int(slop)]
+
+    @staticmethod
     def term_set_query(schema: Any, field: str, values: Sequence[Any]) -> Plan:
         return ["terms", field, [_value(v) for v in values]]
 
