@@ -122,6 +122,37 @@ def test_a_merge_racing_a_delete_never_loses_a_change(classic_spark: Any, tmp_pa
     assert _ids(t) == (list(range(35)) if deleted else list(range(40)))
 
 
+def test_two_row_changes_of_one_split_never_lose_a_change(classic_spark: Any, tmp_path: Path) -> None:
+    """A DELETE and an UPDATE of rows in the same split, released together: each rewrites that split, so
+    the one committing second conflicts naming it (reported) unless it found its split after the first
+    committed; every change acknowledged is in the table, none is applied twice or half."""
+    spark = classic_spark
+    table = str(tmp_path / "two")
+    connect_plugin.write(make_df(spark, 20).coalesce(1), table, options=TEXT_OPTS)
+    t = IndexTable.for_path(spark, table)
+    (split,) = [a.path for a in executor_lib.open_log(table).snapshot().files]
+    acknowledged: list[str] = []
+
+    def delete() -> None:
+        t.delete(F.Term("id", 3)).collect()
+        acknowledged.append("DELETE")
+
+    def update() -> None:
+        t.update(F.Term("id", 4), set={"level": "'CHANGED'"}).collect()
+        acknowledged.append("UPDATE")
+
+    errors = _race(spark, [delete, update])
+    assert all(_is_conflict(e) for e in errors), errors
+    assert all(split in str(e) for e in errors), errors  # the conflict names the split both rewrote
+    assert len(acknowledged) + len(errors) == 2 and acknowledged
+    operations = [r["operation"] for r in t.history().collect()]
+    assert sorted(o for o in operations if o in ("DELETE", "UPDATE")) == sorted(acknowledged)
+    rows = {r["id"]: r["level"] for r in t.to_df(columns=["id", "level"]).collect()}
+    assert sorted(rows) == [i for i in range(20) if not (i == 3 and "DELETE" in acknowledged)]
+    assert (rows[4] == "CHANGED") == ("UPDATE" in acknowledged)
+    assert all(rows[i] != "CHANGED" for i in rows if i != 4)
+
+
 def test_appends_racing_a_merge_into_both_commit_and_a_merge_splits_first_conflicts(
     classic_spark: Any, tmp_path: Path
 ) -> None:
