@@ -52,7 +52,7 @@ from executor_lib.storage.azure_config import (  # noqa: F401  (AzureLocation, a
     parse_azure_uri,
     resolve_credential,
 )
-from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception
+from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception, wants_bytes
 from indextables_contract import settings as S
 from indextables_contract.errors import (
     AmbiguousWriteError,
@@ -417,9 +417,7 @@ class AzureStore(ObjectStore):
     def read_range(self, key: str, start: int, length: int) -> bytes:
         from azure.core.exceptions import AzureError, HttpResponseError
 
-        if start < 0 or length < 0:
-            raise ValueError(f"invalid range start={start} length={length}")
-        if length == 0:
+        if not wants_bytes(start, length):
             return b""
         try:
             return bytes(self._blob_client(key).download_blob(offset=start, length=length).readall())

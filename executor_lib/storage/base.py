@@ -218,6 +218,20 @@ class ObjectInfo:
         return self.key.rstrip("/").rsplit("/", 1)[-1]
 
 
+def wants_bytes(start: int, length: int) -> bool:
+    """Whether a ranged read of ``length`` bytes from ``start`` reads anything (a length of 0 does not);
+    every backend's ``read_range`` checks its arguments here.
+
+    Raises:
+        ValueError: ``start`` or ``length`` is negative (a caller's bug, named with both).
+
+    Example: ``if not wants_bytes(start, length): return b""``
+    """
+    if start < 0 or length < 0:
+        raise ValueError(f"invalid range start={start} length={length}: neither may be negative")
+    return length > 0
+
+
 class ObjectStore(abc.ABC):
     """An object store rooted at one URI. See the module docstring for the contract."""
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception
+from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception, wants_bytes
 from indextables_contract import settings as S
 from indextables_contract.errors import (
     AmbiguousWriteError,
@@ -426,9 +426,7 @@ class GcsStore(ObjectStore):
     def read_range(self, key: str, start: int, length: int) -> bytes:
         from google.api_core.exceptions import RequestRangeNotSatisfiable
 
-        if start < 0 or length < 0:
-            raise ValueError(f"invalid range start={start} length={length}")
-        if length == 0:
+        if not wants_bytes(start, length):
             return b""
         blob = self._blob(key)
 

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from executor_lib.storage.base import TEMP_NAME, ObjectInfo, ObjectStore
+from executor_lib.storage.base import TEMP_NAME, ObjectInfo, ObjectStore, wants_bytes
 from indextables_contract.errors import InvalidPathError, ObjectAlreadyExistsError, ObjectNotFoundError, StorageError
 
 _TMP_MARKER = ".tmp-"
@@ -99,8 +99,7 @@ class LocalStore(ObjectStore):
             return self._path(key).read_bytes()
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
-        if start < 0 or length < 0:
-            raise ValueError(f"invalid range start={start} length={length}")
+        wants_bytes(start, length)  # (a length of 0 still says whether the file is there)
         try:
             with open(self._path(key), "rb") as f:
                 f.seek(start)

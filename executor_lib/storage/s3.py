@@ -22,7 +22,7 @@ import botocore.config
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception
+from executor_lib.storage.base import ObjectInfo, ObjectStore, scrub_exception, wants_bytes
 from indextables_contract.errors import (
     AmbiguousWriteError,
     ConfigError,
@@ -224,9 +224,7 @@ class S3Store(ObjectStore):
             raise self._fail(key, "read", e) from self._cause(e)
 
     def read_range(self, key: str, start: int, length: int) -> bytes:
-        if start < 0 or length < 0:
-            raise ValueError(f"invalid range start={start} length={length}")
-        if length == 0:
+        if not wants_bytes(start, length):
             return b""
         try:
             resp = self.client.get_object(

@@ -33,6 +33,18 @@ def test_put_read_head_delete(store: ObjectStore) -> None:
     store.delete("a/b.bin")  # deleting a missing object is fine
 
 
+def test_ranged_reads_past_the_end_empty_and_negative(store: ObjectStore) -> None:
+    """Every backend reads ranges alike (one check, ``storage.base.wants_bytes``): a range past the end
+    is cut short, an empty one is empty, a negative start or length is refused naming both."""
+    store.put("r.bin", b"0123456789")
+    assert store.read_range("r.bin", 9, 5) == b"9"
+    assert store.read_range("r.bin", 3, 0) == b""
+    assert store.read_range("r.bin", 10, 4) == b""
+    for start, length in ((-1, 3), (2, -1)):
+        with pytest.raises(ValueError, match=f"start={start} length={length}"):
+            store.read_range("r.bin", start, length)
+
+
 def test_missing_object_error_names_path(store: ObjectStore) -> None:
     with pytest.raises(ObjectNotFoundError) as err:
         store.read("nope/missing.json")
