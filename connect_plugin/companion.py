@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from connect_plugin.plan import command_frame, local_frame
-from connect_plugin.settings import _options
+from connect_plugin.settings import merged_options
 from indextables_contract import commands as C
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def build_companion(
         invalidate_all=invalidate_all,
         dry_run=dry_run,
     )
-    opts = _options(spark, dict(options or {}))
+    opts = merged_options(spark, dict(options or {}))
     plan = command_frame(spark, plan_cmd, opts, path=location)
     rows = plan.collect()
     settings = json.loads(rows[0]["settings"])

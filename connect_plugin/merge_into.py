@@ -33,9 +33,9 @@ from connect_plugin.failures import project_error_first
 from connect_plugin.grammar import split_commas
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
-from connect_plugin.row_change_sql import _assignments, _error, _target
+from connect_plugin.row_change_sql import set_assignments, statement_error, statement_target
 from connect_plugin.row_changes import Table, _assignment_problem, _functions, _result_schema
-from connect_plugin.settings import _options
+from connect_plugin.settings import merged_options
 from indextables_contract import FORMAT
 from indextables_contract import commands as C
 from indextables_contract import filters as F
@@ -274,7 +274,7 @@ def _merge(b: MergeBuilder) -> DataFrame:
         kept = acted.where(marker >= _INSERTS)
     change = RC.RowChange("MERGE", uuid.uuid4().hex, version, replaced, tuple(sorted(metrics.items())))
     written = kept.select(*(_value_of(sf, ta, f, values.get(f.name, []), marker) for f in latest.schema.fields))
-    opts = _options(spark, table.options)
+    opts = merged_options(spark, table.options)
     written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(path)
     result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, path).collect()
     return local_frame(spark, [tuple(r) for r in result], schema)
@@ -386,24 +386,24 @@ def merge_into_statement(spark: SparkSession, text: str, options: Mapping[str, A
     head = _HEAD.match(code)
     if head is None:
         return None
-    found = _target(spark, parse_text, code, head.end())
+    found = statement_target(spark, parse_text, code, head.end())
     if found is None:
         return None
     path, alias, rest = found
-    if alias is not None and alias.lower() == "using":  # no alias: _target took the keyword for one
+    if alias is not None and alias.lower() == "using":  # no alias: statement_target took the keyword for one
         alias, rest = None, rest - len("using")
     using = _USING.match(code, rest)
     if using is None:
-        raise _error(text, rest, "expected USING <view or table> [AS] <alias> ON <condition>")
+        raise statement_error(text, rest, "expected USING <view or table> [AS] <alias> ON <condition>")
     source_name = parse_text[using.start(1) : using.end(1)]
     source_name = _bare(source_name)
     source_alias = using.group(2) if using.group(2) and using.group(2).lower() != "on" else source_name.split(".")[-1]
     whens = list(_WHEN.finditer(code, using.end()))
     if not whens:
-        raise _error(text, using.end(), "expected ON <condition> WHEN [NOT] MATCHED ...")
+        raise statement_error(text, using.end(), "expected ON <condition> WHEN [NOT] MATCHED ...")
     on = parse_text[using.end() : whens[0].start()].strip()
     if not on:
-        raise _error(text, using.end(), "ON needs a condition")
+        raise statement_error(text, using.end(), "ON needs a condition")
     builder = MergeBuilder(
         _SqlTable(spark, path, dict(options)), spark.table(source_name), on, alias or "t", source_alias
     )
@@ -424,14 +424,14 @@ def _clause(b: MergeBuilder, text: str, code: str, when: re.Match[str], end: int
     """Add the WHEN clause ``when`` (it goes on to ``end``) to ``b``."""
     then = _THEN.search(code, when.end(), end)
     if then is None:
-        raise _error(text, when.end(), "expected THEN UPDATE SET ... | DELETE | INSERT ...")
+        raise statement_error(text, when.end(), "expected THEN UPDATE SET ... | DELETE | INSERT ...")
     matched = not when.group(1).lower().startswith("not")
     between = text[when.end() : then.start()].strip()
     condition = None
     if between:
         m = re.match(r"and\b(.*)$", between, re.IGNORECASE | re.DOTALL)
         if m is None or not m.group(1).strip():
-            raise _error(text, when.end(), f"expected AND <condition> or THEN, not {between[:60]!r}")
+            raise statement_error(text, when.end(), f"expected AND <condition> or THEN, not {between[:60]!r}")
         condition = m.group(1).strip()
     verb = " ".join(then.group(1).lower().split())
     body, body_code = text[then.end() : end], code[then.end() : end]
@@ -439,7 +439,7 @@ def _clause(b: MergeBuilder, text: str, code: str, when: re.Match[str], end: int
         if body_code.strip() == "*":
             b.when_matched_update_all(condition)
         else:
-            b.when_matched_update(_assignments(text, code, then.end(), end), condition)
+            b.when_matched_update(set_assignments(text, code, then.end(), end), condition)
     elif matched and verb == "delete" and not body_code.strip():
         b.when_matched_delete(condition)
     elif not matched and verb == "insert":
@@ -448,11 +448,11 @@ def _clause(b: MergeBuilder, text: str, code: str, when: re.Match[str], end: int
             return
         m = _INSERT_LIST.match(body_code)
         if m is None:
-            raise _error(text, then.end(), "expected INSERT * or INSERT (<columns>) VALUES (<expressions>)")
+            raise statement_error(text, then.end(), "expected INSERT * or INSERT (<columns>) VALUES (<expressions>)")
         cols = [c.strip() for c in split_commas(body[m.start(1) : m.end(1)], m.group(1))]
         exprs = [e.strip() for e in split_commas(body[m.start(2) : m.end(2)], m.group(2))]
         if len(cols) != len(exprs) or not all(cols) or not all(exprs):
-            raise _error(text, then.end(), f"INSERT names {len(cols)} columns and gives {len(exprs)} values")
+            raise statement_error(text, then.end(), f"INSERT names {len(cols)} columns and gives {len(exprs)} values")
         b.when_not_matched_insert(
             {unquote(c) if c.startswith("`") else c: e for c, e in zip(cols, exprs, strict=True)}, condition
         )

@@ -53,7 +53,7 @@ def row_change_statement(
     head = _HEAD.match(code)
     if head is None:
         return None
-    target = _target(spark, text, code, head.end())
+    target = statement_target(spark, text, code, head.end())
     if target is None:
         return None
     path, alias, rest = target
@@ -69,18 +69,18 @@ def row_change_statement(
         return lambda: delete(table, where, alias)
     keyword = _KEYWORD.search(body_code)
     if keyword is None or keyword.group(1).lower() != "set":
-        raise _error(text, rest, "expected SET <column> = <expression>, ...")
+        raise statement_error(text, rest, "expected SET <column> = <expression>, ...")
     start = rest + keyword.end()
     where_at = _KEYWORD.search(code, start)
     while where_at is not None and where_at.group(1).lower() != "where":
         where_at = _KEYWORD.search(code, where_at.end())
     end = where_at.start() if where_at is not None else len(text)
-    assignments = _assignments(text, code, start, end)
+    assignments = set_assignments(text, code, start, end)
     where = None if where_at is None else _where_clause(text, code, where_at.start(), True)
     return lambda: update(table, where, assignments, alias)
 
 
-def _target(spark: SparkSession, text: str, code: str, at: int) -> tuple[str, str | None, int] | None:
+def statement_target(spark: SparkSession, text: str, code: str, at: int) -> tuple[str, str | None, int] | None:
     """The path of the IndexTables table named at ``at``, what the statement calls it (its alias, or
     its registered name) and where the statement goes on after it, or None for a table that is not
     IndexTables'."""
@@ -112,16 +112,16 @@ def _where_clause(text: str, code: str, at: int, required: bool) -> Any:
     m = re.compile(r"\s*where\b", re.IGNORECASE).match(code, at)
     if m is None:
         if required:
-            raise _error(text, at, "expected WHERE <predicate>")
+            raise statement_error(text, at, "expected WHERE <predicate>")
         return None
     predicate = text[m.end() :].strip().rstrip(";")
     if not predicate:
-        raise _error(text, m.end(), "WHERE needs a predicate")
+        raise statement_error(text, m.end(), "WHERE needs a predicate")
     parse_predicate(predicate)  # a syntax error is named here, before anything runs
     return predicate
 
 
-def _assignments(text: str, code: str, start: int, end: int) -> dict[str, str]:
+def set_assignments(text: str, code: str, start: int, end: int) -> dict[str, str]:
     """``column = expression`` pairs of a SET list (``text[start:end]``), cut at top-level commas."""
     out: dict[str, str] = {}
     position = start
@@ -130,15 +130,15 @@ def _assignments(text: str, code: str, start: int, end: int) -> dict[str, str]:
     ):
         m = _ASSIGNMENT.match(part_code)
         if m is None or not m.group(2).strip():
-            raise _error(text, position, f"expected <column> = <expression>, not {part.strip()[:60]!r}")
+            raise statement_error(text, position, f"expected <column> = <expression>, not {part.strip()[:60]!r}")
         column = unquote(part[m.start(1) : m.end(1)]) if part[m.start(1)] == "`" else m.group(1)
         if column.lower() in (c.lower() for c in out):
-            raise _error(text, position, f"column {column!r} is SET twice")
+            raise statement_error(text, position, f"column {column!r} is SET twice")
         out[column] = part[m.start(2) :].strip()
         position += len(part) + 1
     return out
 
 
-def _error(text: str, position: int, what: str) -> IndexTablesSQLError:
+def statement_error(text: str, position: int, what: str) -> IndexTablesSQLError:
     line, column = line_and_column(text, position)
     return IndexTablesSQLError(f"syntax error at line {line}, column {column}: {what}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from connect_plugin.failures import project_error_first
 from connect_plugin.grammar import parse_predicate, split_spark_part
 from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
-from connect_plugin.settings import _options
+from connect_plugin.settings import merged_options
 from connect_plugin.where import Where
 from connect_plugin.where import to_filter as _where
 from indextables_contract import FORMAT
@@ -136,7 +136,7 @@ def _change(
     by ``transform`` into the rows written in their place."""
     condition, spark_part = where
     spark = table.spark
-    opts = _options(spark, table.options)
+    opts = merged_options(spark, table.options)
     counts = command_frame(spark, C.MatchCounts(filter=F.to_text(condition)), table.options, table.path).collect()
     schema = _result_schema()
     if not counts:

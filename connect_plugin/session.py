@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from connect_plugin.dataframe_api import hook_writers
 from connect_plugin.failures import project_error_first
 from connect_plugin.local import check_local_workers, quiet_local_session, use_worker_daemon
-from connect_plugin.settings import TABLE_NAME_PREFIX, _options
+from connect_plugin.settings import TABLE_NAME_PREFIX, merged_options
 from connect_plugin.where import Where, to_filter
 from indextables_contract import FORMAT
 from indextables_contract.errors import ConfigError, UnknownTableError
@@ -235,7 +235,7 @@ def read_stream(
 
     Example: ``read_stream(spark, "s3://b/logs", starting_version="latest").writeStream.format("console").start()``
     """
-    opts = _options(spark, options)
+    opts = merged_options(spark, options)
     if starting_version is not None:
         opts["startingVersion"] = str(starting_version)
     if max_files_per_trigger is not None:

@@ -96,7 +96,7 @@ def _all_settings(spark: SparkSession) -> dict[str, str]:
     return dict(get_all() if callable(get_all) else get_all)
 
 
-def _options(spark: SparkSession, options: Mapping[str, Any] | None, what: str = "option") -> dict[str, str]:
+def merged_options(spark: SparkSession, options: Mapping[str, Any] | None, what: str = "option") -> dict[str, str]:
     """The session's settings and ``options`` (over them), as every read, write and command sends them.
 
     Raises:
@@ -145,8 +145,8 @@ def cluster_parallelism(spark: SparkSession) -> int | None:
 
 
 def read_options(spark: SparkSession, options: Mapping[str, Any] | None) -> dict[str, str]:
-    """``_options`` for a read or a command: also the cluster's parallelism, unless set."""
-    merged = _options(spark, options)
+    """``merged_options`` for a read or a command: also the cluster's parallelism, unless set."""
+    merged = merged_options(spark, options)
     if PARALLELISM not in merged:
         slots = cluster_parallelism(spark)
         if slots:

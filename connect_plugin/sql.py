@@ -44,8 +44,7 @@ from connect_plugin.grammar import (
 from connect_plugin.lexer import lex, line_and_column, unclosed, unquote
 from connect_plugin.merge_into import merge_into_statement
 from connect_plugin.plan import AggregateRead, BucketRead, OrderKey, OutputColumn, TableRead, options_tuple
-from connect_plugin.row_change_sql import _target as row_change_target
-from connect_plugin.row_change_sql import row_change_statement
+from connect_plugin.row_change_sql import row_change_statement, statement_target
 from connect_plugin.statement import StatementPlan, find_table_refs, names_in, plan_general, view_name
 from connect_plugin.statements import OnSession, OnTable, build_statement
 from connect_plugin.time_travel import time_travel
@@ -148,7 +147,7 @@ def _plan(
     if change is not None:
         return change
     merge_into = _MERGE_INTO.match(code)  # MERGE INTO an IndexTables table (connect_plugin.merge_into)
-    if merge_into is not None and row_change_target(spark, parse_text, code, merge_into.end()) is not None:
+    if merge_into is not None and statement_target(spark, parse_text, code, merge_into.end()) is not None:
         return lambda: _merged(merge_into_statement(spark, text, options))
     parse_text, code, options = time_travel(spark, parse_text, code, options)  # VERSION / TIMESTAMP AS OF
     refs = find_table_refs(spark, parse_text, code)

@@ -33,7 +33,7 @@ from connect_plugin import session as _plugin
 from connect_plugin.failures import project_error_first
 from connect_plugin.grammar import parse_measure
 from connect_plugin.plan import command_frame, local_frame
-from connect_plugin.settings import _options
+from connect_plugin.settings import merged_options
 from connect_plugin.where import Where
 from connect_plugin.where import to_filter as _where
 from indextables_contract import FORMAT
@@ -366,7 +366,7 @@ class IndexTable:
                 min_splits_to_merge=min_splits_to_merge,
             )
         )
-        opts = _options(self.spark, self.options)
+        opts = merged_options(self.spark, self.options)
         plan.write.format(FORMAT).mode("append").options(**opts, **merge.to_options()).save(self.path)
         return _run_once(self._command(C.MergeResult(merge_id=str(merge.merge_id))))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from connect_plugin.failures import project_error_first
 from connect_plugin.merge_on_write import StreamMerger, merge_on_write_settings
-from connect_plugin.settings import _options
+from connect_plugin.settings import merged_options
 from connect_plugin.table import IndexTable
 from connect_plugin.write_warnings import warn_for_write, warned
 from indextables_contract import FORMAT
@@ -61,7 +61,7 @@ def write(
     """
     if mode not in ("append", "overwrite"):
         raise ConfigError(f"write {path}: mode must be 'append' or 'overwrite', not {mode!r}")
-    opts = _options(df.sparkSession, options, "write")  # a misspelt spark.indextables.* key fails here
+    opts = merged_options(df.sparkSession, options, "write")  # a misspelt spark.indextables.* key fails here
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     merge_on_write_settings(path, opts)  # checked here, before anything is written
@@ -98,7 +98,7 @@ def write_stream(
         >>> q = connect_plugin.write_stream(events, "s3://b/logs", checkpoint_location="s3://b/ck/logs",
         ...                                 trigger={"processingTime": "10 seconds"})
     """
-    opts = _options(df.sparkSession, options, "write")
+    opts = merged_options(df.sparkSession, options, "write")
     if partition_by is not None:
         opts["partitionBy"] = ",".join(partition_by)
     merge = merge_on_write_settings(path, opts)
