@@ -34,7 +34,7 @@ from connect_plugin.grammar import split_commas
 from connect_plugin.lexer import lex, unquote
 from connect_plugin.plan import TableRead, command_frame, local_frame, options_tuple
 from connect_plugin.row_change_sql import set_assignments, statement_error, statement_target
-from connect_plugin.row_changes import Table, _assignment_problem, _functions, _result_schema
+from connect_plugin.row_changes import Table, assignment_problem, functions_of, result_schema
 from connect_plugin.settings import merged_options
 from indextables_contract import FORMAT
 from indextables_contract import commands as C
@@ -161,7 +161,7 @@ def _bare(name: str) -> str:
 
 def _analysed(b: MergeBuilder, frame: DataFrame, value: str | Column, what: str) -> tuple[Column, Any]:
     """``value`` as a Column over ``frame`` and its type, analysed here (ConfigError naming ``what``)."""
-    sf = _functions(frame)
+    sf = functions_of(frame)
     column = sf.expr(value) if isinstance(value, str) else value
     try:
         return column, frame.select(column.alias("v")).schema.fields[0].dataType
@@ -188,7 +188,7 @@ def _merge(b: MergeBuilder) -> DataFrame:
             )
     target_keys = [fields[k.lower()].name for k, _ in keys]
     source_keys = [source_columns[s.lower()] for _, s in keys]
-    sf = _functions(b.source)
+    sf = functions_of(b.source)
 
     def joined_of(target: DataFrame) -> DataFrame:
         t = target.withColumn(_IN_TARGET, sf.lit(True)).alias(ta)
@@ -262,7 +262,7 @@ def _merge(b: MergeBuilder) -> DataFrame:
         kind = kinds.get(code)
         if kind is not None:
             metrics[{"update": "numUpdatedRows", "delete": "numDeletedRows", "insert": "numInsertedRows"}[kind]] += rows
-    schema = _result_schema()
+    schema = result_schema()
     if not any(metrics.values()):
         return local_frame(spark, [(None, "MERGE", 0, 0, 0, 0, 0)], schema)
     marker = sf.col(f"`{_ACTION}`")
@@ -296,7 +296,7 @@ def _plan_actions(
     """The action of each joined row (a clause's code, ``_UNCHANGED`` or ``_DROPPED``) and, for each
     column, the (action, value cast to its type) pairs that set it; ConfigError for an unknown column,
     an insert missing one, a value that does not fit, a condition that is not a boolean."""
-    sf = _functions(joined)
+    sf = functions_of(joined)
     path, ta, sa = b.table.path, b.target_alias, b.source_alias
     values: dict[str, list[tuple[int, Column]]] = {}
 
@@ -331,7 +331,7 @@ def _plan_actions(
                     f"merge into {path}: {what} {name}: no such column (columns: {[f.name for f in fields.values()]})"
                 )
             column, found = _analysed(b, joined, value, f"{what} {target_field.name} = {value}")
-            problem = _assignment_problem(found, target_field.dataType)
+            problem = assignment_problem(found, target_field.dataType)
             if problem is not None:
                 raise ConfigError(f"merge into {path}: {what} {target_field.name} = {value}: {problem}")
             values.setdefault(target_field.name, []).append((code, column.cast(target_field.dataType)))

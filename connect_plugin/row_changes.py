@@ -113,10 +113,10 @@ def _everything(table: Table) -> F.Filter:
 
 def _unmatched(rows: DataFrame) -> DataFrame:
     """The rows the statement's predicate does not match (what a DELETE writes back)."""
-    return rows.where(~_functions(rows).col(f"`{RC.MATCH_COLUMN}`"))
+    return rows.where(~functions_of(rows).col(f"`{RC.MATCH_COLUMN}`"))
 
 
-def _functions(rows: DataFrame) -> Any:
+def functions_of(rows: DataFrame) -> Any:
     """PySpark's functions for the session of ``rows``: Spark Connect's own for a remote session (the
     classic module builds JVM columns when a process also has a classic session)."""
     if type(rows).__module__.startswith("pyspark.sql.connect"):
@@ -138,7 +138,7 @@ def _change(
     spark = table.spark
     opts = merged_options(spark, table.options)
     counts = command_frame(spark, C.MatchCounts(filter=F.to_text(condition)), table.options, table.path).collect()
-    schema = _result_schema()
+    schema = result_schema()
     if not counts:
         return local_frame(spark, [(None, operation, 0, 0, 0, 0, 0)], schema)
     version = int(counts[0]["version"])
@@ -167,12 +167,12 @@ def _change(
 
 def _narrowed(rows: DataFrame, spark_part: str) -> DataFrame:
     """``rows`` with their marks kept only where the SQL condition ``spark_part`` holds (a null: not)."""
-    sf = _functions(rows)
+    sf = functions_of(rows)
     marked = sf.col(f"`{RC.MATCH_COLUMN}`") & sf.coalesce(sf.expr(spark_part), sf.lit(False))
     return rows.withColumn(RC.MATCH_COLUMN, marked)
 
 
-def _result_schema() -> Any:
+def result_schema() -> Any:
     """``ChangeResult``'s schema, built here (``StructType.fromDDL`` needs a classic session's JVM)."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -184,7 +184,7 @@ def _result_schema() -> Any:
 def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column]) -> DataFrame:
     """``rows`` with each assigned column replaced, on the marked rows, by its expression cast to the
     column's type; ConfigError for an unknown column or a type that cannot be assigned."""
-    sf = _functions(rows)
+    sf = functions_of(rows)
     fields = {f.name.lower(): f for f in rows.schema.fields if f.name != RC.MATCH_COLUMN}
     values: dict[str, Column] = {}
     for name, value in assignments.items():
@@ -195,7 +195,7 @@ def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column
             )
         expression = sf.expr(value) if isinstance(value, str) else value
         found = rows.select(expression.alias("v")).schema.fields[0].dataType  # analysed here, before any write
-        problem = _assignment_problem(found, field.dataType)
+        problem = assignment_problem(found, field.dataType)
         if problem is not None:
             raise ConfigError(f"update of {path}: SET {field.name} = {value}: {problem}")
         values[field.name] = expression.cast(field.dataType)
@@ -210,7 +210,7 @@ def _assigned(path: str, rows: DataFrame, assignments: Mapping[str, str | Column
     )
 
 
-def _assignment_problem(found: Any, wanted: Any) -> str | None:
+def assignment_problem(found: Any, wanted: Any) -> str | None:
     """Why a value of type ``found`` may not be stored in a column of type ``wanted`` (None: it may), by
     Spark's ANSI store assignment: the same type, a number into a number, a date or timestamp into
     either, anything into a string, a null anywhere."""
