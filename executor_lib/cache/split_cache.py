@@ -288,10 +288,10 @@ class SplitCache:
             return None
         return f"{entry}@pieces:{st.st_ino}:{st.st_ctime_ns}"
 
-    def count_hit(self, store: ObjectStore, key: str) -> None:
-        """A warm use of the split at ``key`` served by an open searcher: counted, and its entry made
-        the most recently used."""
-        self._touch(self._entry_dir(store.uri_of(key)))
+    def count_hit(self, store: ObjectStore, key: str, entry: Path | None = None) -> None:
+        """A warm use of the split at ``key`` served by an open searcher: counted, and its entry
+        (``entry``, when the caller knows it) made the most recently used."""
+        self._touch(entry if entry is not None else self._entry_dir(store.uri_of(key)))
         self._count(hits=1)
 
     def _count_bytes(self, n: int) -> None:

@@ -109,3 +109,29 @@ def test_a_bad_local_splits_setting_is_refused_naming_it(monkeypatch: pytest.Mon
     monkeypatch.setenv("INDEXTABLES_CACHE_LOCAL_SPLITS", "mirror")
     with pytest.raises(ConfigError, match=r"\(or INDEXTABLES_CACHE_LOCAL_SPLITS\) is 'mirror': give in-place or copy"):
         SplitCache(tmp_path / "cache")
+
+
+def test_a_kept_searcher_in_place_is_reused_with_two_stats_and_a_changed_file_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reusing the searcher kept over a local table's split read in place takes a ``stat`` of the file
+    and one of its members' record (``split_opening._reuse_in_place``), not the cache's whole lookup
+    (about 0.25 ms a split a query); a file written over (another modification time) still gets a
+    new searcher at its next use, and a use counts as a cache hit."""
+    uri, add = _table(tmp_path)
+    store = open_store(uri)
+    cache = SplitCache(tmp_path / "cache")
+    searcher = open_searcher(cache, store, add.path, SCHEMA, None, add.size)
+    lookups: list[str] = []
+    whole_lookup = SplitCache.get
+    monkeypatch.setattr(SplitCache, "get", lambda self, *a, **k: lookups.append(a[1]) or whole_lookup(self, *a, **k))
+    hits = cache.describe()["hits"]
+    for _ in range(3):
+        assert open_searcher(cache, store, add.path, SCHEMA, None, add.size) is searcher
+    assert lookups == [] and cache.describe()["hits"] == hits + 3
+    local = Path(store.local_path(add.path) or "")
+    st = local.stat()
+    os.utime(local, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # written over: another mtime
+    again = open_searcher(cache, store, add.path, SCHEMA, None, add.size)
+    assert again is not searcher and set(lookups) == {add.path}  # the whole path ran
+    assert again.rows.read_all().num_rows == 40

@@ -13,10 +13,12 @@ split is read into ``CorruptSplitError`` naming the table's split, dropping its 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -24,6 +26,7 @@ from executor_lib import profiler
 from executor_lib.cache.split_cache import CacheEntry, SplitCache
 from executor_lib.cache.split_pieces import SplitPieces
 from executor_lib.splits.search.searcher import SplitSearcher
+from executor_lib.splits.search.split_source import members_fresh
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CorruptLogError, CorruptSplitError, IndexEngineError
 
@@ -75,6 +78,9 @@ def _open_searcher(
     footer_start: int | None,
     companion_root: str | None = None,
 ) -> SplitSearcher:
+    reused = _reuse_in_place(cache, store, path, size, companion_root)
+    if reused is not None:
+        return reused
     key = cache.pieces_identity(store, path)  # a split fetched by the piece, kept open: one stat
     if key is not None:
         searcher = _kept(key)
@@ -98,6 +104,7 @@ def _open_searcher(
     searcher = _kept(key)
     if searcher is not None:
         if not searcher.source.built_damaged():
+            _note_in_place(cache, store, path, size, companion_root, entry, key, searcher)
             return _reused(searcher, cache)
         _forget_searcher(key)
         cache.discard(store, path)
@@ -107,8 +114,63 @@ def _open_searcher(
     if searcher.pieces is not None:  # (fetched by the piece after all: the whole copy was dropped meanwhile)
         key = cache.pieces_identity(store, path) or key
     else:
-        key = _whole_key(cache, store, path, size, cache.get(store, path, size, count=False), companion_root)
+        entry = cache.get(store, path, size, count=False)
+        key = _whole_key(cache, store, path, size, entry, companion_root)
+        _note_in_place(cache, store, path, size, companion_root, entry, key, searcher)
     return _opened_anew(key, searcher)
+
+
+# A kept searcher over a local table's split read in place, by (cache, store root, path, size, companion
+# root): (the split file, the searcher's key, its cache entry, which records the members' last check).
+_IN_PLACE: dict[tuple[str, str, str, int | None, str | None], tuple[str, str, Path]] = {}
+
+
+def _note_in_place(
+    cache: SplitCache,
+    store: ObjectStore,
+    path: str,
+    size: int | None,
+    companion_root: str | None,
+    entry: CacheEntry,
+    key: str,
+    searcher: SplitSearcher,
+) -> None:
+    """Remember a searcher just checked as a whole open checks it, when it reads a local table's split
+    in place and nothing else (``LocalSplit.reads_only_the_split``), for ``_reuse_in_place``."""
+    if searcher.source.reads_only_the_split():
+        _IN_PLACE[(str(cache.directory), store.root_uri, path, size, companion_root)] = (
+            str(entry.split),
+            key,
+            entry.directory,
+        )
+
+
+def _reuse_in_place(
+    cache: SplitCache, store: ObjectStore, path: str, size: int | None, companion_root: str | None
+) -> SplitSearcher | None:
+    """The searcher kept over a local table's split read in place, reused with a ``stat`` of the file and
+    one of its entry's record of the members' last check (``_note_in_place``): the file's identity
+    (inode, modification time, size) must be the one the searcher was kept under, so a file replaced or
+    written over is found at this use, as the whole path finds it, and once the record is
+    ``REVERIFY_SECONDS`` old the whole path checks the members' CRC32s again. None: take the whole path
+    (which checks every file)."""
+    noted = _IN_PLACE.get((str(cache.directory), store.root_uri, path, size, companion_root))
+    if noted is None or not cache.in_place:
+        return None
+    split, key, entry = noted
+    if not members_fresh(entry):
+        return None
+    try:
+        st = os.stat(split)
+    except OSError:
+        return None
+    if _file_key(split, st, companion_root) != key:
+        return None
+    searcher = _kept(key)
+    if searcher is None:
+        return None
+    cache.count_hit(store, path, entry)
+    return _reused(searcher, cache)
 
 
 def _kept(key: str) -> SplitSearcher | None:
@@ -143,7 +205,12 @@ def _whole_key(
     except FileNotFoundError:  # evicted by another process just now: fetch it again
         entry = cache.get(store, path, size)
         st = entry.split.stat()
-    return f"{entry.split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"  # (a JVM companion's rows)
+    return _file_key(str(entry.split), st, companion_root)
+
+
+def _file_key(split: str, st: os.stat_result, companion_root: str | None) -> str:
+    """What a searcher kept over a whole file is keyed by: its identity (a JVM companion's rows: its root too)."""
+    return f"{split}@{st.st_ino}:{st.st_mtime_ns}:{st.st_size}|{companion_root}"
 
 
 def _open_healing(
@@ -313,4 +380,5 @@ def close_kept_searchers() -> int:
         count = len(_OPEN_SEARCHERS)
         _OPEN_SEARCHERS.clear()
         _KEY_OF.clear()
+        _IN_PLACE.clear()
     return count

@@ -123,6 +123,11 @@ class SplitSource(abc.ABC):
         opened again). Nothing to do where the whole index is present."""
         return False
 
+    def reads_only_the_split(self) -> bool:
+        """Whether a reuse of this source needs only its split file's identity and a fresh record of its
+        members' check (a local table's split read in place, ``LocalSplit``); False elsewhere."""
+        return False
+
     def built_damaged(self) -> list[str]:
         """The files made in ``index_dir`` rather than fetched — the term dictionary files Tantivy
         reads (``<segment>.term``: a stand-in, or the FST dictionaries built from the split's SSTable
@@ -261,6 +266,12 @@ class LocalSplit(SplitSource):
             return []
         return damaged_files(self._index_dir, required=None)
 
+    def reads_only_the_split(self) -> bool:
+        """Whether this source reads nothing but a local table's split file in place: no copy, no index
+        extracted for the ``tantivy`` package (whose files ``built_damaged`` checks at each use), so a
+        reuse needs only the file's identity and a fresh ``MEMBERS_CHECKED`` record (``members_fresh``)."""
+        return self.in_place and not self._extracted and not self._index_dir.exists()
+
     def native_split(self) -> NativeSplit | None:
         """The split file opened in place; None for a split of an earlier version of this project
         whose ``.term`` members hold FST dictionaries (the native engine reads SSTables only)."""
@@ -305,6 +316,12 @@ def _check_members(split: Path, footer: BundleFooter, work_dir: Path, in_place: 
     check_member_crcs(split, footer, str(split))
     with contextlib.suppress(OSError):  # a full or read-only cache: checked again at the next open
         marker.write_text(seen)
+
+
+def members_fresh(work_dir: Path) -> bool:
+    """Whether ``work_dir`` records a check of its split's members younger than ``REVERIFY_SECONDS``
+    (``MEMBERS_CHECKED``; one ``stat``), the window ``_check_members`` keeps to for a split read in place."""
+    return _younger_than(work_dir / MEMBERS_CHECKED, REVERIFY_SECONDS)
 
 
 def _younger_than(path: Path, seconds: float) -> bool:
