@@ -138,11 +138,14 @@ def _note_in_place(
     """Remember a searcher just checked as a whole open checks it, when it reads a local table's split
     in place and nothing else (``LocalSplit.reads_only_the_split``), for ``_reuse_in_place``."""
     if searcher.source.reads_only_the_split():
-        _IN_PLACE[(str(cache.directory), store.root_uri, path, size, companion_root)] = (
-            str(entry.split),
-            key,
-            entry.directory,
-        )
+        with _OPEN_LOCK:
+            _IN_PLACE[(str(cache.directory), store.root_uri, path, size, companion_root)] = (
+                str(entry.split),
+                key,
+                entry.directory,
+            )
+            while len(_IN_PLACE) > 4 * MAX_OPEN_SEARCHERS:  # bounded as the kept searchers are
+                del _IN_PLACE[next(iter(_IN_PLACE))]
 
 
 def _reuse_in_place(
