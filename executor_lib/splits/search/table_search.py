@@ -22,7 +22,7 @@ from executor_lib.protocol.actions import AddAction, parquet_table_root
 from executor_lib.splits.doc_mapping import default_field_type
 from executor_lib.splits.query.pushdown import ROW_ID_COLUMN, FilterPlan, filter_rows
 from executor_lib.splits.rows.take import take_rows
-from executor_lib.splits.search.ranking import best_of, kth_best, order_positions
+from executor_lib.splits.search.ranking import best_of, best_scores, order_positions
 from executor_lib.splits.search.scoring import SCORE_COLUMN, ScoreStats
 from executor_lib.splits.search.searcher import SplitSearcher
 from executor_lib.splits.search.split_opening import damage_of_split, open_searcher
@@ -103,12 +103,13 @@ def _search_table(
         opened = {i: searcher_of(a) for i, a in enumerate(adds)}
         stats = table_score_stats(list(opened.values()), query)
         found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        floor = None  # the table's limit-th best score so far: a later split needs no hit at or below it
+        best = np.zeros(0, np.float32)  # the table's best ``limit`` scores so far
         for i, add in enumerate(adds):
-            with damage_of_split(cache, store, add.path):
+            floor = float(best.min()) if limit is not None and 0 < limit <= len(best) else None
+            with damage_of_split(cache, store, add.path):  # (a later split needs no hit at or below it)
                 ids, scores = opened[i].scored(query, limit, stats, floor)
             found[i] = (as_numpy(ids).astype(np.int64), scores)
-            floor = kth_best(found, limit)
+            best = best_scores(best, scores, limit)
         winners = best_of(found, limit)  # rows are read for the best ``limit`` of the table only
 
     def rows_of(i: int, add: AddAction, remaining: int | None) -> pa.Table:
