@@ -26,55 +26,60 @@ from indextables_contract import filters as F
 from indextables_contract.aggregate import Measure
 from indextables_contract.errors import IndexTablesSQLError
 
-GRAMMAR = r"""
-?start: command
-
-?command: merge | purge | checkpoint | truncate | drop | prewarm
-        | describe_state | describe_transaction_log | describe_cache | flush_cache | select
-        | describe_storage | describe_environment | describe_merge_jobs | describe_components
-        | describe_prewarm_jobs | wait_prewarm | flush_searcher | invalidate_log | repair | build_companion
-        | enable_profiler | disable_profiler | describe_profiler | reset_profiler
-        | describe_skipping | flush_skipping | invalidate_skipping | history
-
+# Every IndexTables command, one rule each. ``?command`` (their alternation) and the keyword terminals
+# they and PART_RULES use (``_MERGE: /merge\b/i``) are derived from the rules (``grammar_of``), and so are
+# ``COMMAND_HEADS`` and ``COMMAND_START``: a new command is its rule here and nothing else in this file.
+# A rule named after a contract command builds it (``connect_plugin.statements``) with no code of its own.
+COMMAND_RULES = r"""
 merge: _MERGE _SPLITS target [_WHERE predicate] merge_opt*
-merge_opt: _TARGET _SIZE SIZE                         -> target_size
-         | _MAX _DEST _SPLITS INT                     -> max_dest
-         | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
-         | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
 purge: _PURGE (_INDEXTABLE | _INDEXTABLES) target purge_opt*
-purge_opt: _OLDER _THAN duration                       -> older_than
-         | _TRANSACTION _LOG _RETENTION duration       -> log_retention
-         | _DRY _RUN                                   -> dry_run
-duration: NUMBER UNIT
 checkpoint: (_CHECKPOINT | _COMPACT) _INDEXTABLES target
 truncate: _TRUNCATE _INDEXTABLES _TIME _TRAVEL target [dry]
-dry: _DRY _RUN
 drop: _DROP _INDEXTABLES _PARTITIONS _FROM target _WHERE predicate
 prewarm: _PREWARM _INDEXTABLES _CACHE target prewarm_opt* [_WHERE predicate] [_ASYNC _MODE]
-prewarm_opt: _FOR _SEGMENTS "(" NAME ("," NAME)* ")"             -> segments
-           | _ON _FIELDS "(" field_name ("," field_name)* ")"    -> fields
-           | _WITH _PERWORKER _PARALLELISM _OF INT              -> parallelism
-field_name: NAME | BACKQUOTED
 describe_state: _DESCRIBE _INDEXTABLES _STATE target
-# a rule named after a contract command builds it (connect_plugin.statements): no code of its own
-history: _DESCRIBE _INDEXTABLES _HISTORY target [limit]
-limit: _LIMIT INT
 describe_transaction_log: _DESCRIBE _INDEXTABLES _TRANSACTION _LOG target [include_all]
-include_all: _INCLUDE _ALL
 describe_cache: _DESCRIBE _INDEXTABLES _DISK _CACHE
+flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
 describe_storage: _DESCRIBE _INDEXTABLES _STORAGE _STATS
 describe_environment: _DESCRIBE _INDEXTABLES _ENVIRONMENT
 describe_merge_jobs: _DESCRIBE _INDEXTABLES _MERGE _JOBS
-describe_prewarm_jobs: _DESCRIBE _INDEXTABLES _PREWARM _JOBS
 describe_components: _DESCRIBE _INDEXTABLES _COMPONENT _SIZES target [_WHERE predicate]
+describe_prewarm_jobs: _DESCRIBE _INDEXTABLES _PREWARM _JOBS
 wait_prewarm: _WAIT _FOR _INDEXTABLES _PREWARM _JOBS [target] [job_id] [timeout]
-job_id: _JOB STRING
-timeout: _TIMEOUT INT
-flush_cache: _FLUSH _INDEXTABLES _DISK _CACHE
 flush_searcher: _FLUSH _INDEXTABLES _SEARCHER _CACHE
 invalidate_log: _INVALIDATE _INDEXTABLES _TRANSACTION _LOG _CACHE [_FOR target]
 repair: _REPAIR _INDEXFILES _TRANSACTION _LOG STRING _AT _LOCATION STRING
 build_companion: _BUILD _INDEXTABLES _COMPANION _FOR NAME STRING companion_opt* _AT _LOCATION STRING [dry] [streaming]
+enable_profiler: _ENABLE _INDEXTABLES _PROFILER
+disable_profiler: _DISABLE _INDEXTABLES _PROFILER
+describe_profiler: _DESCRIBE _INDEXTABLES _PROFILER [profiler_cache]
+reset_profiler: _RESET _INDEXTABLES _PROFILER [profiler_cache]
+describe_skipping: _DESCRIBE _INDEXTABLES _DATA _SKIPPING _STATS
+flush_skipping: (_FLUSH | _RESET) _INDEXTABLES _DATA _SKIPPING _STATS
+invalidate_skipping: _INVALIDATE _INDEXTABLES _DATA _SKIPPING _CACHE
+history: _DESCRIBE _INDEXTABLES _HISTORY target [limit]
+"""
+# What the commands and SELECT are made of: their options, the target, predicates, and the terminals that
+# are not plain keywords.
+PART_RULES = r"""
+merge_opt: _TARGET _SIZE SIZE                         -> target_size
+         | _MAX _DEST _SPLITS INT                     -> max_dest
+         | _MAX _SOURCE _SPLITS _PER _MERGE INT       -> max_sources
+         | _SORT _BY (NAME | BACKQUOTED)              -> sort_by
+purge_opt: _OLDER _THAN duration                       -> older_than
+         | _TRANSACTION _LOG _RETENTION duration       -> log_retention
+         | _DRY _RUN                                   -> dry_run
+duration: NUMBER UNIT
+dry: _DRY _RUN
+prewarm_opt: _FOR _SEGMENTS "(" NAME ("," NAME)* ")"             -> segments
+           | _ON _FIELDS "(" field_name ("," field_name)* ")"    -> fields
+           | _WITH _PERWORKER _PARALLELISM _OF INT              -> parallelism
+field_name: NAME | BACKQUOTED
+limit: _LIMIT INT
+include_all: _INCLUDE _ALL
+job_id: _JOB STRING
+timeout: _TIMEOUT INT
 companion_opt: _SCHEMA _SOURCE STRING                                   -> schema_source
              | _CATALOG STRING [_TYPE STRING]                           -> catalog
              | _WAREHOUSE STRING                                        -> warehouse
@@ -92,14 +97,7 @@ companion_opt: _SCHEMA _SOURCE STRING                                   -> schem
              | _TABLE _ROOTS "(" STRING "=" STRING ("," STRING "=" STRING)* ")" -> table_roots
 mode_item: STRING ":" STRING
 streaming: _WITH _STREAMING _POLL _INTERVAL INT NAME
-enable_profiler: _ENABLE _INDEXTABLES _PROFILER
-disable_profiler: _DISABLE _INDEXTABLES _PROFILER
-describe_profiler: _DESCRIBE _INDEXTABLES _PROFILER [profiler_cache]
-reset_profiler: _RESET _INDEXTABLES _PROFILER [profiler_cache]
 profiler_cache: _CACHE
-describe_skipping: _DESCRIBE _INDEXTABLES _DATA _SKIPPING _STATS
-flush_skipping: (_FLUSH | _RESET) _INDEXTABLES _DATA _SKIPPING _STATS
-invalidate_skipping: _INVALIDATE _INDEXTABLES _DATA _SKIPPING _CACHE
 
 select: _SELECT PROJECTION _FROM target [[_AS] ALIAS] [_WHERE predicate] [TAIL]
 
@@ -164,133 +162,32 @@ STRING: /[rR]'[^']*'|[rR]"[^"]*"|'([^'\\]|\\.|'')*'|"([^"\\]|\\.|"")*"/
 NUMBER: /-?\d+(\.\d+)?([eE][-+]?\d+)?/
 INT: /\d+/
 
-_MERGE: /merge\b/i
-_SPLITS: /splits\b/i
-_WHERE: /where\b/i
-_TARGET: /target\b/i
-_SIZE: /size\b/i
-_MAX: /max\b/i
-_DEST: /dest\b/i
-_SOURCE: /source\b/i
-_SORT: /sort\b/i
-_BY: /by\b/i
-_PER: /per\b/i
-_PURGE: /purge\b/i
-_INDEXTABLE: /indextable\b/i
 _INDEXTABLES: /(indextables|tantivy4spark)\b/i
-_OLDER: /older\b/i
-_THAN: /than\b/i
-_TRANSACTION: /transaction\b/i
-_LOG: /log\b/i
-_RETENTION: /retention\b/i
-_DRY: /dry\b/i
-_RUN: /run\b/i
-_CHECKPOINT: /checkpoint\b/i
-_TRUNCATE: /truncate\b/i
-_TIME: /time\b/i
-_TRAVEL: /travel\b/i
-_DROP: /drop\b/i
-_PARTITIONS: /partitions\b/i
-_FROM: /from\b/i
-_PREWARM: /prewarm\b/i
-_CACHE: /cache\b/i
-_DESCRIBE: /describe\b/i
-_STATE: /state\b/i
-_DISK: /disk\b/i
-_FLUSH: /flush\b/i
-_SELECT: /select\b/i
-_COMPACT: /compact\b/i
-_FOR: /for\b/i
-_SEGMENTS: /segments\b/i
-_ON: /on\b/i
-_FIELDS: /fields\b/i
-_WITH: /with\b/i
-_PERWORKER: /perworker\b/i
-_PARALLELISM: /parallelism\b/i
-_OF: /of\b/i
-_ASYNC: /async\b/i
-_MODE: /mode\b/i
-_INCLUDE: /include\b/i
-_ALL: /all\b/i
-_STORAGE: /storage\b/i
-_STATS: /stats\b/i
-_ENVIRONMENT: /environment\b/i
-_JOBS: /jobs\b/i
-_HISTORY: /history\b/i
-_LIMIT: /limit\b/i
-_JOB: /job\b/i
-_TIMEOUT: /timeout\b/i
-_WAIT: /wait\b/i
-_COMPONENT: /component\b/i
-_SIZES: /sizes\b/i
-_SEARCHER: /searcher\b/i
-_INVALIDATE: /invalidate\b/i
-_REPAIR: /repair\b/i
-_INDEXFILES: /indexfiles\b/i
-_AT: /at\b/i
-_LOCATION: /location\b/i
-_ENABLE: /enable\b/i
-_DISABLE: /disable\b/i
-_RESET: /reset\b/i
-_PROFILER: /profiler\b/i
-_DATA: /data\b/i
-_SKIPPING: /skipping\b/i
-_AS: /as\b/i
-_BUILD: /build\b/i
-_COMPANION: /companion\b/i
-_SCHEMA: /schema\b/i
-_CATALOG: /catalog\b/i
-_TYPE: /type\b/i
-_WAREHOUSE: /warehouse\b/i
-_COLUMNS: /columns\b/i
-_EXCLUDE: /exclude\b/i
-_INDEXING: /indexing\b/i
-_MODES: /modes\b/i
-_FASTFIELDS: /fastfields\b/i
-_HASHED: /hashed\b/i
-_INPUT: /input\b/i
-_WRITER: /writer\b/i
-_HEAP: /heap\b/i
-_VERSION: /version\b/i
-_SNAPSHOT: /snapshot\b/i
-_TABLE: /table\b/i
-_ROOTS: /roots\b/i
-_STREAMING: /streaming\b/i
-_POLL: /poll\b/i
-_INTERVAL: /interval\b/i
-_OR: /or\b/i
-_AND: /and\b/i
-_NOT: /not\b/i
 NEG: /not\b/i
-_IN: /in\b/i
-_IS: /is\b/i
-_NULL: /null\b/i
-_LIKE: /like\b/i
-_BETWEEN: /between\b/i
-_INDEXQUERY: /indexquery\b/i
-_INDEXQUERYALL: /indexqueryall\b/i
-_TEXTSEARCH: /textsearch\b/i
-_FIELDMATCH: /fieldmatch\b/i
-_FUZZYQUERY: /fuzzyquery\b/i
-_TRUE: /true\b/i
-_FALSE: /false\b/i
-_DATE: /date\b/i
-_TIMESTAMP: /timestamp\b/i
 
 %import common.WS
 %ignore WS
 """
 
 
+def grammar_of(commands: str, parts: str) -> str:
+    """The lark grammar: ``?start``, ``?command`` (every rule of ``commands`` and ``select``), the
+    rules, and a keyword terminal for each ``_WORD`` the rules use that ``parts`` does not define.
+
+    Example: ``grammar_of(COMMAND_RULES, PART_RULES) == GRAMMAR``.
+    """
+    names = re.findall(r"^([a-z_]+):", commands, re.MULTILINE)
+    defined = set(re.findall(r"^(_[A-Z][A-Z0-9]*)\s*:", parts, re.MULTILINE))
+    used = set(re.findall(r"(?<!\w)(_[A-Z][A-Z0-9]*)\b", commands + parts)) - defined
+    keywords = "\n".join(f"{k}: /{k[1:].lower()}\\b/i" for k in sorted(used))
+    return "\n".join(("?start: command", f"?command: {' | '.join((*names, 'select'))}", commands, parts, keywords))
+
+
+GRAMMAR = grammar_of(COMMAND_RULES, PART_RULES)
 STATEMENT_PARSER = Lark(GRAMMAR, start="start", parser="earley", ambiguity="resolve", propagate_positions=True)
 PREDICATE_PARSER = Lark(GRAMMAR, start="predicate", parser="earley", ambiguity="resolve", propagate_positions=True)
 
 _KEYWORD = r"(?:indextables|tantivy4spark)"
-COMMAND_START = re.compile(
-    rf"^\s*(merge\s+splits|purge\s+(indextable|{_KEYWORD})|(checkpoint|compact|truncate|drop|prewarm|describe|flush"
-    rf"|invalidate|enable|disable|reset|build)\s+{_KEYWORD}|wait\s+for\s+{_KEYWORD}|repair\s+indexfiles)\b",
-    re.IGNORECASE,
-)
 # Documented IndexTables4Spark statements that have no counterpart here: (pattern, why), checked
 # before the grammar so that each fails with its reason rather than a syntax error.
 UNSUPPORTED = (
@@ -306,13 +203,16 @@ def unsupported_reason(code: str) -> str | None:
     return next((why for pattern, why in UNSUPPORTED if pattern.match(code)), None)
 
 
-def _command_heads() -> tuple[tuple[str, ...], ...]:
-    """The keywords every IndexTables command starts with, from the grammar itself (``MERGE SPLITS``,
-    ``DESCRIBE INDEXTABLES STATE``, ...): each command rule's leading keyword terminals."""
-    commands = {sym.name for rule in STATEMENT_PARSER.rules if rule.origin.name == "command" for sym in rule.expansion}
+def command_heads(parser: Lark) -> tuple[tuple[str, ...], ...]:
+    """The keywords every IndexTables command of ``parser`` starts with, from the grammar itself
+    (``MERGE SPLITS``, ``DESCRIBE INDEXTABLES STATE``, ...): each command rule's leading keyword terminals.
+
+    Example: ``("MERGE", "SPLITS") in command_heads(STATEMENT_PARSER)`` is True.
+    """
+    commands = {sym.name for rule in parser.rules if rule.origin.name == "command" for sym in rule.expansion}
     commands.discard("select")
     heads: dict[tuple[str, ...], None] = {}
-    for rule in STATEMENT_PARSER.rules:
+    for rule in parser.rules:
         if rule.origin.name not in commands:
             continue
         words = []
@@ -325,7 +225,22 @@ def _command_heads() -> tuple[tuple[str, ...], ...]:
     return tuple(h for h in heads if not any(len(o) < len(h) and h[: len(o)] == o for o in heads))
 
 
-COMMAND_HEADS = _command_heads()
+COMMAND_HEADS = command_heads(STATEMENT_PARSER)
+
+
+def command_start(heads: tuple[tuple[str, ...], ...]) -> re.Pattern[str]:
+    """What a statement that is one of ours starts with (``heads``: ``command_heads``): a head's
+    keywords up to its ``INDEXTABLES`` (or ``INDEXTABLE``), or its first two where it has none
+    (``MERGE SPLITS``, ``REPAIR INDEXFILES``); the grammar then says what is wrong with the rest."""
+    starts: dict[str, None] = {}
+    for head in heads:
+        cut = next((i + 1 for i, w in enumerate(head) if w in ("INDEXTABLES", "INDEXTABLE")), 2)
+        words = [_KEYWORD if w == "INDEXTABLES" else w.lower() for w in head[:cut]]
+        starts[r"\s+".join(words)] = None
+    return re.compile(rf"^\s*({'|'.join(starts)})\b", re.IGNORECASE)
+
+
+COMMAND_START = command_start(COMMAND_HEADS)
 _HEAD_WORD = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -29,9 +29,7 @@ from connect_plugin.grammar import (
     MEASURE_ITEM,
     NAME_PATTERN,
     STATEMENT_PARSER,
-    SparkCondition,
     command_hint,
-    contains_node,
     parse_bucket_call,
     parse_statement,
     parse_with,
@@ -246,8 +244,6 @@ def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> 
     from connect_plugin.plan import command_frame
     from connect_plugin.table import IndexTable, _run_once
 
-    if tree.data == "build_companion":
-        return _build_companion(spark, tree, text, options)
     if tree.data == "select":
         plan = _simple_select(spark, tree, text, lex(text)[1], options)
         if plan is None:
@@ -337,7 +333,17 @@ def _session_runners() -> dict[str, Callable[..., DataFrame]]:
         "invalidate_skipping": out.invalidate_data_skipping,
         "repair": lambda spark, options, source, target: out.repair_log(spark, source, target, options),
         "wait_prewarm": lambda spark, options, table, job, timeout: out.wait_prewarm_jobs(spark, table, job, timeout),
+        "build_companion": _build_companion,
     }
+
+
+def _build_companion(
+    spark: SparkSession, options: dict[str, Any], kind: str, source: str, location: str, arguments: Any
+) -> DataFrame:
+    """BUILD INDEXTABLES COMPANION, as ``connect_plugin.statements`` built it."""
+    from connect_plugin.companion import build_companion
+
+    return build_companion(spark, kind, source, location, options=options, **dict(arguments))
 
 
 def _profiler(out: ModuleType, spark: SparkSession, reset: bool, caches: bool, options: dict[str, Any]) -> DataFrame:
@@ -623,112 +629,6 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
         nulls = None if m.group(3) is None else m.group(3).lower() == "first"
         keys.append(OrderKey(index, descending, nulls))
     return tuple(keys)
-
-
-_COMPANION_FORMATS = ("delta", "parquet", "iceberg")
-_FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
-
-
-def _build_companion(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
-    """BUILD INDEXTABLES COMPANION FOR DELTA|PARQUET|ICEBERG '<source>' ... AT LOCATION '<index>' [DRY RUN]."""
-    from connect_plugin.companion import build_companion
-
-    kind_token, source_token = tree.children[0], tree.children[1]
-    kind = str(kind_token).lower()
-    if kind not in _COMPANION_FORMATS:
-        raise IndexTablesSQLError(f"BUILD INDEXTABLES COMPANION FOR {kind_token}: expected DELTA, PARQUET or ICEBERG")
-    strings = [c for c in tree.children if not hasattr(c, "data")]
-    location = unquote(str(strings[2]))
-    opts = {c.data: c for c in _children_any(tree)}
-    dry = bool(_children(tree, "dry"))
-    unsupported = [
-        (
-            "streaming" if _children(tree, "streaming") else "",
-            "WITH STREAMING POLL INTERVAL runs the JVM's long-lived companion manager; run BUILD again to sync",
-        ),
-        ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
-        (
-            "catalog" if kind == "delta" else "",
-            "FOR DELTA with CATALOG resolves the table through Unity Catalog's "
-            "REST API, a live service; give the Delta table's path",
-        ),
-    ]
-    for clause, why in unsupported:
-        if clause and (clause in opts or clause == "streaming"):
-            raise IndexTablesSQLError(f"{_short(text)} is not supported here: {why}")
-
-    def strings_of(name: str) -> list[str] | None:
-        return [unquote(str(t)) for t in opts[name].children] if name in opts else None
-
-    modes = None
-    if "indexing_modes" in opts:
-        modes = {unquote(str(m.children[0])): unquote(str(m.children[1])) for m in opts["indexing_modes"].children}
-    fast = None
-    if "fastfields_mode" in opts:
-        fast = str(opts["fastfields_mode"].children[0]).lower()
-        if fast not in _FAST_FIELD_MODES:
-            raise IndexTablesSQLError(f"FASTFIELDS MODE {fast.upper()}: expected HYBRID, DISABLED or PARQUET_ONLY")
-        fast = fast.upper()
-    from_version = None
-    for clause, applies in (("from_version", "delta"), ("from_snapshot", "iceberg")):
-        if clause in opts:
-            if kind != applies:
-                raise IndexTablesSQLError(
-                    f"{_short(text)}: {clause.replace('_', ' ').upper()} applies to FOR {applies.upper()} only"
-                )
-            from_version = int(opts[clause].children[0])
-    if "schema_source" in opts and kind != "parquet":
-        raise IndexTablesSQLError(f"{_short(text)}: SCHEMA SOURCE applies to FOR PARQUET only")
-    catalog = catalog_type = warehouse = None
-    if "catalog" in opts:
-        catalog = unquote(str(opts["catalog"].children[0]))
-        type_token = opts["catalog"].children[1]
-        catalog_type = None if type_token is None else unquote(str(type_token))
-    if "warehouse" in opts:
-        warehouse = unquote(str(opts["warehouse"].children[0]))
-    where_filter = where_sql = None
-    if "companion_where" in opts:
-        node = opts["companion_where"].children[0]
-        result = to_predicate(node, text)
-        if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
-            raise IndexTablesSQLError(
-                f"{_short(text)}: the WHERE of BUILD COMPANION takes partition predicates, not function calls"
-            )
-        where_filter = F.to_text(result)
-        where_sql = text[node.meta.start_pos : node.meta.end_pos]
-    hashed: dict[str, list[str]] = {}
-    if "hashed_fastfields" in opts:
-        mode_token, *names = opts["hashed_fastfields"].children
-        if str(mode_token).upper() not in ("INCLUDE", "EXCLUDE"):
-            raise IndexTablesSQLError(f"{_short(text)}: HASHED FASTFIELDS takes INCLUDE or EXCLUDE, not {mode_token}")
-        hashed[str(mode_token).lower()] = [unquote(str(n)) for n in names]
-    size = None
-    if "target_input_size" in opts:
-        token = opts["target_input_size"].children[0]
-        size = (unquote(str(token)) if token.type == "STRING" else str(token)).replace(" ", "")
-    return build_companion(
-        spark,
-        kind,
-        unquote(str(source_token)),
-        location,
-        schema_source=unquote(str(opts["schema_source"].children[0])) if "schema_source" in opts else None,
-        catalog=catalog,
-        catalog_type=catalog_type,
-        warehouse=warehouse,
-        include_columns=strings_of("include_columns"),
-        exclude_columns=strings_of("exclude_columns"),
-        indexing_modes=modes,
-        fast_field_mode=fast,
-        target_input_size=size,
-        from_version=from_version,
-        hashed_fastfields_include=hashed.get("include"),
-        hashed_fastfields_exclude=hashed.get("exclude"),
-        where_filter=where_filter,
-        where_sql=where_sql,
-        dry_run=dry,
-        invalidate_all="invalidate_all" in opts,
-        options=options,
-    )
 
 
 def _children_any(tree: Any) -> list[Any]:

@@ -63,7 +63,7 @@ def build_statement(tree: Tree[Token], text: str, resolve: Callable[[Tree[Token]
     """The statement a parse tree (``grammar.STATEMENT_PARSER``) says.
 
     Args:
-        tree: the statement's tree (not a ``select`` or ``build_companion``: those plan reads).
+        tree: the statement's tree (not a ``select``: it plans a read).
         text: the statement, for error messages.
         resolve: the path a ``target`` tree names (a table name through the session).
 
@@ -202,6 +202,41 @@ class _Builder(Interpreter[Token, Any]):
     def reset_profiler(self, tree: Tree[Token]) -> OnSession:
         return OnSession("reset_profiler", (bool(_children(tree, "profiler_cache")),))
 
+    def build_companion(self, tree: Tree[Token]) -> OnSession:
+        """BUILD INDEXTABLES COMPANION FOR DELTA|PARQUET|ICEBERG '<source>' ... AT LOCATION '<index>' [DRY RUN]:
+        the session plans it (``connect_plugin.companion.build_companion``) with these arguments."""
+        kind_token, source_token = tree.children[0], tree.children[1]
+        kind = str(kind_token).lower()
+        if kind not in _COMPANION_FORMATS:
+            raise IndexTablesSQLError(
+                f"BUILD INDEXTABLES COMPANION FOR {kind_token}: expected DELTA, PARQUET or ICEBERG"
+            )
+        strings = [c for c in tree.children if not isinstance(c, Tree)]
+        opts = _opts(tree)
+        _refuse_unsupported(self.text, kind, opts)
+        arguments = {
+            **_companion_source(self.text, kind, opts),
+            **_companion_indexing(self.text, opts),
+            **self._companion_where(opts),
+            "dry_run": "dry" in opts,
+            "invalidate_all": "invalidate_all" in opts,
+        }
+        return OnSession(
+            "build_companion",
+            (kind, unquote(str(source_token)), unquote(str(strings[2])), tuple(sorted(arguments.items()))),
+        )
+
+    def _companion_where(self, opts: dict[str, Tree[Token]]) -> dict[str, Any]:
+        if "companion_where" not in opts:
+            return {"where_filter": None, "where_sql": None}
+        node = opts["companion_where"].children[0]
+        result = to_predicate(node, self.text)
+        if not isinstance(result, F.FILTER_TYPES) or contains_node(result, SparkCondition):
+            raise IndexTablesSQLError(
+                f"{_short(self.text)}: the WHERE of BUILD COMPANION takes partition predicates, not function calls"
+            )
+        return {"where_filter": F.to_text(result), "where_sql": self.text[node.meta.start_pos : node.meta.end_pos]}  # type: ignore[union-attr]
+
     def __default__(self, tree: Tree[Token]) -> Statement:
         name = str(tree.data)
         cls = C.COMMANDS.get(name)
@@ -277,3 +312,95 @@ def _typed(hint: Any, token: Any) -> Any:
     if bool in kinds:
         return text.lower() == "true"
     return unquote(text) if text[:1] in ("'", '"', "`") else text
+
+
+_COMPANION_FORMATS = ("delta", "parquet", "iceberg")
+_FAST_FIELD_MODES = ("hybrid", "disabled", "parquet_only")
+
+
+def _short(text: str) -> str:
+    return repr(" ".join(text.split())[:80])
+
+
+def _refuse_unsupported(text: str, kind: str, opts: dict[str, Tree[Token]]) -> None:
+    """BUILD COMPANION clauses of IndexTables4Spark's that this project does not run, each refused with why."""
+    unsupported = (
+        (
+            "streaming",
+            "WITH STREAMING POLL INTERVAL runs the JVM's long-lived companion manager; run BUILD again to sync",
+        ),
+        ("table_roots", "TABLE ROOTS (relocating the source) is not built here yet (issue 35)"),
+        (
+            "catalog" if kind == "delta" else "",
+            "FOR DELTA with CATALOG resolves the table through Unity Catalog's REST API, a live service; "
+            "give the Delta table's path",
+        ),
+    )
+    for clause, why in unsupported:
+        if clause and clause in opts:
+            raise IndexTablesSQLError(f"{_short(text)} is not supported here: {why}")
+
+
+def _strings(opts: dict[str, Tree[Token]], name: str) -> list[str] | None:
+    return [unquote(str(t)) for t in opts[name].children] if name in opts else None
+
+
+def _companion_source(text: str, kind: str, opts: dict[str, Tree[Token]]) -> dict[str, Any]:
+    """Where the companion's source is read from: SCHEMA SOURCE, CATALOG, WAREHOUSE, FROM VERSION/SNAPSHOT."""
+    from_version = None
+    for clause, applies in (("from_version", "delta"), ("from_snapshot", "iceberg")):
+        if clause in opts:
+            if kind != applies:
+                raise IndexTablesSQLError(
+                    f"{_short(text)}: {clause.replace('_', ' ').upper()} applies to FOR {applies.upper()} only"
+                )
+            from_version = int(str(opts[clause].children[0]))
+    if "schema_source" in opts and kind != "parquet":
+        raise IndexTablesSQLError(f"{_short(text)}: SCHEMA SOURCE applies to FOR PARQUET only")
+    catalog = catalog_type = None
+    if "catalog" in opts:
+        catalog = unquote(str(opts["catalog"].children[0]))
+        type_token = opts["catalog"].children[1]
+        catalog_type = None if type_token is None else unquote(str(type_token))
+    return {
+        "schema_source": unquote(str(opts["schema_source"].children[0])) if "schema_source" in opts else None,
+        "catalog": catalog,
+        "catalog_type": catalog_type,
+        "warehouse": unquote(str(opts["warehouse"].children[0])) if "warehouse" in opts else None,
+        "from_version": from_version,
+    }
+
+
+def _companion_indexing(text: str, opts: dict[str, Tree[Token]]) -> dict[str, Any]:
+    """How the companion indexes: columns, indexing modes, fast fields, the input size per split."""
+    modes = None
+    if "indexing_modes" in opts:
+        modes = {
+            unquote(str(m.children[0])): unquote(str(m.children[1]))  # type: ignore[union-attr]
+            for m in opts["indexing_modes"].children
+        }
+    fast = None
+    if "fastfields_mode" in opts:
+        fast = str(opts["fastfields_mode"].children[0]).lower()
+        if fast not in _FAST_FIELD_MODES:
+            raise IndexTablesSQLError(f"FASTFIELDS MODE {fast.upper()}: expected HYBRID, DISABLED or PARQUET_ONLY")
+        fast = fast.upper()
+    hashed: dict[str, list[str]] = {}
+    if "hashed_fastfields" in opts:
+        mode_token, *names = opts["hashed_fastfields"].children
+        if str(mode_token).upper() not in ("INCLUDE", "EXCLUDE"):
+            raise IndexTablesSQLError(f"{_short(text)}: HASHED FASTFIELDS takes INCLUDE or EXCLUDE, not {mode_token}")
+        hashed[str(mode_token).lower()] = [unquote(str(n)) for n in names]
+    size = None
+    if "target_input_size" in opts:
+        token = opts["target_input_size"].children[0]
+        size = (unquote(str(token)) if getattr(token, "type", None) == "STRING" else str(token)).replace(" ", "")
+    return {
+        "include_columns": _strings(opts, "include_columns"),
+        "exclude_columns": _strings(opts, "exclude_columns"),
+        "indexing_modes": modes,
+        "fast_field_mode": fast,
+        "target_input_size": size,
+        "hashed_fastfields_include": hashed.get("include"),
+        "hashed_fastfields_exclude": hashed.get("exclude"),
+    }

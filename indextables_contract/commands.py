@@ -39,6 +39,7 @@ class Command:
     NAME: ClassVar[str] = ""
     RESULT: ClassVar[str] = ""
     WRITE: ClassVar[bool] = False  # written to (``Merge``) instead of read from
+    TABLE: ClassVar[bool] = True  # names a table (False: runs on every node's caches, ``TABLELESS``)
 
     def __post_init__(self) -> None:
         for name, kind in _field_kinds(type(self)).items():
@@ -257,6 +258,7 @@ class DescribeCache(Command):
     """The split cache of the executors that run ``tasks`` tasks (no table)."""
 
     NAME: ClassVar[str] = "describe_cache"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = _CACHE_ROWS
     tasks: int = 1
 
@@ -266,6 +268,7 @@ class FlushCache(Command):
     """Empty the split caches of the executors that run ``tasks`` tasks (no table)."""
 
     NAME: ClassVar[str] = "flush_cache"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = _CACHE_ROWS
     tasks: int = 1
 
@@ -331,6 +334,7 @@ class InvalidateLogCache(Command):
     snapshot per table and the decoded Avro manifests): of ``table`` only, or all of them."""
 
     NAME: ClassVar[str] = "invalidate_log_cache"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = (
         "table_path string, result string, cache_hits_before long, cache_misses_before long, hit_rate_before string"
     )
@@ -344,6 +348,7 @@ class FlushSearcherCache(Command):
     ``tasks`` tasks land on (the split files on disk stay: FLUSH ... DISK CACHE empties those)."""
 
     NAME: ClassVar[str] = "flush_searcher_cache"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = "cache_type string, status string, cleared_entries long, message string"
     tasks: int = 1
 
@@ -424,6 +429,7 @@ class Profiler(Command):
     the nodes (IndexTables4Spark's ``ENABLE/DISABLE/DESCRIBE/RESET INDEXTABLES PROFILER [CACHE]``)."""
 
     NAME: ClassVar[str] = "profiler"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = "host string, directory string, role string, enabled boolean, counters string"
     action: str
     tasks: int = 1
@@ -440,43 +446,15 @@ class DataSkipping(Command):
     One row, the counts as JSON."""
 
     NAME: ClassVar[str] = "data_skipping"
+    TABLE: ClassVar[bool] = False
     RESULT: ClassVar[str] = "host string, directory string, counters string"
     action: str = "describe"
 
 
-COMMANDS: dict[str, type[Command]] = {
-    c.NAME: c
-    for c in (
-        History,
-        DescribeState,
-        Checkpoint,
-        Purge,
-        TruncateTimeTravel,
-        DropPartitions,
-        MergePlan,
-        Merge,
-        MergeResult,
-        MatchCounts,
-        ChangeResult,
-        Prewarm,
-        Aggregate,
-        GroupAggregate,
-        DescribeCache,
-        FlushCache,
-        DescribeLog,
-        ComponentSizes,
-        RepairLog,
-        InvalidateLogCache,
-        FlushSearcherCache,
-        CompanionPlan,
-        CompanionBuild,
-        CompanionResult,
-        Profiler,
-        DataSkipping,
-    )
-}
+# Every command class of this module, by its NAME: a new command is its class above.
+COMMANDS: dict[str, type[Command]] = {c.NAME: c for c in Command.__subclasses__() if c.__module__ == __name__}
 # commands that name no table
-TABLELESS = (DescribeCache, FlushCache, InvalidateLogCache, FlushSearcherCache, Profiler, DataSkipping)
+TABLELESS: tuple[type[Command], ...] = tuple(c for c in COMMANDS.values() if not c.TABLE)
 
 
 def merge_counters(into: dict[str, Any], deltas: Mapping[str, Any]) -> dict[str, Any]:

@@ -173,6 +173,7 @@ RUN_IN = {
         "# Client plugin: table API and SQL (Spark Connect or classic)",
     ): "tests/connect_plugin/test_table.py",
     ("docs/row-changes.md", "## The statements"): "tests/connect_plugin/test_row_changes.py",
+    ("docs/adding-a-command.md", "# Adding a SQL command"): "tests/connect_plugin/test_adding_a_command.py",
     # blocks in other languages
     ("docs/cli.md", "## Command line"): "tests/test_readme.py",
     (

@@ -6,8 +6,9 @@ cluster as an ordinary Spark job (visible in the Spark UI) and a Spark Connect c
 neither tantivy nor storage credentials. Each command has a fixed result schema.
 
 ``base`` holds the reader and the registry; one module per family registers its commands' plan
-and run functions (as delta-rs keeps one module per operation): adding a command touches its
-family module and the contract (``indextables_contract.commands``) only.
+and run functions (as delta-rs keeps one module per operation): on this side a new command is its
+handler and ``register`` call in its family module, beside its class in the contract
+(``indextables_contract.commands``) and its grammar rule (docs/adding-a-command.md).
 """
 
 from __future__ import annotations

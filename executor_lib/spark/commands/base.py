@@ -12,7 +12,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceReader, InputPartition
@@ -61,13 +61,18 @@ REGISTRY: dict[type[C.Command], Handler] = {}
 WRITERS: dict[type[C.Command], Callable[[Mapping[str, str]], DataSourceArrowWriter]] = {}
 
 
+CommandT = TypeVar("CommandT", bound=C.Command)
+
+
 def register(
-    cls: type[C.Command],
-    run: Callable[[CommandReader, Any, Any], Rows],
-    plan: Callable[[CommandReader, Any], list[Any]] | None = None,
+    cls: type[CommandT],
+    run: Callable[[CommandReader, CommandT, Any], Rows],
+    plan: Callable[[CommandReader, CommandT], list[Any]] | None = None,
     at_analysis: Callable[[CommandReader], list[tuple[Any, ...]] | None] | None = None,
 ) -> None:
-    """Make ``cls`` (a read command of the contract) runnable.
+    """Make ``cls`` (a read command of the contract) runnable: ``run(reader, command, payload)``
+    yields a task's rows, ``plan(reader, command)`` lists the tasks' payloads. Both are checked
+    against ``cls`` by mypy (a handler of another command's fields does not type-check).
 
     Example:
         >>> register(C.History, lambda reader, cmd, payload: iter(()))  # doctest: +SKIP
