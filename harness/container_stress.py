@@ -36,7 +36,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from harness.stress import StressConfig, StressResult, _process, check, ensure_tables
+from harness.stress import StressConfig, StressResult, check, ensure_tables, run_role
 
 EXCHANGE = "/exchange"  # where DockerCluster mounts run_dir/exchange in every node container
 PLACEMENT = {
@@ -89,7 +89,7 @@ def node_main(config: str, role: str, arg: int, name: str) -> None:
     """Run one stress role with the config the orchestrator wrote (in a node container)."""
     exchange = Path(config).parent
     cfg = StressConfig(**json.loads(Path(config).read_text()))
-    _process(role, cfg, FileBarrier(exchange, name), FileEvent(exchange / "stop"), str(exchange / f"{name}.json"), arg)
+    run_role(role, cfg, FileBarrier(exchange, name), FileEvent(exchange / "stop"), str(exchange / f"{name}.json"), arg)
 
 
 # --- on the host ------------------------------------------------------------------------------

@@ -134,10 +134,10 @@ def _upload(log: Any, tag: str, rows: int, splits: int) -> list[Any]:
     return [write_and_upload(log.store, _rows(tag, rows), mapping) for _ in range(splits)]
 
 
-def _process(role: str, cfg: StressConfig, barrier: Any, stop: Any, out: str, arg: int) -> None:
-    """Entry point of every stress process; writes its report as JSON to ``out`` — after every
-    acknowledged commit and phase change too (``_flush``), so a process killed from outside
-    leaves what it was told and what it was doing. ``done`` is set at the end."""
+def run_role(role: str, cfg: StressConfig, barrier: Any, stop: Any, out: str, arg: int) -> None:
+    """Entry point of every stress process (one ``role``: writer, merger, checkpointer ...); writes its
+    report as JSON to ``out`` — after every acknowledged commit and phase change too (``_flush``), so a
+    process killed from outside leaves what it was told and what it was doing. ``done`` is set at the end."""
     report: dict[str, Any] = {"role": role, "out": out, "acks": [], "errors": [], "conflicts": 0, "attempted": 0}
     log = faults = None
     try:
@@ -345,7 +345,7 @@ def _run_processes(cfg: StressConfig, roles: list[tuple[str, int]], work_dir: Pa
     barrier, stop = ctx.Barrier(len(roles)), ctx.Event()
     outs = [work_dir / f"{role}-{i}-{n}.json" for n, (role, i) in enumerate(roles)]
     procs = [
-        ctx.Process(target=_process, args=(role, cfg, barrier, stop, str(out), i))
+        ctx.Process(target=run_role, args=(role, cfg, barrier, stop, str(out), i))
         for (role, i), out in zip(roles, outs, strict=True)
     ]
     for p in procs:

@@ -67,6 +67,16 @@ class _ActionBase:
             )
         return codec
 
+    @classmethod
+    def json_fields(cls) -> tuple[tuple[str, str], ...]:
+        """(JSON key, attribute) of each field of this action, in field order (``extra`` left out).
+
+        Example:
+            >>> ("numRecords", "num_records") in AddAction.json_fields()
+            True
+        """
+        return tuple((key, attr) for key, attr, _ in cls._codec().lookups)
+
     def to_json_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for spec in self._codec().fields:

@@ -215,8 +215,10 @@ class FileChunk:
         schema), without building an ``AddAction`` per record (the cold-load hot path); keys in
         ``ignore`` are dropped, other unknown keys kept as each row's ``extra``. CorruptLogError if a
         required field is null."""
-        lookups = [(k, attr) for k, attr, _ in AddAction._codec().lookups if k in keys]
-        unknown = [k for k in keys if k not in AddAction._codec().keys and k not in ignore]
+        fields = AddAction.json_fields()
+        lookups = [(k, attr) for k, attr in fields if k in keys]
+        known = {k for k, _ in fields}
+        unknown = [k for k in keys if k not in known and k not in ignore]
         wanted = [k for k, _ in lookups] + unknown
         if not records or not wanted:
             return cls._from_columns({}, len(records), lambda: ())

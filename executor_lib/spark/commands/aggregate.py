@@ -71,7 +71,7 @@ class SplitScan:
 
 def plan_aggregate(r: CommandReader, cmd: C.Aggregate) -> list[Any]:
     """A task per split (with its doc mapping); a query that does not parse fails here, before any task."""
-    snapshot = r._log().snapshot()
+    snapshot = r.table_log().snapshot()
     if cmd.filter is not None:
         where = F.from_text(cmd.filter, "option filter")
         schema = snapshot.arrow_schema()
@@ -96,7 +96,7 @@ def run_aggregate(r: CommandReader, cmd: C.Aggregate, payload: Any) -> Iterator[
     cache = node_split_cache(r.options)
     where = F.from_text(cmd.filter, "option filter") if cmd.filter is not None else None
     where = O.with_fuzzy_setting(where, r.options)
-    snapshot = r._log().snapshot()
+    snapshot = r.table_log().snapshot()
     snapshot_schema = snapshot.arrow_schema()
     root = parquet_table_root(snapshot.metadata.configuration, r.options)
     with profiled_task(cache.directory):

@@ -151,19 +151,27 @@ class CommandReader(DataSourceReader):
             if not self.path:
                 raise ConfigError(f"command {self.name}: no table path")
             if not isinstance(self.command, (C.GroupAggregate, C.CompanionPlan)):  # (a companion may not exist yet)
-                self._log().latest_version()  # TableNotFoundError before any task runs
+                self.table_log().latest_version()  # TableNotFoundError before any task runs
         # What a group aggregate's planning hands its tasks (``aggregate.plan_group_aggregate``).
         self.table_schema = ""
         self.companion_root: str | None = None
         self.partition_columns: list[str] = []
         self.plan: list[Any] = self._plan()
 
-    def _log(self) -> Any:
+    def table_log(self) -> Any:
+        """The transaction log of the command's table, opened with the command's storage options."""
         from executor_lib.log.tables import open_log
 
         return open_log(self.path, **O.storage_and_log_options(self.options))
 
-    def _where(self, snapshot: Snapshot) -> F.Filter | None:
+    def partition_filter(self, snapshot: Snapshot) -> F.Filter | None:
+        """The command's WHERE (its ``filter`` argument) checked against ``snapshot``'s partition columns
+        (None: no WHERE).
+
+        Raises:
+            ConfigError: the WHERE uses an index operator, or (DROP PARTITIONS, MERGE SPLITS) names a column
+                that is not a partition column.
+        """
         text = getattr(self.command, "filter", None)
         if text is None:
             return None

@@ -113,15 +113,15 @@ def _component_of(member: str) -> tuple[str, str]:
 
 def plan_prewarm(r: CommandReader, cmd: C.Prewarm) -> list[Any]:
     """A task per split whose partition the WHERE selects."""
-    snapshot = r._log().snapshot()
-    files = matching_files(snapshot, r._where(snapshot))
+    snapshot = r.table_log().snapshot()
+    files = matching_files(snapshot, r.partition_filter(snapshot))
     return [[f] for f in sorted(files, key=lambda a: a.path)]
 
 
 def plan_component_sizes(r: CommandReader, cmd: C.ComponentSizes) -> list[Any]:
     """A task per 16 splits whose partition the WHERE selects."""
-    snapshot = r._log().snapshot()
-    files = sorted(matching_files(snapshot, r._where(snapshot)), key=lambda a: a.path)
+    snapshot = r.table_log().snapshot()
+    files = sorted(matching_files(snapshot, r.partition_filter(snapshot)), key=lambda a: a.path)
     return [files[i : i + 16] for i in range(0, len(files), 16)]
 
 

@@ -28,7 +28,7 @@ from indextables_contract.errors import ConfigError
 
 
 def run_history(r: CommandReader, cmd: C.History, _: Any) -> Iterator[tuple[Any, ...]]:
-    for e in r._log().history(cmd.limit):
+    for e in r.table_log().history(cmd.limit):
         ts = None if e.timestamp_ms is None else utc(e.timestamp_ms)
         yield (
             e.version,
@@ -45,13 +45,13 @@ def run_history(r: CommandReader, cmd: C.History, _: Any) -> Iterator[tuple[Any,
 def run_describe_state(r: CommandReader, cmd: C.DescribeState, _: Any) -> Iterator[tuple[Any, ...]]:
     from executor_lib.log.maintenance.describe import describe_json
 
-    doc = describe_json(r._log().snapshot(), files=False)
+    doc = describe_json(r.table_log().snapshot(), files=False)
     for key, value in doc.items():
         yield key, value if isinstance(value, str) else json.dumps(value)
 
 
 def run_checkpoint(r: CommandReader, cmd: C.Checkpoint, _: Any) -> Iterator[tuple[Any, ...]]:
-    txlog = r._log()
+    txlog = r.table_log()
     info = txlog.checkpoint()
     yield (
         info.version,
@@ -65,7 +65,7 @@ def run_truncate_time_travel(r: CommandReader, cmd: C.TruncateTimeTravel, _: Any
     from executor_lib.log.maintenance.cleanup import cleanup_log
 
     dry = cmd.dry_run
-    txlog = r._log()
+    txlog = r.table_log()
     if not dry:
         txlog.checkpoint()
     config = dataclasses.replace(
@@ -86,7 +86,7 @@ def run_describe_log(r: CommandReader, cmd: C.DescribeLog, _: Any) -> Iterator[t
     from executor_lib.protocol.files import LOG_DIR, version_file
     from indextables_contract.errors import ObjectNotFoundError, VersionNotFoundError
 
-    txlog = r._log()
+    txlog = r.table_log()
     latest = txlog.latest_version()
     start = 0
     if not cmd.include_all:
@@ -117,7 +117,7 @@ def run_repair_log(r: CommandReader, cmd: C.RepairLog, _: Any) -> Iterator[tuple
     from executor_lib.protocol.files import LOG_DIR, encode_log_bytes, version_file
     from executor_lib.storage import open_store
 
-    txlog = r._log()
+    txlog = r.table_log()
     source = txlog.store.uri_of(LOG_DIR)
     snapshot = txlog.snapshot()
     target_parent, _, target_dir = cmd.target.rstrip("/").rpartition("/")

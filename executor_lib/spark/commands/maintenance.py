@@ -26,15 +26,15 @@ def run_purge(r: CommandReader, cmd: C.Purge, _: Any) -> Iterator[tuple[Any, ...
     hours = cmd.retention_hours
     if hours is None:  # PURGE without OLDER THAN: the session's default (IndexTables4Spark's name)
         hours = S.PURGE_DEFAULT_RETENTION_HOURS.get(r.options)
-    report = purge_table(r._log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
+    report = purge_table(r.table_log(), hours, cmd.tx_log_retention_hours, dry_run=dry)
     for kind, key, size in report.rows():
         yield kind, key, size, dry
 
 
 def run_drop_partitions(r: CommandReader, cmd: C.DropPartitions, _: Any) -> Iterator[tuple[Any, ...]]:
-    txlog = r._log()
+    txlog = r.table_log()
     snapshot = txlog.snapshot()
-    where = r._where(snapshot)
+    where = r.partition_filter(snapshot)
     if where is None:  # (the filter argument is required: only a tree of nothing gets here)
         raise ConfigError(f"drop_partitions {r.path}: a WHERE predicate on partition columns is required")
     doomed = matching_files(snapshot, where)

@@ -87,8 +87,8 @@ class MergeTask(NamedTuple):
 def plan_merge(r: CommandReader, cmd: C.MergePlan) -> list[MergeTask]:
     from executor_lib.splits.write.merge_plan import DEFAULT_TARGET_BYTES
 
-    snapshot = r._log().snapshot()
-    where = r._where(snapshot)
+    snapshot = r.table_log().snapshot()
+    where = r.partition_filter(snapshot)
     target = DEFAULT_TARGET_BYTES
     if cmd.target_size is not None:
         target = O.parse_size(C.option_key("target_size"), cmd.target_size)
@@ -216,7 +216,7 @@ def _partition_groups(
     r: CommandReader, task: MergeTask, max_sources: int, min_splits: int
 ) -> dict[str, tuple[int, int, Any]]:
     """``task``'s partition planned at its version: (number of sources, bytes, paths) by first source."""
-    snapshot = r._log().snapshot(version=task.version)  # the process's shared one when at the version
+    snapshot = r.table_log().snapshot(version=task.version)  # the process's shared one when at the version
     keep = _in_partition(snapshot, task.partition_values)
     if task.sort_key is None:
         planned = _plan_columns(snapshot, keep, task.target, min_splits, None, max_sources)
@@ -228,7 +228,7 @@ def _partition_groups(
 
 
 def run_merge_result(r: CommandReader, cmd: C.MergeResult, _: Any) -> Iterator[tuple[Any, ...]]:
-    txlog = r._log()
+    txlog = r.table_log()
     found = commit_with(txlog, MERGE_ID_PARAMETER, cmd.merge_id)
     if found is None:
         return

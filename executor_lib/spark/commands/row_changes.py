@@ -39,7 +39,7 @@ class CountTask:
 def plan_match_counts(r: CommandReader, cmd: C.MatchCounts) -> list[CountTask]:
     """The candidate splits of ``cmd.filter`` at the latest version, in one wave of tasks: the table
     checked rewritable and the filter checked against it first, before any task."""
-    snapshot = r._log().snapshot()
+    snapshot = r.table_log().snapshot()
     check_rewritable(snapshot, r.path)
     schema = snapshot.arrow_schema()
     where = typed_filter(F.from_text(cmd.filter, "option filter"), schema, r.time_zone)
@@ -98,7 +98,7 @@ def run_match_counts(r: CommandReader, cmd: C.MatchCounts, task: CountTask) -> I
 
     store = open_store(r.path, **O.storage_and_log_options(r.options))
     cache = node_split_cache(r.options)
-    snapshot = r._log().snapshot(version=task.version)
+    snapshot = r.table_log().snapshot(version=task.version)
     schema = snapshot.arrow_schema()
     where = O.with_fuzzy_setting(typed_filter(F.from_text(cmd.filter, "option filter"), schema, r.time_zone), r.options)
     assert where is not None
@@ -117,7 +117,7 @@ def run_match_counts(r: CommandReader, cmd: C.MatchCounts, task: CountTask) -> I
 
 def run_change_result(r: CommandReader, cmd: C.ChangeResult, _: Any) -> Iterator[tuple[Any, ...]]:
     """The version the change ``cmd.change_id`` committed, found among the last 200 versions."""
-    found = commit_with(r._log(), RC.CHANGE_ID_PARAMETER, cmd.change_id)
+    found = commit_with(r.table_log(), RC.CHANGE_ID_PARAMETER, cmd.change_id)
     if found is None:
         return
     v, info = found
