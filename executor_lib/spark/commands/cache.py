@@ -8,7 +8,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from executor_lib import profiler
 from executor_lib.spark import options as O
@@ -23,9 +23,6 @@ from executor_lib.spark.common import (
     profiled_task,
 )
 from indextables_contract import commands as C
-
-if TYPE_CHECKING:
-    pass
 
 
 def run_prewarm(r: CommandReader, cmd: C.Prewarm, payload: Any) -> Iterator[tuple[Any, ...]]:
