@@ -103,13 +103,15 @@ def _search_table(
         opened = {i: searcher_of(a) for i, a in enumerate(adds)}
         stats = table_score_stats(list(opened.values()), query)
         found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        best = np.zeros(0, np.float32)  # the table's best ``limit`` scores so far
+        k = limit if limit is not None and limit > 0 else 0  # a floor only where a limit cuts the ranking
+        best = np.zeros(0, np.float32)  # the table's best ``k`` scores so far
         for i, add in enumerate(adds):
-            floor = float(best.min()) if limit is not None and 0 < limit <= len(best) else None
+            floor = float(best.min()) if k and len(best) >= k else None
             with damage_of_split(cache, store, add.path):  # (a later split needs no hit at or below it)
                 ids, scores = opened[i].scored(query, limit, stats, floor)
             found[i] = (as_numpy(ids).astype(np.int64), scores)
-            best = best_scores(best, scores, limit)
+            if k:
+                best = best_scores(best, scores, k)
         winners = best_of(found, limit)  # rows are read for the best ``limit`` of the table only
 
     def rows_of(i: int, add: AddAction, remaining: int | None) -> pa.Table:
