@@ -234,10 +234,6 @@ def is_indextables_statement(text: str) -> bool:
     return bool(COMMAND_START.match(code) or INDEX_OPERATOR_USE.search(code))
 
 
-def _children(tree: Any, rule: str) -> list[Any]:
-    return [c for c in tree.children if hasattr(c, "data") and c.data == rule]
-
-
 def _run(spark: SparkSession, tree: Any, text: str, options: dict[str, Any]) -> DataFrame:
     """Run a parsed statement: a SELECT or BUILD COMPANION planned here, any other built into a
     statement (``connect_plugin.statements``) and run by its runner below, or by ``IndexTable``."""
@@ -629,11 +625,3 @@ def _order_keys(text: str | None, outputs: list[OutputColumn], expressions: list
         nulls = None if m.group(3) is None else m.group(3).lower() == "first"
         keys.append(OrderKey(index, descending, nulls))
     return tuple(keys)
-
-
-def _children_any(tree: Any) -> list[Any]:
-    return [c for c in tree.children if hasattr(c, "data")]
-
-
-def _short(text: str) -> str:
-    return repr(" ".join(text.split())[:80])
