@@ -46,6 +46,7 @@ from executor_lib.log.commit.commit_point import (
     head_after,
     head_of,
     is_ghost_beside,
+    reused_deleted_version,
     try_write,
 )
 from executor_lib.log.commit.conflicts import CommitIntent, check_conflicts
@@ -58,7 +59,7 @@ from executor_lib.log.config import LogConfig
 from executor_lib.log.files.pruning import FileListing, file_listing
 from executor_lib.log.maintenance import checkpointing
 from executor_lib.log.maintenance.checkpointing import uses_avro_state, write_state_hint
-from executor_lib.log.maintenance.cleanup import CleanupReport
+from executor_lib.log.maintenance.cleanup import CleanupReport, version_file_min_age_hours
 from executor_lib.log.maintenance.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader
 from executor_lib.log.state import checkpoint as checkpoints
@@ -134,6 +135,7 @@ class TransactionLog:
         self._shared = shared_snapshots
         self._loader = SnapshotLoader(store, self.config)
         self._head: Head | None = None
+        self._head_listed_at = 0.0  # time.monotonic() of the listing the head was read from
         self._snapshot: Snapshot | None = None
         # Counters since this object was made: commits landed, races lost to other writers,
         # writes whose outcome was an error (each retried). Read by stress tests and benchmarks.
@@ -370,6 +372,17 @@ class TransactionLog:
         outcome, error = try_write(self.store, version, body, info.txn_id)
         if outcome is not CommitOutcome.COMMITTED:
             return outcome, error, attempt
+        if self._stalled_since_listing() and reused_deleted_version(
+            self.store, version, final, self.config.state_read_parallelism
+        ):
+            log.warning(
+                "%s: version %d was committed and deleted by log retention while this commit stalled between "
+                "listing the log and writing; withdrawing this commit's version file, which no reader would see",
+                self.uri,
+                version,
+            )
+            self.store.delete(f"{LOG_DIR}/{version_file(version)}")
+            return CommitOutcome.LOST, None, attempt
         if self._uses_avro_state(next((a for a in final if isinstance(a, ProtocolAction)), head.protocol)):
             state, ghost = self._state_of_version_file(version, final, info)
             if ghost:
@@ -549,8 +562,15 @@ class TransactionLog:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
         time.sleep(random.uniform(cap / 4, cap) / 1000.0)
 
+    def _stalled_since_listing(self) -> bool:
+        """Whether half the version files' minimum age passed since the head was listed: enough, with
+        a skewed clock, for a version committed after that listing to be deleted by now."""
+        limit_s = version_file_min_age_hours(self.config) * 3600 / 2
+        return time.monotonic() - self._head_listed_at >= limit_s
+
     def _refresh_head(self) -> Head:
         """Latest version, protocol and metadata, reading only version files newer than known."""
+        self._head_listed_at = time.monotonic()
         head = self._head
         if head is not None:
             listing = list_log(self.store, head.version)

@@ -1,7 +1,8 @@
 """A version's commit point, written and recognised: the put-if-absent of a version file, read back
 after an ambiguous outcome (``try_write``); whether an earlier attempt of a commit holds a version
 (``attempt_landed``); whether a version file of ours is a ghost beside a state another implementation
-committed at its number (``is_ghost_beside``); the version file that closes a checkpoint another
+committed at its number (``is_ghost_beside``), or took the number of a version that log retention
+deleted while its writer stalled (``reused_deleted_version``); the version file that closes a checkpoint another
 implementation wrote past the log (``close_checkpoint_ahead``); and the head a writer tracks between
 commits (``Head``, ``head_of``, ``head_after``).
 
@@ -28,7 +29,7 @@ from executor_lib.log.state.foreign_states import (
     is_checkpoint_ahead,
     is_checkpoint_past_the_log,
 )
-from executor_lib.log.state.version_files import read_version_actions
+from executor_lib.log.state.version_files import list_log, read_version_actions
 from executor_lib.protocol.actions import (
     ENGINE,
     Action,
@@ -138,6 +139,43 @@ def is_ghost_beside(store: ObjectStore, state: StateManifest, final: list[Action
     if not any(isinstance(a, (AddAction, RemoveAction)) for a in final):
         return True
     return not holds_version(store, state, final, parallelism)
+
+
+def reused_deleted_version(store: ObjectStore, version: int, final: list[Action], parallelism: int) -> bool:
+    """Whether our version file at ``version``, just written by a writer that stalled between listing
+    the log and writing, took the number of a version committed and then deleted by log retention in
+    between (put-if-absent cannot see a deleted file). Such a file lies beneath a newer state, so no
+    reader sees it: the commit must not be acknowledged. Only a stall of the version files' minimum
+    age (``cleanup.version_file_min_age_hours``) allows it; a writer checks after half of it.
+
+    * The version file before ours is still there: not reused. Cleanups delete version files oldest
+      first (``cleanup``), and version ``version - 1`` is older than any commit at ``version``.
+    * A version file after ours that is older than ours (one clock, the store's): reused. A commit
+      after ours is written after its writer saw ours.
+    * Otherwise, the oldest state at or after ``version`` decides (one this project or 0.5.x
+      committed, not a checkpoint 0.5.3 wrote past the log): written after ours, it holds our adds and
+      removes. Not holding them, it was built on the deleted version. (Or a commit right after ours
+      removed our new files, whose version file then aged out before this check: a stall after the
+      write as long as the minimum age, and the commit is then refused when it could have stood.)
+    * No such state: not reused (retention deletes only version files a state or checkpoint covers).
+
+    A commit that adds and removes nothing is taken as not reused.
+
+    >>> # reused_deleted_version(store, 40, final, 4)  -> True: withdraw the file, the race is lost
+    """
+    if version > 1 and has_version_file(store, version - 1):
+        return False
+    listing = list_log(store, version - 1)
+    ours = listing.versions.get(version)
+    if ours is not None and any(v > version and modified < ours for v, modified in listing.versions.items()):
+        return True
+    has_file = functools.cache(functools.partial(has_version_file, store))
+    for base in sorted(v for v in listing.states if v >= version):
+        manifest = read_state_manifest(store, base)
+        if manifest is None or is_checkpoint_past_the_log(manifest, has_file):
+            continue
+        return not holds_version(store, manifest, final, parallelism)
+    return False
 
 
 def close_checkpoint_ahead(

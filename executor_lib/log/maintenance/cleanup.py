@@ -117,14 +117,24 @@ def _delete_states(store: ObjectStore, versions: list[int], report: CleanupRepor
         report.deleted_states.append(v)
 
 
-def _version_file_horizon(config: LogConfig, now_ms: int, min_age_hours: float | None = None) -> int:
-    """Version files modified before this may go: older than ``purge.txLogRetentionHours`` and never
-    younger than ``min_age_hours`` (default ``state.gc.minManifestAgeHours``). A writer lists the
+def version_file_min_age_hours(config: LogConfig, min_age_hours: float | None = None) -> float:
+    """How old a version file must be before a cleanup deletes it: ``purge.txLogRetentionHours``, and
+    never less than ``min_age_hours`` (default ``state.gc.minManifestAgeHours``). A writer lists the
     log, then writes version latest+1 with put-if-absent, which cannot see a *deleted* file: had
     version latest+1 been committed and deleted in between, it would be written a second time.
-    The minimum age makes that need a writer stalled that long between its listing and its write."""
+    The minimum age makes that need a writer stalled that long between its listing and its write
+    (and a writer stalled half as long checks its version: ``commit_point.reused_deleted_version``).
+
+    >>> version_file_min_age_hours(LogConfig())
+    720.0
+    """
     floor = config.gc_min_manifest_age_hours if min_age_hours is None else min_age_hours
-    return now_ms - int(max(config.tx_log_retention_hours, floor) * _HOUR_MS)
+    return float(max(config.tx_log_retention_hours, floor))
+
+
+def _version_file_horizon(config: LogConfig, now_ms: int, min_age_hours: float | None = None) -> int:
+    """Version files modified before this may go (``version_file_min_age_hours``)."""
+    return now_ms - int(version_file_min_age_hours(config, min_age_hours) * _HOUR_MS)
 
 
 def _expired_version_files(versions: dict[int, int], newest_base: int, horizon_ms: int) -> list[str]:
