@@ -164,7 +164,9 @@ def test_parallel_appends_with_cleanup_after_every_checkpoint(
     reads. A commit whose winners' version files are gone cannot check conflicts and is refused
     (and run again here), but no version is acknowledged twice and no acknowledged file is ever
     missing from the latest snapshot. (With no minimum age at all, a writer that listed the log
-    just before a cleanup could write a deleted version number again: this test caught that.)"""
+    just before a cleanup could write a deleted version number again: this test caught that. With
+    2 s, a writer stalled that long on a loaded machine still could, on Azurite in CI: a stalled
+    writer now checks its number, ``tests/log/commit/test_stalled_writer.py``.)"""
     uri, storage = _race_table(backend, tmp_path, request)
     retention = {
         "spark.indextables.checkpoint.interval": "3",
