@@ -59,7 +59,11 @@ from executor_lib.log.config import LogConfig
 from executor_lib.log.files.pruning import FileListing, file_listing
 from executor_lib.log.maintenance import checkpointing
 from executor_lib.log.maintenance.checkpointing import uses_avro_state, write_state_hint
-from executor_lib.log.maintenance.cleanup import CleanupReport, version_file_min_age_hours
+from executor_lib.log.maintenance.cleanup import (
+    CleanupReport,
+    commit_state_min_age_hours,
+    version_file_min_age_hours,
+)
 from executor_lib.log.maintenance.history import HistoryEntry, commit_info_of, read_history
 from executor_lib.log.snapshot import Snapshot, SnapshotLoader
 from executor_lib.log.state import checkpoint as checkpoints
@@ -372,7 +376,7 @@ class TransactionLog:
         outcome, error = try_write(self.store, version, body, info.txn_id)
         if outcome is not CommitOutcome.COMMITTED:
             return outcome, error, attempt
-        if self._stalled_since_listing() and reused_deleted_version(
+        if self._stalled_since_listing(version_file_min_age_hours(self.config)) and reused_deleted_version(
             self.store, version, final, self.config.state_read_parallelism
         ):
             log.warning(
@@ -448,9 +452,30 @@ class TransactionLog:
             landed = attempt_landed(self.store, version, attempt)
             return (CommitOutcome.COMMITTED if landed else CommitOutcome.NOT_WRITTEN), e, attempt
         if won:
+            if self._stalled_since_listing(commit_state_min_age_hours(self.config)) and reused_deleted_version(
+                self.store, version, final, self.config.state_read_parallelism, by_state=True
+            ):
+                log.warning(
+                    "%s: state version %d was committed and deleted by state retention while this commit stalled "
+                    "between listing the log and writing; withdrawing this commit's state, which no reader would see",
+                    self.uri,
+                    version,
+                )
+                self._withdraw_state(version)
+                return CommitOutcome.LOST, None, attempt
             return CommitOutcome.COMMITTED, None, attempt
         landed = attempt_landed(self.store, version, attempt)
         return (CommitOutcome.COMMITTED if landed else CommitOutcome.LOST), None, attempt
+
+    def _withdraw_state(self, version: int) -> None:
+        """Delete the state directory of a state commit that must not stand (its manifests under
+        ``manifests/``, referenced by no retained state, are left to the next cleanup)."""
+        prefix = f"{LOG_DIR}/{state_dir(version)}/"
+        manifest_key = f"{prefix}{STATE_MANIFEST_NAMES['avro']}"
+        self.store.delete(manifest_key)  # the commit point first: no reader finds a state half gone
+        for obj in self.store.list(prefix):
+            self.store.delete(obj.key)
+        self.store.remove_empty_dir(prefix)
 
     def _build_state_commit(
         self, version: int, final: list[Action], head: Head
@@ -562,11 +587,11 @@ class TransactionLog:
         cap = min(self.config.retry_max_delay_ms, self.config.retry_base_delay_ms * (2 ** (attempt - 1)))
         time.sleep(random.uniform(cap / 4, cap) / 1000.0)
 
-    def _stalled_since_listing(self) -> bool:
-        """Whether half the version files' minimum age passed since the head was listed: enough, with
-        a skewed clock, for a version committed after that listing to be deleted by now."""
-        limit_s = version_file_min_age_hours(self.config) * 3600 / 2
-        return time.monotonic() - self._head_listed_at >= limit_s
+    def _stalled_since_listing(self, min_age_hours: float) -> bool:
+        """Whether half ``min_age_hours`` (how old the commit points of versions must be before a
+        cleanup deletes them) passed since the head was listed: enough, with a skewed clock, for a
+        version committed after that listing to be deleted by now."""
+        return time.monotonic() - self._head_listed_at >= min_age_hours * 3600 / 2
 
     def _refresh_head(self) -> Head:
         """Latest version, protocol and metadata, reading only version files newer than known."""

@@ -141,15 +141,23 @@ def is_ghost_beside(store: ObjectStore, state: StateManifest, final: list[Action
     return not holds_version(store, state, final, parallelism)
 
 
-def reused_deleted_version(store: ObjectStore, version: int, final: list[Action], parallelism: int) -> bool:
+def reused_deleted_version(
+    store: ObjectStore, version: int, final: list[Action], parallelism: int, by_state: bool = False
+) -> bool:
     """Whether our version file at ``version``, just written by a writer that stalled between listing
     the log and writing, took the number of a version committed and then deleted by log retention in
     between (put-if-absent cannot see a deleted file). Such a file lies beneath a newer state, so no
     reader sees it: the commit must not be acknowledged. Only a stall of the version files' minimum
     age (``cleanup.version_file_min_age_hours``) allows it; a writer checks after half of it.
 
-    * The version file before ours is still there: not reused. Cleanups delete version files oldest
-      first (``cleanup``), and version ``version - 1`` is older than any commit at ``version``.
+    ``by_state``: our commit point is the state ``state-v<version>/_manifest.avro`` (a table
+    IndexTables4Spark 0.5.x commits by state), whose number state retention may have freed
+    (``cleanup.commit_state_min_age_hours``); the same rules hold with the previous version's state
+    beside its file, and only states after ours decide.
+
+    * The version file before ours is still there (by state: or its state): not reused. Cleanups
+      delete version files and states oldest first (``cleanup``), and version ``version - 1`` is older
+      than any commit at ``version``.
     * A version file after ours that is older than ours (one clock, the store's): reused. A commit
       after ours is written after its writer saw ours.
     * Otherwise, the oldest state at or after ``version`` decides (one this project or 0.5.x
@@ -165,12 +173,15 @@ def reused_deleted_version(store: ObjectStore, version: int, final: list[Action]
     """
     if version > 1 and has_version_file(store, version - 1):
         return False
+    if by_state and version > 1 and read_state_manifest(store, version - 1) is not None:
+        return False
     listing = list_log(store, version - 1)
     ours = listing.versions.get(version)
     if ours is not None and any(v > version and modified < ours for v, modified in listing.versions.items()):
         return True
     has_file = functools.cache(functools.partial(has_version_file, store))
-    for base in sorted(v for v in listing.states if v >= version):
+    first = version + 1 if by_state else version  # by state, the state at ``version`` is ours
+    for base in sorted(v for v in listing.states if v >= first):
         manifest = read_state_manifest(store, base)
         if manifest is None or is_checkpoint_past_the_log(manifest, has_file):
             continue

@@ -4,7 +4,10 @@ Rules (nothing a retained state, checkpoint or the latest version needs is ever 
 
 * **States.** The newest ``state.retention.versions`` (2) state directories are kept, and
   every state younger than ``state.retention.hours`` (168). Older state directories are
-  deleted.
+  deleted. A state that is its version's commit point (IndexTables4Spark 0.5.x commits by
+  state, and so do our writers on its tables) is also never deleted younger than
+  ``state.gc.minManifestAgeHours``, for the reason version files are not (below;
+  ``commit_state_min_age_hours``).
 * **Manifests.** A manifest under ``manifests/`` is deleted only when no retained state
   references it *and* it is older than ``state.gc.minManifestAgeHours`` (1): a writer
   may have just written a manifest whose state manifest is not visible yet.
@@ -27,6 +30,7 @@ directories only, its work bounded by what expired since the last run.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from executor_lib.log.config import LogConfig
@@ -68,18 +72,39 @@ def _retained_states(
     store: ObjectStore, states: list[int], config: LogConfig, now_ms: int
 ) -> tuple[dict[int, StateManifest], list[int]]:
     """Retained ``{version: manifest}`` and the versions of state directories to delete."""
-    horizon = now_ms - int(config.state_retention_hours * _HOUR_MS)
+    expired = _state_expiry(config, now_ms)
     retained: dict[int, StateManifest] = {}
     doomed: list[int] = []
     for v in sorted(states, reverse=True):
         manifest = read_state_manifest(store, v)
         if manifest is None:  # unfinished write: whatever was listed in it is referenced by nothing
             doomed.append(v)
-        elif len(retained) < config.state_retention_versions or manifest.created_at >= horizon:
+        elif len(retained) < config.state_retention_versions or not expired(manifest):
             retained[v] = manifest
         else:
             doomed.append(v)
     return retained, doomed
+
+
+def commit_state_min_age_hours(config: LogConfig) -> float:
+    """How old a state that committed its version (``StateManifest.commit_point``) must be before a
+    cleanup deletes it: ``state.retention.hours``, and never less than ``state.gc.minManifestAgeHours``.
+    Such a state is the version's only record, so it is what a writer's put-if-absent of
+    ``state-v<N>/_manifest.avro`` would find; deleted, a writer that listed the log before it was
+    committed could commit its number again (a writer stalled half as long checks:
+    ``commit_point.reused_deleted_version``), as with version files (``version_file_min_age_hours``).
+
+    >>> commit_state_min_age_hours(LogConfig())
+    168.0
+    """
+    return float(max(config.state_retention_hours, config.gc_min_manifest_age_hours))
+
+
+def _state_expiry(config: LogConfig, now_ms: int) -> Callable[[StateManifest], bool]:
+    """Whether a state is past retention (``state.retention.hours``; a commit point's floor as above)."""
+    horizon = now_ms - int(config.state_retention_hours * _HOUR_MS)
+    commit_horizon = now_ms - int(commit_state_min_age_hours(config) * _HOUR_MS)
+    return lambda m: m.created_at < (commit_horizon if m.commit_point else horizon)
 
 
 def _expired_states_oldest_first(
@@ -91,12 +116,12 @@ def _expired_states_oldest_first(
     States are written in version order, so a later state is younger: the scan stops at the
     first state kept. (A state written late, out of order, only delays the next ones' turn.)
     """
-    horizon = now_ms - int(config.state_retention_hours * _HOUR_MS)
+    expired = _state_expiry(config, now_ms)
     below = sorted(v for v in states if v < kept_version)
     doomed: list[int] = []
     for v in below[: max(len(below) - (config.state_retention_versions - 1), 0)]:
         manifest = read_state_manifest(store, v)
-        if manifest is not None and manifest.created_at >= horizon:
+        if manifest is not None and not expired(manifest):
             break
         doomed.append(v)
     return doomed

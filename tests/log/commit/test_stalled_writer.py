@@ -10,6 +10,7 @@ file's time tells the reused number; Azurite lists times to the second, so there
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +22,8 @@ import pytest
 import executor_lib
 from executor_lib.log.config import LogConfig
 from executor_lib.log.transaction_log import TransactionLog
-from executor_lib.protocol.files import LOG_DIR, version_file
+from executor_lib.protocol.actions import AddAction
+from executor_lib.protocol.files import LOG_DIR, state_dir, version_file
 from executor_lib.storage import open_store
 from executor_lib.storage.base import ObjectStore
 from indextables_contract.errors import CommitConflictError
@@ -142,4 +144,87 @@ def test_a_stall_without_any_cleanup_commits(table: tuple[str, dict[str, Any]]) 
     ours = add()
     assert stalled.commit([ours]) == 2
     assert present == [True], "version 1 was there when the stalled put wrote version 2"
+    assert ours.path in _live(uri, options)
+
+
+# --- a table committed by state (IndexTables4Spark 0.5.x's commit point) ---------------------------
+
+STATE_TABLE = "02_five_appends"  # version 0 a version file, versions 1-5 states only
+
+
+def _state_key(version: int) -> str:
+    return f"{LOG_DIR}/{state_dir(version)}/_manifest.avro"
+
+
+@pytest.fixture(params=["local", "azure"])
+def state_table(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    """A copy of a table IndexTables4Spark 0.5.4 committed by state, on the local disk or Azurite."""
+    source = request.getfixturevalue("compat_root") / STATE_TABLE
+    if request.param == "local":
+        uri, options = str(tmp_path / STATE_TABLE), dict(RETENTION)
+    else:
+        uri = azure_uri(f"stalled-state/{uuid.uuid4().hex}")
+        options = {**azure_options(request.getfixturevalue("azurite_server")), **RETENTION}
+    target = open_store(uri, **options)
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        target.put(path.relative_to(source).as_posix(), path.read_bytes())
+    return uri, options
+
+
+def _like(uri: str, options: dict[str, Any]) -> Callable[[], AddAction]:
+    """New adds shaped like the table's own files (its partition values and doc mapping)."""
+    template = executor_lib.open_log(uri, **options).snapshot().files[0]
+    return lambda: dataclasses.replace(template, path=f"part-{uuid.uuid4().hex}.split", num_records=3)
+
+
+def _stalled_state_writer(uri: str, options: dict[str, Any], meanwhile: Callable[[], None]) -> TransactionLog:
+    store = stalling(open_store(uri, **options), _state_key(6), meanwhile)
+    return TransactionLog(store, LogConfig.from_options(options))
+
+
+def test_a_state_number_deleted_during_the_stall_is_never_acknowledged(state_table: tuple[str, dict[str, Any]]) -> None:
+    """The stalled writer lists the table at version 5 and commits state 6; meanwhile another writer
+    commits states 6-11 and state retention deletes states 5-9: its put-if-absent of state 6 succeeds
+    beneath state 11. The commit is refused and its state withdrawn; run again, it lands, visible."""
+    uri, options = state_table
+    new = _like(uri, options)
+    other = executor_lib.open_log(uri, **options)
+    theirs: list[AddAction] = []
+
+    def meanwhile() -> None:
+        for _ in range(4):  # versions 6-9, as states (the table's commit style)
+            theirs.append(new())
+            other.commit([theirs[-1]])
+        time.sleep(MIN_AGE_S + 0.2)
+        for _ in range(2):  # versions 10-11: the cleanup after 10 deletes the states before it, now old enough
+            theirs.append(new())
+            other.commit([theirs[-1]])
+        assert not other.store.exists(f"{LOG_DIR}/{version_file(6)}"), "version 6 was committed as a state only"
+        assert not other.store.exists(_state_key(6)), "the other writer's state 6 is deleted: its number is free"
+
+    stalled = _stalled_state_writer(uri, options, meanwhile)
+    ours = new()
+    with pytest.raises(CommitConflictError, match="deleted by log retention"):
+        stalled.commit([ours])
+    assert stalled.store.stalled  # type: ignore[attr-defined]
+    live = _live(uri, options)
+    assert ours.path not in live, "the refused commit is not visible"
+    assert {a.path for a in theirs} <= live, "the other writer's commits all stand"
+    assert not stalled.store.exists(_state_key(6)), "the stalled writer withdrew its state"
+    assert stalled.commit([ours]) == 12
+    assert ours.path in _live(uri, options)
+    assert not stalled.store.exists(f"{LOG_DIR}/{version_file(12)}"), "still committed by state"
+
+
+def test_a_state_commit_stalled_without_any_cleanup_commits(state_table: tuple[str, dict[str, Any]]) -> None:
+    uri, options = state_table
+    new = _like(uri, options)
+
+    def meanwhile() -> None:
+        time.sleep(MIN_AGE_S)
+
+    stalled = _stalled_state_writer(uri, options, meanwhile)
+    ours = new()
+    assert stalled.commit([ours]) == 6
+    assert stalled.store.stalled  # type: ignore[attr-defined]
     assert ours.path in _live(uri, options)

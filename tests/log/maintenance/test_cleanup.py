@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,25 @@ def test_an_append_whose_head_is_cleaned_up_under_it_commits_after_the_new_head(
     assert snap.version == 11 and mine.path in {f.path for f in snap.files} and len(snap.files) == 11
     with pytest.raises(CommitConflictError, match="read version 3, which log retention deleted"):
         executor_lib.open_log(uri, **options).commit([add()], read_version=3)
+
+
+def test_a_state_that_committed_its_version_outlives_the_minimum_age(compat_root: Path, tmp_path: Path) -> None:
+    """A table IndexTables4Spark 0.5.4 committed by state: each state is its version's only record, so
+    a cleanup keeps it, whatever ``state.retention.hours`` says, until it is older than
+    ``state.gc.minManifestAgeHours`` (1 h); then the states before the newest go."""
+    from executor_lib.log.config import LogConfig
+    from executor_lib.log.maintenance.cleanup import cleanup_log, expire_after_checkpoint
+    from executor_lib.log.state.avro_state import read_state_manifest
+
+    shutil.copytree(compat_root / "02_five_appends", tmp_path / "t")
+    options = {"spark.indextables.state.retention.hours": "0", "spark.indextables.state.retention.versions": "1"}
+    store, config = open_store(str(tmp_path / "t")), LogConfig.from_options(options)
+    states = [1, 2, 3, 4, 5]
+    created = [read_state_manifest(store, v).created_at for v in states]  # type: ignore[union-attr]
+    assert all(read_state_manifest(store, v).commit_point for v in states)  # type: ignore[union-attr]
+    young, old = max(created) + 30 * 60_000, max(created) + 61 * 60_000
+    assert cleanup_log(store, config, dry_run=True, now_ms=young).deleted_states == []
+    assert expire_after_checkpoint(store, config, 5, now_ms=young).deleted_states == []
+    assert cleanup_log(store, config, dry_run=True, now_ms=old).deleted_states == [1, 2, 3, 4]
+    assert expire_after_checkpoint(store, config, 5, now_ms=old).deleted_states == [1, 2, 3, 4]
+    assert executor_lib.open_log(str(tmp_path / "t")).snapshot().version == 5
