@@ -11,8 +11,11 @@ whose commit replaces the splits read. With no split matching, only the inserted
         .execute()).show()
 
 The target is called ``t`` and the source ``s`` in ``on``, conditions and expressions. Clauses apply
-in order, the first whose condition holds wins, as in Delta. This first part takes an ON condition
-that is a conjunction of equalities between target and source columns (``t.a = s.a AND t.b = s.b``).
+in order, the first whose condition holds wins, as in Delta. The ON condition is any boolean Spark SQL
+expression over ``t`` and ``s``. Its top-level conjuncts that are equalities between a target and a
+source column (``t.a = s.a AND t.b = s.b AND s.ts > t.ts``: the first two) are its keys: only the
+splits holding a key of the source are read and rewritten. Without a key (``t.id BETWEEN s.lo AND
+s.hi``) every split is read and rewritten (unless the clauses only insert).
 
 The SQL form (``merge_into_statement``)::
 
@@ -48,11 +51,11 @@ if TYPE_CHECKING:
 
 _NAME = r"(?:`(?:[^`]|``)*`|[A-Za-z_]\w*)"
 _EQUALITY = re.compile(rf"^\s*({_NAME})\s*\.\s*({_NAME})\s*=(?!=)\s*({_NAME})\s*\.\s*({_NAME})\s*$", re.DOTALL)
-_AND = re.compile(r"\band\b", re.IGNORECASE)
 # marker columns of the joined rows (writes refuse names starting with "_indextables_")
 _IN_TARGET = "_indextables_merge_target"
 _IN_SOURCE = "_indextables_merge_source"
 _ACTION = "_indextables_merge_action"
+_ROW = "_indextables_merge_row"  # a target row's number, to count its matches
 _UNCHANGED, _DROPPED = -1, -2  # actions besides a clause's index: unchanged, not written
 _INSERTS = 1000  # an insert clause's action: this plus its index
 
@@ -118,8 +121,8 @@ class MergeBuilder:
         nothing changed and nothing was committed).
 
         Raises:
-            ConfigError: an ON condition that is not a conjunction of target = source column equalities,
-                an unknown column, an insert missing a column, a value whose type does not fit, a source
+            ConfigError: an ON condition that is not a boolean over ``t`` and ``s``, an unknown column,
+                an insert missing a column, a value whose type does not fit, a source
                 row matching two or more target rows (all before anything is written).
             CommitConflictError: a MERGE SPLITS, PURGE or row change removed one of the splits first.
         """
@@ -132,26 +135,42 @@ def merge(table: Table, source: DataFrame, on: str) -> MergeBuilder:
     return MergeBuilder(table, source, on)
 
 
-def _keys(b: MergeBuilder) -> list[tuple[str, str]]:
-    """(target column, source column) of each equality of the ON condition."""
-    problem = ConfigError(
-        f"merge into {b.table.path}: ON {b.on!r}: expected a conjunction of equalities between target and "
-        f"source columns ({b.target_alias}.a = {b.source_alias}.a AND ...)"
-    )
-    _, code = lex(b.on)
-    cuts = [0, *(p for m in _AND.finditer(code) for p in (m.start(), m.end())), len(code)]
-    keys = []
-    for start, end in zip(cuts[::2], cuts[1::2], strict=True):
-        m = _EQUALITY.match(code[start:end])
-        if m is None:
-            raise problem
-        part = b.on[start:end]
-        names = [_bare(part[m.start(i) : m.end(i)]) for i in range(1, 5)]
-        sides = {names[0].lower(): names[1], names[2].lower(): names[3]}
-        if set(sides) != {b.target_alias.lower(), b.source_alias.lower()}:
-            raise problem
-        keys.append((sides[b.target_alias.lower()], sides[b.source_alias.lower()]))
-    return keys
+def _conjuncts(text: str) -> list[str]:
+    """The top-level ``AND`` operands of a condition (an ``AND`` inside parentheses, a string or
+    ``BETWEEN x AND y`` does not split it)."""
+    _, code = lex(text)
+    parts, depth, start, between = [], 0, 0, 0
+    for m in re.finditer(r"[()]|\b(?:and|between)\b", code, re.IGNORECASE):
+        word = m.group().lower()
+        if word in "()":
+            depth += 1 if word == "(" else -1
+        elif depth == 0 and word == "between":
+            between += 1
+        elif depth == 0 and between:
+            between -= 1  # the AND of BETWEEN x AND y
+        elif depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _on_parts(b: MergeBuilder) -> tuple[list[tuple[str, str]], list[str]]:
+    """The ON condition's keys, (target column, source column) of each top-level conjunct that is an
+    equality between them, and its other conjuncts, as written."""
+    keys, rest = [], []
+    for part in _conjuncts(b.on):
+        if not part:
+            raise ConfigError(f"merge into {b.table.path}: ON {b.on!r}: an AND without an operand")
+        _, code = lex(part)
+        m = _EQUALITY.match(code)
+        names = [_bare(part[m.start(i) : m.end(i)]) for i in range(1, 5)] if m else []
+        sides = {names[0].lower(): names[1], names[2].lower(): names[3]} if m else {}
+        if set(sides) == {b.target_alias.lower(), b.source_alias.lower()}:
+            keys.append((sides[b.target_alias.lower()], sides[b.source_alias.lower()]))
+        else:
+            rest.append(part)
+    return keys, rest
 
 
 def _bare(name: str) -> str:
@@ -175,7 +194,7 @@ def _merge(b: MergeBuilder) -> DataFrame:
     path, ta, sa = table.path, b.target_alias, b.source_alias
     if not b.matched and not b.not_matched:
         raise ConfigError(f"merge into {path}: add a WHEN MATCHED or WHEN NOT MATCHED clause")
-    keys = _keys(b)
+    keys, conditions = _on_parts(b)
     latest = TableRead(path, ReadPlan(), options_tuple(dict(table.options))).dataframe(spark)
     fields = {f.name.lower(): f for f in latest.schema.fields}
     source_columns = {c.lower(): c for c in b.source.columns}
@@ -190,23 +209,31 @@ def _merge(b: MergeBuilder) -> DataFrame:
     source_keys = [source_columns[s.lower()] for _, s in keys]
     sf = functions_of(b.source)
 
-    def joined_of(target: DataFrame) -> DataFrame:
+    probe = latest.where(sf.lit(False)).alias(ta).crossJoin(b.source.alias(sa))
+    on_conditions = [_condition(b, probe, text, f"ON {text}") for text in conditions]
+
+    def joined_of(target: DataFrame, how: str = "full_outer") -> DataFrame:
         t = target.withColumn(_IN_TARGET, sf.lit(True)).alias(ta)
         s = b.source.withColumn(_IN_SOURCE, sf.lit(True)).alias(sa)
         on = None
         for tk, sk in zip(target_keys, source_keys, strict=True):
             eq = sf.col(f"{ta}.`{tk}`") == sf.col(f"{sa}.`{sk}`")
             on = eq if on is None else on & eq
-        return t.join(s, on=on, how="full_outer")
+        for condition in on_conditions:
+            on = condition if on is None else on & condition
+        return t.join(s, on=on, how=how)
 
     # Everything checked against the plan of a join with the latest schema, before anything runs
     action, values = _plan_actions(b, joined_of(latest.where(sf.lit(False))), fields, source_columns)
 
-    # The target splits holding a source key
-    distinct = [tuple(r) for r in b.source.select(*source_keys).distinct().collect()]
+    # The target splits holding a source key (no key: every split)
+    distinct = [tuple(r) for r in b.source.select(*source_keys).distinct().collect()] if keys else []
     distinct = [k for k in distinct if all(v is not None for v in k)]  # a null key matches nothing
     counts = []
-    if distinct:
+    if not keys:
+        everything = F.QueryString("*")
+        counts = command_frame(spark, C.MatchCounts(filter=F.to_text(everything)), table.options, path).collect()
+    elif distinct:
         if len(target_keys) == 1:
             condition: F.Filter = F.TermIn(target_keys[0], tuple(k[0] for k in distinct))
         else:
@@ -233,21 +260,8 @@ def _merge(b: MergeBuilder) -> DataFrame:
     target = target_rows()
 
     # A source row matching two or more target rows: refused (as Delta)
-    duplicates = (
-        b.source.groupBy(*source_keys)
-        .count()
-        .where(sf.col("count") > 1)
-        .alias("d")
-        .join(
-            target.select(*target_keys).distinct().alias("k"),
-            on=[sf.col(f"d.`{sk}`") == sf.col(f"k.`{tk}`") for tk, sk in zip(target_keys, source_keys, strict=True)],
-            how="left_semi",
-        )
-        .limit(1)
-        .collect()
-    )
-    if duplicates:
-        shown = ", ".join(f"{k}={duplicates[0][s]!r}" for k, s in zip(target_keys, source_keys, strict=True))
+    shown = _twice_matched(b, target, target_keys, source_keys, joined_of if on_conditions else None)
+    if shown is not None:
         raise ConfigError(
             f"merge into {path}: multiple source rows matched the same target row ({shown}): "
             "a MERGE may change a target row once only; make the source's keys unique; nothing was written"
@@ -280,6 +294,50 @@ def _merge(b: MergeBuilder) -> DataFrame:
     return local_frame(spark, [tuple(r) for r in result], schema)
 
 
+def _twice_matched(
+    b: MergeBuilder, target: DataFrame, target_keys: list[str], source_keys: list[str], joined_of: Any
+) -> str | None:
+    """The target row two or more source rows match, shown (``id=3``), or None. On keys alone: a key
+    of the target that two source rows have. With other conditions (``joined_of`` given): each
+    target row numbered and the matches of each counted."""
+    sf = functions_of(b.source)
+    if joined_of is None:
+        twice = (
+            b.source.groupBy(*source_keys)
+            .count()
+            .where(sf.col("count") > 1)
+            .alias("d")
+            .join(
+                target.select(*target_keys).distinct().alias("k"),
+                on=[
+                    sf.col(f"d.`{sk}`") == sf.col(f"k.`{tk}`") for tk, sk in zip(target_keys, source_keys, strict=True)
+                ],
+                how="left_semi",
+            )
+            .limit(1)
+            .collect()
+        )
+        if not twice:
+            return None
+        return ", ".join(f"{k}={twice[0][s]!r}" for k, s in zip(target_keys, source_keys, strict=True))
+    shown = target_keys or target.columns[:3]
+    numbered = target.withColumn(_ROW, sf.monotonically_increasing_id())
+    matches = joined_of(numbered, how="inner").groupBy(sf.col(f"{b.target_alias}.`{_ROW}`").alias(_ROW))
+    picked = [sf.first(sf.col(f"{b.target_alias}.`{c}`")).alias(c) for c in shown]
+    twice = matches.agg(sf.count(sf.lit(1)).alias("n"), *picked).where(sf.col("n") > 1).limit(1).collect()
+    if not twice:
+        return None
+    return ", ".join(f"{c}={twice[0][c]!r}" for c in shown)
+
+
+def _condition(b: MergeBuilder, frame: DataFrame, value: str | Column, what: str) -> Column:
+    """A boolean condition over ``frame``, analysed (ConfigError naming ``what`` otherwise)."""
+    column, kind = _analysed(b, frame, value, what)
+    if kind.typeName() not in ("boolean", "null"):
+        raise ConfigError(f"merge into {b.table.path}: {what}: not a boolean")
+    return column
+
+
 def _value_of(sf: Any, ta: str, f: Any, cases: list[tuple[int, Column]], marker: Column) -> Column:
     """Column ``f`` of a written row: the value of the clause that acted on it, else the target's."""
     value = None
@@ -304,10 +362,7 @@ def _plan_actions(
         if clause.condition is None:
             always: Column = sf.lit(True)
             return always
-        column, kind = _analysed(b, joined, clause.condition, f"{what} condition {clause.condition}")
-        if kind.typeName() not in ("boolean", "null"):
-            raise ConfigError(f"merge into {path}: {what} condition {clause.condition}: not a boolean")
-        return column
+        return _condition(b, joined, clause.condition, f"{what} condition {clause.condition}")
 
     def assign(code: int, clause: _Clause, what: str) -> None:
         given = clause.values
