@@ -116,9 +116,15 @@ class MergeBuilder:
         self.not_matched.append(_Clause("insert", condition, None))
         return self
 
-    def execute(self) -> DataFrame:
+    def execute(self, txn_app_id: str | None = None, txn_version: int | None = None) -> DataFrame:
         """Run the MERGE: one row of what was done (``ChangeResult``'s columns; ``version`` null when
         nothing changed and nothing was committed).
+
+        ``txn_app_id`` and ``txn_version`` make it idempotent (the write options ``txnAppId`` and
+        ``txnVersion``, as Delta's): committed only if the table holds no version of that application
+        id as high, so a ``foreachBatch`` batch replayed after a failure merges once
+        (``execute(txn_app_id="orders-upsert", txn_version=batch_id)``). A MERGE that writes no row
+        (deletes only) records nothing.
 
         Raises:
             ConfigError: an ON condition that is not a boolean over ``t`` and ``s``, an unknown column,
@@ -126,8 +132,11 @@ class MergeBuilder:
                 row matching two or more target rows (all before anything is written).
             CommitConflictError: a MERGE SPLITS, PURGE or row change removed one of the splits first.
         """
+        if (txn_app_id is None) != (txn_version is None):
+            raise ConfigError(f"merge into {self.table.path}: txn_app_id and txn_version go together")
+        txn = {} if txn_app_id is None else {RC.TXN_APP_ID: txn_app_id, RC.TXN_VERSION: str(txn_version)}
         with project_error_first():
-            return _merge(self)
+            return _merge(self, txn)
 
 
 def merge(table: Table, source: DataFrame, on: str) -> MergeBuilder:
@@ -189,7 +198,7 @@ def _analysed(b: MergeBuilder, frame: DataFrame, value: str | Column, what: str)
         raise ConfigError(f"merge into {b.table.path}: {what}: {first}") from None
 
 
-def _merge(b: MergeBuilder) -> DataFrame:
+def _merge(b: MergeBuilder, txn: Mapping[str, str]) -> DataFrame:
     table, spark = b.table, b.table.spark
     path, ta, sa = table.path, b.target_alias, b.source_alias
     if not b.matched and not b.not_matched:
@@ -289,8 +298,10 @@ def _merge(b: MergeBuilder) -> DataFrame:
     change = RC.RowChange("MERGE", uuid.uuid4().hex, version, replaced, tuple(sorted(metrics.items())))
     written = kept.select(*(_value_of(sf, ta, f, values.get(f.name, []), marker) for f in latest.schema.fields))
     opts = merged_options(spark, table.options)
-    written.write.format(FORMAT).mode("append").options(**opts, **change.to_options()).save(path)
+    written.write.format(FORMAT).mode("append").options(**opts, **txn, **change.to_options()).save(path)
     result = command_frame(spark, C.ChangeResult(change_id=change.change_id), table.options, path).collect()
+    if not result:  # an idempotent MERGE the table already holds: nothing committed
+        return local_frame(spark, [(None, "MERGE", 0, 0, 0, 0, 0)], schema)
     return local_frame(spark, [tuple(r) for r in result], schema)
 
 

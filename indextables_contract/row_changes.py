@@ -32,6 +32,11 @@ OPERATIONS = ("DELETE", "UPDATE", "MERGE")
 # The match column of step 2's read: true on the rows the statement's predicate matches (not a
 # column any table may have: writes refuse names starting with "_indextables_").
 MATCH_COLUMN = "_indextables_matched"
+# Idempotent writes (any batch write, a row change's too; Delta's option names): a write with
+# ``txnAppId`` and ``txnVersion`` commits only if the table holds no version of that application id as
+# high; otherwise it is skipped and nothing is committed (``foreachBatch`` replays a batch after a failure).
+TXN_APP_ID = "txnAppId"
+TXN_VERSION = "txnVersion"
 # The commitInfo operation parameter that records a change's id (``ChangeResult`` finds it).
 CHANGE_ID_PARAMETER = "changeId"
 # The metrics a change records in its commitInfo (and ``ChangeResult`` returns), each a row count.

@@ -26,6 +26,7 @@ from indextables_contract.read import KEYS as READ_PLAN_KEYS
 from indextables_contract.read import PARALLELISM as READ_PARALLELISM
 from indextables_contract.read import ReadPlan
 from indextables_contract.row_changes import OPTION as ROW_CHANGE_OPTION
+from indextables_contract.row_changes import TXN_APP_ID, TXN_VERSION
 
 PREFIX = S.PREFIX
 
@@ -53,7 +54,9 @@ PURGE_ON_WRITE_KEYS = tuple(
 OPTIMIZE_WRITE_KEYS = (S.OPTIMIZE_WRITE_ENABLED.key, S.OPTIMIZE_WRITE_TARGET_SPLIT_SIZE.key)
 
 # ROW_CHANGE_OPTION: a DELETE, UPDATE or MERGE INTO's write (indextables_contract.row_changes)
-WRITE_KEYS = tuple(dict.fromkeys((*_COMMON_KEYS, "partitionBy", ROW_CHANGE_OPTION, *S.keys_for(S.WRITE))))
+WRITE_KEYS = tuple(
+    dict.fromkeys((*_COMMON_KEYS, "partitionBy", ROW_CHANGE_OPTION, TXN_APP_ID, TXN_VERSION, *S.keys_for(S.WRITE)))
+)
 TOKEN_LENGTH_PREFIX = S.INDEXING_TOKEN_LENGTH.prefix
 
 

@@ -35,8 +35,7 @@ from executor_lib.spark import options as O
 from executor_lib.spark.common import delete_quietly, open_table_log, require_path
 from executor_lib.spark.read_planning import SplitRef, split_refs
 from executor_lib.spark.reader import IndexTablesPartition, IndexTablesReader
-from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter
-from indextables_contract import settings as S
+from executor_lib.spark.writer import IndexTablesCommitMessage, IndexTablesWriter, require_avro_state
 from indextables_contract.errors import (
     ConfigError,
     IndexTablesError,
@@ -77,14 +76,7 @@ class IndexTablesStreamWriter(DataSourceStreamArrowWriter):
 
     def _check_state_format(self) -> None:
         """Streaming commits record their identifiers in the Avro state: refuse other tables up front."""
-        configured = (S.STATE_FORMAT.raw(self.batch.options) or S.STATE_FORMAT.default).lower()
-        old_table = self.batch.writer_version is not None and self.batch.writer_version < 4
-        if configured != "avro" or old_table:
-            raise ConfigError(
-                f"writeStream {self.batch.path}: streaming writes need the Avro state format (protocol v4, "
-                "spark.indextables.state.format=avro), where the streaming transaction identifiers are kept"
-                + ("; run CHECKPOINT INDEXTABLES on the table to upgrade it" if old_table else "")
-            )
+        require_avro_state(self.batch, f"writeStream {self.batch.path}: streaming writes")
 
     # -- executors --
 

@@ -30,12 +30,19 @@ from executor_lib.spark.after_write import after_commit, check_settings, optimiz
 from executor_lib.spark.common import delete_quietly, delete_uncommitted, open_table_log, parsed_option, require_path
 from executor_lib.spark.progress import TaskProgress, interval_seconds
 from indextables_contract import settings as S
-from indextables_contract.errors import ConfigError, IndexTablesError, TableAlreadyExistsError, TableNotFoundError
+from indextables_contract.errors import (
+    BatchAlreadyCommittedError,
+    ConfigError,
+    IndexTablesError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
 from indextables_contract.row_changes import OPTION as ROW_CHANGE_OPTION
-from indextables_contract.row_changes import RowChange
+from indextables_contract.row_changes import TXN_APP_ID, TXN_VERSION, RowChange
 
 if TYPE_CHECKING:
     from executor_lib.log.snapshot import Snapshot
+    from executor_lib.log.state.streaming_txns import StreamingTxn
     from executor_lib.storage.base import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -100,6 +107,13 @@ class IndexTablesWriter(DataSourceArrowWriter):
         self.progress_interval = interval_seconds(self.options)
         self.temp_dir: str | None = S.INDEX_WRITER_TEMP_DIRECTORY.get(self.options) or None
         check_settings(self.path, self.options)  # merge-, purge- and optimize-on-write
+        # an idempotent write (txnAppId, txnVersion): skipped, no task indexing a row, when the table
+        # already holds it (checked again at the commit, which records it)
+        self.txn: StreamingTxn | None = idempotent_txn(self.path, self.options)
+        self.skip = False
+        if self.txn is not None:
+            require_avro_state(self, f"write {self.path}: options {TXN_APP_ID} and {TXN_VERSION}")
+            self.skip = existing is not None and _holds_txn(self.path, self.options, self.txn)
 
     # -- driver side, before any task --
 
@@ -154,6 +168,8 @@ class IndexTablesWriter(DataSourceArrowWriter):
         from executor_lib.splits.doc_mapping import DocMapping
         from executor_lib.storage import open_store
 
+        if self.skip:
+            return IndexTablesCommitMessage([])
         store = open_store(self.path, **O.storage_and_log_options(self.options))
         mapping = DocMapping.from_json(self.mapping_json)
         threads = self.threads or _task_cores()
@@ -216,10 +232,24 @@ class IndexTablesWriter(DataSourceArrowWriter):
         after_commit(self.path, self.options, version)
 
     def _commit_write(self, txlog: Any, adds: list[AddAction]) -> int | None:
+        if self.skip:
+            log.info("write %s: %s %s is already committed; skipped", self.path, self.txn, "(checked before the job)")
+            return None
+        # the transaction is recorded on the adds (a write of no row records none: nothing to replay)
+        txn = self.txn if adds else None
+        try:
+            return self._commit_once(txlog, adds, txn)
+        except BatchAlreadyCommittedError as e:  # a concurrent or earlier run of the same write committed it
+            log.info("%s", e)
+            self._delete_uploaded(adds)
+            return None
+
+    def _commit_once(self, txlog: Any, adds: list[AddAction], txn: StreamingTxn | None) -> int | None:
+        params = {} if txn is None else {TXN_APP_ID: txn.app_id, TXN_VERSION: str(txn.batch_id)}
         if self.row_change is not None:
             from executor_lib.spark.commands.row_changes import commit_row_change
 
-            return commit_row_change(txlog, self.row_change, adds)
+            return commit_row_change(txlog, self.row_change, adds, txn)
         if self.overwrite:
             snapshot = txlog.snapshot()
             removes = removes_of(snapshot.files, data_change=True)
@@ -228,13 +258,22 @@ class IndexTablesWriter(DataSourceArrowWriter):
                     [*removes, *adds],
                     read_version=snapshot.version,
                     operation="WRITE",
-                    operation_parameters={"mode": "Overwrite"},
+                    operation_parameters={"mode": "Overwrite", **params},
                     fail_on_concurrent_add=True,
+                    streaming_txn=txn,
                     new_files=True,  # uploaded by this job's tasks under new names
                 )
             )
         if adds:
-            return int(txlog.commit(adds, operation="WRITE", operation_parameters={"mode": "Append"}, new_files=True))
+            return int(
+                txlog.commit(
+                    adds,
+                    operation="WRITE",
+                    operation_parameters={"mode": "Append", **params},
+                    streaming_txn=txn,
+                    new_files=True,
+                )
+            )
         return None
 
     def commit_adds(
@@ -275,6 +314,49 @@ class IndexTablesWriter(DataSourceArrowWriter):
 
     def _delete_uploaded(self, adds: list[AddAction]) -> None:
         delete_uncommitted(self.path, self.options, [a.path for a in adds], self.read_version)
+
+
+def idempotent_txn(path: str, options: dict[str, Any]) -> StreamingTxn | None:
+    """The write's ``txnAppId`` and ``txnVersion`` (both or neither), or None.
+
+    >>> idempotent_txn("/t", {"txnAppId": "orders", "txnVersion": "7"})
+    StreamingTxn(app_id='orders', batch_id=7)
+    """
+    from executor_lib.log.state.streaming_txns import StreamingTxn
+
+    app_id, version = options.get(TXN_APP_ID), options.get(TXN_VERSION)
+    if app_id is None and version is None:
+        return None
+    if not app_id or version is None:
+        given, missing = (TXN_APP_ID, TXN_VERSION) if app_id else (TXN_VERSION, TXN_APP_ID)
+        raise ConfigError(
+            f"write {path}: option {given} needs {missing} too (an idempotent write names its application "
+            f"and the version of its data, as foreachBatch's batch id); nothing was written"
+        )
+    text = str(version).strip()
+    if not text.isdigit():
+        raise ConfigError(
+            f"write {path}: option {TXN_VERSION}={version!r}: expected an integer >= 0; nothing was written"
+        )
+    return StreamingTxn(str(app_id), int(text))
+
+
+def require_avro_state(writer: IndexTablesWriter, what: str) -> None:
+    """Refuse a write recording streaming transaction identifiers to a table without the Avro state
+    format, where they are kept (``what`` names the write)."""
+    configured = (S.STATE_FORMAT.raw(writer.options) or S.STATE_FORMAT.default).lower()
+    old_table = writer.writer_version is not None and writer.writer_version < 4
+    if configured != "avro" or old_table:
+        raise ConfigError(
+            f"{what} need the Avro state format (protocol v4, spark.indextables.state.format=avro), where the "
+            "streaming transaction identifiers are kept"
+            + ("; run CHECKPOINT INDEXTABLES on the table to upgrade it" if old_table else "")
+        )
+
+
+def _holds_txn(path: str, options: dict[str, Any], txn: StreamingTxn) -> bool:
+    known = open_table_log(path, options).streaming_txns().get(txn.app_id)
+    return known is not None and known.batch_id >= txn.batch_id
 
 
 def _undo_create(txlog: Any, metadata_id: str) -> None:

@@ -268,3 +268,28 @@ def test_on_a_range_without_keys(spark: Any, tmp_path: Path) -> None:
     r = t.merge(ranges, "t.id BETWEEN s.lo AND s.hi").when_matched_delete().execute().collect()[0]
     assert (r["numDeletedRows"], r["version"]) == (5, version + 1)
     assert _rows(t) == {i: row for i, row in before.items() if i not in (2, 3, 4, 10, 11)}
+
+
+def test_an_idempotent_merge_replayed_merges_once(spark: Any, tmp_path: Path) -> None:
+    """The streaming upsert recipe: each ``foreachBatch`` batch merged with ``txn_version=batch_id``;
+    a batch replayed after a failure (here: the same call again) commits nothing, so a counter
+    (``t.score + s.score``) is added once."""
+    table = tmp_path / "once"
+    small_appends(spark, table, 1, per=6)
+    t = IndexTable.for_path(spark, str(table))
+    before = _rows(t)
+
+    def upsert(batch: Any, batch_id: int) -> Any:
+        merge = t.merge(batch, "t.id = s.id").when_matched_update({"score": "t.score + s.score"})
+        return merge.when_not_matched_insert_all().execute(txn_app_id="scores", txn_version=batch_id).collect()[0]
+
+    first = upsert(_source(spark, range(4, 8)), 0)
+    assert (first["numUpdatedRows"], first["numInsertedRows"]) == (2, 2)
+    version, after = _version(t), _rows(t)
+    replay = upsert(_source(spark, range(4, 8)), 0)
+    assert replay["version"] is None and _version(t) == version and _rows(t) == after
+    assert after[4][3] == before[4][3] + 40.0 and after[7][3] == 70.0
+    second = upsert(_source(spark, range(7, 8)), 1)
+    assert second["version"] == version + 1 and _rows(t)[7][3] == 140.0
+    with pytest.raises(ConfigError, match="txn_app_id and txn_version go together"):
+        t.merge(_source(spark, range(1)), "t.id = s.id").when_matched_delete().execute(txn_app_id="scores")

@@ -140,17 +140,22 @@ def live_actions(snapshot: Snapshot, paths: Sequence[str]) -> list[AddAction]:
         raise ConfigError(f"row change: split {e.args[0]!r} is not live at version {snapshot.version}") from None
 
 
-def commit_row_change(txlog: Any, change: RC.RowChange, adds: list[AddAction]) -> int:
+def commit_row_change(txlog: Any, change: RC.RowChange, adds: list[AddAction], txn: Any = None) -> int:
     """Commit ``change``: its replaced splits removed and ``adds`` added, in one version read at
-    ``change.read_version`` (CommitConflictError if a version after it removed one of them)."""
+    ``change.read_version`` (CommitConflictError if a version after it removed one of them).
+    ``txn``: the idempotent write's ``StreamingTxn`` (BatchAlreadyCommittedError if the table holds it)."""
     snapshot = txlog.snapshot(version=change.read_version)
     removes = removes_of(live_actions(snapshot, change.replaced), data_change=True)
+    params = change.parameters(len(removes), len(adds))
+    if txn is not None:
+        params = {**params, RC.TXN_APP_ID: txn.app_id, RC.TXN_VERSION: str(txn.batch_id)}
     return int(
         txlog.commit(
             [*removes, *adds],
             read_version=change.read_version,
             operation=change.operation,
-            operation_parameters=change.parameters(len(removes), len(adds)),
+            operation_parameters=params,
+            streaming_txn=txn,
             new_files=True,  # uploaded by this job's tasks under new names
         )
     )
