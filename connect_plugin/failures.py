@@ -1,18 +1,22 @@
 """The project's error first: a Spark exception caused by an IndexTables error (raised by the data
 source on the driver side, or in a task) is raised again as that error, its ``[INDEXTABLES_*]`` line
-as the message and Spark's exception as its cause (``raise ... from``), so the first line a user sees
-names the problem instead of ``[PYTHON_DATA_SOURCE_ERROR] Failed to ...: Traceback``. The worker's
-traceback stays in the cause (and in Spark's logs).
+as the message, so the first line a user sees names the problem instead of
+``[PYTHON_DATA_SOURCE_ERROR] Failed to ...: Traceback``. Its traceback is the caller's frames only:
+Spark's exception (the worker's traceback, a JVM stack) is kept as the error's ``spark_error`` and in
+Spark's logs, and printed as the cause only with ``INDEXTABLES_FULL_TRACEBACK=1`` in the environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator
 
 from indextables_contract.errors import IndexTablesError, error_in
+
+FULL_TRACEBACK_ENV = "INDEXTABLES_FULL_TRACEBACK"  # set (not 0): Spark's exception printed as the cause
 
 
 @contextlib.contextmanager
@@ -36,7 +40,12 @@ def project_error_first(spelling: Iterable[str] = ()) -> Iterator[None]:
         found = error_in(str(e))
         if found is None:
             raise
-        raise respelt(found, spelling) from e
+        error = respelt(found, spelling)
+        error.spark_error = e  # type: ignore[attr-defined]
+        if os.environ.get(FULL_TRACEBACK_ENV, "") not in ("", "0"):
+            raise error from e
+        error.add_note(f"(Spark's own exception: error.spark_error; {FULL_TRACEBACK_ENV}=1 prints it as the cause)")
+        raise error from None
 
 
 def respelt(error: IndexTablesError, spelling: Iterable[str]) -> IndexTablesError:
