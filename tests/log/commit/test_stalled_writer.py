@@ -99,18 +99,23 @@ def test_a_version_number_deleted_during_the_stall_is_never_acknowledged(table: 
             other.commit([theirs[-1]])
         assert not other.store.exists(_key(2)), "the other writer's version 2 is deleted: its number is free"
 
-    stalled = _stalled_writer(uri, options, meanwhile)
-    ours = add()
+    _refused_then_lands(_stalled_writer(uri, options, meanwhile), add(), theirs, _key(2), 7)
+
+
+def _refused_then_lands(
+    stalled: TransactionLog, ours: Any, theirs: list[Any], withdrawn: str, next_version: int
+) -> None:
+    """The stalled writer's commit of ``ours`` is refused, its commit point (``withdrawn``) deleted again
+    and the other writer's commits (``theirs``) all stand; run again, as the error says, it lands."""
     with pytest.raises(CommitConflictError, match="deleted by log retention"):
         stalled.commit([ours])
     assert stalled.store.stalled  # type: ignore[attr-defined]
-    live = _live(uri, options)
+    live = {f.path for f in TransactionLog(stalled.store, stalled.config).snapshot().files}
     assert ours.path not in live, "the refused commit is not visible"
     assert {a.path for a in theirs} <= live, "the other writer's commits all stand"
-    assert not stalled.store.exists(_key(2)), "the stalled writer withdrew its version file"
-    # run again, as the error says: it lands, visible
-    assert stalled.commit([ours]) == 7
-    assert ours.path in _live(uri, options)
+    assert not stalled.store.exists(withdrawn), "the stalled writer withdrew its commit point"
+    assert stalled.commit([ours]) == next_version
+    assert ours.path in {f.path for f in TransactionLog(stalled.store, stalled.config).snapshot().files}
 
 
 def test_a_stall_with_the_previous_version_deleted_still_commits(table: tuple[str, dict[str, Any]]) -> None:
@@ -203,16 +208,7 @@ def test_a_state_number_deleted_during_the_stall_is_never_acknowledged(state_tab
         assert not other.store.exists(_state_key(6)), "the other writer's state 6 is deleted: its number is free"
 
     stalled = _stalled_state_writer(uri, options, meanwhile)
-    ours = new()
-    with pytest.raises(CommitConflictError, match="deleted by log retention"):
-        stalled.commit([ours])
-    assert stalled.store.stalled  # type: ignore[attr-defined]
-    live = _live(uri, options)
-    assert ours.path not in live, "the refused commit is not visible"
-    assert {a.path for a in theirs} <= live, "the other writer's commits all stand"
-    assert not stalled.store.exists(_state_key(6)), "the stalled writer withdrew its state"
-    assert stalled.commit([ours]) == 12
-    assert ours.path in _live(uri, options)
+    _refused_then_lands(stalled, new(), theirs, _state_key(6), 12)
     assert not stalled.store.exists(f"{LOG_DIR}/{version_file(12)}"), "still committed by state"
 
 
