@@ -44,7 +44,9 @@ def project_error_first(spelling: Iterable[str] = ()) -> Iterator[None]:
         error.spark_error = e  # type: ignore[attr-defined]
         if os.environ.get(FULL_TRACEBACK_ENV, "") not in ("", "0"):
             raise error from e
-        error.add_note(f"(Spark's own exception: error.spark_error; {FULL_TRACEBACK_ENV}=1 prints it as the cause)")
+        add_note = getattr(error, "add_note", None)  # Python 3.11+
+        if add_note is not None:
+            add_note(f"(Spark's own exception: error.spark_error; {FULL_TRACEBACK_ENV}=1 prints it as the cause)")
         raise error from None
 
 
