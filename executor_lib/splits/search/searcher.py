@@ -15,10 +15,8 @@ work directory. Queries then have exactly Tantivy's semantics on both kinds of s
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,13 +34,14 @@ from executor_lib.format.quickwit.bundle import (
     ROWS_IN_STORE_MEMBER,
     check_stand_ins,
 )
-from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest, hash_string_value
+from executor_lib.format.tantivy4java.parquet_manifest import MANIFEST_MEMBER, deserialize_manifest
 from executor_lib.format.termdict.convert import ensure_fst_terms, fields_to_build
 from executor_lib.splits.doc_mapping import DocMapping
 from executor_lib.splits.panics import guarded
 from executor_lib.splits.query.check import hashed_columns, list_columns
 from executor_lib.splits.query.compile import compile_query
-from executor_lib.splits.query.plan import PLAN, TANTIVY
+from executor_lib.splits.query.filter_compile import FilterCompiler
+from executor_lib.splits.query.plan import PLAN
 from executor_lib.splits.rows.columnar import RowCopy
 from executor_lib.splits.rows.companion import COMPANION_MEMBER, CompanionRows, companion_rows
 from executor_lib.splits.rows.doc_store_rows import DocStoreRows, Fetch, open_doc_store_rows
@@ -68,13 +67,6 @@ from indextables_contract import filters
 from indextables_contract.errors import ConfigError, CorruptSplitError, QueryError
 
 log = logging.getLogger(__name__)
-
-_RANGE_TYPES = {
-    "i64": tantivy.FieldType.Integer,
-    "u64": tantivy.FieldType.Unsigned,
-    "f64": tantivy.FieldType.Float,
-    "datetime": tantivy.FieldType.Date,
-}
 
 
 class SplitSearcher:
@@ -168,6 +160,9 @@ class SplitSearcher:
         self._offsets_by_ordinal: list[int] | None = None
         if segments is not None:
             self._load_row_offsets(segments)
+        self.filters = FilterCompiler(
+            self.mapping, self.hashed, self.pattern_fields, self.text_fields, self.list_columns, self._index_for
+        )
 
     def _read_meta(self, raw: bytes | None) -> None:
         """The index's ``meta.json`` (the split's member): Tantivy's field ids are positions in its
@@ -268,7 +263,7 @@ class SplitSearcher:
         ``scoring``: only the query strings of a filter tree score (comparisons score 0)."""
         if query is None or (isinstance(query, str) and query.strip() in ("", "*")):
             return tantivy.Query.all_query()
-        compiled = self._compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
+        compiled = self.filters.compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
         if self.source.complete and not self._fields_to_build:
             return compiled  # every index section present, every dictionary built: nothing to make ready
         fields, positions = query_needs(compiled, self._field_names)
@@ -296,102 +291,11 @@ class SplitSearcher:
                 record_checksums(self.index_dir, {p.name: p for p in built})
         return True
 
-    def _hashed_query(self, column: str, text: str, q: Any = TANTIVY) -> Any:
-        """tantivy4java's ``rewrite_query_for_string_indexing`` of a query on one column: on an
-        ``exact_only`` column, the term of the text's hash; on a ``text_*_exactonly`` column whose pattern
-        the text matches, the term of the first match's hash in ``<column>__uuids``; else None."""
-        schema = self._index_for(q).schema
-        if column in self.hashed:
-            return q.term_query(schema, column, hash_string_value(text), "freq")
-        if column in self.pattern_fields:
-            name, pattern = self.pattern_fields[column]
-            found = re.search(pattern, text)
-            if found is not None:
-                return q.term_query(schema, name, hash_string_value(found.group(0)), "freq")
-        return None
-
     def _index_for(self, q: Any) -> Any:
         """What the query compiler asks of an index: for a plan (``q`` is ``PLAN``), the native engine's
         parser, so no ``tantivy`` package index is opened; else that package's index."""
         native = self._native_split() if q is PLAN else None
         return NativeParser(native) if native is not None else self.index
-
-    def _field(self, column: str, what: str) -> Any:
-        field = self.mapping.field(column)
-        if field is None:
-            raise QueryError(f"{what}: column {column!r} is not in the split")
-        return field
-
-    def _value(self, field: Any, value: Any) -> Any:
-        if field.type == "datetime" and hasattr(value, "isoformat") and not hasattr(value, "hour"):
-            return datetime.datetime(value.year, value.month, value.day)
-        return value
-
-    def _compile(self, f: filters.Filter, scoring: bool = False, q: Any = TANTIVY) -> Any:
-        """A structured filter as a Tantivy query (QueryError if the field type cannot answer it).
-        ``scoring``: the parts that are not query strings (comparisons, NOT) score 0, so that a score
-        ranks by the query text alone, as a search engine's filter context. ``q``: the builder
-        (``plan.TANTIVY``, or ``plan.PLAN`` for the native engine)."""
-        if scoring and isinstance(f, (filters.And, filters.Or)):
-            children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
-            occur = q.Must if isinstance(f, filters.And) else q.Should
-            return q.boolean_query([(occur, self._compile(c, True, q)) for c in children])
-        if scoring and not isinstance(f, filters.QueryString):
-            return q.const_score_query(self._compile(f, False, q), 0.0)
-        schema = self._index_for(q).schema
-        if isinstance(f, filters.QueryString):
-            if f.column is not None:
-                self._field(f.column, f"query {f.query!r}")
-                hashed = self._hashed_query(f.column, f.query, q)
-                if hashed is not None:
-                    return hashed
-            return compile_query(self._index_for(q), self.mapping, f, self.text_fields, self.list_columns, q is PLAN)
-        if isinstance(f, (filters.And, filters.Or)):
-            children = filters.combine_ranges(f.children) if isinstance(f, filters.And) else f.children
-            occur = q.Must if isinstance(f, filters.And) else q.Should
-            return q.boolean_query([(occur, self._compile(c, False, q)) for c in children])
-        if isinstance(f, filters.Not):
-            return q.boolean_query([(q.Must, q.all_query()), (q.MustNot, self._compile(f.child, False, q))])
-        field = self._field(f.column, type(f).__name__)
-        exact_text = field.type == "text" and field.tokenizer == "raw"
-        if isinstance(f, (filters.Term, filters.TermIn)):
-            if field.type == "text" and not exact_text:
-                raise QueryError(f"equality on tokenized text column {f.column!r}: use a query string")
-            values = [f.value] if isinstance(f, filters.Term) else list(f.values)
-            values = [self._value(field, v) for v in values]
-            if f.column in self.hashed:  # exact_only: the index holds the values' hashes
-                values = [hash_string_value(str(v)) for v in values]
-            if isinstance(f, filters.Term):
-                return q.term_query(schema, f.column, values[0], "freq")  # no positions read
-            return q.term_set_query(schema, f.column, values)
-        if isinstance(f, filters.Between):
-            kind = _RANGE_TYPES.get(field.type)
-            if kind is None:
-                raise QueryError(f"range on column {f.column!r} of type {field.type}: not answerable by the index")
-            return q.range_query(
-                schema,
-                f.column,
-                kind,
-                self._value(field, f.lower),
-                self._value(field, f.upper),
-                include_lower=f.lower_inclusive,
-                include_upper=f.upper_inclusive,
-            )
-        if isinstance(f, (filters.Prefix, filters.Contains, filters.Regex)):
-            if not exact_text:
-                raise QueryError(f"{type(f).__name__.lower()} on column {f.column!r}: needs an exact (string) field")
-            if isinstance(f, filters.Prefix):
-                pattern = filters.prefix_pattern(f.prefix)
-            elif isinstance(f, filters.Contains):
-                pattern = filters.contains_pattern(f.substring)
-            else:
-                pattern = f.pattern
-            return q.regex_query(schema, f.column, pattern)
-        if isinstance(f, filters.Exists):
-            if not field.fast:
-                raise QueryError(f"exists on column {f.column!r}: needs a fast field")
-            return q.exists_query(f.column)
-        raise QueryError(f"unsupported filter {f!r}")
 
     @guarded(lambda self, *a, **k: f"count on split {self.split}")
     def count(self, query: str | filters.Filter | None = None) -> int:
@@ -507,7 +411,7 @@ class SplitSearcher:
         split fetched by the piece, the index sections it reads fetched first (as ``_query`` does,
         but no FST term dictionary built: the native engine reads the SSTables)."""
         if not self.source.complete:
-            compiled = self._compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
+            compiled = self.filters.compile(query, scoring) if not isinstance(query, str) else self._query_text(query)
             if compiled is not None:
                 self.source.ensure_fields(*query_needs(compiled, self._field_names))
         if isinstance(query, str):
@@ -515,7 +419,7 @@ class SplitSearcher:
                 return PLAN.all_query()
             index = self._index_for(PLAN)
             return compile_query(index, self.mapping, filters.QueryString(query), self.text_fields, plan=True)
-        return self._compile(query, scoring, PLAN)
+        return self.filters.compile(query, scoring, PLAN)
 
     def _native_row_hits(self, native: NativeSplit, query: str | filters.Filter, n: int) -> tuple[np.ndarray, Hits]:
         """Documents matching ``query`` through the native engine, among them the ``n`` of lowest row
