@@ -106,7 +106,6 @@ def _wrap_load(original: Callable[..., Any]) -> Callable[..., Any]:
         names = _option_names(self, kwargs)
         with project_error_first(names):
             df = original(self, *args, **kwargs)
-            df.schema  # noqa: B018  analysed now: a Spark Connect read reports a bad option or path here, as a classic one does
             warn_for_options(names, df)  # an indexquery word against an exact-string column (its analysis)
         return df
 

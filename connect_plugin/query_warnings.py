@@ -90,8 +90,8 @@ def warn_for_options(option_names: Iterable[str], df: DataFrame) -> None:
 
 
 def _schema_or_none(read: Callable[[], DataFrame]) -> Any:
-    """The read's schema, or None where its analysis fails: the check for warnings never raises (the
-    hooked ``load`` has analysed the read already and raised its error there)."""
+    """The read's schema, or None where its analysis fails: the check for warnings never moves an error,
+    which the read reports where it always did (a Spark Connect DataFrame at its first action)."""
     try:
         return read().schema
     except Exception:
