@@ -62,6 +62,7 @@ from executor_lib.log.maintenance.checkpointing import uses_avro_state, write_st
 from executor_lib.log.maintenance.cleanup import (
     CleanupReport,
     commit_state_min_age_hours,
+    delete_state_directory,
     version_file_min_age_hours,
 )
 from executor_lib.log.maintenance.history import HistoryEntry, commit_info_of, read_history
@@ -461,21 +462,11 @@ class TransactionLog:
                     self.uri,
                     version,
                 )
-                self._withdraw_state(version)
+                delete_state_directory(self.store, version)
                 return CommitOutcome.LOST, None, attempt
             return CommitOutcome.COMMITTED, None, attempt
         landed = attempt_landed(self.store, version, attempt)
         return (CommitOutcome.COMMITTED if landed else CommitOutcome.LOST), None, attempt
-
-    def _withdraw_state(self, version: int) -> None:
-        """Delete the state directory of a state commit that must not stand (its manifests under
-        ``manifests/``, referenced by no retained state, are left to the next cleanup)."""
-        prefix = f"{LOG_DIR}/{state_dir(version)}/"
-        manifest_key = f"{prefix}{STATE_MANIFEST_NAMES['avro']}"
-        self.store.delete(manifest_key)  # the commit point first: no reader finds a state half gone
-        for obj in self.store.list(prefix):
-            self.store.delete(obj.key)
-        self.store.remove_empty_dir(prefix)
 
     def _build_state_commit(
         self, version: int, final: list[Action], head: Head

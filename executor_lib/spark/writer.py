@@ -233,7 +233,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
 
     def _commit_write(self, txlog: Any, adds: list[AddAction]) -> int | None:
         if self.skip:
-            log.info("write %s: %s %s is already committed; skipped", self.path, self.txn, "(checked before the job)")
+            log.info("write %s: %s was already committed (checked before the job); skipped", self.path, self.txn)
             return None
         # the transaction is recorded on the adds (a write of no row records none: nothing to replay)
         txn = self.txn if adds else None
@@ -249,7 +249,7 @@ class IndexTablesWriter(DataSourceArrowWriter):
         if self.row_change is not None:
             from executor_lib.spark.commands.row_changes import commit_row_change
 
-            return commit_row_change(txlog, self.row_change, adds, txn)
+            return commit_row_change(txlog, self.row_change, adds, txn, params)
         if self.overwrite:
             snapshot = txlog.snapshot()
             removes = removes_of(snapshot.files, data_change=True)

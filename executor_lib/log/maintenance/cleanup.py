@@ -135,11 +135,23 @@ def _delete(store: ObjectStore, keys: list[str], dry_run: bool) -> None:
 
 def _delete_states(store: ObjectStore, versions: list[int], report: CleanupReport) -> None:
     for v in sorted(versions):
-        prefix = f"{LOG_DIR}/{state_dir(v)}/"
-        _delete(store, [o.key for o in store.list(prefix)], report.dry_run)
         if not report.dry_run:
-            store.remove_empty_dir(prefix)
+            delete_state_directory(store, v)
         report.deleted_states.append(v)
+
+
+def delete_state_directory(store: ObjectStore, version: int) -> None:
+    """Delete ``state-v<version>/``: its state manifest first, so that no reader finds a state whose
+    parts are gone, then the rest, then (on a file system) the emptied directory. Its manifests under
+    ``manifests/`` are left to manifest GC.
+
+    >>> # delete_state_directory(store, 6)  (a retention cleanup, a withdrawn state commit)
+    """
+    prefix = f"{LOG_DIR}/{state_dir(version)}/"
+    keys = [o.key for o in store.list(prefix)]
+    for key in sorted(keys, key=lambda k: not k.rsplit("/", 1)[-1].startswith("_manifest.")):
+        store.delete(key)
+    store.remove_empty_dir(prefix)
 
 
 def version_file_min_age_hours(config: LogConfig, min_age_hours: float | None = None) -> float:

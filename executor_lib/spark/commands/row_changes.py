@@ -6,7 +6,7 @@ in one version at the change's read version)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -140,21 +140,25 @@ def live_actions(snapshot: Snapshot, paths: Sequence[str]) -> list[AddAction]:
         raise ConfigError(f"row change: split {e.args[0]!r} is not live at version {snapshot.version}") from None
 
 
-def commit_row_change(txlog: Any, change: RC.RowChange, adds: list[AddAction], txn: Any = None) -> int:
+def commit_row_change(
+    txlog: Any,
+    change: RC.RowChange,
+    adds: list[AddAction],
+    txn: Any = None,
+    txn_parameters: Mapping[str, str] | None = None,
+) -> int:
     """Commit ``change``: its replaced splits removed and ``adds`` added, in one version read at
     ``change.read_version`` (CommitConflictError if a version after it removed one of them).
-    ``txn``: the idempotent write's ``StreamingTxn`` (BatchAlreadyCommittedError if the table holds it)."""
+    ``txn``: the idempotent write's ``StreamingTxn`` (BatchAlreadyCommittedError if the table holds it),
+    recorded in the commitInfo as ``txn_parameters``."""
     snapshot = txlog.snapshot(version=change.read_version)
     removes = removes_of(live_actions(snapshot, change.replaced), data_change=True)
-    params = change.parameters(len(removes), len(adds))
-    if txn is not None:
-        params = {**params, RC.TXN_APP_ID: txn.app_id, RC.TXN_VERSION: str(txn.batch_id)}
     return int(
         txlog.commit(
             [*removes, *adds],
             read_version=change.read_version,
             operation=change.operation,
-            operation_parameters=params,
+            operation_parameters={**change.parameters(len(removes), len(adds)), **(txn_parameters or {})},
             streaming_txn=txn,
             new_files=True,  # uploaded by this job's tasks under new names
         )
